@@ -1,0 +1,33 @@
+"""``python -m attention_np [COMMAND]``: the guided tour by default, or one of the commands.
+
+Each command lives in its own module with ``add_arguments(parser)`` and ``run(args) -> int``;
+those modules import only NumPy at the top, so the parser builds without the optional extras.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command name -> (module, one-line help)
+COMMANDS = {
+    "tour": ("attention_np.tour", "a guided tour of one attention call (the default)"),
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attention_np", description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+    modules = {}
+    for name, (module, help_text) in COMMANDS.items():
+        modules[name] = importlib.import_module(module)
+        modules[name].add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["tour", *(argv if argv is not None else sys.argv[1:])])
+    return modules[args.command].run(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

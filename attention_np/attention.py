@@ -1,0 +1,223 @@
+r"""Scaled dot-product attention, Eq. (1) of "Attention Is All You Need" (§3.2.1):
+
+.. math:: \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V
+
+Forward and hand-written backward, as a pair: ``out, cache = sdpa_forward(...)`` then
+``dq, dk, dv = sdpa_backward(dout, cache)``.
+
+Shapes: ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)`` -> ``out (..., L, d_v)``;
+leading batch dims broadcast, and each gradient is summed back to its input's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._checks import (
+    as_bias,
+    as_bool_mask,
+    as_float_array,
+    as_generator,
+    broadcast_batch,
+    check_broadcasts_to,
+    check_min_ndim,
+    check_same_dtype,
+    sum_to_shape,
+)
+from .masks import causal_mask
+from .softmax import softmax_
+
+
+@dataclass(frozen=True)
+class SDPACache:
+    """What :func:`sdpa_backward` needs from the forward pass, and nothing else.
+
+    Attributes
+    ----------
+    q, k, v : the inputs (unscaled ``q``)
+    weights : (..., L, S) the attention weights ``softmax(scores)``, before dropout
+    out : (..., L, d_v) the output (its row sums with ``dout`` shortcut the softmax backward)
+    scale : the factor applied to ``QKᵀ``
+    dropout_mask : (..., L, S) bool, True = kept, or None without dropout
+    dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    weights: np.ndarray
+    out: np.ndarray
+    scale: float
+    dropout_mask: np.ndarray | None = None
+    dropout_scale: float = 1.0
+
+
+def _check_qkv(q, k, v):
+    q = as_float_array(q, "q")
+    k = as_float_array(k, "k")
+    v = as_float_array(v, "v")
+    check_min_ndim(q, "q", 2, "(..., L, d_k)")
+    check_min_ndim(k, "k", 2, "(..., S, d_k)")
+    check_min_ndim(v, "v", 2, "(..., S, d_v)")
+    check_same_dtype(q=q, k=k, v=v)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q has d_k={q.shape[-1]} but k has d_k={k.shape[-1]} "
+                         f"(q {q.shape}, k {k.shape})")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k has S={k.shape[-2]} positions but v has S={v.shape[-2]} "
+                         f"(k {k.shape}, v {v.shape})")
+    return q, k, v
+
+
+def _dropout_keep(dropout_p, rng, dropout_mask, shape):
+    """The keep-mask for attention dropout and the factor 1/(1-p) applied to kept weights."""
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
+    if dropout_mask is not None:
+        if rng is not None:
+            raise ValueError("pass rng or dropout_mask, not both")
+        if dropout_p == 0.0:
+            raise ValueError("dropout_mask needs dropout_p > 0 (kept weights are scaled by 1/(1-p))")
+        keep = as_bool_mask(dropout_mask, "dropout_mask")
+        check_broadcasts_to(keep, "dropout_mask", shape, "weights (..., L, S)")
+    elif dropout_p == 0.0:
+        return None, 1.0
+    else:
+        keep = as_generator(rng).random(shape) >= dropout_p
+    # p = 1 drops everything; its factor is irrelevant, 0 avoids 1/0.
+    return keep, (0.0 if dropout_p == 1.0 else 1.0 / (1.0 - dropout_p))
+
+
+def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
+                 dropout_p: float = 0.0, rng=None, dropout_mask=None):
+    r"""Scaled dot-product attention, Eq. (1), forward pass.
+
+    .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
+              \text{weights} = \mathrm{softmax}(\text{scores}),\quad
+              \text{out} = \text{weights}\, V
+
+    Parameters
+    ----------
+    q : (..., L, d_k) queries
+    k : (..., S, d_k) keys
+    v : (..., S, d_v) values
+    mask : bool, broadcastable to (..., L, S), optional
+        True = this query may attend to this key (PyTorch SDPA's bool ``attn_mask``).
+    bias : float, broadcastable to (..., L, S), optional
+        Added to the scaled scores (ALiBi, relative positions, PyTorch's float ``attn_mask``).
+    is_causal : bool
+        Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``.
+    scale : float, optional
+        Default ``1 / sqrt(d_k)``; ``scale=1.0`` is unscaled dot-product attention.
+    dropout_p : float
+        Attention dropout: each weight is zeroed with probability ``p``, kept ones scaled by
+        ``1 / (1 - p)``. The keep-mask is saved in the cache so that the backward replays it.
+    rng : int seed or np.random.Generator, optional
+        Source of the dropout keep-mask.
+    dropout_mask : bool, broadcastable to (..., L, S), optional
+        An explicit keep-mask (True = kept) instead of drawing one, e.g. to replay a framework's.
+
+    Returns
+    -------
+    out : (..., L, d_v)
+    cache : SDPACache
+        ``cache.weights`` is the (..., L, S) weight array. A query row with every key masked
+        gets weights 0 and output 0 (never NaN).
+    """
+    q, k, v = _check_qkv(q, k, v)
+    *_, L, d_k = q.shape
+    S = k.shape[-2]
+    batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
+    if mask is not None:
+        mask = as_bool_mask(mask)
+        batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
+    if bias is not None:
+        bias = as_bias(bias).astype(q.dtype, copy=False)
+        batch["bias"] = check_broadcasts_to(bias, "bias", (L, S), "scores (..., L, S)")[:-2]
+    broadcast_batch(**batch)
+    if is_causal:
+        causal = causal_mask(L, S)
+        mask = causal if mask is None else mask & causal
+    scale = 1.0 / np.sqrt(d_k) if scale is None else float(scale)
+
+    # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
+    scores = (q * q.dtype.type(scale)) @ np.swapaxes(k, -1, -2)        # (..., L, S)
+    if bias is not None:
+        scores = _add_into(scores, bias)
+    if mask is not None:
+        # -inf gets exactly weight 0; softmax_ turns an all -inf row into zeros, not NaN.
+        scores = _grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
+        np.copyto(scores, -np.inf, where=~mask)
+    weights = softmax_(scores)                                           # (..., L, S), in place
+
+    keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, weights.shape)
+    attended = weights if keep is None else weights * keep * weights.dtype.type(dropout_scale)
+    out = attended @ v                                                   # (..., L, d_v)
+    return out, SDPACache(q, k, v, weights, out, scale, keep, dropout_scale)
+
+
+def _grow_to(x: np.ndarray, shape: tuple) -> np.ndarray:
+    """``x`` itself if it already has ``shape``, else a broadcast copy (a mask or bias added batch dims)."""
+    return x if x.shape == shape else np.broadcast_to(x, shape).copy()
+
+
+def _add_into(scores: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    scores = _grow_to(scores, np.broadcast_shapes(scores.shape, bias.shape))
+    scores += bias
+    return scores
+
+
+def sdpa_backward(dout, cache: SDPACache):
+    """Backward of :func:`sdpa_forward`: gradients of the loss w.r.t. ``q``, ``k`` and ``v``.
+
+    Parameters
+    ----------
+    dout : (..., L, d_v) gradient w.r.t. ``out``
+    cache : SDPACache from the forward pass
+
+    Returns
+    -------
+    dq, dk, dv : each with the shape of its input (broadcast batch dims summed back)
+    """
+    c = cache
+    dout = as_float_array(dout, "dout")
+    if dout.shape != c.out.shape:
+        raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
+    P = c.weights                                                        # (..., L, S)
+    s = P.dtype.type(c.dropout_scale)
+    A = P if c.dropout_mask is None else P * c.dropout_mask * s          # what multiplied v
+
+    # forward: out = A @ v  ->  dA = dout @ v.T,  dv = A.T @ dout
+    dv = np.swapaxes(A, -1, -2) @ dout                                   # (..., S, d_v)
+    dP = dout @ np.swapaxes(c.v, -1, -2)                                 # (..., L, S)
+    if c.dropout_mask is not None:
+        # forward: A = P * keep * s  ->  dP = dA * keep * s
+        dP *= c.dropout_mask
+        dP *= s
+
+    # forward: P = softmax(scores)  ->  dscores = P * (dP - rowsum(dP * P))
+    # rowsum(dP * P) = rowsum(dout * out), because out = A @ v: an (L, d_v) sum, not (L, S).
+    rowsum = (dout * c.out).sum(axis=-1, keepdims=True)                  # (..., L, 1)
+    dP -= rowsum
+    dP *= P
+    dscores = dP                                                         # (..., L, S)
+
+    # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
+    #                                                 dk = dscores.T @ (q * scale)
+    scale = c.q.dtype.type(c.scale)
+    dq = (dscores @ c.k) * scale                                         # (..., L, d_k)
+    dk = np.swapaxes(dscores, -1, -2) @ (c.q * scale)                    # (..., S, d_k)
+    return (sum_to_shape(dq, c.q.shape), sum_to_shape(dk, c.k.shape),
+            sum_to_shape(dv, c.v.shape))
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,
+                                 scale=None):
+    """Eq. (1) without the backward bookkeeping: returns ``(out, weights)``.
+
+    Same arguments and conventions as :func:`sdpa_forward`; ``weights`` is (..., L, S).
+    """
+    out, cache = sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal, scale=scale)
+    return out, cache.weights

@@ -1,0 +1,227 @@
+r"""Multi-head attention, §3.2.2 of "Attention Is All You Need":
+
+.. math:: \mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h) W^O,
+          \quad \mathrm{head}_i = \mathrm{Attention}(Q W_i^Q, K W_i^K, V W_i^V)
+
+All heads are computed at once: ``W_q`` holds every ``W_i^Q`` side by side as column blocks,
+so one matrix product projects all heads and :func:`split_heads` separates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._checks import as_float_array, as_generator, check_min_ndim
+from .attention import SDPACache, sdpa_backward, sdpa_forward
+from .heads import merge_heads, split_heads
+from .linear import linear_backward, linear_forward
+
+WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
+BIASES = ("b_q", "b_k", "b_v", "b_o")
+
+
+def _glorot_uniform(rng: np.random.Generator, fan_in: int, fan_out: int) -> np.ndarray:
+    # Var = 2 / (fan_in + fan_out) keeps activations and gradients at a similar scale.
+    limit = np.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-limit, limit, size=(fan_in, fan_out))
+
+
+def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
+                    d_v: int | None = None, kdim: int | None = None, vdim: int | None = None,
+                    bias: bool = True, rng=None, dtype=np.float64) -> dict:
+    """Parameters of multi-head attention, §3.2.2.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the queries and of the output.
+    num_heads : int
+        ``h``, the number of heads.
+    d_k, d_v : int, optional
+        Per-head query/key and value widths; default ``d_model // num_heads`` (the paper's
+        ``d_k = d_v = d_model / h``), a ``ValueError`` when that does not divide.
+    kdim, vdim : int, optional
+        Widths of the key and value inputs (cross-attention); default ``d_model``.
+    bias : bool
+        Whether the projections have biases (zero-initialized).
+    rng : int seed or np.random.Generator, optional
+    dtype : float dtype of every array
+
+    Returns
+    -------
+    params : dict
+        ``W_q (d_model, h*d_k)``, ``W_k (kdim, h*d_k)``, ``W_v (vdim, h*d_v)``,
+        ``W_o (h*d_v, d_model)``, and with ``bias=True`` ``b_q (h*d_k,)``, ``b_k (h*d_k,)``,
+        ``b_v (h*d_v,)``, ``b_o (d_model,)``. Projections are ``y = x @ W + b``; ``W_i^Q`` is
+        columns ``[i*d_k, (i+1)*d_k)`` of ``W_q``. Weights are Glorot-uniform.
+    """
+    for name, n in (("d_model", d_model), ("num_heads", num_heads)):
+        if not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    if (d_k is None or d_v is None) and d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}; "
+                         f"pass d_k and d_v explicitly")
+    d_k = d_model // num_heads if d_k is None else d_k
+    d_v = d_model // num_heads if d_v is None else d_v
+    kdim = d_model if kdim is None else kdim
+    vdim = d_model if vdim is None else vdim
+    for name, n in (("d_k", d_k), ("d_v", d_v), ("kdim", kdim), ("vdim", vdim)):
+        if not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    if not np.issubdtype(np.dtype(dtype), np.floating):
+        raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
+    rng = as_generator(rng)
+    h = num_heads
+    params = {
+        "W_q": _glorot_uniform(rng, d_model, h * d_k),
+        "W_k": _glorot_uniform(rng, kdim, h * d_k),
+        "W_v": _glorot_uniform(rng, vdim, h * d_v),
+        "W_o": _glorot_uniform(rng, h * d_v, d_model),
+    }
+    if bias:
+        params.update(b_q=np.zeros(h * d_k), b_k=np.zeros(h * d_k),
+                      b_v=np.zeros(h * d_v), b_o=np.zeros(d_model))
+    return {name: p.astype(dtype) for name, p in params.items()}
+
+
+@dataclass(frozen=True)
+class MHACache:
+    """What :func:`mha_backward` needs: the inputs, the concatenated heads and the SDPA cache.
+
+    ``weights`` is the (..., h, L, S) attention weight array of every head.
+    """
+
+    query: np.ndarray
+    key: np.ndarray
+    value: np.ndarray
+    params: dict
+    num_heads: int
+    concat: np.ndarray
+    attention: SDPACache
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.attention.weights
+
+
+def _check_mha(query, key, value, params, num_heads):
+    query = as_float_array(query, "query")
+    key = as_float_array(key, "key")
+    value = as_float_array(value, "value")
+    check_min_ndim(query, "query", 2, "(..., L, d_model)")
+    check_min_ndim(key, "key", 2, "(..., S, kdim)")
+    check_min_ndim(value, "value", 2, "(..., S, vdim)")
+    missing = [w for w in WEIGHTS if w not in params]
+    if missing:
+        raise ValueError(f"params is missing {missing}; init_mha_params makes a complete dict")
+    unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES))
+    if unknown:
+        raise ValueError(f"params has unknown keys {unknown}")
+    if not isinstance(num_heads, (int, np.integer)) or num_heads < 1:
+        raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
+    W_q, W_k, W_v, W_o = (params[w] for w in WEIGHTS)
+    for name, x, W in (("query", query, "W_q"), ("key", key, "W_k"), ("value", value, "W_v")):
+        if params[W].ndim != 2 or x.shape[-1] != params[W].shape[0]:
+            raise ValueError(f"{name} has {x.shape[-1]} features but params['{W}'] has shape "
+                             f"{params[W].shape}: its rows must match the input features")
+    for name, p in params.items():
+        if p.dtype != query.dtype or key.dtype != query.dtype or value.dtype != query.dtype:
+            raise TypeError(f"query, key, value and params must share one dtype: query is "
+                            f"{query.dtype}, key {key.dtype}, value {value.dtype}, "
+                            f"params['{name}'] {p.dtype}")
+    if W_q.shape[1] != W_k.shape[1]:
+        raise ValueError(f"params['W_q'] has {W_q.shape[1]} columns but params['W_k'] has "
+                         f"{W_k.shape[1]}: queries and keys need the same width h*d_k")
+    for W in ("W_q", "W_v"):
+        if params[W].shape[1] % num_heads:
+            raise ValueError(f"params['{W}'] has {params[W].shape[1]} columns, not divisible "
+                             f"by num_heads={num_heads}")
+    if W_o.ndim != 2 or W_o.shape[0] != W_v.shape[1]:
+        raise ValueError(f"params['W_o'] has shape {W_o.shape} but the concatenated heads have "
+                         f"{W_v.shape[1]} features (h*d_v)")
+    for W, b in zip(WEIGHTS, BIASES, strict=True):
+        if b in params and params[b].shape != (params[W].shape[1],):
+            raise ValueError(f"params['{b}'] has shape {params[b].shape}, "
+                             f"expected ({params[W].shape[1]},)")
+    return query, key, value
+
+
+def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, bias=None,
+                is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None):
+    """Multi-head attention, §3.2.2, forward pass.
+
+    Parameters
+    ----------
+    query : (..., L, d_model)
+    key : (..., S, kdim)
+    value : (..., S, vdim)
+    params : dict from :func:`init_mha_params`
+    num_heads : int
+    mask : bool, broadcastable to (..., h, L, S), optional
+        True = may attend; e.g. ``(L, S)``, or ``(B, 1, 1, S)`` for key padding.
+    bias : float, broadcastable to (..., h, L, S), optional
+        Added to the scaled scores of every head.
+    is_causal : bool
+        Top-left causal mask, ANDed with ``mask``.
+    scale : float, optional
+        Default ``1 / sqrt(d_k)``.
+    dropout_p, rng : attention dropout, as in :func:`sdpa_forward`.
+
+    Returns
+    -------
+    out : (..., L, d_model)
+    cache : MHACache, with ``cache.weights`` of shape (..., h, L, S)
+    """
+    query, key, value = _check_mha(query, key, value, params, num_heads)
+    h = num_heads
+    # 1) project: every head's W_i^Q, W_i^K, W_i^V at once
+    q = linear_forward(query, params["W_q"], params.get("b_q"))   # (..., L, h*d_k)
+    k = linear_forward(key, params["W_k"], params.get("b_k"))     # (..., S, h*d_k)
+    v = linear_forward(value, params["W_v"], params.get("b_v"))   # (..., S, h*d_v)
+    # 2) split into heads
+    q, k, v = split_heads(q, h), split_heads(k, h), split_heads(v, h)   # (..., h, L|S, d)
+    # 3) attend, every head in parallel: Eq. (1)
+    heads, attention = sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal,
+                                    scale=scale, dropout_p=dropout_p, rng=rng)  # (..., h, L, d_v)
+    # 4) concat
+    concat = merge_heads(heads)                                    # (..., L, h*d_v)
+    # 5) project back to d_model with W^O
+    out = linear_forward(concat, params["W_o"], params.get("b_o"))  # (..., L, d_model)
+    return out, MHACache(query, key, value, params, h, concat, attention)
+
+
+def mha_backward(dout, cache: MHACache):
+    """Backward of :func:`mha_forward`.
+
+    Returns
+    -------
+    dquery, dkey, dvalue : gradients with the shapes of ``query``, ``key``, ``value``.
+        One per argument even when they were the same array: for self-attention the
+        caller adds the three.
+    grads : dict with the keys of ``params``
+    """
+    c = cache
+    dout = as_float_array(dout, "dout")
+    out_shape = c.concat.shape[:-1] + (c.params["W_o"].shape[1],)
+    if dout.shape != out_shape:
+        raise ValueError(f"dout has shape {dout.shape} but out has shape {out_shape}")
+    p, h, grads = c.params, c.num_heads, {}
+
+    # 5) forward: out = concat @ W_o + b_o
+    dconcat, grads["W_o"], db_o = linear_backward(dout, c.concat, p["W_o"], "b_o" in p)
+    # 4) forward: concat = merge_heads(heads)  ->  its backward is split_heads
+    dheads = split_heads(dconcat, h)                               # (..., h, L, d_v)
+    # 3) forward: heads = Attention(q, k, v)
+    dq, dk, dv = sdpa_backward(dheads, c.attention)                # (..., h, L|S, d)
+    # 2) forward: q = split_heads(q_proj)  ->  its backward is merge_heads
+    dq, dk, dv = merge_heads(dq), merge_heads(dk), merge_heads(dv)
+    # 1) forward: q_proj = query @ W_q + b_q (and the same for k, v)
+    dquery, grads["W_q"], db_q = linear_backward(dq, c.query, p["W_q"], "b_q" in p)
+    dkey, grads["W_k"], db_k = linear_backward(dk, c.key, p["W_k"], "b_k" in p)
+    dvalue, grads["W_v"], db_v = linear_backward(dv, c.value, p["W_v"], "b_v" in p)
+    for name, g in (("b_q", db_q), ("b_k", db_k), ("b_v", db_v), ("b_o", db_o)):
+        if name in p:
+            grads[name] = g
+    return dquery, dkey, dvalue, {name: grads[name] for name in p}

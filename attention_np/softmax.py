@@ -1,0 +1,93 @@
+"""Numerically stable softmax and its vector-Jacobian product.
+
+The softmax turns a row of scores into weights that are positive and sum to 1:
+
+    softmax(x)_j = exp(x_j) / sum_k exp(x_k)
+
+Subtracting the row maximum first changes nothing mathematically (the factor exp(-m)
+cancels) but keeps every exponent <= 0, so nothing overflows even for scores of 1e5.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_bool_mask, as_float_array
+
+
+def softmax_(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Softmax of ``x`` along ``axis``, computed in place; returns ``x``.
+
+    Entries equal to ``-inf`` get weight 0. A slice whose entries are all ``-inf`` (a fully
+    masked query row) becomes all 0 rather than 0/0 = NaN. This is the kernel that
+    :func:`softmax` and the attention forward share.
+    """
+    m = x.max(axis=axis, keepdims=True)
+    # A fully masked slice has max -inf; shifting by it would give (-inf) - (-inf) = NaN.
+    # Shift it by 0 instead: its exp is then exp(-inf) = 0 everywhere.
+    m[m == -np.inf] = 0
+    x -= m
+    np.exp(x, out=x)
+    total = x.sum(axis=axis, keepdims=True)
+    total[total == 0] = 1  # fully masked slice: 0 / 1 = 0, never 0 / 0
+    x /= total
+    return x
+
+
+def softmax(x, axis: int = -1, *, where=None) -> np.ndarray:
+    r"""Numerically stable softmax along ``axis``.
+
+    .. math:: \mathrm{softmax}(x)_j = \frac{e^{x_j - m}}{\sum_k e^{x_k - m}}, \quad m = \max_k x_k
+
+    Parameters
+    ----------
+    x : float array, any shape
+    axis : int
+        The axis that sums to 1.
+    where : bool array broadcastable to ``x.shape``, optional
+        False entries are left out of the sum and get weight 0. A slice with nothing
+        allowed is all 0 (never NaN), as is a slice whose entries are all ``-inf``.
+
+    Returns
+    -------
+    p : array of ``x.shape`` and ``x.dtype``
+    """
+    x = as_float_array(x, "x")
+    if where is None:
+        return softmax_(x.copy(), axis)
+    where = as_bool_mask(where, "where")
+    try:
+        np.broadcast_to(where, x.shape)
+    except ValueError:
+        raise ValueError(f"where of shape {where.shape} does not broadcast to "
+                         f"x of shape {x.shape}") from None
+    return softmax_(np.where(where, x, np.array(-np.inf, x.dtype)), axis)
+
+
+def softmax_backward(dp, p, axis: int = -1) -> np.ndarray:
+    r"""Vector-Jacobian product of the softmax: the gradient w.r.t. its input.
+
+    With :math:`p = \mathrm{softmax}(x)`, the Jacobian is
+    :math:`\partial p_i / \partial x_j = p_i(\delta_{ij} - p_j)`, so
+
+    .. math:: dx_j = \sum_i dp_i\, p_i (\delta_{ij} - p_j) = p_j \Big(dp_j - \sum_i dp_i\, p_i\Big)
+
+    The (n × n) Jacobian is never built: one row sum and two elementwise operations.
+    Where ``p`` is 0 (masked entries, fully masked rows) the gradient is 0.
+
+    Parameters
+    ----------
+    dp : array of ``p.shape``
+        Upstream gradient w.r.t. the softmax output.
+    p : array
+        The softmax output of the forward pass.
+
+    Returns
+    -------
+    dx : array of ``p.shape``
+    """
+    dp = as_float_array(dp, "dp")
+    p = as_float_array(p, "p")
+    if dp.shape != p.shape:
+        raise ValueError(f"dp has shape {dp.shape} but p has shape {p.shape}")
+    return p * (dp - (dp * p).sum(axis=axis, keepdims=True))

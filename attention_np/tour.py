@@ -1,0 +1,74 @@
+"""A guided tour of one attention call: ``python -m attention_np``.
+
+Walks through Eq. (1) on a four-word sentence, printing every shape and the weights, then
+one multi-head call and one backward pass checked against finite differences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .attention import sdpa_backward, sdpa_forward
+from .gradcheck import gradcheck
+from .masks import causal_mask
+from .multihead import init_mha_params, mha_forward
+
+TOKENS = ["the", "cat", "sat", "down"]
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random embeddings")
+
+
+def _table(weights: np.ndarray, rows, cols) -> str:
+    width = max(len(t) for t in cols) + 1
+    head = " " * 8 + "".join(f"{c:>{width + 1}}" for c in cols)
+    body = [f"{r:>7} " + "".join(f"{w:>{width + 1}.2f}" for w in row) for r, row in zip(rows, weights, strict=True)]
+    return "\n".join([head, *body])
+
+
+def run(args) -> int:
+    rng = np.random.default_rng(args.seed)
+    np.set_printoptions(precision=3, suppress=True)
+    L, d_k, d_v = len(TOKENS), 8, 8
+    x = rng.normal(size=(L, d_k))
+    print("attention_np: a guided tour of Eq. (1), softmax(Q Kᵀ / √d_k) V\n")
+    print(f"Tokens {TOKENS}, each a random {d_k}-dim vector. Self-attention: Q = K = V = x.")
+    q = k = v = x
+    print(f"  q {q.shape} = (L, d_k),  k {k.shape} = (S, d_k),  v {v.shape} = (S, d_v)\n")
+
+    scale = 1 / np.sqrt(d_k)
+    scores = q @ k.T * scale
+    print(f"1) scores = Q Kᵀ · 1/√d_k, shape {scores.shape} = (L, S); 1/√{d_k} = {scale:.3f}")
+    print("   (footnote 4: q·k has variance d_k; the scale brings it back to 1)")
+    print(_table(scores, TOKENS, TOKENS), "\n")
+
+    out, cache = sdpa_forward(q, k, v)
+    weights = cache.weights
+    print("2) weights = softmax(scores) row by row: each query's distribution over the keys")
+    print(_table(weights, TOKENS, TOKENS))
+    print(f"   every row sums to 1: {np.allclose(weights.sum(-1), 1)}\n")
+    print(f"3) out = weights · V, shape {out.shape} = (L, d_v): each row a weighted average of V\n")
+
+    _, cache = sdpa_forward(q, k, v, is_causal=True)
+    print("4) masked decoder self-attention (§3.2.3): is_causal=True, query i sees keys j <= i")
+    print(_table(cache.weights, TOKENS, TOKENS))
+    print("   mask (True = may attend):")
+    print("   " + str(causal_mask(L).astype(int)).replace("\n", "\n   "), "\n")
+
+    d_model, h = 16, 4
+    params = init_mha_params(d_model, h, rng=args.seed)
+    xm = rng.normal(size=(2, L, d_model))
+    out, cache = mha_forward(xm, xm, xm, params, num_heads=h)
+    print(f"5) multi-head attention (§3.2.2): d_model={d_model}, h={h}, d_k = d_v = {d_model // h}")
+    print(f"   x {xm.shape} -> project -> split into heads {cache.attention.q.shape} "
+          f"-> attend, weights {cache.weights.shape}")
+    print(f"   -> concat {cache.concat.shape} -> W_o -> out {out.shape}\n")
+
+    result = gradcheck(lambda q, k, v: sdpa_forward(q, k, v, is_causal=True), sdpa_backward,
+                       (x, rng.normal(size=(L, d_k)), rng.normal(size=(L, d_v))), seed=args.seed)
+    print("6) the hand-written backward of step 1-3, against central finite differences:")
+    print("   " + str(result).replace("\n", "\n   "))
+    print("\nNext: the notebooks in notebooks/, and `pytest` to see every number diffed "
+          "against PyTorch.")
+    return 0 if result.ok else 1
