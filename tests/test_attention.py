@@ -1,0 +1,211 @@
+"""sdpa_forward / sdpa_backward: Eq. (1), its masks and its hand-written backward."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from tests.helpers import randn
+
+
+def attention_by_definition(q, k, v, allowed=None, bias=0.0, scale=None):
+    """Eq. (1) written out the slow, obvious way, for small inputs."""
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    scores = np.einsum("...ld,...sd->...ls", q, k) * scale + bias
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    w = e / e.sum(-1, keepdims=True)
+    return np.einsum("...ls,...sd->...ld", w, v), w
+
+
+def check_grads(rng, q, k, v, **kwargs):
+    result = an.gradcheck(lambda q, k, v: an.sdpa_forward(q, k, v, **kwargs), an.sdpa_backward,
+                          (q, k, v), seed=int(rng.integers(1 << 30)))
+    assert result.ok, result
+
+
+def test_forward_is_equation_one(rng):
+    q, k, v = randn(rng, 2, 4, 8), randn(rng, 2, 6, 8), randn(rng, 2, 6, 3)
+    out, w = an.scaled_dot_product_attention(q, k, v)
+    want_out, want_w = attention_by_definition(q, k, v)
+    np.testing.assert_allclose(out, want_out, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(w, want_w, rtol=1e-13, atol=1e-15)
+
+
+def test_scale_one_is_unscaled_dot_product_attention(rng):
+    q, k, v = randn(rng, 3, 16), randn(rng, 5, 16), randn(rng, 5, 2)
+    out, _ = an.scaled_dot_product_attention(q, k, v, scale=1.0)
+    np.testing.assert_allclose(out, attention_by_definition(q, k, v, scale=1.0)[0], rtol=1e-12, atol=1e-14)
+
+
+def test_bool_mask_and_bias_enter_the_scores(rng):
+    q, k, v = randn(rng, 4, 5), randn(rng, 6, 5), randn(rng, 6, 2)
+    mask = rng.random((4, 6)) > 0.4
+    mask[:, 0] = True
+    bias = randn(rng, 4, 6)
+    out, w = an.scaled_dot_product_attention(q, k, v, mask, bias=bias)
+    want_out, want_w = attention_by_definition(q, k, v, mask, bias)
+    np.testing.assert_allclose(out, want_out, rtol=1e-13, atol=1e-14)
+    assert np.all(w[~mask] == 0)
+
+
+def test_is_causal_is_anded_with_mask(rng):
+    q, k, v = randn(rng, 5, 3), randn(rng, 5, 3), randn(rng, 5, 3)
+    mask = np.ones((5, 5), bool)
+    mask[:, 1] = False
+    _, w = an.scaled_dot_product_attention(q, k, v, mask, is_causal=True)
+    allowed = mask & an.causal_mask(5)
+    assert np.all(w[~allowed] == 0) and np.all(w[allowed] > 0)
+
+
+# --- finite differences in float64, random upstream gradients -------------------------------
+
+def test_grads_plain(rng):
+    check_grads(rng, randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2))
+
+
+def test_grads_with_bool_mask(rng):
+    mask = rng.random((2, 3, 5)) > 0.4
+    check_grads(rng, randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3), mask=mask)
+
+
+def test_grads_with_bias(rng):
+    check_grads(rng, randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2), bias=randn(rng, 3, 5))
+
+
+@pytest.mark.parametrize("L,S", [(4, 4), (3, 6), (6, 3)])
+def test_grads_causal(rng, L, S):
+    check_grads(rng, randn(rng, L, 4), randn(rng, S, 4), randn(rng, S, 2), is_causal=True)
+
+
+def test_grads_with_broadcast_batch_dims(rng):
+    # q has its own batch dim, k and v are shared across it, the mask adds another dim.
+    q, k, v = randn(rng, 2, 1, 3, 4), randn(rng, 1, 3, 5, 4), randn(rng, 5, 2)
+    mask = rng.random((4, 1, 1, 3, 5)) > 0.3
+    out, cache = an.sdpa_forward(q, k, v, mask)
+    assert out.shape == (4, 2, 3, 3, 2)
+    dq, dk, dv = an.sdpa_backward(randn(rng, *out.shape), cache)
+    assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
+    check_grads(rng, q, k, v, mask=mask)
+
+
+def test_grads_with_dk_not_equal_dv_and_custom_scale(rng):
+    check_grads(rng, randn(rng, 3, 7), randn(rng, 4, 7), randn(rng, 4, 2), scale=0.3)
+
+
+def test_grads_with_replayed_dropout_mask(rng):
+    keep = rng.random((2, 3, 5)) > 0.3
+    check_grads(rng, randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3),
+                dropout_p=0.3, dropout_mask=keep)
+
+
+# --- fully masked rows ---------------------------------------------------------------------
+
+def test_fully_masked_row_gives_zero_output_weights_and_grads(rng):
+    q, k, v = randn(rng, 2, 4, 3), randn(rng, 2, 5, 3), randn(rng, 2, 5, 2)
+    mask = np.ones((2, 4, 5), bool)
+    mask[0, 1] = False
+    mask[1, 3] = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, cache = an.sdpa_forward(q, k, v, mask)
+        dq, dk, dv = an.sdpa_backward(randn(rng, *out.shape), cache)
+    assert np.all(out[0, 1] == 0) and np.all(out[1, 3] == 0)
+    assert np.all(cache.weights[0, 1] == 0) and np.all(cache.weights[1, 3] == 0)
+    assert np.all(dq[0, 1] == 0) and np.all(dq[1, 3] == 0)
+    assert np.all(np.isfinite(dk)) and np.all(np.isfinite(dv))
+    check_grads(rng, q, k, v, mask=mask)
+
+
+def test_row_fully_masked_by_minus_infinity_bias_gives_zero(rng):
+    bias = np.zeros((3, 4))
+    bias[2] = -np.inf
+    out, cache = an.sdpa_forward(randn(rng, 3, 2), randn(rng, 4, 2), randn(rng, 4, 2), bias=bias)
+    assert np.all(out[2] == 0) and np.all(cache.weights[2] == 0)
+    assert np.all(np.isfinite(out))
+
+
+def test_causal_with_more_queries_than_keys_has_no_empty_row_top_left(rng):
+    # top-left with L > S: every row i sees key 0, so nothing is fully masked.
+    _, w = an.scaled_dot_product_attention(randn(rng, 6, 2), randn(rng, 3, 2), randn(rng, 3, 2),
+                                           is_causal=True)
+    np.testing.assert_allclose(w.sum(-1), 1.0)
+
+
+def test_bottom_right_mask_with_more_queries_than_keys_empties_the_first_rows(rng):
+    mask = an.causal_mask(6, 3, align="bottom_right")
+    out, w = an.scaled_dot_product_attention(randn(rng, 6, 2), randn(rng, 3, 2), randn(rng, 3, 2),
+                                             mask)
+    np.testing.assert_array_equal(w.sum(-1), [0, 0, 0, 1, 1, 1])
+    assert np.all(out[:3] == 0)
+
+
+# --- numerics and dtypes -------------------------------------------------------------------
+
+def test_huge_scores_do_not_overflow(rng):
+    q = randn(rng, 3, 4) * 300.0
+    k = randn(rng, 5, 4) * 300.0            # |q·k| / √d_k ~ 1e5
+    v = randn(rng, 5, 2)
+    for dtype in (np.float32, np.float64):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            out, cache = an.sdpa_forward(q.astype(dtype), k.astype(dtype), v.astype(dtype))
+            grads = an.sdpa_backward(np.ones_like(out), cache)
+        assert np.all(np.isfinite(out)) and all(np.all(np.isfinite(g)) for g in grads)
+        # saturated: each row puts (almost) all weight on its best key
+        np.testing.assert_allclose(cache.weights.max(-1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dtype_is_kept_end_to_end(rng, dtype):
+    q, k, v = (randn(rng, 2, 3, 4, dtype=dtype) for _ in range(3))
+    out, cache = an.sdpa_forward(q, k, v, bias=randn(rng, 3, 3), is_causal=True,
+                                 dropout_p=0.2, rng=0)
+    assert out.dtype == dtype and cache.weights.dtype == dtype
+    assert all(g.dtype == dtype for g in an.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache))
+
+
+# --- dropout -------------------------------------------------------------------------------
+
+def test_dropout_is_reproducible_with_a_seed_and_saved_for_the_backward(rng):
+    q, k, v = randn(rng, 4, 3), randn(rng, 6, 3), randn(rng, 6, 2)
+    out1, c1 = an.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
+    out2, c2 = an.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
+    np.testing.assert_array_equal(out1, out2)
+    assert c1.dropout_mask is not None and 0 < c1.dropout_mask.mean() < 1
+    # replaying the saved keep-mask reproduces the output exactly
+    out3, _ = an.sdpa_forward(q, k, v, dropout_p=0.5, dropout_mask=c1.dropout_mask)
+    np.testing.assert_array_equal(out1, out3)
+
+
+def test_dropout_scales_kept_weights_by_one_over_keep_probability(rng):
+    q, k, v = randn(rng, 2, 3), randn(rng, 4, 3), randn(rng, 4, 2)
+    keep = np.array([[True, False, True, True], [False, True, True, False]])
+    out, cache = an.sdpa_forward(q, k, v, dropout_p=0.25, dropout_mask=keep)
+    np.testing.assert_allclose(out, (cache.weights * keep / 0.75) @ v, rtol=1e-14)
+
+
+def test_dropout_preserves_the_output_in_expectation(rng):
+    q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
+    clean, _ = an.sdpa_forward(q, k, v)
+    g = np.random.default_rng(0)
+    mean = np.mean([an.sdpa_forward(q, k, v, dropout_p=0.5, rng=g)[0] for _ in range(4000)], axis=0)
+    np.testing.assert_allclose(mean, clean, atol=0.06)
+
+
+def test_dropout_p_one_drops_everything(rng):
+    out, cache = an.sdpa_forward(randn(rng, 2, 3), randn(rng, 4, 3), randn(rng, 4, 2),
+                                 dropout_p=1.0, rng=0)
+    assert np.all(out == 0)
+    assert all(np.all(g == 0) for g in an.sdpa_backward(randn(rng, 2, 2), cache))
+
+
+def test_forward_does_not_modify_inputs(rng):
+    q, k, v, bias = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2), randn(rng, 3, 5)
+    copies = [a.copy() for a in (q, k, v, bias)]
+    out, cache = an.sdpa_forward(q, k, v, bias=bias, is_causal=True)
+    an.sdpa_backward(randn(rng, *out.shape), cache)
+    for a, b in zip((q, k, v, bias), copies, strict=True):
+        np.testing.assert_array_equal(a, b)

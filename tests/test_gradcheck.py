@@ -1,0 +1,50 @@
+"""The gradcheck helper itself: it passes right backwards and catches wrong ones."""
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from tests.helpers import randn
+
+
+def test_gradcheck_catches_a_backward_that_forgets_the_softmax_term(rng):
+    q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
+
+    def wrong_backward(dout, cache):
+        dq, dk, dv = an.sdpa_backward(dout, cache)
+        return dq * 0.5, dk, dv                  # a plausible-looking bug in one input
+
+    result = an.gradcheck(an.sdpa_forward, wrong_backward, (q, k, v))
+    assert not result.ok
+    assert result.failed == ["0"]
+    assert "FAILED" in str(result)
+
+
+def test_gradcheck_handles_dict_inputs_and_names_them(rng):
+    params = an.init_mha_params(4, 2, rng=1)
+    params["b_q"] = randn(rng, 4)                # non-zero biases exercise their gradients
+    query, key, value = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 4)
+    result = an.gradcheck(lambda q, k, v, p: an.mha_forward(q, k, v, p, num_heads=2),
+                          an.mha_backward, (query, key, value, params))
+    assert "3.W_q" in result.errors and "3.b_q" in result.errors
+    assert result.ok, result
+
+
+def test_gradcheck_refuses_float32(rng):
+    with pytest.raises(TypeError, match="float64"):
+        an.gradcheck(an.sdpa_forward, an.sdpa_backward, tuple(randn(rng, 2, 2, dtype=np.float32)
+                                                              for _ in range(3)))
+
+
+def test_gradcheck_does_not_modify_the_callers_arrays(rng):
+    q, k, v = randn(rng, 2, 3), randn(rng, 2, 3), randn(rng, 2, 3)
+    copies = [a.copy() for a in (q, k, v)]
+    an.gradcheck(an.sdpa_forward, an.sdpa_backward, (q, k, v))
+    for a, b in zip((q, k, v), copies, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_numerical_gradient_of_a_quadratic_is_exact_to_rounding():
+    x = np.array([1.0, -2.0, 3.0])
+    g = an.numerical_gradient(lambda: float(np.sum(x ** 2)), x)
+    np.testing.assert_allclose(g, 2 * x, rtol=1e-9)

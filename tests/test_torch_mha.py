@@ -1,0 +1,106 @@
+"""mha_forward/mha_backward against torch.nn.MultiheadAttention (batch_first=True).
+
+Mapping (API.md): in_proj_weight = [W_q.T; W_k.T; W_v.T] (or q/k/v_proj_weight = W.T when kdim/vdim
+differ), out_proj.weight = W_o.T; torch's masks are True = blocked, so attn_mask = ~mask.
+"""
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from tests import torch_ref
+from tests.helpers import assert_float32_within_framework, randn
+
+NAMES = ("out", "weights", "dquery", "dkey", "dvalue")
+
+
+def params_with_random_biases(rng, *args, **kwargs):
+    p = an.init_mha_params(*args, rng=rng, **kwargs)
+    return {n: (randn(rng, *a.shape) * 0.5 if n.startswith("b_") else a) for n, a in p.items()}
+
+
+def ours(query, key, value, params, h, dout, mask=None):
+    out, cache = an.mha_forward(query, key, value, params, num_heads=h, mask=mask)
+    dq, dk, dv, grads = an.mha_backward(dout, cache)
+    return out, cache.weights, dq, dk, dv, grads
+
+
+def assert_matches(a, b, rtol=1e-10, atol=1e-12):
+    for name, x, y in zip(NAMES, a[:5], b[:5], strict=True):
+        assert x.shape == y.shape, name
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=atol, err_msg=name)
+    assert set(a[5]) == set(b[5])
+    for name in a[5]:
+        np.testing.assert_allclose(a[5][name], b[5][name], rtol=rtol, atol=atol, err_msg=name)
+
+
+def test_self_attention_matches_torch(rng):
+    p = params_with_random_biases(rng, 12, 3)
+    x = randn(rng, 2, 5, 12)
+    dout = randn(rng, 2, 5, 12)
+    assert_matches(ours(x, x, x, p, 3, dout), torch_ref.mha(x, x, x, p, 3, dout))
+
+
+def test_cross_attention_with_kdim_vdim_matches_torch(rng):
+    p = params_with_random_biases(rng, 8, 2, kdim=5, vdim=3)
+    query, key, value = randn(rng, 2, 4, 8), randn(rng, 2, 6, 5), randn(rng, 2, 6, 3)
+    dout = randn(rng, 2, 4, 8)
+    assert_matches(ours(query, key, value, p, 2, dout), torch_ref.mha(query, key, value, p, 2, dout))
+
+
+def test_without_bias_matches_torch(rng):
+    p = an.init_mha_params(8, 4, bias=False, rng=rng)
+    query, kv = randn(rng, 3, 2, 8), randn(rng, 3, 7, 8)
+    dout = randn(rng, 3, 2, 8)
+    assert_matches(ours(query, kv, kv, p, 4, dout), torch_ref.mha(query, kv, kv, p, 4, dout))
+
+
+def test_causal_attn_mask_converted_to_torch_polarity(rng):
+    p = params_with_random_biases(rng, 8, 2)
+    x, dout = randn(rng, 2, 5, 8), randn(rng, 2, 5, 8)
+    mask = an.causal_mask(5)
+    assert_matches(ours(x, x, x, p, 2, dout, mask=mask),
+                   torch_ref.mha(x, x, x, p, 2, dout, attn_mask=~mask))
+
+
+def test_padding_and_attn_mask_together_match_torch(rng):
+    p = params_with_random_biases(rng, 8, 2)
+    query, kv = randn(rng, 3, 4, 8), randn(rng, 3, 6, 8)
+    dout = randn(rng, 3, 4, 8)
+    pad = an.padding_mask([6, 4, 2])                 # (B, 1, S), True = real key
+    attn = rng.random((4, 6)) > 0.3
+    attn[:, 0] = True                                # no fully masked row: torch MHA gives NaN there
+    mask = pad[:, None] & attn                       # (B, 1, L, S) broadcasts over heads
+    assert_matches(ours(query, kv, kv, p, 2, dout, mask=mask),
+                   torch_ref.mha(query, kv, kv, p, 2, dout, attn_mask=~attn,
+                                 key_padding_mask=~pad[:, 0]))
+
+
+def test_self_attention_input_gradient_matches_torch_with_one_tensor(rng):
+    # torch sees one tensor used three times; our three gradients must add up to its one.
+    torch = pytest.importorskip("torch")
+    p = params_with_random_biases(rng, 6, 2)
+    x, dout = randn(rng, 2, 3, 6), randn(rng, 2, 3, 6)
+    _, _, dq, dk, dv, _ = ours(x, x, x, p, 2, dout)
+    module = torch_ref.mha_module(p, 2)
+    tx = torch.tensor(x, requires_grad=True)
+    module(tx, tx, tx, need_weights=False)[0].backward(torch.tensor(dout))
+    np.testing.assert_allclose(dq + dk + dv, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_float32_error_is_within_torchs_own(rng):
+    p64 = params_with_random_biases(rng, 16, 4, kdim=8, vdim=12)
+    p32 = {n: a.astype(np.float32) for n, a in p64.items()}
+    p64 = {n: a.astype(np.float64) for n, a in p32.items()}   # oracle sees the rounded params
+    inputs32 = [randn(rng, 2, 6, 16, dtype=np.float32), randn(rng, 2, 9, 8, dtype=np.float32),
+                randn(rng, 2, 9, 12, dtype=np.float32)]
+    dout32 = randn(rng, 2, 6, 16, dtype=np.float32)
+    oracle = ours(*(a.astype(np.float64) for a in inputs32), p64, 4, dout32.astype(np.float64))
+    mine = ours(*inputs32, p32, 4, dout32)
+    theirs = torch_ref.mha(*inputs32, p32, 4, dout32)
+    for name, o, t, r in zip(NAMES, mine[:5], theirs[:5], oracle[:5], strict=True):
+        assert o.dtype == np.float32
+        assert_float32_within_framework(o, t, r, name=name)
+    for name in p32:
+        assert mine[5][name].dtype == np.float32
+        assert_float32_within_framework(mine[5][name], theirs[5][name], oracle[5][name], name=name)
