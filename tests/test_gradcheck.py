@@ -7,7 +7,7 @@ import attention_np as an
 from tests.helpers import randn
 
 
-def test_gradcheck_catches_a_backward_that_forgets_the_softmax_term(rng):
+def test_gradcheck_catches_a_wrong_gradient_and_names_its_input(rng):
     q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
 
     def wrong_backward(dout, cache):
