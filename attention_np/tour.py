@@ -23,7 +23,8 @@ def add_arguments(parser) -> None:
 def _table(weights: np.ndarray, rows, cols) -> str:
     width = max(len(t) for t in cols) + 1
     head = " " * 8 + "".join(f"{c:>{width + 1}}" for c in cols)
-    body = [f"{r:>7} " + "".join(f"{w:>{width + 1}.2f}" for w in row) for r, row in zip(rows, weights, strict=True)]
+    body = [f"{r:>7} " + "".join(f"{w:>{width + 1}.2f}" for w in row)
+            for r, row in zip(rows, weights, strict=True)]
     return "\n".join([head, *body])
 
 
