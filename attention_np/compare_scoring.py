@@ -137,14 +137,15 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
     lr : Adam learning rate, the same for every model
     n_eval : held-out examples for the final accuracy and loss
     threshold : the training loss (a running mean over 20 steps) that counts as "learned";
-        a model attending uniformly starts near ``d_v / 2 * (1 + 1/S)``
+        a model attending uniformly has expected loss ``d_v / 2 * (1 - 1/S)`` (3.5 by default)
     seed : int; the task, the data and the initial weights all follow from it
 
     Returns
     -------
     dict
-        ``d_k`` (float array), and for each scoring ``s``: ``accuracy_{s}`` (fraction of held-out
-        queries whose largest weight is on the right key), ``loss_{s}`` (held-out loss),
+        ``d_k`` (float array), ``n_keys`` and ``steps`` (ints), and for each scoring ``s``:
+        ``accuracy_{s}`` (fraction of held-out queries whose largest weight is on the right
+        key; chance is 1/S), ``loss_{s}`` (held-out loss),
         ``accuracy_init_{s}`` (before training), ``curve_{s}`` (``(len(d_ks), steps)`` training
         losses), ``steps_to_threshold_{s}`` (the first step whose running-mean loss is below
         ``threshold``; ``steps`` when never), and ``grad_init_{s}`` (norm of the first step's
@@ -160,7 +161,7 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
                     ("n_eval", n_eval)):
         if not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"{name} must be a positive int, got {n!r}")
-    result = {"d_k": np.array(d_ks, dtype=np.float64)}
+    result = {"d_k": np.array(d_ks, dtype=np.float64), "n_keys": n_keys, "steps": steps}
     for s in scorings:
         for key in ("accuracy", "loss", "accuracy_init", "grad_init", "steps_to_threshold"):
             result[f"{key}_{s}"] = np.zeros(len(d_ks))
