@@ -37,11 +37,12 @@ from .linear import linear_backward
 SCORINGS = ("additive", "unscaled", "scaled")
 
 
-def init_scoring_params(scoring: str, d_model: int, d_k: int, rng) -> dict:
-    """Parameters of one scoring function: ``W_q, W_k (d_model, d_k)`` (+ ``w_v (d_k,)`` if additive)."""
+def init_scoring_params(scoring: str, d_model: int, d_k: int, rng, d_hidden: int | None = None) -> dict:
+    """Parameters of one scoring function: ``W_q, W_k (d_model, d_k)`` for dot products;
+    ``W_q, W_k (d_model, d_hidden)`` and ``w_v (d_hidden,)`` for additive (``d_hidden`` default ``d_k``)."""
     rng = as_generator(rng)
     if scoring == "additive":
-        return init_additive_params(d_model, d_model, d_k, rng=rng)
+        return init_additive_params(d_model, d_model, d_k if d_hidden is None else d_hidden, rng=rng)
     if scoring in ("scaled", "unscaled"):
         limit = np.sqrt(6.0 / (d_model + d_k))          # Glorot-uniform, as init_mha_params
         return {"W_q": rng.uniform(-limit, limit, (d_model, d_k)),
@@ -121,7 +122,8 @@ def _adam(params, grads, state, lr, beta1=0.9, beta2=0.98, eps=1e-9):
 
 def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 32,
                     n_keys: int = 8, d_v: int = 8, noise: float = 0.5, lr: float = 3e-3,
-                    n_eval: int = 512, threshold: float = 1.0, seed: int = 0) -> dict:
+                    n_eval: int = 512, threshold: float = 1.0, d_hidden: int | None = None,
+                    seed: int = 0) -> dict:
     r"""Train each scoring function on the retrieval task for a fixed number of steps.
 
     The input width is ``d_model = d_k``, so a larger ``d_k`` means larger dot products at
@@ -138,6 +140,8 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
     n_eval : held-out examples for the final accuracy and loss
     threshold : the training loss (a running mean over 20 steps) that counts as "learned";
         a model attending uniformly has expected loss ``d_v / 2 * (1 - 1/S)`` (3.5 by default)
+    d_hidden : int, optional
+        Hidden width of additive attention; default ``d_k`` (the paper compares at equal ``d_k``).
     seed : int; the task, the data and the initial weights all follow from it
 
     Returns
@@ -173,7 +177,8 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
         for s in scorings:
             # Same data stream and same initial-weight stream for every scoring function.
             data_rng = np.random.default_rng([seed, d_k, 1])
-            params = init_scoring_params(s, d_k, d_k, np.random.default_rng([seed, d_k, 2]))
+            params = init_scoring_params(s, d_k, d_k, np.random.default_rng([seed, d_k, 2]),
+                                         d_hidden)
             result[f"accuracy_init_{s}"][i] = _evaluate(s, params, held_out)[0]
             state = {"t": 0}
             for step in range(steps):
