@@ -123,7 +123,7 @@ def mask_picture(mask, query_labels=None, key_labels=None, *, ax=None, title=Non
 def variance_plot(moments: dict, *, ax=None):
     """Measured Var(q·k) and Var(q·k/√d_k) against d_k (from ``scaling.dot_product_moments``)."""
     d_k = np.asarray(moments["d_k"])
-    ax = _axes(ax)
+    ax = _axes(ax, figsize=(4.5, 3.5))
     ax.loglog(d_k, d_k, "--", color=COLORS["analytic"], lw=1, label="analytic: $d_k$ and 1")
     ax.loglog(d_k, np.ones_like(d_k), "--", color=COLORS["analytic"], lw=1)
     ax.loglog(d_k, moments["var"], "o", color=COLORS["unscaled"], label=r"Var$(q\cdot k)$")
@@ -131,7 +131,7 @@ def variance_plot(moments: dict, *, ax=None):
               label=r"Var$(q\cdot k/\sqrt{d_k})$")
     ax.set_xlabel("$d_k$")
     ax.set_ylabel("variance")
-    ax.set_title("footnote 4: the dot product's variance is $d_k$")
+    ax.set_title(r"footnote 4: Var$(q\cdot k) = d_k$")
     ax.legend(fontsize=8)
     return ax
 
