@@ -6,6 +6,13 @@ bool masks are True = may attend; ``is_causal`` is top-left aligned; a fully mas
 gives output 0, weights 0 and gradients 0.
 """
 
+from .additive import (
+    AdditiveCache,
+    additive_attention,
+    additive_attention_backward,
+    additive_attention_forward,
+    init_additive_params,
+)
 from .attention import SDPACache, scaled_dot_product_attention, sdpa_backward, sdpa_forward
 from .gradcheck import GradcheckResult, gradcheck, numerical_gradient
 from .heads import merge_heads, split_heads
@@ -22,4 +29,6 @@ __all__ = [
     "split_heads", "merge_heads",
     "init_mha_params", "mha_forward", "mha_backward", "MHACache",
     "gradcheck", "numerical_gradient", "GradcheckResult",
+    "additive_attention", "additive_attention_forward", "additive_attention_backward",
+    "init_additive_params", "AdditiveCache",
 ]

@@ -13,6 +13,7 @@ import sys
 # command name -> (module, one-line help)
 COMMANDS = {
     "tour": ("attention_np.tour", "a guided tour of one attention call (the default)"),
+    "figures": ("attention_np.figures", "regenerate the key plots as PNG files in figures/"),
 }
 
 

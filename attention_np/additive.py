@@ -1,0 +1,224 @@
+r"""Additive attention (Bahdanau et al., 2015): the alternative §3.2.1 compares against.
+
+The paper: "The two most commonly used attention functions are additive attention, and
+dot-product (multiplicative) attention. [...] Additive attention computes the compatibility
+function using a feed-forward network with a single hidden layer." For query ``i`` and key ``j``:
+
+.. math:: \text{scores}_{ij} = w_v^\top \tanh(q_i W_q + k_j W_k), \qquad
+          \text{weights} = \mathrm{softmax}(\text{scores}), \qquad \text{out} = \text{weights}\, V
+
+The hidden layer is evaluated for every (query, key) pair, so the forward holds an
+``(..., L, S, d_hidden)`` array where dot-product attention holds ``(..., L, S)``: that is the
+"much faster and more space-efficient in practice" of §3.2.1. There is no scale: the ``tanh``
+bounds every hidden unit to (-1, 1), so ``|score| <= sum |w_v|`` whatever the input width.
+
+Masks follow the package's conventions (bool, True = may attend; ``is_causal`` top-left; a
+fully masked query row gives output 0, weights 0 and gradients 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._checks import (
+    as_bool_mask,
+    as_float_array,
+    as_generator,
+    broadcast_batch,
+    check_broadcasts_to,
+    check_min_ndim,
+    check_same_dtype,
+    sum_to_shape,
+)
+from .linear import linear_backward
+from .masks import causal_mask
+from .softmax import softmax_
+
+PARAMS = ("W_q", "W_k", "w_v")
+
+
+def init_additive_params(d_q: int, d_k: int | None = None, d_hidden: int | None = None, *,
+                         rng=None, dtype=np.float64) -> dict:
+    """Parameters of additive attention.
+
+    Parameters
+    ----------
+    d_q : int
+        Width of the queries.
+    d_k : int, optional
+        Width of the keys (default ``d_q``). Unlike dot-product attention, queries and keys
+        may have different widths: each has its own projection into the hidden layer.
+    d_hidden : int, optional
+        Width of the hidden layer (default ``d_q``).
+    rng : int seed or np.random.Generator, optional
+    dtype : float dtype of every array
+
+    Returns
+    -------
+    params : dict
+        ``W_q (d_q, d_hidden)``, ``W_k (d_k, d_hidden)``, ``w_v (d_hidden,)``, Glorot-uniform.
+    """
+    d_k = d_q if d_k is None else d_k
+    d_hidden = d_q if d_hidden is None else d_hidden
+    for name, n in (("d_q", d_q), ("d_k", d_k), ("d_hidden", d_hidden)):
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    if not np.issubdtype(np.dtype(dtype), np.floating):
+        raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
+    rng = as_generator(rng)
+
+    def glorot(fan_in, fan_out, shape):
+        limit = np.sqrt(6.0 / (fan_in + fan_out))   # Var = 2 / (fan_in + fan_out)
+        return rng.uniform(-limit, limit, size=shape).astype(dtype)
+
+    return {"W_q": glorot(d_q, d_hidden, (d_q, d_hidden)),
+            "W_k": glorot(d_k, d_hidden, (d_k, d_hidden)),
+            "w_v": glorot(d_hidden, 1, (d_hidden,))}
+
+
+@dataclass(frozen=True)
+class AdditiveCache:
+    """What :func:`additive_attention_backward` needs.
+
+    Attributes
+    ----------
+    q, k, v : the inputs
+    params : the parameter dict
+    hidden : (..., L, S, d_hidden) ``tanh(q W_q + k W_k)`` for every (query, key) pair
+    weights : (..., L, S) the attention weights
+    out : (..., L, d_v)
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    params: dict
+    hidden: np.ndarray
+    weights: np.ndarray
+    out: np.ndarray
+
+
+def _check(q, k, v, params):
+    q = as_float_array(q, "q")
+    k = as_float_array(k, "k")
+    v = as_float_array(v, "v")
+    check_min_ndim(q, "q", 2, "(..., L, d_q)")
+    check_min_ndim(k, "k", 2, "(..., S, d_k)")
+    check_min_ndim(v, "v", 2, "(..., S, d_v)")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k has S={k.shape[-2]} positions but v has S={v.shape[-2]} "
+                         f"(k {k.shape}, v {v.shape})")
+    if not isinstance(params, dict) or sorted(params) != sorted(PARAMS):
+        got = sorted(params) if isinstance(params, dict) else type(params).__name__
+        raise ValueError(f"params must be a dict with keys {list(PARAMS)} "
+                         f"(init_additive_params makes one), got {got}")
+    W_q, W_k, w_v = (params[n] for n in PARAMS)
+    check_same_dtype(q=q, k=k, v=v, W_q=W_q, W_k=W_k, w_v=w_v)
+    if W_q.ndim != 2 or W_q.shape[0] != q.shape[-1]:
+        raise ValueError(f"q has d_q={q.shape[-1]} features but params['W_q'] has shape "
+                         f"{W_q.shape}; expected (d_q, d_hidden)")
+    if W_k.ndim != 2 or W_k.shape[0] != k.shape[-1]:
+        raise ValueError(f"k has d_k={k.shape[-1]} features but params['W_k'] has shape "
+                         f"{W_k.shape}; expected (d_k, d_hidden)")
+    if W_k.shape[1] != W_q.shape[1] or w_v.shape != (W_q.shape[1],):
+        raise ValueError(f"hidden widths disagree: params['W_q'] {W_q.shape}, "
+                         f"params['W_k'] {W_k.shape}, params['w_v'] {w_v.shape}")
+    return q, k, v
+
+
+def additive_attention_forward(q, k, v, params: dict, mask=None, *, is_causal: bool = False):
+    r"""Additive attention, forward pass.
+
+    .. math:: \text{scores}_{ij} = w_v^\top \tanh(q_i W_q + k_j W_k)
+
+    Parameters
+    ----------
+    q : (..., L, d_q) queries
+    k : (..., S, d_k) keys
+    v : (..., S, d_v) values
+    params : dict from :func:`init_additive_params`
+    mask : bool, broadcastable to (..., L, S), optional
+        True = this query may attend to this key.
+    is_causal : bool
+        Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``.
+
+    Returns
+    -------
+    out : (..., L, d_v)
+    cache : AdditiveCache, with ``cache.weights`` of shape (..., L, S)
+    """
+    q, k, v = _check(q, k, v, params)
+    L, S = q.shape[-2], k.shape[-2]
+    batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
+    if mask is not None:
+        mask = as_bool_mask(mask)
+        batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
+    broadcast_batch(**batch)
+    if is_causal:
+        causal = causal_mask(L, S)
+        mask = causal if mask is None else mask & causal
+
+    # Project queries and keys once each, then pair them up by broadcasting.
+    hq = q @ params["W_q"]                                           # (..., L, d_hidden)
+    hk = k @ params["W_k"]                                           # (..., S, d_hidden)
+    hidden = np.tanh(hq[..., :, None, :] + hk[..., None, :, :])      # (..., L, S, d_hidden)
+    scores = hidden @ params["w_v"]                                  # (..., L, S)
+    if mask is not None:
+        # -inf gets exactly weight 0; softmax_ turns an all -inf row into zeros, not NaN.
+        scores = np.broadcast_to(scores, np.broadcast_shapes(scores.shape, mask.shape)).copy()
+        np.copyto(scores, -np.inf, where=~mask)
+    weights = softmax_(scores)                                       # (..., L, S), in place
+    out = weights @ v                                                # (..., L, d_v)
+    return out, AdditiveCache(q, k, v, params, hidden, weights, out)
+
+
+def additive_attention_backward(dout, cache: AdditiveCache):
+    """Backward of :func:`additive_attention_forward`.
+
+    Parameters
+    ----------
+    dout : (..., L, d_v) gradient w.r.t. ``out``
+    cache : AdditiveCache
+
+    Returns
+    -------
+    dq, dk, dv : gradients with the shapes of ``q``, ``k``, ``v``
+    grads : dict with ``W_q``, ``W_k``, ``w_v``
+    """
+    c = cache
+    dout = as_float_array(dout, "dout")
+    if dout.shape != c.out.shape:
+        raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
+    P, t = c.weights, c.hidden                                       # (..., L, S), (..., L, S, a)
+
+    # forward: out = P @ v  ->  dP = dout @ v.T,  dv = P.T @ dout
+    dv = np.swapaxes(P, -1, -2) @ dout                               # (..., S, d_v)
+    dP = dout @ np.swapaxes(c.v, -1, -2)                             # (..., L, S)
+    # forward: P = softmax(scores)  ->  dscores = P * (dP - rowsum(dP * P)); rowsum(dP * P)
+    # equals rowsum(dout * out) since out = P @ v. Masked entries have P = 0, so dscores = 0.
+    dscores = P * (dP - (dout * c.out).sum(axis=-1, keepdims=True))  # (..., L, S)
+    # forward: scores = hidden @ w_v  ->  dhidden = dscores[..., None] * w_v,
+    #                                     dw_v = sum over pairs of dscores * hidden
+    dw_v = np.einsum("...ls,...lsa->...a", dscores, t)               # (..., a)
+    dw_v = dw_v.reshape(-1, t.shape[-1]).sum(axis=0)                 # (a,): summed over batch
+    dhidden = dscores[..., None] * c.params["w_v"]                   # (..., L, S, a)
+    # forward: hidden = tanh(pre)  ->  dpre = dhidden * (1 - hidden**2)
+    dpre = dhidden * (1 - t * t)                                     # (..., L, S, a)
+    # forward: pre = hq[..., :, None, :] + hk[..., None, :, :]  ->  sum over the broadcast axis
+    hq_shape = c.q.shape[:-1] + (t.shape[-1],)
+    hk_shape = c.k.shape[:-1] + (t.shape[-1],)
+    dhq = sum_to_shape(dpre.sum(axis=-2), hq_shape)                  # (..., L, a): over keys
+    dhk = sum_to_shape(dpre.sum(axis=-3), hk_shape)                  # (..., S, a): over queries
+    # forward: hq = q @ W_q, hk = k @ W_k  ->  dq = dhq @ W_q.T, dW_q = q.T @ dhq (same for k)
+    dq, dW_q, _ = linear_backward(dhq, c.q, c.params["W_q"], False)
+    dk, dW_k, _ = linear_backward(dhk, c.k, c.params["W_k"], False)
+    grads = {"W_q": dW_q, "W_k": dW_k, "w_v": dw_v}
+    return dq, dk, sum_to_shape(dv, c.v.shape), grads
+
+
+def additive_attention(q, k, v, params: dict, mask=None, *, is_causal: bool = False):
+    """Additive attention without the backward bookkeeping: returns ``(out, weights)``."""
+    out, cache = additive_attention_forward(q, k, v, params, mask, is_causal=is_causal)
+    return out, cache.weights

@@ -1,0 +1,217 @@
+r"""Additive vs dot-product attention as ``d_k`` grows: the comparison of §3.2.1, measured.
+
+The paper: "While for small values of :math:`d_k` the two mechanisms perform similarly,
+additive attention outperforms dot product attention without scaling for larger values of
+:math:`d_k`. We suspect that for large values of :math:`d_k`, the dot products grow large in
+magnitude, pushing the softmax function into regions where it has extremely small gradients."
+
+Three scoring functions, each with learned projections of the same inputs:
+
+- ``"scaled"``: :math:`\text{score} = (x_q W_q) \cdot (x_k W_k) / \sqrt{d_k}` (Eq. (1));
+- ``"unscaled"``: the same without :math:`1/\sqrt{d_k}`;
+- ``"additive"``: :math:`\text{score} = w_v^\top \tanh(x_q W_q + x_k W_k)` with a hidden
+  layer of width ``d_k`` (:mod:`attention_np.additive`).
+
+A small **retrieval task** exercises them. Each example has ``S`` keys :math:`x_{k,j}` and values
+:math:`v_j` with N(0, 1) components; the query is a rotated, noisy copy of one key,
+:math:`x_q = R\,(x_{k,j^*} + \sigma \varepsilon)` with a fixed random rotation ``R`` the model
+must learn to undo, and the loss asks the attention output for that key's value,
+:math:`\ell = \tfrac12 \lVert \text{out} - v_{j^*} \rVert^2`. The loss reaches the scores only
+through the softmax, which is where footnote 4's saturation bites. All three models start
+from Glorot-uniform weights (so projected queries and keys have components of variance
+about 1, footnote 4's assumption), see the same examples in the same order and train with
+the same Adam settings for the same number of steps. Whatever comes out is reported.
+
+A loop over steps (training) and over the ``d_k`` of a sweep are the only Python loops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_generator
+from .additive import additive_attention_backward, additive_attention_forward, init_additive_params
+from .attention import sdpa_backward, sdpa_forward
+from .linear import linear_backward
+
+SCORINGS = ("additive", "unscaled", "scaled")
+
+
+def init_scoring_params(scoring: str, d_model: int, d_k: int, rng, d_hidden: int | None = None) -> dict:
+    """Parameters of one scoring function: ``W_q, W_k (d_model, d_k)`` for dot products;
+    ``W_q, W_k (d_model, d_hidden)`` and ``w_v (d_hidden,)`` for additive (``d_hidden`` default ``d_k``)."""
+    rng = as_generator(rng)
+    if scoring == "additive":
+        return init_additive_params(d_model, d_model, d_k if d_hidden is None else d_hidden, rng=rng)
+    if scoring in ("scaled", "unscaled"):
+        limit = np.sqrt(6.0 / (d_model + d_k))          # Glorot-uniform, as init_mha_params
+        return {"W_q": rng.uniform(-limit, limit, (d_model, d_k)),
+                "W_k": rng.uniform(-limit, limit, (d_model, d_k))}
+    raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+
+
+def scoring_forward(scoring: str, params: dict, x_q, x_k, v):
+    """``out, cache`` of attention with the given scoring; ``cache.weights`` is (..., L, S)."""
+    if scoring == "additive":
+        return additive_attention_forward(x_q, x_k, v, params)
+    q = x_q @ params["W_q"]                                 # (..., L, d_k)
+    k = x_k @ params["W_k"]                                 # (..., S, d_k)
+    scale = None if scoring == "scaled" else 1.0
+    out, cache = sdpa_forward(q, k, v, scale=scale)
+    return out, (x_q, x_k, params, cache)
+
+
+def attention_weights(scoring: str, cache) -> np.ndarray:
+    """The (..., L, S) attention weights kept in a :func:`scoring_forward` cache."""
+    return cache.weights if scoring == "additive" else cache[3].weights
+
+
+def scoring_backward(scoring: str, dout, cache) -> dict:
+    """Gradients w.r.t. the parameters of :func:`scoring_forward`."""
+    if scoring == "additive":
+        return additive_attention_backward(dout, cache)[3]
+    x_q, x_k, params, sdpa_cache = cache
+    dq, dk, _ = sdpa_backward(dout, sdpa_cache)
+    # forward: q = x_q @ W_q, k = x_k @ W_k  ->  dW_q = x_q.T @ dq, dW_k = x_k.T @ dk
+    _, dW_q, _ = linear_backward(dq, x_q, params["W_q"], False)
+    _, dW_k, _ = linear_backward(dk, x_k, params["W_k"], False)
+    return {"W_q": dW_q, "W_k": dW_k}
+
+
+def retrieval_batch(rng, rotation, batch: int, n_keys: int, d_v: int, noise: float):
+    """One batch of the retrieval task.
+
+    Returns
+    -------
+    x_q : (batch, 1, d_model)   a rotated noisy copy of key ``target``
+    x_k : (batch, S, d_model)
+    v : (batch, S, d_v)
+    target : (batch,) int, the index of the key the query came from
+    """
+    d_model = rotation.shape[0]
+    x_k = rng.standard_normal((batch, n_keys, d_model))
+    v = rng.standard_normal((batch, n_keys, d_v))
+    target = rng.integers(n_keys, size=batch)
+    chosen = x_k[np.arange(batch), target]                           # (batch, d_model)
+    x_q = (chosen + noise * rng.standard_normal(chosen.shape)) @ rotation.T
+    return x_q[:, None, :], x_k, v, target
+
+
+def _loss_and_grad(out, v, target):
+    wanted = v[np.arange(len(target)), target][:, None, :]          # (batch, 1, d_v)
+    diff = out - wanted
+    # loss = mean over the batch of 1/2 |out - v_target|^2  ->  dout = diff / batch
+    return 0.5 * float((diff ** 2).sum()) / len(target), diff / len(target)
+
+
+def _adam(params, grads, state, lr, beta1=0.9, beta2=0.98, eps=1e-9):
+    """One Adam step (the paper's §5.3 betas), in place."""
+    state["t"] += 1
+    t = state["t"]
+    for name, g in grads.items():
+        m = state.setdefault(("m", name), np.zeros_like(g))
+        s = state.setdefault(("s", name), np.zeros_like(g))
+        m *= beta1
+        m += (1 - beta1) * g
+        s *= beta2
+        s += (1 - beta2) * g * g
+        m_hat = m / (1 - beta1 ** t)
+        s_hat = s / (1 - beta2 ** t)
+        params[name] -= lr * m_hat / (np.sqrt(s_hat) + eps)
+
+
+def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 32,
+                    n_keys: int = 8, d_v: int = 8, noise: float = 0.5, lr: float = 3e-3,
+                    n_eval: int = 512, threshold: float = 1.0, d_hidden: int | None = None,
+                    seed: int = 0) -> dict:
+    r"""Train each scoring function on the retrieval task for a fixed number of steps.
+
+    The input width is ``d_model = d_k``, so a larger ``d_k`` means larger dot products at
+    initialization (footnote 4) but also keys that are easier to tell apart.
+
+    Parameters
+    ----------
+    d_ks : sequence of int
+    scorings : subset of ``("additive", "unscaled", "scaled")``
+    steps, batch : Adam steps, and fresh examples per step
+    n_keys, d_v : keys per example and value width
+    noise : ``sigma``, the standard deviation of the noise added to the query's key
+    lr : Adam learning rate, the same for every model
+    n_eval : held-out examples for the final accuracy and loss
+    threshold : the training loss (a running mean over 20 steps) that counts as "learned";
+        a model attending uniformly has expected loss ``d_v / 2 * (1 - 1/S)`` (3.5 by default)
+    d_hidden : int, optional
+        Hidden width of additive attention; default ``d_k`` (the paper compares at equal ``d_k``).
+    seed : int; the task, the data and the initial weights all follow from it
+
+    Returns
+    -------
+    dict
+        ``d_k`` (float array), ``n_keys`` and ``steps`` (ints), and for each scoring ``s``:
+        ``accuracy_{s}`` (fraction of held-out queries whose largest weight is on the right
+        key; chance is 1/S), ``loss_{s}`` (held-out loss),
+        ``accuracy_init_{s}`` (before training), ``curve_{s}`` (``(len(d_ks), steps)`` training
+        losses), ``steps_to_threshold_{s}`` (the first step whose running-mean loss is below
+        ``threshold``; ``steps`` when never), and ``grad_init_{s}`` (norm of the first step's
+        gradient w.r.t. ``W_q``).
+    """
+    d_ks = [int(d) for d in d_ks]
+    if not d_ks or min(d_ks) < 1:
+        raise ValueError(f"d_ks must be a non-empty sequence of positive ints, got {d_ks!r}")
+    unknown = [s for s in scorings if s not in SCORINGS]
+    if unknown:
+        raise ValueError(f"scorings {unknown} are not among {SCORINGS}")
+    for name, n in (("steps", steps), ("batch", batch), ("n_keys", n_keys), ("d_v", d_v),
+                    ("n_eval", n_eval)):
+        if not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    result = {"d_k": np.array(d_ks, dtype=np.float64), "n_keys": n_keys, "steps": steps}
+    for s in scorings:
+        for key in ("accuracy", "loss", "accuracy_init", "grad_init", "steps_to_threshold"):
+            result[f"{key}_{s}"] = np.zeros(len(d_ks))
+        result[f"curve_{s}"] = np.zeros((len(d_ks), steps))
+    for i, d_k in enumerate(d_ks):
+        task_rng = np.random.default_rng([seed, d_k])
+        rotation, _ = np.linalg.qr(task_rng.standard_normal((d_k, d_k)))   # a random rotation R
+        held_out = retrieval_batch(task_rng, rotation, n_eval, n_keys, d_v, noise)
+        for s in scorings:
+            # Same data stream and same initial-weight stream for every scoring function.
+            data_rng = np.random.default_rng([seed, d_k, 1])
+            params = init_scoring_params(s, d_k, d_k, np.random.default_rng([seed, d_k, 2]),
+                                         d_hidden)
+            result[f"accuracy_init_{s}"][i] = _evaluate(s, params, held_out)[0]
+            state = {"t": 0}
+            for step in range(steps):
+                x_q, x_k, v, target = retrieval_batch(data_rng, rotation, batch, n_keys, d_v, noise)
+                out, cache = scoring_forward(s, params, x_q, x_k, v)
+                loss, dout = _loss_and_grad(out, v, target)
+                grads = scoring_backward(s, dout, cache)
+                if step == 0:
+                    result[f"grad_init_{s}"][i] = np.linalg.norm(grads["W_q"])
+                result[f"curve_{s}"][i, step] = loss
+                _adam(params, grads, state, lr)
+            result[f"accuracy_{s}"][i], result[f"loss_{s}"][i] = _evaluate(s, params, held_out)
+            result[f"steps_to_threshold_{s}"][i] = steps_to_threshold(
+                result[f"curve_{s}"][i], threshold)
+    return result
+
+
+def steps_to_threshold(curve, threshold: float, window: int = 20) -> int:
+    """The first step at which the mean of the last ``window`` losses is below ``threshold``.
+
+    Returns ``len(curve)`` when that never happens. The running mean keeps one lucky batch
+    from counting as learned.
+    """
+    curve = np.asarray(curve, dtype=np.float64)
+    window = min(window, len(curve))
+    running = np.convolve(curve, np.ones(window) / window, mode="valid")   # ends at step window-1
+    below = np.flatnonzero(running < threshold)
+    return int(below[0] + window - 1) if below.size else len(curve)
+
+
+def _evaluate(scoring, params, data):
+    x_q, x_k, v, target = data
+    out, cache = scoring_forward(scoring, params, x_q, x_k, v)
+    weights = attention_weights(scoring, cache)                      # (n, 1, S)
+    accuracy = float(np.mean(weights[:, 0].argmax(axis=-1) == target))
+    return accuracy, _loss_and_grad(out, v, target)[0]

@@ -1,0 +1,128 @@
+"""``python -m attention_np figures [--out DIR]``: regenerate the key plots as PNG files.
+
+Writes exactly the files named in :data:`FIGURES` (the same names every time, default
+directory ``figures/``). Every number behind them is seeded, so the pictures are the same on
+every run. matplotlib is imported inside :func:`run` only: the command-line parser does not need it.
+
+The worked example of notebook 1 lives here too (:func:`example_sentence`), so the notebook
+and the figure show the same sentence.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+# file name -> what it shows (the README's one sentence per figure comes from here)
+FIGURES = {
+    "eq1_weights.png": "Eq. (1) on a six-word sentence: each row is one query's weights over the keys.",
+    "masks.png": "Padding mask and the two causal alignments when L != S (True = may attend).",
+    "multihead_heads.png": "The eight heads of one multi-head attention call (random weights).",
+    "scaling_variance.png": "Footnote 4: Var(q·k) grows like d_k; after 1/sqrt(d_k) it stays 1.",
+    "scaling_saturation.png": "Without the scale the softmax tends to one-hot as d_k grows.",
+    "scaling_gradients.png": "Without the scale the typical gradient through the softmax vanishes.",
+    "additive_vs_dot.png": "Additive vs unscaled vs scaled dot-product on a retrieval task.",
+}
+
+# The sweeps behind the figures, shared with notebook 2 so the numbers agree.
+SCALING_D_KS = (1, 4, 16, 64, 256, 1024)
+COMPARE_D_KS = (4, 16, 64, 256)
+SEED = 0
+
+TOKENS = ["the", "cat", "sat", "on", "the", "mat"]
+_FEATURES = ["determiner", "animal", "verb", "preposition", "object"]
+_ROLE = {"the": "determiner", "cat": "animal", "sat": "verb", "on": "preposition",
+         "mat": "object"}
+
+
+def example_sentence(d_k: int = 8, seed: int = SEED):
+    """The toy sentence of notebook 1: tokens and one embedding per token, ``(L, d_k)``.
+
+    Each word gets a strong feature for its role (determiner, animal, verb, preposition,
+    object) plus a little seeded noise in every dimension; the same word gets the same
+    vector, so its two occurrences attend identically. Hand-made on purpose: a student can
+    predict which dot products are large.
+    """
+    if d_k < len(_FEATURES):
+        raise ValueError(f"d_k must be at least {len(_FEATURES)} (one dim per role), got {d_k}")
+    rng = np.random.default_rng(seed)
+    vocab = sorted(set(TOKENS))
+    table = {w: 0.3 * rng.standard_normal(d_k) for w in vocab}
+    for w in vocab:
+        table[w][_FEATURES.index(_ROLE[w])] += 2.0
+    # "cat" and "mat" share an object-like feature: a noun that the verb and "on" relate to
+    table["cat"][_FEATURES.index("object")] += 1.0
+    table["sat"][_FEATURES.index("animal")] += 1.0    # a verb that looks for its subject
+    return list(TOKENS), np.stack([table[w] for w in TOKENS])          # (L, d_k)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--out", default="figures", help="output directory (default: figures/)")
+    parser.add_argument("--dpi", type=int, default=100, help="resolution of the PNG files")
+
+
+def _save(fig, out_dir: str, name: str, dpi: int) -> None:
+    # No "Software" metadata: the bytes then depend on the pixels only.
+    fig.savefig(os.path.join(out_dir, name), dpi=dpi, metadata={"Software": None})
+
+
+def run(args) -> int:
+    import matplotlib
+    matplotlib.use("Agg")            # files only, never a window
+    import matplotlib.pyplot as plt
+
+    from . import compare_scoring, plot, scaling
+    from .attention import sdpa_forward
+    from .masks import causal_mask, padding_mask
+    from .multihead import init_mha_params, mha_forward
+
+    os.makedirs(args.out, exist_ok=True)
+    written = []
+
+    def save(fig, name):
+        _save(fig, args.out, name, args.dpi)
+        plt.close(fig)
+        written.append(name)
+
+    tokens, x = example_sentence()
+    _, cache = sdpa_forward(x, x, x)
+    ax = plot.attention_heatmap(cache.weights, tokens, tokens,
+                                title=r"softmax$(QK^\top/\sqrt{d_k})$, Q = K = V = x")
+    save(ax.figure, "eq1_weights.png")
+
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.2), layout="constrained")
+    plot.mask_picture(padding_mask([4, 6], S=6)[0].repeat(6, axis=0), tokens, tokens,
+                      ax=axes[0], title="key padding (length 4 of 6)")
+    plot.mask_picture(causal_mask(3, 6), tokens[3:], tokens, ax=axes[1],
+                      title="causal, top_left (L=3, S=6)")
+    plot.mask_picture(causal_mask(3, 6, align="bottom_right"), tokens[3:], tokens, ax=axes[2],
+                      title="causal, bottom_right (L=3, S=6)")
+    save(fig, "masks.png")
+
+    d_model, h = 64, 8
+    rng = np.random.default_rng(SEED)
+    x_model = np.concatenate([x, rng.standard_normal((len(tokens), d_model - x.shape[1]))], -1)
+    params = init_mha_params(d_model, h, rng=SEED)
+    _, mcache = mha_forward(x_model, x_model, x_model, params, num_heads=h, is_causal=True)
+    save(plot.head_grid(mcache.weights, tokens, tokens,
+                        suptitle=f"masked self-attention, h={h}, d_k={d_model // h}"),
+         "multihead_heads.png")
+
+    ax = plot.variance_plot(scaling.dot_product_moments(SCALING_D_KS, rng=SEED))
+    save(ax.figure, "scaling_variance.png")
+    axes = plot.saturation_plot(scaling.softmax_saturation(SCALING_D_KS, rng=SEED))
+    save(axes[0].figure, "scaling_saturation.png")
+    axes = plot.gradient_plot(scaling.softmax_gradients(SCALING_D_KS, rng=SEED))
+    save(axes[0].figure, "scaling_gradients.png")
+
+    result = compare_scoring.train_retrieval(COMPARE_D_KS, seed=SEED)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2), layout="constrained")
+    plot.comparison_plot(result, axes=axes[:2])
+    plot.training_curves(result, -1, ax=axes[2])
+    save(fig, "additive_vs_dot.png")
+
+    assert sorted(written) == sorted(FIGURES), "FIGURES and the files written disagree"
+    for name in written:
+        print(os.path.join(args.out, name))
+    return 0

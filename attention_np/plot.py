@@ -1,0 +1,213 @@
+"""Pictures of attention: weight heatmaps, a grid of heads, masks, the scaling-study curves.
+
+Needs matplotlib (``pip install attention-np[plots]``); the core package never imports this
+module. Every function draws into an ``Axes`` you pass (or a new figure) and returns it, so
+the pictures compose into larger figures.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+# One colour per scoring function / setting, the same in every plot.
+COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "additive": "tab:green",
+          "analytic": "black"}
+
+
+def _axes(ax, figsize=(4, 3.5)):
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _labels(labels, n: int, name: str, default: str):
+    if labels is None:
+        return [f"{default}{i}" for i in range(n)]
+    labels = [str(t) for t in labels]
+    if len(labels) != n:
+        raise ValueError(f"{name} has {len(labels)} labels but the array has {n} along that axis")
+    return labels
+
+
+def _check_matrix(x, name: str, ndim: int, layout: str) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim != ndim:
+        raise ValueError(f"{name} must be {layout}, got shape {x.shape}")
+    return x
+
+
+def attention_heatmap(weights, query_labels=None, key_labels=None, *, ax=None, title=None,
+                      annotate: bool = True, cmap: str = "viridis"):
+    """One (L, S) weight matrix as a heatmap: row ``i`` is query ``i``'s distribution over keys.
+
+    Parameters
+    ----------
+    weights : (L, S) array, values in [0, 1]
+    query_labels : L strings (rows), optional
+    key_labels : S strings (columns), optional
+    ax : matplotlib Axes, optional
+    title : str, optional
+    annotate : bool
+        Write each weight in its cell (for small matrices).
+
+    Returns
+    -------
+    ax : the Axes drawn into
+    """
+    w = _check_matrix(weights, "weights", 2, "(L, S)")
+    L, S = w.shape
+    rows = _labels(query_labels, L, "query_labels", "q")
+    cols = _labels(key_labels, S, "key_labels", "k")
+    ax = _axes(ax)
+    ax.imshow(w, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
+    ax.set_xticks(range(S), cols, rotation=45, ha="right")
+    ax.set_yticks(range(L), rows)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if annotate:
+        for i in range(L):            # a few dozen text labels, not arithmetic: loops are fine
+            for j in range(S):
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="black" if w[i, j] > 0.6 else "white")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def head_grid(weights, query_labels=None, key_labels=None, *, ncols: int = 4, titles=None,
+              suptitle=None, annotate: bool = False):
+    """Every head's (L, S) weights side by side, from an (h, L, S) array (``cache.weights[b]``).
+
+    Returns
+    -------
+    fig : the matplotlib Figure
+    """
+    w = _check_matrix(weights, "weights", 3, "(h, L, S)")
+    h = w.shape[0]
+    if titles is not None and len(titles) != h:
+        raise ValueError(f"titles has {len(titles)} entries but weights has h={h} heads")
+    ncols = min(ncols, h)
+    nrows = -(-h // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.4 * nrows),
+                             layout="constrained", squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        if i >= h:
+            ax.axis("off")
+            continue
+        attention_heatmap(w[i], query_labels, key_labels, ax=ax, annotate=annotate,
+                          title=titles[i] if titles is not None else f"head {i + 1}")
+        if i % ncols:
+            ax.set_ylabel("")
+        if i < h - ncols:             # only the bottom row says "key"
+            ax.set_xlabel("")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def mask_picture(mask, query_labels=None, key_labels=None, *, ax=None, title=None):
+    """A bool (L, S) mask: dark = may attend (True), light = blocked (False)."""
+    m = _check_matrix(mask, "mask", 2, "(L, S)")
+    if m.dtype != np.bool_:
+        raise TypeError(f"mask must be a bool array (True = may attend), got dtype {m.dtype}")
+    L, S = m.shape
+    ax = attention_heatmap(m.astype(float), query_labels, key_labels, ax=ax, title=title,
+                           annotate=False, cmap="Greys")
+    ax.images[-1].set_clim(-0.3, 1.3)   # keep "blocked" visibly off-white, "allowed" not pure black
+    for i, j in zip(*np.nonzero(~m), strict=True):
+        ax.text(j, i, "×", ha="center", va="center", fontsize=9, color="tab:red")
+    return ax
+
+
+def variance_plot(moments: dict, *, ax=None):
+    """Measured Var(q·k) and Var(q·k/√d_k) against d_k (from ``scaling.dot_product_moments``)."""
+    d_k = np.asarray(moments["d_k"])
+    ax = _axes(ax, figsize=(4.5, 3.5))
+    ax.loglog(d_k, d_k, "--", color=COLORS["analytic"], lw=1, label="analytic: $d_k$ and 1")
+    ax.loglog(d_k, np.ones_like(d_k), "--", color=COLORS["analytic"], lw=1)
+    ax.loglog(d_k, moments["var"], "o", color=COLORS["unscaled"], label=r"Var$(q\cdot k)$")
+    ax.loglog(d_k, moments["var_scaled"], "s", color=COLORS["scaled"],
+              label=r"Var$(q\cdot k/\sqrt{d_k})$")
+    ax.set_xlabel("$d_k$")
+    ax.set_ylabel("variance")
+    ax.set_title(r"footnote 4: Var$(q\cdot k) = d_k$")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def saturation_plot(saturation: dict, *, axes=None):
+    """Largest weight and entropy against d_k, scaled vs unscaled (``scaling.softmax_saturation``)."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
+    d_k = np.asarray(saturation["d_k"])
+    for how in ("scaled", "unscaled"):
+        axes[0].semilogx(d_k, saturation[f"max_weight_{how}"], "o-", color=COLORS[how], label=how)
+        axes[1].semilogx(d_k, saturation[f"entropy_{how}"], "o-", color=COLORS[how], label=how)
+    axes[0].set_ylim(0, 1.02)
+    axes[0].set_ylabel("mean largest weight")
+    axes[1].axhline(saturation["max_entropy"], ls="--", color=COLORS["analytic"], lw=1,
+                    label="uniform: log S")
+    axes[1].set_ylabel("mean entropy (nats)")
+    for ax in axes:
+        ax.set_xlabel("$d_k$")
+        ax.legend(fontsize=8)
+    axes[0].set_title("softmax saturation")
+    return axes
+
+
+def gradient_plot(gradients: dict, *, axes=None):
+    """Gradient norms at the scores and the queries against d_k (``scaling.softmax_gradients``)."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
+    d_k = np.asarray(gradients["d_k"])
+    for ax, g, name in ((axes[0], "dscores", "scores"), (axes[1], "dq", "queries")):
+        for how in ("scaled", "unscaled"):
+            ax.loglog(d_k, gradients[f"{g}_median_{how}"], "o-", color=COLORS[how],
+                      label=f"{how}, median")
+            ax.loglog(d_k, gradients[f"{g}_rms_{how}"], "s:", color=COLORS[how], alpha=0.7,
+                      label=f"{how}, RMS")
+        ax.set_xlabel("$d_k$")
+        ax.set_ylabel(f"gradient norm at the {name}")
+        ax.legend(fontsize=7)
+    axes[0].set_title("gradient through the softmax")
+    return axes
+
+
+def comparison_plot(result: dict, *, axes=None):
+    """Additive vs unscaled vs scaled on the retrieval task (``compare_scoring.train_retrieval``)."""
+    scorings = [s for s in ("additive", "unscaled", "scaled") if f"accuracy_{s}" in result]
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
+    d_k = np.asarray(result["d_k"])
+    for s in scorings:
+        axes[0].semilogx(d_k, result[f"accuracy_{s}"], "o-", color=COLORS[s], label=s)
+        axes[1].semilogx(d_k, result[f"steps_to_threshold_{s}"], "o-", color=COLORS[s], label=s)
+    steps = result[f"curve_{scorings[0]}"].shape[1]
+    if "n_keys" in result:
+        axes[0].axhline(1 / result["n_keys"], ls="--", color=COLORS["analytic"], lw=1,
+                        label="chance: 1/S")
+    axes[0].set_ylim(0, 1.02)
+    axes[0].set_ylabel(f"held-out accuracy after {steps} steps")
+    axes[1].set_ylabel(f"steps to loss < threshold (cap {steps})")
+    for ax in axes:
+        ax.set_xlabel("$d_k$")
+        ax.legend(fontsize=8)
+    axes[0].set_title("retrieval task")
+    return axes
+
+
+def training_curves(result: dict, d_k_index: int = -1, *, ax=None, window: int = 10):
+    """Training loss (running mean over ``window`` steps) of each scoring at one ``d_k``."""
+    ax = _axes(ax, figsize=(5, 3.2))
+    for s in ("additive", "unscaled", "scaled"):
+        if f"curve_{s}" not in result:
+            continue
+        curve = result[f"curve_{s}"][d_k_index]
+        smooth = np.convolve(curve, np.ones(window) / window, mode="valid")
+        ax.plot(np.arange(window - 1, len(curve)), smooth, color=COLORS[s], label=s)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    ax.set_title(f"$d_k$ = {int(result['d_k'][d_k_index])}")
+    ax.legend(fontsize=8)
+    return ax

@@ -1,0 +1,51 @@
+"""``python -m attention_np figures --out DIR`` writes exactly the committed figures/ files."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from attention_np import figures
+from attention_np.__main__ import main
+from tests.helpers import require
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    require("matplotlib")
+    out = tmp_path_factory.mktemp("figures")
+    assert main(["figures", "--out", str(out)]) == 0
+    return out
+
+
+def _png_size(path: Path):
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path.name} is not a PNG"
+    return struct.unpack(">II", head[16:24])                  # width, height from IHDR
+
+
+def test_figures_command_writes_exactly_the_committed_file_names(written):
+    made = sorted(p.name for p in written.iterdir())
+    committed = sorted(p.name for p in (ROOT / "figures").glob("*.png"))
+    assert made == committed == sorted(figures.FIGURES)
+
+
+def test_every_figure_is_a_modest_png(written):
+    total = 0
+    for path in written.iterdir():
+        width, height = _png_size(path)
+        assert 200 < width <= 1600 and 200 < height <= 1000, (path.name, width, height)
+        total += path.stat().st_size
+    assert total < 600_000
+
+
+def test_example_sentence_gives_repeated_words_the_same_vector():
+    tokens, x = figures.example_sentence()
+    assert tokens[0] == tokens[4] == "the"
+    assert (x[0] == x[4]).all() and x.shape == (len(tokens), 8)
+    with pytest.raises(ValueError, match="d_k must be at least 5"):
+        figures.example_sentence(d_k=3)
