@@ -13,6 +13,7 @@ import sys
 # command name -> (module, one-line help)
 COMMANDS = {
     "tour": ("attention_np.tour", "a guided tour of one attention call (the default)"),
+    "train": ("attention_np.train", "train a small encoder to reverse digits, in NumPy"),
 }
 
 
