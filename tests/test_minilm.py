@@ -144,3 +144,24 @@ def test_encode_rejects_mismatched_attention_mask():
     params = load_weights()
     with pytest.raises(ValueError, match=r"attention_mask has shape \(1, 3\) but input_ids has \(1, 4\)"):
         encode(params, np.array([[101, 7592, 2088, 102]]), np.ones((1, 3), bool))
+
+
+def test_head_scores_find_a_planted_previous_token_head():
+    from attention_np.pretrained.heads import best_heads, head_scores
+
+    tokens = [["[CLS]", "a", "b", "a", "[SEP]"]]
+    n = len(tokens[0])
+    uniform = np.full((1, 3, n, n), 1 / n)
+    planted = uniform.copy()
+    planted[0, 1] = np.eye(n, k=-1)
+    planted[0, 1, 0, 0] = 1                                  # [CLS] has no previous token
+    best = best_heads(head_scores([uniform, planted], tokens))
+    assert best["previous"] == (1, 1, 1.0)
+    assert best["match"][2] == pytest.approx(1 / n)           # "a" at 3 sees "a" at 1: 1/n everywhere
+
+
+def test_minilm_has_a_previous_token_head(runs):
+    from attention_np.pretrained.heads import best_heads, head_scores
+
+    layer, head, score = best_heads(head_scores(_attn(runs["ours32"]), runs["batch"].tokens))["previous"]
+    assert score > 0.95, (layer, head, score)
