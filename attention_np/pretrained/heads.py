@@ -30,8 +30,9 @@ def head_scores(attentions, tokens) -> dict:
     Returns
     -------
     dict name -> (num_layers, num_heads): ``previous`` (``next``, ``self``): mean weight of
-    token i on token i-1 (i+1, i); ``cls``, ``sep``: mean weight on the [CLS], [SEP] token; ``match``: mean weight of a word piece on its
-    earlier occurrences (summed over them), over the pieces that repeat one.
+    token i on token i-1 (i+1, i); ``cls``, ``sep``: mean weight on the [CLS], [SEP] token;
+    ``match``: mean weight of a word piece on its earlier occurrences (summed over them),
+    over the pieces that repeat one (None if no sentence repeats a piece).
     """
     W = np.stack(attentions, axis=0)                              # (layers, B, h, L, L)
     prev, nxt, own, cls, sep, match = [], [], [], [], [], []

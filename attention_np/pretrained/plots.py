@@ -1,7 +1,7 @@
 """Pictures of MiniLM's attention (matplotlib, imported only inside these functions).
 
 :func:`save_readme_figure` regenerates ``docs/img/minilm_heads.png``, the README figure:
-``PYTHONPATH=. python -c "from attention_np.pretrained.plots import save_readme_figure; save_readme_figure()"``
+``python -m attention_np.pretrained.plots`` (from the repository root).
 """
 
 from __future__ import annotations
@@ -85,3 +85,7 @@ def save_readme_figure(path="docs/img/minilm_heads.png", dpi: int = 80) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     return path
+
+
+if __name__ == "__main__":
+    print(save_readme_figure())
