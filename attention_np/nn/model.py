@@ -29,10 +29,10 @@ from .positional import sinusoidal_encoding
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Sizes of the model (the defaults train reversal of 8 digits to >= 99% in about a minute)."""
+    """Sizes of the model (the defaults learn to reverse 10 digits, >= 99% held out, in ~600 steps)."""
 
     vocab_size: int = 10
-    max_len: int = 8
+    max_len: int = 10
     d_model: int = 64
     num_heads: int = 4
     d_ff: int = 128

@@ -23,7 +23,7 @@ class ReversalTask:
     to sequences never seen in training (there are ``vocab_size ** length`` of them).
     """
 
-    length: int = 8
+    length: int = 10
     vocab_size: int = 10
 
     def targets(self, tokens: np.ndarray) -> np.ndarray:

@@ -51,13 +51,13 @@ def evaluate(params: dict, config: ModelConfig, tokens, targets, *, batch_size: 
 
 
 def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None,
-          steps: int = 1500, batch_size: int = 64, warmup: int = 200, lr_factor: float = 1.0,
+          steps: int = 600, batch_size: int = 64, warmup: int = 200, lr_factor: float = 1.0,
           seed: int = 0, snapshot_at=(), on_step=None) -> TrainResult:
     """Train a :class:`ModelConfig` model on ``task`` with Adam and the schedule of Eq. (3).
 
     Parameters
     ----------
-    config, task : default ``ModelConfig()`` and ``ReversalTask()`` (8 digits)
+    config, task : default ``ModelConfig()`` and ``ReversalTask()`` (10 digits)
     steps, batch_size : optimizer steps and sequences per step
     warmup, lr_factor : the learning rate is ``lr_factor * transformer_lr(step, d_model, warmup)``
     seed : seeds the initial params and the batches
