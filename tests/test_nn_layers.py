@@ -115,6 +115,18 @@ def test_embedding_backward_matches_finite_differences(rng):
     assert result.ok, str(result)
 
 
+def test_embedding_matches_torch_values_and_grads(rng):
+    torch = require("torch")
+    W, tokens = randn(rng, 6, 4), rng.integers(0, 6, size=(3, 5))
+    dx = randn(rng, 3, 5, 4)
+    x, cache = embedding_forward(tokens, W, scale=2.0)
+    tW = _t(torch, W)
+    tx = torch.nn.functional.embedding(torch.tensor(tokens), tW) * 2.0
+    tx.backward(torch.tensor(dx))
+    assert max_abs_diff(x, tx.detach()) == 0
+    assert max_abs_diff(embedding_backward(dx, cache), tW.grad) < 1e-14
+
+
 def test_embedding_rejects_out_of_range_token(rng):
     with pytest.raises(ValueError, match=r"tokens must be in \[0, 5\)"):
         embedding_forward(np.array([[0, 5]]), randn(rng, 5, 3))

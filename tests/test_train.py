@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from attention_np.nn import train
+from attention_np.nn.threads import blas_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,6 +39,22 @@ def test_training_is_deterministic_for_a_seed():
 
 
 def test_training_lowers_the_loss_below_chance():
-    result = train(steps=120, batch_size=32, seed=0)
+    with blas_threads(1):                                 # tiny matrices: see nn/threads.py
+        result = train(steps=120, batch_size=32, seed=0)
     chance = np.log(10)                                   # uniform guess over 10 digits
     assert result.losses[-10:].mean() < 0.5 * chance
+
+
+def test_blas_threads_restores_the_previous_setting():
+    from attention_np.nn.threads import _openblas
+
+    funcs = _openblas()
+    if funcs is None:                                     # NumPy not on OpenBLAS: a no-op
+        with blas_threads(1):
+            pass
+        return
+    get, _ = funcs
+    before = get()
+    with blas_threads(1):
+        assert get() == 1
+    assert get() == before
