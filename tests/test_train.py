@@ -58,3 +58,35 @@ def test_blas_threads_restores_the_previous_setting():
     with blas_threads(1):
         assert get() == 1
     assert get() == before
+
+
+def test_progress_bar_prints_the_first_step_and_each_tenth_when_not_a_terminal():
+    import io
+
+    from attention_np.train import ProgressBar
+
+    stream = io.StringIO()                                # isatty() is False
+    bar = ProgressBar(50, stream=stream, width=10)
+    for step in range(1, 51):
+        bar.update(step, 1.0 / step)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 11 and "\r" not in stream.getvalue()
+    assert [line.split()[1] for line in lines[:3]] == ["1/50", "5/50", "10/50"]
+    assert lines[-1].startswith("[##########] 50/50 loss 0.0200")
+
+
+def test_progress_bar_redraws_in_place_on_a_terminal():
+    import io
+
+    from attention_np.train import ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    bar = ProgressBar(4, stream=stream, width=4)
+    for step in range(1, 5):
+        bar.update(step, 0.5)
+    text = stream.getvalue()
+    assert text.count("\r") == 4 and text.endswith("\n") and text.count("\n") == 1
