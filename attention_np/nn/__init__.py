@@ -7,11 +7,13 @@ One module per layer, each a forward/backward pair with a cache, as in the core 
 - :mod:`.layernorm`   layer normalization (Ba et al., 2016), used around every sub-layer, §3.1
 - :mod:`.activations` ReLU and the exact (erf) GELU
 - :mod:`.feedforward` the position-wise feed-forward network, Eq. (2), §3.3
+- :mod:`.encoder`     one encoder layer, LN(x + MHA(x)) then LN(x + FFN(x)), §3.1
 - :mod:`.loss`        softmax cross-entropy
 - :mod:`.adam`        the Adam optimizer and the paper's learning-rate schedule, Eq. (3), §5.3
 - :mod:`.model`       the encoder built from those layers and :func:`attention_np.mha_forward`
 - :mod:`.tasks`       toy tasks where attention must route information (sequence reversal)
 - :mod:`.trainer`     the training loop
+- :mod:`.threads`     run BLAS on one thread (tiny matrices train faster that way)
 """
 
 from .activations import erf, gelu_backward, gelu_forward, relu_backward, relu_forward
