@@ -14,6 +14,7 @@ import sys
 COMMANDS = {
     "tour": ("attention_np.tour", "a guided tour of one attention call (the default)"),
     "figures": ("attention_np.figures", "regenerate the key plots as PNG files in figures/"),
+    "train": ("attention_np.train", "train a small encoder to reverse digits, in NumPy"),
 }
 
 

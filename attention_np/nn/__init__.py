@@ -1,0 +1,39 @@
+"""A small Transformer encoder, trained end to end in NumPy (every backward by hand).
+
+One module per layer, each a forward/backward pair with a cache, as in the core package:
+
+- :mod:`.embedding`   token embedding, §3.4
+- :mod:`.positional`  sinusoidal positional encoding, §3.5
+- :mod:`.layernorm`   layer normalization (Ba et al., 2016), used around every sub-layer, §3.1
+- :mod:`.activations` ReLU and the exact (erf) GELU
+- :mod:`.feedforward` the position-wise feed-forward network, Eq. (2), §3.3
+- :mod:`.encoder`     one encoder layer, LN(x + MHA(x)) then LN(x + FFN(x)), §3.1
+- :mod:`.loss`        softmax cross-entropy
+- :mod:`.adam`        the Adam optimizer and the paper's learning-rate schedule, Eq. (3), §5.3
+- :mod:`.model`       the encoder built from those layers and :func:`attention_np.mha_forward`
+- :mod:`.tasks`       toy tasks where attention must route information (sequence reversal)
+- :mod:`.trainer`     the training loop
+- :mod:`.threads`     run BLAS on one thread (tiny matrices train faster that way)
+"""
+
+from .activations import erf, gelu_backward, gelu_forward, relu_backward, relu_forward
+from .adam import AdamState, adam_init, adam_step, transformer_lr
+from .embedding import embedding_backward, embedding_forward
+from .feedforward import ffn_backward, ffn_forward, init_ffn_params
+from .layernorm import layernorm_backward, layernorm_forward
+from .loss import cross_entropy_backward, cross_entropy_forward
+from .model import ModelConfig, init_model, model_backward, model_forward
+from .positional import sinusoidal_encoding
+from .tasks import ReversalTask
+from .trainer import TrainResult, evaluate, train
+
+__all__ = [
+    "erf", "gelu_forward", "gelu_backward", "relu_forward", "relu_backward",
+    "AdamState", "adam_init", "adam_step", "transformer_lr",
+    "embedding_forward", "embedding_backward",
+    "ffn_forward", "ffn_backward", "init_ffn_params",
+    "layernorm_forward", "layernorm_backward",
+    "cross_entropy_forward", "cross_entropy_backward",
+    "ModelConfig", "init_model", "model_forward", "model_backward",
+    "sinusoidal_encoding", "ReversalTask", "TrainResult", "evaluate", "train",
+]

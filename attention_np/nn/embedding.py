@@ -1,0 +1,63 @@
+r"""Token embedding, §3.4: each token id selects one row of a learned matrix.
+
+"We use learned embeddings to convert the input tokens ... to vectors of dimension
+:math:`d_{model}` ... In the embedding layers, we multiply those weights by
+:math:`\sqrt{d_{model}}`." The multiplication is the ``scale`` argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class EmbeddingCache:
+    tokens: np.ndarray        # (...,) int token ids
+    vocab_size: int
+    scale: float
+
+
+def embedding_forward(tokens, W_emb: np.ndarray, *, scale: float = 1.0):
+    r"""Look up ``W_emb[tokens] * scale``.
+
+    Parameters
+    ----------
+    tokens : int array (..., L)
+    W_emb : (vocab_size, d_model)
+    scale : float
+        The paper multiplies by :math:`\sqrt{d_{model}}` (§3.4); BERT uses 1.
+
+    Returns
+    -------
+    x : (..., L, d_model)
+    cache : EmbeddingCache
+    """
+    tokens = np.asarray(tokens)
+    if not np.issubdtype(tokens.dtype, np.integer):
+        raise TypeError(f"tokens must be an int array of token ids, got dtype {tokens.dtype}")
+    if W_emb.ndim != 2:
+        raise ValueError(f"W_emb must be (vocab_size, d_model), got shape {W_emb.shape}")
+    V = W_emb.shape[0]
+    if tokens.size and (tokens.min() < 0 or tokens.max() >= V):
+        raise ValueError(f"tokens must be in [0, {V}) for W_emb of shape {W_emb.shape}, "
+                         f"got values in [{tokens.min()}, {tokens.max()}]")
+    x = W_emb[tokens]                                   # (..., L, d_model), a copy
+    if scale != 1.0:
+        x *= W_emb.dtype.type(scale)
+    return x, EmbeddingCache(tokens, V, float(scale))
+
+
+def embedding_backward(dx: np.ndarray, cache: EmbeddingCache) -> np.ndarray:
+    """Gradient w.r.t. ``W_emb``: each row collects the gradients of every position holding it.
+
+    forward: x = W_emb[tokens] * scale  ->  dW_emb[t] = scale * sum of dx over positions with token t
+    (``np.add.at`` accumulates repeated ids; plain fancy assignment would keep only the last).
+    """
+    d_model = dx.shape[-1]
+    dW = np.zeros((cache.vocab_size, d_model), dtype=dx.dtype)
+    np.add.at(dW, cache.tokens.reshape(-1), dx.reshape(-1, d_model))
+    if cache.scale != 1.0:
+        dW *= dx.dtype.type(cache.scale)
+    return dW

@@ -1,0 +1,66 @@
+r"""One encoder layer, §3.1: two sub-layers, each wrapped as ``LayerNorm(x + Sublayer(x))``.
+
+1) multi-head self-attention, §3.2.2 (:func:`attention_np.mha_forward`)
+2) the position-wise feed-forward network, Eq. (2)
+
+This "post-LN" arrangement is the paper's and BERT's. Params are a flat dict with the
+prefixes ``attn.`` (keys of :func:`attention_np.init_mha_params`), ``ln1.``, ``ffn.``, ``ln2.``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..multihead import MHACache, mha_backward, mha_forward
+from .feedforward import FFNCache, ffn_backward, ffn_forward
+from .layernorm import LayerNormCache, layernorm_backward, layernorm_forward
+
+
+def sub(params: dict, prefix: str) -> dict:
+    """The entries of a flat dict under ``prefix.``, with the prefix removed."""
+    n = len(prefix) + 1
+    return {k[n:]: v for k, v in params.items() if k.startswith(prefix + ".")}
+
+
+@dataclass(frozen=True)
+class EncoderLayerCache:
+    attn: MHACache
+    ln1: LayerNormCache
+    ffn: FFNCache
+    ln2: LayerNormCache
+
+
+def encoder_layer_forward(x: np.ndarray, params: dict, *, num_heads: int, mask=None,
+                          activation: str = "relu", eps: float = 1e-5):
+    """``(..., L, d_model) -> (..., L, d_model)``.
+
+    ``mask`` is the bool attention mask of :func:`attention_np.mha_forward` (True = attend),
+    e.g. ``(B, 1, 1, L)`` for key padding.
+    """
+    # 1) self-attention: query = key = value = x
+    a, attn = mha_forward(x, x, x, sub(params, "attn"), num_heads=num_heads, mask=mask)
+    x1, ln1 = layernorm_forward(x + a, params["ln1.gamma"], params["ln1.beta"], eps=eps)
+    # 2) feed-forward, applied to every position alike
+    f, ffn = ffn_forward(x1, sub(params, "ffn"), activation=activation)
+    x2, ln2 = layernorm_forward(x1 + f, params["ln2.gamma"], params["ln2.beta"], eps=eps)
+    return x2, EncoderLayerCache(attn, ln1, ffn, ln2)
+
+
+def encoder_layer_backward(dx2: np.ndarray, cache: EncoderLayerCache):
+    """Backward of :func:`encoder_layer_forward`: ``(dx, grads)``, grads keyed as the params."""
+    c, grads = cache, {}
+    # forward: x2 = LN2(x1 + f)
+    dsum2, grads["ln2.gamma"], grads["ln2.beta"] = layernorm_backward(dx2, c.ln2)
+    # forward: f = FFN(x1); the residual carries dsum2 to x1 unchanged
+    dx1, g = ffn_backward(dsum2, c.ffn)
+    dx1 = dx1 + dsum2
+    grads.update({f"ffn.{k}": v for k, v in g.items()})
+    # forward: x1 = LN1(x + a)
+    dsum1, grads["ln1.gamma"], grads["ln1.beta"] = layernorm_backward(dx1, c.ln1)
+    # forward: a = MHA(x, x, x); x feeds query, key and value and the residual: four paths add
+    dquery, dkey, dvalue, g = mha_backward(dsum1, c.attn)
+    dx = dquery + dkey + dvalue + dsum1
+    grads.update({f"attn.{k}": v for k, v in g.items()})
+    return dx, grads

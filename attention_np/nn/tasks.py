@@ -1,0 +1,54 @@
+"""Toy tasks where attention must route information from one position to another.
+
+Reversal: the target at position ``i`` is the input token at position ``L - 1 - i``. Each
+output depends on exactly one input position, chosen by position alone, so a model that
+solves it must learn attention weights that form the anti-diagonal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import as_generator
+
+
+@dataclass(frozen=True)
+class ReversalTask:
+    """Reverse a sequence of ``length`` digits in ``[0, vocab_size)``.
+
+    Held-out sequences are drawn once from their own seed, and every training batch drops
+    any sequence that is in the held-out set, so held-out accuracy measures generalization
+    to sequences never seen in training (there are ``vocab_size ** length`` of them).
+    """
+
+    length: int = 10
+    vocab_size: int = 10
+
+    def targets(self, tokens: np.ndarray) -> np.ndarray:
+        """``(B, L) -> (B, L)``: the reversed sequences."""
+        return tokens[..., ::-1].copy()
+
+    def sample(self, rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` random sequences and their targets, ``(n, length)`` int each."""
+        tokens = as_generator(rng).integers(0, self.vocab_size, size=(n, self.length))
+        return tokens, self.targets(tokens)
+
+    def ids(self, tokens: np.ndarray) -> np.ndarray:
+        """Each sequence as one integer (its digits in base ``vocab_size``), for set lookups."""
+        powers = self.vocab_size ** np.arange(self.length - 1, -1, -1, dtype=np.int64)
+        return tokens.astype(np.int64) @ powers
+
+    def heldout(self, n: int = 2000, seed: int = 12345) -> tuple[np.ndarray, np.ndarray]:
+        """A fixed held-out set of ``n`` distinct sequences."""
+        tokens, _ = self.sample(seed, 2 * n)
+        _, first = np.unique(self.ids(tokens), return_index=True)
+        tokens = tokens[np.sort(first)[:n]]
+        return tokens, self.targets(tokens)
+
+    def train_batch(self, rng, n: int, heldout_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A batch of at most ``n`` sequences, none of them in the held-out set."""
+        tokens, _ = self.sample(rng, n)
+        tokens = tokens[~np.isin(self.ids(tokens), heldout_ids)]
+        return tokens, self.targets(tokens)

@@ -1,0 +1,66 @@
+"""Find heads that do something recognizable, by measuring it on every head at once.
+
+Each score is an average attention weight over the real (non-padding) tokens of a batch, one
+number per (layer, head); the head with the highest score is the clearest example of the
+behaviour. Nothing is picked by eye.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BEHAVIOURS = {   # name -> what the head attends to
+    "previous": "the previous token",
+    "next": "the next token",
+    "self": "itself",
+    "cls": "[CLS]",
+    "sep": "[SEP]",
+    "match": "an earlier copy of the same word",
+}
+
+
+def head_scores(attentions, tokens) -> dict:
+    """Scores ``(num_layers, num_heads)`` for each behaviour of :data:`BEHAVIOURS`.
+
+    Parameters
+    ----------
+    attentions : list of (B, h, L, L) weights, one per layer (``EncoderOutput.attentions``)
+    tokens : list of B token lists (``Tokenized.tokens``, padding left out)
+
+    Returns
+    -------
+    dict name -> (num_layers, num_heads): ``previous`` (``next``, ``self``): mean weight of
+    token i on token i-1 (i+1, i); ``cls``, ``sep``: mean weight on the [CLS], [SEP] token;
+    ``match``: mean weight of a word piece on its earlier occurrences (summed over them),
+    over the pieces that repeat one (None if no sentence repeats a piece).
+    """
+    W = np.stack(attentions, axis=0)                              # (layers, B, h, L, L)
+    prev, nxt, own, cls, sep, match = [], [], [], [], [], []
+    for b, toks in enumerate(tokens):                             # a handful of sentences
+        n = len(toks)
+        w = W[:, b, :, :n, :n]                                    # (layers, h, n, n)
+        i = np.arange(1, n)
+        prev.append(w[:, :, i, i - 1].mean(-1))                   # (layers, h)
+        nxt.append(w[:, :, i - 1, i].mean(-1))
+        own.append(np.diagonal(w, axis1=-2, axis2=-1).mean(-1))
+        cls.append(w[:, :, :, 0].mean(-1))
+        sep.append(w[:, :, :, toks.index("[SEP]")].mean(-1))
+        t = np.array(toks)
+        earlier = (t[:, None] == t[None, :]) & np.tri(n, k=-1, dtype=bool)   # (n, n) j < i, same piece
+        earlier[:, [0, n - 1]] = False                           # [CLS], [SEP] are not words
+        rows = earlier.any(axis=1)
+        if rows.any():
+            match.append((w * earlier).sum(-1)[:, :, rows].mean(-1))
+    return {"previous": np.mean(prev, axis=0), "next": np.mean(nxt, axis=0),
+            "self": np.mean(own, axis=0), "cls": np.mean(cls, axis=0), "sep": np.mean(sep, axis=0),
+            "match": np.mean(match, axis=0) if match else None}
+
+
+def best_heads(scores: dict) -> dict:
+    """``{behaviour: (layer, head, score)}``, the top-scoring head of each behaviour."""
+    best = {}
+    for name, s in scores.items():
+        if s is not None:
+            layer, head = np.unravel_index(np.argmax(s), s.shape)
+            best[name] = (int(layer), int(head), float(s[layer, head]))
+    return best

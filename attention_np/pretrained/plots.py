@@ -1,0 +1,91 @@
+"""Pictures of MiniLM's attention (matplotlib, imported only inside these functions).
+
+:func:`save_readme_figure` regenerates ``docs/img/minilm_heads.png``, the README figure:
+``python -m attention_np.pretrained.plots`` (from the repository root).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .heads import BEHAVIOURS, best_heads, head_scores
+
+# Sentences with repeated words (for "match" heads) and punctuation, short enough to read.
+SENTENCES = [
+    "The cat sat on the mat because the cat was tired.",
+    "The dog chased the ball, then the dog chased the cat.",
+    "She said that she would come, and she did.",
+    "Attention is all you need.",
+]
+SHOWN = ("previous", "next", "cls", "match")
+
+
+def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool = True):
+    """One (L, L) weight matrix as a heatmap: rows are queries, columns are keys."""
+    n = len(tokens)
+    ax.imshow(weights[:n, :n], cmap="viridis", vmin=0, vmax=1)
+    ax.set_title(title, fontsize=9)
+    if labels:
+        ax.set_xticks(range(n), tokens, rotation=90, fontsize=7)
+        ax.set_yticks(range(n), tokens, fontsize=7)
+    else:
+        ax.set_xticks([])
+        ax.set_yticks([])
+
+
+def plot_grid(attentions, tokens, *, sentence: int = 0):
+    """Every layer (rows) × every head (columns) for one sentence; returns the figure."""
+    import matplotlib.pyplot as plt
+
+    num_layers, num_heads = len(attentions), attentions[0].shape[1]
+    fig, axes = plt.subplots(num_layers, num_heads, figsize=(1.1 * num_heads, 1.15 * num_layers))
+    toks = tokens[sentence]
+    for layer in range(num_layers):
+        for head in range(num_heads):
+            ax = axes[layer, head]
+            plot_weights(ax, attentions[layer][sentence, head], toks, labels=False)
+            if layer == 0:
+                ax.set_title(f"head {head}", fontsize=8)
+            if head == 0:
+                ax.set_ylabel(f"layer {layer}", fontsize=8)
+    fig.suptitle(f"all-MiniLM-L6-v2 attention weights: \"{' '.join(toks[1:-1])}\"", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOWN):
+    """The top-scoring head of each behaviour in ``shown`` (scored on every sentence)."""
+    import matplotlib.pyplot as plt
+
+    best = best_heads(head_scores(attentions, tokens))
+    fig, axes = plt.subplots(1, len(shown), figsize=(3.4 * len(shown), 4.2))
+    for ax, name in zip(np.atleast_1d(axes), shown, strict=True):
+        layer, head, score = best[name]
+        plot_weights(ax, attentions[layer][sentence, head], tokens[sentence],
+                     f"layer {layer}, head {head}: attends to\n{BEHAVIOURS[name]}\n(mean weight {score:.2f})")
+    axes[0].set_ylabel("query")
+    for ax in np.atleast_1d(axes):
+        ax.set_xlabel("key", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def save_readme_figure(path="docs/img/minilm_heads.png", dpi: int = 80) -> Path:
+    """Run MiniLM on :data:`SENTENCES` and save the recognizable heads; returns the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from .minilm import MiniLM
+
+    out, batch = MiniLM()(SENTENCES)
+    fig = plot_recognizable_heads(out.attentions, batch.tokens)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    return path
+
+
+if __name__ == "__main__":
+    print(save_readme_figure())

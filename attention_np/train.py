@@ -1,0 +1,80 @@
+"""``python -m attention_np train``: train a small Transformer encoder to reverse digits, in NumPy.
+
+Prints the loss as it goes (with a progress bar on stderr) and ends with the held-out
+accuracy and the training time. Exits with status 1 if the held-out token accuracy is below
+``--target``. Only NumPy is imported here.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .nn.model import ModelConfig
+from .nn.tasks import ReversalTask
+from .nn.threads import blas_threads
+from .nn.trainer import train
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--length", type=int, default=10, help="digits per sequence (default 10)")
+    parser.add_argument("--steps", type=int, default=600, help="Adam steps (default 600)")
+    parser.add_argument("--batch-size", type=int, default=64, help="sequences per step (default 64)")
+    parser.add_argument("--layers", type=int, default=2, help="encoder layers (default 2)")
+    parser.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
+    parser.add_argument("--d-model", type=int, default=64, help="model width (default 64)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the params and batches")
+    parser.add_argument("--target", type=float, default=0.99,
+                        help="exit 1 if held-out token accuracy is below this (default 0.99)")
+    parser.add_argument("--blas-threads", type=int, default=1,
+                        help="BLAS threads; 1 is fastest for these tiny matrices (0: leave as is)")
+
+
+class ProgressBar:
+    """A plain-text progress bar on ``stream``: redrawn in place on a terminal, else a line
+    every 10% (logs and CI output stay readable). No dependency."""
+
+    def __init__(self, total: int, stream=sys.stderr, width: int = 30):
+        self.total, self.stream, self.width = total, stream, width
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.start = time.perf_counter()
+        self.next_line = 0
+
+    def update(self, step: int, loss: float) -> None:
+        elapsed = time.perf_counter() - self.start
+        filled = self.width * step // self.total
+        text = (f"[{'#' * filled}{'.' * (self.width - filled)}] {step}/{self.total} "
+                f"loss {loss:.4f} {elapsed:.1f}s")
+        if self.tty:
+            self.stream.write("\r" + text + ("\n" if step == self.total else ""))
+            self.stream.flush()
+        elif step * 10 >= self.next_line * self.total:
+            self.stream.write(text + "\n")
+            self.next_line = step * 10 // self.total + 1
+
+
+def run(args) -> int:
+    config = ModelConfig(max_len=args.length, d_model=args.d_model, num_heads=args.heads,
+                         d_ff=2 * args.d_model, num_layers=args.layers)
+    task = ReversalTask(length=args.length, vocab_size=config.vocab_size)
+    print(f"Training a {args.layers}-layer, {args.heads}-head encoder (d_model={args.d_model}) "
+          f"to reverse {args.length} digits: {args.steps} steps of {args.batch_size} sequences, "
+          f"seed {args.seed}")
+    bar = ProgressBar(args.steps)
+    log_every = max(args.steps // 10, 1)
+
+    def on_step(step, loss):
+        bar.update(step, loss)
+        if step % log_every == 0 or step == 1:
+            print(f"step {step:5d}  loss {loss:.5f}", flush=True)
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    with blas_threads(args.blas_threads or None):
+        result = train(config=config, task=task, steps=args.steps, batch_size=args.batch_size,
+                       seed=args.seed, on_step=on_step)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"held-out accuracy: {100 * result.accuracy:.2f}% of tokens, "
+          f"{100 * result.sequence_accuracy:.2f}% of sequences exactly reversed "
+          f"(2000 sequences never seen in training); trained in {wall:.1f} s wall, "
+          f"{cpu:.1f} s CPU")
+    return 0 if result.accuracy >= args.target else 1

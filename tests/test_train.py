@@ -1,0 +1,92 @@
+"""The claim of ``python -m attention_np train``: with its defaults it reaches >= 99% held-out
+accuracy (CI runs the real command once), and training is deterministic for a seed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from attention_np.nn import train
+from attention_np.nn.threads import blas_threads
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_train_command_default_reaches_99_percent_heldout_accuracy():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "attention_np", "train"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    print(proc.stdout)                                   # the closing line shows in -rA / CI logs
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    match = re.search(r"held-out accuracy: ([\d.]+)% of tokens", last)
+    assert match, last
+    assert float(match.group(1)) >= 99.0
+    assert "loss" in proc.stdout and "600/600" in proc.stderr   # loss log and progress bar
+
+
+def test_training_is_deterministic_for_a_seed():
+    a = train(steps=5, batch_size=8, seed=3)
+    b = train(steps=5, batch_size=8, seed=3)
+    c = train(steps=5, batch_size=8, seed=4)
+    np.testing.assert_array_equal(a.losses, b.losses)
+    assert not np.array_equal(a.losses, c.losses)
+
+
+def test_training_lowers_the_loss_below_chance():
+    with blas_threads(1):                                 # tiny matrices: see nn/threads.py
+        result = train(steps=120, batch_size=32, seed=0)
+    chance = np.log(10)                                   # uniform guess over 10 digits
+    assert result.losses[-10:].mean() < 0.5 * chance
+
+
+def test_blas_threads_restores_the_previous_setting():
+    from attention_np.nn.threads import _openblas
+
+    funcs = _openblas()
+    if funcs is None:                                     # NumPy not on OpenBLAS: a no-op
+        with blas_threads(1):
+            pass
+        return
+    get, _ = funcs
+    before = get()
+    with blas_threads(1):
+        assert get() == 1
+    assert get() == before
+
+
+def test_progress_bar_prints_the_first_step_and_each_tenth_when_not_a_terminal():
+    import io
+
+    from attention_np.train import ProgressBar
+
+    stream = io.StringIO()                                # isatty() is False
+    bar = ProgressBar(50, stream=stream, width=10)
+    for step in range(1, 51):
+        bar.update(step, 1.0 / step)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 11 and "\r" not in stream.getvalue()
+    assert [line.split()[1] for line in lines[:3]] == ["1/50", "5/50", "10/50"]
+    assert lines[-1].startswith("[##########] 50/50 loss 0.0200")
+
+
+def test_progress_bar_redraws_in_place_on_a_terminal():
+    import io
+
+    from attention_np.train import ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    bar = ProgressBar(4, stream=stream, width=4)
+    for step in range(1, 5):
+        bar.update(step, 0.5)
+    text = stream.getvalue()
+    assert text.count("\r") == 4 and text.endswith("\n") and text.count("\n") == 1
