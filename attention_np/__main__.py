@@ -13,6 +13,7 @@ import sys
 # command name -> (module, one-line help)
 COMMANDS = {
     "tour": ("attention_np.tour", "a guided tour of one attention call (the default)"),
+    "diff": ("attention_np.interop.diff", "diff attention_np against PyTorch, JAX and Flax"),
 }
 
 

@@ -1,0 +1,160 @@
+"""Diff your own ``torch.nn.MultiheadAttention`` against attention_np in two lines::
+
+    from attention_np.interop import compare_mha
+    print(compare_mha(module, query, key, value, key_padding_mask=kpm))
+
+Both sides run forward and backward (one random upstream gradient); the report lists the
+largest error of the output, the attention weights and every gradient, the tolerance of
+:mod:`attention_np.interop.tolerance` and a verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..multihead import mha_backward, mha_forward
+from . import torch as itorch
+from .tolerance import check_float32, check_float64
+
+
+@dataclass
+class MHAReport:
+    """What :func:`compare_mha` found. ``ok`` is the verdict; ``print(report)`` shows the table.
+
+    ``checks`` holds one :class:`~attention_np.interop.tolerance.Check` per array ("out",
+    "weights", "dquery", ..., "dW_q", ...; parameter gradients in attention_np's layout, i.e.
+    torch's weight gradients transposed); under float32 also "ours <name>", attention_np's own
+    float32 error held to torch's.
+    """
+
+    dtype: str
+    checks: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def __str__(self) -> str:
+        if self.dtype == "float64":
+            rule = "float64: max|torch - ours| <= 1e-10 * max(1, max|ours|)"
+        else:
+            rule = ("float32: each side's max error against a float64 oracle <= 10 x the other's "
+                    "(floor 4 ulp)")
+        lines = [f"compare_mha: torch.nn.MultiheadAttention ({self.dtype}) vs attention_np -> "
+                 f"{'AGREE' if self.ok else 'MISMATCH'}", f"tolerance {rule}",
+                 f"{'array':<14} {'max abs err':>12} {'max rel err':>12} {'tolerance':>10}  ok"]
+        for c in self.checks:
+            lines.append(f"{c.name:<14} {c.err:>12.2e} {c.rel:>12.2e} {c.tol:>10.1e}  "
+                         f"{'yes' if c.ok else 'NO'}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _restore(module, saved, training):
+    for p, g in zip(module.parameters(), saved, strict=True):
+        p.grad = g
+    module.train(training)
+
+
+def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, attn_mask=None,
+                is_causal: bool = False, need_weights: bool = True,
+                average_attn_weights: bool = True, seed: int = 0) -> MHAReport:
+    """Run ``module`` and :func:`mha_forward` on the same inputs, forward and backward, and diff.
+
+    Parameters
+    ----------
+    module : torch.nn.MultiheadAttention
+        float32 or float64; any ``batch_first``; packed or separate projections, with or
+        without bias. Dropout is switched off for the call (``eval()``, then restored), and the
+        module's ``.grad`` values are left as they were.
+    query, key, value : arrays or tensors in the module's layout
+        ``key`` defaults to ``query`` and ``value`` to ``key`` (self-attention). Each gets its
+        own gradient.
+    key_padding_mask, attn_mask, is_causal, need_weights, average_attn_weights
+        Passed to the module as they are; converted with
+        :func:`~attention_np.interop.torch.masks_from_torch_mha` for attention_np
+        (``is_causal`` is torch's hint that ``attn_mask`` is causal, so ours uses ``attn_mask``).
+    seed : int
+        Seed of the random upstream gradient.
+
+    Returns
+    -------
+    MHAReport
+    """
+    import torch
+
+    if not isinstance(module, torch.nn.MultiheadAttention):
+        raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}")
+    dtype = next(module.parameters()).dtype
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"module dtype must be float32 or float64, got {dtype}")
+    np_dtype = np.float64 if dtype == torch.float64 else np.float32
+    key = query if key is None else key
+    value = key if value is None else value
+    arrays = [itorch.to_numpy(a).astype(np_dtype) for a in (query, key, value)]
+    swap = not module.batch_first and arrays[0].ndim == 3     # (L, N, E) -> ours (N, L, E)
+
+    def ours_layout(a):
+        return np.swapaxes(a, 0, 1) if swap else a
+
+    report = MHAReport(np.dtype(np_dtype).name)
+    saved, training = [p.grad for p in module.parameters()], module.training
+    if module.training and module.dropout > 0:
+        report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")
+    try:
+        module.zero_grad(set_to_none=True)
+        module.train(False)
+        leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+        out, weights = module(*leaves, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+                              need_weights=need_weights, average_attn_weights=average_attn_weights,
+                              is_causal=is_causal)
+        dout = np.random.default_rng(seed).standard_normal(tuple(out.shape)).astype(np_dtype)
+        out.backward(torch.from_numpy(dout))
+        got = {"out": ours_layout(itorch.to_numpy(out))}
+        if weights is not None:
+            got["weights"] = itorch.to_numpy(weights)
+        got.update({n: ours_layout(itorch.to_numpy(t.grad))
+                    for n, t in zip(("dquery", "dkey", "dvalue"), leaves, strict=True)})
+        grads, num_heads = itorch.params_from_torch_mha(module, grads=True)
+        got.update({f"d{n}": g for n, g in grads.items()})
+        params, _ = itorch.params_from_torch_mha(module)
+    finally:
+        _restore(module, saved, training)
+
+    mask, bias = itorch.masks_from_torch_mha(key_padding_mask, attn_mask, num_heads=num_heads)
+
+    def ours(dt):
+        x = [ours_layout(a).astype(dt) for a in arrays]
+        p = {n: a.astype(dt) for n, a in params.items()}
+        b = None if bias is None else bias.astype(dt)
+        o, cache = mha_forward(*x, p, num_heads=num_heads, mask=mask, bias=b)
+        dq, dk, dv, g = mha_backward(ours_layout(dout).astype(dt), cache)
+        result = {"out": o}
+        if weights is not None:   # torch averages over heads unless average_attn_weights=False
+            w = cache.weights.mean(axis=-3) if average_attn_weights else cache.weights
+            result["weights"] = w
+        result.update(dquery=dq, dkey=dk, dvalue=dv, **{f"d{n}": a for n, a in g.items()})
+        return result
+
+    oracle = ours(np.float64)
+    if np_dtype == np.float64:
+        report.checks = [check_float64(n, got[n], oracle[n]) for n in oracle]
+    else:
+        ours32 = ours(np.float32)
+        report.checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
+        report.checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
+
+    if mask is not None:
+        full = np.broadcast_to(mask, oracle.get("weights", mask).shape[:-1] + mask.shape[-1:])
+        n_rows = int((~full.any(axis=-1)).sum())
+        if n_rows:
+            report.notes.append(f"{n_rows} query row(s) have every key masked: torch MHA gives NaN "
+                                "there (need_weights=True), attention_np attention 0; a known "
+                                "difference, see docs/frameworks.md")
+    if is_causal and attn_mask is not None and not need_weights and key_padding_mask is None:
+        report.notes.append("is_causal=True with need_weights=False and no key_padding_mask: torch "
+                            "uses a causal mask and ignores attn_mask (a known difference)")
+    return report
