@@ -275,3 +275,20 @@ def test_compare_mha_explains_fully_masked_rows_as_known_difference():
 def test_compare_mha_refuses_other_modules():
     with pytest.raises(TypeError, match="MultiheadAttention"):
         compare_mha(torch.nn.Linear(2, 2), np.zeros((1, 2)))
+
+
+def test_torch_mha_is_causal_hint_replaces_attn_mask_when_weights_are_not_needed(rng):
+    params = _params(rng)
+    x = rng.standard_normal((2, 5, 8))
+    block_key_0 = np.ones((5, 5), dtype=bool)
+    block_key_0[:, 0] = False                      # a mask that is not causal
+    with_mask, _ = an.mha_forward(x, x, x, params, num_heads=2, mask=block_key_0)
+    causal, _ = an.mha_forward(x, x, x, params, num_heads=2, mask=an.causal_mask(5))
+    module = itorch.params_to_torch_mha(params, 2)
+    xt = torch.from_numpy(x)
+    kw = itorch.masks_to_torch_mha(block_key_0, num_heads=2)
+    fast, _ = module(xt, xt, xt, is_causal=True, need_weights=False, **kw)
+    slow, _ = module(xt, xt, xt, is_causal=True, need_weights=True, **kw)
+    assert max_abs_diff(fast.detach(), causal) < 1e-12          # attn_mask ignored
+    assert max_abs_diff(slow.detach(), with_mask) < 1e-12       # attn_mask used
+    assert max_abs_diff(causal, with_mask) > 1e-2               # and the two differ
