@@ -22,6 +22,7 @@ class Case:
     kind: str                        # "sdpa" or "mha"
     frameworks: tuple                # the frameworks that can express it
     build: Callable                  # rng -> dict of float64 inputs and options
+    cannot: tuple = ()               # (framework, why) for the frameworks that cannot express it
 
 
 def _qkv(rng, B=2, H=2, L=6, S=6, d_k=8, d_v=8, H_kv=None):
@@ -85,7 +86,8 @@ MHA = ("torch", "flax")
 CASES = (
     Case("sdpa self-attention", "sdpa", SDPA, _sdpa()),
     Case("sdpa cross L=5 S=7", "sdpa", SDPA, _sdpa(L=5, S=7)),
-    Case("sdpa d_k=8 d_v=6", "sdpa", ("torch",), _sdpa(L=5, S=7, d_v=6)),
+    Case("sdpa d_k=8 d_v=6", "sdpa", ("torch",), _sdpa(L=5, S=7, d_v=6),
+         cannot=(("jax", "jax.nn.dot_product_attention needs d_k == d_v"),)),
     Case("sdpa bool mask", "sdpa", SDPA, _sdpa(L=5, S=7, mask="random")),
     Case("sdpa causal top-left L<S", "sdpa", SDPA, _sdpa(L=5, S=7, is_causal=True)),
     Case("sdpa causal top-left L>S", "sdpa", SDPA, _sdpa(L=7, S=5, is_causal=True)),
@@ -97,5 +99,6 @@ CASES = (
     Case("mha key padding", "mha", MHA, _mha(L=5, S=7, kdim=8, vdim=8, mask="padding")),
     Case("mha causal", "mha", MHA, _mha(mask="causal")),
     Case("mha no bias", "mha", MHA, _mha(bias=False)),
-    Case("mha d_k=6 != d_model/h", "mha", ("flax",), _mha(d_k=6)),
+    Case("mha d_k=6 != d_model/h", "mha", ("flax",), _mha(d_k=6),
+         cannot=(("torch", "nn.MultiheadAttention's head width is embed_dim // num_heads"),)),
 )

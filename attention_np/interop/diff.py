@@ -167,6 +167,11 @@ def run(args) -> int:
     for framework, why in missing.items():
         print(f"{'(all cases)':<27} {framework:<9} {'':<8} skipped: not installed ({why})")
 
+    cannot = [(c.name, f, why) for c in CASES for f, why in c.cannot if f in frameworks]
+    if cannot:
+        print("\nleft out, the framework cannot express the case:")
+        print("\n".join(f"  {name} / {f}: {why}" for name, f, why in cannot))
+
     print("\nKnown intentional differences (docs/frameworks.md), demonstrated:")
     for demo in demos:
         print(f"\n{demo.title}")

@@ -17,10 +17,12 @@ torch when called. Three conventions differ between PyTorch and this project:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._checks import as_bool_mask
-from ..masks import causal_mask
+from ..masks import causal_mask, mask_from_blocked
 
 _IN_PROJ = ("W_q", "W_k", "W_v")
 _BIASES = ("b_q", "b_k", "b_v", "b_o")
@@ -164,13 +166,9 @@ def split_float_mask(float_mask) -> tuple[np.ndarray | None, np.ndarray]:
 
 
 def _combine(masks, biases):
-    mask = None
-    for m in masks:
-        mask = m if mask is None else mask & m
-    bias = None
-    for b in biases:
-        bias = b if bias is None else bias + b
-    return mask, bias
+    """Masks AND together (every one must allow), biases add up; None when there are none."""
+    return (functools.reduce(np.logical_and, masks) if masks else None,
+            functools.reduce(np.add, biases) if biases else None)
 
 
 def masks_from_torch_mha(key_padding_mask=None, attn_mask=None, *, num_heads: int):
@@ -204,7 +202,7 @@ def masks_from_torch_mha(key_padding_mask=None, attn_mask=None, *, num_heads: in
         elif m.ndim != 2:
             raise ValueError(f"attn_mask must be (L, S) or (N*num_heads, L, S), got shape {m.shape}")
         if m.dtype == np.bool_:
-            masks.append(~m)                                            # True = blocked -> may attend
+            masks.append(mask_from_blocked(m))                          # True = blocked -> may attend
         elif np.issubdtype(m.dtype, np.floating):
             allowed, bias = split_float_mask(m)
             masks += [] if allowed is None else [allowed]
