@@ -292,3 +292,16 @@ def test_torch_mha_is_causal_hint_replaces_attn_mask_when_weights_are_not_needed
     assert max_abs_diff(fast.detach(), causal) < 1e-12          # attn_mask ignored
     assert max_abs_diff(slow.detach(), with_mask) < 1e-12       # attn_mask used
     assert max_abs_diff(causal, with_mask) > 1e-2               # and the two differ
+
+
+def test_compare_mha_notes_is_causal_only_when_attn_mask_is_not_causal():
+    torch.manual_seed(4)
+    module = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64)     # (L, N, E)
+    x = torch.randn(5, 1, 8, dtype=torch.float64)
+    causal = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)          # True = blocked
+    report = compare_mha(module, x, attn_mask=causal, is_causal=True, need_weights=False)
+    assert report.ok and not report.notes
+    other = torch.zeros(5, 5, dtype=torch.bool)
+    other[:, 0] = True
+    report = compare_mha(module, x, attn_mask=other, is_causal=True, need_weights=False)
+    assert not report.ok and any("ignores this attn_mask" in n for n in report.notes)

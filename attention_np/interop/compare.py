@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..masks import causal_mask
 from ..multihead import mha_backward, mha_forward
 from . import torch as itorch
 from .tolerance import check_float32, check_float64
@@ -160,6 +161,10 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
                                 "there (need_weights=True), attention_np attention 0; a known "
                                 "difference, see docs/frameworks.md")
     if is_causal and attn_mask is not None and not need_weights and key_padding_mask is None:
-        report.notes.append("is_causal=True with need_weights=False and no key_padding_mask: torch "
-                            "uses a causal mask and ignores attn_mask (a known difference)")
+        given, given_bias = itorch.masks_from_torch_mha(attn_mask=attn_mask, num_heads=num_heads)
+        causal = causal_mask(*given.shape[-2:]) if given is not None else None
+        if given is None or given_bias is not None or not (given == causal).all():
+            report.notes.append("is_causal=True with need_weights=False and no key_padding_mask: "
+                                "torch applies a causal mask and ignores this attn_mask, which is "
+                                "not causal (a known difference)")
     return report
