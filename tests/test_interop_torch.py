@@ -269,7 +269,16 @@ def test_compare_mha_explains_fully_masked_rows_as_known_difference():
     report = compare_mha(module, torch.randn(2, 5, 8, dtype=torch.float64), attn_mask=attn_mask)
     assert not report.ok                                   # torch gives NaN there, we give 0
     assert np.isnan(next(c.err for c in report.checks if c.name == "out"))
-    assert any("2 query row(s)" in n and "NaN" in n for n in report.notes)
+    assert any("4 (batch, head, query) row(s)" in n and "NaN" in n for n in report.notes)
+
+
+def test_compare_mha_counts_fully_padded_sequences_as_masked_rows():
+    torch.manual_seed(5)
+    module = torch.nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64)
+    kpm = torch.zeros(3, 4, dtype=torch.bool)
+    kpm[1] = True                                          # sequence 1 is all padding
+    report = compare_mha(module, torch.randn(3, 4, 8, dtype=torch.float64), key_padding_mask=kpm)
+    assert any("8 (batch, head, query) row(s)" in n for n in report.notes)   # 2 heads x 4 queries
 
 
 def test_compare_mha_refuses_other_modules():

@@ -154,12 +154,14 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         report.checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
 
     if mask is not None:
-        full = np.broadcast_to(mask, oracle.get("weights", mask).shape[:-1] + mask.shape[-1:])
-        n_rows = int((~full.any(axis=-1)).sum())
+        L, S = oracle["out"].shape[-2], oracle["dkey"].shape[-2]
+        scores_shape = oracle["out"].shape[:-2] + (num_heads, L, S)        # (..., h, L, S)
+        full = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, scores_shape))
+        n_rows = int((~full.any(axis=-1)).sum())                           # over batch and heads
         if n_rows:
-            report.notes.append(f"{n_rows} query row(s) have every key masked: torch MHA gives NaN "
-                                "there (need_weights=True), attention_np attention 0; a known "
-                                "difference, see docs/frameworks.md")
+            report.notes.append(f"{n_rows} (batch, head, query) row(s) have every key masked: "
+                                "torch MHA gives NaN there (need_weights=True), attention_np "
+                                "attention 0; a known difference, see docs/frameworks.md")
     if is_causal and attn_mask is not None and not need_weights and key_padding_mask is None:
         given, given_bias = itorch.masks_from_torch_mha(attn_mask=attn_mask, num_heads=num_heads)
         causal = causal_mask(*given.shape[-2:]) if given is not None else None
