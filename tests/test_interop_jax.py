@@ -93,7 +93,7 @@ def test_jax_softmax_is_float32_even_for_float64_inputs_with_x64(rng):
 
 def test_float64_inputs_without_x64_run_in_float32(rng):
     q, k, v = rng.standard_normal((3, 1, 2, 4, 4))
-    with jax.enable_x64(False):
+    with ijax.x64(False):
         out = jax.nn.dot_product_attention(*(ijax.to_jax_layout(a) for a in (q, k, v)))
     assert out.dtype == np.float32
 

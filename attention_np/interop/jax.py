@@ -98,17 +98,17 @@ def from_jax_dpa(query, key, value, bias=None, mask=None, *, scale=None, is_caus
 
 
 @contextlib.contextmanager
-def x64():
+def x64(enabled: bool = True):
     """Let JAX hold float64 arrays inside this block only (``jax_enable_x64``, scoped).
 
-    attention_np never turns x64 on globally: it would change every other JAX computation in
-    the user's process.
+    ``x64(False)`` does the opposite: float64 inputs become float32, JAX's default. attention_np
+    never switches x64 on globally: it would change every other JAX computation in the process.
     """
     jax = _jax()
     if hasattr(jax, "enable_x64"):               # jax >= 0.8: a context manager
-        with jax.enable_x64(True):
+        with jax.enable_x64(enabled):
             yield
     else:                                         # pragma: no cover - older jax
-        from jax.experimental import enable_x64
-        with enable_x64():
+        from jax.experimental import disable_x64, enable_x64
+        with enable_x64() if enabled else disable_x64():
             yield

@@ -120,7 +120,7 @@ def jax_float32_softmax(frameworks, seed: int = 0) -> Demo:
     demo.observe(f"jax float64 input, x64 on -> {out.dtype}",
                  f"{err:.1e}   (float32-accurate, though float64)",
                  RTOL64 < err <= FACTOR32 * max(err32, EPS32))   # fails float64, passes float32
-    with jax.enable_x64(False):
+    with ijax.x64(False):
         out = jax.nn.dot_product_attention(**ijax.to_jax_dpa(q, k, v))
     err = max_abs_error(ijax.from_jax_layout(np.asarray(out)), oracle)
     demo.observe("jax float64 input, x64 off", f"{err:.1e}   (computed and returned as {out.dtype})",
