@@ -74,7 +74,7 @@ def run_torch(kind: str, x: dict, dout) -> dict:
     leaves = [torch.tensor(np.asarray(x[n]), requires_grad=True) for n in ("query", "key", "value")]
     masks = itorch.masks_to_torch_mha(x["mask"], num_heads=x["num_heads"],
                                       batch_size=x["query"].shape[0])
-    out, _ = module(*leaves, **masks)
+    out, _ = module(*leaves, **masks)      # need_weights=True: torch's default path
     out.backward(dout_t)
     grads, _ = itorch.params_from_torch_mha(module, grads=True)
     return {"out": itorch.to_numpy(out), "dquery": itorch.to_numpy(leaves[0].grad),
