@@ -10,7 +10,12 @@ import attention_np as an
 from attention_np.gradcheck import gradcheck
 from attention_np.interop import compare_mha
 from attention_np.interop import torch as itorch
-from attention_np.interop.gqa import repeat_kv_heads, repeat_kv_heads_backward
+from attention_np.interop.gqa import (
+    gqa_sdpa_backward,
+    gqa_sdpa_forward,
+    repeat_kv_heads,
+    repeat_kv_heads_backward,
+)
 from tests.helpers import max_abs_diff, require
 
 torch = require("torch")
@@ -210,6 +215,15 @@ def test_gqa_by_repeated_heads_matches_torch_enable_gqa(rng):
     assert max_abs_diff(t_out.detach(), out) < 1e-12
     for leaf, g in zip(leaves, (dq, dk, dv), strict=True):
         assert max_abs_diff(leaf.grad, g) < 1e-12
+
+
+def test_gqa_sdpa_backward_passes_gradcheck(rng):
+    q = rng.standard_normal((1, 4, 3, 2))
+    k, v = rng.standard_normal((2, 1, 2, 5, 2))
+    mask = rng.random((3, 5)) < 0.7
+    mask[:, 0] = True
+    result = gradcheck(lambda q, k, v: gqa_sdpa_forward(q, k, v, mask), gqa_sdpa_backward, (q, k, v))
+    assert result.ok, str(result)
 
 
 def test_repeat_kv_heads_backward_passes_gradcheck(rng):

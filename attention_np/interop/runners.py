@@ -13,14 +13,18 @@ import contextlib
 
 import numpy as np
 
-from ..attention import sdpa_backward, sdpa_forward
 from ..multihead import mha_backward, mha_forward
 from . import flax as iflax
 from . import jax as ijax
 from . import torch as itorch
-from .gqa import repeat_kv_heads, repeat_kv_heads_backward
+from .gqa import gqa_sdpa_backward, gqa_sdpa_forward
 
 FLOATS = ("q", "k", "v", "bias", "query", "key", "value")
+
+# Our side of every SDPA case, grouped-query attention included (k, v may have fewer heads):
+# repeated key/value heads for now. Once sdpa_forward has enable_gqa=True, this line becomes
+# SDPA_FORWARD, SDPA_BACKWARD = functools.partial(sdpa_forward, enable_gqa=True), sdpa_backward
+SDPA_FORWARD, SDPA_BACKWARD = gqa_sdpa_forward, gqa_sdpa_backward
 
 
 def cast(inputs: dict, dtype) -> dict:
@@ -36,14 +40,9 @@ def cast(inputs: dict, dtype) -> dict:
 
 def run_ours(kind: str, x: dict, dout) -> dict:
     if kind == "sdpa":
-        q, k, v = x["q"], x["k"], x["v"]
-        H, H_kv = q.shape[-3], k.shape[-3]
-        # Grouped-query attention = repeated key/value heads. With sdpa_forward(..., enable_gqa=True)
-        # this repeat and the sum in the backward below become one keyword argument.
-        k, v = repeat_kv_heads(k, H), repeat_kv_heads(v, H)
-        out, cache = sdpa_forward(q, k, v, x["mask"], bias=x["bias"], is_causal=x["is_causal"])
-        dq, dk, dv = sdpa_backward(dout, cache)
-        dk, dv = repeat_kv_heads_backward(dk, H_kv), repeat_kv_heads_backward(dv, H_kv)
+        out, cache = SDPA_FORWARD(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
+                                  is_causal=x["is_causal"])
+        dq, dk, dv = SDPA_BACKWARD(dout, cache)
         return {"out": out, "dq": dq, "dk": dk, "dv": dv}
     out, cache = mha_forward(x["query"], x["key"], x["value"], x["params"],
                              num_heads=x["num_heads"], mask=x["mask"])
