@@ -28,7 +28,7 @@ class Demo:
 
     def observe(self, label: str, text: str, holds: bool) -> None:
         """One framework's observed behaviour; ``holds`` is whether it is the documented one."""
-        self.lines.append(f"  {label:<34} {text}{'' if holds else '   <-- NOT as documented'}")
+        self.lines.append(f"  {label:<36} {text}{'' if holds else '   <-- NOT as documented'}")
         self.explained &= bool(holds)
 
 
@@ -108,7 +108,7 @@ def jax_float32_softmax(frameworks, seed: int = 0) -> Demo:
     oracle, _ = sdpa_forward(q, k, v)
     ours32, _ = sdpa_forward(*(a.astype(np.float32) for a in (q, k, v)))
     err32 = max_abs_error(ours32, oracle)
-    demo.lines.append(f"  {'attention_np float32':<34} {err32:.1e}   (float32 reference level)")
+    demo.lines.append(f"  {'attention_np float32':<36} {err32:.1e}   (float32 reference level)")
     if "torch" in frameworks:
         import torch
         out = torch.nn.functional.scaled_dot_product_attention(**itorch.to_torch_sdpa(q, k, v))
