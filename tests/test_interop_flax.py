@@ -136,3 +136,54 @@ def test_fully_masked_row_gives_projected_mean_of_values_in_flax_and_b_o_here(rn
     assert max_abs_diff(theirs[0, 3], expected) < 1e-12
     assert max_abs_diff(ours[0, 3], params["b_o"]) < 1e-15        # attention 0, then W_o, b_o
     assert max_abs_diff(theirs[0, :3], ours[0, :3]) < 1e-12
+
+
+# ---------------------------------------------------------------- compare_flax_mha
+
+def _flax_module_and_variables(rng, dtype=np.float32, **module_kwargs):
+    import flax.linen as nn
+
+    x = rng.standard_normal((2, 5, 8)).astype(dtype)
+    kv = rng.standard_normal((2, 7, 6)).astype(dtype)
+    with ijax.x64(dtype == np.float64):
+        module = nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=8, dtype=dtype,
+                                                 param_dtype=dtype, **module_kwargs)
+        variables = module.init(jax.random.PRNGKey(0), x, kv)
+    return module, variables, x, kv
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compare_flax_mha_agrees_on_a_cross_attention_module(rng, dtype):
+    from attention_np.interop import compare_flax_mha
+
+    module, variables, x, kv = _flax_module_and_variables(rng, dtype)
+    report = compare_flax_mha(module, variables, x, kv)
+    assert report.ok, str(report)
+    assert report.dtype == np.dtype(dtype).name
+    assert {"out", "dquery", "dkey", "dW_q", "db_o"} <= {c.name for c in report.checks}
+
+
+def test_compare_flax_mha_reports_an_attention_fn_without_the_scale(rng):
+    import flax.linen as nn
+
+    from attention_np.interop import compare_flax_mha
+
+    def unscaled(query, key, value, **kwargs):   # Eq. (1) without 1/sqrt(d_k)
+        return nn.dot_product_attention(query * np.sqrt(query.shape[-1]), key, value, **kwargs)
+
+    module, variables, x, kv = _flax_module_and_variables(rng, attention_fn=unscaled)
+    report = compare_flax_mha(module, variables, x, kv)
+    assert not report.ok and not next(c for c in report.checks if c.name == "out").ok
+
+
+def test_compare_flax_mha_notes_fully_masked_rows_and_refuses_qk_norm(rng):
+    from attention_np.interop import compare_flax_mha
+
+    module, variables, x, kv = _flax_module_and_variables(rng)
+    mask = np.ones((2, 1, 5, 7), dtype=bool)
+    mask[0, :, 2] = False
+    report = compare_flax_mha(module, variables, x, kv, mask=mask)
+    assert not report.ok and any("2 (batch, head, query) row(s)" in n for n in report.notes)
+    module, variables, x, kv = _flax_module_and_variables(rng, normalize_qk=True)
+    with pytest.raises(ValueError, match="normalize_qk"):
+        compare_flax_mha(module, variables, x, kv)

@@ -1,7 +1,10 @@
-"""Diff your own ``torch.nn.MultiheadAttention`` against attention_np in two lines::
+"""Diff your own multi-head attention module against attention_np in two lines::
 
     from attention_np.interop import compare_mha
-    print(compare_mha(module, query, key, value, key_padding_mask=kpm))
+    print(compare_mha(module, query, key, value, key_padding_mask=kpm))   # torch
+
+    from attention_np.interop import compare_flax_mha
+    print(compare_flax_mha(module, variables, inputs_q, inputs_kv, mask=mask))   # Flax
 
 Both sides run forward and backward (one random upstream gradient); the report lists the
 largest error of the output, the attention weights and every gradient, the tolerance of
@@ -16,20 +19,24 @@ import numpy as np
 
 from ..masks import causal_mask
 from ..multihead import mha_backward, mha_forward
+from . import flax as iflax
+from . import jax as ijax
 from . import torch as itorch
 from .tolerance import check_float32, check_float64
 
 
 @dataclass
 class MHAReport:
-    """What :func:`compare_mha` found. ``ok`` is the verdict; ``print(report)`` shows the table.
+    """What :func:`compare_mha` or :func:`compare_flax_mha` found. ``ok`` is the verdict;
+    ``print(report)`` shows the table.
 
     ``checks`` holds one :class:`~attention_np.interop.tolerance.Check` per array ("out",
-    "weights", "dquery", ..., "dW_q", ...; parameter gradients in attention_np's layout, i.e.
+    "weights", "dquery", ..., "dW_q", ...; parameter gradients in attention_np's layout, e.g.
     torch's weight gradients transposed); under float32 also "ours <name>", attention_np's own
-    float32 error held to torch's.
+    float32 error held to the framework's.
     """
 
+    module: str
     dtype: str
     checks: list = field(default_factory=list)
     notes: list = field(default_factory=list)
@@ -40,11 +47,11 @@ class MHAReport:
 
     def __str__(self) -> str:
         if self.dtype == "float64":
-            rule = "float64: max|torch - ours| <= 1e-10 * max(1, max|ours|)"
+            rule = "float64: max|theirs - ours| <= 1e-10 * max(1, max|ours|)"
         else:
             rule = ("float32: each side's max error against a float64 oracle <= 10 x the other's "
                     "(floor 4 ulp)")
-        lines = [f"compare_mha: torch.nn.MultiheadAttention ({self.dtype}) vs attention_np -> "
+        lines = [f"{self.module} ({self.dtype}) vs attention_np -> "
                  f"{'AGREE' if self.ok else 'MISMATCH'}", f"tolerance {rule}",
                  f"{'array':<14} {'max abs err':>12} {'max rel err':>12} {'tolerance':>10}  ok"]
         tiny = 1e3 * np.finfo(self.dtype).eps
@@ -57,6 +64,28 @@ class MHAReport:
                          "number to a row of scores leaves the softmax unchanged")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def _judge(report: MHAReport, got: dict, ours) -> dict:
+    """Fill ``report.checks`` under the tolerance policy; ``ours(dtype)`` runs attention_np."""
+    oracle = ours(np.float64)
+    if report.dtype == "float64":
+        report.checks = [check_float64(n, got[n], oracle[n]) for n in oracle]
+    else:
+        ours32 = ours(np.float32)
+        report.checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
+        report.checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
+    return oracle
+
+
+def _fully_masked_rows(mask, oracle: dict, num_heads: int) -> int:
+    """How many (batch, head, query) rows of the scores have every key masked."""
+    if mask is None:
+        return 0
+    L, S = oracle["out"].shape[-2], oracle["dkey"].shape[-2]
+    scores_shape = oracle["out"].shape[:-2] + (num_heads, L, S)            # (..., h, L, S)
+    full = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, scores_shape))
+    return int((~full.any(axis=-1)).sum())
 
 
 def _restore(module, saved, training):
@@ -106,7 +135,7 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     def ours_layout(a):
         return np.swapaxes(a, 0, 1) if swap else a
 
-    report = MHAReport(np.dtype(np_dtype).name)
+    report = MHAReport("torch.nn.MultiheadAttention", np.dtype(np_dtype).name)
     saved, training = [p.grad for p in module.parameters()], module.training
     if module.training and module.dropout > 0:
         report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")
@@ -145,23 +174,12 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         result.update(dquery=dq, dkey=dk, dvalue=dv, **{f"d{n}": a for n, a in g.items()})
         return result
 
-    oracle = ours(np.float64)
-    if np_dtype == np.float64:
-        report.checks = [check_float64(n, got[n], oracle[n]) for n in oracle]
-    else:
-        ours32 = ours(np.float32)
-        report.checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
-        report.checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
-
-    if mask is not None:
-        L, S = oracle["out"].shape[-2], oracle["dkey"].shape[-2]
-        scores_shape = oracle["out"].shape[:-2] + (num_heads, L, S)        # (..., h, L, S)
-        full = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, scores_shape))
-        n_rows = int((~full.any(axis=-1)).sum())                           # over batch and heads
-        if n_rows:
-            report.notes.append(f"{n_rows} (batch, head, query) row(s) have every key masked: "
-                                "torch MHA gives NaN there (need_weights=True), attention_np "
-                                "attention 0; a known difference, see docs/frameworks.md")
+    oracle = _judge(report, got, ours)
+    n_rows = _fully_masked_rows(mask, oracle, num_heads)
+    if n_rows:
+        report.notes.append(f"{n_rows} (batch, head, query) row(s) have every key masked: "
+                            "torch MHA gives NaN there (need_weights=True), attention_np "
+                            "attention 0; a known difference, see docs/frameworks.md")
     if is_causal and attn_mask is not None and not need_weights and key_padding_mask is None:
         given, given_bias = itorch.masks_from_torch_mha(attn_mask=attn_mask, num_heads=num_heads)
         causal = causal_mask(*given.shape[-2:]) if given is not None else None
@@ -169,4 +187,74 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
             report.notes.append("is_causal=True with need_weights=False and no key_padding_mask: "
                                 "torch applies a causal mask and ignores this attn_mask, which is "
                                 "not causal (a known difference)")
+    return report
+
+
+def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, *, mask=None,
+                     seed: int = 0) -> MHAReport:
+    """Run a Flax ``MultiHeadDotProductAttention`` and :func:`mha_forward`, forward and
+    backward (``jax.vjp`` w.r.t. the inputs and every parameter), and diff.
+
+    Parameters
+    ----------
+    module : flax.linen.MultiHeadDotProductAttention
+        Without ``normalize_qk`` (attention_np has no layer norm on q and k); dropout is off
+        (``deterministic=True``).
+    variables : its variables, ``{"params": ...}``, float32 or float64
+        float64 runs with JAX's x64 switched on for the call only.
+    inputs_q, inputs_k, inputs_v : (..., L, E), (..., S, kdim), (..., S, vdim)
+        ``inputs_k`` defaults to ``inputs_q``, ``inputs_v`` to ``inputs_k`` (Flax's defaults).
+    mask : bool, broadcastable to (..., h, L, S), optional
+        True = may attend: Flax's convention and ours.
+    seed : int
+        Seed of the random upstream gradient.
+    """
+    import flax.linen as nn
+    import jax
+
+    if not isinstance(module, nn.MultiHeadDotProductAttention):
+        raise TypeError(f"module must be a flax.linen.MultiHeadDotProductAttention, "
+                        f"got {type(module).__name__}")
+    if module.normalize_qk:
+        raise ValueError("module has normalize_qk=True (a layer norm on q and k), which "
+                         "attention_np does not have")
+    params, num_heads = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, variables))
+    np_dtype = params["W_q"].dtype
+    if np_dtype not in (np.float32, np.float64):
+        raise TypeError(f"variables must be float32 or float64, got {np_dtype}")
+    inputs_k = inputs_q if inputs_k is None else inputs_k
+    inputs_v = inputs_k if inputs_v is None else inputs_v
+    arrays = [np.asarray(a).astype(np_dtype) for a in (inputs_q, inputs_k, inputs_v)]
+    mask = None if mask is None else np.asarray(mask)
+    report = MHAReport("flax MultiHeadDotProductAttention", np.dtype(np_dtype).name)
+
+    with ijax.x64(np_dtype == np.float64):
+        @jax.jit
+        def forward_backward(variables, q, k, v, dout):
+            def forward(variables, q, k, v):
+                return module.apply(variables, q, k, v, mask=mask, deterministic=True)
+            out, vjp = jax.vjp(forward, variables, q, k, v)
+            return (out, *vjp(dout))
+
+        shape = arrays[0].shape[:-1] + (params["W_o"].shape[1],)            # (..., L, out)
+        dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
+        out, dvariables, *dinputs = forward_backward(variables, *arrays, dout)
+    got = {"out": np.asarray(out), **{n: np.asarray(d) for n, d in
+                                      zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)}}
+    grads, _ = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, dvariables))
+    got.update({f"d{n}": g for n, g in grads.items()})
+
+    def ours(dt):
+        p = {n: a.astype(dt) for n, a in params.items()}
+        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, num_heads=num_heads, mask=mask)
+        dq, dk, dv, g = mha_backward(dout.astype(dt), cache)
+        return {"out": o, "dquery": dq, "dkey": dk, "dvalue": dv,
+                **{f"d{n}": a for n, a in g.items()}}
+
+    oracle = _judge(report, got, ours)
+    n_rows = _fully_masked_rows(mask, oracle, num_heads)
+    if n_rows:
+        report.notes.append(f"{n_rows} (batch, head, query) row(s) have every key masked: Flax "
+                            "gives them uniform weights (mean of the values), attention_np "
+                            "attention 0; a known difference, see docs/frameworks.md")
     return report
