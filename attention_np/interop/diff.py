@@ -160,9 +160,12 @@ def run(args) -> int:
 
     print("attention_np diff: outputs and gradients (random upstream gradient) against the "
           "frameworks\n")
-    print(f"tolerance: float64 max|fw - ours| <= {RTOL64:g}*max(1, max|ours|); float32 each side's "
-          f"error against a float64 oracle <= {FACTOR32:g} x the other's (floor {FLOOR_ULPS:g} ulp)."
-          "\nerr/tol: the worst ratio over the output and every gradient (< 1 passes).\n")
+    print("out err, grad err: max|framework - reference|, the reference being attention_np in "
+          "float64\n  (for float32 rows: on the same float32-rounded inputs)\n"
+          f"tolerance: float64: max|fw - ours| <= {RTOL64:g} * max(1, max|ours|)\n"
+          f"  float32: each side's error against the reference <= {FACTOR32:g} x the other's "
+          f"(floor {FLOOR_ULPS:g} ulp)\n"
+          "err/tol: the worst ratio over the output and every gradient, both sides (< 1 passes)\n")
     print(format_table(rows))
     for framework, why in missing.items():
         print(f"{'(all cases)':<27} {framework:<9} {'':<8} skipped: not installed ({why})")
