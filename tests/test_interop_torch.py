@@ -328,3 +328,20 @@ def test_compare_mha_notes_is_causal_only_when_attn_mask_is_not_causal():
     other[:, 0] = True
     report = compare_mha(module, x, attn_mask=other, is_causal=True, need_weights=False)
     assert not report.ok and any("ignores this attn_mask" in n for n in report.notes)
+
+
+def test_torch_sdpa_backends_disagree_on_mask_with_is_causal_so_we_fold_it(rng):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k = torch.from_numpy(rng.standard_normal((2, 1, 1, 4, 8)))
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[:, 1] = False
+    default = F.scaled_dot_product_attention(q, k, k, attn_mask=mask, is_causal=True)
+    folded = F.scaled_dot_product_attention(**itorch.to_torch_sdpa(q.numpy(), k.numpy(), k.numpy(),
+                                                                   mask.numpy(), is_causal=True))
+    assert max_abs_diff(default, folded) < 1e-15                  # the default backend ANDs them
+    with sdpa_kernel(SDPBackend.MATH), pytest.raises(RuntimeError, match="is_causal"):
+        F.scaled_dot_product_attention(q, k, k, attn_mask=mask, is_causal=True)
+    with sdpa_kernel(SDPBackend.MATH):                             # the folded call runs anywhere
+        F.scaled_dot_product_attention(**itorch.to_torch_sdpa(q.numpy(), k.numpy(), k.numpy(),
+                                                              mask.numpy(), is_causal=True))
