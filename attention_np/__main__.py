@@ -15,6 +15,7 @@ COMMANDS = {
     "tour": ("attention_np.tour", "a guided tour of one attention call (the default)"),
     "figures": ("attention_np.figures", "regenerate the key plots as PNG files in figures/"),
     "train": ("attention_np.train", "train a small encoder to reverse digits, in NumPy"),
+    "diff": ("attention_np.interop.diff", "diff attention_np against PyTorch, JAX and Flax"),
 }
 
 

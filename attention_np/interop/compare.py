@@ -1,0 +1,260 @@
+"""Diff your own multi-head attention module against attention_np in two lines::
+
+    from attention_np.interop import compare_mha
+    print(compare_mha(module, query, key, value, key_padding_mask=kpm))   # torch
+
+    from attention_np.interop import compare_flax_mha
+    print(compare_flax_mha(module, variables, inputs_q, inputs_kv, mask=mask))   # Flax
+
+Both sides run forward and backward (one random upstream gradient); the report lists the
+largest error of the output, the attention weights and every gradient, the tolerance of
+:mod:`attention_np.interop.tolerance` and a verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..masks import causal_mask
+from ..multihead import mha_backward, mha_forward
+from . import flax as iflax
+from . import jax as ijax
+from . import torch as itorch
+from .tolerance import check_float32, check_float64
+
+
+@dataclass
+class MHAReport:
+    """What :func:`compare_mha` or :func:`compare_flax_mha` found. ``ok`` is the verdict;
+    ``print(report)`` shows the table.
+
+    ``checks`` holds one :class:`~attention_np.interop.tolerance.Check` per array ("out",
+    "weights", "dquery", ..., "dW_q", ...; parameter gradients in attention_np's layout, e.g.
+    torch's weight gradients transposed); under float32 also "ours <name>", attention_np's own
+    float32 error held to the framework's.
+    """
+
+    module: str
+    dtype: str
+    checks: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def __str__(self) -> str:
+        if self.dtype == "float64":
+            rule = "float64: max|theirs - ours| <= 1e-10 * max(1, max|ours|)"
+        else:
+            rule = ("float32: each side's max error against a float64 oracle <= 10 x the other's "
+                    "(floor 4 ulp)")
+        lines = [f"{self.module} ({self.dtype}) vs attention_np -> "
+                 f"{'AGREE' if self.ok else 'MISMATCH'}", f"tolerance {rule}",
+                 f"{'array':<14} {'max abs err':>12} {'max rel err':>12} {'tolerance':>10}  ok"]
+        tiny = 1e3 * np.finfo(self.dtype).eps
+        for c in self.checks:
+            rel = f"{c.rel:>12.2e}" if c.size > tiny else f"{'(ref ~ 0)':>12}"
+            lines.append(f"{c.name:<14} {c.err:>12.2e} {rel} {c.tol:>10.1e}  "
+                         f"{'yes' if c.ok else 'NO'}")
+        if any(c.size <= tiny for c in self.checks):
+            lines.append("(ref ~ 0): the reference is 0 up to rounding, e.g. db_k: adding the same "
+                         "number to a row of scores leaves the softmax unchanged")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _judge(report: MHAReport, got: dict, ours) -> dict:
+    """Fill ``report.checks`` under the tolerance policy; ``ours(dtype)`` runs attention_np."""
+    oracle = ours(np.float64)
+    if report.dtype == "float64":
+        report.checks = [check_float64(n, got[n], oracle[n]) for n in oracle]
+    else:
+        ours32 = ours(np.float32)
+        report.checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
+        report.checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
+    return oracle
+
+
+def _fully_masked_rows(mask, oracle: dict, num_heads: int) -> int:
+    """How many (batch, head, query) rows of the scores have every key masked."""
+    if mask is None:
+        return 0
+    L, S = oracle["out"].shape[-2], oracle["dkey"].shape[-2]
+    scores_shape = oracle["out"].shape[:-2] + (num_heads, L, S)            # (..., h, L, S)
+    full = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, scores_shape))
+    return int((~full.any(axis=-1)).sum())
+
+
+def _restore(module, saved, training):
+    for p, g in zip(module.parameters(), saved, strict=True):
+        p.grad = g
+    module.train(training)
+
+
+def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, attn_mask=None,
+                is_causal: bool = False, need_weights: bool = True,
+                average_attn_weights: bool = True, seed: int = 0) -> MHAReport:
+    """Run ``module`` and :func:`mha_forward` on the same inputs, forward and backward, and diff.
+
+    Parameters
+    ----------
+    module : torch.nn.MultiheadAttention
+        float32 or float64; any ``batch_first``; packed or separate projections, with or
+        without bias. Dropout is switched off for the call (``eval()``, then restored), and the
+        module's ``.grad`` values are left as they were.
+    query, key, value : arrays or tensors in the module's layout
+        ``key`` defaults to ``query`` and ``value`` to ``key`` (self-attention). Each gets its
+        own gradient.
+    key_padding_mask, attn_mask, is_causal, need_weights, average_attn_weights
+        Passed to the module as they are; converted with
+        :func:`~attention_np.interop.torch.masks_from_torch_mha` for attention_np
+        (``is_causal`` is torch's hint that ``attn_mask`` is causal, so ours uses ``attn_mask``).
+    seed : int
+        Seed of the random upstream gradient.
+
+    Returns
+    -------
+    MHAReport
+    """
+    import torch
+
+    if not isinstance(module, torch.nn.MultiheadAttention):
+        raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}")
+    dtype = next(module.parameters()).dtype
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"module dtype must be float32 or float64, got {dtype}")
+    np_dtype = np.float64 if dtype == torch.float64 else np.float32
+    key = query if key is None else key
+    value = key if value is None else value
+    arrays = [itorch.to_numpy(a).astype(np_dtype) for a in (query, key, value)]
+    swap = not module.batch_first and arrays[0].ndim == 3     # (L, N, E) -> ours (N, L, E)
+
+    def ours_layout(a):
+        return np.swapaxes(a, 0, 1) if swap else a
+
+    report = MHAReport("torch.nn.MultiheadAttention", np.dtype(np_dtype).name)
+    saved, training = [p.grad for p in module.parameters()], module.training
+    if module.training and module.dropout > 0:
+        report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")
+    try:
+        module.zero_grad(set_to_none=True)
+        module.train(False)
+        leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+        out, weights = module(*leaves, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+                              need_weights=need_weights, average_attn_weights=average_attn_weights,
+                              is_causal=is_causal)
+        dout = np.random.default_rng(seed).standard_normal(tuple(out.shape)).astype(np_dtype)
+        out.backward(torch.from_numpy(dout))
+        got = {"out": ours_layout(itorch.to_numpy(out))}
+        if weights is not None:
+            got["weights"] = itorch.to_numpy(weights)
+        got.update({n: ours_layout(itorch.to_numpy(t.grad))
+                    for n, t in zip(("dquery", "dkey", "dvalue"), leaves, strict=True)})
+        grads, num_heads = itorch.params_from_torch_mha(module, grads=True)
+        got.update({f"d{n}": g for n, g in grads.items()})
+        params, _ = itorch.params_from_torch_mha(module)
+    finally:
+        _restore(module, saved, training)
+
+    mask, bias = itorch.masks_from_torch_mha(key_padding_mask, attn_mask, num_heads=num_heads)
+
+    def ours(dt):
+        x = [ours_layout(a).astype(dt) for a in arrays]
+        p = {n: a.astype(dt) for n, a in params.items()}
+        b = None if bias is None else bias.astype(dt)
+        o, cache = mha_forward(*x, p, num_heads=num_heads, mask=mask, bias=b)
+        dq, dk, dv, g = mha_backward(ours_layout(dout).astype(dt), cache)
+        result = {"out": o}
+        if weights is not None:   # torch averages over heads unless average_attn_weights=False
+            w = cache.weights.mean(axis=-3) if average_attn_weights else cache.weights
+            result["weights"] = w
+        result.update(dquery=dq, dkey=dk, dvalue=dv, **{f"d{n}": a for n, a in g.items()})
+        return result
+
+    oracle = _judge(report, got, ours)
+    n_rows = _fully_masked_rows(mask, oracle, num_heads)
+    if n_rows:
+        report.notes.append(f"{n_rows} (batch, head, query) row(s) have every key masked: "
+                            "torch MHA gives NaN there (need_weights=True), attention_np "
+                            "attention 0; a known difference, see docs/frameworks.md")
+    if is_causal and attn_mask is not None and not need_weights and key_padding_mask is None:
+        given, given_bias = itorch.masks_from_torch_mha(attn_mask=attn_mask, num_heads=num_heads)
+        causal = causal_mask(*given.shape[-2:]) if given is not None else None
+        if given is None or given_bias is not None or not (given == causal).all():
+            report.notes.append("is_causal=True with need_weights=False and no key_padding_mask: "
+                                "torch applies a causal mask and ignores this attn_mask, which is "
+                                "not causal (a known difference)")
+    return report
+
+
+def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, *, mask=None,
+                     seed: int = 0) -> MHAReport:
+    """Run a Flax ``MultiHeadDotProductAttention`` and :func:`mha_forward`, forward and
+    backward (``jax.vjp`` w.r.t. the inputs and every parameter), and diff.
+
+    Parameters
+    ----------
+    module : flax.linen.MultiHeadDotProductAttention
+        Without ``normalize_qk`` (attention_np has no layer norm on q and k); dropout is off
+        (``deterministic=True``).
+    variables : its variables, ``{"params": ...}``, float32 or float64
+        float64 runs with JAX's x64 switched on for the call only.
+    inputs_q, inputs_k, inputs_v : (..., L, E), (..., S, kdim), (..., S, vdim)
+        ``inputs_k`` defaults to ``inputs_q``, ``inputs_v`` to ``inputs_k`` (Flax's defaults).
+    mask : bool, broadcastable to (..., h, L, S), optional
+        True = may attend: Flax's convention and ours.
+    seed : int
+        Seed of the random upstream gradient.
+    """
+    import flax.linen as nn
+    import jax
+
+    if not isinstance(module, nn.MultiHeadDotProductAttention):
+        raise TypeError(f"module must be a flax.linen.MultiHeadDotProductAttention, "
+                        f"got {type(module).__name__}")
+    if module.normalize_qk:
+        raise ValueError("module has normalize_qk=True (a layer norm on q and k), which "
+                         "attention_np does not have")
+    params, num_heads = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, variables))
+    np_dtype = params["W_q"].dtype
+    if np_dtype not in (np.float32, np.float64):
+        raise TypeError(f"variables must be float32 or float64, got {np_dtype}")
+    inputs_k = inputs_q if inputs_k is None else inputs_k
+    inputs_v = inputs_k if inputs_v is None else inputs_v
+    arrays = [np.asarray(a).astype(np_dtype) for a in (inputs_q, inputs_k, inputs_v)]
+    mask = None if mask is None else np.asarray(mask)
+    report = MHAReport("flax MultiHeadDotProductAttention", np.dtype(np_dtype).name)
+
+    with ijax.x64(np_dtype == np.float64):
+        @jax.jit
+        def forward_backward(variables, q, k, v, dout):
+            def forward(variables, q, k, v):
+                return module.apply(variables, q, k, v, mask=mask, deterministic=True)
+            out, vjp = jax.vjp(forward, variables, q, k, v)
+            return (out, *vjp(dout))
+
+        shape = arrays[0].shape[:-1] + (params["W_o"].shape[1],)            # (..., L, out)
+        dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
+        out, dvariables, *dinputs = forward_backward(variables, *arrays, dout)
+    got = {"out": np.asarray(out), **{n: np.asarray(d) for n, d in
+                                      zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)}}
+    grads, _ = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, dvariables))
+    got.update({f"d{n}": g for n, g in grads.items()})
+
+    def ours(dt):
+        p = {n: a.astype(dt) for n, a in params.items()}
+        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, num_heads=num_heads, mask=mask)
+        dq, dk, dv, g = mha_backward(dout.astype(dt), cache)
+        return {"out": o, "dquery": dq, "dkey": dk, "dvalue": dv,
+                **{f"d{n}": a for n, a in g.items()}}
+
+    oracle = _judge(report, got, ours)
+    n_rows = _fully_masked_rows(mask, oracle, num_heads)
+    if n_rows:
+        report.notes.append(f"{n_rows} (batch, head, query) row(s) have every key masked: Flax "
+                            "gives them uniform weights (mean of the values), attention_np "
+                            "attention 0; a known difference, see docs/frameworks.md")
+    return report

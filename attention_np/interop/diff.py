@@ -1,0 +1,205 @@
+"""``python -m attention_np diff``: attention_np against PyTorch, JAX and Flax, case by case.
+
+Runs every case of :mod:`attention_np.interop.cases` forward and backward (random upstream
+gradient) on each selected framework and on attention_np, prints one row per case, framework
+and dtype with the largest errors and the verdict of the tolerance policy
+(:mod:`attention_np.interop.tolerance`), then demonstrates the known intentional differences
+(:mod:`attention_np.interop.known`). Exit status 1 on any unexplained mismatch, or when a
+framework named with ``--framework`` is not installed; frameworks not installed under
+``--framework all`` are reported as skipped.
+
+Only NumPy is imported here; the frameworks are imported while the command runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FRAMEWORKS = ("torch", "jax", "flax")
+DTYPES = ("float32", "float64")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--framework", choices=(*FRAMEWORKS, "all"), default="all",
+                        help="which framework to diff against (default: all installed)")
+    parser.add_argument("--dtype", choices=(*DTYPES, "all"), default="all",
+                        help="dtype of the inputs (default: both)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of inputs and upstream gradients")
+
+
+@dataclass
+class Row:
+    case: str
+    framework: str
+    dtype: str
+    checks: list = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(c.ok for c in self.checks)
+
+
+def _missing(framework: str) -> str | None:
+    """Why ``framework`` cannot be imported, or None when it can."""
+    try:
+        importlib.import_module(framework)
+    except ImportError as e:
+        return str(e) or type(e).__name__
+    return None
+
+
+def _out_shape(kind: str, x: dict) -> tuple:
+    if kind == "sdpa":
+        return x["q"].shape[:-1] + (x["v"].shape[-1],)
+    return x["query"].shape[:-1] + (x["params"]["W_o"].shape[1],)
+
+
+def diff_case(case, framework: str, dtype: str, seed: int) -> Row:
+    """Diff one case on one framework: outputs and every gradient, under the tolerance policy."""
+    from .runners import RUNNERS, cast, run_ours
+    from .tolerance import check_float32, check_float64
+
+    rng = np.random.default_rng(seed)
+    x = cast(case.build(rng), dtype)
+    dout = rng.standard_normal(_out_shape(case.kind, x)).astype(dtype)
+    row = Row(case.name, framework, dtype)
+    try:
+        got = RUNNERS[framework](case.kind, x, dout)
+    except Exception as e:  # a framework refusing a case is a finding, reported in the row
+        row.error = f"{type(e).__name__}: {e}"
+        return row
+    oracle = run_ours(case.kind, cast(x, np.float64), dout.astype(np.float64))
+    # JAX's softmax is float32 whatever the inputs (docs/frameworks.md): judge it as float32.
+    if dtype == "float64" and framework != "jax":
+        row.checks = [check_float64(n, got[n], oracle[n]) for n in oracle]
+        return row
+    ours32 = run_ours(case.kind, cast(x, np.float32), dout.astype(np.float32))
+    row.checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
+    if dtype == "float32":   # and ours is held to the framework's float32 error in turn
+        row.checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
+    return row
+
+
+class Progress:
+    """One status line on a terminal (rewritten in place); a dot per step otherwise."""
+
+    def __init__(self, total: int, stream=None):
+        self.total, self.done = total, 0
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = getattr(self.stream, "isatty", lambda: False)()
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if self.tty:
+            self.stream.write(f"\r[{self.done:>3}/{self.total}] {label:<60}")
+        else:
+            self.stream.write("." if self.done < self.total else ".\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\r" + " " * 72 + "\r")
+            self.stream.flush()
+
+
+def _fmt(e: float) -> str:
+    return f"{e:.1e}" if np.isfinite(e) else str(e)
+
+
+def _cells(row: Row) -> str:
+    """``out err, grad err, err/tol`` of one dtype; ``*`` marks a row judged by another rule."""
+    if row.error is not None:
+        return f"{'ERROR':>8} {'':>9} {'':>9}"
+    mine = [c for c in row.checks if not c.name.startswith("ours ")]
+    out_err = next(c.err for c in mine if c.name == "out")
+    grad_err = max((c.err for c in mine if c.name != "out"), default=0.0)
+    worst = max(c.ratio for c in row.checks)
+    mark = "*" if row.checks[0].rule != row.dtype else " "
+    return f"{_fmt(out_err):>8} {_fmt(grad_err):>9} {_fmt(worst):>8}{mark}"
+
+
+def format_table(rows, dtypes=DTYPES) -> str:
+    """One line per case and framework, one group of columns per dtype."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r.case, r.framework), {})[r.dtype] = r
+    top = f"{'':<27} {'':<6} " + " ".join(f"{'-- ' + d + ' --':^27}" for d in dtypes)
+    head = (f"{'case':<27} {'fw':<6} "
+            + " ".join(f"{'out err':>8} {'grad err':>9} {'err/tol':>8} " for _ in dtypes)
+            + " verdict")
+    lines = [top, head, "-" * len(head)]
+    errors = []
+    for (case, framework), by_dtype in groups.items():
+        cells = [_cells(by_dtype[d]) if d in by_dtype else f"{'':>27}" for d in dtypes]
+        ok = all(r.ok for r in by_dtype.values())
+        lines.append(f"{case:<27} {framework:<6} " + " ".join(cells) + f"  {'ok' if ok else 'MISMATCH'}")
+        errors += [f"  {case} / {framework} / {r.dtype}: {r.error}" for r in by_dtype.values()
+                   if r.error is not None]
+    if any(c.endswith("*") for line in lines for c in line.split()):
+        lines.append("* judged by the float32 rule: jax.nn.dot_product_attention's softmax is "
+                     "float32 even for float64 inputs")
+    return "\n".join(lines + (["errors:"] + errors if errors else []))
+
+
+def run(args) -> int:
+    from .cases import CASES
+    from .known import DEMOS
+    from .tolerance import FACTOR32, FLOOR_ULPS, RTOL64
+
+    start = time.perf_counter()
+    named = FRAMEWORKS if args.framework == "all" else (args.framework,)
+    dtypes = DTYPES if args.dtype == "all" else (args.dtype,)
+    missing = {f: why for f in named if (why := _missing(f)) is not None}
+    frameworks = tuple(f for f in named if f not in missing)
+
+    jobs = [(i, case, f, d) for i, case in enumerate(CASES) for f in frameworks
+            if f in case.frameworks for d in dtypes]
+    progress = Progress(len(jobs) + len(DEMOS))
+    rows = []
+    for i, case, framework, dtype in jobs:
+        progress.step(f"{case.name} / {framework} / {dtype}")
+        rows.append(diff_case(case, framework, dtype, args.seed + i))
+    demos = []
+    for demo in DEMOS:
+        progress.step(f"known difference: {demo.__name__}")
+        demos.append(demo(frameworks, args.seed))
+    progress.close()
+
+    print("attention_np diff: outputs and gradients (random upstream gradient) against the "
+          "frameworks\n")
+    print("out err, grad err: max|framework - reference|, the reference being attention_np in "
+          "float64\n  (for float32 rows: on the same float32-rounded inputs)\n"
+          f"tolerance: float64: max|fw - ours| <= {RTOL64:g} * max(1, max|ours|)\n"
+          f"  float32: each side's error against the reference <= {FACTOR32:g} x the other's "
+          f"(floor {FLOOR_ULPS:g} ulp)\n"
+          "err/tol: the worst ratio over the output and every gradient, both sides (< 1 passes)\n")
+    print(format_table(rows, dtypes))
+    for framework, why in missing.items():
+        print(f"{'(all cases)':<27} {framework:<9} {'':<8} skipped: not installed ({why})")
+
+    cannot = [(c.name, f, why) for c in CASES for f, why in c.cannot if f in frameworks]
+    if cannot:
+        print("\nleft out, the framework cannot express the case:")
+        print("\n".join(f"  {name} / {f}: {why}" for name, f, why in cannot))
+
+    print("\nKnown intentional differences (docs/frameworks.md), demonstrated:")
+    for demo in demos:
+        print(f"\n{demo.title}")
+        print("\n".join(demo.lines))
+
+    bad = [r for r in rows if not r.ok]
+    unexplained = [d for d in demos if not d.explained]
+    explicit_missing = args.framework != "all" and bool(missing)
+    print(f"\n{len(rows) - len(bad)}/{len(rows)} diffs (case, framework, dtype) agree, "
+          f"{len(bad)} mismatches, "
+          f"{len(demos) - len(unexplained)}/{len(demos)} known differences as documented, "
+          f"skipped: {', '.join(missing) or 'none'}  ({time.perf_counter() - start:.1f} s)")
+    if explicit_missing:
+        print(f"error: --framework {args.framework} was asked for but is not installed")
+    return 1 if bad or unexplained or explicit_missing else 0

@@ -1,0 +1,114 @@
+"""JAX ⇄ attention_np: ``jax.nn.dot_product_attention``'s layout, masks and precision.
+
+Importing this module needs only NumPy; JAX is imported by the functions that call it.
+
+- **layout**: JAX puts heads *after* time, ``(B, T, N, H)`` (batch, positions, heads, head
+  width); we put them before, ``(B, N, T, H)``, as PyTorch does. Converting is one
+  ``swapaxes(-2, -3)``, its own inverse. The mask and bias are ``(B, N, T, S)`` in both.
+- **masks**: same polarity (True = may attend), floats refused (pass ``bias``). ``is_causal``
+  is top-left aligned, as ours.
+- **grouped-query attention**: ``key``/``value`` may have ``K`` heads with ``N % K == 0``; query
+  head ``n`` uses key/value head ``n // (N / K)`` (see :mod:`attention_np.interop.gqa`).
+- **d_k == d_v**: JAX requires ``value`` to have the shape of ``key``.
+- **precision**: JAX casts the scores to float32 for the softmax, whatever the input dtype, so
+  float64 inputs get float32-accurate outputs. Without ``jax_enable_x64`` float64 arrays are
+  float32 altogether. Compare JAX with float32 tolerances.
+- **fully masked query row**: uniform weights, so the output is ``mean(V)``; ours is 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from .._checks import as_bool_mask
+
+
+def _jax():
+    try:
+        import jax
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("attention_np.interop.jax needs JAX: pip install jax") from e
+    return jax
+
+
+def to_jax_layout(x) -> np.ndarray:
+    """Ours ``(..., N, T, H)`` -> JAX's ``(..., T, N, H)`` (a view)."""
+    x = np.asarray(x)
+    if x.ndim < 3:
+        raise ValueError(f"x must have at least 3 dims (..., heads, positions, width), got {x.shape}")
+    return np.swapaxes(x, -2, -3)
+
+
+def from_jax_layout(x) -> np.ndarray:
+    """JAX's ``(..., T, N, H)`` -> ours ``(..., N, T, H)`` (a view)."""
+    x = np.asarray(x)
+    if x.ndim < 3:
+        raise ValueError(f"x must have at least 3 dims (..., positions, heads, width), got {x.shape}")
+    return np.swapaxes(x, -2, -3)
+
+
+def to_jax_dpa(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None) -> dict:
+    """Keyword arguments for ``jax.nn.dot_product_attention`` that compute what
+    ``sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal, scale=scale)`` does
+    (fully masked rows aside).
+
+    Parameters
+    ----------
+    q : (B, N, T, H), k, v : (B, K, S, H)
+        Our layout, exactly 4-D (JAX's is fixed); ``K`` may divide ``N`` (grouped-query).
+    mask, bias : broadcastable to (B, N, T, S), optional
+    is_causal, scale : as in :func:`sdpa_forward`
+
+    Returns
+    -------
+    dict with ``query, key, value`` in JAX's layout (NumPy arrays) and ``bias, mask,
+    is_causal, scale``; call ``jax.nn.dot_product_attention(**kwargs)``.
+    """
+    q, k, v = (np.asarray(a) for a in (q, k, v))
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if a.ndim != 4:
+            raise ValueError(f"{name} must be 4-D (B, heads, positions, width) for JAX, got {a.shape}")
+    if v.shape != k.shape:
+        raise ValueError(f"jax.nn.dot_product_attention needs v of k's shape (d_k == d_v): "
+                         f"k {k.shape}, v {v.shape}")
+    if q.shape[1] % k.shape[1]:
+        raise ValueError(f"q has {q.shape[1]} heads, not a multiple of k's {k.shape[1]}")
+    kwargs = {"query": to_jax_layout(q), "key": to_jax_layout(k), "value": to_jax_layout(v),
+              "bias": None, "mask": None, "is_causal": bool(is_causal), "scale": scale}
+    if mask is not None:
+        kwargs["mask"] = as_bool_mask(mask)
+    if bias is not None:
+        kwargs["bias"] = np.asarray(bias, dtype=q.dtype)
+    return kwargs
+
+
+def from_jax_dpa(query, key, value, bias=None, mask=None, *, scale=None, is_causal: bool = False):
+    """``jax.nn.dot_product_attention``'s arguments in our layout: ``(q, k, v, kwargs)``.
+
+    ``kwargs`` holds ``mask, bias, is_causal, scale`` for :func:`sdpa_forward`. With fewer
+    key/value heads than query heads, repeat them first (:func:`repeat_kv_heads`).
+    """
+    q, k, v = (from_jax_layout(np.asarray(a)) for a in (query, key, value))
+    kwargs = {"mask": None if mask is None else as_bool_mask(np.asarray(mask)),
+              "bias": None if bias is None else np.asarray(bias),
+              "is_causal": bool(is_causal), "scale": scale}
+    return q, k, v, kwargs
+
+
+@contextlib.contextmanager
+def x64(enabled: bool = True):
+    """Let JAX hold float64 arrays inside this block only (``jax_enable_x64``, scoped).
+
+    ``x64(False)`` does the opposite: float64 inputs become float32, JAX's default. attention_np
+    never switches x64 on globally: it would change every other JAX computation in the process.
+    """
+    jax = _jax()
+    if hasattr(jax, "enable_x64"):               # jax >= 0.8: a context manager
+        with jax.enable_x64(enabled):
+            yield
+    else:                                         # pragma: no cover - older jax
+        from jax.experimental import disable_x64, enable_x64
+        with enable_x64() if enabled else disable_x64():
+            yield

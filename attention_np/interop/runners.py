@@ -1,0 +1,139 @@
+"""Run one diff case forward and backward on each side, returning every array in our layout.
+
+Every runner takes the case's inputs (already in the dtype under test) and the upstream
+gradient ``dout``, and returns ``{"out": ..., "dq": ...}`` (``kind="sdpa"``) or
+``{"out": ..., "dquery": ..., "dW_q": ...}`` (``kind="mha"``) as NumPy arrays, so that the
+comparison never needs to know which framework produced them. Frameworks are imported inside
+the runners.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from ..multihead import mha_backward, mha_forward
+from . import flax as iflax
+from . import jax as ijax
+from . import torch as itorch
+from .gqa import gqa_sdpa_backward, gqa_sdpa_forward
+
+FLOATS = ("q", "k", "v", "bias", "query", "key", "value")
+
+# Our side of every SDPA case, grouped-query attention included (k, v may have fewer heads):
+# repeated key/value heads for now. Once sdpa_forward has enable_gqa=True, this line becomes
+# SDPA_FORWARD, SDPA_BACKWARD = functools.partial(sdpa_forward, enable_gqa=True), sdpa_backward
+SDPA_FORWARD, SDPA_BACKWARD = gqa_sdpa_forward, gqa_sdpa_backward
+
+
+def cast(inputs: dict, dtype) -> dict:
+    """The case's float arrays (and params) in ``dtype``; masks and options unchanged."""
+    out = dict(inputs)
+    for name in FLOATS:
+        if out.get(name) is not None:
+            out[name] = np.asarray(out[name]).astype(dtype)
+    if "params" in out:
+        out["params"] = {n: p.astype(dtype) for n, p in out["params"].items()}
+    return out
+
+
+def run_ours(kind: str, x: dict, dout) -> dict:
+    if kind == "sdpa":
+        out, cache = SDPA_FORWARD(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
+                                  is_causal=x["is_causal"])
+        dq, dk, dv = SDPA_BACKWARD(dout, cache)
+        return {"out": out, "dq": dq, "dk": dk, "dv": dv}
+    out, cache = mha_forward(x["query"], x["key"], x["value"], x["params"],
+                             num_heads=x["num_heads"], mask=x["mask"])
+    dquery, dkey, dvalue, grads = mha_backward(dout, cache)
+    return {"out": out, "dquery": dquery, "dkey": dkey, "dvalue": dvalue,
+            **{f"d{name}": g for name, g in grads.items()}}
+
+
+def run_torch(kind: str, x: dict, dout) -> dict:
+    import torch
+
+    dout_t = torch.from_numpy(np.ascontiguousarray(dout))
+    if kind == "sdpa":
+        from torch.nn.attention.bias import causal_lower_right
+
+        H, H_kv = x["q"].shape[-3], x["k"].shape[-3]
+        kw = itorch.to_torch_sdpa(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
+                                  is_causal=x["is_causal"], enable_gqa=H_kv != H)
+        if x.get("align") == "bottom_right":         # torch's own bottom-right causal mask
+            kw["attn_mask"] = causal_lower_right(x["q"].shape[-2], x["k"].shape[-2])
+        leaves = [kw[n].requires_grad_() for n in ("query", "key", "value")]
+        out = torch.nn.functional.scaled_dot_product_attention(**kw)
+        out.backward(dout_t)
+        return {"out": itorch.to_numpy(out), "dq": itorch.to_numpy(leaves[0].grad),
+                "dk": itorch.to_numpy(leaves[1].grad), "dv": itorch.to_numpy(leaves[2].grad)}
+    module = itorch.params_to_torch_mha(x["params"], x["num_heads"], batch_first=True)
+    # One leaf per argument, even for self-attention: torch would add the three gradients.
+    leaves = [torch.tensor(np.asarray(x[n]), requires_grad=True) for n in ("query", "key", "value")]
+    masks = itorch.masks_to_torch_mha(x["mask"], num_heads=x["num_heads"],
+                                      batch_size=x["query"].shape[0])
+    out, _ = module(*leaves, **masks)      # need_weights=True: torch's default path
+    out.backward(dout_t)
+    grads, _ = itorch.params_from_torch_mha(module, grads=True)
+    return {"out": itorch.to_numpy(out), "dquery": itorch.to_numpy(leaves[0].grad),
+            "dkey": itorch.to_numpy(leaves[1].grad), "dvalue": itorch.to_numpy(leaves[2].grad),
+            **{f"d{name}": g for name, g in grads.items()}}
+
+
+def _precision(dtype):
+    """float64 needs JAX's x64 mode, switched on for this call only."""
+    return ijax.x64() if np.dtype(dtype) == np.float64 else contextlib.nullcontext()
+
+
+def run_jax(kind: str, x: dict, dout) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    if kind != "sdpa":
+        raise ValueError("jax has no multi-head module: diff MHA with flax")
+    with _precision(x["q"].dtype):
+        kw = ijax.to_jax_dpa(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
+                             is_causal=x["is_causal"])
+        q, k, v = (jnp.asarray(kw.pop(n)) for n in ("query", "key", "value"))
+        kw = {n: (jnp.asarray(a) if isinstance(a, np.ndarray) else a) for n, a in kw.items()}
+
+        # One compiled forward+backward: JAX's op-by-op mode would compile every primitive for
+        # every new shape, which is seconds per case on a small CPU.
+        @jax.jit
+        def forward_backward(q, k, v, dout):
+            out, vjp = jax.vjp(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, **kw), q, k, v)
+            return (out, *vjp(dout))
+
+        out, dq, dk, dv = forward_backward(q, k, v, jnp.asarray(ijax.to_jax_layout(dout)))
+        return {name: ijax.from_jax_layout(np.asarray(a))
+                for name, a in (("out", out), ("dq", dq), ("dk", dk), ("dv", dv))}
+
+
+def run_flax(kind: str, x: dict, dout) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    if kind != "mha":
+        raise ValueError("flax is diffed on its multi-head module; diff SDPA with jax")
+    with _precision(x["query"].dtype):
+        module, variables = iflax.flax_mha(x["params"], x["num_heads"])
+        variables = jax.tree_util.tree_map(jnp.asarray, variables)
+        mask = None if x["mask"] is None else jnp.asarray(x["mask"])
+        inputs = [jnp.asarray(x[n]) for n in ("query", "key", "value")]
+
+        def forward(variables, query, key, value):
+            return module.apply(variables, query, key, value, mask=mask)
+
+        @jax.jit  # one compilation instead of one per primitive (see run_jax)
+        def forward_backward(variables, query, key, value, dout):
+            out, vjp = jax.vjp(forward, variables, query, key, value)
+            return (out, *vjp(dout))
+
+        out, dvariables, dquery, dkey, dvalue = forward_backward(variables, *inputs, jnp.asarray(dout))
+        grads, _ = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, dvariables))
+        return {"out": np.asarray(out), "dquery": np.asarray(dquery), "dkey": np.asarray(dkey),
+                "dvalue": np.asarray(dvalue), **{f"d{name}": g for name, g in grads.items()}}
+
+
+RUNNERS = {"torch": run_torch, "jax": run_jax, "flax": run_flax}

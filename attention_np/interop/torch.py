@@ -1,0 +1,318 @@
+"""PyTorch ⇄ attention_np: ``nn.MultiheadAttention`` parameters, its masks, and SDPA arguments.
+
+Importing this module needs only NumPy; the functions that build or read torch objects import
+torch when called. Three conventions differ between PyTorch and this project:
+
+- **weights**: ``nn.Linear`` stores ``(d_out, d_in)`` and computes ``x @ W.T + b``; we store the
+  paper's ``(d_in, d_out)`` and compute ``x @ W + b``. Every conversion is a transpose. The
+  three input projections are packed row-wise into ``in_proj_weight = [W_q.T; W_k.T; W_v.T]``
+  ``(3E, E)`` when ``kdim == vdim == E``, and kept apart as ``q_proj_weight (E, E)``,
+  ``k_proj_weight (E, kdim)``, ``v_proj_weight (E, vdim)`` otherwise; the biases are always
+  packed in ``in_proj_bias (3E,)``.
+- **mask polarity**: ``nn.MultiheadAttention``'s bool ``key_padding_mask`` and ``attn_mask``
+  are True = *blocked*; ours (and SDPA's) are True = may attend.
+- **float masks**: torch adds a float ``attn_mask`` to the scores. Here a float array is a
+  ``bias``; its ``-inf`` entries are what a bool mask says, so they become ``mask=False``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .._checks import as_bool_mask
+from ..masks import causal_mask, mask_from_blocked
+
+_IN_PROJ = ("W_q", "W_k", "W_v")
+_BIASES = ("b_q", "b_k", "b_v", "b_o")
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("attention_np.interop.torch needs PyTorch: pip install torch") from e
+    return torch
+
+
+def to_numpy(x) -> np.ndarray | None:
+    """A torch tensor (detached, on the CPU) or anything array-like as a NumPy array."""
+    if x is None:
+        return None
+    if hasattr(x, "detach"):
+        x = x.detach().cpu()
+    return np.asarray(x)
+
+
+# ---------------------------------------------------------------- nn.MultiheadAttention weights
+
+def _torch_mha_tensors(module, attr: str = "data") -> dict:
+    """Our parameter names -> the module's tensors (or their ``.grad``), in torch's layout."""
+    E = module.embed_dim
+    if module.bias_k is not None or module.add_zero_attn:
+        raise ValueError("module uses add_bias_kv or add_zero_attn (an extra learned or zero "
+                         "key/value position), which attention_np does not have")
+
+    def get(t):
+        return None if t is None else getattr(t, attr)
+
+    if module._qkv_same_embed_dim:
+        packed = get(module.in_proj_weight)                       # (3E, E): rows [Wq; Wk; Wv]
+        weights = dict(zip(_IN_PROJ, (packed[:E], packed[E:2 * E], packed[2 * E:]), strict=True))
+    else:
+        weights = {"W_q": get(module.q_proj_weight), "W_k": get(module.k_proj_weight),
+                   "W_v": get(module.v_proj_weight)}
+    weights["W_o"] = get(module.out_proj.weight)
+    if module.in_proj_bias is not None:
+        packed = get(module.in_proj_bias)                          # (3E,)
+        weights.update(b_q=packed[:E], b_k=packed[E:2 * E], b_v=packed[2 * E:],
+                       b_o=get(module.out_proj.bias))
+    return weights
+
+
+def params_from_torch_mha(module, *, grads: bool = False) -> tuple[dict, int]:
+    """Read an ``nn.MultiheadAttention`` as ``(params, num_heads)`` for :func:`mha_forward`.
+
+    Parameters
+    ----------
+    module : torch.nn.MultiheadAttention
+        Packed ``in_proj_weight`` or separate ``q/k/v_proj_weight`` (kdim/vdim != embed_dim),
+        with or without bias. ``add_bias_kv`` / ``add_zero_attn`` are refused.
+    grads : bool
+        Read the parameters' ``.grad`` instead of their values (same names, same layout), to
+        compare torch's gradients with :func:`mha_backward`'s.
+
+    Returns
+    -------
+    params : dict of NumPy arrays in the module's dtype
+        ``W_q = q_proj.T (E, E)``, ``W_k (kdim, E)``, ``W_v (vdim, E)``, ``W_o = out_proj.weight.T``,
+        and the biases when the module has them.
+    num_heads : int
+    """
+    tensors = _torch_mha_tensors(module, "grad" if grads else "data")
+    missing = [n for n, t in tensors.items() if t is None]
+    if missing:
+        raise ValueError(f"module has no .grad for {missing}: run a backward pass first")
+    params = {}
+    for name, t in tensors.items():
+        a = to_numpy(t)
+        params[name] = a.T.copy() if name.startswith("W") else a.copy()   # (out, in) -> (in, out)
+    return params, module.num_heads
+
+
+def params_to_torch_mha(params: dict, num_heads: int, *, batch_first: bool = True, module=None):
+    """Build (or fill) an ``nn.MultiheadAttention`` that computes what ``mha_forward`` does.
+
+    Parameters
+    ----------
+    params : dict from :func:`init_mha_params`
+        torch needs ``h*d_k == h*d_v == d_model`` (its head width is ``embed_dim // num_heads``)
+        and either all four biases or none.
+    num_heads : int
+    batch_first : bool
+        Layout of the new module's inputs, ``(N, L, E)`` if True else ``(L, N, E)``.
+    module : torch.nn.MultiheadAttention, optional
+        Copy the weights into this module instead of building a new one.
+
+    Returns
+    -------
+    module : torch.nn.MultiheadAttention in the dtype of ``params``
+    """
+    torch = _torch()
+    W_q, W_k, W_v, W_o = (np.asarray(params[n]) for n in ("W_q", "W_k", "W_v", "W_o"))
+    E, kdim, vdim = W_q.shape[0], W_k.shape[0], W_v.shape[0]
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
+        if W.shape[1] != E:
+            raise ValueError(f"params['{name}'] has {W.shape[1]} output columns but torch's "
+                             f"MultiheadAttention needs h*d = embed_dim = {E} (d_model)")
+    if W_o.shape != (E, E):
+        raise ValueError(f"params['W_o'] has shape {W_o.shape}, torch needs ({E}, {E})")
+    has_bias = [b in params for b in _BIASES]
+    if any(has_bias) and not all(has_bias):
+        raise ValueError(f"torch's MultiheadAttention has all of {list(_BIASES)} or none; "
+                         f"params has {[b for b in _BIASES if b in params]}")
+    dtype = getattr(torch, np.dtype(W_q.dtype).name)
+    if module is None:
+        module = torch.nn.MultiheadAttention(E, num_heads, bias=all(has_bias), kdim=kdim, vdim=vdim,
+                                             batch_first=batch_first, dtype=dtype)
+    targets = _torch_mha_tensors(module, "data")
+    if set(targets) != set(params):
+        raise ValueError(f"module has parameters {sorted(targets)} but params has {sorted(params)}")
+    with torch.no_grad():
+        for name, t in targets.items():
+            value = np.asarray(params[name])
+            value = value.T if name.startswith("W") else value             # (in, out) -> (out, in)
+            if tuple(t.shape) != value.shape:
+                raise ValueError(f"params['{name}'] gives torch shape {value.shape}, module "
+                                 f"expects {tuple(t.shape)}")
+            t.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+    return module
+
+
+# ---------------------------------------------------------------- masks
+
+def split_float_mask(float_mask) -> tuple[np.ndarray | None, np.ndarray]:
+    """A torch float mask (added to the scores) as our ``(mask, bias)``.
+
+    ``-inf`` entries mean "blocked": they become ``mask=False`` and bias 0 there, so the bias
+    stays finite. ``mask`` is None when nothing is ``-inf``.
+    """
+    f = to_numpy(float_mask)
+    blocked = np.isneginf(f)
+    if not blocked.any():
+        return None, f
+    return ~blocked, np.where(blocked, 0, f).astype(f.dtype)
+
+
+def _combine(masks, biases):
+    """Masks AND together (every one must allow), biases add up; None when there are none."""
+    return (functools.reduce(np.logical_and, masks) if masks else None,
+            functools.reduce(np.add, biases) if biases else None)
+
+
+def masks_from_torch_mha(key_padding_mask=None, attn_mask=None, *, num_heads: int):
+    """``nn.MultiheadAttention``'s masks as our ``(mask, bias)`` for :func:`mha_forward`.
+
+    Parameters
+    ----------
+    key_padding_mask : (N, S) or (S,), bool (True = blocked) or float (added), optional
+    attn_mask : (L, S) or (N*num_heads, L, S), bool (True = blocked) or float, optional
+    num_heads : int
+
+    Returns
+    -------
+    mask : bool (True = may attend), broadcastable to (N, h, L, S), or None
+    bias : float, broadcastable to (N, h, L, S), or None
+    """
+    masks, biases = [], []
+    for name, m in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+        if m is None:
+            continue
+        m = to_numpy(m)
+        if name == "key_padding_mask":
+            if m.ndim not in (1, 2):
+                raise ValueError(f"key_padding_mask must be (N, S) or (S,), got shape {m.shape}")
+            m = m[..., None, None, :]                                   # (N, 1, 1, S)
+        elif m.ndim == 3:
+            if m.shape[0] % num_heads:
+                raise ValueError(f"attn_mask of shape {m.shape}: first dim must be "
+                                 f"N*num_heads with num_heads={num_heads}")
+            m = m.reshape(-1, num_heads, *m.shape[1:])                  # (N*h, L, S) -> (N, h, L, S)
+        elif m.ndim != 2:
+            raise ValueError(f"attn_mask must be (L, S) or (N*num_heads, L, S), got shape {m.shape}")
+        if m.dtype == np.bool_:
+            masks.append(mask_from_blocked(m))                          # True = blocked -> may attend
+        elif np.issubdtype(m.dtype, np.floating):
+            allowed, bias = split_float_mask(m)
+            masks += [] if allowed is None else [allowed]
+            biases.append(bias)
+        else:
+            raise TypeError(f"{name} must be bool or floating, got dtype {m.dtype}")
+    return _combine(masks, biases)
+
+
+def masks_to_torch_mha(mask=None, *, bias=None, num_heads: int, batch_size: int | None = None):
+    """Our ``(mask, bias)`` as keyword arguments for ``nn.MultiheadAttention.forward``.
+
+    A mask of shape ``(N, 1, 1, S)`` (key padding) becomes ``key_padding_mask (N, S)``;
+    anything else becomes ``attn_mask``, ``(L, S)`` when it is 2-D, else ``(N*h, L, S)``.
+    With a bias the ``attn_mask`` is float: ``bias`` where allowed, ``-inf`` where masked.
+
+    Returns
+    -------
+    dict with ``key_padding_mask`` and/or ``attn_mask`` as torch tensors (True = blocked).
+    """
+    torch = _torch()
+    kwargs = {}
+    if mask is not None:
+        mask = as_bool_mask(mask)
+        if bias is None and mask.ndim == 4 and mask.shape[1:3] == (1, 1):
+            return {"key_padding_mask": torch.from_numpy(~mask[:, 0, 0, :])}
+    if mask is None and bias is None:
+        return kwargs
+    parts = [a for a in (mask, bias) if a is not None]
+    shape = np.broadcast_shapes(*(a.shape for a in parts))
+    if len(shape) > 2:
+        if len(shape) > 4:
+            raise ValueError(f"mask/bias of shape {shape}: torch MHA takes at most (N, h, L, S)")
+        n = batch_size if batch_size is not None else (shape[0] if len(shape) == 4 else 1)
+        shape = (n, num_heads, *shape[-2:])
+    if bias is None:
+        attn = ~np.broadcast_to(mask, shape)                             # True = blocked
+    else:
+        attn = np.broadcast_to(np.asarray(bias), shape).copy()
+        if mask is not None:
+            attn[~np.broadcast_to(mask, shape)] = -np.inf
+    if len(shape) == 4:
+        attn = attn.reshape(-1, *shape[-2:])                             # (N, h, L, S) -> (N*h, L, S)
+    kwargs["attn_mask"] = torch.from_numpy(np.ascontiguousarray(attn))
+    return kwargs
+
+
+# ---------------------------------------------------------------- scaled_dot_product_attention
+
+def to_torch_sdpa(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
+                  enable_gqa: bool = False) -> dict:
+    """Keyword arguments for ``torch.nn.functional.scaled_dot_product_attention`` that compute
+    what ``sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal, scale=scale)`` does.
+
+    Layouts agree (``(..., H, L, E)``) and a bool mask has the same polarity. Two choices keep
+    the call portable across torch's backends:
+
+    - ``is_causal`` together with a mask or bias is folded into ``attn_mask``: torch's math
+      backend refuses ``attn_mask`` with ``is_causal``, the default CPU backend ANDs them.
+    - mask and bias together become one float ``attn_mask``: ``bias`` where allowed, ``-inf``
+      where masked (torch SDPA gives a fully ``-inf`` row 0, as we do).
+
+    ``enable_gqa`` is passed through: torch's query head ``n`` uses key/value head
+    ``n // (H / H_kv)``.
+
+    Returns
+    -------
+    dict with ``query, key, value`` (torch tensors) and ``attn_mask, is_causal, scale,
+    enable_gqa``; call ``F.scaled_dot_product_attention(**kwargs)``.
+    """
+    torch = _torch()
+    q, k, v = (np.asarray(a) for a in (q, k, v))
+    L, S = q.shape[-2], k.shape[-2]
+    if mask is not None:
+        mask = as_bool_mask(mask)
+    if is_causal and (mask is not None or bias is not None):
+        causal = causal_mask(L, S)
+        mask, is_causal = (causal if mask is None else mask & causal), False
+    attn_mask = mask
+    if bias is not None:
+        bias = np.asarray(bias, dtype=q.dtype)
+        attn_mask = bias if mask is None else np.where(mask, bias, q.dtype.type(-np.inf))
+    kwargs = {name: torch.from_numpy(np.ascontiguousarray(a))
+              for name, a in (("query", q), ("key", k), ("value", v))}
+    kwargs["attn_mask"] = None if attn_mask is None else torch.from_numpy(
+        np.ascontiguousarray(attn_mask))
+    kwargs.update(is_causal=bool(is_causal), scale=scale, enable_gqa=enable_gqa)
+    return kwargs
+
+
+def from_torch_sdpa(attn_mask=None, is_causal: bool = False, scale=None) -> dict:
+    """``scaled_dot_product_attention``'s mask arguments as keyword arguments for ``sdpa_forward``.
+
+    A bool ``attn_mask`` is our ``mask`` unchanged (same polarity); a float one is split into
+    ``mask`` (its ``-inf`` entries) and ``bias`` (the rest). A ``CausalBias`` from
+    ``torch.nn.attention.bias`` (``causal_upper_left`` / ``causal_lower_right``) becomes the
+    matching :func:`causal_mask`.
+    """
+    kwargs = {"mask": None, "bias": None, "is_causal": bool(is_causal), "scale": scale}
+    if attn_mask is None:
+        return kwargs
+    variant = getattr(attn_mask, "variant", None)
+    if variant is not None:                                   # torch.nn.attention.bias.CausalBias
+        from torch.nn.attention.bias import CausalVariant
+        align = "bottom_right" if variant == CausalVariant.LOWER_RIGHT else "top_left"
+        kwargs["mask"] = causal_mask(attn_mask.seq_len_q, attn_mask.seq_len_kv, align=align)
+        return kwargs
+    m = to_numpy(attn_mask)
+    if m.dtype == np.bool_:
+        kwargs["mask"] = m
+    else:
+        kwargs["mask"], kwargs["bias"] = split_float_mask(m)
+    return kwargs

@@ -1,0 +1,137 @@
+"""``python -m attention_np diff``: the whole matrix runs green, and the exit status reports
+mismatches, unexplained known differences and missing frameworks."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_np.__main__ import main
+from attention_np.interop import cases, diff, known, runners
+from tests.helpers import require
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def full_run():
+    """One run of the whole matrix (every framework, both dtypes), shared by the tests below."""
+    for module in ("torch", "jax", "flax"):
+        require(module)
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        status = main(["diff", "--framework", "all", "--seed", "0"])
+    finally:
+        sys.stdout, sys.stderr = old
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_diff_all_exits_zero_with_every_row_agreeing(full_run):
+    status, out, _ = full_run
+    assert status == 0, out
+    n = sum(len(c.frameworks) for c in cases.CASES) * 2
+    assert f"{n}/{n} diffs (case, framework, dtype) agree, 0 mismatches" in out
+    assert "3/3 known differences as documented" in out
+    assert "MISMATCH" not in out and "NOT as documented" not in out
+
+
+def test_diff_table_has_one_row_per_case_and_framework_with_both_dtypes(full_run):
+    _, out, _ = full_run
+    for case in cases.CASES:
+        for framework in case.frameworks:
+            lines = [line for line in out.splitlines()
+                     if line.startswith(case.name) and f" {framework} " in line]
+            assert len(lines) == 1, (case.name, framework)
+            assert len(re.findall(r"\d\.\de[-+]\d\d", lines[0])) == 6      # 3 numbers per dtype
+            # JAX float64 is judged with the float32 rule (its softmax is float32), marked *
+            assert lines[0].rstrip().endswith("*  ok") == (framework == "jax")
+    assert "* judged by the float32 rule" in out
+
+
+def test_diff_demonstrates_each_known_difference(full_run):
+    _, out, _ = full_run
+    assert "torch MHA need_weights=True" in out and "NaN" in out
+    assert "row = mean(V)" in out
+    assert "float32-accurate, though float64" in out
+    assert re.search(r"need_weights=False +uses the causal mask", out)
+    assert re.search(r"need_weights=True +uses the attn_mask", out)
+
+
+def test_diff_shows_progress_on_stderr(full_run):
+    _, _, err = full_run
+    # not a terminal: one dot per step (other stderr lines, e.g. warnings, may interleave)
+    dots = "".join(line for line in err.splitlines() if line and set(line) == {"."})
+    assert len(dots) == sum(len(c.frameworks) for c in cases.CASES) * 2 + len(known.DEMOS)
+
+
+@pytest.fixture
+def small_matrix(monkeypatch):
+    """Two cases and no demonstrations: enough to test the exit status quickly."""
+    monkeypatch.setattr(cases, "CASES", cases.CASES[:1] + cases.CASES[9:10])
+    monkeypatch.setattr(known, "DEMOS", ())
+
+
+def test_a_mismatch_makes_the_exit_status_nonzero(small_matrix, monkeypatch, capsys):
+    require("torch")
+    honest = runners.RUNNERS["torch"]
+
+    def off_by_a_little(kind, x, dout):
+        got = honest(kind, x, dout)
+        got["out"] = got["out"] + np.asarray(1e-6, got["out"].dtype)
+        return got
+
+    monkeypatch.setitem(runners.RUNNERS, "torch", off_by_a_little)
+    assert main(["diff", "--framework", "torch", "--dtype", "float64"]) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH" in out and "0/2 diffs (case, framework, dtype) agree, 2 mismatches" in out
+
+
+def test_framework_not_installed_is_skipped_under_all_but_fails_when_named(small_matrix,
+                                                                           monkeypatch, capsys):
+    require("torch")
+    monkeypatch.setattr(diff, "_missing", lambda f: None if f == "torch" else f"No module named '{f}'")
+    assert main(["diff", "--framework", "all", "--dtype", "float64"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: not installed (No module named 'jax')" in out
+    assert "skipped: jax, flax" in out
+    assert main(["diff", "--framework", "flax", "--dtype", "float64"]) == 1
+    assert "--framework flax was asked for but is not installed" in capsys.readouterr().out
+
+
+def test_a_known_difference_that_stopped_reproducing_fails_the_run(small_matrix, monkeypatch,
+                                                                   capsys):
+    def drifted(frameworks, seed):
+        demo = known.Demo("a documented difference")
+        demo.observe("some framework", "now behaves like attention_np", False)
+        return demo
+
+    monkeypatch.setattr(known, "DEMOS", (drifted,))
+    assert main(["diff", "--framework", "all", "--dtype", "float64"]) == 1
+    assert "NOT as documented" in capsys.readouterr().out
+
+
+def test_command_modules_import_numpy_only():
+    code = ("import sys, attention_np.__main__, attention_np.interop, attention_np.interop.diff; "
+            "heavy = {'torch', 'jax', 'flax', 'matplotlib'} & set(sys.modules); "
+            "assert not heavy, heavy")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)
+
+
+def test_every_test_named_in_docs_frameworks_exists():
+    docs = (ROOT / "docs" / "frameworks.md").read_text()
+    sources = "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
+    files = {f"test_interop_{f}" for f in ("torch", "jax", "flax")}     # file names, not tests
+    named = set(re.findall(r"\btest_[a-z0-9_]+", docs)) - files
+    assert len(named) > 20
+    missing = sorted(n for n in named if f"def {n}" not in sources)
+    assert not missing, missing

@@ -1,0 +1,189 @@
+"""attention_np.interop.flax: MultiHeadDotProductAttention kernels ⇄ our W_*, diffed against
+mha_forward / mha_backward with jax.vjp (inputs and parameters) and random upstream gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from attention_np.interop import flax as iflax
+from attention_np.interop import jax as ijax
+from tests.helpers import max_abs_diff, require
+
+jax = require("jax")
+require("flax")
+jnp = jax.numpy
+
+
+def _params(rng, d_model=8, h=2, kdim=None, vdim=None, bias=True, d_k=None):
+    params = an.init_mha_params(d_model, h, kdim=kdim, vdim=vdim, bias=bias, d_k=d_k, d_v=d_k,
+                                rng=rng)
+    return {n: (rng.standard_normal(p.shape) if n.startswith("b") else p) for n, p in params.items()}
+
+
+def test_kernels_hold_one_head_per_middle_index(rng):
+    params = _params(rng, kdim=6, vdim=4)
+    p = iflax.params_to_flax(params, 2)["params"]
+    assert p["query"]["kernel"].shape == (8, 2, 4) and p["key"]["kernel"].shape == (6, 2, 4)
+    assert p["value"]["kernel"].shape == (4, 2, 4) and p["out"]["kernel"].shape == (2, 4, 8)
+    # head 1 is columns [4, 8) of W_q and rows [4, 8) of W_o
+    np.testing.assert_array_equal(p["query"]["kernel"][:, 1, :], params["W_q"][:, 4:8])
+    np.testing.assert_array_equal(p["out"]["kernel"][1], params["W_o"][4:8])
+    np.testing.assert_array_equal(p["query"]["bias"][1], params["b_q"][4:8])
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_params_roundtrip_through_flax_layout_is_exact(rng, bias):
+    params = _params(rng, kdim=6, vdim=4, bias=bias)
+    back, h = iflax.params_from_flax(iflax.params_to_flax(params, 2))
+    assert h == 2 and set(back) == set(params)
+    for name in params:
+        np.testing.assert_array_equal(back[name], params[name])
+
+
+def test_flax_refuses_different_query_and_value_head_widths_and_partial_biases(rng):
+    params = an.init_mha_params(8, 2, d_k=4, d_v=3, rng=rng)
+    with pytest.raises(ValueError, match="one head width"):
+        iflax.params_to_flax(params, 2)
+    params = _params(rng)
+    del params["b_k"]
+    with pytest.raises(ValueError, match="all four biases"):
+        iflax.params_to_flax(params, 2)
+
+
+def _flax_forward_backward(params, h, query, key, value, dout, mask=None):
+    module, variables = iflax.flax_mha(params, h)
+    variables = jax.tree_util.tree_map(jnp.asarray, variables)
+    mask = None if mask is None else jnp.asarray(mask)
+
+    @jax.jit
+    def forward_backward(variables, query, key, value, dout):
+        out, vjp = jax.vjp(lambda *a: module.apply(*a, mask=mask), variables, query, key, value)
+        return (out, *vjp(dout))
+
+    out, dvars, *dinputs = forward_backward(variables, *map(jnp.asarray, (query, key, value)),
+                                            jnp.asarray(dout))
+    grads, _ = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, dvars))
+    return np.asarray(out), [np.asarray(d) for d in dinputs], grads
+
+
+CASES = {
+    "self": dict(),
+    "cross kdim/vdim L!=S": dict(kdim=6, vdim=4, S=7),
+    "padding mask": dict(S=7, mask="padding"),
+    "causal mask": dict(mask="causal"),
+    "no bias": dict(bias=False),
+    "d_k=6": dict(d_k=6),
+}
+
+
+def _case_inputs(rng, case):
+    L, S = 5, case.get("S", 5)
+    params = _params(rng, kdim=case.get("kdim"), vdim=case.get("vdim"),
+                     bias=case.get("bias", True), d_k=case.get("d_k"))
+    query = rng.standard_normal((2, L, 8))
+    key = rng.standard_normal((2, S, case.get("kdim", 8)))
+    value = rng.standard_normal((2, S, case.get("vdim", 8)))
+    mask = {"padding": an.padding_mask([S, S - 2])[:, None], "causal": an.causal_mask(L, S),
+            None: None}[case.get("mask")]
+    return params, query, key, value, mask
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_flax_module_matches_mha_forward_and_vjp_in_float64(rng, case):
+    params, query, key, value, mask = _case_inputs(rng, case)
+    out, cache = an.mha_forward(query, key, value, params, num_heads=2, mask=mask)
+    dout = rng.standard_normal(out.shape)
+    *dinputs, grads = an.mha_backward(dout, cache)
+    with ijax.x64():   # float64 in Flax needs x64; its softmax then runs in float64 too
+        f_out, f_dinputs, f_grads = _flax_forward_backward(params, 2, query, key, value, dout, mask)
+    assert f_out.dtype == np.float64
+    assert max_abs_diff(f_out, out) < 1e-12
+    for got, want in zip(f_dinputs, dinputs, strict=True):
+        assert max_abs_diff(got, want) < 1e-12
+    assert set(f_grads) == set(grads)
+    for name in grads:
+        assert max_abs_diff(f_grads[name], grads[name]) < 1e-12, name
+
+
+def test_flax_module_matches_within_float32_error(rng):
+    params, query, key, value, mask = _case_inputs(rng, CASES["cross kdim/vdim L!=S"])
+    params32 = {n: p.astype(np.float32) for n, p in params.items()}
+    x32 = [a.astype(np.float32) for a in (query, key, value)]
+    out, cache = an.mha_forward(*(a.astype(np.float64) for a in x32),
+                                {n: p.astype(np.float64) for n, p in params32.items()}, num_heads=2)
+    dout = rng.standard_normal(out.shape).astype(np.float32)
+    *dinputs, grads = an.mha_backward(dout.astype(np.float64), cache)
+    f_out, f_dinputs, f_grads = _flax_forward_backward(params32, 2, *x32, dout)
+    assert f_out.dtype == np.float32
+    # float32 vs a float64 oracle: ~1e-7 relative to each array's size (absolute floor 1e-5)
+    for got, want in zip([f_out, *f_dinputs, *f_grads.values()],
+                         [out, *dinputs, *(grads[n] for n in f_grads)], strict=True):
+        assert max_abs_diff(got, want) < 1e-5 * max(1.0, np.abs(want).max())
+
+
+def test_fully_masked_row_gives_projected_mean_of_values_in_flax_and_b_o_here(rng):
+    params = _params(rng)
+    x = rng.standard_normal((1, 4, 8))
+    mask = np.ones((4, 4), dtype=bool)
+    mask[3] = False
+    ours, _ = an.mha_forward(x, x, x, params, num_heads=2, mask=mask)
+    with ijax.x64():
+        module, variables = iflax.flax_mha(params, 2)
+        theirs = np.asarray(module.apply(variables, x, x, x, mask=mask))
+    expected = (x[0] @ params["W_v"] + params["b_v"]).mean(axis=0) @ params["W_o"] + params["b_o"]
+    assert max_abs_diff(theirs[0, 3], expected) < 1e-12
+    assert max_abs_diff(ours[0, 3], params["b_o"]) < 1e-15        # attention 0, then W_o, b_o
+    assert max_abs_diff(theirs[0, :3], ours[0, :3]) < 1e-12
+
+
+# ---------------------------------------------------------------- compare_flax_mha
+
+def _flax_module_and_variables(rng, dtype=np.float32, **module_kwargs):
+    import flax.linen as nn
+
+    x = rng.standard_normal((2, 5, 8)).astype(dtype)
+    kv = rng.standard_normal((2, 7, 6)).astype(dtype)
+    with ijax.x64(dtype == np.float64):
+        module = nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=8, dtype=dtype,
+                                                 param_dtype=dtype, **module_kwargs)
+        variables = module.init(jax.random.PRNGKey(0), x, kv)
+    return module, variables, x, kv
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compare_flax_mha_agrees_on_a_cross_attention_module(rng, dtype):
+    from attention_np.interop import compare_flax_mha
+
+    module, variables, x, kv = _flax_module_and_variables(rng, dtype)
+    report = compare_flax_mha(module, variables, x, kv)
+    assert report.ok, str(report)
+    assert report.dtype == np.dtype(dtype).name
+    assert {"out", "dquery", "dkey", "dW_q", "db_o"} <= {c.name for c in report.checks}
+
+
+def test_compare_flax_mha_reports_an_attention_fn_without_the_scale(rng):
+    import flax.linen as nn
+
+    from attention_np.interop import compare_flax_mha
+
+    def unscaled(query, key, value, **kwargs):   # Eq. (1) without 1/sqrt(d_k)
+        return nn.dot_product_attention(query * np.sqrt(query.shape[-1]), key, value, **kwargs)
+
+    module, variables, x, kv = _flax_module_and_variables(rng, attention_fn=unscaled)
+    report = compare_flax_mha(module, variables, x, kv)
+    assert not report.ok and not next(c for c in report.checks if c.name == "out").ok
+
+
+def test_compare_flax_mha_notes_fully_masked_rows_and_refuses_qk_norm(rng):
+    from attention_np.interop import compare_flax_mha
+
+    module, variables, x, kv = _flax_module_and_variables(rng)
+    mask = np.ones((2, 1, 5, 7), dtype=bool)
+    mask[0, :, 2] = False
+    report = compare_flax_mha(module, variables, x, kv, mask=mask)
+    assert not report.ok and any("2 (batch, head, query) row(s)" in n for n in report.notes)
+    module, variables, x, kv = _flax_module_and_variables(rng, normalize_qk=True)
+    with pytest.raises(ValueError, match="normalize_qk"):
+        compare_flax_mha(module, variables, x, kv)
