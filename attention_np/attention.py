@@ -26,6 +26,7 @@ from ._checks import (
     check_same_dtype,
     sum_to_shape,
 )
+from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from .masks import causal_mask
 from .softmax import softmax_
 
@@ -42,6 +43,7 @@ class SDPACache:
     scale : the factor applied to ``QKᵀ``
     dropout_mask : (..., L, S) bool, True = kept, or None without dropout
     dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights
+    kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
     """
 
     q: np.ndarray
@@ -52,6 +54,7 @@ class SDPACache:
     scale: float
     dropout_mask: np.ndarray | None = None
     dropout_scale: float = 1.0
+    kv_groups: int = 1
 
 
 def _check_qkv(q, k, v):
@@ -91,7 +94,7 @@ def _dropout_keep(dropout_p, rng, dropout_mask, shape):
 
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
-                 dropout_p: float = 0.0, rng=None, dropout_mask=None):
+                 dropout_p: float = 0.0, rng=None, dropout_mask=None, enable_gqa: bool = False):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
     .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
@@ -118,6 +121,10 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         Source of the dropout keep-mask.
     dropout_mask : bool, broadcastable to (..., L, S), optional
         An explicit keep-mask (True = kept) instead of drawing one, e.g. to replay a framework's.
+    enable_gqa : bool
+        Grouped-query attention (see :mod:`attention_np.gqa`): ``k`` and ``v`` may have fewer
+        heads than ``q``, ``(..., H_kv, S, d)`` with ``H % H_kv == 0``; query head ``n`` uses
+        key/value head ``n // (H / H_kv)``, as PyTorch SDPA's ``enable_gqa=True``.
 
     Returns
     -------
@@ -129,6 +136,19 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     q, k, v = _check_qkv(q, k, v)
     *_, L, d_k = q.shape
     S = k.shape[-2]
+    inputs, given_keep = (q, k, v), dropout_mask
+    groups = kv_groups(q, k, v) if enable_gqa else 1
+    if groups > 1:
+        # Group the query heads, (..., H_kv, G, L, d), so that k and v broadcast over each group.
+        H = q.shape[-3]
+        if mask is not None:
+            mask = group_heads(as_bool_mask(mask), H, groups, "mask")
+        if bias is not None:
+            bias = group_heads(as_bias(bias), H, groups, "bias")
+        if dropout_mask is not None:
+            dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
+                                       "dropout_mask")
+        q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
     batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
     if mask is not None:
         mask = as_bool_mask(mask)
@@ -155,7 +175,13 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, weights.shape)
     attended = weights if keep is None else weights * keep * weights.dtype.type(dropout_scale)
     out = attended @ v                                                   # (..., L, d_v)
-    return out, SDPACache(q, k, v, weights, out, scale, keep, dropout_scale)
+    if groups > 1:
+        # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
+        out, weights = ungroup_queries(out), ungroup_queries(weights)
+        # The cache keeps the dropout keep-mask per query head too; sdpa_backward regroups it.
+        if keep is not None:
+            keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
+    return out, SDPACache(*inputs, weights, out, scale, keep, dropout_scale, groups)
 
 
 def _grow_to(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -185,32 +211,40 @@ def sdpa_backward(dout, cache: SDPACache):
     dout = as_float_array(dout, "dout")
     if dout.shape != c.out.shape:
         raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
-    P = c.weights                                                        # (..., L, S)
+    q, k, v, P, out, keep = c.q, c.k, c.v, c.weights, c.out, c.dropout_mask
+    if c.kv_groups > 1:
+        # Redo the forward's grouping (views): query heads (..., H_kv, G, L, .), k, v (..., H_kv, 1, S, .).
+        G = c.kv_groups
+        q, P, out, dout = (group_queries(x, G) for x in (q, P, out, dout))
+        k, v = group_kv(k), group_kv(v)
+        keep = group_heads(keep, c.q.shape[-3], G, "dropout_mask")
     s = P.dtype.type(c.dropout_scale)
-    A = P if c.dropout_mask is None else P * c.dropout_mask * s          # what multiplied v
+    A = P if keep is None else P * keep * s                              # what multiplied v
 
     # forward: out = A @ v  ->  dA = dout @ v.T,  dv = A.T @ dout
     dv = np.swapaxes(A, -1, -2) @ dout                                   # (..., S, d_v)
-    dP = dout @ np.swapaxes(c.v, -1, -2)                                 # (..., L, S)
-    if c.dropout_mask is not None:
+    dP = dout @ np.swapaxes(v, -1, -2)                                   # (..., L, S)
+    if keep is not None:
         # forward: A = P * keep * s  ->  dP = dA * keep * s
-        dP *= c.dropout_mask
+        dP *= keep
         dP *= s
 
     # forward: P = softmax(scores)  ->  dscores = P * (dP - rowsum(dP * P))
     # rowsum(dP * P) = rowsum(dout * out), because out = A @ v: an (L, d_v) sum, not (L, S).
-    rowsum = (dout * c.out).sum(axis=-1, keepdims=True)                  # (..., L, 1)
+    rowsum = (dout * out).sum(axis=-1, keepdims=True)                    # (..., L, 1)
     dP -= rowsum
     dP *= P
     dscores = dP                                                         # (..., L, S)
 
     # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
     #                                                 dk = dscores.T @ (q * scale)
-    scale = c.q.dtype.type(c.scale)
-    dq = (dscores @ c.k) * scale                                         # (..., L, d_k)
-    dk = np.swapaxes(dscores, -1, -2) @ (c.q * scale)                    # (..., S, d_k)
-    return (sum_to_shape(dq, c.q.shape), sum_to_shape(dk, c.k.shape),
-            sum_to_shape(dv, c.v.shape))
+    scale = q.dtype.type(c.scale)
+    dq = (dscores @ k) * scale                                           # (..., L, d_k)
+    dk = np.swapaxes(dscores, -1, -2) @ (q * scale)                      # (..., S, d_k)
+    # Broadcast batch dims are summed back; with grouped-query attention this sums the G
+    # query heads of a group into their shared key/value head: k was (..., H_kv, 1, S, d).
+    dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
+    return dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,
