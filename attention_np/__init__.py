@@ -23,3 +23,8 @@ __all__ = [
     "init_mha_params", "mha_forward", "mha_backward", "MHACache",
     "gradcheck", "numerical_gradient", "GradcheckResult",
 ]
+
+# Beyond the paper (issue 5): tiled attention, KV cache, grouped-query attention.
+from .flash import FlashCache, flash_attention_backward, flash_attention_forward  # noqa: E402
+
+__all__ += ["flash_attention_forward", "flash_attention_backward", "FlashCache"]
