@@ -109,10 +109,11 @@ def median_times(cases: dict, repeats: int, pause: float) -> dict:
     return {name: 1e3 * statistics.median(ts) for name, ts in times.items()}
 
 
-def peak_traced_mib(f) -> float:
+def peak_traced_mib(f, *args) -> float:
+    """Peak of the memory allocated while ``f(*args)`` runs (its inputs already exist)."""
     tracemalloc.start()
     try:
-        f()
+        f(*args)
         return tracemalloc.get_traced_memory()[1] / 2**20
     finally:
         tracemalloc.stop()
@@ -154,11 +155,21 @@ def speed_table(shapes, torch, repeats, pause, block_size):
             t["fwd ratio"] = t["dense fwd"] / t["torch fwd"] if torch else float("nan")
             t["f+b ratio"] = t["dense f+b"] / t["torch f+b"] if torch else float("nan")
             results[(B, H, L, d, causal)] = t
-            cells = [f"{t.get(c, float('nan')):.2f}x" if "ratio" in c else f"{t.get(c, float('nan')):.1f}"
-                     for c in cols]
+            cells = [f"{t.get(c, float('nan')):.2f}x" if "ratio" in c
+                     else f"{t.get(c, float('nan')):.3g}" for c in cols]
             print(f"| {B}, {H}, {L}, {d} | {'yes' if causal else 'no'} | " + " | ".join(cells) + " |",
                   flush=True)
     return results
+
+
+def _dense(q, k, v, dout):
+    out, cache = an.sdpa_forward(q, k, v)
+    an.sdpa_backward(dout, cache)
+
+
+def _tiled(q, k, v, dout, block_size):
+    out, cache = an.flash_attention_forward(q, k, v, block_size=block_size)
+    an.flash_attention_backward(dout, cache)
 
 
 def memory_table(lengths, d, block_size, dense_max):
@@ -167,17 +178,8 @@ def memory_table(lengths, d, block_size, dense_max):
     peaks = {}
     for L in lengths:
         q, k, v, dout = (x[0, 0] for x in inputs(1, 1, L, d))   # one head, (L, d)
-
-        def dense():
-            out, cache = an.sdpa_forward(q, k, v)
-            an.sdpa_backward(dout, cache)
-
-        def tiled():
-            out, cache = an.flash_attention_forward(q, k, v, block_size=block_size)
-            an.flash_attention_backward(dout, cache)
-
-        dense_mib = peak_traced_mib(dense) if L <= dense_max else float("nan")
-        tiled_mib = peak_traced_mib(tiled)
+        dense_mib = peak_traced_mib(_dense, q, k, v, dout) if L <= dense_max else float("nan")
+        tiled_mib = peak_traced_mib(_tiled, q, k, v, dout, block_size)
         peaks[L] = (dense_mib, tiled_mib)
         dense_cell = f"{dense_mib:.1f}" if L <= dense_max else "(skipped)"
         print(f"| {L} | {dense_cell} | {tiled_mib:.1f} | {L * L * 4 / 2**20:.1f} |", flush=True)
