@@ -18,6 +18,7 @@ Usage (from the repository root)::
     PYTHONPATH=. python benchmarks/bench_attention.py --quick      # seconds: a smoke test
     PYTHONPATH=. python benchmarks/bench_attention.py --full       # more shapes
     PYTHONPATH=. python benchmarks/bench_attention.py --memory-L 1024 4096 16384   # the 16384 point
+    PYTHONPATH=. python benchmarks/bench_attention.py --shape 1 8 1024 64 --memory-L 16384
 """
 
 from __future__ import annotations
@@ -139,6 +140,10 @@ def load() -> str:
         return "n/a"
 
 
+def _ms(t: float) -> str:
+    return f"{t:.1f}" if t >= 1 else f"{t:.3g}"
+
+
 def speed_table(shapes, torch, repeats, pause, block_size):
     cols = ["dense fwd", "torch fwd", "fwd ratio", "dense f+b", "torch f+b", "f+b ratio",
             "tiled f+b", "floor fwd", "floor f+b"]
@@ -155,8 +160,8 @@ def speed_table(shapes, torch, repeats, pause, block_size):
             t["fwd ratio"] = t["dense fwd"] / t["torch fwd"] if torch else float("nan")
             t["f+b ratio"] = t["dense f+b"] / t["torch f+b"] if torch else float("nan")
             results[(B, H, L, d, causal)] = t
-            cells = [f"{t.get(c, float('nan')):.2f}x" if "ratio" in c
-                     else f"{t.get(c, float('nan')):.3g}" for c in cols]
+            cells = [f"{t.get(c, float('nan')):.2f}x" if "ratio" in c else _ms(t.get(c, float("nan")))
+                     for c in cols]
             print(f"| {B}, {H}, {L}, {d} | {'yes' if causal else 'no'} | " + " | ".join(cells) + " |",
                   flush=True)
     return results
@@ -191,6 +196,8 @@ def main(argv=None) -> int:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="one tiny shape, one repeat (smoke test)")
     size.add_argument("--full", action="store_true", help="more shapes (B, H, L, d)")
+    parser.add_argument("--shape", type=int, nargs=4, action="append", metavar=("B", "H", "L", "d"),
+                        help="time this shape instead of a sweep (repeatable)")
     parser.add_argument("--repeats", type=int, default=None, help="rounds of timing (default 7)")
     parser.add_argument("--pause", type=float, default=None,
                         help="seconds of rest before each timed call (default 0.1)")
@@ -203,6 +210,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     shapes = QUICK_SHAPES if args.quick else FULL_SHAPES if args.full else DEFAULT_SHAPES
+    shapes = [tuple(s) for s in args.shape] if args.shape else shapes
     repeats = args.repeats or (1 if args.quick else 7)
     pause = args.pause if args.pause is not None else (0.0 if args.quick else 0.1)
     lengths = args.memory_L or ([128, 256] if args.quick else [1024, 2048, 4096])
