@@ -92,8 +92,8 @@ def torch_cases(torch, q, k, v, dout, causal: bool) -> dict:
     return {"torch fwd": torch_fwd, "torch f+b": torch_fwd_bwd}
 
 
-def median_times(cases: dict, repeats: int, pause: float) -> dict:
-    """Median wall time (ms) of each case, the cases interleaved in every round.
+def median_times(cases: dict, repeats: int, pause: float, clock=time.perf_counter) -> dict:
+    """Median time (ms) of each case, the cases interleaved in every round.
 
     The pause before each call lets the idle worker threads of the previous call (OpenBLAS's,
     PyTorch's OpenMP) stop spinning, so that one library does not slow the next.
@@ -104,9 +104,9 @@ def median_times(cases: dict, repeats: int, pause: float) -> dict:
     for _ in range(repeats):
         for name, f in cases.items():
             time.sleep(pause)
-            t0 = time.perf_counter()
+            t0 = clock()
             f()
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(clock() - t0)
     return {name: 1e3 * statistics.median(ts) for name, ts in times.items()}
 
 
@@ -144,7 +144,7 @@ def _ms(t: float) -> str:
     return f"{t:.1f}" if t >= 1 else f"{t:.3g}"
 
 
-def speed_table(shapes, torch, repeats, pause, block_size):
+def speed_table(shapes, torch, repeats, pause, block_size, clock):
     cols = ["dense fwd", "torch fwd", "fwd ratio", "dense f+b", "torch f+b", "f+b ratio",
             "tiled f+b", "floor fwd", "floor f+b"]
     print("| B, H, L, d | causal | " + " | ".join(cols) + " |")
@@ -156,7 +156,7 @@ def speed_table(shapes, torch, repeats, pause, block_size):
             cases = numpy_cases(q, k, v, dout, causal, block_size)
             if torch is not None:
                 cases.update(torch_cases(torch, q, k, v, dout, causal))
-            t = median_times(cases, repeats, pause)
+            t = median_times(cases, repeats, pause, clock)
             t["fwd ratio"] = t["dense fwd"] / t["torch fwd"] if torch else float("nan")
             t["f+b ratio"] = t["dense f+b"] / t["torch f+b"] if torch else float("nan")
             results[(B, H, L, d, causal)] = t
@@ -206,6 +206,10 @@ def main(argv=None) -> int:
                         help="lengths of the memory table (default 1024 2048 4096)")
     parser.add_argument("--dense-max-L", type=int, default=4096,
                         help="longest L at which the dense path's memory is measured")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="wall time (default), or CPU time of the process: with "
+                             "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 a single-core comparison "
+                             "that load from other processes barely changes")
     parser.add_argument("--no-torch", action="store_true", help="time attention_np only")
     args = parser.parse_args(argv)
 
@@ -223,8 +227,10 @@ def main(argv=None) -> int:
 
     print(f"Machine: {machine(torch)}")
     print(f"Load average before: {load()}")
-    print(f"\nTime, median of {repeats} interleaved rounds, ms (float32; ratio = ours / torch):\n")
-    speed = speed_table(shapes, torch, repeats, pause, args.block_size)
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    print(f"\n{'Wall' if args.clock == 'wall' else 'CPU'} time, median of {repeats} interleaved rounds, ms "
+          f"(float32; ratio = ours / torch):\n")
+    speed = speed_table(shapes, torch, repeats, pause, args.block_size, clock)
     print(f"\nPeak traced memory of forward+backward, one head, d = 64, float32, "
           f"block_size = {args.block_size} (tracemalloc; inputs not counted):\n")
     peaks = memory_table(lengths, 64, args.block_size, args.dense_max_L)
