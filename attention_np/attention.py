@@ -28,7 +28,6 @@ from ._checks import (
 )
 from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from .masks import causal_mask
-from .softmax import softmax_
 
 
 @dataclass(frozen=True)
@@ -38,23 +37,47 @@ class SDPACache:
     Attributes
     ----------
     q, k, v : the inputs (unscaled ``q``)
-    weights : (..., L, S) the attention weights ``softmax(scores)``, before dropout
+    exp_scores : (..., L, S) ``exp(scores - rowmax)``, the softmax before its division
+    rowsum : (..., L, 1) the row sums of ``exp_scores`` (1 for a fully masked row)
     out : (..., L, d_v) the output (its row sums with ``dout`` shortcut the softmax backward)
     scale : the factor applied to ``QKᵀ``
     dropout_mask : (..., L, S) bool, True = kept, or None without dropout
     dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights
     kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
+        access as ``exp_scores / rowsum``
     """
 
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
-    weights: np.ndarray
+    exp_scores: np.ndarray
+    rowsum: np.ndarray
     out: np.ndarray
     scale: float
     dropout_mask: np.ndarray | None = None
     dropout_scale: float = 1.0
     kv_groups: int = 1
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.exp_scores / self.rowsum
+
+
+def _softmax_numerator_(scores: np.ndarray):
+    """``exp(scores - rowmax)`` in place, and its row sums: the softmax before its division.
+
+    As in :func:`softmax_`, a fully masked row (all ``-inf``) is shifted by 0 rather than by
+    its max, so that it becomes 0 instead of NaN, and its row sum is set to 1 so that dividing
+    by it keeps 0.
+    """
+    m = scores.max(axis=-1, keepdims=True)                               # (..., L, 1)
+    m[m == -np.inf] = 0
+    scores -= m
+    np.exp(scores, out=scores)                                           # every entry in [0, 1]
+    total = scores.sum(axis=-1, keepdims=True)                           # (..., L, 1), >= 1 or 0
+    total[total == 0] = 1
+    return scores, total
 
 
 def _check_qkv(q, k, v):
@@ -167,21 +190,25 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     if bias is not None:
         scores = _add_into(scores, bias)
     if mask is not None:
-        # -inf gets exactly weight 0; softmax_ turns an all -inf row into zeros, not NaN.
+        # -inf gets exactly weight 0; an all -inf row becomes zeros, not NaN.
         scores = _grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
         np.copyto(scores, -np.inf, where=~mask)
-    weights = softmax_(scores)                                           # (..., L, S), in place
+    # The softmax, with its division moved to the end: weights = e / l, so
+    # out = weights @ v = (e @ v) / l divides L*d_v numbers instead of the L*S weights.
+    # (The tiled path, flash.py, ends the same way.) cache.weights forms e / l when asked.
+    e, l = _softmax_numerator_(scores)                                   # (..., L, S), (..., L, 1)
 
-    keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, weights.shape)
-    attended = weights if keep is None else weights * keep * weights.dtype.type(dropout_scale)
+    keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape)
+    attended = e if keep is None else e * keep * e.dtype.type(dropout_scale)
     out = attended @ v                                                   # (..., L, d_v)
+    out /= l                                                             # = weights @ v
     if groups > 1:
         # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
-        out, weights = ungroup_queries(out), ungroup_queries(weights)
+        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
         # The cache keeps the dropout keep-mask per query head too; sdpa_backward regroups it.
         if keep is not None:
             keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
-    return out, SDPACache(*inputs, weights, out, scale, keep, dropout_scale, groups)
+    return out, SDPACache(*inputs, e, l, out, scale, keep, dropout_scale, groups)
 
 
 def _grow_to(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -211,29 +238,33 @@ def sdpa_backward(dout, cache: SDPACache):
     dout = as_float_array(dout, "dout")
     if dout.shape != c.out.shape:
         raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
-    q, k, v, P, out, keep = c.q, c.k, c.v, c.weights, c.out, c.dropout_mask
+    q, k, v, e, l, out, keep = c.q, c.k, c.v, c.exp_scores, c.rowsum, c.out, c.dropout_mask
     if c.kv_groups > 1:
         # Redo the forward's grouping (views): query heads (..., H_kv, G, L, .), k, v (..., H_kv, 1, S, .).
         G = c.kv_groups
-        q, P, out, dout = (group_queries(x, G) for x in (q, P, out, dout))
+        q, e, l, out, dout = (group_queries(x, G) for x in (q, e, l, out, dout))
         k, v = group_kv(k), group_kv(v)
         keep = group_heads(keep, c.q.shape[-3], G, "dropout_mask")
-    s = P.dtype.type(c.dropout_scale)
-    A = P if keep is None else P * keep * s                              # what multiplied v
+    # The weights are P = e / l (see sdpa_forward). Each row's 1/l is moved onto dout, an
+    # (L, d_v) array, so that no (L, S) array is divided: P.T @ dout = e.T @ (dout / l).
+    dout_l = dout / l                                                    # (..., L, d_v)
+    s = e.dtype.type(c.dropout_scale)
+    A = e if keep is None else e * keep * s                              # what multiplied v, times l
 
-    # forward: out = A @ v  ->  dA = dout @ v.T,  dv = A.T @ dout
-    dv = np.swapaxes(A, -1, -2) @ dout                                   # (..., S, d_v)
-    dP = dout @ np.swapaxes(v, -1, -2)                                   # (..., L, S)
+    # forward: out = (A / l) @ v  ->  dv = (A / l).T @ dout = A.T @ dout_l,
+    #                                  dA = dout @ v.T = l * (dout_l @ v.T)
+    dv = np.swapaxes(A, -1, -2) @ dout_l                                 # (..., S, d_v)
+    dP = dout_l @ np.swapaxes(v, -1, -2)                                 # (..., L, S), dP / l
     if keep is not None:
         # forward: A = P * keep * s  ->  dP = dA * keep * s
         dP *= keep
         dP *= s
 
-    # forward: P = softmax(scores)  ->  dscores = P * (dP - rowsum(dP * P))
+    # forward: P = softmax(scores)  ->  dscores = P * (dP - rowsum(dP * P)) = e * (dP/l - rowsum/l)
     # rowsum(dP * P) = rowsum(dout * out), because out = A @ v: an (L, d_v) sum, not (L, S).
-    rowsum = (dout * out).sum(axis=-1, keepdims=True)                    # (..., L, 1)
+    rowsum = (dout_l * out).sum(axis=-1, keepdims=True)                  # (..., L, 1), rowsum / l
     dP -= rowsum
-    dP *= P
+    dP *= e
     dscores = dP                                                         # (..., L, S)
 
     # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
