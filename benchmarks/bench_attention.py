@@ -9,7 +9,8 @@ Float32 inputs, one process. For each (B, H, L, d), causal and not, it times
   forward+backward), the work no attention in NumPy can avoid,
 
 with interleaved repeats (every case once per round, so that a burst of load from elsewhere
-hits all of them) and prints medians in milliseconds, and the ratios ours / PyTorch. Then it
+hits all of them; see ``median_times`` for how the libraries' threads are kept from slowing each
+other) and prints medians in milliseconds, and the ratios ours / PyTorch. Then it
 measures the peak traced memory (``tracemalloc``) of dense and tiled forward+backward as L grows.
 
 Usage (from the repository root)::
@@ -92,11 +93,16 @@ def torch_cases(torch, q, k, v, dout, causal: bool) -> dict:
     return {"torch fwd": torch_fwd, "torch f+b": torch_fwd_bwd}
 
 
-def median_times(cases: dict, repeats: int, pause: float, clock=time.perf_counter) -> dict:
+def median_times(cases: dict, repeats: int, pause: float, settle: int,
+                 clock=time.perf_counter) -> dict:
     """Median time (ms) of each case, the cases interleaved in every round.
 
-    The pause before each call lets the idle worker threads of the previous call (OpenBLAS's,
-    PyTorch's OpenMP) stop spinning, so that one library does not slow the next.
+    OpenBLAS's and PyTorch's OpenMP worker threads keep spinning for a while after a call
+    (OpenBLAS's for about 0.1 s); on two cores they slow whichever library runs next. So in
+    each round every case first rests ``pause`` seconds (the other library's threads go idle),
+    then runs ``settle`` untimed calls (its own threads wake up), then one timed call: each
+    library is timed in its steady state, as in a loop that calls the same attention again
+    and again, and neither pays for the other.
     """
     for f in cases.values():      # warm-up: first-call allocations, thread pools
         f()
@@ -104,6 +110,8 @@ def median_times(cases: dict, repeats: int, pause: float, clock=time.perf_counte
     for _ in range(repeats):
         for name, f in cases.items():
             time.sleep(pause)
+            for _ in range(settle):
+                f()
             t0 = clock()
             f()
             times[name].append(clock() - t0)
@@ -144,7 +152,7 @@ def _ms(t: float) -> str:
     return f"{t:.1f}" if t >= 1 else f"{t:.3g}"
 
 
-def speed_table(shapes, torch, repeats, pause, block_size, clock):
+def speed_table(shapes, torch, repeats, pause, settle, block_size, clock):
     cols = ["dense fwd", "torch fwd", "fwd ratio", "dense f+b", "torch f+b", "f+b ratio",
             "tiled f+b", "floor fwd", "floor f+b"]
     print("| B, H, L, d | causal | " + " | ".join(cols) + " |")
@@ -156,7 +164,7 @@ def speed_table(shapes, torch, repeats, pause, block_size, clock):
             cases = numpy_cases(q, k, v, dout, causal, block_size)
             if torch is not None:
                 cases.update(torch_cases(torch, q, k, v, dout, causal))
-            t = median_times(cases, repeats, pause, clock)
+            t = median_times(cases, repeats, pause, settle, clock)
             t["fwd ratio"] = t["dense fwd"] / t["torch fwd"] if torch else float("nan")
             t["f+b ratio"] = t["dense f+b"] / t["torch f+b"] if torch else float("nan")
             results[(B, H, L, d, causal)] = t
@@ -200,7 +208,9 @@ def main(argv=None) -> int:
                         help="time this shape instead of a sweep (repeatable)")
     parser.add_argument("--repeats", type=int, default=None, help="rounds of timing (default 7)")
     parser.add_argument("--pause", type=float, default=None,
-                        help="seconds of rest before each timed call (default 0.1)")
+                        help="seconds of rest before each case in a round (default 0.2)")
+    parser.add_argument("--settle", type=int, default=None,
+                        help="untimed calls of a case before each timed one (default 1)")
     parser.add_argument("--block-size", type=int, default=128, help="tiled attention block size")
     parser.add_argument("--memory-L", type=int, nargs="*", default=None,
                         help="lengths of the memory table (default 1024 2048 4096)")
@@ -216,7 +226,8 @@ def main(argv=None) -> int:
     shapes = QUICK_SHAPES if args.quick else FULL_SHAPES if args.full else DEFAULT_SHAPES
     shapes = [tuple(s) for s in args.shape] if args.shape else shapes
     repeats = args.repeats or (1 if args.quick else 7)
-    pause = args.pause if args.pause is not None else (0.0 if args.quick else 0.1)
+    settle = args.settle if args.settle is not None else (0 if args.quick else 1)
+    pause = args.pause if args.pause is not None else (0.0 if args.quick else 0.2)
     lengths = args.memory_L or ([128, 256] if args.quick else [1024, 2048, 4096])
     torch = None
     if not args.no_torch:
@@ -230,7 +241,7 @@ def main(argv=None) -> int:
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     print(f"\n{'Wall' if args.clock == 'wall' else 'CPU'} time, median of {repeats} interleaved rounds, ms "
           f"(float32; ratio = ours / torch):\n")
-    speed = speed_table(shapes, torch, repeats, pause, args.block_size, clock)
+    speed = speed_table(shapes, torch, repeats, pause, settle, args.block_size, clock)
     print(f"\nPeak traced memory of forward+backward, one head, d = 64, float32, "
           f"block_size = {args.block_size} (tracemalloc; inputs not counted):\n")
     peaks = memory_table(lengths, 64, args.block_size, args.dense_max_L)
