@@ -252,7 +252,10 @@ def main(argv=None) -> int:
         for causal in (False, True):
             t = speed[(*TARGET, causal)]
             print(f"  causal={causal!s:5}: dense fwd {t['fwd ratio']:.2f}x torch (target <= 2.0x), "
-                  f"dense f+b {t['f+b ratio']:.2f}x torch (target <= 1.25x)")
+                  f"dense f+b {t['f+b ratio']:.2f}x torch (target <= 1.25x), "
+                  f"tiled f+b {t['tiled f+b'] / t['torch f+b']:.2f}x torch;")
+            print(f"{'':16}the matrix products alone: floor fwd {t['floor fwd'] / t['torch fwd']:.2f}x, "
+                  f"floor f+b {t['floor f+b'] / t['torch f+b']:.2f}x torch")
     if 16384 in peaks:
         print(f"  tiled f+b peak at L = S = 16384: {peaks[16384][1]:.1f} MiB (target <= 64 MiB)")
     return 0

@@ -179,3 +179,25 @@ def test_tiled_refuses_bad_arguments(rng):
     out, cache = an.flash_attention_forward(q, k, v)
     with pytest.raises(ValueError, match=r"dout has shape \(3, 3\) but out has shape \(3, 2\)"):
         an.flash_attention_backward(np.zeros((3, 3)), cache)
+
+
+def _peak_bytes(f, *args):
+    tracemalloc.start()
+    try:
+        f(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_float32_forward_passes_hold_no_float64_temporaries():
+    """float32 in, float32 work: the dense forward holds one (L, S) float32 array (4 MiB here),
+    a float64 temporary of the scores would add 8 MiB; the tiled one holds (L, block) tiles."""
+    rng = np.random.default_rng(0)
+    L, d = 1024, 32
+    q, k, v = (rng.standard_normal((L, d)).astype(np.float32) for _ in range(3))
+    scores32 = L * L * 4
+    assert _peak_bytes(an.sdpa_forward, q, k, v) < 1.5 * scores32
+    assert _peak_bytes(lambda: an.sdpa_forward(q, k, v, is_causal=True)) < 1.5 * scores32 + 2 * L * L
+    tiled = _peak_bytes(lambda: an.flash_attention_forward(q, k, v, block_size=64))
+    assert tiled < 4 * (L * 64 * 4) + 8 * (L * d * 4)
