@@ -1,7 +1,7 @@
 """Where the dense path's time goes: each step of sdpa_forward / sdpa_backward timed alone.
 
-The steps are the lines of ``attention_np/attention.py`` and ``softmax.py`` (no dropout, no mask
-unless ``--causal``), each run on its own inputs; the median of the repeats is printed, with its
+The steps are the lines of ``attention_np/attention.py`` (no dropout, no mask unless
+``--causal``), each run on its own inputs; the median of the repeats is printed, with its
 share of the sum. Matrix products use every BLAS thread; the elementwise passes over (L, S)
 arrays run on one core (NumPy's ufuncs are single-threaded).
 
@@ -41,28 +41,31 @@ def steps(q, k, v, dout, causal: bool) -> dict:
     blocked = ~an.causal_mask(L, S)
     m = scores.max(axis=-1, keepdims=True)
     work = scores.copy()                       # overwritten by the in-place steps below
-    P = an.softmax(scores)
-    out = P @ v
+    out = an.softmax(scores) @ v
     dP = dout @ vT
     rowsum = (dout * out).sum(axis=-1, keepdims=True)
+    e = np.exp(scores - m)
+    l = e.sum(axis=-1, keepdims=True)
+    dout_l = dout / l
     fwd = {
         "scores = (q * scale) @ k.T       [matmul, new (L, S)]": lambda: (q * scale) @ kT,
         "m = scores.max(-1)               [read (L, S)]": lambda: scores.max(axis=-1, keepdims=True),
         "scores -= m                      [r/w (L, S)]": lambda: np.subtract(work, m, out=work),
-        "np.exp(scores, out=scores)       [r/w (L, S)]": lambda: np.exp(scores, out=work),
-        "total = scores.sum(-1)           [read (L, S)]": lambda: work.sum(axis=-1, keepdims=True),
-        "scores /= total                  [r/w (L, S)]": lambda: np.divide(work, m, out=work),
-        "out = weights @ v                [matmul]": lambda: P @ v,
+        "e = np.exp(scores, out=scores)   [r/w (L, S)]": lambda: np.exp(scores, out=work),
+        "l = e.sum(-1)                    [read (L, S)]": lambda: e.sum(axis=-1, keepdims=True),
+        "out = e @ v                      [matmul]": lambda: e @ v,
+        "out /= l                         [(L, d_v)]": lambda: np.divide(out, l, out=out),
     }
     if causal:
         fwd["copyto(scores, -inf, where=~mask) [r/w (L, S)]"] = lambda: np.copyto(work, -np.inf,
                                                                                  where=blocked)
     bwd = {
-        "dv = weights.T @ dout            [matmul]": lambda: np.swapaxes(P, -1, -2) @ dout,
-        "dP = dout @ v.T                  [matmul, new (L, S)]": lambda: dout @ vT,
-        "rowsum = sum(dout * out, -1)     [(L, d)]": lambda: (dout * out).sum(axis=-1, keepdims=True),
+        "dout_l = dout / l                [(L, d_v)]": lambda: dout / l,
+        "dv = e.T @ dout_l                [matmul]": lambda: np.swapaxes(e, -1, -2) @ dout_l,
+        "dP = dout_l @ v.T                [matmul, new (L, S)]": lambda: dout_l @ vT,
+        "rowsum = sum(dout_l * out, -1)   [(L, d_v)]": lambda: (dout_l * out).sum(axis=-1, keepdims=True),
         "dP -= rowsum                     [r/w (L, S)]": lambda: np.subtract(dP, rowsum, out=work),
-        "dP *= weights                    [r/w (L, S)]": lambda: np.multiply(work, P, out=work),
+        "dP *= e                          [r/w (L, S)]": lambda: np.multiply(work, e, out=work),
         "dq = (dscores @ k) * scale       [matmul]": lambda: (work @ k) * scale,
         "dk = dscores.T @ (q * scale)     [matmul]": lambda: np.swapaxes(work, -1, -2) @ (q * scale),
     }
