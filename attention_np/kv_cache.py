@@ -83,6 +83,9 @@ class KVCache:
             if new.shape[:-2] != old.shape[:-2] or new.shape[-1] != old.shape[-1]:
                 raise ValueError(f"{name} has shape {new.shape} but the cache holds "
                                  f"{old.shape[:-2]} + (positions, {old.shape[-1]})")
+        if k_new.dtype != self._k.dtype or v_new.dtype != self._v.dtype:
+            raise TypeError(f"k_new is {k_new.dtype} and v_new {v_new.dtype} but the cache holds "
+                            f"{self._k.dtype}")
         if self.length + T > self.max_len:
             raise ValueError(f"the cache holds {self.length} of max_len={self.max_len} positions; "
                              f"{T} more do not fit")

@@ -95,6 +95,8 @@ def test_cache_refuses_overflow_and_mismatched_shapes(rng):
         cache.append(randn(rng, 2, 2, 4), randn(rng, 2, 2, 4))
     with pytest.raises(ValueError, match=r"k_new has shape \(3, 1, 4\) but the cache holds"):
         cache.append(randn(rng, 3, 1, 4), randn(rng, 3, 1, 4))
+    with pytest.raises(TypeError, match="k_new is float32 and v_new float32 but the cache holds float64"):
+        cache.append(randn(rng, 2, 1, 4, dtype=np.float32), randn(rng, 2, 1, 4, dtype=np.float32))
     with pytest.raises(ValueError, match="must agree"):
         cache.append(randn(rng, 2, 1, 4), randn(rng, 2, 2, 4))
     with pytest.raises(ValueError, match="max_len must be a positive int"):
