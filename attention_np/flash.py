@@ -21,6 +21,7 @@ walks over the key blocks. Here NumPy's vectorization plays the thread blocks: a
 (and all batch and head dims) walk over the key blocks together, so the Python loop runs over
 key blocks only, and the extra memory is a few (..., L, block_size) tiles, never (..., L, S).
 With ``is_causal``, the query rows that cannot see a key block are not computed at all.
+``enable_gqa=True`` groups query heads over shared key/value heads as :mod:`attention_np.gqa` explains.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 
 from ._checks import as_bool_mask, broadcast_batch, check_broadcasts_to, sum_to_shape
 from .attention import _check_qkv
+from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,9 @@ class FlashCache:
     q, k, v : the inputs
     out : (..., L, d_v) the output
     lse : (..., L) log-sum-exp of each query row's scores, ``+inf`` for a fully masked row
-    mask : the bool mask as given (broadcastable to (..., L, S)), or None
+    mask : the bool mask as given (broadcastable to (..., L, S); regrouped with ``enable_gqa``), or None
     is_causal, scale, block_size : as passed to the forward
+    kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
     """
 
     q: np.ndarray
@@ -55,6 +58,7 @@ class FlashCache:
     is_causal: bool
     scale: float
     block_size: int
+    kv_groups: int = 1
 
 
 def _key_blocks(L: int, S: int, block_size: int, is_causal: bool):
@@ -102,7 +106,7 @@ def _check_flash(q, k, v, mask, block_size):
 
 
 def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scale=None,
-                            block_size: int = 128):
+                            block_size: int = 128, enable_gqa: bool = False):
     r"""Eq. (1) computed block by block with an online softmax (FlashAttention-2's forward).
 
     The same numbers as :func:`sdpa_forward` (to rounding), without an (L, S) array.
@@ -121,6 +125,9 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
         Default ``1 / sqrt(d_k)``.
     block_size : int
         Keys and values per block; need not divide ``S``.
+    enable_gqa : bool
+        Grouped-query attention, as in :func:`sdpa_forward`: ``k``, ``v`` may have ``H_kv``
+        heads, ``H % H_kv == 0``; query head ``n`` uses key/value head ``n // (H / H_kv)``.
 
     Returns
     -------
@@ -129,6 +136,18 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
     cache : FlashCache
         ``q, k, v, out`` and the per-row log-sum-exp ``lse`` (..., L): nothing of size L·S.
     """
+    groups = kv_groups(q, k, v) if enable_gqa else 1
+    if groups > 1:
+        # As in sdpa_forward: query heads grouped (..., H_kv, G, L, d), k and v broadcast over G.
+        if mask is not None:
+            mask = group_heads(as_bool_mask(mask), q.shape[-3], groups, "mask")
+        out, cache = flash_attention_forward(group_queries(q, groups), group_kv(k), group_kv(v),
+                                             mask, is_causal=is_causal, scale=scale,
+                                             block_size=block_size)
+        out = ungroup_queries(out)                                       # (..., H, L, d_v)
+        lse = ungroup_queries(cache.lse[..., None])[..., 0]              # (..., H, L)
+        return out, FlashCache(q, k, v, out, lse, cache.mask, cache.is_causal, cache.scale,
+                               cache.block_size, groups)
     q, k, v, mask, batch = _check_flash(q, k, v, mask, block_size)
     *_, L, d_k = q.shape
     S, d_v = v.shape[-2:]
@@ -187,6 +206,15 @@ def flash_attention_backward(dout, cache: FlashCache):
         raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
     if dout.dtype != c.out.dtype:
         raise TypeError(f"dout has dtype {dout.dtype} but out has dtype {c.out.dtype}")
+    if c.kv_groups > 1:
+        # Regroup (views), run the plain backward; its sum over broadcast dims adds the G query
+        # heads of a group into their shared key/value head.
+        G = c.kv_groups
+        grouped = FlashCache(group_queries(c.q, G), group_kv(c.k), group_kv(c.v),
+                             group_queries(c.out, G), group_queries(c.lse[..., None], G)[..., 0],
+                             c.mask, c.is_causal, c.scale, c.block_size)
+        dq, dk, dv = flash_attention_backward(group_queries(dout, G), grouped)
+        return dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
     L, S = c.q.shape[-2], c.k.shape[-2]
     batch = c.out.shape[:-2]
     scale = c.q.dtype.type(c.scale)

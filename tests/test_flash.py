@@ -201,3 +201,22 @@ def test_float32_forward_passes_hold_no_float64_temporaries():
     assert _peak_bytes(lambda: an.sdpa_forward(q, k, v, is_causal=True)) < 1.5 * scores32 + 2 * L * L
     tiled = _peak_bytes(lambda: an.flash_attention_forward(q, k, v, block_size=64))
     assert tiled < 4 * (L * 64 * 4) + 8 * (L * d * 4)
+
+
+@pytest.mark.parametrize("H,H_kv", [(6, 2), (4, 1)])
+@pytest.mark.parametrize("mask_shape", [None, (2, 6, 5, 9), (2, 1, 1, 9)])
+def test_tiled_grouped_query_attention_equals_dense(rng, H, H_kv, mask_shape):
+    q, k, v = randn(rng, 2, H, 5, 4), randn(rng, 2, H_kv, 9, 4), randn(rng, 2, H_kv, 9, 3)
+    mask = None
+    if mask_shape is not None:
+        mask = rng.random(mask_shape[:1] + (H if mask_shape[1] > 1 else 1,) + mask_shape[2:]) > 0.3
+    out, cache = an.sdpa_forward(q, k, v, mask, is_causal=True, enable_gqa=True)
+    fout, fcache = an.flash_attention_forward(q, k, v, mask, is_causal=True, block_size=4,
+                                              enable_gqa=True)
+    dout = randn(rng, *out.shape)
+    dense = (out, *an.sdpa_backward(dout, cache))
+    tiled = (fout, *an.flash_attention_backward(dout, fcache))
+    assert fcache.lse.shape == (2, H, 5)
+    for a, b in zip(dense, tiled, strict=True):
+        assert a.shape == b.shape
+        assert max_abs_diff(a, b) < 1e-13
