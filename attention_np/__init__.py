@@ -32,3 +32,11 @@ __all__ = [
     "additive_attention", "additive_attention_forward", "additive_attention_backward",
     "init_additive_params", "AdditiveCache",
 ]
+
+# Beyond the paper (issue 5): tiled attention, KV cache; grouped-query attention is a flag of
+# sdpa_forward (enable_gqa) and mha_forward (num_kv_heads).
+from .flash import FlashCache, flash_attention_backward, flash_attention_forward  # noqa: E402
+from .kv_cache import KVCache, mha_decode_step  # noqa: E402
+
+__all__ += ["flash_attention_forward", "flash_attention_backward", "FlashCache",
+            "KVCache", "mha_decode_step"]

@@ -26,8 +26,8 @@ from ._checks import (
     check_same_dtype,
     sum_to_shape,
 )
+from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from .masks import causal_mask
-from .softmax import softmax_
 
 
 @dataclass(frozen=True)
@@ -37,21 +37,47 @@ class SDPACache:
     Attributes
     ----------
     q, k, v : the inputs (unscaled ``q``)
-    weights : (..., L, S) the attention weights ``softmax(scores)``, before dropout
+    exp_scores : (..., L, S) ``exp(scores - rowmax)``, the softmax before its division
+    rowsum : (..., L, 1) the row sums of ``exp_scores`` (1 for a fully masked row)
     out : (..., L, d_v) the output (its row sums with ``dout`` shortcut the softmax backward)
     scale : the factor applied to ``QKᵀ``
     dropout_mask : (..., L, S) bool, True = kept, or None without dropout
     dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights
+    kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
+        access as ``exp_scores / rowsum``
     """
 
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
-    weights: np.ndarray
+    exp_scores: np.ndarray
+    rowsum: np.ndarray
     out: np.ndarray
     scale: float
     dropout_mask: np.ndarray | None = None
     dropout_scale: float = 1.0
+    kv_groups: int = 1
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.exp_scores / self.rowsum
+
+
+def _softmax_numerator_(scores: np.ndarray):
+    """``exp(scores - rowmax)`` in place, and its row sums: the softmax before its division.
+
+    As in :func:`softmax_`, a fully masked row (all ``-inf``) is shifted by 0 rather than by
+    its max, so that it becomes 0 instead of NaN, and its row sum is set to 1 so that dividing
+    by it keeps 0.
+    """
+    m = scores.max(axis=-1, keepdims=True)                               # (..., L, 1)
+    m[m == -np.inf] = 0
+    scores -= m
+    np.exp(scores, out=scores)                                           # every entry in [0, 1]
+    total = scores.sum(axis=-1, keepdims=True)                           # (..., L, 1), >= 1 or 0
+    total[total == 0] = 1
+    return scores, total
 
 
 def _check_qkv(q, k, v):
@@ -91,7 +117,7 @@ def _dropout_keep(dropout_p, rng, dropout_mask, shape):
 
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
-                 dropout_p: float = 0.0, rng=None, dropout_mask=None):
+                 dropout_p: float = 0.0, rng=None, dropout_mask=None, enable_gqa: bool = False):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
     .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
@@ -118,6 +144,10 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         Source of the dropout keep-mask.
     dropout_mask : bool, broadcastable to (..., L, S), optional
         An explicit keep-mask (True = kept) instead of drawing one, e.g. to replay a framework's.
+    enable_gqa : bool
+        Grouped-query attention (see :mod:`attention_np.gqa`): ``k`` and ``v`` may have fewer
+        heads than ``q``, ``(..., H_kv, S, d)`` with ``H % H_kv == 0``; query head ``n`` uses
+        key/value head ``n // (H / H_kv)``, as PyTorch SDPA's ``enable_gqa=True``.
 
     Returns
     -------
@@ -129,6 +159,19 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     q, k, v = _check_qkv(q, k, v)
     *_, L, d_k = q.shape
     S = k.shape[-2]
+    inputs, given_keep = (q, k, v), dropout_mask
+    groups = kv_groups(q, k, v) if enable_gqa else 1
+    if groups > 1:
+        # Group the query heads, (..., H_kv, G, L, d), so that k and v broadcast over each group.
+        H = q.shape[-3]
+        if mask is not None:
+            mask = group_heads(as_bool_mask(mask), H, groups, "mask")
+        if bias is not None:
+            bias = group_heads(as_bias(bias), H, groups, "bias")
+        if dropout_mask is not None:
+            dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
+                                       "dropout_mask")
+        q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
     batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
     if mask is not None:
         mask = as_bool_mask(mask)
@@ -147,15 +190,25 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     if bias is not None:
         scores = _add_into(scores, bias)
     if mask is not None:
-        # -inf gets exactly weight 0; softmax_ turns an all -inf row into zeros, not NaN.
+        # -inf gets exactly weight 0; an all -inf row becomes zeros, not NaN.
         scores = _grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
         np.copyto(scores, -np.inf, where=~mask)
-    weights = softmax_(scores)                                           # (..., L, S), in place
+    # The softmax, with its division moved to the end: weights = e / l, so
+    # out = weights @ v = (e @ v) / l divides L*d_v numbers instead of the L*S weights.
+    # (The tiled path, flash.py, ends the same way.) cache.weights forms e / l when asked.
+    e, l = _softmax_numerator_(scores)                                   # (..., L, S), (..., L, 1)
 
-    keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, weights.shape)
-    attended = weights if keep is None else weights * keep * weights.dtype.type(dropout_scale)
+    keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape)
+    attended = e if keep is None else e * keep * e.dtype.type(dropout_scale)
     out = attended @ v                                                   # (..., L, d_v)
-    return out, SDPACache(q, k, v, weights, out, scale, keep, dropout_scale)
+    out /= l                                                             # = weights @ v
+    if groups > 1:
+        # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
+        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+        # The cache keeps the dropout keep-mask per query head too; sdpa_backward regroups it.
+        if keep is not None:
+            keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
+    return out, SDPACache(*inputs, e, l, out, scale, keep, dropout_scale, groups)
 
 
 def _grow_to(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -185,32 +238,44 @@ def sdpa_backward(dout, cache: SDPACache):
     dout = as_float_array(dout, "dout")
     if dout.shape != c.out.shape:
         raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
-    P = c.weights                                                        # (..., L, S)
-    s = P.dtype.type(c.dropout_scale)
-    A = P if c.dropout_mask is None else P * c.dropout_mask * s          # what multiplied v
+    q, k, v, e, l, out, keep = c.q, c.k, c.v, c.exp_scores, c.rowsum, c.out, c.dropout_mask
+    if c.kv_groups > 1:
+        # Redo the forward's grouping (views): query heads (..., H_kv, G, L, .), k, v (..., H_kv, 1, S, .).
+        G = c.kv_groups
+        q, e, l, out, dout = (group_queries(x, G) for x in (q, e, l, out, dout))
+        k, v = group_kv(k), group_kv(v)
+        keep = group_heads(keep, c.q.shape[-3], G, "dropout_mask")
+    # The weights are P = e / l (see sdpa_forward). Each row's 1/l is moved onto dout, an
+    # (L, d_v) array, so that no (L, S) array is divided: P.T @ dout = e.T @ (dout / l).
+    dout_l = dout / l                                                    # (..., L, d_v)
+    s = e.dtype.type(c.dropout_scale)
+    A = e if keep is None else e * keep * s                              # what multiplied v, times l
 
-    # forward: out = A @ v  ->  dA = dout @ v.T,  dv = A.T @ dout
-    dv = np.swapaxes(A, -1, -2) @ dout                                   # (..., S, d_v)
-    dP = dout @ np.swapaxes(c.v, -1, -2)                                 # (..., L, S)
-    if c.dropout_mask is not None:
+    # forward: out = (A / l) @ v  ->  dv = (A / l).T @ dout = A.T @ dout_l,
+    #                                  dA = dout @ v.T = l * (dout_l @ v.T)
+    dv = np.swapaxes(A, -1, -2) @ dout_l                                 # (..., S, d_v)
+    dP = dout_l @ np.swapaxes(v, -1, -2)                                 # (..., L, S), dP / l
+    if keep is not None:
         # forward: A = P * keep * s  ->  dP = dA * keep * s
-        dP *= c.dropout_mask
+        dP *= keep
         dP *= s
 
-    # forward: P = softmax(scores)  ->  dscores = P * (dP - rowsum(dP * P))
+    # forward: P = softmax(scores)  ->  dscores = P * (dP - rowsum(dP * P)) = e * (dP/l - rowsum/l)
     # rowsum(dP * P) = rowsum(dout * out), because out = A @ v: an (L, d_v) sum, not (L, S).
-    rowsum = (dout * c.out).sum(axis=-1, keepdims=True)                  # (..., L, 1)
+    rowsum = (dout_l * out).sum(axis=-1, keepdims=True)                  # (..., L, 1), rowsum / l
     dP -= rowsum
-    dP *= P
+    dP *= e
     dscores = dP                                                         # (..., L, S)
 
     # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
     #                                                 dk = dscores.T @ (q * scale)
-    scale = c.q.dtype.type(c.scale)
-    dq = (dscores @ c.k) * scale                                         # (..., L, d_k)
-    dk = np.swapaxes(dscores, -1, -2) @ (c.q * scale)                    # (..., S, d_k)
-    return (sum_to_shape(dq, c.q.shape), sum_to_shape(dk, c.k.shape),
-            sum_to_shape(dv, c.v.shape))
+    scale = q.dtype.type(c.scale)
+    dq = (dscores @ k) * scale                                           # (..., L, d_k)
+    dk = np.swapaxes(dscores, -1, -2) @ (q * scale)                      # (..., S, d_k)
+    # Broadcast batch dims are summed back; with grouped-query attention this sums the G
+    # query heads of a group into their shared key/value head: k was (..., H_kv, 1, S, d).
+    dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
+    return dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,

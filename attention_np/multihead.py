@@ -30,7 +30,8 @@ def _glorot_uniform(rng: np.random.Generator, fan_in: int, fan_out: int) -> np.n
 
 def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
                     d_v: int | None = None, kdim: int | None = None, vdim: int | None = None,
-                    bias: bool = True, rng=None, dtype=np.float64) -> dict:
+                    bias: bool = True, rng=None, dtype=np.float64,
+                    num_kv_heads: int | None = None) -> dict:
     """Parameters of multi-head attention, §3.2.2.
 
     Parameters
@@ -48,6 +49,10 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
         Whether the projections have biases (zero-initialized).
     rng : int seed or np.random.Generator, optional
     dtype : float dtype of every array
+    num_kv_heads : int, optional
+        ``H_kv``, the number of key/value heads for grouped-query attention (beyond the paper,
+        see :mod:`attention_np.gqa`); ``1`` is multi-query attention. Default ``num_heads``.
+        Must divide ``num_heads``.
 
     Returns
     -------
@@ -55,7 +60,8 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
         ``W_q (d_model, h*d_k)``, ``W_k (kdim, h*d_k)``, ``W_v (vdim, h*d_v)``,
         ``W_o (h*d_v, d_model)``, and with ``bias=True`` ``b_q (h*d_k,)``, ``b_k (h*d_k,)``,
         ``b_v (h*d_v,)``, ``b_o (d_model,)``. Projections are ``y = x @ W + b``; ``W_i^Q`` is
-        columns ``[i*d_k, (i+1)*d_k)`` of ``W_q``. Weights are Glorot-uniform.
+        columns ``[i*d_k, (i+1)*d_k)`` of ``W_q``. Weights are Glorot-uniform. With
+        ``num_kv_heads``, ``W_k``, ``W_v``, ``b_k``, ``b_v`` have ``num_kv_heads * d`` columns.
     """
     for name, n in (("d_model", d_model), ("num_heads", num_heads)):
         if not isinstance(n, (int, np.integer)) or n < 1:
@@ -72,18 +78,31 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
             raise ValueError(f"{name} must be a positive int, got {n!r}")
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
-    rng = as_generator(rng)
     h = num_heads
+    h_kv = _check_kv_heads(num_kv_heads, h)
+    rng = as_generator(rng)
     params = {
         "W_q": _glorot_uniform(rng, d_model, h * d_k),
-        "W_k": _glorot_uniform(rng, kdim, h * d_k),
-        "W_v": _glorot_uniform(rng, vdim, h * d_v),
+        "W_k": _glorot_uniform(rng, kdim, h_kv * d_k),
+        "W_v": _glorot_uniform(rng, vdim, h_kv * d_v),
         "W_o": _glorot_uniform(rng, h * d_v, d_model),
     }
     if bias:
-        params.update(b_q=np.zeros(h * d_k), b_k=np.zeros(h * d_k),
-                      b_v=np.zeros(h * d_v), b_o=np.zeros(d_model))
+        params.update(b_q=np.zeros(h * d_k), b_k=np.zeros(h_kv * d_k),
+                      b_v=np.zeros(h_kv * d_v), b_o=np.zeros(d_model))
     return {name: p.astype(dtype) for name, p in params.items()}
+
+
+def _check_kv_heads(num_kv_heads, num_heads: int) -> int:
+    """``num_kv_heads`` (default ``num_heads``), checked to divide ``num_heads``."""
+    if num_kv_heads is None:
+        return num_heads
+    if not isinstance(num_kv_heads, (int, np.integer)) or num_kv_heads < 1:
+        raise ValueError(f"num_kv_heads must be a positive int, got {num_kv_heads!r}")
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}: "
+                         f"each key/value head serves num_heads / num_kv_heads query heads")
+    return int(num_kv_heads)
 
 
 @dataclass(frozen=True)
@@ -106,7 +125,7 @@ class MHACache:
         return self.attention.weights
 
 
-def _check_mha(query, key, value, params, num_heads):
+def _check_mha(query, key, value, params, num_heads, num_kv_heads=None):
     query = as_float_array(query, "query")
     key = as_float_array(key, "key")
     value = as_float_array(value, "value")
@@ -131,16 +150,23 @@ def _check_mha(query, key, value, params, num_heads):
             raise TypeError(f"query, key, value and params must share one dtype: query is "
                             f"{query.dtype}, key {key.dtype}, value {value.dtype}, "
                             f"params['{name}'] {p.dtype}")
-    if W_q.shape[1] != W_k.shape[1]:
+    h_kv = _check_kv_heads(num_kv_heads, num_heads)
+    if h_kv == num_heads and W_q.shape[1] != W_k.shape[1]:
         raise ValueError(f"params['W_q'] has {W_q.shape[1]} columns but params['W_k'] has "
                          f"{W_k.shape[1]}: queries and keys need the same width h*d_k")
-    for W in ("W_q", "W_v"):
-        if params[W].shape[1] % num_heads:
+    v_heads = "num_heads" if num_kv_heads is None else "num_kv_heads"
+    for W, name, n in (("W_q", "num_heads", num_heads), ("W_v", v_heads, h_kv)):
+        if params[W].shape[1] % n:
             raise ValueError(f"params['{W}'] has {params[W].shape[1]} columns, not divisible "
-                             f"by num_heads={num_heads}")
-    if W_o.ndim != 2 or W_o.shape[0] != W_v.shape[1]:
+                             f"by {name}={n}")
+    d_k = W_q.shape[1] // num_heads
+    if W_k.shape[1] != h_kv * d_k:
+        raise ValueError(f"params['W_k'] has {W_k.shape[1]} columns but num_kv_heads={h_kv} "
+                         f"key heads of d_k={d_k} need {h_kv * d_k}")
+    concat = W_v.shape[1] // h_kv * num_heads                     # h * d_v
+    if W_o.ndim != 2 or W_o.shape[0] != concat:
         raise ValueError(f"params['W_o'] has shape {W_o.shape} but the concatenated heads have "
-                         f"{W_v.shape[1]} features (h*d_v)")
+                         f"{concat} features (h*d_v)")
     for W, b in zip(WEIGHTS, BIASES, strict=True):
         if b in params and params[b].shape != (params[W].shape[1],):
             raise ValueError(f"params['{b}'] has shape {params[b].shape}, "
@@ -149,7 +175,8 @@ def _check_mha(query, key, value, params, num_heads):
 
 
 def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, bias=None,
-                is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None):
+                is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
+                num_kv_heads: int | None = None):
     """Multi-head attention, §3.2.2, forward pass.
 
     Parameters
@@ -168,23 +195,29 @@ def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, b
     scale : float, optional
         Default ``1 / sqrt(d_k)``.
     dropout_p, rng : attention dropout, as in :func:`sdpa_forward`.
+    num_kv_heads : int, optional
+        Grouped-query attention: ``params`` made by ``init_mha_params(..., num_kv_heads=...)``,
+        query head ``n`` attending with key/value head ``n // (num_heads / num_kv_heads)``.
 
     Returns
     -------
     out : (..., L, d_model)
     cache : MHACache, with ``cache.weights`` of shape (..., h, L, S)
     """
-    query, key, value = _check_mha(query, key, value, params, num_heads)
+    query, key, value = _check_mha(query, key, value, params, num_heads, num_kv_heads)
     h = num_heads
+    h_kv = h if num_kv_heads is None else num_kv_heads
     # 1) project: every head's W_i^Q, W_i^K, W_i^V at once
     q = linear_forward(query, params["W_q"], params.get("b_q"))   # (..., L, h*d_k)
     k = linear_forward(key, params["W_k"], params.get("b_k"))     # (..., S, h*d_k)
     v = linear_forward(value, params["W_v"], params.get("b_v"))   # (..., S, h*d_v)
     # 2) split into heads
-    q, k, v = split_heads(q, h), split_heads(k, h), split_heads(v, h)   # (..., h, L|S, d)
+    q = split_heads(q, h)                                          # (..., h, L, d_k)
+    k, v = split_heads(k, h_kv), split_heads(v, h_kv)              # (..., h_kv, S, d)
     # 3) attend, every head in parallel: Eq. (1)
     heads, attention = sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal,
-                                    scale=scale, dropout_p=dropout_p, rng=rng)  # (..., h, L, d_v)
+                                    scale=scale, dropout_p=dropout_p, rng=rng,
+                                    enable_gqa=h_kv != h)          # (..., h, L, d_v)
     # 4) concat
     concat = merge_heads(heads)                                    # (..., L, h*d_v)
     # 5) project back to d_model with W^O
@@ -214,7 +247,7 @@ def mha_backward(dout, cache: MHACache):
     # 4) forward: concat = merge_heads(heads)  ->  its backward is split_heads
     dheads = split_heads(dconcat, h)                               # (..., h, L, d_v)
     # 3) forward: heads = Attention(q, k, v)
-    dq, dk, dv = sdpa_backward(dheads, c.attention)                # (..., h, L|S, d)
+    dq, dk, dv = sdpa_backward(dheads, c.attention)                # (..., h | h_kv, L|S, d)
     # 2) forward: q = split_heads(q_proj)  ->  its backward is merge_heads
     dq, dk, dv = merge_heads(dq), merge_heads(dk), merge_heads(dv)
     # 1) forward: q_proj = query @ W_q + b_q (and the same for k, v)

@@ -1,0 +1,246 @@
+r"""Tiled attention with an online softmax: the FlashAttention-2 algorithm (Dao, 2023), beyond the paper.
+
+Eq. (1) as written materializes the (L, S) matrix of scores. FlashAttention computes the same
+``out`` while reading the keys and values one block of ``block_size`` positions at a time, so
+that no (L, S) array ever exists. The trick is the **online softmax**: keep, for every query
+row, the running maximum ``m`` of the scores seen so far, the running sum ``l`` of their
+exponentials (shifted by ``m``), and the running weighted sum ``acc`` of the values. When a
+new block raises the maximum from ``m`` to ``m_new``, everything accumulated so far was
+exponentiated with the old shift and is corrected by one factor:
+
+.. math:: \alpha = e^{m - m_\text{new}},\qquad l \leftarrow \alpha\, l + \sum_j e^{s_j - m_\text{new}},
+          \qquad \text{acc} \leftarrow \alpha\, \text{acc} + e^{s - m_\text{new}} V_\text{block}
+
+After the last block ``out = acc / l``, exactly the softmax-weighted average. The forward
+keeps only ``out`` and the per-row log-sum-exp ``lse = m + log l``. The backward recomputes
+each block's weights from it, ``P = exp(scores - lse)``, and replaces
+``rowsum(dP * P)`` by ``D = rowsum(dout * out)`` (FlashAttention-2's D), which needs no (L, S) array.
+
+FlashAttention-2 on a GPU gives each block of query rows to its own thread block, and each
+walks over the key blocks. Here NumPy's vectorization plays the thread blocks: all query rows
+(and all batch and head dims) walk over the key blocks together, so the Python loop runs over
+key blocks only, and the extra memory is a few (..., L, block_size) tiles, never (..., L, S).
+With ``is_causal``, the query rows that cannot see a key block are not computed at all.
+``enable_gqa=True`` groups query heads over shared key/value heads as :mod:`attention_np.gqa` explains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._checks import as_bool_mask, broadcast_batch, check_broadcasts_to, sum_to_shape
+from .attention import _check_qkv
+from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
+
+
+@dataclass(frozen=True)
+class FlashCache:
+    """What :func:`flash_attention_backward` needs: the inputs, ``out`` and the log-sum-exp.
+
+    Attributes
+    ----------
+    q, k, v : the inputs
+    out : (..., L, d_v) the output
+    lse : (..., L) log-sum-exp of each query row's scores, ``+inf`` for a fully masked row
+    mask : the bool mask as given (broadcastable to (..., L, S); regrouped with ``enable_gqa``), or None
+    is_causal, scale, block_size : as passed to the forward
+    kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    out: np.ndarray
+    lse: np.ndarray
+    mask: np.ndarray | None
+    is_causal: bool
+    scale: float
+    block_size: int
+    kv_groups: int = 1
+
+
+def _key_blocks(L: int, S: int, block_size: int, is_causal: bool):
+    """``(j0, j1, i0)`` for each key block ``[j0, j1)``; query rows ``[i0, L)`` can see it.
+
+    Causal (top-left): query ``i`` sees key ``j`` iff ``j <= i``, so rows ``i < j0`` see none of
+    the block; a block starting at or after row ``L`` is seen by no row and skipped.
+    """
+    last = min(S, L) if is_causal else S
+    for j0 in range(0, last, block_size):
+        yield j0, min(j0 + block_size, S), (j0 if is_causal else 0)
+
+
+def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, shape):
+    """Scores of query rows ``[i0, L)`` against keys ``[j0, j1)``, ``-inf`` where masked.
+
+    ``qs`` is ``q * scale``; ``shape`` is the broadcast batch shape. Returns (*shape, L - i0, j1 - j0).
+    """
+    s = qs[..., i0:, :] @ np.swapaxes(k[..., j0:j1, :], -1, -2)          # (..., R, Bk)
+    if s.shape[:-2] != shape:                 # a mask that adds batch dims: grow the tile
+        s = np.broadcast_to(s, shape + s.shape[-2:]).copy()
+    if mask is not None:
+        # Slice only the mask dims that are not broadcast (size 1), never a full (L, S) copy.
+        rows = slice(i0, None) if mask.shape[-2] > 1 else slice(None)
+        cols = slice(j0, j1) if mask.shape[-1] > 1 else slice(None)
+        np.copyto(s, -np.inf, where=~mask[..., rows, cols])
+    if is_causal:
+        # Only the first rows of the tile straddle the diagonal: row i0 + r blocks keys j > i0 + r.
+        r = min(j1, s.shape[-2] + i0) - i0
+        blocked = np.arange(j0, j1) > np.arange(i0, i0 + r)[:, None]    # (r, Bk)
+        np.copyto(s[..., :r, :], -np.inf, where=blocked)
+    return s
+
+
+def _check_flash(q, k, v, mask, block_size):
+    q, k, v = _check_qkv(q, k, v)
+    L, S = q.shape[-2], k.shape[-2]
+    batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
+    if mask is not None:
+        mask = as_bool_mask(mask)
+        batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
+    if not isinstance(block_size, (int, np.integer)) or isinstance(block_size, bool) or block_size < 1:
+        raise ValueError(f"block_size must be a positive int, got {block_size!r}")
+    return q, k, v, mask, broadcast_batch(**batch)
+
+
+def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scale=None,
+                            block_size: int = 128, enable_gqa: bool = False):
+    r"""Eq. (1) computed block by block with an online softmax (FlashAttention-2's forward).
+
+    The same numbers as :func:`sdpa_forward` (to rounding), without an (L, S) array.
+
+    Parameters
+    ----------
+    q : (..., L, d_k) queries
+    k : (..., S, d_k) keys
+    v : (..., S, d_v) values
+    mask : bool, broadcastable to (..., L, S), optional
+        True = this query may attend to this key. Sliced per block, never expanded.
+    is_causal : bool
+        Query ``i`` attends keys ``j <= i`` (top-left), ANDed with ``mask``; blocks above the
+        diagonal are skipped.
+    scale : float, optional
+        Default ``1 / sqrt(d_k)``.
+    block_size : int
+        Keys and values per block; need not divide ``S``.
+    enable_gqa : bool
+        Grouped-query attention, as in :func:`sdpa_forward`: ``k``, ``v`` may have ``H_kv``
+        heads, ``H % H_kv == 0``; query head ``n`` uses key/value head ``n // (H / H_kv)``.
+
+    Returns
+    -------
+    out : (..., L, d_v)
+        A fully masked query row gives 0, as in :func:`sdpa_forward`.
+    cache : FlashCache
+        ``q, k, v, out`` and the per-row log-sum-exp ``lse`` (..., L): nothing of size L·S.
+    """
+    groups = kv_groups(q, k, v) if enable_gqa else 1
+    if groups > 1:
+        # As in sdpa_forward: query heads grouped (..., H_kv, G, L, d), k and v broadcast over G.
+        if mask is not None:
+            mask = group_heads(as_bool_mask(mask), q.shape[-3], groups, "mask")
+        out, cache = flash_attention_forward(group_queries(q, groups), group_kv(k), group_kv(v),
+                                             mask, is_causal=is_causal, scale=scale,
+                                             block_size=block_size)
+        out = ungroup_queries(out)                                       # (..., H, L, d_v)
+        lse = ungroup_queries(cache.lse[..., None])[..., 0]              # (..., H, L)
+        return out, FlashCache(q, k, v, out, lse, cache.mask, cache.is_causal, cache.scale,
+                               cache.block_size, groups)
+    q, k, v, mask, batch = _check_flash(q, k, v, mask, block_size)
+    *_, L, d_k = q.shape
+    S, d_v = v.shape[-2:]
+    scale = 1.0 / np.sqrt(d_k) if scale is None else float(scale)
+    dtype = q.dtype
+    qs = q * dtype.type(scale)                      # (..., L, d_k): scale q, not every tile
+    m = np.full(batch + (L, 1), -np.inf, dtype)     # running max of each row's scores
+    l = np.zeros(batch + (L, 1), dtype)             # running sum of exp(scores - m)
+    acc = np.zeros(batch + (L, d_v), dtype)         # running sum of exp(scores - m) @ v
+
+    for j0, j1, i0 in _key_blocks(L, S, block_size, is_causal):
+        rows = np.s_[..., i0:, :]
+        p = _tile_scores(qs, k, mask, is_causal, j0, j1, i0, batch)    # (..., R, Bk) scores
+        m_new = np.maximum(m[rows], p.max(axis=-1, keepdims=True))      # (..., R, 1)
+        # A row that has seen only masked keys has max -inf; shift it by 0 instead, so that
+        # exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = NaN.
+        shift = np.where(m_new == -np.inf, dtype.type(0), m_new)        # (..., R, 1)
+        p -= shift
+        np.exp(p, out=p)                                                 # (..., R, Bk) = exp(s - m_new)
+        alpha = np.exp(m[rows] - shift)      # (..., R, 1): corrects what used the old max; 0 at first
+        l[rows] *= alpha
+        l[rows] += p.sum(axis=-1, keepdims=True)
+        acc[rows] *= alpha
+        acc[rows] += p @ v[..., j0:j1, :]                                # (..., R, d_v)
+        m[rows] = m_new
+
+    # A fully masked row has l = 0 and acc = 0: divide by 1 to give out = 0 (the dense path's
+    # convention), and give it lse = +inf so that the backward's exp(scores - lse) is 0 there.
+    empty = l == 0                                                       # (..., L, 1)
+    l[empty] = 1
+    out = np.divide(acc, l, out=acc)                                     # (..., L, d_v)
+    lse = m + np.log(l)
+    lse[empty] = np.inf
+    return out, FlashCache(q, k, v, out, lse[..., 0], mask, bool(is_causal), scale, int(block_size))
+
+
+def flash_attention_backward(dout, cache: FlashCache):
+    """Backward of :func:`flash_attention_forward`, block by block (FlashAttention-2's backward).
+
+    Each key block's weights are recomputed from the saved log-sum-exp, ``P = exp(scores - lse)``,
+    and used at once; ``dk`` and ``dv`` of a block are complete after its one visit.
+
+    Parameters
+    ----------
+    dout : (..., L, d_v) gradient w.r.t. ``out``
+    cache : FlashCache from the forward pass
+
+    Returns
+    -------
+    dq, dk, dv : each with the shape of its input (broadcast batch dims summed back); the same
+        numbers as :func:`sdpa_backward`.
+    """
+    c = cache
+    dout = np.asarray(dout)
+    if dout.shape != c.out.shape:
+        raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
+    if dout.dtype != c.out.dtype:
+        raise TypeError(f"dout has dtype {dout.dtype} but out has dtype {c.out.dtype}")
+    if c.kv_groups > 1:
+        # Regroup (views), run the plain backward; its sum over broadcast dims adds the G query
+        # heads of a group into their shared key/value head.
+        G = c.kv_groups
+        grouped = FlashCache(group_queries(c.q, G), group_kv(c.k), group_kv(c.v),
+                             group_queries(c.out, G), group_queries(c.lse[..., None], G)[..., 0],
+                             c.mask, c.is_causal, c.scale, c.block_size)
+        dq, dk, dv = flash_attention_backward(group_queries(dout, G), grouped)
+        return dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
+    L, S = c.q.shape[-2], c.k.shape[-2]
+    batch = c.out.shape[:-2]
+    scale = c.q.dtype.type(c.scale)
+    qs = c.q * scale                                                     # (..., L, d_k)
+    lse = c.lse[..., None]                                               # (..., L, 1)
+    # rowsum(dP * P) = rowsum(dout * out), because out = P @ v: FlashAttention-2's D.
+    D = (dout * c.out).sum(axis=-1, keepdims=True)                       # (..., L, 1)
+    dq = np.zeros(batch + c.q.shape[-2:], c.q.dtype)
+    dk = np.zeros(batch + c.k.shape[-2:], c.k.dtype)
+    dv = np.zeros(batch + c.v.shape[-2:], c.v.dtype)
+
+    for j0, j1, i0 in _key_blocks(L, S, c.block_size, c.is_causal):
+        rows, cols = np.s_[..., i0:, :], np.s_[..., j0:j1, :]
+        # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
+        P = _tile_scores(qs, c.k, c.mask, c.is_causal, j0, j1, i0, batch)   # (..., R, Bk)
+        P -= lse[rows]
+        np.exp(P, out=P)
+        # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
+        dv[cols] = np.swapaxes(P, -1, -2) @ dout[rows]                   # (..., Bk, d_v)
+        dP = dout[rows] @ np.swapaxes(c.v[cols], -1, -2)                 # (..., R, Bk)
+        # forward: P = softmax(scores)  ->  dscores = P * (dP - D)
+        dP -= D[rows]
+        dP *= P
+        # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale, dk = dscores.T @ (q * scale)
+        dq[rows] += dP @ c.k[cols]                                       # (..., R, d_k)
+        dk[cols] = np.swapaxes(dP, -1, -2) @ qs[rows]                    # (..., Bk, d_k)
+
+    dq *= scale
+    return sum_to_shape(dq, c.q.shape), sum_to_shape(dk, c.k.shape), sum_to_shape(dv, c.v.shape)

@@ -1,0 +1,134 @@
+"""Incremental decoding with a KV cache, beyond the paper.
+
+The decoder generates one position at a time, and its masked self-attention (§3.2.3) lets
+position ``i`` attend to positions ``j <= i`` only. The keys and values of the earlier positions
+therefore never change once computed: keep them in a cache, and for each new position compute
+only its own query, key and value, append the key and value, and attend from the one new query
+to every cached key. The outputs are those of full causal multi-head attention over the whole
+sequence, at a cost per step that grows with the sequence length instead of its square.
+
+Feeding several positions at once (a prompt, "chunked prefill") needs the causal mask
+**bottom-right aligned**: the ``T`` new queries are the *last* ``T`` of the ``S`` cached
+positions, so new query ``t`` sees keys ``j <= t + S - T``. The top-left ``is_causal`` of
+PyTorch and JAX would let the first new query see only the first cached key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_float_array
+from .attention import sdpa_forward
+from .heads import merge_heads, split_heads
+from .linear import linear_forward
+from .masks import causal_mask
+from .multihead import _check_mha
+
+
+class KVCache:
+    """Keys and values of every position seen so far, for one attention layer.
+
+    The arrays are allocated once, for ``max_len`` positions, on the first :meth:`append`
+    (as inference engines do), so that appending a position copies only that position.
+
+    Parameters
+    ----------
+    max_len : int
+        The most positions the cache will hold.
+    """
+
+    def __init__(self, max_len: int):
+        if not isinstance(max_len, (int, np.integer)) or max_len < 1:
+            raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+        self.max_len = int(max_len)
+        self.length = 0
+        self._k = self._v = None        # (..., H_kv, max_len, d_k), (..., H_kv, max_len, d_v)
+
+    @property
+    def k(self) -> np.ndarray:
+        """(..., H_kv, length, d_k): the cached keys, a view."""
+        return self._k[..., :self.length, :]
+
+    @property
+    def v(self) -> np.ndarray:
+        """(..., H_kv, length, d_v): the cached values, a view."""
+        return self._v[..., :self.length, :]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated for keys and values (what grouped-query attention shrinks)."""
+        return 0 if self._k is None else self._k.nbytes + self._v.nbytes
+
+    def append(self, k_new, v_new):
+        """Store the keys and values of ``T`` new positions; return all cached ``(k, v)``.
+
+        Parameters
+        ----------
+        k_new : (..., H_kv, T, d_k)
+        v_new : (..., H_kv, T, d_v)
+
+        Returns
+        -------
+        k : (..., H_kv, length, d_k), v : (..., H_kv, length, d_v), views of the cache
+        """
+        k_new, v_new = as_float_array(k_new, "k_new"), as_float_array(v_new, "v_new")
+        T = k_new.shape[-2]
+        if k_new.shape[:-1] != v_new.shape[:-1]:
+            raise ValueError(f"k_new {k_new.shape} and v_new {v_new.shape} must agree in all "
+                             f"but the last dim")
+        if self._k is None:
+            self._k = np.empty(k_new.shape[:-2] + (self.max_len, k_new.shape[-1]), k_new.dtype)
+            self._v = np.empty(v_new.shape[:-2] + (self.max_len, v_new.shape[-1]), v_new.dtype)
+        for name, new, old in (("k_new", k_new, self._k), ("v_new", v_new, self._v)):
+            if new.shape[:-2] != old.shape[:-2] or new.shape[-1] != old.shape[-1]:
+                raise ValueError(f"{name} has shape {new.shape} but the cache holds "
+                                 f"{old.shape[:-2]} + (positions, {old.shape[-1]})")
+        if k_new.dtype != self._k.dtype or v_new.dtype != self._v.dtype:
+            raise TypeError(f"k_new is {k_new.dtype} and v_new {v_new.dtype} but the cache holds "
+                            f"{self._k.dtype}")
+        if self.length + T > self.max_len:
+            raise ValueError(f"the cache holds {self.length} of max_len={self.max_len} positions; "
+                             f"{T} more do not fit")
+        self._k[..., self.length:self.length + T, :] = k_new
+        self._v[..., self.length:self.length + T, :] = v_new
+        self.length += T
+        return self.k, self.v
+
+
+def mha_decode_step(x, params: dict, cache: KVCache, *, num_heads: int,
+                    num_kv_heads: int | None = None, scale=None):
+    """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
+
+    ``T = 1`` is one decoding step; ``T > 1`` is a chunk of a prompt (chunked prefill).
+    Called on consecutive chunks of a sequence, the outputs are those of
+    ``mha_forward(x, x, x, params, num_heads=..., is_causal=True)`` on the whole sequence.
+
+    Parameters
+    ----------
+    x : (..., T, d_model)
+        The new positions.
+    params : dict from :func:`init_mha_params`
+    cache : KVCache
+        The keys and values of the earlier positions; the new ones are appended.
+    num_heads, num_kv_heads, scale : as in :func:`mha_forward`
+
+    Returns
+    -------
+    out : (..., T, d_model)
+    """
+    x, _, _ = _check_mha(x, x, x, params, num_heads, num_kv_heads)
+    h = num_heads
+    h_kv = h if num_kv_heads is None else num_kv_heads
+    # 1) project only the new positions
+    q = linear_forward(x, params["W_q"], params.get("b_q"))          # (..., T, h*d_k)
+    k = linear_forward(x, params["W_k"], params.get("b_k"))          # (..., T, h_kv*d_k)
+    v = linear_forward(x, params["W_v"], params.get("b_v"))          # (..., T, h_kv*d_v)
+    # 2) split into heads, 3) append to the cache: keys and values of positions 0 .. S-1
+    q = split_heads(q, h)                                            # (..., h, T, d_k)
+    k, v = cache.append(split_heads(k, h_kv), split_heads(v, h_kv))  # (..., h_kv, S, d)
+    # 4) attend: the T new queries are the last T of the S positions -> bottom-right causal
+    T, S = q.shape[-2], k.shape[-2]
+    mask = causal_mask(T, S, align="bottom_right")                   # (T, S)
+    heads, _ = sdpa_forward(q, k, v, mask, scale=scale, enable_gqa=h_kv != h)  # (..., h, T, d_v)
+    # 5) concat and project with W^O
+    return linear_forward(merge_heads(heads), params["W_o"], params.get("b_o"))  # (..., T, d_model)

@@ -1,0 +1,26 @@
+"""The benchmark script runs (its --quick smoke mode); its numbers are for docs/performance.md, not for CI."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_attention.py"
+
+
+def test_benchmark_quick_mode_prints_a_time_row_per_case_and_a_memory_row_per_length(capsys):
+    spec = importlib.util.spec_from_file_location("bench_attention", SCRIPT)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--quick", "--no-torch", "--memory-L", "64", "128"]) == 0
+    out = capsys.readouterr().out
+    time_rows = re.findall(r"^\| 1, 2, 64, 16 \| (no|yes) \|(.*)\|$", out, re.MULTILINE)
+    assert [causal for causal, _ in time_rows] == ["no", "yes"]
+    for _, cells in time_rows:
+        ours = [float(c) for c in cells.split("|") if c.strip() and c.strip() != "nan"
+                and not c.strip().endswith("x")]
+        assert len(ours) == 5 and all(t >= 0 for t in ours)      # dense, tiled and floor timings
+        assert ours[0] > 0 and ours[1] > 0
+    memory_rows = re.findall(r"^\| (\d+) \| ([\d.]+) \| ([\d.]+) \|", out, re.MULTILINE)
+    assert [int(L) for L, _, _ in memory_rows] == [64, 128]

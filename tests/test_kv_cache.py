@@ -1,0 +1,103 @@
+"""Decoding with a KV cache gives the outputs of full causal multi-head attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from tests.helpers import max_abs_diff, randn
+
+
+def _params(rng, d_model=16, num_heads=4, num_kv_heads=None, dtype=np.float64):
+    p = an.init_mha_params(d_model, num_heads, num_kv_heads=num_kv_heads, rng=rng, dtype=dtype)
+    return {name: w + dtype(0.1) * randn(rng, *w.shape, dtype=dtype) for name, w in p.items()}
+
+
+def _decode(x, params, chunks, **heads):
+    """Feed ``x`` (..., L, d_model) through mha_decode_step in chunks of the given sizes."""
+    cache, outs, start = an.KVCache(max_len=x.shape[-2]), [], 0
+    for T in chunks:
+        outs.append(an.mha_decode_step(x[..., start:start + T, :], params, cache, **heads))
+        start += T
+    assert start == x.shape[-2] and cache.length == start
+    return np.concatenate(outs, axis=-2), cache
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
+def test_decoding_one_position_at_a_time_equals_full_causal_attention(rng, num_kv_heads):
+    L = 9
+    params = _params(rng, num_kv_heads=num_kv_heads)
+    x = randn(rng, 2, L, 16)
+    full, _ = an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=num_kv_heads, is_causal=True)
+    step, _ = _decode(x, params, [1] * L, num_heads=4, num_kv_heads=num_kv_heads)
+    assert max_abs_diff(step, full) < 1e-12
+
+
+@pytest.mark.parametrize("chunks", [[3, 1, 4, 2], [5, 5], [10], [1, 6, 3]])
+def test_chunked_prefill_with_bottom_right_causal_equals_full_attention(rng, chunks):
+    params = _params(rng, num_kv_heads=2)
+    x = randn(rng, 3, 10, 16)
+    full, _ = an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=2, is_causal=True)
+    chunked, _ = _decode(x, params, chunks, num_heads=4, num_kv_heads=2)
+    assert max_abs_diff(chunked, full) < 1e-12
+
+
+def test_top_left_causal_on_a_later_chunk_would_give_the_wrong_outputs(rng):
+    """Why bottom-right: a chunk of T=3 new queries after 4 cached positions, attending with
+    the top-left is_causal of PyTorch/JAX, lets new query 0 (position 4) see key 0 only."""
+    params = _params(rng)
+    x = randn(rng, 7, 16)
+    full, _ = an.mha_forward(x, x, x, params, num_heads=4, is_causal=True)
+    cache = an.KVCache(max_len=7)
+    an.mha_decode_step(x[:4], params, cache, num_heads=4)
+    right = an.mha_decode_step(x[4:], params, cache, num_heads=4)
+    q = an.split_heads(x[4:] @ params["W_q"] + params["b_q"], 4)
+    top_left, _ = an.sdpa_forward(q, cache.k, cache.v, is_causal=True)
+    wrong = an.merge_heads(top_left) @ params["W_o"] + params["b_o"]
+    assert max_abs_diff(right, full[4:]) < 1e-12
+    assert max_abs_diff(wrong, full[4:]) > 1e-2
+
+
+def test_decoding_float32_stays_float32_and_close_to_float64(rng):
+    params = _params(rng)
+    x = randn(rng, 2, 6, 16)
+    full, _ = an.mha_forward(x, x, x, params, num_heads=4, is_causal=True)
+    p32 = {name: w.astype(np.float32) for name, w in params.items()}
+    step, cache = _decode(x.astype(np.float32), p32, [2, 1, 3], num_heads=4)
+    assert step.dtype == np.float32 and cache.k.dtype == np.float32
+    assert max_abs_diff(step, full) < 1e-5
+
+
+def test_cache_holds_num_kv_heads_and_shrinks_with_grouped_query_attention(rng):
+    x = randn(rng, 2, 5, 16)
+    sizes = {}
+    for h_kv in (4, 2, 1):
+        _, cache = _decode(x, _params(rng, num_kv_heads=h_kv), [5], num_heads=4, num_kv_heads=h_kv)
+        assert cache.k.shape == (2, h_kv, 5, 4) and cache.v.shape == (2, h_kv, 5, 4)
+        sizes[h_kv] = cache.nbytes
+    assert sizes[4] == 2 * sizes[2] == 4 * sizes[1] == 2 * (2 * 4 * 5 * 4) * 8
+
+
+def test_cache_stores_keys_and_values_in_order(rng):
+    cache = an.KVCache(max_len=5)
+    a, b = randn(rng, 2, 3, 4), randn(rng, 2, 2, 4)
+    cache.append(a, a + 1)
+    k, v = cache.append(b, b + 1)
+    assert np.array_equal(k, np.concatenate([a, b], axis=-2))
+    assert np.array_equal(v, np.concatenate([a, b], axis=-2) + 1)
+
+
+def test_cache_refuses_overflow_and_mismatched_shapes(rng):
+    cache = an.KVCache(max_len=3)
+    cache.append(randn(rng, 2, 2, 4), randn(rng, 2, 2, 4))
+    with pytest.raises(ValueError, match="holds 2 of max_len=3 positions; 2 more do not fit"):
+        cache.append(randn(rng, 2, 2, 4), randn(rng, 2, 2, 4))
+    with pytest.raises(ValueError, match=r"k_new has shape \(3, 1, 4\) but the cache holds"):
+        cache.append(randn(rng, 3, 1, 4), randn(rng, 3, 1, 4))
+    with pytest.raises(TypeError, match="k_new is float32 and v_new float32 but the cache holds float64"):
+        cache.append(randn(rng, 2, 1, 4, dtype=np.float32), randn(rng, 2, 1, 4, dtype=np.float32))
+    with pytest.raises(ValueError, match="must agree"):
+        cache.append(randn(rng, 2, 1, 4), randn(rng, 2, 2, 4))
+    with pytest.raises(ValueError, match="max_len must be a positive int"):
+        an.KVCache(max_len=0)
