@@ -28,6 +28,7 @@ from ._checks import (
 )
 from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from .masks import causal_mask
+from .softmax import softmax_numerator_
 
 
 @dataclass(frozen=True)
@@ -62,22 +63,6 @@ class SDPACache:
     @property
     def weights(self) -> np.ndarray:
         return self.exp_scores / self.rowsum
-
-
-def _softmax_numerator_(scores: np.ndarray):
-    """``exp(scores - rowmax)`` in place, and its row sums: the softmax before its division.
-
-    As in :func:`softmax_`, a fully masked row (all ``-inf``) is shifted by 0 rather than by
-    its max, so that it becomes 0 instead of NaN, and its row sum is set to 1 so that dividing
-    by it keeps 0.
-    """
-    m = scores.max(axis=-1, keepdims=True)                               # (..., L, 1)
-    m[m == -np.inf] = 0
-    scores -= m
-    np.exp(scores, out=scores)                                           # every entry in [0, 1]
-    total = scores.sum(axis=-1, keepdims=True)                           # (..., L, 1), >= 1 or 0
-    total[total == 0] = 1
-    return scores, total
 
 
 def _check_qkv(q, k, v):
@@ -196,7 +181,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # The softmax, with its division moved to the end: weights = e / l, so
     # out = weights @ v = (e @ v) / l divides L*d_v numbers instead of the L*S weights.
     # (The tiled path, flash.py, ends the same way.) cache.weights forms e / l when asked.
-    e, l = _softmax_numerator_(scores)                                   # (..., L, S), (..., L, 1)
+    e, l = softmax_numerator_(scores)                                    # (..., L, S), (..., L, 1)
 
     keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape)
     attended = e if keep is None else e * keep * e.dtype.type(dropout_scale)
@@ -245,27 +230,29 @@ def sdpa_backward(dout, cache: SDPACache):
         q, e, l, out, dout = (group_queries(x, G) for x in (q, e, l, out, dout))
         k, v = group_kv(k), group_kv(v)
         keep = group_heads(keep, c.q.shape[-3], G, "dropout_mask")
-    # The weights are P = e / l (see sdpa_forward). Each row's 1/l is moved onto dout, an
-    # (L, d_v) array, so that no (L, S) array is divided: P.T @ dout = e.T @ (dout / l).
+    # The weights are P = e / l (see sdpa_forward). Dividing dout, an (L, d_v) array, by l
+    # replaces every division of an (L, S) array: P.T @ dout = e.T @ (dout / l), and the
+    # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
     dout_l = dout / l                                                    # (..., L, d_v)
     s = e.dtype.type(c.dropout_scale)
-    A = e if keep is None else e * keep * s                              # what multiplied v, times l
+    A = e if keep is None else e * keep * s                              # l * what multiplied v
 
     # forward: out = (A / l) @ v  ->  dv = (A / l).T @ dout = A.T @ dout_l,
-    #                                  dA = dout @ v.T = l * (dout_l @ v.T)
+    #                                  dP = dout @ v.T, so dP_l = dout_l @ v.T
     dv = np.swapaxes(A, -1, -2) @ dout_l                                 # (..., S, d_v)
-    dP = dout_l @ np.swapaxes(v, -1, -2)                                 # (..., L, S), dP / l
+    dP_l = dout_l @ np.swapaxes(v, -1, -2)                               # (..., L, S)
     if keep is not None:
         # forward: A = P * keep * s  ->  dP = dA * keep * s
-        dP *= keep
-        dP *= s
+        dP_l *= keep
+        dP_l *= s
 
-    # forward: P = softmax(scores)  ->  dscores = P * (dP - rowsum(dP * P)) = e * (dP/l - rowsum/l)
-    # rowsum(dP * P) = rowsum(dout * out), because out = A @ v: an (L, d_v) sum, not (L, S).
-    rowsum = (dout_l * out).sum(axis=-1, keepdims=True)                  # (..., L, 1), rowsum / l
-    dP -= rowsum
-    dP *= e
-    dscores = dP                                                         # (..., L, S)
+    # forward: P = softmax(scores)  ->  dscores = P * (dP - D),  D = rowsum(dP * P)
+    # D = rowsum(dout * out), because out = (A / l) @ v: an (L, d_v) sum, not (L, S).
+    # With P = e / l:  dscores = e * (dP_l - D_l).
+    D_l = (dout_l * out).sum(axis=-1, keepdims=True)                     # (..., L, 1)
+    dP_l -= D_l
+    dP_l *= e
+    dscores = dP_l                                                       # (..., L, S)
 
     # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
     #                                                 dk = dscores.T @ (q * scale)
