@@ -8,7 +8,6 @@ import pytest
 
 import attention_np as an
 from attention_np.interop import jax as ijax
-from attention_np.interop.gqa import repeat_kv_heads, repeat_kv_heads_backward
 from tests.helpers import max_abs_diff, require
 
 jax = require("jax")
@@ -70,11 +69,10 @@ def test_dot_product_attention_matches_ours_forward_and_vjp_in_float32(rng, case
     kw = dict(bias=bias, is_causal=case.get("is_causal", False), scale=case.get("scale"))
     # float64 oracle on the float32-rounded inputs
     q, k, v = (a.astype(np.float32) for a in (q, k, v))
-    out, cache = an.sdpa_forward(*(a.astype(np.float64) for a in (q, repeat_kv_heads(k, H),
-                                                                  repeat_kv_heads(v, H))), mask, **kw)
+    out, cache = an.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), mask,
+                                 enable_gqa=H_kv != H, **kw)
     dout = rng.standard_normal(out.shape).astype(np.float32)
     dq, dk, dv = an.sdpa_backward(dout.astype(np.float64), cache)
-    dk, dv = repeat_kv_heads_backward(dk, H_kv), repeat_kv_heads_backward(dv, H_kv)
     got = _jax_forward_backward(q, k, v, dout, mask=mask, **kw)
     assert got[0].dtype == np.float32
     for name, g, want in zip(("out", "dq", "dk", "dv"), got, (out, dq, dk, dv), strict=True):
@@ -135,5 +133,6 @@ def test_from_jax_dpa_gives_our_layout_and_mask(rng):
     q, k, v, kw = ijax.from_jax_dpa(query, key, key, mask=mask, is_causal=True, scale=0.5)
     assert q.shape == (1, 2, 5, 4)
     np.testing.assert_array_equal(q[0, 1, 3], query[0, 3, 1])
-    assert kw == {"mask": kw["mask"], "bias": None, "is_causal": True, "scale": 0.5}
+    assert kw == {"mask": kw["mask"], "bias": None, "is_causal": True, "scale": 0.5,
+                  "enable_gqa": False}
     np.testing.assert_array_equal(kw["mask"], mask)

@@ -6,7 +6,6 @@ One submodule per framework, each importing its framework only when a function n
 - :mod:`attention_np.interop.torch`: ``nn.MultiheadAttention`` weights and masks, SDPA arguments
 - :mod:`attention_np.interop.jax`: ``jax.nn.dot_product_attention`` layout, masks, scoped x64
 - :mod:`attention_np.interop.flax`: ``MultiHeadDotProductAttention`` kernels
-- :mod:`attention_np.interop.gqa`: grouped-query attention as repeated key/value heads
 - :mod:`attention_np.interop.compare`: :func:`compare_mha` / :func:`compare_flax_mha`, diff your
   own torch or Flax module
 - :mod:`attention_np.interop.tolerance`: when two implementations agree

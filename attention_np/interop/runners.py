@@ -13,18 +13,14 @@ import contextlib
 
 import numpy as np
 
+from ..attention import sdpa_backward, sdpa_forward
 from ..multihead import mha_backward, mha_forward
 from . import flax as iflax
 from . import jax as ijax
 from . import torch as itorch
-from .gqa import gqa_sdpa_backward, gqa_sdpa_forward
 
 FLOATS = ("q", "k", "v", "bias", "query", "key", "value")
 
-# Our side of every SDPA case, grouped-query attention included (k, v may have fewer heads):
-# repeated key/value heads for now. Once sdpa_forward has enable_gqa=True, this line becomes
-# SDPA_FORWARD, SDPA_BACKWARD = functools.partial(sdpa_forward, enable_gqa=True), sdpa_backward
-SDPA_FORWARD, SDPA_BACKWARD = gqa_sdpa_forward, gqa_sdpa_backward
 
 
 def cast(inputs: dict, dtype) -> dict:
@@ -40,9 +36,11 @@ def cast(inputs: dict, dtype) -> dict:
 
 def run_ours(kind: str, x: dict, dout) -> dict:
     if kind == "sdpa":
-        out, cache = SDPA_FORWARD(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
-                                  is_causal=x["is_causal"])
-        dq, dk, dv = SDPA_BACKWARD(dout, cache)
+        # grouped-query cases give k and v fewer heads than q
+        gqa = np.ndim(x["k"]) >= 3 and np.shape(x["k"])[-3] != np.shape(x["q"])[-3]
+        out, cache = sdpa_forward(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
+                                  is_causal=x["is_causal"], enable_gqa=gqa)
+        dq, dk, dv = sdpa_backward(dout, cache)
         return {"out": out, "dq": dq, "dk": dk, "dv": dv}
     out, cache = mha_forward(x["query"], x["key"], x["value"], x["params"],
                              num_heads=x["num_heads"], mask=x["mask"])
