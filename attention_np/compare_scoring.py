@@ -33,6 +33,7 @@ from ._checks import as_generator
 from .additive import additive_attention_backward, additive_attention_forward, init_additive_params
 from .attention import sdpa_backward, sdpa_forward
 from .linear import linear_backward
+from .nn.adam import adam_init, adam_step
 
 SCORINGS = ("additive", "unscaled", "scaled")
 
@@ -104,22 +105,6 @@ def _loss_and_grad(out, v, target):
     return 0.5 * float((diff ** 2).sum()) / len(target), diff / len(target)
 
 
-def _adam(params, grads, state, lr, beta1=0.9, beta2=0.98, eps=1e-9):
-    """One Adam step (the paper's §5.3 betas), in place."""
-    state["t"] += 1
-    t = state["t"]
-    for name, g in grads.items():
-        m = state.setdefault(("m", name), np.zeros_like(g))
-        s = state.setdefault(("s", name), np.zeros_like(g))
-        m *= beta1
-        m += (1 - beta1) * g
-        s *= beta2
-        s += (1 - beta2) * g * g
-        m_hat = m / (1 - beta1 ** t)
-        s_hat = s / (1 - beta2 ** t)
-        params[name] -= lr * m_hat / (np.sqrt(s_hat) + eps)
-
-
 def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 32,
                     n_keys: int = 8, d_v: int = 8, noise: float = 0.5, lr: float = 3e-3,
                     n_eval: int = 512, threshold: float = 1.0, d_hidden: int | None = None,
@@ -180,7 +165,7 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
             params = init_scoring_params(s, d_k, d_k, np.random.default_rng([seed, d_k, 2]),
                                          d_hidden)
             result[f"accuracy_init_{s}"][i] = _evaluate(s, params, held_out)[0]
-            state = {"t": 0}
+            state = adam_init(params)
             for step in range(steps):
                 x_q, x_k, v, target = retrieval_batch(data_rng, rotation, batch, n_keys, d_v, noise)
                 out, cache = scoring_forward(s, params, x_q, x_k, v)
@@ -189,7 +174,7 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
                 if step == 0:
                     result[f"grad_init_{s}"][i] = np.linalg.norm(grads["W_q"])
                 result[f"curve_{s}"][i, step] = loss
-                _adam(params, grads, state, lr)
+                adam_step(params, grads, state, lr=lr)   # the paper's betas, §5.3
             result[f"accuracy_{s}"][i], result[f"loss_{s}"][i] = _evaluate(s, params, held_out)
             result[f"steps_to_threshold_{s}"][i] = steps_to_threshold(
                 result[f"curve_{s}"][i], threshold)
