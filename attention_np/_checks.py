@@ -22,15 +22,20 @@ def check_min_ndim(x: np.ndarray, name: str, ndim: int, layout: str) -> None:
         raise ValueError(f"{name} must have at least {ndim} dims {layout}, got shape {x.shape}")
 
 
-def check_same_dtype(**arrays: np.ndarray) -> np.dtype:
-    """All arrays share one dtype (as in PyTorch SDPA); returns it."""
-    names = list(arrays)
-    first = arrays[names[0]].dtype
-    for name in names[1:]:
-        if arrays[name].dtype != first:
-            listing = ", ".join(f"{n} is {a.dtype}" for n, a in arrays.items())
-            raise TypeError(f"{', '.join(names)} must share one dtype: {listing}")
-    return first
+def check_same_dtype(label: str | None = None, **arrays: np.ndarray) -> np.dtype:
+    """All arrays share one dtype (as in PyTorch SDPA); returns it.
+
+    The error groups the names by dtype, e.g. "q, k, v must share one dtype: q is float32;
+    k, v are float64". ``label`` replaces the list of names at the start of the message.
+    """
+    by_dtype: dict = {}
+    for name, a in arrays.items():
+        by_dtype.setdefault(a.dtype, []).append(name)
+    if len(by_dtype) > 1:
+        listing = "; ".join(f"{', '.join(ns)} {'is' if len(ns) == 1 else 'are'} {dt}"
+                            for dt, ns in by_dtype.items())
+        raise TypeError(f"{label or ', '.join(arrays)} must share one dtype: {listing}")
+    return next(iter(by_dtype))
 
 
 def broadcast_batch(**shapes: tuple) -> tuple:
@@ -40,6 +45,16 @@ def broadcast_batch(**shapes: tuple) -> tuple:
     except ValueError:
         listing = ", ".join(f"{n} {s}" for n, s in shapes.items())
         raise ValueError(f"batch dims do not broadcast: {listing}") from None
+
+
+def check_dout(dout, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """The upstream gradient of a backward: the output's shape and dtype (no silent upcast)."""
+    dout = as_float_array(dout, "dout")
+    if dout.shape != tuple(shape):
+        raise ValueError(f"dout has shape {dout.shape} but out has shape {tuple(shape)}")
+    if dout.dtype != dtype:
+        raise TypeError(f"dout has dtype {dout.dtype} but out has dtype {dtype}")
+    return dout
 
 
 def as_bool_mask(mask, name: str = "mask") -> np.ndarray:

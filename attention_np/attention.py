@@ -22,6 +22,7 @@ from ._checks import (
     as_generator,
     broadcast_batch,
     check_broadcasts_to,
+    check_dout,
     check_min_ndim,
     check_same_dtype,
     sum_to_shape,
@@ -82,7 +83,7 @@ def _check_qkv(q, k, v):
     return q, k, v
 
 
-def _dropout_keep(dropout_p, rng, dropout_mask, shape):
+def _dropout_keep(dropout_p, rng, dropout_mask, shape, dtype):
     """The keep-mask for attention dropout and the factor 1/(1-p) applied to kept weights."""
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
@@ -92,11 +93,15 @@ def _dropout_keep(dropout_p, rng, dropout_mask, shape):
         if dropout_p == 0.0:
             raise ValueError("dropout_mask needs dropout_p > 0 (kept weights are scaled by 1/(1-p))")
         keep = as_bool_mask(dropout_mask, "dropout_mask")
-        check_broadcasts_to(keep, "dropout_mask", shape, "weights (..., L, S)")
+        if check_broadcasts_to(keep, "dropout_mask", shape, "weights (..., L, S)") != shape:
+            raise ValueError(f"dropout_mask of shape {keep.shape} would add batch dims to the "
+                             f"weights {shape}; it must broadcast to them")
     elif dropout_p == 0.0:
         return None, 1.0
     else:
-        keep = as_generator(rng).random(shape) >= dropout_p
+        # draw in the inputs' precision: no float64 (L, S) temporary for float32 attention
+        draw = np.float64 if dtype == np.float64 else np.float32
+        keep = as_generator(rng).random(shape, dtype=draw) >= dropout_p
     # p = 1 drops everything; its factor is irrelevant, 0 avoids 1/0.
     return keep, (0.0 if dropout_p == 1.0 else 1.0 / (1.0 - dropout_p))
 
@@ -183,7 +188,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # (The tiled path, flash.py, ends the same way.) cache.weights forms e / l when asked.
     e, l = softmax_numerator_(scores)                                    # (..., L, S), (..., L, 1)
 
-    keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape)
+    keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
     attended = e if keep is None else e * keep * e.dtype.type(dropout_scale)
     out = attended @ v                                                   # (..., L, d_v)
     out /= l                                                             # = weights @ v
@@ -193,7 +198,9 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         # The cache keeps the dropout keep-mask per query head too; sdpa_backward regroups it.
         if keep is not None:
             keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
-    return out, SDPACache(*inputs, e, l, out, scale, keep, dropout_scale, groups)
+    # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
+    # whatever the caller does to the returned array.
+    return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups)
 
 
 def _grow_to(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -220,9 +227,7 @@ def sdpa_backward(dout, cache: SDPACache):
     dq, dk, dv : each with the shape of its input (broadcast batch dims summed back)
     """
     c = cache
-    dout = as_float_array(dout, "dout")
-    if dout.shape != c.out.shape:
-        raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
+    dout = check_dout(dout, c.out.shape, c.out.dtype)
     q, k, v, e, l, out, keep = c.q, c.k, c.v, c.exp_scores, c.rowsum, c.out, c.dropout_mask
     if c.kv_groups > 1:
         # Redo the forward's grouping (views): query heads (..., H_kv, G, L, .), k, v (..., H_kv, 1, S, .).
@@ -267,7 +272,7 @@ def sdpa_backward(dout, cache: SDPACache):
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,
                                  scale=None):
-    """Eq. (1) without the backward bookkeeping: returns ``(out, weights)``.
+    """Eq. (1), returning the weights instead of the backward's cache: ``(out, weights)``.
 
     Same arguments and conventions as :func:`sdpa_forward`; ``weights`` is (..., L, S).
     """

@@ -11,8 +11,9 @@ exponentiated with the old shift and is corrected by one factor:
 .. math:: \alpha = e^{m - m_\text{new}},\qquad l \leftarrow \alpha\, l + \sum_j e^{s_j - m_\text{new}},
           \qquad \text{acc} \leftarrow \alpha\, \text{acc} + e^{s - m_\text{new}} V_\text{block}
 
-After the last block ``out = acc / l``, exactly the softmax-weighted average. The forward
-keeps only ``out`` and the per-row log-sum-exp ``lse = m + log l``. The backward recomputes
+After the last block ``out = acc / l``, exactly the softmax-weighted average. Besides q, k, v
+and the caller's mask, the forward keeps only ``out`` and the per-row log-sum-exp
+``lse = m + log l``. The backward recomputes
 each block's weights from it, ``P = exp(scores - lse)``, and replaces
 ``rowsum(dP * P)`` by ``D = rowsum(dout * out)`` (FlashAttention-2's D), which needs no (L, S) array.
 
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_bool_mask, broadcast_batch, check_broadcasts_to, sum_to_shape
+from ._checks import as_bool_mask, broadcast_batch, check_broadcasts_to, check_dout, sum_to_shape
 from .attention import _check_qkv
 from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 
@@ -136,6 +137,7 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
     cache : FlashCache
         ``q, k, v, out`` and the per-row log-sum-exp ``lse`` (..., L): nothing of size L·S.
     """
+    q, k, v = _check_qkv(q, k, v)
     groups = kv_groups(q, k, v) if enable_gqa else 1
     if groups > 1:
         # As in sdpa_forward: query heads grouped (..., H_kv, G, L, d), k and v broadcast over G.
@@ -146,7 +148,7 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
                                              block_size=block_size)
         out = ungroup_queries(out)                                       # (..., H, L, d_v)
         lse = ungroup_queries(cache.lse[..., None])[..., 0]              # (..., H, L)
-        return out, FlashCache(q, k, v, out, lse, cache.mask, cache.is_causal, cache.scale,
+        return out, FlashCache(q, k, v, out.copy(), lse, cache.mask, cache.is_causal, cache.scale,
                                cache.block_size, groups)
     q, k, v, mask, batch = _check_flash(q, k, v, mask, block_size)
     *_, L, d_k = q.shape
@@ -181,7 +183,9 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
     out = np.divide(acc, l, out=acc)                                     # (..., L, d_v)
     lse = m + np.log(l)
     lse[empty] = np.inf
-    return out, FlashCache(q, k, v, out, lse[..., 0], mask, bool(is_causal), scale, int(block_size))
+    # The cache keeps its own copy of out: the backward's D = rowsum(dout * out) needs it unchanged.
+    return out, FlashCache(q, k, v, out.copy(), lse[..., 0], mask, bool(is_causal), scale,
+                           int(block_size))
 
 
 def flash_attention_backward(dout, cache: FlashCache):
@@ -201,11 +205,7 @@ def flash_attention_backward(dout, cache: FlashCache):
         numbers as :func:`sdpa_backward`.
     """
     c = cache
-    dout = np.asarray(dout)
-    if dout.shape != c.out.shape:
-        raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
-    if dout.dtype != c.out.dtype:
-        raise TypeError(f"dout has dtype {dout.dtype} but out has dtype {c.out.dtype}")
+    dout = check_dout(dout, c.out.shape, c.out.dtype)
     if c.kv_groups > 1:
         # Regroup (views), run the plain backward; its sum over broadcast dims adds the G query
         # heads of a group into their shared key/value head.

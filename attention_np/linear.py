@@ -9,6 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 
+def glorot_uniform(rng: np.random.Generator, fan_in: int, fan_out: int,
+                   shape: tuple | None = None) -> np.ndarray:
+    """Glorot (Xavier) uniform weights: ``U(-a, a)`` with ``a = sqrt(6 / (fan_in + fan_out))``.
+
+    Var = a²/3 = 2 / (fan_in + fan_out) keeps activations and gradients at a similar scale.
+    ``shape`` defaults to ``(fan_in, fan_out)``; float64, draw order fixed by ``rng``.
+    """
+    limit = np.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-limit, limit, size=(fan_in, fan_out) if shape is None else shape)
+
+
 def linear_forward(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     """``(..., d_in) @ (d_in, d_out) + (d_out,) -> (..., d_out)``."""
     y = x @ W

@@ -13,19 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_float_array, as_generator, check_min_ndim
+from ._checks import as_float_array, as_generator, check_dout, check_min_ndim, check_same_dtype
 from .attention import SDPACache, sdpa_backward, sdpa_forward
 from .heads import merge_heads, split_heads
-from .linear import linear_backward, linear_forward
+from .linear import glorot_uniform, linear_backward, linear_forward
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 BIASES = ("b_q", "b_k", "b_v", "b_o")
-
-
-def _glorot_uniform(rng: np.random.Generator, fan_in: int, fan_out: int) -> np.ndarray:
-    # Var = 2 / (fan_in + fan_out) keeps activations and gradients at a similar scale.
-    limit = np.sqrt(6.0 / (fan_in + fan_out))
-    return rng.uniform(-limit, limit, size=(fan_in, fan_out))
 
 
 def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
@@ -82,10 +76,10 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
     h_kv = _check_kv_heads(num_kv_heads, h)
     rng = as_generator(rng)
     params = {
-        "W_q": _glorot_uniform(rng, d_model, h * d_k),
-        "W_k": _glorot_uniform(rng, kdim, h_kv * d_k),
-        "W_v": _glorot_uniform(rng, vdim, h_kv * d_v),
-        "W_o": _glorot_uniform(rng, h * d_v, d_model),
+        "W_q": glorot_uniform(rng, d_model, h * d_k),
+        "W_k": glorot_uniform(rng, kdim, h_kv * d_k),
+        "W_v": glorot_uniform(rng, vdim, h_kv * d_v),
+        "W_o": glorot_uniform(rng, h * d_v, d_model),
     }
     if bias:
         params.update(b_q=np.zeros(h * d_k), b_k=np.zeros(h_kv * d_k),
@@ -107,9 +101,10 @@ def _check_kv_heads(num_kv_heads, num_heads: int) -> int:
 
 @dataclass(frozen=True)
 class MHACache:
-    """What :func:`mha_backward` needs: the inputs, the concatenated heads and the SDPA cache.
+    """What :func:`mha_backward` needs: the inputs, the parameters and the SDPA cache.
 
-    ``weights`` is the (..., h, L, S) attention weight array of every head.
+    ``weights`` is the (..., h, L, S) attention weight array of every head and ``concat`` the
+    (..., L, h*d_v) concatenated heads, both formed from the SDPA cache when asked.
     """
 
     query: np.ndarray
@@ -117,12 +112,15 @@ class MHACache:
     value: np.ndarray
     params: dict
     num_heads: int
-    concat: np.ndarray
     attention: SDPACache
 
     @property
     def weights(self) -> np.ndarray:
         return self.attention.weights
+
+    @property
+    def concat(self) -> np.ndarray:
+        return merge_heads(self.attention.out)
 
 
 def _check_mha(query, key, value, params, num_heads, num_kv_heads=None):
@@ -145,11 +143,8 @@ def _check_mha(query, key, value, params, num_heads, num_kv_heads=None):
         if params[W].ndim != 2 or x.shape[-1] != params[W].shape[0]:
             raise ValueError(f"{name} has {x.shape[-1]} features but params['{W}'] has shape "
                              f"{params[W].shape}: its rows must match the input features")
-    for name, p in params.items():
-        if p.dtype != query.dtype or key.dtype != query.dtype or value.dtype != query.dtype:
-            raise TypeError(f"query, key, value and params must share one dtype: query is "
-                            f"{query.dtype}, key {key.dtype}, value {value.dtype}, "
-                            f"params['{name}'] {p.dtype}")
+    check_same_dtype("query, key, value and params", query=query, key=key, value=value,
+                     **{f"params['{name}']": p for name, p in params.items()})
     h_kv = _check_kv_heads(num_kv_heads, num_heads)
     if h_kv == num_heads and W_q.shape[1] != W_k.shape[1]:
         raise ValueError(f"params['W_q'] has {W_q.shape[1]} columns but params['W_k'] has "
@@ -222,7 +217,7 @@ def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, b
     concat = merge_heads(heads)                                    # (..., L, h*d_v)
     # 5) project back to d_model with W^O
     out = linear_forward(concat, params["W_o"], params.get("b_o"))  # (..., L, d_model)
-    return out, MHACache(query, key, value, params, h, concat, attention)
+    return out, MHACache(query, key, value, params, h, attention)
 
 
 def mha_backward(dout, cache: MHACache):
@@ -236,14 +231,12 @@ def mha_backward(dout, cache: MHACache):
     grads : dict with the keys of ``params``
     """
     c = cache
-    dout = as_float_array(dout, "dout")
-    out_shape = c.concat.shape[:-1] + (c.params["W_o"].shape[1],)
-    if dout.shape != out_shape:
-        raise ValueError(f"dout has shape {dout.shape} but out has shape {out_shape}")
     p, h, grads = c.params, c.num_heads, {}
+    concat = c.concat                                              # (..., L, h*d_v)
+    dout = check_dout(dout, concat.shape[:-1] + (p["W_o"].shape[1],), concat.dtype)
 
     # 5) forward: out = concat @ W_o + b_o
-    dconcat, grads["W_o"], db_o = linear_backward(dout, c.concat, p["W_o"], "b_o" in p)
+    dconcat, grads["W_o"], db_o = linear_backward(dout, concat, p["W_o"], "b_o" in p)
     # 4) forward: concat = merge_heads(heads)  ->  its backward is split_heads
     dheads = split_heads(dconcat, h)                               # (..., h, L, d_v)
     # 3) forward: heads = Attention(q, k, v)

@@ -24,7 +24,7 @@ def softmax_numerator_(x: np.ndarray, axis: int = -1):
     The attention forward stops here and divides its (L, d_v) output by ``total`` instead of
     the (L, S) weights.
     """
-    m = x.max(axis=axis, keepdims=True)
+    m = x.max(axis=axis, keepdims=True, initial=-np.inf)   # initial: a slice may be empty (S = 0)
     # A fully masked slice has max -inf; shifting by it would give (-inf) - (-inf) = NaN.
     # Shift it by 0 instead: its exp is then exp(-inf) = 0 everywhere.
     m[m == -np.inf] = 0

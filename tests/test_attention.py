@@ -48,6 +48,7 @@ def test_bool_mask_and_bias_enter_the_scores(rng):
     out, w = an.scaled_dot_product_attention(q, k, v, mask, bias=bias)
     want_out, want_w = attention_by_definition(q, k, v, mask, bias)
     np.testing.assert_allclose(out, want_out, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(w, want_w, rtol=1e-13, atol=1e-15)
     assert np.all(w[~mask] == 0)
 
 
@@ -152,7 +153,7 @@ def test_huge_scores_do_not_overflow(rng):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             out, cache = an.sdpa_forward(q.astype(dtype), k.astype(dtype), v.astype(dtype))
-            grads = an.sdpa_backward(np.ones_like(out), cache)
+            grads = an.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache)
         assert np.all(np.isfinite(out)) and all(np.all(np.isfinite(g)) for g in grads)
         # saturated: each row puts (almost) all weight on its best key
         np.testing.assert_allclose(cache.weights.max(-1), 1.0, rtol=1e-5)
@@ -209,3 +210,26 @@ def test_forward_does_not_modify_inputs(rng):
     an.sdpa_backward(randn(rng, *out.shape), cache)
     for a, b in zip((q, k, v, bias), copies, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# --- the caller's arrays and the cache stay independent ---------------------------------
+
+@pytest.mark.parametrize("forward,backward", [(an.sdpa_forward, an.sdpa_backward),
+                                              (an.flash_attention_forward,
+                                               an.flash_attention_backward)])
+def test_changing_the_returned_output_does_not_change_the_gradients(rng, forward, backward):
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3)
+    out, cache = forward(q, k, v)
+    dout = randn(rng, *out.shape)
+    want = [g.copy() for g in backward(dout, cache)]
+    out *= 2.0                                   # the caller reuses the output buffer
+    for g, w in zip(backward(dout, cache), want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_no_keys_gives_zero_output_in_both_paths(rng):
+    q, k, v = randn(rng, 3, 4), randn(rng, 0, 4), randn(rng, 0, 2)
+    out, cache = an.sdpa_forward(q, k, v)
+    fout, _ = an.flash_attention_forward(q, k, v)
+    assert out.shape == (3, 2) and np.all(out == 0) and np.all(fout == 0)
+    assert cache.weights.shape == (3, 0)

@@ -87,7 +87,7 @@ def test_integer_inputs_are_refused():
 
 
 def test_mixed_dtypes_are_refused():
-    raises(TypeError, r"q, k, v must share one dtype: q is float32, k is float64, v is float64",
+    raises(TypeError, r"q, k, v must share one dtype: q is float32; k, v are float64",
            an.sdpa_forward, q.astype(np.float32), k, v)
 
 
@@ -134,6 +134,21 @@ def test_dropout_mask_needs_p_and_excludes_rng():
 def test_bad_rng_type():
     raises(TypeError, r"rng must be None, an int seed or a np.random.Generator, got str",
            an.sdpa_forward, q, k, v, dropout_p=0.1, rng="seed")
+
+
+def test_backward_refuses_a_dout_of_another_dtype():
+    out, cache = an.sdpa_forward(*(a.astype(np.float32) for a in (q, k, v)))
+    raises(TypeError, r"dout has dtype float64 but out has dtype float32", an.sdpa_backward,
+           np.zeros(out.shape), cache)
+    out, cache = an.flash_attention_forward(*(a.astype(np.float32) for a in (q, k, v)))
+    raises(TypeError, r"dout has dtype float64 but out has dtype float32",
+           an.flash_attention_backward, np.zeros(out.shape), cache)
+
+
+def test_dropout_mask_that_would_add_batch_dims():
+    raises(ValueError, r"dropout_mask of shape \(4, 2, 3, 5\) would add batch dims to the weights "
+           r"\(2, 3, 5\)", an.sdpa_forward, q, k, v, dropout_p=0.5,
+           dropout_mask=np.ones((4, 2, 3, 5), bool))
 
 
 def test_backward_with_wrong_dout_shape():
@@ -191,7 +206,8 @@ def test_mha_num_heads_must_divide_the_projection():
 
 
 def test_mha_dtype_mismatch_between_inputs_and_params():
-    raises(TypeError, r"query is float32.*params\['W_q'\] float64", an.mha_forward,
+    raises(TypeError, r"query, key, value and params must share one dtype: query, key, value "
+           r"are float32; params\['W_q'\], .* are float64", an.mha_forward,
            X.astype(np.float32), K.astype(np.float32), X.astype(np.float32), P, num_heads=2)
 
 
@@ -205,6 +221,13 @@ def test_mha_inconsistent_param_shapes():
     bad = {**P, "b_v": np.zeros(3)}
     raises(ValueError, r"params\['b_v'\] has shape \(3,\), expected \(8,\)", an.mha_forward,
            X, K, V, bad, num_heads=2)
+
+
+def test_mha_backward_refuses_a_dout_of_another_dtype():
+    P32 = {n: a.astype(np.float32) for n, a in P.items()}
+    out, cache = an.mha_forward(*(a.astype(np.float32) for a in (X, K, V)), P32, num_heads=2)
+    raises(TypeError, r"dout has dtype float64 but out has dtype float32", an.mha_backward,
+           np.zeros(out.shape), cache)
 
 
 def test_mha_backward_with_wrong_dout_shape():

@@ -199,6 +199,8 @@ def test_float32_forward_passes_hold_no_float64_temporaries():
     scores32 = L * L * 4
     assert _peak_bytes(an.sdpa_forward, q, k, v) < 1.5 * scores32
     assert _peak_bytes(lambda: an.sdpa_forward(q, k, v, is_causal=True)) < 1.5 * scores32 + 2 * L * L
+    # dropout: the keep-mask (1 byte per weight) and the kept weights, but no float64 random draw
+    assert _peak_bytes(lambda: an.sdpa_forward(q, k, v, dropout_p=0.1, rng=0)) < 3.5 * scores32
     tiled = _peak_bytes(lambda: an.flash_attention_forward(q, k, v, block_size=64))
     assert tiled < 4 * (L * 64 * 4) + 8 * (L * d * 4)
 

@@ -193,3 +193,10 @@ def test_mha_with_num_kv_heads_passes_gradcheck(rng):
 
     result = an.gradcheck(forward, an.mha_backward, (x, y, y + 1.0, p))
     assert result.ok, str(result)
+
+
+def test_tiled_gqa_accepts_nested_lists_like_the_dense_path(rng):
+    q, k, v = randn(rng, 4, 3, 2), randn(rng, 2, 5, 2), randn(rng, 2, 5, 2)
+    out, _ = an.flash_attention_forward(q.tolist(), k.tolist(), v.tolist(), enable_gqa=True)
+    want, _ = an.sdpa_forward(q.tolist(), k.tolist(), v.tolist(), enable_gqa=True)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)

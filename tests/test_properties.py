@@ -54,16 +54,18 @@ def test_causal_output_at_i_ignores_inputs_after_i(seed, L, d, data):
     assert not np.allclose(out2[:, i + 1:], out[:, i + 1:])   # the change did reach later rows
 
 
-@given(seeds, dims, dims, dims, dims)
-def test_causal_multi_head_output_at_i_ignores_inputs_after_i(seed, L, h, d, B):
+@given(seeds, st.integers(2, 7), dims, dims, dims, st.data())
+def test_causal_multi_head_output_at_i_ignores_inputs_after_i(seed, L, h, d, B, data):
     rng = np.random.default_rng(seed)
     p = an.init_mha_params(h * d, h, rng=rng)
-    x = rng.standard_normal((B, L + 1, h * d))
+    x = rng.standard_normal((B, L, h * d))
+    i = data.draw(st.integers(0, L - 2))
     out, _ = an.mha_forward(x, x, x, p, num_heads=h, is_causal=True)
     x2 = x.copy()
-    x2[:, -1] += 1.0
+    x2[:, i + 1:] += 1.0 + rng.standard_normal(x2[:, i + 1:].shape)
     out2, _ = an.mha_forward(x2, x2, x2, p, num_heads=h, is_causal=True)
-    np.testing.assert_allclose(out2[:, :-1], out[:, :-1], rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(out2[:, :i + 1], out[:, :i + 1], rtol=1e-12, atol=1e-13)
+    assert not np.allclose(out2[:, i + 1:], out[:, i + 1:])   # the change did reach later rows
 
 
 @given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=6), elements=finite),

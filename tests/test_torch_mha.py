@@ -5,11 +5,10 @@ differ), out_proj.weight = W_o.T; torch's masks are True = blocked, so attn_mask
 """
 
 import numpy as np
-import pytest
 
 import attention_np as an
 from tests import torch_ref
-from tests.helpers import assert_float32_within_framework, randn
+from tests.helpers import assert_float32_within_framework, randn, require
 
 NAMES = ("out", "weights", "dquery", "dkey", "dvalue")
 
@@ -78,7 +77,7 @@ def test_padding_and_attn_mask_together_match_torch(rng):
 
 def test_self_attention_input_gradient_matches_torch_with_one_tensor(rng):
     # torch sees one tensor used three times; our three gradients must add up to its one.
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     p = params_with_random_biases(rng, 6, 2)
     x, dout = randn(rng, 2, 3, 6), randn(rng, 2, 3, 6)
     _, _, dq, dk, dv, _ = ours(x, x, x, p, 2, dout)

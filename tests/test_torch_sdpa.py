@@ -9,7 +9,7 @@ import pytest
 
 import attention_np as an
 from tests import torch_ref
-from tests.helpers import assert_float32_within_framework, randn
+from tests.helpers import assert_float32_within_framework, randn, require
 
 B, H, L, S, D_K, D_V = 2, 3, 4, 6, 5, 3
 
@@ -50,7 +50,7 @@ def test_is_causal_matches_torch_top_left_when_L_differs_from_S(rng, L_q, S_k):
 
 
 def test_bottom_right_causal_mask_matches_torch_causal_lower_right(rng):
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     from torch.nn.attention.bias import causal_lower_right
     q, k, v = qkv(rng, 3, 7)
     theirs = causal_lower_right(3, 7)._materialize(device=torch.device("cpu")).numpy()

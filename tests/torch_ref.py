@@ -14,8 +14,9 @@ def sdpa(q, k, v, dout, mask=None, bias=None, is_causal=False, scale=None):
     attn_mask = None
     if mask is not None:
         attn_mask = torch.tensor(mask)                       # same polarity: True = attend
-    if bias is not None:
-        attn_mask = torch.tensor(bias)                       # a float attn_mask is added
+    if bias is not None:                                     # a float attn_mask is added;
+        both = bias if mask is None else np.where(mask, bias, -np.inf)   # -inf removes a key
+        attn_mask = torch.tensor(both)
     out = torch.nn.functional.scaled_dot_product_attention(
         tq, tk, tv, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
     out.backward(torch.tensor(dout))
