@@ -9,6 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 
+def check_int(n, name: str, minimum: int = 1) -> int:
+    """``n`` as an int >= ``minimum`` (a bool is not a count); ``ValueError`` naming ``name``."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)) or n < minimum:
+        kind = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
+        raise ValueError(f"{name} must be a {kind} int, got {n!r}")
+    return int(n)
+
+
 def as_float_array(x, name: str) -> np.ndarray:
     """``x`` as an ndarray of a floating dtype; ``TypeError`` naming ``name`` otherwise."""
     x = np.asarray(x)

@@ -150,24 +150,24 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     *_, L, d_k = q.shape
     S = k.shape[-2]
     inputs, given_keep = (q, k, v), dropout_mask
+    if mask is not None:
+        mask = as_bool_mask(mask)
+    if bias is not None:
+        bias = as_bias(bias).astype(q.dtype, copy=False)
     groups = kv_groups(q, k, v) if enable_gqa else 1
     if groups > 1:
         # Group the query heads, (..., H_kv, G, L, d), so that k and v broadcast over each group.
         H = q.shape[-3]
-        if mask is not None:
-            mask = group_heads(as_bool_mask(mask), H, groups, "mask")
-        if bias is not None:
-            bias = group_heads(as_bias(bias), H, groups, "bias")
+        mask = group_heads(mask, H, groups, "mask")
+        bias = group_heads(bias, H, groups, "bias")
         if dropout_mask is not None:
             dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
                                        "dropout_mask")
         q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
     batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
     if mask is not None:
-        mask = as_bool_mask(mask)
         batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
     if bias is not None:
-        bias = as_bias(bias).astype(q.dtype, copy=False)
         batch["bias"] = check_broadcasts_to(bias, "bias", (L, S), "scores (..., L, S)")[:-2]
     broadcast_batch(**batch)
     if is_causal:

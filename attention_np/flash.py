@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_bool_mask, broadcast_batch, check_broadcasts_to, check_dout, sum_to_shape
+from ._checks import as_bool_mask, broadcast_batch, check_broadcasts_to, check_dout, check_int, sum_to_shape
 from .attention import _check_qkv
 from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 
@@ -101,8 +101,7 @@ def _check_flash(q, k, v, mask, block_size):
     if mask is not None:
         mask = as_bool_mask(mask)
         batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
-    if not isinstance(block_size, (int, np.integer)) or isinstance(block_size, bool) or block_size < 1:
-        raise ValueError(f"block_size must be a positive int, got {block_size!r}")
+    check_int(block_size, "block_size")
     return q, k, v, mask, broadcast_batch(**batch)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import check_int
+
 
 def split_heads(x, num_heads: int) -> np.ndarray:
     """``(..., L, h*d) -> (..., h, L, d)``; head ``i`` is feature columns ``[i*d, (i+1)*d)``.
@@ -17,8 +19,7 @@ def split_heads(x, num_heads: int) -> np.ndarray:
     Returns a view of ``x`` (no copy).
     """
     x = np.asarray(x)
-    if not isinstance(num_heads, (int, np.integer)) or num_heads < 1:
-        raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
+    check_int(num_heads, "num_heads")
     if x.ndim < 2:
         raise ValueError(f"x must have at least 2 dims (..., L, h*d), got shape {x.shape}")
     *batch, L, features = x.shape

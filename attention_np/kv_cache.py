@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_int
 from .attention import sdpa_forward
 from .heads import merge_heads, split_heads
 from .linear import linear_forward
@@ -38,9 +38,7 @@ class KVCache:
     """
 
     def __init__(self, max_len: int):
-        if not isinstance(max_len, (int, np.integer)) or max_len < 1:
-            raise ValueError(f"max_len must be a positive int, got {max_len!r}")
-        self.max_len = int(max_len)
+        self.max_len = check_int(max_len, "max_len")
         self.length = 0
         self._k = self._v = None        # (..., H_kv, max_len, d_k), (..., H_kv, max_len, d_v)
 
@@ -116,9 +114,8 @@ def mha_decode_step(x, params: dict, cache: KVCache, *, num_heads: int,
     -------
     out : (..., T, d_model)
     """
-    x, _, _ = _check_mha(x, x, x, params, num_heads, num_kv_heads)
+    x, _, _, h_kv = _check_mha(x, x, x, params, num_heads, num_kv_heads)
     h = num_heads
-    h_kv = h if num_kv_heads is None else num_kv_heads
     # 1) project only the new positions
     q = linear_forward(x, params["W_q"], params.get("b_q"))          # (..., T, h*d_k)
     k = linear_forward(x, params["W_k"], params.get("b_k"))          # (..., T, h_kv*d_k)

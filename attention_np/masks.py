@@ -9,15 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_bool_mask
+from ._checks import as_bool_mask, check_int
 
 ALIGNMENTS = ("top_left", "bottom_right")
-
-
-def _check_length(n, name: str) -> int:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"{name} must be a non-negative int, got {n!r}")
-    return int(n)
 
 
 def causal_mask(L: int, S: int | None = None, *, align: str = "top_left") -> np.ndarray:
@@ -50,8 +44,8 @@ def causal_mask(L: int, S: int | None = None, *, align: str = "top_left") -> np.
     array([[1, 1, 0],
            [1, 1, 1]])
     """
-    L = _check_length(L, "L")
-    S = L if S is None else _check_length(S, "S")
+    L = check_int(L, "L", minimum=0)
+    S = L if S is None else check_int(S, "S", minimum=0)
     if align not in ALIGNMENTS:
         raise ValueError(f"align must be one of {ALIGNMENTS}, got {align!r}")
     offset = 0 if align == "top_left" else S - L
@@ -81,7 +75,7 @@ def padding_mask(lengths, S: int | None = None) -> np.ndarray:
     if lengths.size and lengths.min() < 0:
         raise ValueError(f"lengths must be >= 0, got {lengths.min()}")
     longest = int(lengths.max()) if lengths.size else 0
-    S = longest if S is None else _check_length(S, "S")
+    S = longest if S is None else check_int(S, "S", minimum=0)
     if longest > S:
         raise ValueError(f"lengths has a sequence of length {longest} but S={S}")
     return (np.arange(S) < lengths[:, None])[:, None, :]

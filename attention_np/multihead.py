@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_float_array, as_generator, check_dout, check_min_ndim, check_same_dtype
+from ._checks import as_float_array, as_generator, check_dout, check_int, check_min_ndim, check_same_dtype
 from .attention import SDPACache, sdpa_backward, sdpa_forward
 from .heads import merge_heads, split_heads
 from .linear import glorot_uniform, linear_backward, linear_forward
@@ -57,9 +57,8 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
         columns ``[i*d_k, (i+1)*d_k)`` of ``W_q``. Weights are Glorot-uniform. With
         ``num_kv_heads``, ``W_k``, ``W_v``, ``b_k``, ``b_v`` have ``num_kv_heads * d`` columns.
     """
-    for name, n in (("d_model", d_model), ("num_heads", num_heads)):
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    check_int(d_model, "d_model")
+    check_int(num_heads, "num_heads")
     if (d_k is None or d_v is None) and d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}; "
                          f"pass d_k and d_v explicitly")
@@ -68,8 +67,7 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
     kdim = d_model if kdim is None else kdim
     vdim = d_model if vdim is None else vdim
     for name, n in (("d_k", d_k), ("d_v", d_v), ("kdim", kdim), ("vdim", vdim)):
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"{name} must be a positive int, got {n!r}")
+        check_int(n, name)
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
     h = num_heads
@@ -91,8 +89,7 @@ def _check_kv_heads(num_kv_heads, num_heads: int) -> int:
     """``num_kv_heads`` (default ``num_heads``), checked to divide ``num_heads``."""
     if num_kv_heads is None:
         return num_heads
-    if not isinstance(num_kv_heads, (int, np.integer)) or num_kv_heads < 1:
-        raise ValueError(f"num_kv_heads must be a positive int, got {num_kv_heads!r}")
+    check_int(num_kv_heads, "num_kv_heads")
     if num_heads % num_kv_heads:
         raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}: "
                          f"each key/value head serves num_heads / num_kv_heads query heads")
@@ -136,8 +133,7 @@ def _check_mha(query, key, value, params, num_heads, num_kv_heads=None):
     unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES))
     if unknown:
         raise ValueError(f"params has unknown keys {unknown}")
-    if not isinstance(num_heads, (int, np.integer)) or num_heads < 1:
-        raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
+    check_int(num_heads, "num_heads")
     W_q, W_k, W_v, W_o = (params[w] for w in WEIGHTS)
     for name, x, W in (("query", query, "W_q"), ("key", key, "W_k"), ("value", value, "W_v")):
         if params[W].ndim != 2 or x.shape[-1] != params[W].shape[0]:
@@ -166,7 +162,7 @@ def _check_mha(query, key, value, params, num_heads, num_kv_heads=None):
         if b in params and params[b].shape != (params[W].shape[1],):
             raise ValueError(f"params['{b}'] has shape {params[b].shape}, "
                              f"expected ({params[W].shape[1]},)")
-    return query, key, value
+    return query, key, value, h_kv
 
 
 def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, bias=None,
@@ -199,9 +195,8 @@ def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, b
     out : (..., L, d_model)
     cache : MHACache, with ``cache.weights`` of shape (..., h, L, S)
     """
-    query, key, value = _check_mha(query, key, value, params, num_heads, num_kv_heads)
+    query, key, value, h_kv = _check_mha(query, key, value, params, num_heads, num_kv_heads)
     h = num_heads
-    h_kv = h if num_kv_heads is None else num_kv_heads
     # 1) project: every head's W_i^Q, W_i^K, W_i^V at once
     q = linear_forward(query, params["W_q"], params.get("b_q"))   # (..., L, h*d_k)
     k = linear_forward(key, params["W_k"], params.get("b_k"))     # (..., S, h*d_k)
