@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from attention_np.__main__ import main
-from attention_np.interop import cases, diff, known, runners
+from attention_np.interop import cases, diff, known, runners, tolerance
 from tests.helpers import require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,3 +135,22 @@ def test_every_test_named_in_docs_frameworks_exists():
     assert len(named) > 20
     missing = sorted(n for n in named if f"def {n}" not in sources)
     assert not missing, missing
+
+
+# ---------------------------------------------------------------- the tolerance policy
+
+@pytest.mark.parametrize("rule", ["float64", "float32"])
+def test_an_infinite_reference_entry_neither_loosens_the_tolerance_nor_hides_a_mismatch(rule):
+    got, ref = np.array([0.0, 5.0]), np.array([np.inf, 1.0])
+    check = (tolerance.check_float64("x", got, ref) if rule == "float64"
+             else tolerance.check_float32("x", got, ref, peer=got))
+    assert check.size == 1.0 and np.isfinite(check.tol)      # size over the finite entries
+    assert np.isnan(check.err) and not check.ok
+
+
+def test_equal_infinities_agree_but_nan_never_does():
+    assert tolerance.max_abs_error([np.inf, -np.inf, 1.0], [np.inf, -np.inf, 1.0]) == 0.0
+    assert tolerance.max_abs_error([np.inf], [1.0]) == np.inf
+    for got, ref in (([np.nan], [1.0]), ([1.0], [np.nan]), ([np.nan], [np.nan])):
+        assert np.isnan(tolerance.max_abs_error(got, ref))
+        assert not tolerance.check_float64("x", got, ref).ok
