@@ -306,6 +306,15 @@ def test_compare_mha_notes_is_causal_only_when_attn_mask_is_not_causal():
     assert not report.ok and any("ignores this attn_mask" in n for n in report.notes)
 
 
+def test_compare_mha_takes_torchs_float_causal_mask_as_causal():
+    torch.manual_seed(6)
+    module = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64)     # (L, N, E)
+    x = torch.randn(5, 1, 8, dtype=torch.float64)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64)  # 0 / -inf
+    report = compare_mha(module, x, attn_mask=causal, is_causal=True, need_weights=False)
+    assert report.ok and not report.notes, str(report)
+
+
 def test_torch_sdpa_backends_disagree_on_mask_with_is_causal_so_we_fold_it(rng):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 

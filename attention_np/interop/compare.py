@@ -182,8 +182,9 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
                             "attention 0; a known difference, see docs/frameworks.md")
     if is_causal and attn_mask is not None and not need_weights and key_padding_mask is None:
         given, given_bias = itorch.masks_from_torch_mha(attn_mask=attn_mask, num_heads=num_heads)
-        causal = causal_mask(*given.shape[-2:]) if given is not None else None
-        if given is None or given_bias is not None or not (given == causal).all():
+        # torch's own float causal mask (0 / -inf) splits into a causal mask and a zero bias
+        has_bias = given_bias is not None and given_bias.any()
+        if given is None or has_bias or not (given == causal_mask(*given.shape[-2:])).all():
             report.notes.append("is_causal=True with need_weights=False and no key_padding_mask: "
                                 "torch applies a causal mask and ignores this attn_mask, which is "
                                 "not causal (a known difference)")
