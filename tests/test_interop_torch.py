@@ -149,6 +149,30 @@ def test_masks_to_torch_mha_inverts_masks_from_torch_mha(rng, shape):
                                   np.broadcast_to(mask, (2, 2, 4, 6)))
 
 
+@pytest.mark.parametrize("shape", [(1, 1, 1, 6), (1, 2, 4, 6), (2, 4, 6), (1, 1, 4, 6)])
+def test_masks_to_torch_mha_broadcasts_a_batch_of_one_to_batch_size(rng, shape):
+    params = _params(rng)
+    query, key = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 6, 8))
+    mask = rng.random(shape) < 0.6
+    mask[..., 0] = True                                    # no fully masked row
+    out, _ = an.mha_forward(query, key, key, params, num_heads=2, mask=mask)
+    kwargs = itorch.masks_to_torch_mha(mask, num_heads=2, batch_size=3)
+    module = itorch.params_to_torch_mha(params, 2)
+    t_out, _ = module(*(torch.from_numpy(a) for a in (query, key, key)), **kwargs)
+    assert max_abs_diff(t_out.detach(), out) < 1e-12
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 6), (1, 2, 4, 6), (2, 4, 6)])
+def test_masks_to_torch_mha_asks_for_batch_size_when_torch_needs_the_batch_axis(shape):
+    with pytest.raises(ValueError, match="pass batch_size"):
+        itorch.masks_to_torch_mha(np.ones(shape, dtype=bool), num_heads=2)
+
+
+def test_masks_to_torch_mha_refuses_a_batch_other_than_batch_size():
+    with pytest.raises(ValueError, match="not batch_size=3"):
+        itorch.masks_to_torch_mha(np.ones((2, 1, 1, 6), dtype=bool), num_heads=2, batch_size=3)
+
+
 SDPA_CASES = {
     "mask": dict(mask=True),
     "bias": dict(bias=True),
