@@ -137,6 +137,26 @@ def test_every_test_named_in_docs_frameworks_exists():
     assert not missing, missing
 
 
+@pytest.mark.parametrize("framework, dtype, rounded", [("jax", "float64", True),
+                                                       ("torch", "float32", True),
+                                                       ("torch", "float64", False)])
+def test_rows_under_the_float32_rule_give_every_side_float32_rounded_inputs(
+        monkeypatch, framework, dtype, rounded):
+    seen = {}
+
+    def spy(kind, x, dout):                      # stands in for the framework
+        seen.update(x=x, dout=dout)
+        return runners.run_ours(kind, x, dout)
+
+    monkeypatch.setitem(runners.RUNNERS, framework, spy)
+    case = next(c for c in cases.CASES if c.name == "sdpa cross L=5 S=7")
+    row = diff.diff_case(case, framework, dtype, seed=0)
+    assert row.ok and row.checks[0].rule == ("float64" if not rounded else "float32")
+    for a in (seen["x"]["q"], seen["x"]["k"], seen["x"]["v"], seen["dout"]):
+        assert a.dtype == dtype
+        assert np.array_equal(a, a.astype(np.float32).astype(dtype)) == rounded
+
+
 # ---------------------------------------------------------------- the tolerance policy
 
 @pytest.mark.parametrize("rule", ["float64", "float32"])
