@@ -22,7 +22,7 @@ from ..multihead import mha_backward, mha_forward
 from . import flax as iflax
 from . import jax as ijax
 from . import torch as itorch
-from .tolerance import check_float32, check_float64
+from .tolerance import judge
 
 
 @dataclass
@@ -69,12 +69,7 @@ class MHAReport:
 def _judge(report: MHAReport, got: dict, ours) -> dict:
     """Fill ``report.checks`` under the tolerance policy; ``ours(dtype)`` runs attention_np."""
     oracle = ours(np.float64)
-    if report.dtype == "float64":
-        report.checks = [check_float64(n, got[n], oracle[n]) for n in oracle]
-    else:
-        ours32 = ours(np.float32)
-        report.checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
-        report.checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
+    report.checks = judge(got, oracle, None if report.dtype == "float64" else ours(np.float32))
     return oracle
 
 

@@ -63,7 +63,7 @@ def _out_shape(kind: str, x: dict) -> tuple:
 def diff_case(case, framework: str, dtype: str, seed: int) -> Row:
     """Diff one case on one framework: outputs and every gradient, under the tolerance policy."""
     from .runners import RUNNERS, cast, run_ours
-    from .tolerance import check_float32, check_float64
+    from .tolerance import judge
 
     # JAX's softmax is float32 whatever the inputs (docs/frameworks.md): judge it as float32.
     float32_rule = dtype == "float32" or framework == "jax"
@@ -80,13 +80,9 @@ def diff_case(case, framework: str, dtype: str, seed: int) -> Row:
         row.error = f"{type(e).__name__}: {e}"
         return row
     oracle = run_ours(case.kind, cast(x, np.float64), dout.astype(np.float64))
-    if not float32_rule:
-        row.checks = [check_float64(n, got[n], oracle[n]) for n in oracle]
-        return row
-    ours32 = run_ours(case.kind, cast(x, np.float32), dout.astype(np.float32))
-    row.checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
-    if dtype == "float32":   # and ours is held to the framework's float32 error in turn
-        row.checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
+    ours32 = run_ours(case.kind, cast(x, np.float32), dout.astype(np.float32)) if float32_rule else None
+    # ours is held to the framework's error in turn only when both run in float32
+    row.checks = judge(got, oracle, ours32, judge_ours=dtype == "float32")
     return row
 
 

@@ -104,3 +104,18 @@ def check_float32(name: str, got, oracle, peer) -> Check:
     # A peer with NaNs has no error to lend: fall back to the floor (it fails its own check).
     tol = FACTOR32 * max(peer_err if np.isfinite(peer_err) else 0.0, float32_floor(oracle))
     return Check(name, max_abs_error(got, oracle), size, tol, "float32", peer_err)
+
+
+def judge(got: dict, oracle: dict, ours32: dict | None = None, *, judge_ours: bool = True) -> list:
+    """Every array of ``got`` against the float64 ``oracle``, one :class:`Check` each.
+
+    Without ``ours32`` the float64 rule applies. With it (attention_np's own float32 run) the
+    float32 rule: ``got`` is held to ``ours32``'s error and, if ``judge_ours``, ``ours32`` to
+    ``got``'s in turn (checks named ``"ours <name>"``).
+    """
+    if ours32 is None:
+        return [check_float64(n, got[n], oracle[n]) for n in oracle]
+    checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
+    if judge_ours:
+        checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
+    return checks
