@@ -224,21 +224,12 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
     mask = None if mask is None else np.asarray(mask)
     report = MHAReport("flax MultiHeadDotProductAttention", np.dtype(np_dtype).name)
 
+    shape = arrays[0].shape[:-1] + (params["W_o"].shape[1],)                # (..., L, out)
+    dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
     with ijax.x64(np_dtype == np.float64):
-        @jax.jit
-        def forward_backward(variables, q, k, v, dout):
-            def forward(variables, q, k, v):
-                return module.apply(variables, q, k, v, mask=mask, deterministic=True)
-            out, vjp = jax.vjp(forward, variables, q, k, v)
-            return (out, *vjp(dout))
-
-        shape = arrays[0].shape[:-1] + (params["W_o"].shape[1],)            # (..., L, out)
-        dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
-        out, dvariables, *dinputs = forward_backward(variables, *arrays, dout)
-    got = {"out": np.asarray(out), **{n: np.asarray(d) for n, d in
-                                      zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)}}
-    grads, _ = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, dvariables))
-    got.update({f"d{n}": g for n, g in grads.items()})
+        out, dinputs, grads = iflax.forward_backward(module, variables, *arrays, dout, mask)
+    got = {"out": out, **dict(zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)),
+           **{f"d{n}": g for n, g in grads.items()}}
 
     def ours(dt):
         p = {n: a.astype(dt) for n, a in params.items()}

@@ -85,53 +85,23 @@ def _precision(dtype):
 
 
 def run_jax(kind: str, x: dict, dout) -> dict:
-    import jax
-    import jax.numpy as jnp
-
     if kind != "sdpa":
         raise ValueError("jax has no multi-head module: diff MHA with flax")
     with _precision(x["q"].dtype):
-        kw = ijax.to_jax_dpa(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
-                             is_causal=x["is_causal"])
-        q, k, v = (jnp.asarray(kw.pop(n)) for n in ("query", "key", "value"))
-        kw = {n: (jnp.asarray(a) if isinstance(a, np.ndarray) else a) for n, a in kw.items()}
-
-        # One compiled forward+backward: JAX's op-by-op mode would compile every primitive for
-        # every new shape, which is seconds per case on a small CPU.
-        @jax.jit
-        def forward_backward(q, k, v, dout):
-            out, vjp = jax.vjp(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, **kw), q, k, v)
-            return (out, *vjp(dout))
-
-        out, dq, dk, dv = forward_backward(q, k, v, jnp.asarray(ijax.to_jax_layout(dout)))
-        return {name: ijax.from_jax_layout(np.asarray(a))
-                for name, a in (("out", out), ("dq", dq), ("dk", dk), ("dv", dv))}
+        out, dq, dk, dv = ijax.forward_backward(x["q"], x["k"], x["v"], dout, x["mask"],
+                                                bias=x["bias"], is_causal=x["is_causal"])
+    return {"out": out, "dq": dq, "dk": dk, "dv": dv}
 
 
 def run_flax(kind: str, x: dict, dout) -> dict:
-    import jax
-    import jax.numpy as jnp
-
     if kind != "mha":
         raise ValueError("flax is diffed on its multi-head module; diff SDPA with jax")
     with _precision(x["query"].dtype):
         module, variables = iflax.flax_mha(x["params"], x["num_heads"])
-        variables = jax.tree_util.tree_map(jnp.asarray, variables)
-        mask = None if x["mask"] is None else jnp.asarray(x["mask"])
-        inputs = [jnp.asarray(x[n]) for n in ("query", "key", "value")]
-
-        def forward(variables, query, key, value):
-            return module.apply(variables, query, key, value, mask=mask)
-
-        @jax.jit  # one compilation instead of one per primitive (see run_jax)
-        def forward_backward(variables, query, key, value, dout):
-            out, vjp = jax.vjp(forward, variables, query, key, value)
-            return (out, *vjp(dout))
-
-        out, dvariables, dquery, dkey, dvalue = forward_backward(variables, *inputs, jnp.asarray(dout))
-        grads, _ = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, dvariables))
-        return {"out": np.asarray(out), "dquery": np.asarray(dquery), "dkey": np.asarray(dkey),
-                "dvalue": np.asarray(dvalue), **{f"d{name}": g for name, g in grads.items()}}
+        out, (dquery, dkey, dvalue), grads = iflax.forward_backward(
+            module, variables, x["query"], x["key"], x["value"], dout, x["mask"])
+    return {"out": out, "dquery": dquery, "dkey": dkey, "dvalue": dvalue,
+            **{f"d{name}": g for name, g in grads.items()}}
 
 
 RUNNERS = {"torch": run_torch, "jax": run_jax, "flax": run_flax}
