@@ -21,14 +21,6 @@ def _params(rng, d_model=8, h=2, kdim=None, vdim=None, bias=True):
     return {n: (rng.standard_normal(p.shape) if n.startswith("b") else p) for n, p in params.items()}
 
 
-def _torch_run(module, query, key, value, dout, **kwargs):
-    leaves = [torch.tensor(a, requires_grad=True) for a in (query, key, value)]
-    out, _ = module(*leaves, **kwargs)
-    out.backward(torch.from_numpy(dout))
-    grads, _ = itorch.params_from_torch_mha(module, grads=True)
-    return out.detach().numpy(), [t.grad.numpy() for t in leaves], grads
-
-
 LAYOUTS = [dict(), dict(kdim=6, vdim=4), dict(bias=False), dict(kdim=6, vdim=4, bias=False)]
 
 
@@ -72,8 +64,8 @@ def test_converted_module_matches_mha_forward_and_backward(rng, layout):
     out, cache = an.mha_forward(query, key, value, params, num_heads=2)
     dout = rng.standard_normal(out.shape)
     dquery, dkey, dvalue, grads = an.mha_backward(dout, cache)
-    t_out, t_inputs, t_grads = _torch_run(itorch.params_to_torch_mha(params, 2), query, key, value,
-                                          dout)
+    t_out, _, t_inputs, t_grads = itorch.mha_forward_backward(itorch.params_to_torch_mha(params, 2),
+                                                              query, key, value, dout)
     assert max_abs_diff(t_out, out) < 1e-12
     for got, want in zip(t_inputs, (dquery, dkey, dvalue), strict=True):
         assert max_abs_diff(got, want) < 1e-12

@@ -134,25 +134,22 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     saved, training = [p.grad for p in module.parameters()], module.training
     if module.training and module.dropout > 0:
         report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")
+    shape = arrays[0].shape[:-1] + (module.embed_dim,)                  # out, in the module's layout
+    dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
     try:
-        module.zero_grad(set_to_none=True)
         module.train(False)
-        leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
-        out, weights = module(*leaves, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-                              need_weights=need_weights, average_attn_weights=average_attn_weights,
-                              is_causal=is_causal)
-        dout = np.random.default_rng(seed).standard_normal(tuple(out.shape)).astype(np_dtype)
-        out.backward(torch.from_numpy(dout))
-        got = {"out": ours_layout(itorch.to_numpy(out))}
-        if weights is not None:
-            got["weights"] = itorch.to_numpy(weights)
-        got.update({n: ours_layout(itorch.to_numpy(t.grad))
-                    for n, t in zip(("dquery", "dkey", "dvalue"), leaves, strict=True)})
-        grads, num_heads = itorch.params_from_torch_mha(module, grads=True)
-        got.update({f"d{n}": g for n, g in grads.items()})
-        params, _ = itorch.params_from_torch_mha(module)
+        out, weights, dinputs, grads = itorch.mha_forward_backward(
+            module, *arrays, dout, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+            need_weights=need_weights, average_attn_weights=average_attn_weights,
+            is_causal=is_causal)
+        params, num_heads = itorch.params_from_torch_mha(module)
     finally:
         _restore(module, saved, training)
+    got = {"out": ours_layout(out)}
+    if weights is not None:
+        got["weights"] = weights
+    got.update({n: ours_layout(d) for n, d in zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)})
+    got.update({f"d{n}": g for n, g in grads.items()})
 
     mask, bias = itorch.masks_from_torch_mha(key_padding_mask, attn_mask, num_heads=num_heads)
 

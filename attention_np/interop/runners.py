@@ -52,7 +52,6 @@ def run_ours(kind: str, x: dict, dout) -> dict:
 def run_torch(kind: str, x: dict, dout) -> dict:
     import torch
 
-    dout_t = torch.from_numpy(np.ascontiguousarray(dout))
     if kind == "sdpa":
         from torch.nn.attention.bias import causal_lower_right
 
@@ -63,19 +62,16 @@ def run_torch(kind: str, x: dict, dout) -> dict:
             kw["attn_mask"] = causal_lower_right(x["q"].shape[-2], x["k"].shape[-2])
         leaves = [kw[n].requires_grad_() for n in ("query", "key", "value")]
         out = torch.nn.functional.scaled_dot_product_attention(**kw)
-        out.backward(dout_t)
+        out.backward(torch.from_numpy(np.ascontiguousarray(dout)))
         return {"out": itorch.to_numpy(out), "dq": itorch.to_numpy(leaves[0].grad),
                 "dk": itorch.to_numpy(leaves[1].grad), "dv": itorch.to_numpy(leaves[2].grad)}
     module = itorch.params_to_torch_mha(x["params"], x["num_heads"], batch_first=True)
-    # One leaf per argument, even for self-attention: torch would add the three gradients.
-    leaves = [torch.tensor(np.asarray(x[n]), requires_grad=True) for n in ("query", "key", "value")]
     masks = itorch.masks_to_torch_mha(x["mask"], num_heads=x["num_heads"],
                                       batch_size=x["query"].shape[0])
-    out, _ = module(*leaves, **masks)      # need_weights=True: torch's default path
-    out.backward(dout_t)
-    grads, _ = itorch.params_from_torch_mha(module, grads=True)
-    return {"out": itorch.to_numpy(out), "dquery": itorch.to_numpy(leaves[0].grad),
-            "dkey": itorch.to_numpy(leaves[1].grad), "dvalue": itorch.to_numpy(leaves[2].grad),
+    # need_weights=True (torch's default path)
+    out, _, (dquery, dkey, dvalue), grads = itorch.mha_forward_backward(
+        module, x["query"], x["key"], x["value"], dout, **masks)
+    return {"out": out, "dquery": dquery, "dkey": dkey, "dvalue": dvalue,
             **{f"d{name}": g for name, g in grads.items()}}
 
 

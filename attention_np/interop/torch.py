@@ -150,6 +150,30 @@ def params_to_torch_mha(params: dict, num_heads: int, *, batch_first: bool = Tru
     return module
 
 
+def mha_forward_backward(module, query, key, value, dout, **kwargs):
+    """Run ``module`` forward and autograd backward on NumPy inputs.
+
+    ``query``, ``key`` and ``value`` each become their own leaf, even when they are one array
+    (self-attention), so that torch does not add their gradients together. The module's
+    ``.grad`` values are overwritten. ``kwargs`` go to ``module.forward`` (masks,
+    ``need_weights``, ...).
+
+    Returns
+    -------
+    out, weights : NumPy arrays in the module's layout (``weights`` None without need_weights)
+    dinputs : (dquery, dkey, dvalue)
+    grads : dict, the parameter gradients in our names and layout
+        (:func:`params_from_torch_mha` with ``grads=True``)
+    """
+    torch = _torch()
+    module.zero_grad(set_to_none=True)
+    leaves = [torch.tensor(np.asarray(a), requires_grad=True) for a in (query, key, value)]
+    out, weights = module(*leaves, **kwargs)
+    out.backward(torch.from_numpy(np.ascontiguousarray(dout)))
+    grads, _ = params_from_torch_mha(module, grads=True)
+    return to_numpy(out), to_numpy(weights), tuple(to_numpy(t.grad) for t in leaves), grads
+
+
 # ---------------------------------------------------------------- masks
 
 def split_float_mask(float_mask) -> tuple[np.ndarray | None, np.ndarray]:
