@@ -22,7 +22,7 @@ from ..multihead import mha_backward, mha_forward
 from . import flax as iflax
 from . import jax as ijax
 from . import torch as itorch
-from .tolerance import judge
+from .tolerance import FACTOR32, FLOOR_ULPS, RTOL64, judge
 
 
 @dataclass
@@ -47,10 +47,10 @@ class MHAReport:
 
     def __str__(self) -> str:
         if self.dtype == "float64":
-            rule = "float64: max|theirs - ours| <= 1e-10 * max(1, max|ours|)"
+            rule = f"float64: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|)"
         else:
-            rule = ("float32: each side's max error against a float64 oracle <= 10 x the other's "
-                    "(floor 4 ulp)")
+            rule = (f"float32: each side's max error against a float64 oracle <= {FACTOR32:g} x "
+                    f"the other's (floor {FLOOR_ULPS:g} ulp)")
         lines = [f"{self.module} ({self.dtype}) vs attention_np -> "
                  f"{'AGREE' if self.ok else 'MISMATCH'}", f"tolerance {rule}",
                  f"{'array':<14} {'max abs err':>12} {'max rel err':>12} {'tolerance':>10}  ok"]
