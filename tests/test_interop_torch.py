@@ -225,7 +225,6 @@ def test_to_torch_sdpa_passes_enable_gqa_through(rng):
         assert max_abs_diff(leaf.grad, g) < 1e-12
 
 
-
 # ---------------------------------------------------------------- compare_mha
 
 def test_compare_mha_agrees_on_a_float64_module_in_two_lines():

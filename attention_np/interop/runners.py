@@ -22,7 +22,6 @@ from . import torch as itorch
 FLOATS = ("q", "k", "v", "bias", "query", "key", "value")
 
 
-
 def cast(inputs: dict, dtype) -> dict:
     """The case's float arrays (and params) in ``dtype``; masks and options unchanged."""
     out = dict(inputs)
@@ -36,10 +35,10 @@ def cast(inputs: dict, dtype) -> dict:
 
 def run_ours(kind: str, x: dict, dout) -> dict:
     if kind == "sdpa":
-        # grouped-query cases give k and v fewer heads than q
-        gqa = np.ndim(x["k"]) >= 3 and np.shape(x["k"])[-3] != np.shape(x["q"])[-3]
+        # enable_gqa for the grouped-query case (k, v with fewer heads); with as many heads as q
+        # it changes nothing. Every SDPA case is (B, H, L, d), so there is a head axis.
         out, cache = sdpa_forward(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
-                                  is_causal=x["is_causal"], enable_gqa=gqa)
+                                  is_causal=x["is_causal"], enable_gqa=True)
         dq, dk, dv = sdpa_backward(dout, cache)
         return {"out": out, "dq": dq, "dk": dk, "dv": dv}
     out, cache = mha_forward(x["query"], x["key"], x["value"], x["params"],
