@@ -44,6 +44,11 @@ class Row:
     def ok(self) -> bool:
         return self.error is None and all(c.ok for c in self.checks)
 
+    @property
+    def other_rule(self) -> bool:
+        """Judged by another dtype's rule (JAX float64 rows: the float32 rule)."""
+        return bool(self.checks) and self.checks[0].rule != self.dtype
+
 
 def _missing(framework: str) -> str | None:
     """Why ``framework`` cannot be imported, or None when it can."""
@@ -120,7 +125,7 @@ def _cells(row: Row) -> str:
     out_err = next(c.err for c in mine if c.name == "out")
     grad_err = max((c.err for c in mine if c.name != "out"), default=0.0)
     worst = max(c.ratio for c in row.checks)
-    mark = "*" if row.checks[0].rule != row.dtype else " "
+    mark = "*" if row.other_rule else " "
     return f"{_fmt(out_err):>8} {_fmt(grad_err):>9} {_fmt(worst):>8}{mark}"
 
 
@@ -141,7 +146,7 @@ def format_table(rows, dtypes=DTYPES) -> str:
         lines.append(f"{case:<27} {framework:<6} " + " ".join(cells) + f"  {'ok' if ok else 'MISMATCH'}")
         errors += [f"  {case} / {framework} / {r.dtype}: {r.error}" for r in by_dtype.values()
                    if r.error is not None]
-    if any(c.endswith("*") for line in lines for c in line.split()):
+    if any(r.other_rule for r in rows):
         lines.append("* judged by the float32 rule: jax.nn.dot_product_attention's softmax is "
                      "float32 even for float64 inputs")
     return "\n".join(lines + (["errors:"] + errors if errors else []))
