@@ -277,6 +277,22 @@ def test_compare_mha_explains_fully_masked_rows_as_known_difference():
     assert any("4 (batch, head, query) row(s)" in n and "NaN" in n for n in report.notes)
 
 
+def test_torch_mha_fully_masked_row_spreads_nan_into_the_gradients(rng):
+    params = _params(rng)
+    x, dout = rng.standard_normal((2, 2, 5, 8))
+    blocked = np.zeros((5, 5), dtype=bool)
+    blocked[2] = True                                      # query 2 may attend to nothing
+    out, weights, (dquery, dkey, dvalue), grads = itorch.mha_forward_backward(
+        itorch.params_to_torch_mha(params, 2), x, x, x, dout, attn_mask=torch.from_numpy(blocked))
+    row_is_nan = np.array([False, False, True, False, False])
+    for a in (out, weights, dquery):                       # NaN in query 2's row only
+        np.testing.assert_array_equal(np.isnan(a).any(axis=-1), np.broadcast_to(row_is_nan, (2, 5)))
+        assert not np.isnan(a[:, ~row_is_nan]).any()
+    assert np.isnan(dkey).all() and np.isnan(dvalue).all()   # every key and value row
+    assert all(np.isnan(g).all() for n, g in grads.items() if n != "b_o")
+    assert np.isfinite(grads["b_o"]).all()                 # out_proj.bias: the sum of dout
+
+
 def test_compare_mha_counts_fully_padded_sequences_as_masked_rows():
     torch.manual_seed(5)
     module = torch.nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64)
