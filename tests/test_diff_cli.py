@@ -59,9 +59,10 @@ def test_diff_table_has_one_row_per_case_and_framework_with_both_dtypes(full_run
 
 def test_diff_demonstrates_each_known_difference(full_run):
     _, out, _ = full_run
-    assert "torch MHA need_weights=True" in out and "NaN" in out
-    assert "row = mean(V)" in out
-    assert "float32-accurate, though float64" in out
+    for demonstrate in known.DEMOS:
+        demo = demonstrate(("torch", "jax", "flax"), 0)
+        assert demo.explained, "\n".join([demo.title, *demo.lines])   # each behaviour measured
+        assert demo.title in out and all(line in out for line in demo.lines)
     assert re.search(r"need_weights=False +uses the causal mask", out)
     assert re.search(r"need_weights=True +uses the attn_mask", out)
 
