@@ -121,3 +121,19 @@ def test_from_jax_dpa_gives_our_layout_and_mask(rng):
     assert kw == {"mask": kw["mask"], "bias": None, "is_causal": True, "scale": 0.5,
                   "enable_gqa": False}
     np.testing.assert_array_equal(kw["mask"], mask)
+
+
+def test_from_jax_dpa_arguments_give_jax_s_grouped_query_attention(rng):
+    query = rng.standard_normal((2, 5, 4, 8)).astype(np.float32)      # JAX (B, T, N=4, H)
+    key, value = rng.standard_normal((2, 2, 6, 2, 8)).astype(np.float32)   # K=2 key/value heads
+    q, k, v, kw = ijax.from_jax_dpa(query, key, value, is_causal=True)
+    assert kw["enable_gqa"] and q.shape == (2, 4, 5, 8) and k.shape == (2, 2, 6, 8)
+    # float64 oracle on the float32 inputs, fed exactly what from_jax_dpa returned
+    out, cache = an.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), **kw)
+    dout = rng.standard_normal(out.shape).astype(np.float32)
+    want = (out, *an.sdpa_backward(dout.astype(np.float64), cache))
+    direct = jax.nn.dot_product_attention(query, key, value, is_causal=True)   # JAX's own arrays
+    assert max_abs_diff(ijax.from_jax_layout(np.asarray(direct)), out) < ATOL32
+    got = ijax.forward_backward(q, k, v, dout, is_causal=True)
+    for name, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        assert g.shape == w.shape and max_abs_diff(g, w) < ATOL32, name
