@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from attention_np.__main__ import main
-from attention_np.interop import cases, diff, known, runners
+from attention_np.interop import cases, diff, known, runners, tolerance
 from tests.helpers import require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,9 +59,10 @@ def test_diff_table_has_one_row_per_case_and_framework_with_both_dtypes(full_run
 
 def test_diff_demonstrates_each_known_difference(full_run):
     _, out, _ = full_run
-    assert "torch MHA need_weights=True" in out and "NaN" in out
-    assert "row = mean(V)" in out
-    assert "float32-accurate, though float64" in out
+    for demonstrate in known.DEMOS:
+        demo = demonstrate(("torch", "jax", "flax"), 0)
+        assert demo.explained, "\n".join([demo.title, *demo.lines])   # each behaviour measured
+        assert demo.title in out and all(line in out for line in demo.lines)
     assert re.search(r"need_weights=False +uses the causal mask", out)
     assert re.search(r"need_weights=True +uses the attn_mask", out)
 
@@ -135,3 +136,42 @@ def test_every_test_named_in_docs_frameworks_exists():
     assert len(named) > 20
     missing = sorted(n for n in named if f"def {n}" not in sources)
     assert not missing, missing
+
+
+@pytest.mark.parametrize("framework, dtype, rounded", [("jax", "float64", True),
+                                                       ("torch", "float32", True),
+                                                       ("torch", "float64", False)])
+def test_rows_under_the_float32_rule_give_every_side_float32_rounded_inputs(
+        monkeypatch, framework, dtype, rounded):
+    seen = {}
+
+    def spy(kind, x, dout):                      # stands in for the framework
+        seen.update(x=x, dout=dout)
+        return runners.run_ours(kind, x, dout)
+
+    monkeypatch.setitem(runners.RUNNERS, framework, spy)
+    case = next(c for c in cases.CASES if c.name == "sdpa cross L=5 S=7")
+    row = diff.diff_case(case, framework, dtype, seed=0)
+    assert row.ok and row.checks[0].rule == ("float64" if not rounded else "float32")
+    for a in (seen["x"]["q"], seen["x"]["k"], seen["x"]["v"], seen["dout"]):
+        assert a.dtype == dtype
+        assert np.array_equal(a, a.astype(np.float32).astype(dtype)) == rounded
+
+
+# ---------------------------------------------------------------- the tolerance policy
+
+@pytest.mark.parametrize("rule", ["float64", "float32"])
+def test_an_infinite_reference_entry_neither_loosens_the_tolerance_nor_hides_a_mismatch(rule):
+    got, ref = np.array([0.0, 5.0]), np.array([np.inf, 1.0])
+    check = (tolerance.check_float64("x", got, ref) if rule == "float64"
+             else tolerance.check_float32("x", got, ref, peer=got))
+    assert check.size == 1.0 and np.isfinite(check.tol)      # size over the finite entries
+    assert np.isnan(check.err) and not check.ok
+
+
+def test_equal_infinities_agree_but_nan_never_does():
+    assert tolerance.max_abs_error([np.inf, -np.inf, 1.0], [np.inf, -np.inf, 1.0]) == 0.0
+    assert tolerance.max_abs_error([np.inf], [1.0]) == np.inf
+    for got, ref in (([np.nan], [1.0]), ([1.0], [np.nan]), ([np.nan], [np.nan])):
+        assert np.isnan(tolerance.max_abs_error(got, ref))
+        assert not tolerance.check_float64("x", got, ref).ok

@@ -54,18 +54,7 @@ def test_flax_refuses_different_query_and_value_head_widths_and_partial_biases(r
 
 def _flax_forward_backward(params, h, query, key, value, dout, mask=None):
     module, variables = iflax.flax_mha(params, h)
-    variables = jax.tree_util.tree_map(jnp.asarray, variables)
-    mask = None if mask is None else jnp.asarray(mask)
-
-    @jax.jit
-    def forward_backward(variables, query, key, value, dout):
-        out, vjp = jax.vjp(lambda *a: module.apply(*a, mask=mask), variables, query, key, value)
-        return (out, *vjp(dout))
-
-    out, dvars, *dinputs = forward_backward(variables, *map(jnp.asarray, (query, key, value)),
-                                            jnp.asarray(dout))
-    grads, _ = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, dvars))
-    return np.asarray(out), [np.asarray(d) for d in dinputs], grads
+    return iflax.forward_backward(module, variables, query, key, value, dout, mask)
 
 
 CASES = {

@@ -26,21 +26,6 @@ def test_layout_swaps_heads_and_positions(rng):
     np.testing.assert_array_equal(ijax.from_jax_layout(j), x)
 
 
-def _jax_forward_backward(q, k, v, dout, **kwargs):
-    """jax.nn.dot_product_attention forward and jax.vjp backward, everything in our layout."""
-    args = ijax.to_jax_dpa(q, k, v, **kwargs)
-    qj, kj, vj = (jnp.asarray(args.pop(n)) for n in ("query", "key", "value"))
-    args = {n: (jnp.asarray(a) if isinstance(a, np.ndarray) else a) for n, a in args.items()}
-
-    @jax.jit  # one compilation; op by op, JAX compiles every primitive for every new shape
-    def forward_backward(q, k, v, dout):
-        out, vjp = jax.vjp(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, **args), q, k, v)
-        return (out, *vjp(dout))
-
-    result = forward_backward(qj, kj, vj, jnp.asarray(ijax.to_jax_layout(dout)))
-    return [ijax.from_jax_layout(np.asarray(a)) for a in result]
-
-
 CASES = {
     "plain": dict(),
     "cross": dict(S=7),
@@ -73,7 +58,7 @@ def test_dot_product_attention_matches_ours_forward_and_vjp_in_float32(rng, case
                                  enable_gqa=H_kv != H, **kw)
     dout = rng.standard_normal(out.shape).astype(np.float32)
     dq, dk, dv = an.sdpa_backward(dout.astype(np.float64), cache)
-    got = _jax_forward_backward(q, k, v, dout, mask=mask, **kw)
+    got = ijax.forward_backward(q, k, v, dout, mask=mask, **kw)
     assert got[0].dtype == np.float32
     for name, g, want in zip(("out", "dq", "dk", "dv"), got, (out, dq, dk, dv), strict=True):
         assert max_abs_diff(g, want) < ATOL32, name
@@ -83,7 +68,7 @@ def test_jax_softmax_is_float32_even_for_float64_inputs_with_x64(rng):
     q, k, v = 2 * rng.standard_normal((3, 2, 2, 16, 16))
     oracle, _ = an.sdpa_forward(q, k, v)
     with ijax.x64():
-        out = _jax_forward_backward(q, k, v, np.ones_like(oracle))[0]
+        out = ijax.forward_backward(q, k, v, np.ones_like(oracle))[0]
     assert out.dtype == np.float64                            # float64 arrays...
     err = max_abs_diff(out, oracle)
     assert 1e-10 < err < ATOL32                               # ...float32 accuracy
@@ -109,7 +94,7 @@ def test_fully_masked_row_is_mean_of_values_in_jax_and_zero_here(rng):
     mask = np.ones((4, 4), dtype=bool)
     mask[2] = False
     ours, _ = an.sdpa_forward(q, k, v, mask)
-    theirs = _jax_forward_backward(q, k, v, np.ones_like(ours), mask=mask)[0]
+    theirs = ijax.forward_backward(q, k, v, np.ones_like(ours), mask=mask)[0]
     assert not ours[..., 2, :].any()
     assert max_abs_diff(theirs[..., 2, :], v.mean(axis=-2)) < 1e-6
     assert max_abs_diff(np.delete(theirs, 2, axis=-2), np.delete(ours, 2, axis=-2)) < 1e-6
@@ -136,3 +121,19 @@ def test_from_jax_dpa_gives_our_layout_and_mask(rng):
     assert kw == {"mask": kw["mask"], "bias": None, "is_causal": True, "scale": 0.5,
                   "enable_gqa": False}
     np.testing.assert_array_equal(kw["mask"], mask)
+
+
+def test_from_jax_dpa_arguments_give_jax_s_grouped_query_attention(rng):
+    query = rng.standard_normal((2, 5, 4, 8)).astype(np.float32)      # JAX (B, T, N=4, H)
+    key, value = rng.standard_normal((2, 2, 6, 2, 8)).astype(np.float32)   # K=2 key/value heads
+    q, k, v, kw = ijax.from_jax_dpa(query, key, value, is_causal=True)
+    assert kw["enable_gqa"] and q.shape == (2, 4, 5, 8) and k.shape == (2, 2, 6, 8)
+    # float64 oracle on the float32 inputs, fed exactly what from_jax_dpa returned
+    out, cache = an.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), **kw)
+    dout = rng.standard_normal(out.shape).astype(np.float32)
+    want = (out, *an.sdpa_backward(dout.astype(np.float64), cache))
+    direct = jax.nn.dot_product_attention(query, key, value, is_causal=True)   # JAX's own arrays
+    assert max_abs_diff(ijax.from_jax_layout(np.asarray(direct)), out) < ATOL32
+    got = ijax.forward_backward(q, k, v, dout, is_causal=True)
+    for name, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        assert g.shape == w.shape and max_abs_diff(g, w) < ATOL32, name

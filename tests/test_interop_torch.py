@@ -21,14 +21,6 @@ def _params(rng, d_model=8, h=2, kdim=None, vdim=None, bias=True):
     return {n: (rng.standard_normal(p.shape) if n.startswith("b") else p) for n, p in params.items()}
 
 
-def _torch_run(module, query, key, value, dout, **kwargs):
-    leaves = [torch.tensor(a, requires_grad=True) for a in (query, key, value)]
-    out, _ = module(*leaves, **kwargs)
-    out.backward(torch.from_numpy(dout))
-    grads, _ = itorch.params_from_torch_mha(module, grads=True)
-    return out.detach().numpy(), [t.grad.numpy() for t in leaves], grads
-
-
 LAYOUTS = [dict(), dict(kdim=6, vdim=4), dict(bias=False), dict(kdim=6, vdim=4, bias=False)]
 
 
@@ -72,8 +64,8 @@ def test_converted_module_matches_mha_forward_and_backward(rng, layout):
     out, cache = an.mha_forward(query, key, value, params, num_heads=2)
     dout = rng.standard_normal(out.shape)
     dquery, dkey, dvalue, grads = an.mha_backward(dout, cache)
-    t_out, t_inputs, t_grads = _torch_run(itorch.params_to_torch_mha(params, 2), query, key, value,
-                                          dout)
+    t_out, _, t_inputs, t_grads = itorch.mha_forward_backward(itorch.params_to_torch_mha(params, 2),
+                                                              query, key, value, dout)
     assert max_abs_diff(t_out, out) < 1e-12
     for got, want in zip(t_inputs, (dquery, dkey, dvalue), strict=True):
         assert max_abs_diff(got, want) < 1e-12
@@ -149,6 +141,30 @@ def test_masks_to_torch_mha_inverts_masks_from_torch_mha(rng, shape):
                                   np.broadcast_to(mask, (2, 2, 4, 6)))
 
 
+@pytest.mark.parametrize("shape", [(1, 1, 1, 6), (1, 2, 4, 6), (2, 4, 6), (1, 1, 4, 6)])
+def test_masks_to_torch_mha_broadcasts_a_batch_of_one_to_batch_size(rng, shape):
+    params = _params(rng)
+    query, key = rng.standard_normal((3, 4, 8)), rng.standard_normal((3, 6, 8))
+    mask = rng.random(shape) < 0.6
+    mask[..., 0] = True                                    # no fully masked row
+    out, _ = an.mha_forward(query, key, key, params, num_heads=2, mask=mask)
+    kwargs = itorch.masks_to_torch_mha(mask, num_heads=2, batch_size=3)
+    module = itorch.params_to_torch_mha(params, 2)
+    t_out, _ = module(*(torch.from_numpy(a) for a in (query, key, key)), **kwargs)
+    assert max_abs_diff(t_out.detach(), out) < 1e-12
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 6), (1, 2, 4, 6), (2, 4, 6)])
+def test_masks_to_torch_mha_asks_for_batch_size_when_torch_needs_the_batch_axis(shape):
+    with pytest.raises(ValueError, match="pass batch_size"):
+        itorch.masks_to_torch_mha(np.ones(shape, dtype=bool), num_heads=2)
+
+
+def test_masks_to_torch_mha_refuses_a_batch_other_than_batch_size():
+    with pytest.raises(ValueError, match="not batch_size=3"):
+        itorch.masks_to_torch_mha(np.ones((2, 1, 1, 6), dtype=bool), num_heads=2, batch_size=3)
+
+
 SDPA_CASES = {
     "mask": dict(mask=True),
     "bias": dict(bias=True),
@@ -209,7 +225,6 @@ def test_to_torch_sdpa_passes_enable_gqa_through(rng):
         assert max_abs_diff(leaf.grad, g) < 1e-12
 
 
-
 # ---------------------------------------------------------------- compare_mha
 
 def test_compare_mha_agrees_on_a_float64_module_in_two_lines():
@@ -262,6 +277,22 @@ def test_compare_mha_explains_fully_masked_rows_as_known_difference():
     assert any("4 (batch, head, query) row(s)" in n and "NaN" in n for n in report.notes)
 
 
+def test_torch_mha_fully_masked_row_spreads_nan_into_the_gradients(rng):
+    params = _params(rng)
+    x, dout = rng.standard_normal((2, 2, 5, 8))
+    blocked = np.zeros((5, 5), dtype=bool)
+    blocked[2] = True                                      # query 2 may attend to nothing
+    out, weights, (dquery, dkey, dvalue), grads = itorch.mha_forward_backward(
+        itorch.params_to_torch_mha(params, 2), x, x, x, dout, attn_mask=torch.from_numpy(blocked))
+    row_is_nan = np.array([False, False, True, False, False])
+    for a in (out, weights, dquery):                       # NaN in query 2's row only
+        np.testing.assert_array_equal(np.isnan(a).any(axis=-1), np.broadcast_to(row_is_nan, (2, 5)))
+        assert not np.isnan(a[:, ~row_is_nan]).any()
+    assert np.isnan(dkey).all() and np.isnan(dvalue).all()   # every key and value row
+    assert all(np.isnan(g).all() for n, g in grads.items() if n != "b_o")
+    assert np.isfinite(grads["b_o"]).all()                 # out_proj.bias: the sum of dout
+
+
 def test_compare_mha_counts_fully_padded_sequences_as_masked_rows():
     torch.manual_seed(5)
     module = torch.nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64)
@@ -304,6 +335,15 @@ def test_compare_mha_notes_is_causal_only_when_attn_mask_is_not_causal():
     other[:, 0] = True
     report = compare_mha(module, x, attn_mask=other, is_causal=True, need_weights=False)
     assert not report.ok and any("ignores this attn_mask" in n for n in report.notes)
+
+
+def test_compare_mha_takes_torchs_float_causal_mask_as_causal():
+    torch.manual_seed(6)
+    module = torch.nn.MultiheadAttention(8, 2, dtype=torch.float64)     # (L, N, E)
+    x = torch.randn(5, 1, 8, dtype=torch.float64)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64)  # 0 / -inf
+    report = compare_mha(module, x, attn_mask=causal, is_causal=True, need_weights=False)
+    assert report.ok and not report.notes, str(report)
 
 
 def test_torch_sdpa_backends_disagree_on_mask_with_is_causal_so_we_fold_it(rng):

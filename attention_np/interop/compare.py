@@ -22,7 +22,7 @@ from ..multihead import mha_backward, mha_forward
 from . import flax as iflax
 from . import jax as ijax
 from . import torch as itorch
-from .tolerance import check_float32, check_float64
+from .tolerance import FACTOR32, FLOOR_ULPS, RTOL64, judge
 
 
 @dataclass
@@ -47,10 +47,10 @@ class MHAReport:
 
     def __str__(self) -> str:
         if self.dtype == "float64":
-            rule = "float64: max|theirs - ours| <= 1e-10 * max(1, max|ours|)"
+            rule = f"float64: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|)"
         else:
-            rule = ("float32: each side's max error against a float64 oracle <= 10 x the other's "
-                    "(floor 4 ulp)")
+            rule = (f"float32: each side's max error against a float64 oracle <= {FACTOR32:g} x "
+                    f"the other's (floor {FLOOR_ULPS:g} ulp)")
         lines = [f"{self.module} ({self.dtype}) vs attention_np -> "
                  f"{'AGREE' if self.ok else 'MISMATCH'}", f"tolerance {rule}",
                  f"{'array':<14} {'max abs err':>12} {'max rel err':>12} {'tolerance':>10}  ok"]
@@ -69,12 +69,7 @@ class MHAReport:
 def _judge(report: MHAReport, got: dict, ours) -> dict:
     """Fill ``report.checks`` under the tolerance policy; ``ours(dtype)`` runs attention_np."""
     oracle = ours(np.float64)
-    if report.dtype == "float64":
-        report.checks = [check_float64(n, got[n], oracle[n]) for n in oracle]
-    else:
-        ours32 = ours(np.float32)
-        report.checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
-        report.checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
+    report.checks = judge(got, oracle, None if report.dtype == "float64" else ours(np.float32))
     return oracle
 
 
@@ -139,25 +134,22 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     saved, training = [p.grad for p in module.parameters()], module.training
     if module.training and module.dropout > 0:
         report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")
+    shape = arrays[0].shape[:-1] + (module.embed_dim,)                  # out, in the module's layout
+    dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
     try:
-        module.zero_grad(set_to_none=True)
         module.train(False)
-        leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
-        out, weights = module(*leaves, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-                              need_weights=need_weights, average_attn_weights=average_attn_weights,
-                              is_causal=is_causal)
-        dout = np.random.default_rng(seed).standard_normal(tuple(out.shape)).astype(np_dtype)
-        out.backward(torch.from_numpy(dout))
-        got = {"out": ours_layout(itorch.to_numpy(out))}
-        if weights is not None:
-            got["weights"] = itorch.to_numpy(weights)
-        got.update({n: ours_layout(itorch.to_numpy(t.grad))
-                    for n, t in zip(("dquery", "dkey", "dvalue"), leaves, strict=True)})
-        grads, num_heads = itorch.params_from_torch_mha(module, grads=True)
-        got.update({f"d{n}": g for n, g in grads.items()})
-        params, _ = itorch.params_from_torch_mha(module)
+        out, weights, dinputs, grads = itorch.mha_forward_backward(
+            module, *arrays, dout, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+            need_weights=need_weights, average_attn_weights=average_attn_weights,
+            is_causal=is_causal)
+        params, num_heads = itorch.params_from_torch_mha(module)
     finally:
         _restore(module, saved, training)
+    got = {"out": ours_layout(out)}
+    if weights is not None:
+        got["weights"] = weights
+    got.update({n: ours_layout(d) for n, d in zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)})
+    got.update({f"d{n}": g for n, g in grads.items()})
 
     mask, bias = itorch.masks_from_torch_mha(key_padding_mask, attn_mask, num_heads=num_heads)
 
@@ -182,8 +174,9 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
                             "attention 0; a known difference, see docs/frameworks.md")
     if is_causal and attn_mask is not None and not need_weights and key_padding_mask is None:
         given, given_bias = itorch.masks_from_torch_mha(attn_mask=attn_mask, num_heads=num_heads)
-        causal = causal_mask(*given.shape[-2:]) if given is not None else None
-        if given is None or given_bias is not None or not (given == causal).all():
+        # torch's own float causal mask (0 / -inf) splits into a causal mask and a zero bias
+        has_bias = given_bias is not None and given_bias.any()
+        if given is None or has_bias or not (given == causal_mask(*given.shape[-2:])).all():
             report.notes.append("is_causal=True with need_weights=False and no key_padding_mask: "
                                 "torch applies a causal mask and ignores this attn_mask, which is "
                                 "not causal (a known difference)")
@@ -228,21 +221,12 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
     mask = None if mask is None else np.asarray(mask)
     report = MHAReport("flax MultiHeadDotProductAttention", np.dtype(np_dtype).name)
 
+    shape = arrays[0].shape[:-1] + (params["W_o"].shape[1],)                # (..., L, out)
+    dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
     with ijax.x64(np_dtype == np.float64):
-        @jax.jit
-        def forward_backward(variables, q, k, v, dout):
-            def forward(variables, q, k, v):
-                return module.apply(variables, q, k, v, mask=mask, deterministic=True)
-            out, vjp = jax.vjp(forward, variables, q, k, v)
-            return (out, *vjp(dout))
-
-        shape = arrays[0].shape[:-1] + (params["W_o"].shape[1],)            # (..., L, out)
-        dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
-        out, dvariables, *dinputs = forward_backward(variables, *arrays, dout)
-    got = {"out": np.asarray(out), **{n: np.asarray(d) for n, d in
-                                      zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)}}
-    grads, _ = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, dvariables))
-    got.update({f"d{n}": g for n, g in grads.items()})
+        out, dinputs, grads = iflax.forward_backward(module, variables, *arrays, dout, mask)
+    got = {"out": out, **dict(zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)),
+           **{f"d{n}": g for n, g in grads.items()}}
 
     def ours(dt):
         p = {n: a.astype(dt) for n, a in params.items()}

@@ -88,3 +88,33 @@ def flax_mha(params: dict, num_heads: int):
         out_features=np.asarray(params["W_o"]).shape[1], use_bias="b_q" in params,
         dtype=dtype, param_dtype=dtype)
     return module, variables
+
+
+def forward_backward(module, variables, query, key, value, dout, mask=None):
+    """A Flax attention module's forward and its ``jax.vjp`` backward, w.r.t. the inputs and
+    every parameter; dropout off (``deterministic=True``).
+
+    Returns
+    -------
+    out : NumPy array (..., L, out_features)
+    dinputs : (dquery, dkey, dvalue), NumPy arrays
+    grads : dict, the parameter gradients in our names and layout (:func:`params_from_flax`)
+    """
+    import jax
+    import jax.numpy as jnp
+
+    mask = None if mask is None else jnp.asarray(mask)
+
+    def forward(variables, query, key, value):
+        return module.apply(variables, query, key, value, mask=mask, deterministic=True)
+
+    @jax.jit  # one compilation instead of one per primitive, as in interop.jax.forward_backward
+    def run(variables, query, key, value, dout):
+        out, vjp = jax.vjp(forward, variables, query, key, value)
+        return (out, *vjp(dout))
+
+    variables = jax.tree_util.tree_map(jnp.asarray, variables)
+    out, dvariables, *dinputs = run(variables, *map(jnp.asarray, (query, key, value)),
+                                    jnp.asarray(dout))
+    grads, _ = params_from_flax(jax.tree_util.tree_map(np.asarray, dvariables))
+    return np.asarray(out), tuple(np.asarray(d) for d in dinputs), grads

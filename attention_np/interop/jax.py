@@ -99,6 +99,31 @@ def from_jax_dpa(query, key, value, bias=None, mask=None, *, scale=None, is_caus
     return q, k, v, kwargs
 
 
+def forward_backward(q, k, v, dout, mask=None, *, bias=None, is_causal: bool = False, scale=None):
+    """``jax.nn.dot_product_attention`` forward and its ``jax.vjp`` backward, in our layout.
+
+    Takes what :func:`to_jax_dpa` takes plus the upstream gradient ``dout`` (like ``q`` but
+    ``d_v`` wide), and returns ``(out, dq, dk, dv)`` as NumPy arrays in our layout. float64
+    stays float64 only inside :func:`x64`.
+    """
+    jax = _jax()
+    import jax.numpy as jnp
+
+    kw = to_jax_dpa(q, k, v, mask, bias=bias, is_causal=is_causal, scale=scale)
+    q, k, v = (jnp.asarray(kw.pop(n)) for n in ("query", "key", "value"))
+    kw = {n: (jnp.asarray(a) if isinstance(a, np.ndarray) else a) for n, a in kw.items()}
+
+    # One compiled forward+backward: JAX's op-by-op mode would compile every primitive for
+    # every new shape, which is seconds per case on a small CPU.
+    @jax.jit
+    def run(q, k, v, dout):
+        out, vjp = jax.vjp(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, **kw), q, k, v)
+        return (out, *vjp(dout))
+
+    return tuple(from_jax_layout(np.asarray(a))
+                 for a in run(q, k, v, jnp.asarray(to_jax_layout(dout))))
+
+
 @contextlib.contextmanager
 def x64(enabled: bool = True):
     """Let JAX hold float64 arrays inside this block only (``jax_enable_x64``, scoped).

@@ -22,7 +22,6 @@ from . import torch as itorch
 FLOATS = ("q", "k", "v", "bias", "query", "key", "value")
 
 
-
 def cast(inputs: dict, dtype) -> dict:
     """The case's float arrays (and params) in ``dtype``; masks and options unchanged."""
     out = dict(inputs)
@@ -36,10 +35,10 @@ def cast(inputs: dict, dtype) -> dict:
 
 def run_ours(kind: str, x: dict, dout) -> dict:
     if kind == "sdpa":
-        # grouped-query cases give k and v fewer heads than q
-        gqa = np.ndim(x["k"]) >= 3 and np.shape(x["k"])[-3] != np.shape(x["q"])[-3]
+        # enable_gqa for the grouped-query case (k, v with fewer heads); with as many heads as q
+        # it changes nothing. Every SDPA case is (B, H, L, d), so there is a head axis.
         out, cache = sdpa_forward(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
-                                  is_causal=x["is_causal"], enable_gqa=gqa)
+                                  is_causal=x["is_causal"], enable_gqa=True)
         dq, dk, dv = sdpa_backward(dout, cache)
         return {"out": out, "dq": dq, "dk": dk, "dv": dv}
     out, cache = mha_forward(x["query"], x["key"], x["value"], x["params"],
@@ -52,7 +51,6 @@ def run_ours(kind: str, x: dict, dout) -> dict:
 def run_torch(kind: str, x: dict, dout) -> dict:
     import torch
 
-    dout_t = torch.from_numpy(np.ascontiguousarray(dout))
     if kind == "sdpa":
         from torch.nn.attention.bias import causal_lower_right
 
@@ -63,19 +61,16 @@ def run_torch(kind: str, x: dict, dout) -> dict:
             kw["attn_mask"] = causal_lower_right(x["q"].shape[-2], x["k"].shape[-2])
         leaves = [kw[n].requires_grad_() for n in ("query", "key", "value")]
         out = torch.nn.functional.scaled_dot_product_attention(**kw)
-        out.backward(dout_t)
+        out.backward(torch.from_numpy(np.ascontiguousarray(dout)))
         return {"out": itorch.to_numpy(out), "dq": itorch.to_numpy(leaves[0].grad),
                 "dk": itorch.to_numpy(leaves[1].grad), "dv": itorch.to_numpy(leaves[2].grad)}
     module = itorch.params_to_torch_mha(x["params"], x["num_heads"], batch_first=True)
-    # One leaf per argument, even for self-attention: torch would add the three gradients.
-    leaves = [torch.tensor(np.asarray(x[n]), requires_grad=True) for n in ("query", "key", "value")]
     masks = itorch.masks_to_torch_mha(x["mask"], num_heads=x["num_heads"],
                                       batch_size=x["query"].shape[0])
-    out, _ = module(*leaves, **masks)      # need_weights=True: torch's default path
-    out.backward(dout_t)
-    grads, _ = itorch.params_from_torch_mha(module, grads=True)
-    return {"out": itorch.to_numpy(out), "dquery": itorch.to_numpy(leaves[0].grad),
-            "dkey": itorch.to_numpy(leaves[1].grad), "dvalue": itorch.to_numpy(leaves[2].grad),
+    # need_weights=True (torch's default path)
+    out, _, (dquery, dkey, dvalue), grads = itorch.mha_forward_backward(
+        module, x["query"], x["key"], x["value"], dout, **masks)
+    return {"out": out, "dquery": dquery, "dkey": dkey, "dvalue": dvalue,
             **{f"d{name}": g for name, g in grads.items()}}
 
 
@@ -85,53 +80,23 @@ def _precision(dtype):
 
 
 def run_jax(kind: str, x: dict, dout) -> dict:
-    import jax
-    import jax.numpy as jnp
-
     if kind != "sdpa":
         raise ValueError("jax has no multi-head module: diff MHA with flax")
     with _precision(x["q"].dtype):
-        kw = ijax.to_jax_dpa(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
-                             is_causal=x["is_causal"])
-        q, k, v = (jnp.asarray(kw.pop(n)) for n in ("query", "key", "value"))
-        kw = {n: (jnp.asarray(a) if isinstance(a, np.ndarray) else a) for n, a in kw.items()}
-
-        # One compiled forward+backward: JAX's op-by-op mode would compile every primitive for
-        # every new shape, which is seconds per case on a small CPU.
-        @jax.jit
-        def forward_backward(q, k, v, dout):
-            out, vjp = jax.vjp(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, **kw), q, k, v)
-            return (out, *vjp(dout))
-
-        out, dq, dk, dv = forward_backward(q, k, v, jnp.asarray(ijax.to_jax_layout(dout)))
-        return {name: ijax.from_jax_layout(np.asarray(a))
-                for name, a in (("out", out), ("dq", dq), ("dk", dk), ("dv", dv))}
+        out, dq, dk, dv = ijax.forward_backward(x["q"], x["k"], x["v"], dout, x["mask"],
+                                                bias=x["bias"], is_causal=x["is_causal"])
+    return {"out": out, "dq": dq, "dk": dk, "dv": dv}
 
 
 def run_flax(kind: str, x: dict, dout) -> dict:
-    import jax
-    import jax.numpy as jnp
-
     if kind != "mha":
         raise ValueError("flax is diffed on its multi-head module; diff SDPA with jax")
     with _precision(x["query"].dtype):
         module, variables = iflax.flax_mha(x["params"], x["num_heads"])
-        variables = jax.tree_util.tree_map(jnp.asarray, variables)
-        mask = None if x["mask"] is None else jnp.asarray(x["mask"])
-        inputs = [jnp.asarray(x[n]) for n in ("query", "key", "value")]
-
-        def forward(variables, query, key, value):
-            return module.apply(variables, query, key, value, mask=mask)
-
-        @jax.jit  # one compilation instead of one per primitive (see run_jax)
-        def forward_backward(variables, query, key, value, dout):
-            out, vjp = jax.vjp(forward, variables, query, key, value)
-            return (out, *vjp(dout))
-
-        out, dvariables, dquery, dkey, dvalue = forward_backward(variables, *inputs, jnp.asarray(dout))
-        grads, _ = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, dvariables))
-        return {"out": np.asarray(out), "dquery": np.asarray(dquery), "dkey": np.asarray(dkey),
-                "dvalue": np.asarray(dvalue), **{f"d{name}": g for name, g in grads.items()}}
+        out, (dquery, dkey, dvalue), grads = iflax.forward_backward(
+            module, variables, x["query"], x["key"], x["value"], dout, x["mask"])
+    return {"out": out, "dquery": dquery, "dkey": dkey, "dvalue": dvalue,
+            **{f"d{name}": g for name, g in grads.items()}}
 
 
 RUNNERS = {"torch": run_torch, "jax": run_jax, "flax": run_flax}

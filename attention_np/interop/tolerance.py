@@ -10,7 +10,10 @@
   of rounding a few times. A bug shows as an error orders of magnitude above its peer's;
   summation-order noise stays within the factor.
 
-A NaN anywhere the reference has a number is a mismatch (``err`` is NaN, which is not ``<= tol``).
+Non-finite entries: a NaN on either side is a mismatch, even NaN against NaN (``err`` is NaN,
+which is not ``<= tol``); an infinite reference entry agrees only with the same infinity. The size
+of the reference, which scales the tolerance, is taken over its finite entries, so one ``inf``
+cannot make the tolerance infinite.
 """
 
 from __future__ import annotations
@@ -26,13 +29,27 @@ EPS32 = float(np.finfo(np.float32).eps)
 
 
 def max_abs_error(got, ref) -> float:
-    """``max|got - ref|`` in float64; NaN if either side has a NaN where the other does not."""
+    """``max|got - ref|`` in float64.
+
+    NaN (a failure) when either side has a NaN, or when a non-finite ``ref`` entry differs from
+    ``got``'s; equal infinities count as no error.
+    """
     got = np.asarray(got, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
     if got.shape != ref.shape:
         raise ValueError(f"cannot compare shapes {got.shape} and {ref.shape}")
-    diff = np.abs(got - ref)
+    with np.errstate(invalid="ignore"):                      # inf - inf is NaN, on purpose
+        diff = np.abs(got - ref)
+    non_finite = ~np.isfinite(ref)
+    diff[non_finite & (got == ref)] = 0.0                    # the same infinity on both sides
+    diff[non_finite & (got != ref)] = np.nan                 # also catches NaN in ref
     return float(np.nan) if np.isnan(diff).any() else float(np.max(diff, initial=0.0))
+
+
+def reference_size(ref) -> float:
+    """``max|ref|`` over the finite entries (0 for none): the scale the tolerances grow with."""
+    ref = np.asarray(ref, dtype=np.float64)
+    return float(np.max(np.abs(ref[np.isfinite(ref)]), initial=0.0))
 
 
 @dataclass(frozen=True)
@@ -66,14 +83,14 @@ class Check:
 
 
 def check_float64(name: str, got, ref) -> Check:
-    """``got`` against a float64 reference ``ref``: ``max|got - ref| <= 1e-10 * max(1, max|ref|)``."""
-    size = float(np.max(np.abs(np.asarray(ref, np.float64)), initial=0.0))
+    """``got`` against a float64 reference ``ref``: ``max|got - ref| <= RTOL64 * max(1, max|ref|)``."""
+    size = reference_size(ref)
     return Check(name, max_abs_error(got, ref), size, RTOL64 * max(1.0, size), "float64")
 
 
 def float32_floor(oracle) -> float:
-    size = float(np.max(np.abs(np.asarray(oracle, np.float64)), initial=0.0))
-    return FLOOR_ULPS * EPS32 * max(1.0, size)
+    """The error of rounding a few times at the oracle's scale: ``FLOOR_ULPS * eps32 * max(1, size)``."""
+    return FLOOR_ULPS * EPS32 * max(1.0, reference_size(oracle))
 
 
 def check_float32(name: str, got, oracle, peer) -> Check:
@@ -82,8 +99,23 @@ def check_float32(name: str, got, oracle, peer) -> Check:
     ``peer`` is another float32 computation of the same thing (ours when judging a framework,
     the framework's when judging ours).
     """
-    size = float(np.max(np.abs(np.asarray(oracle, np.float64)), initial=0.0))
+    size = reference_size(oracle)
     peer_err = max_abs_error(peer, oracle)
     # A peer with NaNs has no error to lend: fall back to the floor (it fails its own check).
     tol = FACTOR32 * max(peer_err if np.isfinite(peer_err) else 0.0, float32_floor(oracle))
     return Check(name, max_abs_error(got, oracle), size, tol, "float32", peer_err)
+
+
+def judge(got: dict, oracle: dict, ours32: dict | None = None, *, judge_ours: bool = True) -> list:
+    """Every array of ``got`` against the float64 ``oracle``, one :class:`Check` each.
+
+    Without ``ours32`` the float64 rule applies. With it (attention_np's own float32 run) the
+    float32 rule: ``got`` is held to ``ours32``'s error and, if ``judge_ours``, ``ours32`` to
+    ``got``'s in turn (checks named ``"ours <name>"``).
+    """
+    if ours32 is None:
+        return [check_float64(n, got[n], oracle[n]) for n in oracle]
+    checks = [check_float32(n, got[n], oracle[n], ours32[n]) for n in oracle]
+    if judge_ours:
+        checks += [check_float32(f"ours {n}", ours32[n], oracle[n], got[n]) for n in oracle]
+    return checks

@@ -150,6 +150,30 @@ def params_to_torch_mha(params: dict, num_heads: int, *, batch_first: bool = Tru
     return module
 
 
+def mha_forward_backward(module, query, key, value, dout, **kwargs):
+    """Run ``module`` forward and autograd backward on NumPy inputs.
+
+    ``query``, ``key`` and ``value`` each become their own leaf, even when they are one array
+    (self-attention), so that torch does not add their gradients together. The module's
+    ``.grad`` values are overwritten. ``kwargs`` go to ``module.forward`` (masks,
+    ``need_weights``, ...).
+
+    Returns
+    -------
+    out, weights : NumPy arrays in the module's layout (``weights`` None without need_weights)
+    dinputs : (dquery, dkey, dvalue)
+    grads : dict, the parameter gradients in our names and layout
+        (:func:`params_from_torch_mha` with ``grads=True``)
+    """
+    torch = _torch()
+    module.zero_grad(set_to_none=True)
+    leaves = [torch.tensor(np.asarray(a), requires_grad=True) for a in (query, key, value)]
+    out, weights = module(*leaves, **kwargs)
+    out.backward(torch.from_numpy(np.ascontiguousarray(dout)))
+    grads, _ = params_from_torch_mha(module, grads=True)
+    return to_numpy(out), to_numpy(weights), tuple(to_numpy(t.grad) for t in leaves), grads
+
+
 # ---------------------------------------------------------------- masks
 
 def split_float_mask(float_mask) -> tuple[np.ndarray | None, np.ndarray]:
@@ -215,39 +239,58 @@ def masks_from_torch_mha(key_padding_mask=None, attn_mask=None, *, num_heads: in
 def masks_to_torch_mha(mask=None, *, bias=None, num_heads: int, batch_size: int | None = None):
     """Our ``(mask, bias)`` as keyword arguments for ``nn.MultiheadAttention.forward``.
 
-    A mask of shape ``(N, 1, 1, S)`` (key padding) becomes ``key_padding_mask (N, S)``;
-    anything else becomes ``attn_mask``, ``(L, S)`` when it is 2-D, else ``(N*h, L, S)``.
-    With a bias the ``attn_mask`` is float: ``bias`` where allowed, ``-inf`` where masked.
+    A bool mask of shape ``(N, 1, 1, S)`` (key padding) becomes ``key_padding_mask (N, S)``.
+    Anything else becomes ``attn_mask``: ``(L, S)`` when it is the same for every batch entry
+    and head, else ``(N*h, L, S)``. With a bias the ``attn_mask`` is float: ``bias`` where
+    allowed, ``-inf`` where masked.
+
+    Parameters
+    ----------
+    mask : bool, broadcastable to (N, h, L, S), optional
+    bias : float, broadcastable to (N, h, L, S), optional
+    num_heads : int
+    batch_size : int, optional
+        ``N``. torch wants the batch axis written out, so it is needed when the mask has a
+        batch axis of 1 (or none) but is not the same for every head and batch entry.
 
     Returns
     -------
     dict with ``key_padding_mask`` and/or ``attn_mask`` as torch tensors (True = blocked).
     """
     torch = _torch()
-    kwargs = {}
+    if mask is None and bias is None:
+        return {}
     if mask is not None:
         mask = as_bool_mask(mask)
-        if bias is None and mask.ndim == 4 and mask.shape[1:3] == (1, 1):
-            return {"key_padding_mask": torch.from_numpy(~mask[:, 0, 0, :])}
-    if mask is None and bias is None:
-        return kwargs
-    parts = [a for a in (mask, bias) if a is not None]
-    shape = np.broadcast_shapes(*(a.shape for a in parts))
-    if len(shape) > 2:
-        if len(shape) > 4:
-            raise ValueError(f"mask/bias of shape {shape}: torch MHA takes at most (N, h, L, S)")
-        n = batch_size if batch_size is not None else (shape[0] if len(shape) == 4 else 1)
-        shape = (n, num_heads, *shape[-2:])
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (mask, bias) if a is not None))
+    if len(shape) > 4:
+        raise ValueError(f"mask/bias of shape {shape}: torch MHA takes at most (N, h, L, S)")
+    lead = (1,) * (4 - len(shape)) + shape[:-2]                          # (N or 1, h or 1)
+    if batch_size is not None and lead[0] not in (1, batch_size):
+        raise ValueError(f"mask/bias of shape {shape} has batch {lead[0]}, not batch_size={batch_size}")
+    n = batch_size if batch_size is not None else lead[0]
+    needs_n = lead[0] == 1 and batch_size is None
+
+    if bias is None and len(shape) == 4 and shape[1:3] == (1, 1):         # (N, 1, 1, S)
+        if needs_n:
+            raise ValueError(f"mask of shape {shape} is a key padding mask shared by the batch: "
+                             "torch wants it as (N, S), pass batch_size")
+        blocked = ~np.broadcast_to(mask[:, 0, 0, :], (n, shape[-1]))      # True = blocked
+        return {"key_padding_mask": torch.from_numpy(np.ascontiguousarray(blocked))}
+
+    if lead != (1, 1) and needs_n:
+        raise ValueError(f"mask/bias of shape {shape} differs between heads: torch wants it "
+                         "as (N*h, L, S), pass batch_size")
+    full = (1, 1, *shape[-2:]) if lead == (1, 1) else (n, num_heads, *shape[-2:])
     if bias is None:
-        attn = ~np.broadcast_to(mask, shape)                             # True = blocked
+        attn = ~np.broadcast_to(mask, full)                              # True = blocked
     else:
-        attn = np.broadcast_to(np.asarray(bias), shape).copy()
+        attn = np.broadcast_to(np.asarray(bias), full).copy()
         if mask is not None:
-            attn[~np.broadcast_to(mask, shape)] = -np.inf
-    if len(shape) == 4:
-        attn = attn.reshape(-1, *shape[-2:])                             # (N, h, L, S) -> (N*h, L, S)
-    kwargs["attn_mask"] = torch.from_numpy(np.ascontiguousarray(attn))
-    return kwargs
+            attn[~np.broadcast_to(mask, full)] = -np.inf
+    attn = attn.reshape(-1, *shape[-2:])                                 # (N*h, L, S)
+    attn = attn[0] if lead == (1, 1) else attn                          # the same (L, S) for all
+    return {"attn_mask": torch.from_numpy(np.ascontiguousarray(attn))}
 
 
 # ---------------------------------------------------------------- scaled_dot_product_attention
