@@ -4,6 +4,7 @@ differences, and the reversal task's held-out set."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from attention_np import gradcheck
 from attention_np.nn import ModelConfig, ReversalTask, init_model, model_backward, model_forward
@@ -88,3 +89,20 @@ def test_reversal_heldout_sequences_never_appear_in_training_batches():
     assert 0 < len(tokens) < 500
     assert not np.isin(task.ids(tokens), task.ids(held)).any()
     np.testing.assert_array_equal(targets, tokens[:, ::-1])
+
+
+def test_reversal_heldout_is_a_tenth_of_a_small_sequence_space_and_batches_keep_the_rest():
+    task = ReversalTask(length=3)                          # 1000 sequences
+    held, _ = task.heldout()
+    assert len(held) == 100 == len(np.unique(task.ids(held)))
+    assert len(ReversalTask().heldout()[0]) == 2000        # the default task is unchanged
+    kept = [len(task.train_batch(np.random.default_rng(s), 64, task.ids(held))[0])
+            for s in range(5)]
+    assert min(kept) >= 48                                 # ~90% of 64, not ~1
+
+
+def test_reversal_task_refuses_lengths_whose_ids_overflow_int64():
+    task = ReversalTask(length=18)                         # 10**18 - 1 fits an int64
+    assert task.ids(np.full((1, 18), 9))[0] == 10 ** 18 - 1
+    with pytest.raises(ValueError, match="int64"):
+        ReversalTask(length=19)                            # 10**19 - 1 does not
