@@ -165,3 +165,17 @@ def test_minilm_has_a_previous_token_head(runs):
 
     layer, head, score = best_heads(head_scores(_attn(runs["ours32"]), runs["batch"].tokens))["previous"]
     assert score > 0.95, (layer, head, score)
+
+
+def test_recognizable_heads_plot_draws_a_single_behaviour():
+    matplotlib = require("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attention_np.pretrained.plots import plot_recognizable_heads
+
+    tokens = [["[CLS]", "a", "b", "a", "[SEP]"]]
+    weights = np.full((1, 2, 5, 5), 1 / 5)                   # one layer, two uniform heads
+    fig = plot_recognizable_heads([weights], tokens, shown=("previous",))
+    assert len(fig.axes) == 1 and fig.axes[0].get_ylabel() == "query"
+    plt.close(fig)

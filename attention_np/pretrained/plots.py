@@ -61,12 +61,13 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
 
     best = best_heads(head_scores(attentions, tokens))
     fig, axes = plt.subplots(1, len(shown), figsize=(3.4 * len(shown), 4.2))
-    for ax, name in zip(np.atleast_1d(axes), shown, strict=True):
+    axes = np.atleast_1d(axes)                       # one behaviour gives a bare Axes
+    for ax, name in zip(axes, shown, strict=True):
         layer, head, score = best[name]
         plot_weights(ax, attentions[layer][sentence, head], tokens[sentence],
                      f"layer {layer}, head {head}: attends to\n{BEHAVIOURS[name]}\n(mean weight {score:.2f})")
     axes[0].set_ylabel("query")
-    for ax in np.atleast_1d(axes):
+    for ax in axes:
         ax.set_xlabel("key", fontsize=8)
     fig.tight_layout()
     return fig
