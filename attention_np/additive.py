@@ -32,7 +32,7 @@ from ._checks import (
     check_same_dtype,
     sum_to_shape,
 )
-from .linear import linear_backward
+from .linear import glorot_uniform, linear_backward
 from .masks import causal_mask
 from .softmax import softmax_
 
@@ -68,14 +68,9 @@ def init_additive_params(d_q: int, d_k: int | None = None, d_hidden: int | None 
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
     rng = as_generator(rng)
-
-    def glorot(fan_in, fan_out, shape):
-        limit = np.sqrt(6.0 / (fan_in + fan_out))   # Var = 2 / (fan_in + fan_out)
-        return rng.uniform(-limit, limit, size=shape).astype(dtype)
-
-    return {"W_q": glorot(d_q, d_hidden, (d_q, d_hidden)),
-            "W_k": glorot(d_k, d_hidden, (d_k, d_hidden)),
-            "w_v": glorot(d_hidden, 1, (d_hidden,))}
+    return {"W_q": glorot_uniform(rng, d_q, d_hidden).astype(dtype),
+            "W_k": glorot_uniform(rng, d_k, d_hidden).astype(dtype),
+            "w_v": glorot_uniform(rng, d_hidden, 1, shape=(d_hidden,)).astype(dtype)}
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import numpy as np
 from ._checks import as_generator
 from .additive import additive_attention_backward, additive_attention_forward, init_additive_params
 from .attention import sdpa_backward, sdpa_forward
-from .linear import linear_backward
+from .linear import glorot_uniform, linear_backward
 from .nn.adam import adam_init, adam_step
 
 SCORINGS = ("additive", "unscaled", "scaled")
@@ -45,9 +45,7 @@ def init_scoring_params(scoring: str, d_model: int, d_k: int, rng, d_hidden: int
     if scoring == "additive":
         return init_additive_params(d_model, d_model, d_k if d_hidden is None else d_hidden, rng=rng)
     if scoring in ("scaled", "unscaled"):
-        limit = np.sqrt(6.0 / (d_model + d_k))          # Glorot-uniform, as init_mha_params
-        return {"W_q": rng.uniform(-limit, limit, (d_model, d_k)),
-                "W_k": rng.uniform(-limit, limit, (d_model, d_k))}
+        return {"W_q": glorot_uniform(rng, d_model, d_k), "W_k": glorot_uniform(rng, d_model, d_k)}
     raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
 
 
