@@ -32,6 +32,7 @@ from ._checks import (
     check_same_dtype,
     sum_to_shape,
 )
+from .attention import _grow_to
 from .linear import glorot_uniform, linear_backward
 from .masks import causal_mask
 from .softmax import softmax_
@@ -160,9 +161,9 @@ def additive_attention_forward(q, k, v, params: dict, mask=None, *, is_causal: b
     hk = k @ params["W_k"]                                           # (..., S, d_hidden)
     hidden = np.tanh(hq[..., :, None, :] + hk[..., None, :, :])      # (..., L, S, d_hidden)
     scores = hidden @ params["w_v"]                                  # (..., L, S)
-    if mask is not None:
+    if mask is not None:                                             # as sdpa_forward
         # -inf gets exactly weight 0; softmax_ turns an all -inf row into zeros, not NaN.
-        scores = np.broadcast_to(scores, np.broadcast_shapes(scores.shape, mask.shape)).copy()
+        scores = _grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
         np.copyto(scores, -np.inf, where=~mask)
     weights = softmax_(scores)                                       # (..., L, S), in place
     out = weights @ v                                                # (..., L, d_v)
