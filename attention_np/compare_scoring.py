@@ -34,6 +34,7 @@ from .additive import additive_attention_backward, additive_attention_forward, i
 from .attention import sdpa_backward, sdpa_forward
 from .linear import glorot_uniform, linear_backward
 from .nn.adam import adam_init, adam_step
+from .scaling import _check_d_ks, _check_positive
 
 SCORINGS = ("additive", "unscaled", "scaled")
 
@@ -138,16 +139,13 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
         ``threshold``; ``steps`` when never), and ``grad_init_{s}`` (norm of the first step's
         gradient w.r.t. ``W_q``).
     """
-    d_ks = [int(d) for d in d_ks]
-    if not d_ks or min(d_ks) < 1:
-        raise ValueError(f"d_ks must be a non-empty sequence of positive ints, got {d_ks!r}")
+    d_ks = [int(d) for d in _check_d_ks(d_ks)]          # 2.5 is refused, not cut to 2
     unknown = [s for s in scorings if s not in SCORINGS]
     if unknown:
         raise ValueError(f"scorings {unknown} are not among {SCORINGS}")
     for name, n in (("steps", steps), ("batch", batch), ("n_keys", n_keys), ("d_v", d_v),
                     ("n_eval", n_eval)):
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"{name} must be a positive int, got {n!r}")
+        _check_positive(n, name)
     result = {"d_k": np.array(d_ks, dtype=np.float64), "n_keys": n_keys, "steps": steps}
     for s in scorings:
         for key in ("accuracy", "loss", "accuracy_init", "grad_init", "steps_to_threshold"):

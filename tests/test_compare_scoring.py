@@ -76,6 +76,8 @@ def test_bad_arguments_raise_value_error_naming_them():
         cs.train_retrieval([4], scorings=["cosine"])
     with pytest.raises(ValueError, match="d_ks"):
         cs.train_retrieval([])
+    with pytest.raises(ValueError, match="d_ks"):
+        cs.train_retrieval([2.5])                       # refused, not silently cut to 2
     with pytest.raises(ValueError, match="steps"):
         cs.train_retrieval([4], steps=0)
     with pytest.raises(ValueError, match="scoring must be one of"):
