@@ -23,13 +23,18 @@ SHOWN = ("previous", "next", "cls", "match")
 
 
 def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool = True):
-    """One (L, L) weight matrix as a heatmap: rows are queries, columns are keys."""
+    """One (L, L) weight matrix, cut to the ``len(tokens)`` real tokens, as a heatmap
+    (:func:`attention_np.plot.attention_heatmap`): rows are queries, columns are keys."""
+    from ..plot import attention_heatmap
+
     n = len(tokens)
-    ax.imshow(weights[:n, :n], cmap="viridis", vmin=0, vmax=1)
+    attention_heatmap(weights[:n, :n], tokens, tokens, ax=ax, annotate=False)
+    ax.set_aspect("equal")                     # queries and keys are the same tokens
     ax.set_title(title, fontsize=9)
+    ax.set_xlabel("")                          # the callers label the outer axes only
+    ax.set_ylabel("")
     if labels:
-        ax.set_xticks(range(n), tokens, rotation=90, fontsize=7)
-        ax.set_yticks(range(n), tokens, fontsize=7)
+        ax.tick_params(labelsize=7)
     else:
         ax.set_xticks([])
         ax.set_yticks([])
