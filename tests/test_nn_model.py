@@ -69,15 +69,23 @@ def test_whole_model_backward_matches_finite_differences(rng):
     assert result.ok, str(result)
 
 
-def test_model_output_depends_on_order_only_through_positional_encoding(rng):
-    # Without §3.5 attention is permutation-equivariant; with it, reversing the input must
-    # change the prediction at a position.
+def test_model_output_depends_on_order_only_through_positional_encoding(monkeypatch):
+    # With §3.5, reversing the input changes the prediction at a position; without it the
+    # model is permutation-equivariant: the reversed input gives the reversed logits.
     cfg = ModelConfig(max_len=6)
     params = init_model(cfg, rng=1)
     tokens = np.array([[1, 2, 3, 4, 5, 6]])
     logits, _ = model_forward(params, tokens, cfg)
     logits_rev, _ = model_forward(params, tokens[:, ::-1], cfg)
     assert max_abs_diff(logits[:, ::-1], logits_rev) > 1e-3
+
+    import attention_np.nn.model as model_module
+
+    monkeypatch.setattr(model_module, "sinusoidal_encoding",
+                        lambda L, d_model, dtype: np.zeros((L, d_model), dtype))
+    logits, _ = model_forward(params, tokens, cfg)
+    logits_rev, _ = model_forward(params, tokens[:, ::-1], cfg)
+    np.testing.assert_allclose(logits_rev, logits[:, ::-1], rtol=0, atol=1e-12)
 
 
 def test_reversal_heldout_sequences_never_appear_in_training_batches():
