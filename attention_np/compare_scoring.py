@@ -27,11 +27,13 @@ A loop over steps (training) and over the ``d_k`` of a sweep are the only Python
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ._checks import as_generator
 from .additive import additive_attention_backward, additive_attention_forward, init_additive_params
-from .attention import sdpa_backward, sdpa_forward
+from .attention import SDPACache, sdpa_backward, sdpa_forward
 from .linear import glorot_uniform, linear_backward
 from .nn.adam import adam_init, adam_step
 from .nn.threads import blas_threads
@@ -51,31 +53,41 @@ def init_scoring_params(scoring: str, d_model: int, d_k: int, rng, d_hidden: int
     raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
 
 
+@dataclass(frozen=True)
+class DotScoringCache:
+    """What :func:`scoring_backward` needs for a dot-product scoring: the projections' inputs
+    and the attention's own cache. ``weights`` as on :class:`~attention_np.AdditiveCache`."""
+
+    x_q: np.ndarray        # (..., L, d_model)
+    x_k: np.ndarray        # (..., S, d_model)
+    params: dict           # W_q, W_k (d_model, d_k)
+    sdpa: SDPACache
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.sdpa.weights                            # (..., L, S)
+
+
 def scoring_forward(scoring: str, params: dict, x_q, x_k, v):
-    """``out, cache`` of attention with the given scoring; ``cache.weights`` is (..., L, S)."""
+    """``out, cache`` of attention with the given scoring; ``cache.weights`` is (..., L, S)
+    (an :class:`~attention_np.AdditiveCache` or a :class:`DotScoringCache`)."""
     if scoring == "additive":
         return additive_attention_forward(x_q, x_k, v, params)
     q = x_q @ params["W_q"]                                 # (..., L, d_k)
     k = x_k @ params["W_k"]                                 # (..., S, d_k)
     scale = None if scoring == "scaled" else 1.0
     out, cache = sdpa_forward(q, k, v, scale=scale)
-    return out, (x_q, x_k, params, cache)
-
-
-def attention_weights(scoring: str, cache) -> np.ndarray:
-    """The (..., L, S) attention weights kept in a :func:`scoring_forward` cache."""
-    return cache.weights if scoring == "additive" else cache[3].weights
+    return out, DotScoringCache(x_q, x_k, params, cache)
 
 
 def scoring_backward(scoring: str, dout, cache) -> dict:
     """Gradients w.r.t. the parameters of :func:`scoring_forward`."""
     if scoring == "additive":
         return additive_attention_backward(dout, cache)[3]
-    x_q, x_k, params, sdpa_cache = cache
-    dq, dk, _ = sdpa_backward(dout, sdpa_cache)
+    dq, dk, _ = sdpa_backward(dout, cache.sdpa)
     # forward: q = x_q @ W_q, k = x_k @ W_k  ->  dW_q = x_q.T @ dq, dW_k = x_k.T @ dk
-    _, dW_q, _ = linear_backward(dq, x_q, params["W_q"], False)
-    _, dW_k, _ = linear_backward(dk, x_k, params["W_k"], False)
+    _, dW_q, _ = linear_backward(dq, cache.x_q, cache.params["W_q"], False)
+    _, dW_k, _ = linear_backward(dk, cache.x_k, cache.params["W_k"], False)
     return {"W_q": dW_q, "W_k": dW_k}
 
 
@@ -198,6 +210,6 @@ def steps_to_threshold(curve, threshold: float, window: int = 20) -> int:
 def _evaluate(scoring, params, data):
     x_q, x_k, v, target = data
     out, cache = scoring_forward(scoring, params, x_q, x_k, v)
-    weights = attention_weights(scoring, cache)                      # (n, 1, S)
+    weights = cache.weights                                          # (n, 1, S)
     accuracy = float(np.mean(weights[:, 0].argmax(axis=-1) == target))
     return accuracy, _loss_and_grad(out, v, target)[0]

@@ -25,6 +25,16 @@ def test_parameter_gradients_match_finite_differences(scoring, rng):
     assert result.ok, str(result)
 
 
+@pytest.mark.parametrize("scoring", cs.SCORINGS)
+def test_every_scoring_cache_has_its_weights(scoring, rng):
+    params = cs.init_scoring_params(scoring, 5, 4, rng)
+    rotation, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    x_q, x_k, v, _ = cs.retrieval_batch(rng, rotation, 3, 4, 2, 0.5)
+    out, cache = cs.scoring_forward(scoring, params, x_q, x_k, v)
+    assert cache.weights.shape == (3, 1, 4)
+    np.testing.assert_allclose(cache.weights @ v, out, rtol=1e-12)
+
+
 def test_retrieval_query_is_the_rotated_target_key_when_noise_is_zero(rng):
     rotation, _ = np.linalg.qr(rng.standard_normal((6, 6)))
     x_q, x_k, v, target = cs.retrieval_batch(rng, rotation, 10, 5, 3, noise=0.0)
