@@ -26,9 +26,10 @@ def main(argv=None) -> int:
     for name, (module, help_text) in COMMANDS.items():
         modules[name] = importlib.import_module(module)
         modules[name].add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in (*COMMANDS, "-h", "--help"):
+        argv.insert(0, "tour")           # `python -m attention_np --seed 3` is the tour's option
     args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["tour", *(argv if argv is not None else sys.argv[1:])])
     return modules[args.command].run(args) or 0
 
 

@@ -32,7 +32,8 @@ from ._checks import (
     check_same_dtype,
     sum_to_shape,
 )
-from .linear import linear_backward
+from .attention import _grow_to
+from .linear import glorot_uniform, linear_backward
 from .masks import causal_mask
 from .softmax import softmax_
 
@@ -68,14 +69,9 @@ def init_additive_params(d_q: int, d_k: int | None = None, d_hidden: int | None 
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
     rng = as_generator(rng)
-
-    def glorot(fan_in, fan_out, shape):
-        limit = np.sqrt(6.0 / (fan_in + fan_out))   # Var = 2 / (fan_in + fan_out)
-        return rng.uniform(-limit, limit, size=shape).astype(dtype)
-
-    return {"W_q": glorot(d_q, d_hidden, (d_q, d_hidden)),
-            "W_k": glorot(d_k, d_hidden, (d_k, d_hidden)),
-            "w_v": glorot(d_hidden, 1, (d_hidden,))}
+    return {"W_q": glorot_uniform(rng, d_q, d_hidden).astype(dtype),
+            "W_k": glorot_uniform(rng, d_k, d_hidden).astype(dtype),
+            "w_v": glorot_uniform(rng, d_hidden, 1, shape=(d_hidden,)).astype(dtype)}
 
 
 @dataclass(frozen=True)
@@ -165,9 +161,9 @@ def additive_attention_forward(q, k, v, params: dict, mask=None, *, is_causal: b
     hk = k @ params["W_k"]                                           # (..., S, d_hidden)
     hidden = np.tanh(hq[..., :, None, :] + hk[..., None, :, :])      # (..., L, S, d_hidden)
     scores = hidden @ params["w_v"]                                  # (..., L, S)
-    if mask is not None:
+    if mask is not None:                                             # as sdpa_forward
         # -inf gets exactly weight 0; softmax_ turns an all -inf row into zeros, not NaN.
-        scores = np.broadcast_to(scores, np.broadcast_shapes(scores.shape, mask.shape)).copy()
+        scores = _grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
         np.copyto(scores, -np.inf, where=~mask)
     weights = softmax_(scores)                                       # (..., L, S), in place
     out = weights @ v                                                # (..., L, d_v)

@@ -27,13 +27,17 @@ A loop over steps (training) and over the ``d_k`` of a sweep are the only Python
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ._checks import as_generator
 from .additive import additive_attention_backward, additive_attention_forward, init_additive_params
-from .attention import sdpa_backward, sdpa_forward
-from .linear import linear_backward
+from .attention import SDPACache, sdpa_backward, sdpa_forward
+from .linear import glorot_uniform, linear_backward
 from .nn.adam import adam_init, adam_step
+from .nn.threads import blas_threads
+from .scaling import _check_d_ks, _check_positive
 
 SCORINGS = ("additive", "unscaled", "scaled")
 
@@ -45,37 +49,45 @@ def init_scoring_params(scoring: str, d_model: int, d_k: int, rng, d_hidden: int
     if scoring == "additive":
         return init_additive_params(d_model, d_model, d_k if d_hidden is None else d_hidden, rng=rng)
     if scoring in ("scaled", "unscaled"):
-        limit = np.sqrt(6.0 / (d_model + d_k))          # Glorot-uniform, as init_mha_params
-        return {"W_q": rng.uniform(-limit, limit, (d_model, d_k)),
-                "W_k": rng.uniform(-limit, limit, (d_model, d_k))}
+        return {"W_q": glorot_uniform(rng, d_model, d_k), "W_k": glorot_uniform(rng, d_model, d_k)}
     raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
 
 
+@dataclass(frozen=True)
+class DotScoringCache:
+    """What :func:`scoring_backward` needs for a dot-product scoring: the projections' inputs
+    and the attention's own cache. ``weights`` as on :class:`~attention_np.AdditiveCache`."""
+
+    x_q: np.ndarray        # (..., L, d_model)
+    x_k: np.ndarray        # (..., S, d_model)
+    params: dict           # W_q, W_k (d_model, d_k)
+    sdpa: SDPACache
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.sdpa.weights                            # (..., L, S)
+
+
 def scoring_forward(scoring: str, params: dict, x_q, x_k, v):
-    """``out, cache`` of attention with the given scoring; ``cache.weights`` is (..., L, S)."""
+    """``out, cache`` of attention with the given scoring; ``cache.weights`` is (..., L, S)
+    (an :class:`~attention_np.AdditiveCache` or a :class:`DotScoringCache`)."""
     if scoring == "additive":
         return additive_attention_forward(x_q, x_k, v, params)
     q = x_q @ params["W_q"]                                 # (..., L, d_k)
     k = x_k @ params["W_k"]                                 # (..., S, d_k)
     scale = None if scoring == "scaled" else 1.0
     out, cache = sdpa_forward(q, k, v, scale=scale)
-    return out, (x_q, x_k, params, cache)
-
-
-def attention_weights(scoring: str, cache) -> np.ndarray:
-    """The (..., L, S) attention weights kept in a :func:`scoring_forward` cache."""
-    return cache.weights if scoring == "additive" else cache[3].weights
+    return out, DotScoringCache(x_q, x_k, params, cache)
 
 
 def scoring_backward(scoring: str, dout, cache) -> dict:
     """Gradients w.r.t. the parameters of :func:`scoring_forward`."""
     if scoring == "additive":
         return additive_attention_backward(dout, cache)[3]
-    x_q, x_k, params, sdpa_cache = cache
-    dq, dk, _ = sdpa_backward(dout, sdpa_cache)
+    dq, dk, _ = sdpa_backward(dout, cache.sdpa)
     # forward: q = x_q @ W_q, k = x_k @ W_k  ->  dW_q = x_q.T @ dq, dW_k = x_k.T @ dk
-    _, dW_q, _ = linear_backward(dq, x_q, params["W_q"], False)
-    _, dW_k, _ = linear_backward(dk, x_k, params["W_k"], False)
+    _, dW_q, _ = linear_backward(dq, cache.x_q, cache.params["W_q"], False)
+    _, dW_k, _ = linear_backward(dk, cache.x_k, cache.params["W_k"], False)
     return {"W_q": dW_q, "W_k": dW_k}
 
 
@@ -140,16 +152,13 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
         ``threshold``; ``steps`` when never), and ``grad_init_{s}`` (norm of the first step's
         gradient w.r.t. ``W_q``).
     """
-    d_ks = [int(d) for d in d_ks]
-    if not d_ks or min(d_ks) < 1:
-        raise ValueError(f"d_ks must be a non-empty sequence of positive ints, got {d_ks!r}")
+    d_ks = [int(d) for d in _check_d_ks(d_ks)]          # 2.5 is refused, not cut to 2
     unknown = [s for s in scorings if s not in SCORINGS]
     if unknown:
         raise ValueError(f"scorings {unknown} are not among {SCORINGS}")
     for name, n in (("steps", steps), ("batch", batch), ("n_keys", n_keys), ("d_v", d_v),
                     ("n_eval", n_eval)):
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"{name} must be a positive int, got {n!r}")
+        _check_positive(n, name)
     result = {"d_k": np.array(d_ks, dtype=np.float64), "n_keys": n_keys, "steps": steps}
     for s in scorings:
         for key in ("accuracy", "loss", "accuracy_init", "grad_init", "steps_to_threshold"):
@@ -166,15 +175,19 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
                                          d_hidden)
             result[f"accuracy_init_{s}"][i] = _evaluate(s, params, held_out)[0]
             state = adam_init(params)
-            for step in range(steps):
-                x_q, x_k, v, target = retrieval_batch(data_rng, rotation, batch, n_keys, d_v, noise)
-                out, cache = scoring_forward(s, params, x_q, x_k, v)
-                loss, dout = _loss_and_grad(out, v, target)
-                grads = scoring_backward(s, dout, cache)
-                if step == 0:
-                    result[f"grad_init_{s}"][i] = np.linalg.norm(grads["W_q"])
-                result[f"curve_{s}"][i, step] = loss
-                adam_step(params, grads, state, lr=lr)   # the paper's betas, §5.3
+            # Thousands of tiny matmuls: one BLAS thread is several times faster on a busy
+            # machine (see nn/threads.py), and gives the same numbers.
+            with blas_threads(1):
+                for step in range(steps):
+                    x_q, x_k, v, target = retrieval_batch(data_rng, rotation, batch, n_keys, d_v,
+                                                          noise)
+                    out, cache = scoring_forward(s, params, x_q, x_k, v)
+                    loss, dout = _loss_and_grad(out, v, target)
+                    grads = scoring_backward(s, dout, cache)
+                    if step == 0:
+                        result[f"grad_init_{s}"][i] = np.linalg.norm(grads["W_q"])
+                    result[f"curve_{s}"][i, step] = loss
+                    adam_step(params, grads, state, lr=lr)   # the paper's betas, §5.3
             result[f"accuracy_{s}"][i], result[f"loss_{s}"][i] = _evaluate(s, params, held_out)
             result[f"steps_to_threshold_{s}"][i] = steps_to_threshold(
                 result[f"curve_{s}"][i], threshold)
@@ -197,6 +210,6 @@ def steps_to_threshold(curve, threshold: float, window: int = 20) -> int:
 def _evaluate(scoring, params, data):
     x_q, x_k, v, target = data
     out, cache = scoring_forward(scoring, params, x_q, x_k, v)
-    weights = attention_weights(scoring, cache)                      # (n, 1, S)
+    weights = cache.weights                                          # (n, 1, S)
     accuracy = float(np.mean(weights[:, 0].argmax(axis=-1) == target))
     return accuracy, _loss_and_grad(out, v, target)[0]

@@ -75,6 +75,6 @@ def run(args) -> int:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(f"held-out accuracy: {100 * result.accuracy:.2f}% of tokens, "
           f"{100 * result.sequence_accuracy:.2f}% of sequences exactly reversed "
-          f"(2000 sequences never seen in training); trained in {wall:.1f} s wall, "
+          f"({result.heldout_size} sequences never seen in training); trained in {wall:.1f} s wall, "
           f"{cpu:.1f} s CPU")
     return 0 if result.accuracy >= args.target else 1

@@ -26,3 +26,10 @@ def test_tour_is_the_default_command_and_its_gradient_check_passes():
 def test_help_lists_the_commands():
     result = run("--help")
     assert result.returncode == 0 and "tour" in result.stdout
+
+
+def test_options_without_a_command_go_to_the_tour():
+    result = run("--seed", "3")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == run("tour", "--seed", "3").stdout
+    assert result.stdout != run().stdout                  # the seed reached the tour

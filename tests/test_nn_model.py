@@ -4,6 +4,7 @@ differences, and the reversal task's held-out set."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from attention_np import gradcheck
 from attention_np.nn import ModelConfig, ReversalTask, init_model, model_backward, model_forward
@@ -68,15 +69,23 @@ def test_whole_model_backward_matches_finite_differences(rng):
     assert result.ok, str(result)
 
 
-def test_model_output_depends_on_order_only_through_positional_encoding(rng):
-    # Without §3.5 attention is permutation-equivariant; with it, reversing the input must
-    # change the prediction at a position.
+def test_model_output_depends_on_order_only_through_positional_encoding(monkeypatch):
+    # With §3.5, reversing the input changes the prediction at a position; without it the
+    # model is permutation-equivariant: the reversed input gives the reversed logits.
     cfg = ModelConfig(max_len=6)
     params = init_model(cfg, rng=1)
     tokens = np.array([[1, 2, 3, 4, 5, 6]])
     logits, _ = model_forward(params, tokens, cfg)
     logits_rev, _ = model_forward(params, tokens[:, ::-1], cfg)
     assert max_abs_diff(logits[:, ::-1], logits_rev) > 1e-3
+
+    import attention_np.nn.model as model_module
+
+    monkeypatch.setattr(model_module, "sinusoidal_encoding",
+                        lambda L, d_model, dtype: np.zeros((L, d_model), dtype))
+    logits, _ = model_forward(params, tokens, cfg)
+    logits_rev, _ = model_forward(params, tokens[:, ::-1], cfg)
+    np.testing.assert_allclose(logits_rev, logits[:, ::-1], rtol=0, atol=1e-12)
 
 
 def test_reversal_heldout_sequences_never_appear_in_training_batches():
@@ -88,3 +97,20 @@ def test_reversal_heldout_sequences_never_appear_in_training_batches():
     assert 0 < len(tokens) < 500
     assert not np.isin(task.ids(tokens), task.ids(held)).any()
     np.testing.assert_array_equal(targets, tokens[:, ::-1])
+
+
+def test_reversal_heldout_is_a_tenth_of_a_small_sequence_space_and_batches_keep_the_rest():
+    task = ReversalTask(length=3)                          # 1000 sequences
+    held, _ = task.heldout()
+    assert len(held) == 100 == len(np.unique(task.ids(held)))
+    assert len(ReversalTask().heldout()[0]) == 2000        # the default task is unchanged
+    kept = [len(task.train_batch(np.random.default_rng(s), 64, task.ids(held))[0])
+            for s in range(5)]
+    assert min(kept) >= 48                                 # ~90% of 64, not ~1
+
+
+def test_reversal_task_refuses_lengths_whose_ids_overflow_int64():
+    task = ReversalTask(length=18)                         # 10**18 - 1 fits an int64
+    assert task.ids(np.full((1, 18), 9))[0] == 10 ** 18 - 1
+    with pytest.raises(ValueError, match="int64"):
+        ReversalTask(length=19)                            # 10**19 - 1 does not

@@ -90,3 +90,12 @@ def test_progress_bar_redraws_in_place_on_a_terminal():
         bar.update(step, 0.5)
     text = stream.getvalue()
     assert text.count("\r") == 4 and text.endswith("\n") and text.count("\n") == 1
+
+
+def test_train_command_prints_the_real_heldout_size():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "attention_np", "train", "--length", "3",
+                           "--steps", "3", "--target", "0"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(100 sequences never seen in training)" in proc.stdout   # a tenth of 10**3

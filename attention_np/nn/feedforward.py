@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._checks import as_generator
-from ..linear import linear_backward, linear_forward
+from ..linear import glorot_uniform, linear_backward, linear_forward
 from .activations import gelu_backward, gelu_forward, relu_backward, relu_forward
 
 ACTIVATIONS = {"relu": (relu_forward, relu_backward), "gelu": (gelu_forward, gelu_backward)}
@@ -25,13 +25,8 @@ def init_ffn_params(d_model: int, d_ff: int, *, rng=None, dtype=np.float64) -> d
     Glorot-uniform weights and zero biases, as :func:`attention_np.init_mha_params`.
     """
     rng = as_generator(rng)
-
-    def glorot(fan_in, fan_out):
-        limit = np.sqrt(6.0 / (fan_in + fan_out))
-        return rng.uniform(-limit, limit, size=(fan_in, fan_out)).astype(dtype)
-
-    return {"W_1": glorot(d_model, d_ff), "b_1": np.zeros(d_ff, dtype),
-            "W_2": glorot(d_ff, d_model), "b_2": np.zeros(d_model, dtype)}
+    return {"W_1": glorot_uniform(rng, d_model, d_ff).astype(dtype), "b_1": np.zeros(d_ff, dtype),
+            "W_2": glorot_uniform(rng, d_ff, d_model).astype(dtype), "b_2": np.zeros(d_model, dtype)}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..softmax import softmax_
+from ..softmax import softmax_numerator_
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,15 @@ def cross_entropy_forward(logits: np.ndarray, targets):
     V = logits.shape[-1]
     if targets.size and (targets.min() < 0 or targets.max() >= V):
         raise ValueError(f"targets must be in [0, {V}), got [{targets.min()}, {targets.max()}]")
-    # log softmax = z - max - log(sum(exp(z - max))): stable for any logits.
-    z = logits - logits.max(axis=-1, keepdims=True)                        # (..., V)
-    log_probs = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))          # (..., V)
+    # log softmax = z - log(sum(exp(z))) with z = logits - max: stable for any logits.
+    z = logits - logits.max(axis=-1, keepdims=True)                        # (..., V), max 0
+    # exp(z) and its row sums (z's max is already 0, so the shift inside is exact: z - 0 = z)
+    e, total = softmax_numerator_(z.copy())                                # (..., V), (..., 1)
+    log_probs = z - np.log(total)                                          # (..., V)
     picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)    # (..., 1)
     loss = -float(picked.mean())
-    return loss, CrossEntropyCache(softmax_(z), targets)
+    e /= total                                                             # softmax(logits)
+    return loss, CrossEntropyCache(e, targets)
 
 
 def cross_entropy_backward(dloss: float, cache: CrossEntropyCache) -> np.ndarray:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._checks import as_generator
-from ..linear import linear_backward, linear_forward
+from ..linear import glorot_uniform, linear_backward, linear_forward
 from ..multihead import init_mha_params
 from .embedding import EmbeddingCache, embedding_backward, embedding_forward
 from .encoder import encoder_layer_backward, encoder_layer_forward, sub
@@ -53,8 +53,7 @@ def init_model(config: ModelConfig, *, rng=None, dtype=np.float64) -> dict:
         for ln in ("ln1", "ln2"):
             params[f"layers.{n}.{ln}.gamma"] = np.ones(c.d_model)
             params[f"layers.{n}.{ln}.beta"] = np.zeros(c.d_model)
-    limit = np.sqrt(6.0 / (c.d_model + c.vocab_size))
-    params["W_out"] = rng.uniform(-limit, limit, size=(c.d_model, c.vocab_size))
+    params["W_out"] = glorot_uniform(rng, c.d_model, c.vocab_size)
     params["b_out"] = np.zeros(c.vocab_size)
     return {k: v.astype(dtype) for k, v in params.items()}
 

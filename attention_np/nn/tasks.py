@@ -21,10 +21,25 @@ class ReversalTask:
     Held-out sequences are drawn once from their own seed, and every training batch drops
     any sequence that is in the held-out set, so held-out accuracy measures generalization
     to sequences never seen in training (there are ``vocab_size ** length`` of them).
+    Each sequence's id must fit in an int64, so ``vocab_size ** length <= 2**63``
+    (at most 18 digits of base 10).
     """
 
     length: int = 10
     vocab_size: int = 10
+
+    def __post_init__(self):
+        if self.length < 1 or self.vocab_size < 2:
+            raise ValueError(f"need length >= 1 and vocab_size >= 2, got length {self.length}, "
+                             f"vocab_size {self.vocab_size}")
+        if self.vocab_size ** self.length > 2 ** 63:        # Python ints: exact
+            raise ValueError(f"{self.vocab_size} ** {self.length} sequences do not fit the "
+                             f"int64 ids of ReversalTask.ids; use a shorter length")
+
+    @property
+    def num_sequences(self) -> int:
+        """How many distinct sequences there are: ``vocab_size ** length``."""
+        return self.vocab_size ** self.length
 
     def targets(self, tokens: np.ndarray) -> np.ndarray:
         """``(B, L) -> (B, L)``: the reversed sequences."""
@@ -40,8 +55,16 @@ class ReversalTask:
         powers = self.vocab_size ** np.arange(self.length - 1, -1, -1, dtype=np.int64)
         return tokens.astype(np.int64) @ powers
 
-    def heldout(self, n: int = 2000, seed: int = 12345) -> tuple[np.ndarray, np.ndarray]:
-        """A fixed held-out set of ``n`` distinct sequences."""
+    def heldout(self, n: int | None = None, seed: int = 12345) -> tuple[np.ndarray, np.ndarray]:
+        """A fixed held-out set of up to ``n`` distinct sequences.
+
+        By default ``n = min(2000, num_sequences // 10)``: at most a tenth of all sequences,
+        so training batches (which drop held-out sequences) keep about 90% of their draws.
+        ``2 n`` draws are deduplicated, so a set close to the whole space can come out smaller
+        than ``n``.
+        """
+        if n is None:
+            n = max(1, min(2000, self.num_sequences // 10))
         tokens, _ = self.sample(seed, 2 * n)
         _, first = np.unique(self.ids(tokens), return_index=True)
         tokens = tokens[np.sort(first)[:n]]

@@ -1,11 +1,12 @@
 """Run NumPy's BLAS on one thread while training a small model.
 
-The matrices of the toy model are tiny (512 × 64); OpenBLAS still splits them over threads,
-and when the cores are busy (a shared machine, a CI runner) the threads wait for each other:
-we measured a training step 13× slower with two threads than with one on a loaded 2-core
-machine. Setting ``OPENBLAS_NUM_THREADS=1`` before NumPy loads does the same thing; this
-helper does it after, through OpenBLAS's own ``set_num_threads`` (what ``threadpoolctl`` does),
-and does nothing where NumPy is not linked against OpenBLAS.
+The matrices of the toy model are tiny (640 × 64: a batch of 64 sequences of 10 tokens, by
+d_model); OpenBLAS still splits them over threads, and when the cores are busy (a shared
+machine, a CI runner) the threads wait for each other: we measured a training step 13× slower
+with two threads than with one on a loaded 2-core machine. Setting ``OPENBLAS_NUM_THREADS=1``
+before NumPy loads does the same thing; this helper does it after, through OpenBLAS's own
+``set_num_threads`` (what ``threadpoolctl`` does), and does nothing where NumPy is not linked
+against OpenBLAS.
 """
 
 from __future__ import annotations

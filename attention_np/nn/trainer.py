@@ -29,6 +29,7 @@ class TrainResult:
     sequence_accuracy : fraction of held-out *sequences* with every token right
     snapshots : {step: [per-layer (num_heads, L, L) attention weights on ``probe``]}
     probe : (L,) the sequence whose attention the snapshots record
+    heldout_size : how many held-out sequences ``accuracy`` is measured on
     """
 
     params: dict
@@ -38,6 +39,7 @@ class TrainResult:
     sequence_accuracy: float
     snapshots: dict = field(default_factory=dict)
     probe: np.ndarray | None = None
+    heldout_size: int = 0
 
 
 def evaluate(params: dict, config: ModelConfig, tokens, targets, *, batch_size: int = 1000):
@@ -101,4 +103,5 @@ def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None
         if on_step is not None:
             on_step(step, losses[step - 1])
     accuracy, sequence_accuracy = evaluate(params, config, held_tokens, held_targets)
-    return TrainResult(params, config, losses, accuracy, sequence_accuracy, snapshots, probe)
+    return TrainResult(params, config, losses, accuracy, sequence_accuracy, snapshots, probe,
+                       heldout_size=len(held_tokens))

@@ -23,13 +23,18 @@ SHOWN = ("previous", "next", "cls", "match")
 
 
 def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool = True):
-    """One (L, L) weight matrix as a heatmap: rows are queries, columns are keys."""
+    """One (L, L) weight matrix, cut to the ``len(tokens)`` real tokens, as a heatmap
+    (:func:`attention_np.plot.attention_heatmap`): rows are queries, columns are keys."""
+    from ..plot import attention_heatmap
+
     n = len(tokens)
-    ax.imshow(weights[:n, :n], cmap="viridis", vmin=0, vmax=1)
+    attention_heatmap(weights[:n, :n], tokens, tokens, ax=ax, annotate=False)
+    ax.set_aspect("equal")                     # queries and keys are the same tokens
     ax.set_title(title, fontsize=9)
+    ax.set_xlabel("")                          # the callers label the outer axes only
+    ax.set_ylabel("")
     if labels:
-        ax.set_xticks(range(n), tokens, rotation=90, fontsize=7)
-        ax.set_yticks(range(n), tokens, fontsize=7)
+        ax.tick_params(labelsize=7)
     else:
         ax.set_xticks([])
         ax.set_yticks([])
@@ -61,12 +66,13 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
 
     best = best_heads(head_scores(attentions, tokens))
     fig, axes = plt.subplots(1, len(shown), figsize=(3.4 * len(shown), 4.2))
-    for ax, name in zip(np.atleast_1d(axes), shown, strict=True):
+    axes = np.atleast_1d(axes)                       # one behaviour gives a bare Axes
+    for ax, name in zip(axes, shown, strict=True):
         layer, head, score = best[name]
         plot_weights(ax, attentions[layer][sentence, head], tokens[sentence],
                      f"layer {layer}, head {head}: attends to\n{BEHAVIOURS[name]}\n(mean weight {score:.2f})")
     axes[0].set_ylabel("query")
-    for ax in np.atleast_1d(axes):
+    for ax in axes:
         ax.set_xlabel("key", fontsize=8)
     fig.tight_layout()
     return fig
