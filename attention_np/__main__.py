@@ -20,7 +20,10 @@ COMMANDS = {
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attention_np", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_np",
+        description="Attention from 'Attention Is All You Need' (§3.2) in NumPy, every backward "
+                    "pass by hand. Without a command: the guided tour.")
     sub = parser.add_subparsers(dest="command")
     modules = {}
     for name, (module, help_text) in COMMANDS.items():
