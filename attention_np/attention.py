@@ -189,9 +189,11 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     e, l = softmax_numerator_(scores)                                    # (..., L, S), (..., L, 1)
 
     keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
-    attended = e if keep is None else e * keep * e.dtype.type(dropout_scale)
-    out = attended @ v                                                   # (..., L, d_v)
+    kept = e if keep is None else e * keep                               # (..., L, S)
+    out = kept @ v                                                       # (..., L, d_v)
     out /= l                                                             # = weights @ v
+    if keep is not None:
+        out *= e.dtype.type(dropout_scale)     # 1/(1-p) on L*d_v numbers, not on the L*S weights
     if groups > 1:
         # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
         out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
@@ -239,20 +241,20 @@ def sdpa_backward(dout, cache: SDPACache):
     # replaces every division of an (L, S) array: P.T @ dout = e.T @ (dout / l), and the
     # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
     dout_l = dout / l                                                    # (..., L, d_v)
-    s = e.dtype.type(c.dropout_scale)
-    A = e if keep is None else e * keep * s                              # l * what multiplied v
-
-    # forward: out = (A / l) @ v  ->  dv = (A / l).T @ dout = A.T @ dout_l,
-    #                                  dP = dout @ v.T, so dP_l = dout_l @ v.T
-    dv = np.swapaxes(A, -1, -2) @ dout_l                                 # (..., S, d_v)
-    dP_l = dout_l @ np.swapaxes(v, -1, -2)                               # (..., L, S)
+    # With dropout, out = (P * keep * s) @ v, s = 1/(1-p): s rides on the (L, d_v) dout_l.
+    kept, dout_ls = e, dout_l
     if keep is not None:
-        # forward: A = P * keep * s  ->  dP = dA * keep * s
+        kept, dout_ls = e * keep, dout_l * dout_l.dtype.type(c.dropout_scale)
+
+    # forward: out = ((e * keep) / l * s) @ v  ->  dv = (e * keep).T @ (dout / l * s),
+    #          dP = (dout @ v.T) * keep * s,  so dP_l = (dout_ls @ v.T) * keep
+    dv = np.swapaxes(kept, -1, -2) @ dout_ls                             # (..., S, d_v)
+    dP_l = dout_ls @ np.swapaxes(v, -1, -2)                              # (..., L, S)
+    if keep is not None:
         dP_l *= keep
-        dP_l *= s
 
     # forward: P = softmax(scores)  ->  dscores = P * (dP - D),  D = rowsum(dP * P)
-    # D = rowsum(dout * out), because out = (A / l) @ v: an (L, d_v) sum, not (L, S).
+    # D = rowsum(dout * out), because out = sum_j P_j keep_j s v_j: an (L, d_v) sum, not (L, S).
     # With P = e / l:  dscores = e * (dP_l - D_l).
     D_l = (dout_l * out).sum(axis=-1, keepdims=True)                     # (..., L, 1)
     dP_l -= D_l
