@@ -4,39 +4,79 @@ pass written by hand, checked against PyTorch and JAX.
 "Attention Is All You Need" (Vaswani et al., 2017), §3.2. Conventions (see ``README.md``):
 bool masks are True = may attend; ``is_causal`` is top-left aligned; a fully masked query row
 gives output 0, weights 0 and gradients 0.
+
+The package is layered; each layer imports only the ones below it:
+
+- :mod:`attention_np.core`: the paper's §3.2 (read ``core/attention.py`` first)
+- :mod:`attention_np.efficient`: tiled attention and the KV cache
+- :mod:`attention_np.nn`: layers and a Transformer trained in NumPy
+- :mod:`attention_np.studies`: footnote 4 and additive attention, measured
+- :mod:`attention_np.pretrained`, :mod:`attention_np.interop`: a real model, other frameworks
+- :mod:`attention_np.viz` (matplotlib), :mod:`attention_np.cli` (``python -m attention_np``)
 """
 
-from .additive import (
+from importlib import import_module as _import_module
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
+
+from attention_np.core.fused import SDPACache, scaled_dot_product_attention, sdpa_backward, sdpa_forward
+from attention_np.core.gradcheck import GradcheckResult, gradcheck, numerical_gradient
+from attention_np.core.heads import merge_heads, split_heads
+from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
+from attention_np.core.masks import causal_mask, mask_from_blocked, padding_mask
+from attention_np.core.multihead import MHACache, init_mha_params, mha_backward, mha_forward
+from attention_np.core.softmax import softmax, softmax_backward
+from attention_np.efficient.flash import FlashCache, flash_attention_backward, flash_attention_forward
+from attention_np.efficient.kv_cache import KVCache, mha_decode_step
+from attention_np.studies.additive import (
     AdditiveCache,
     additive_attention,
     additive_attention_backward,
     additive_attention_forward,
     init_additive_params,
 )
-from .attention import SDPACache, scaled_dot_product_attention, sdpa_backward, sdpa_forward
-from .gradcheck import GradcheckResult, gradcheck, numerical_gradient
-from .heads import merge_heads, split_heads
-from .masks import causal_mask, mask_from_blocked, padding_mask
-from .multihead import MHACache, init_mha_params, mha_backward, mha_forward
-from .softmax import softmax, softmax_backward
+from attention_np.studies.compare_scoring import train_retrieval
+from attention_np.studies.scaling import dot_product_moments, softmax_gradients, softmax_saturation
 
-__version__ = "0.1.0"
+try:
+    __version__ = _version("attention-np")      # one source: pyproject.toml
+except _PackageNotFoundError:                   # run from a checkout that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
+    # §3.2: core
     "softmax", "softmax_backward",
     "causal_mask", "padding_mask", "mask_from_blocked",
     "scaled_dot_product_attention", "sdpa_forward", "sdpa_backward", "SDPACache",
     "split_heads", "merge_heads",
+    "linear_forward", "linear_backward", "glorot_uniform",
     "init_mha_params", "mha_forward", "mha_backward", "MHACache",
     "gradcheck", "numerical_gradient", "GradcheckResult",
+    # beyond the paper: efficient
+    "flash_attention_forward", "flash_attention_backward", "FlashCache",
+    "KVCache", "mha_decode_step",
+    # studies
     "additive_attention", "additive_attention_forward", "additive_attention_backward",
     "init_additive_params", "AdditiveCache",
+    "dot_product_moments", "softmax_saturation", "softmax_gradients", "train_retrieval",
 ]
 
-# Beyond the paper (issue 5): tiled attention, KV cache; grouped-query attention is a flag of
-# sdpa_forward (enable_gqa) and mha_forward (num_kv_heads).
-from .flash import FlashCache, flash_attention_backward, flash_attention_forward  # noqa: E402
-from .kv_cache import KVCache, mha_decode_step  # noqa: E402
+# Modules that lived at the top of the package before 0.2 (attention_np.scaling, ...), still
+# reachable as attributes, e.g. ``from attention_np import plot``.
+_MOVED = {
+    "attention": "attention_np.core.fused",
+    "masks": "attention_np.core.masks", "heads": "attention_np.core.heads",
+    "linear": "attention_np.core.linear", "multihead": "attention_np.core.multihead",
+    "gqa": "attention_np.core.gqa", "flash": "attention_np.efficient.flash",
+    "kv_cache": "attention_np.efficient.kv_cache", "scaling": "attention_np.studies.scaling",
+    "additive": "attention_np.studies.additive",
+    "compare_scoring": "attention_np.studies.compare_scoring", "plot": "attention_np.viz.plot",
+    "figures": "attention_np.cli.figures", "train": "attention_np.cli.train",
+    "tour": "attention_np.cli.tour",
+}
 
-__all__ += ["flash_attention_forward", "flash_attention_backward", "FlashCache",
-            "KVCache", "mha_decode_step"]
+
+def __getattr__(name):
+    if name in _MOVED:
+        return _import_module(_MOVED[name])
+    raise AttributeError(f"module 'attention_np' has no attribute {name!r}")

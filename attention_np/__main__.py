@@ -1,40 +1,8 @@
-"""``python -m attention_np [COMMAND]``: the guided tour by default, or one of the commands.
+"""``python -m attention_np``: see :mod:`attention_np.cli`."""
 
-Each command lives in its own module with ``add_arguments(parser)`` and ``run(args) -> int``;
-those modules import only NumPy at the top, so the parser builds without the optional extras.
-"""
-
-from __future__ import annotations
-
-import argparse
-import importlib
 import sys
 
-# command name -> (module, one-line help)
-COMMANDS = {
-    "tour": ("attention_np.tour", "a guided tour of one attention call (the default)"),
-    "figures": ("attention_np.figures", "regenerate the key plots as PNG files in figures/"),
-    "train": ("attention_np.train", "train a small encoder to reverse digits, in NumPy"),
-    "diff": ("attention_np.interop.diff", "diff attention_np against PyTorch, JAX and Flax"),
-}
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m attention_np",
-        description="Attention from 'Attention Is All You Need' (§3.2) in NumPy, every backward "
-                    "pass by hand. Without a command: the guided tour.")
-    sub = parser.add_subparsers(dest="command")
-    modules = {}
-    for name, (module, help_text) in COMMANDS.items():
-        modules[name] = importlib.import_module(module)
-        modules[name].add_arguments(sub.add_parser(name, help=help_text, description=help_text))
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in (*COMMANDS, "-h", "--help"):
-        argv.insert(0, "tour")           # `python -m attention_np --seed 3` is the tour's option
-    args = parser.parse_args(argv)
-    return modules[args.command].run(args) or 0
-
+from attention_np.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

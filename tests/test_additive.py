@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import attention_np as an
-from attention_np.additive import (
+from attention_np.studies.additive import (
     additive_attention,
     additive_attention_backward,
     additive_attention_forward,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np import compare_scoring as cs
+from attention_np.studies import compare_scoring as cs
 
 
 @pytest.mark.parametrize("scoring", cs.SCORINGS)

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_np.__main__ import main
-from attention_np.interop import cases, diff, known, runners, tolerance
+from attention_np.cli import diff, main
+from attention_np.interop import cases, known, runners, tolerance
 from tests.helpers import require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +121,7 @@ def test_a_known_difference_that_stopped_reproducing_fails_the_run(small_matrix,
 
 
 def test_command_modules_import_numpy_only():
-    code = ("import sys, attention_np.__main__, attention_np.interop, attention_np.interop.diff; "
+    code = ("import sys, attention_np.cli, attention_np.interop, attention_np.cli.diff; "
             "heavy = {'torch', 'jax', 'flax', 'matplotlib'} & set(sys.modules); "
             "assert not heavy, heavy")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from attention_np import figures
-from attention_np.__main__ import main
+from attention_np.cli import figures, main
+from attention_np.studies import lessons
 from tests.helpers import require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,8 +44,8 @@ def test_every_figure_is_a_modest_png(written):
 
 
 def test_example_sentence_gives_repeated_words_the_same_vector():
-    tokens, x = figures.example_sentence()
+    tokens, x = lessons.example_sentence()
     assert tokens[0] == tokens[4] == "the"
     assert (x[0] == x[4]).all() and x.shape == (len(tokens), 8)
     with pytest.raises(ValueError, match="d_k must be at least 5"):
-        figures.example_sentence(d_k=3)
+        lessons.example_sentence(d_k=3)

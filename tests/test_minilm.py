@@ -181,7 +181,7 @@ def test_recognizable_heads_plot_draws_a_single_behaviour():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from attention_np.pretrained.plots import plot_recognizable_heads
+    from attention_np.viz.pretrained import plot_recognizable_heads
 
     tokens = [["[CLS]", "a", "b", "a", "[SEP]"]]
     weights = np.full((1, 2, 5, 5), 1 / 5)                   # one layer, two uniform heads

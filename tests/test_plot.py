@@ -14,7 +14,8 @@ matplotlib = require("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from attention_np import plot, scaling  # noqa: E402
+from attention_np.studies import scaling  # noqa: E402
+from attention_np.viz import plot  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +89,7 @@ def test_saturation_and_gradient_plots_draw_both_settings():
 
 
 def test_importing_the_package_and_the_cli_does_not_import_matplotlib():
-    code = ("import sys, attention_np, attention_np.__main__ as m, attention_np.figures;"
+    code = ("import sys, attention_np, attention_np.cli as m, attention_np.cli.figures;"
             "[__import__(mod) for mod, _ in m.COMMANDS.values()];"
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
     subprocess.run([sys.executable, "-c", code], check=True)

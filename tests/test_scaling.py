@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attention_np import scaling
+from attention_np.studies import scaling
 
 D_KS = [1, 4, 16, 64, 256, 1024]
 

@@ -63,7 +63,7 @@ def test_blas_threads_restores_the_previous_setting():
 def test_progress_bar_prints_the_first_step_and_each_tenth_when_not_a_terminal():
     import io
 
-    from attention_np.train import ProgressBar
+    from attention_np.cli.progress import ProgressBar
 
     stream = io.StringIO()                                # isatty() is False
     bar = ProgressBar(50, stream=stream, width=10)
@@ -78,7 +78,7 @@ def test_progress_bar_prints_the_first_step_and_each_tenth_when_not_a_terminal()
 def test_progress_bar_redraws_in_place_on_a_terminal():
     import io
 
-    from attention_np.train import ProgressBar
+    from attention_np.cli.progress import ProgressBar
 
     class Terminal(io.StringIO):
         def isatty(self):

@@ -13,6 +13,6 @@ One submodule per framework, each importing its framework only when a function n
 ``python -m attention_np diff`` runs the whole matrix of cases; see ``docs/frameworks.md``.
 """
 
-from .compare import MHAReport, compare_flax_mha, compare_mha
+from attention_np.interop.compare import MHAReport, compare_flax_mha, compare_mha
 
 __all__ = ["compare_mha", "compare_flax_mha", "MHAReport"]

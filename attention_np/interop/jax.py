@@ -22,7 +22,7 @@ import contextlib
 
 import numpy as np
 
-from .._checks import as_bool_mask
+from attention_np.core._checks import as_bool_mask
 
 
 def _jax():

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..attention import sdpa_forward
-from ..masks import causal_mask
-from ..multihead import init_mha_params, mha_forward
-from . import flax as iflax
-from . import jax as ijax
-from . import torch as itorch
-from .tolerance import check_float32, check_float64, max_abs_error
+from attention_np.core.fused import sdpa_forward
+from attention_np.core.masks import causal_mask
+from attention_np.core.multihead import init_mha_params, mha_forward
+from attention_np.interop import flax as iflax
+from attention_np.interop import jax as ijax
+from attention_np.interop import torch as itorch
+from attention_np.interop.tolerance import check_float32, check_float64, max_abs_error
 
 
 @dataclass

@@ -16,16 +16,16 @@ One module per layer, each a forward/backward pair with a cache, as in the core 
 - :mod:`.threads`     run BLAS on one thread (tiny matrices train faster that way)
 """
 
-from .activations import erf, gelu_backward, gelu_forward, relu_backward, relu_forward
-from .adam import AdamState, adam_init, adam_step, transformer_lr
-from .embedding import embedding_backward, embedding_forward
-from .feedforward import ffn_backward, ffn_forward, init_ffn_params
-from .layernorm import layernorm_backward, layernorm_forward
-from .loss import cross_entropy_backward, cross_entropy_forward
-from .model import ModelConfig, init_model, model_backward, model_forward
-from .positional import sinusoidal_encoding
-from .tasks import ReversalTask
-from .trainer import TrainResult, evaluate, train
+from attention_np.nn.activations import erf, gelu_backward, gelu_forward, relu_backward, relu_forward
+from attention_np.nn.adam import AdamState, adam_init, adam_step, transformer_lr
+from attention_np.nn.embedding import embedding_backward, embedding_forward
+from attention_np.nn.feedforward import ffn_backward, ffn_forward, init_ffn_params
+from attention_np.nn.layernorm import layernorm_backward, layernorm_forward
+from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
+from attention_np.nn.model import ModelConfig, init_model, model_backward, model_forward
+from attention_np.nn.positional import sinusoidal_encoding
+from attention_np.nn.tasks import ReversalTask
+from attention_np.nn.trainer import TrainResult, evaluate, train
 
 __all__ = [
     "erf", "gelu_forward", "gelu_backward", "relu_forward", "relu_backward",

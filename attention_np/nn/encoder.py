@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..multihead import MHACache, mha_backward, mha_forward
-from .feedforward import FFNCache, ffn_backward, ffn_forward
-from .layernorm import LayerNormCache, layernorm_backward, layernorm_forward
+from attention_np.core.multihead import MHACache, mha_backward, mha_forward
+from attention_np.nn.feedforward import FFNCache, ffn_backward, ffn_forward
+from attention_np.nn.layernorm import LayerNormCache, layernorm_backward, layernorm_forward
 
 
 def sub(params: dict, prefix: str) -> dict:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..softmax import softmax_numerator_
+from attention_np.core.softmax import softmax_numerator_
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .adam import adam_init, adam_step, transformer_lr
-from .loss import cross_entropy_backward, cross_entropy_forward
-from .model import ModelConfig, init_model, model_backward, model_forward
-from .tasks import ReversalTask
+from attention_np.nn.adam import adam_init, adam_step, transformer_lr
+from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
+from attention_np.nn.model import ModelConfig, init_model, model_backward, model_forward
+from attention_np.nn.tasks import ReversalTask
 
 
 @dataclass

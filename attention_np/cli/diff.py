@@ -67,8 +67,8 @@ def _out_shape(kind: str, x: dict) -> tuple:
 
 def diff_case(case, framework: str, dtype: str, seed: int) -> Row:
     """Diff one case on one framework: outputs and every gradient, under the tolerance policy."""
-    from .runners import RUNNERS, cast, run_ours
-    from .tolerance import judge
+    from attention_np.interop.runners import RUNNERS, cast, run_ours
+    from attention_np.interop.tolerance import judge
 
     # JAX's softmax is float32 whatever the inputs (docs/frameworks.md): judge it as float32.
     float32_rule = dtype == "float32" or framework == "jax"
@@ -153,9 +153,9 @@ def format_table(rows, dtypes=DTYPES) -> str:
 
 
 def run(args) -> int:
-    from .cases import CASES
-    from .known import DEMOS
-    from .tolerance import FACTOR32, FLOOR_ULPS, RTOL64
+    from attention_np.interop.cases import CASES
+    from attention_np.interop.known import DEMOS
+    from attention_np.interop.tolerance import FACTOR32, FLOOR_ULPS, RTOL64
 
     start = time.perf_counter()
     named = FRAMEWORKS if args.framework == "all" else (args.framework,)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_bool_mask, as_float_array
+from attention_np.core._checks import as_bool_mask, as_float_array
 
 
 def softmax_numerator_(x: np.ndarray, axis: int = -1):

@@ -122,3 +122,49 @@ def as_generator(rng) -> np.random.Generator:
     if rng is None or isinstance(rng, (int, np.integer)):
         return np.random.default_rng(rng)
     raise TypeError(f"rng must be None, an int seed or a np.random.Generator, got {type(rng).__name__}")
+
+
+def check_scale(scale, d_k: int) -> float:
+    """The factor on ``QKᵀ``: ``1/sqrt(d_k)`` when ``scale`` is None, else a finite real number."""
+    if scale is None:
+        return 1.0 / float(np.sqrt(d_k))
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
+        raise TypeError(f"scale must be a real number (default 1/sqrt(d_k)), got {scale!r} "
+                        f"of type {type(scale).__name__}")
+    if not np.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale!r}")
+    return float(scale)
+
+
+def check_qkv(q, k, v, scale=None):
+    """``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)`` of one floating dtype, and the scale.
+
+    Every attention forward starts here. Returns ``(q, k, v, scale)`` with ``scale`` a float.
+    """
+    q = as_float_array(q, "q")
+    k = as_float_array(k, "k")
+    v = as_float_array(v, "v")
+    check_min_ndim(q, "q", 2, "(..., L, d_k)")
+    check_min_ndim(k, "k", 2, "(..., S, d_k)")
+    check_min_ndim(v, "v", 2, "(..., S, d_v)")
+    check_same_dtype(q=q, k=k, v=v)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q has d_k={q.shape[-1]} but k has d_k={k.shape[-1]} "
+                         f"(q {q.shape}, k {k.shape})")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k has S={k.shape[-2]} positions but v has S={v.shape[-2]} "
+                         f"(k {k.shape}, v {v.shape})")
+    return q, k, v, check_scale(scale, q.shape[-1])
+
+
+def check_cache(cache, cls: type, forward: str) -> None:
+    """A backward's ``cache`` is the ``cls`` that ``forward`` returns; else a ``TypeError`` naming it.
+
+    A cache class may name the forward that makes it in a ``made_by`` class attribute; a cache
+    from another forward (the fused and textbook attention paths, say) is then named too.
+    """
+    if not isinstance(cache, cls):
+        got = type(cache).__name__
+        made_by = getattr(type(cache), "made_by", None)
+        hint = f" (a {got} comes from {made_by}; pass it to that forward's backward)" if made_by else ""
+        raise TypeError(f"cache must be the {cls.__name__} returned by {forward}, got {got}{hint}")

@@ -22,7 +22,7 @@ walks over the key blocks. Here NumPy's vectorization plays the thread blocks: a
 (and all batch and head dims) walk over the key blocks together, so the Python loop runs over
 key blocks only, and the extra memory is a few (..., L, block_size) tiles, never (..., L, S).
 With ``is_causal``, the query rows that cannot see a key block are not computed at all.
-``enable_gqa=True`` groups query heads over shared key/value heads as :mod:`attention_np.gqa` explains.
+``enable_gqa=True`` groups query heads over shared key/value heads as :mod:`attention_np.core.gqa` explains.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_bool_mask, broadcast_batch, check_broadcasts_to, check_dout, check_int, sum_to_shape
-from .attention import _check_qkv
-from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
+from attention_np.core._checks import as_bool_mask, check_dout, check_int, check_qkv, sum_to_shape
+from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
+from attention_np.core.masks import mask_and_bias
 
 
 @dataclass(frozen=True)
@@ -95,14 +95,14 @@ def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, shape):
 
 
 def _check_flash(q, k, v, mask, block_size):
-    q, k, v = _check_qkv(q, k, v)
-    L, S = q.shape[-2], k.shape[-2]
-    batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
-    if mask is not None:
-        mask = as_bool_mask(mask)
-        batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
+    """The checked mask (causal is applied per tile, not here) and the broadcast batch shape."""
+    mask, _ = mask_and_bias(q, k, v, mask, None, is_causal=False)
     check_int(block_size, "block_size")
-    return q, k, v, mask, broadcast_batch(**batch)
+    L, S = q.shape[-2], k.shape[-2]
+    shapes = [x.shape[:-2] for x in (q, k, v)]
+    if mask is not None:
+        shapes.append(np.broadcast_shapes(mask.shape, (L, S))[:-2])
+    return mask, np.broadcast_shapes(*shapes)
 
 
 def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scale=None,
@@ -136,7 +136,7 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
     cache : FlashCache
         ``q, k, v, out`` and the per-row log-sum-exp ``lse`` (..., L): nothing of size L·S.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v, scale = check_qkv(q, k, v, scale)
     groups = kv_groups(q, k, v) if enable_gqa else 1
     if groups > 1:
         # As in sdpa_forward: query heads grouped (..., H_kv, G, L, d), k and v broadcast over G.
@@ -149,10 +149,9 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
         lse = ungroup_queries(cache.lse[..., None])[..., 0]              # (..., H, L)
         return out, FlashCache(q, k, v, out.copy(), lse, cache.mask, cache.is_causal, cache.scale,
                                cache.block_size, groups)
-    q, k, v, mask, batch = _check_flash(q, k, v, mask, block_size)
+    mask, batch = _check_flash(q, k, v, mask, block_size)
     *_, L, d_k = q.shape
     S, d_v = v.shape[-2:]
-    scale = 1.0 / np.sqrt(d_k) if scale is None else float(scale)
     dtype = q.dtype
     qs = q * dtype.type(scale)                      # (..., L, d_k): scale q, not every tile
     m = np.full(batch + (L, 1), -np.inf, dtype)     # running max of each row's scores

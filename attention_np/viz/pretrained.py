@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .heads import BEHAVIOURS, best_heads, head_scores
+from attention_np.pretrained.heads import BEHAVIOURS, best_heads, head_scores
 
 # Sentences with repeated words (for "match" heads) and punctuation, short enough to read.
 SENTENCES = [
@@ -24,8 +24,8 @@ SHOWN = ("previous", "next", "cls", "match")
 
 def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool = True):
     """One (L, L) weight matrix, cut to the ``len(tokens)`` real tokens, as a heatmap
-    (:func:`attention_np.plot.attention_heatmap`): rows are queries, columns are keys."""
-    from ..plot import attention_heatmap
+    (:func:`attention_np.viz.plot.attention_heatmap`): rows are queries, columns are keys."""
+    from attention_np.viz.plot import attention_heatmap
 
     n = len(tokens)
     attention_heatmap(weights[:n, :n], tokens, tokens, ax=ax, annotate=False)
@@ -83,7 +83,7 @@ def save_readme_figure(path="docs/img/minilm_heads.png", dpi: int = 80) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
-    from .minilm import MiniLM
+    from attention_np.pretrained.minilm import MiniLM
 
     out, batch = MiniLM()(SENTENCES)
     fig = plot_recognizable_heads(out.attentions, batch.tokens)

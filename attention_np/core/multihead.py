@@ -13,12 +13,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_float_array, as_generator, check_dout, check_int, check_min_ndim, check_same_dtype
-from .attention import SDPACache, sdpa_backward, sdpa_forward
-from .heads import merge_heads, split_heads
-from .linear import glorot_uniform, linear_backward, linear_forward
+from attention_np.core import attention as textbook
+from attention_np.core import fused
+from attention_np.core._checks import (
+    as_float_array,
+    as_generator,
+    check_cache,
+    check_dout,
+    check_int,
+    check_min_ndim,
+    check_same_dtype,
+)
+from attention_np.core.heads import merge_heads, split_heads
+from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
+# The two computations of Eq. (1), the same numbers (tested equal to float64 rounding):
+# "textbook" reads like the paper, "fused" is faster and adds dropout and grouped-query attention.
+PATHS = {"fused": fused, "textbook": textbook}
 BIASES = ("b_q", "b_k", "b_v", "b_o")
 
 
@@ -45,7 +57,7 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
     dtype : float dtype of every array
     num_kv_heads : int, optional
         ``H_kv``, the number of key/value heads for grouped-query attention (beyond the paper,
-        see :mod:`attention_np.gqa`); ``1`` is multi-query attention. Default ``num_heads``.
+        see :mod:`attention_np.core.gqa`); ``1`` is multi-query attention. Default ``num_heads``.
         Must divide ``num_heads``.
 
     Returns
@@ -71,7 +83,7 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
     h = num_heads
-    h_kv = _check_kv_heads(num_kv_heads, h)
+    h_kv = check_kv_heads(num_kv_heads, h)
     rng = as_generator(rng)
     params = {
         "W_q": glorot_uniform(rng, d_model, h * d_k),
@@ -85,7 +97,7 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
     return {name: p.astype(dtype) for name, p in params.items()}
 
 
-def _check_kv_heads(num_kv_heads, num_heads: int) -> int:
+def check_kv_heads(num_kv_heads, num_heads: int) -> int:
     """``num_kv_heads`` (default ``num_heads``), checked to divide ``num_heads``."""
     if num_kv_heads is None:
         return num_heads
@@ -98,10 +110,11 @@ def _check_kv_heads(num_kv_heads, num_heads: int) -> int:
 
 @dataclass(frozen=True)
 class MHACache:
-    """What :func:`mha_backward` needs: the inputs, the parameters and the SDPA cache.
+    """What :func:`mha_backward` needs: the inputs, the parameters, the attention cache of
+    step 3 and the concatenated heads.
 
-    ``weights`` is the (..., h, L, S) attention weight array of every head and ``concat`` the
-    (..., L, h*d_v) concatenated heads, both formed from the SDPA cache when asked.
+    ``weights`` is the (..., h, L, S) attention weight array of every head, formed from the
+    attention cache when asked; ``concat`` is the (..., L, h*d_v) input of ``W_o``.
     """
 
     query: np.ndarray
@@ -109,18 +122,18 @@ class MHACache:
     value: np.ndarray
     params: dict
     num_heads: int
-    attention: SDPACache
+    attention: fused.SDPACache | textbook.AttentionCache
+    concat: np.ndarray
+    path: str = "fused"
+
+    made_by = "attention_np.mha_forward"
 
     @property
     def weights(self) -> np.ndarray:
         return self.attention.weights
 
-    @property
-    def concat(self) -> np.ndarray:
-        return merge_heads(self.attention.out)
 
-
-def _check_mha(query, key, value, params, num_heads, num_kv_heads=None):
+def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     query = as_float_array(query, "query")
     key = as_float_array(key, "key")
     value = as_float_array(value, "value")
@@ -141,7 +154,7 @@ def _check_mha(query, key, value, params, num_heads, num_kv_heads=None):
                              f"{params[W].shape}: its rows must match the input features")
     check_same_dtype("query, key, value and params", query=query, key=key, value=value,
                      **{f"params['{name}']": p for name, p in params.items()})
-    h_kv = _check_kv_heads(num_kv_heads, num_heads)
+    h_kv = check_kv_heads(num_kv_heads, num_heads)
     if h_kv == num_heads and W_q.shape[1] != W_k.shape[1]:
         raise ValueError(f"params['W_q'] has {W_q.shape[1]} columns but params['W_k'] has "
                          f"{W_k.shape[1]}: queries and keys need the same width h*d_k")
@@ -167,7 +180,7 @@ def _check_mha(query, key, value, params, num_heads, num_kv_heads=None):
 
 def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, bias=None,
                 is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
-                num_kv_heads: int | None = None):
+                num_kv_heads: int | None = None, path: str = "fused"):
     """Multi-head attention, §3.2.2, forward pass.
 
     Parameters
@@ -189,13 +202,18 @@ def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, b
     num_kv_heads : int, optional
         Grouped-query attention: ``params`` made by ``init_mha_params(..., num_kv_heads=...)``,
         query head ``n`` attending with key/value head ``n // (num_heads / num_kv_heads)``.
+    path : {"fused", "textbook"}
+        Which computation of Eq. (1) step 3 runs: :mod:`attention_np.core.fused` (the default,
+        faster) or :mod:`attention_np.core.attention` (the paper's lines; no dropout and no
+        grouped-query attention). The same numbers to float64 rounding.
 
     Returns
     -------
     out : (..., L, d_model)
     cache : MHACache, with ``cache.weights`` of shape (..., h, L, S)
     """
-    query, key, value, h_kv = _check_mha(query, key, value, params, num_heads, num_kv_heads)
+    query, key, value, h_kv = check_mha_inputs(query, key, value, params, num_heads, num_kv_heads)
+    sdpa = _attention_path(path, dropout_p=dropout_p, grouped=h_kv != num_heads)
     h = num_heads
     # 1) project: every head's W_i^Q, W_i^K, W_i^V at once
     q = linear_forward(query, params["W_q"], params.get("b_q"))   # (..., L, h*d_k)
@@ -205,14 +223,24 @@ def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, b
     q = split_heads(q, h)                                          # (..., h, L, d_k)
     k, v = split_heads(k, h_kv), split_heads(v, h_kv)              # (..., h_kv, S, d)
     # 3) attend, every head in parallel: Eq. (1)
-    heads, attention = sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal,
-                                    scale=scale, dropout_p=dropout_p, rng=rng,
-                                    enable_gqa=h_kv != h)          # (..., h, L, d_v)
+    extra = {} if sdpa is textbook else dict(dropout_p=dropout_p, rng=rng, enable_gqa=h_kv != h)
+    heads, attention = sdpa.sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal,
+                                         scale=scale, **extra)    # (..., h, L, d_v)
     # 4) concat
     concat = merge_heads(heads)                                    # (..., L, h*d_v)
     # 5) project back to d_model with W^O
     out = linear_forward(concat, params["W_o"], params.get("b_o"))  # (..., L, d_model)
-    return out, MHACache(query, key, value, params, h, attention)
+    return out, MHACache(query, key, value, params, h, attention, concat, path)
+
+
+def _attention_path(path, *, dropout_p, grouped):
+    """The module of :data:`PATHS` named ``path``; the textbook one refuses what it lacks."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {sorted(PATHS)}, got {path!r}")
+    if path == "textbook" and (dropout_p or grouped):
+        raise ValueError("path='textbook' is Eq. (1) alone: attention dropout and grouped-query "
+                         "attention (num_kv_heads) need path='fused'")
+    return PATHS[path]
 
 
 def mha_backward(dout, cache: MHACache):
@@ -225,6 +253,7 @@ def mha_backward(dout, cache: MHACache):
         caller adds the three.
     grads : dict with the keys of ``params``
     """
+    check_cache(cache, MHACache, MHACache.made_by)
     c = cache
     p, h, grads = c.params, c.num_heads, {}
     concat = c.concat                                              # (..., L, h*d_v)
@@ -235,7 +264,7 @@ def mha_backward(dout, cache: MHACache):
     # 4) forward: concat = merge_heads(heads)  ->  its backward is split_heads
     dheads = split_heads(dconcat, h)                               # (..., h, L, d_v)
     # 3) forward: heads = Attention(q, k, v)
-    dq, dk, dv = sdpa_backward(dheads, c.attention)                # (..., h | h_kv, L|S, d)
+    dq, dk, dv = PATHS[c.path].sdpa_backward(dheads, c.attention)                # (..., h | h_kv, L|S, d)
     # 2) forward: q = split_heads(q_proj)  ->  its backward is merge_heads
     dq, dk, dv = merge_heads(dq), merge_heads(dk), merge_heads(dv)
     # 1) forward: q_proj = query @ W_q + b_q (and the same for k, v)

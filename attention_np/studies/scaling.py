@@ -22,23 +22,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_generator
-from .attention import sdpa_backward, sdpa_forward
-from .softmax import softmax_backward
+from attention_np.core._checks import as_generator, check_int
+from attention_np.core.fused import sdpa_backward, sdpa_forward
+from attention_np.core.softmax import softmax_backward
 
 
-def _check_d_ks(d_ks) -> np.ndarray:
+def check_d_ks(d_ks) -> np.ndarray:
+    """``d_ks`` as a non-empty 1-D int array of positive widths; ``ValueError`` otherwise."""
     d_ks = np.asarray(d_ks)
     if d_ks.ndim != 1 or d_ks.size == 0 or not np.issubdtype(d_ks.dtype, np.integer) \
             or d_ks.min() < 1:
         raise ValueError(f"d_ks must be a non-empty 1-D sequence of positive ints, got {d_ks!r}")
     return d_ks
-
-
-def _check_positive(n, name: str) -> int:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"{name} must be a positive int, got {n!r}")
-    return int(n)
 
 
 def dot_product_moments(d_ks, *, n_samples: int = 20_000, rng=None) -> dict:
@@ -73,8 +68,8 @@ def dot_product_moments(d_ks, *, n_samples: int = 20_000, rng=None) -> dict:
         ``var / d_k`` (analytic 1);
         ``var_rel_se``: the relative standard error of the variance estimate.
     """
-    d_ks = _check_d_ks(d_ks)
-    n = _check_positive(n_samples, "n_samples")
+    d_ks = check_d_ks(d_ks)
+    n = check_int(n_samples, "n_samples")
     rng = as_generator(rng)
     mean, var = [], []
     for d_k in d_ks:
@@ -127,9 +122,9 @@ def softmax_saturation(d_ks, *, n_keys: int = 16, n_queries: int = 2_000, rng=No
         largest weight; ``entropy_scaled``, ``entropy_unscaled``: the mean entropy in nats;
         and the scalar ``max_entropy`` = log S for reference.
     """
-    d_ks = _check_d_ks(d_ks)
-    S = _check_positive(n_keys, "n_keys")
-    n = _check_positive(n_queries, "n_queries")
+    d_ks = check_d_ks(d_ks)
+    S = check_int(n_keys, "n_keys")
+    n = check_int(n_queries, "n_queries")
     rng = as_generator(rng)
     result = {f"{what}_{how}": [] for what in ("max_weight", "entropy")
               for how in ("scaled", "unscaled")}
@@ -188,10 +183,10 @@ def softmax_gradients(d_ks, *, n_keys: int = 16, d_v: int = 16, n_queries: int =
         ``scaled``/``unscaled``: ``{g}_{stat}_{how}``, the statistic over queries of the
         per-query gradient norm; and the ratios ``{g}_ratio_{stat}`` = scaled / unscaled.
     """
-    d_ks = _check_d_ks(d_ks)
-    S = _check_positive(n_keys, "n_keys")
-    d_v = _check_positive(d_v, "d_v")
-    n = _check_positive(n_queries, "n_queries")
+    d_ks = check_d_ks(d_ks)
+    S = check_int(n_keys, "n_keys")
+    d_v = check_int(d_v, "d_v")
+    n = check_int(n_queries, "n_queries")
     rng = as_generator(rng)
     names = [f"{g}_{stat}_{how}" for g in ("dscores", "dq") for stat in ("rms", "median")
              for how in ("scaled", "unscaled")]

@@ -4,8 +4,8 @@ Writes exactly the files named in :data:`FIGURES` (the same names every time, de
 directory ``figures/``). Every number behind them is seeded, so the pictures are the same on
 every run. matplotlib is imported inside :func:`run` only: the command-line parser does not need it.
 
-The worked example of notebook 1 lives here too (:func:`example_sentence`), so the notebook
-and the figure show the same sentence.
+The lessons' example data (the sentence of notebook 1, the d_k sweeps of notebook 2) lives in
+:mod:`attention_np.studies.lessons`, so the notebooks and the figures show the same numbers.
 """
 
 from __future__ import annotations
@@ -25,38 +25,6 @@ FIGURES = {
     "additive_vs_dot.png": "Additive vs unscaled vs scaled dot-product on a retrieval task.",
 }
 
-# The sweeps behind the figures, shared with notebook 2 so the numbers agree.
-SCALING_D_KS = (1, 4, 16, 64, 256, 1024)
-COMPARE_D_KS = (4, 16, 64, 256)
-SEED = 0
-
-TOKENS = ["the", "cat", "sat", "on", "the", "mat"]
-_FEATURES = ["determiner", "animal", "verb", "preposition", "object"]
-_ROLE = {"the": "determiner", "cat": "animal", "sat": "verb", "on": "preposition",
-         "mat": "object"}
-
-
-def example_sentence(d_k: int = 8, seed: int = SEED):
-    """The toy sentence of notebook 1: tokens and one embedding per token, ``(L, d_k)``.
-
-    Each word gets a strong feature for its role (determiner, animal, verb, preposition,
-    object) plus a little seeded noise in every dimension; the same word gets the same
-    vector, so its two occurrences attend identically. Hand-made on purpose: a student can
-    predict which dot products are large.
-    """
-    if d_k < len(_FEATURES):
-        raise ValueError(f"d_k must be at least {len(_FEATURES)} (one dim per role), got {d_k}")
-    rng = np.random.default_rng(seed)
-    vocab = sorted(set(TOKENS))
-    table = {w: 0.3 * rng.standard_normal(d_k) for w in vocab}
-    for w in vocab:
-        table[w][_FEATURES.index(_ROLE[w])] += 2.0
-    # "cat" and "mat" share an object-like feature: a noun that the verb and "on" relate to
-    table["cat"][_FEATURES.index("object")] += 1.0
-    table["sat"][_FEATURES.index("animal")] += 1.0    # a verb that looks for its subject
-    return list(TOKENS), np.stack([table[w] for w in TOKENS])          # (L, d_k)
-
-
 def add_arguments(parser) -> None:
     parser.add_argument("--out", default="figures", help="output directory (default: figures/)")
     parser.add_argument("--dpi", type=int, default=100, help="resolution of the PNG files")
@@ -72,10 +40,12 @@ def run(args) -> int:
     matplotlib.use("Agg")            # files only, never a window
     import matplotlib.pyplot as plt
 
-    from . import compare_scoring, plot, scaling
-    from .attention import sdpa_forward
-    from .masks import causal_mask, padding_mask
-    from .multihead import init_mha_params, mha_forward
+    from attention_np.core.fused import sdpa_forward
+    from attention_np.core.masks import causal_mask, padding_mask
+    from attention_np.core.multihead import init_mha_params, mha_forward
+    from attention_np.studies import compare_scoring, scaling
+    from attention_np.studies.lessons import COMPARE_D_KS, SCALING_D_KS, SEED, example_sentence
+    from attention_np.viz import plot
 
     os.makedirs(args.out, exist_ok=True)
     written = []

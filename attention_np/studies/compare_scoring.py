@@ -10,7 +10,7 @@ Three scoring functions, each with learned projections of the same inputs:
 - ``"scaled"``: :math:`\text{score} = (x_q W_q) \cdot (x_k W_k) / \sqrt{d_k}` (Eq. (1));
 - ``"unscaled"``: the same without :math:`1/\sqrt{d_k}`;
 - ``"additive"``: :math:`\text{score} = w_v^\top \tanh(x_q W_q + x_k W_k)` with a hidden
-  layer of width ``d_k`` (:mod:`attention_np.additive`).
+  layer of width ``d_k`` (:mod:`attention_np.studies.additive`).
 
 A small **retrieval task** exercises them. Each example has ``S`` keys :math:`x_{k,j}` and values
 :math:`v_j` with N(0, 1) components; the query is a rotated, noisy copy of one key,
@@ -31,13 +31,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_generator
-from .additive import additive_attention_backward, additive_attention_forward, init_additive_params
-from .attention import SDPACache, sdpa_backward, sdpa_forward
-from .linear import glorot_uniform, linear_backward
-from .nn.adam import adam_init, adam_step
-from .nn.threads import blas_threads
-from .scaling import _check_d_ks, _check_positive
+from attention_np.core._checks import as_generator, check_int
+from attention_np.core.fused import SDPACache, sdpa_backward, sdpa_forward
+from attention_np.core.linear import glorot_uniform, linear_backward
+from attention_np.nn.adam import adam_init, adam_step
+from attention_np.nn.threads import blas_threads
+from attention_np.studies.additive import (
+    additive_attention_backward,
+    additive_attention_forward,
+    init_additive_params,
+)
+from attention_np.studies.scaling import check_d_ks
 
 SCORINGS = ("additive", "unscaled", "scaled")
 
@@ -61,11 +65,11 @@ class DotScoringCache:
     x_q: np.ndarray        # (..., L, d_model)
     x_k: np.ndarray        # (..., S, d_model)
     params: dict           # W_q, W_k (d_model, d_k)
-    sdpa: SDPACache
+    attention: SDPACache
 
     @property
     def weights(self) -> np.ndarray:
-        return self.sdpa.weights                            # (..., L, S)
+        return self.attention.weights                            # (..., L, S)
 
 
 def scoring_forward(scoring: str, params: dict, x_q, x_k, v):
@@ -84,7 +88,7 @@ def scoring_backward(scoring: str, dout, cache) -> dict:
     """Gradients w.r.t. the parameters of :func:`scoring_forward`."""
     if scoring == "additive":
         return additive_attention_backward(dout, cache)[3]
-    dq, dk, _ = sdpa_backward(dout, cache.sdpa)
+    dq, dk, _ = sdpa_backward(dout, cache.attention)
     # forward: q = x_q @ W_q, k = x_k @ W_k  ->  dW_q = x_q.T @ dq, dW_k = x_k.T @ dk
     _, dW_q, _ = linear_backward(dq, cache.x_q, cache.params["W_q"], False)
     _, dW_k, _ = linear_backward(dk, cache.x_k, cache.params["W_k"], False)
@@ -152,13 +156,13 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
         ``threshold``; ``steps`` when never), and ``grad_init_{s}`` (norm of the first step's
         gradient w.r.t. ``W_q``).
     """
-    d_ks = [int(d) for d in _check_d_ks(d_ks)]          # 2.5 is refused, not cut to 2
+    d_ks = [int(d) for d in check_d_ks(d_ks)]          # 2.5 is refused, not cut to 2
     unknown = [s for s in scorings if s not in SCORINGS]
     if unknown:
         raise ValueError(f"scorings {unknown} are not among {SCORINGS}")
     for name, n in (("steps", steps), ("batch", batch), ("n_keys", n_keys), ("d_v", d_v),
                     ("n_eval", n_eval)):
-        _check_positive(n, name)
+        check_int(n, name)
     result = {"d_k": np.array(d_ks, dtype=np.float64), "n_keys": n_keys, "steps": steps}
     for s in scorings:
         for key in ("accuracy", "loss", "accuracy_init", "grad_init", "steps_to_threshold"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_bool_mask, check_int
+from attention_np.core._checks import as_bias, as_bool_mask, broadcast_batch, check_broadcasts_to, check_int
 
 ALIGNMENTS = ("top_left", "bottom_right")
 
@@ -85,3 +85,26 @@ def mask_from_blocked(blocked) -> np.ndarray:
     """Convert a "True = blocked" mask (PyTorch ``nn.MultiheadAttention``'s ``attn_mask`` and
     ``key_padding_mask``) to this project's "True = may attend"."""
     return ~as_bool_mask(blocked, "blocked")
+
+
+def mask_and_bias(q, k, v, mask, bias, is_causal: bool):
+    """The mask and bias of one attention call, checked against the scores ``(..., L, S)``.
+
+    Shared by every attention forward. Returns ``(mask, bias)``: ``mask`` bool with the causal
+    mask ANDed in (None when nothing is masked), ``bias`` in the dtype of ``q`` (or None).
+    Raises when either does not broadcast to the scores, or when the batch dims of ``q``, ``k``,
+    ``v``, ``mask`` and ``bias`` do not broadcast together.
+    """
+    L, S = q.shape[-2], k.shape[-2]
+    batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
+    if mask is not None:
+        mask = as_bool_mask(mask)
+        batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
+    if bias is not None:
+        bias = as_bias(bias).astype(q.dtype, copy=False)
+        batch["bias"] = check_broadcasts_to(bias, "bias", (L, S), "scores (..., L, S)")[:-2]
+    broadcast_batch(**batch)
+    if is_causal:
+        causal = causal_mask(L, S)
+        mask = causal if mask is None else mask & causal
+    return mask, bias

@@ -1,6 +1,15 @@
-r"""Scaled dot-product attention, Eq. (1) of "Attention Is All You Need" (§3.2.1):
+r"""Eq. (1), fused: the same numbers as :mod:`attention_np.core.attention` in fewer passes.
 
-.. math:: \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V
+This is what ``attention_np.sdpa_forward`` / ``sdpa_backward`` and multi-head attention run.
+Read :mod:`attention_np.core.attention` first; this file changes *how* Eq. (1) is computed,
+never *what*, and the tests hold the two equal to float64 rounding. What it changes:
+
+- **deferred normalisation**: the softmax's division by the row sums ``l`` moves after the
+  product with ``v`` (``out = (e @ v) / l``), dividing L*d_v numbers instead of L*S;
+- **one (L, S) buffer** reused in place for the scores, their exponentials and ``dscores``;
+- **grouped-query attention** (``enable_gqa``, see :mod:`attention_np.core.gqa`) by
+  broadcasting, never copying the key/value heads;
+- **attention dropout**, its ``1/(1-p)`` folded onto the (L, d_v) output.
 
 Forward and hand-written backward, as a pair: ``out, cache = sdpa_forward(...)`` then
 ``dq, dk, dv = sdpa_backward(dout, cache)``.
@@ -15,21 +24,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import (
-    as_bias,
+from attention_np.core._checks import (
     as_bool_mask,
-    as_float_array,
     as_generator,
-    broadcast_batch,
     check_broadcasts_to,
+    check_cache,
     check_dout,
-    check_min_ndim,
-    check_same_dtype,
+    check_qkv,
     sum_to_shape,
 )
-from .gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from .masks import causal_mask
-from .softmax import softmax_numerator_
+from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
+from attention_np.core.masks import mask_and_bias
+from attention_np.core.softmax import softmax_numerator_
 
 
 @dataclass(frozen=True)
@@ -61,26 +67,11 @@ class SDPACache:
     dropout_scale: float = 1.0
     kv_groups: int = 1
 
+    made_by = "attention_np.sdpa_forward (attention_np.core.fused)"
+
     @property
     def weights(self) -> np.ndarray:
         return self.exp_scores / self.rowsum
-
-
-def _check_qkv(q, k, v):
-    q = as_float_array(q, "q")
-    k = as_float_array(k, "k")
-    v = as_float_array(v, "v")
-    check_min_ndim(q, "q", 2, "(..., L, d_k)")
-    check_min_ndim(k, "k", 2, "(..., S, d_k)")
-    check_min_ndim(v, "v", 2, "(..., S, d_v)")
-    check_same_dtype(q=q, k=k, v=v)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q has d_k={q.shape[-1]} but k has d_k={k.shape[-1]} "
-                         f"(q {q.shape}, k {k.shape})")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k has S={k.shape[-2]} positions but v has S={v.shape[-2]} "
-                         f"(k {k.shape}, v {v.shape})")
-    return q, k, v
 
 
 def _dropout_keep(dropout_p, rng, dropout_mask, shape, dtype):
@@ -135,7 +126,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     dropout_mask : bool, broadcastable to (..., L, S), optional
         An explicit keep-mask (True = kept) instead of drawing one, e.g. to replay a framework's.
     enable_gqa : bool
-        Grouped-query attention (see :mod:`attention_np.gqa`): ``k`` and ``v`` may have fewer
+        Grouped-query attention (see :mod:`attention_np.core.gqa`): ``k`` and ``v`` may have fewer
         heads than ``q``, ``(..., H_kv, S, d)`` with ``H % H_kv == 0``; query head ``n`` uses
         key/value head ``n // (H / H_kv)``, as PyTorch SDPA's ``enable_gqa=True``.
 
@@ -146,34 +137,19 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         ``cache.weights`` is the (..., L, S) weight array. A query row with every key masked
         gets weights 0 and output 0 (never NaN).
     """
-    q, k, v = _check_qkv(q, k, v)
-    *_, L, d_k = q.shape
-    S = k.shape[-2]
+    q, k, v, scale = check_qkv(q, k, v, scale)
     inputs, given_keep = (q, k, v), dropout_mask
-    if mask is not None:
-        mask = as_bool_mask(mask)
-    if bias is not None:
-        bias = as_bias(bias).astype(q.dtype, copy=False)
     groups = kv_groups(q, k, v) if enable_gqa else 1
     if groups > 1:
         # Group the query heads, (..., H_kv, G, L, d), so that k and v broadcast over each group.
         H = q.shape[-3]
-        mask = group_heads(mask, H, groups, "mask")
-        bias = group_heads(bias, H, groups, "bias")
+        mask = group_heads(None if mask is None else as_bool_mask(mask), H, groups, "mask")
+        bias = group_heads(None if bias is None else np.asarray(bias), H, groups, "bias")
         if dropout_mask is not None:
             dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
                                        "dropout_mask")
         q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
-    batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
-    if mask is not None:
-        batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
-    if bias is not None:
-        batch["bias"] = check_broadcasts_to(bias, "bias", (L, S), "scores (..., L, S)")[:-2]
-    broadcast_batch(**batch)
-    if is_causal:
-        causal = causal_mask(L, S)
-        mask = causal if mask is None else mask & causal
-    scale = 1.0 / np.sqrt(d_k) if scale is None else float(scale)
+    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal)
 
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
     scores = (q * q.dtype.type(scale)) @ np.swapaxes(k, -1, -2)        # (..., L, S)
@@ -228,6 +204,7 @@ def sdpa_backward(dout, cache: SDPACache):
     -------
     dq, dk, dv : each with the shape of its input (broadcast batch dims summed back)
     """
+    check_cache(cache, SDPACache, SDPACache.made_by)
     c = cache
     dout = check_dout(dout, c.out.shape, c.out.dtype)
     q, k, v, e, l, out, keep = c.q, c.k, c.v, c.exp_scores, c.rowsum, c.out, c.dropout_mask

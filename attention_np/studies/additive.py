@@ -22,20 +22,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import (
-    as_bool_mask,
+from attention_np.core._checks import (
     as_float_array,
     as_generator,
-    broadcast_batch,
-    check_broadcasts_to,
+    check_int,
     check_min_ndim,
     check_same_dtype,
     sum_to_shape,
 )
-from .attention import _grow_to
-from .linear import glorot_uniform, linear_backward
-from .masks import causal_mask
-from .softmax import softmax_
+from attention_np.core.linear import glorot_uniform, linear_backward
+from attention_np.core.masks import mask_and_bias
+from attention_np.core.softmax import softmax_
 
 PARAMS = ("W_q", "W_k", "w_v")
 
@@ -64,8 +61,7 @@ def init_additive_params(d_q: int, d_k: int | None = None, d_hidden: int | None 
     d_k = d_q if d_k is None else d_k
     d_hidden = d_q if d_hidden is None else d_hidden
     for name, n in (("d_q", d_q), ("d_k", d_k), ("d_hidden", d_hidden)):
-        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"{name} must be a positive int, got {n!r}")
+        check_int(n, name)
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
     rng = as_generator(rng)
@@ -146,15 +142,7 @@ def additive_attention_forward(q, k, v, params: dict, mask=None, *, is_causal: b
     cache : AdditiveCache, with ``cache.weights`` of shape (..., L, S)
     """
     q, k, v = _check(q, k, v, params)
-    L, S = q.shape[-2], k.shape[-2]
-    batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
-    if mask is not None:
-        mask = as_bool_mask(mask)
-        batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
-    broadcast_batch(**batch)
-    if is_causal:
-        causal = causal_mask(L, S)
-        mask = causal if mask is None else mask & causal
+    mask, _ = mask_and_bias(q, k, v, mask, None, is_causal)
 
     # Project queries and keys once each, then pair them up by broadcasting.
     hq = q @ params["W_q"]                                           # (..., L, d_hidden)
@@ -162,9 +150,7 @@ def additive_attention_forward(q, k, v, params: dict, mask=None, *, is_causal: b
     hidden = np.tanh(hq[..., :, None, :] + hk[..., None, :, :])      # (..., L, S, d_hidden)
     scores = hidden @ params["w_v"]                                  # (..., L, S)
     if mask is not None:                                             # as sdpa_forward
-        # -inf gets exactly weight 0; softmax_ turns an all -inf row into zeros, not NaN.
-        scores = _grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
-        np.copyto(scores, -np.inf, where=~mask)
+        scores = np.where(mask, scores, -np.inf)                     # -inf: weight exactly 0
     weights = softmax_(scores)                                       # (..., L, S), in place
     out = weights @ v                                                # (..., L, d_v)
     return out, AdditiveCache(q, k, v, params, hidden, weights, out)

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_int
-from .attention import sdpa_forward
-from .heads import merge_heads, split_heads
-from .linear import linear_forward
-from .masks import causal_mask
-from .multihead import _check_mha
+from attention_np.core._checks import as_float_array, check_int
+from attention_np.core.fused import sdpa_forward
+from attention_np.core.heads import merge_heads, split_heads
+from attention_np.core.linear import linear_forward
+from attention_np.core.masks import causal_mask
+from attention_np.core.multihead import check_mha_inputs
 
 
 class KVCache:
@@ -114,7 +114,7 @@ def mha_decode_step(x, params: dict, cache: KVCache, *, num_heads: int,
     -------
     out : (..., T, d_model)
     """
-    x, _, _, h_kv = _check_mha(x, x, x, params, num_heads, num_kv_heads)
+    x, _, _, h_kv = check_mha_inputs(x, x, x, params, num_heads, num_kv_heads)
     h = num_heads
     # 1) project only the new positions
     q = linear_forward(x, params["W_q"], params.get("b_q"))          # (..., T, h*d_k)

@@ -7,13 +7,13 @@ accuracy and the training time. Exits with status 1 if the held-out token accura
 
 from __future__ import annotations
 
-import sys
 import time
 
-from .nn.model import ModelConfig
-from .nn.tasks import ReversalTask
-from .nn.threads import blas_threads
-from .nn.trainer import train
+from attention_np.cli.progress import ProgressBar
+from attention_np.nn.model import ModelConfig
+from attention_np.nn.tasks import ReversalTask
+from attention_np.nn.threads import blas_threads
+from attention_np.nn.trainer import train
 
 
 def add_arguments(parser) -> None:
@@ -28,29 +28,6 @@ def add_arguments(parser) -> None:
                         help="exit 1 if held-out token accuracy is below this (default 0.99)")
     parser.add_argument("--blas-threads", type=int, default=1,
                         help="BLAS threads; 1 is fastest for these tiny matrices (0: leave as is)")
-
-
-class ProgressBar:
-    """A plain-text progress bar on ``stream``: redrawn in place on a terminal, else a line
-    every 10% (logs and CI output stay readable). No dependency."""
-
-    def __init__(self, total: int, stream=sys.stderr, width: int = 30):
-        self.total, self.stream, self.width = total, stream, width
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-        self.start = time.perf_counter()
-        self.next_line = 0
-
-    def update(self, step: int, loss: float) -> None:
-        elapsed = time.perf_counter() - self.start
-        filled = self.width * step // self.total
-        text = (f"[{'#' * filled}{'.' * (self.width - filled)}] {step}/{self.total} "
-                f"loss {loss:.4f} {elapsed:.1f}s")
-        if self.tty:
-            self.stream.write("\r" + text + ("\n" if step == self.total else ""))
-            self.stream.flush()
-        elif step * 10 >= self.next_line * self.total:
-            self.stream.write(text + "\n")
-            self.next_line = step * 10 // self.total + 1
 
 
 def run(args) -> int:

@@ -1,0 +1,131 @@
+r"""Scaled dot-product attention, Eq. (1) of "Attention Is All You Need" (§3.2.1), as the paper
+writes it:
+
+.. math:: \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V
+
+The forward is Figure 2 (left), one line per box: MatMul, Scale, Mask (opt.), SoftMax, MatMul.
+The backward walks the same lines in reverse, each step quoting the forward line it undoes.
+
+This is the file to read next to the paper. :mod:`attention_np.core.fused` computes the same
+numbers with fewer passes over the (L, S) arrays (and adds dropout and grouped-query
+attention); ``attention_np.sdpa_forward`` and multi-head attention run that one, and the tests
+hold the two equal to float64 rounding.
+
+Shapes: ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)`` -> ``out (..., L, d_v)``;
+leading batch dims broadcast, and each gradient is summed back to its input's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_np.core._checks import check_cache, check_dout, check_qkv, sum_to_shape
+from attention_np.core.masks import mask_and_bias
+from attention_np.core.softmax import softmax, softmax_backward
+
+
+@dataclass(frozen=True)
+class AttentionCache:
+    """What :func:`sdpa_backward` needs from :func:`sdpa_forward`, and nothing else.
+
+    Attributes
+    ----------
+    q : (..., L, d_k) queries
+    k : (..., S, d_k) keys
+    v : (..., S, d_v) values
+    weights : (..., L, S) ``softmax(scores)``; 0 at masked keys, all 0 on a fully masked row
+    scale : the factor applied to ``QKᵀ``
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    weights: np.ndarray
+    scale: float
+
+    made_by = "attention_np.core.attention.sdpa_forward"
+
+
+def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None):
+    r"""Scaled dot-product attention, Eq. (1), forward pass.
+
+    .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
+              \text{weights} = \mathrm{softmax}(\text{scores}),\quad
+              \text{out} = \text{weights}\, V
+
+    Parameters
+    ----------
+    q : (..., L, d_k) queries
+    k : (..., S, d_k) keys
+    v : (..., S, d_v) values
+    mask : bool, broadcastable to (..., L, S), optional
+        True = this query may attend to this key.
+    bias : float, broadcastable to (..., L, S), optional
+        Added to the scaled scores (ALiBi, relative positions).
+    is_causal : bool
+        Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``.
+    scale : float, optional
+        Default ``1 / sqrt(d_k)``; ``scale=1.0`` is unscaled dot-product attention.
+
+    Returns
+    -------
+    out : (..., L, d_v)
+    cache : AttentionCache
+        ``cache.weights`` is the (..., L, S) weight array. A query row with every key masked
+        gets weights 0 and output 0 (never NaN).
+    """
+    q, k, v, scale = check_qkv(q, k, v, scale)
+    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal)
+
+    scores = q @ np.swapaxes(k, -1, -2)                     # MatMul     (..., L, S)
+    scores = scores * scores.dtype.type(scale)             # Scale      (..., L, S)
+    if bias is not None:
+        scores = scores + bias                              # (opt.) bias, e.g. ALiBi
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)            # Mask: -inf gets weight exactly 0
+    weights = softmax(scores)                               # SoftMax    (..., L, S)
+    out = weights @ v                                       # MatMul     (..., L, d_v)
+    return out, AttentionCache(q, k, v, weights, scale)
+
+
+def sdpa_backward(dout, cache: AttentionCache):
+    """Backward of :func:`sdpa_forward`: gradients of the loss w.r.t. ``q``, ``k`` and ``v``.
+
+    Parameters
+    ----------
+    dout : (..., L, d_v) gradient w.r.t. ``out``, the output's dtype
+    cache : AttentionCache from :func:`sdpa_forward`
+
+    Returns
+    -------
+    dq, dk, dv : each with the shape of its input (broadcast batch dims summed back)
+    """
+    check_cache(cache, AttentionCache, AttentionCache.made_by)
+    q, k, v, weights, scale = cache.q, cache.k, cache.v, cache.weights, cache.scale
+    dout = check_dout(dout, weights.shape[:-1] + v.shape[-1:], v.dtype)
+    scale = q.dtype.type(scale)
+
+    # forward: out = weights @ v      ->  dweights = dout @ v.T,  dv = weights.T @ dout
+    dweights = dout @ np.swapaxes(v, -1, -2)                          # (..., L, S)
+    dv = np.swapaxes(weights, -1, -2) @ dout                          # (..., S, d_v)
+    # forward: weights = softmax(scores)  ->  dscores = weights * (dweights - rowsum(dweights * weights))
+    # Masked keys have weight 0, so their dscores are 0: the mask needs no backward of its own.
+    dscores = softmax_backward(dweights, weights)                     # (..., L, S)
+    # forward: scores = (q @ k.T) * scale  ->  dq = dscores @ k * scale,  dk = dscores.T @ q * scale
+    dq = (dscores @ k) * scale                                        # (..., L, d_k)
+    dk = (np.swapaxes(dscores, -1, -2) @ q) * scale                   # (..., S, d_k)
+
+    # Broadcast batch dims are summed back to each input's shape.
+    return sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,
+                                 scale=None):
+    """Eq. (1), returning the weights instead of the backward's cache: ``(out, weights)``.
+
+    Same arguments and conventions as :func:`sdpa_forward`; ``weights`` is (..., L, S).
+    """
+    out, cache = sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal, scale=scale)
+    return out, cache.weights

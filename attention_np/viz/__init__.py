@@ -1,0 +1,1 @@
+"""Plots (matplotlib is imported only in this package): ``pip install "attention-np[plots]"``."""
