@@ -178,7 +178,7 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     return query, key, value, h_kv
 
 
-def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, bias=None,
+def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, bias=None,
                 is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
                 num_kv_heads: int | None = None, path: str = "fused"):
     """Multi-head attention, §3.2.2, forward pass.
@@ -189,9 +189,10 @@ def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, b
     key : (..., S, kdim)
     value : (..., S, vdim)
     params : dict from :func:`init_mha_params`
-    num_heads : int
     mask : bool, broadcastable to (..., h, L, S), optional
-        True = may attend; e.g. ``(L, S)``, or ``(B, 1, 1, S)`` for key padding.
+        True = may attend; e.g. ``(L, S)``, or ``(B, 1, 1, S)`` for key padding. Positional or
+        keyword, as in every forward; the options after it are keyword-only.
+    num_heads : int
     bias : float, broadcastable to (..., h, L, S), optional
         Added to the scaled scores of every head.
     is_causal : bool

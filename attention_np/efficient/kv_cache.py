@@ -15,6 +15,8 @@ PyTorch and JAX would let the first new query see only the first cached key.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from attention_np.core._checks import as_float_array, check_int
@@ -93,8 +95,8 @@ class KVCache:
         return self.k, self.v
 
 
-def mha_decode_step(x, params: dict, cache: KVCache, *, num_heads: int,
-                    num_kv_heads: int | None = None, scale=None):
+def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int,
+                    num_kv_heads: int | None = None, scale=None, cache: KVCache | None = None):
     """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
 
     ``T = 1`` is one decoding step; ``T > 1`` is a chunk of a prompt (chunked prefill).
@@ -106,14 +108,27 @@ def mha_decode_step(x, params: dict, cache: KVCache, *, num_heads: int,
     x : (..., T, d_model)
         The new positions.
     params : dict from :func:`init_mha_params`
-    cache : KVCache
-        The keys and values of the earlier positions; the new ones are appended.
+    kv_cache : KVCache
+        The keys and values of the earlier positions; the new ones are appended. Required
+        (the default ``None`` exists only so that the old keyword can stand in for it).
     num_heads, num_kv_heads, scale : as in :func:`mha_forward`
+    cache : KVCache, optional
+        Deprecated (0.2.0) keyword for ``kv_cache``, with a ``DeprecationWarning``: in the rest
+        of the package ``cache`` is what a forward returns for its backward (``MHACache``).
 
     Returns
     -------
     out : (..., T, d_model)
     """
+    if cache is not None:
+        if kv_cache is not None:
+            raise TypeError("mha_decode_step got both kv_cache and its deprecated spelling "
+                            "cache; pass kv_cache only")
+        warnings.warn("mha_decode_step(cache=...) is deprecated: the keyword is kv_cache",
+                      DeprecationWarning, stacklevel=2)
+        kv_cache = cache
+    if not isinstance(kv_cache, KVCache):
+        raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
     x, _, _, h_kv = check_mha_inputs(x, x, x, params, num_heads, num_kv_heads)
     h = num_heads
     # 1) project only the new positions
@@ -122,7 +137,7 @@ def mha_decode_step(x, params: dict, cache: KVCache, *, num_heads: int,
     v = linear_forward(x, params["W_v"], params.get("b_v"))          # (..., T, h_kv*d_v)
     # 2) split into heads, 3) append to the cache: keys and values of positions 0 .. S-1
     q = split_heads(q, h)                                            # (..., h, T, d_k)
-    k, v = cache.append(split_heads(k, h_kv), split_heads(v, h_kv))  # (..., h_kv, S, d)
+    k, v = kv_cache.append(split_heads(k, h_kv), split_heads(v, h_kv))  # (..., h_kv, S, d)
     # 4) attend: the T new queries are the last T of the S positions -> bottom-right causal
     T, S = q.shape[-2], k.shape[-2]
     mask = causal_mask(T, S, align="bottom_right")                   # (T, S)

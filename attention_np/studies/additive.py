@@ -18,6 +18,7 @@ fully masked query row gives output 0, weights 0 and gradients 0).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,36 +38,47 @@ from attention_np.core.softmax import softmax_
 PARAMS = ("W_q", "W_k", "w_v")
 
 
-def init_additive_params(d_q: int, d_k: int | None = None, d_hidden: int | None = None, *,
-                         rng=None, dtype=np.float64) -> dict:
+def init_additive_params(d_q: int, kdim: int | None = None, d_hidden: int | None = None, *,
+                         rng=None, dtype=np.float64, d_k: int | None = None) -> dict:
     """Parameters of additive attention.
 
     Parameters
     ----------
     d_q : int
         Width of the queries.
-    d_k : int, optional
-        Width of the keys (default ``d_q``). Unlike dot-product attention, queries and keys
-        may have different widths: each has its own projection into the hidden layer.
+    kdim : int, optional
+        Width of the key inputs (default ``d_q``), the same name as in :func:`init_mha_params`.
+        Unlike dot-product attention, queries and keys may have different widths: each has its
+        own projection into the hidden layer.
     d_hidden : int, optional
         Width of the hidden layer (default ``d_q``).
     rng : int seed or np.random.Generator, optional
     dtype : float dtype of every array
+    d_k : int, optional
+        Deprecated (0.2.0) spelling of ``kdim``: it emits a ``DeprecationWarning``. ``d_k`` means
+        the per-head query/key width everywhere else in the package.
 
     Returns
     -------
     params : dict
-        ``W_q (d_q, d_hidden)``, ``W_k (d_k, d_hidden)``, ``w_v (d_hidden,)``, Glorot-uniform.
+        ``W_q (d_q, d_hidden)``, ``W_k (kdim, d_hidden)``, ``w_v (d_hidden,)``, Glorot-uniform.
     """
-    d_k = d_q if d_k is None else d_k
+    if d_k is not None:
+        if kdim is not None:
+            raise TypeError(f"init_additive_params got both kdim={kdim} and its deprecated "
+                            f"spelling d_k={d_k}; pass kdim only")
+        warnings.warn("init_additive_params(d_k=...) is deprecated: the key input width is "
+                      "called kdim, as in init_mha_params", DeprecationWarning, stacklevel=2)
+        kdim = d_k
+    kdim = d_q if kdim is None else kdim
     d_hidden = d_q if d_hidden is None else d_hidden
-    for name, n in (("d_q", d_q), ("d_k", d_k), ("d_hidden", d_hidden)):
+    for name, n in (("d_q", d_q), ("kdim", kdim), ("d_hidden", d_hidden)):
         check_int(n, name)
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
     rng = as_generator(rng)
     return {"W_q": glorot_uniform(rng, d_q, d_hidden).astype(dtype),
-            "W_k": glorot_uniform(rng, d_k, d_hidden).astype(dtype),
+            "W_k": glorot_uniform(rng, kdim, d_hidden).astype(dtype),
             "w_v": glorot_uniform(rng, d_hidden, 1, shape=(d_hidden,)).astype(dtype)}
 
 
