@@ -1,4 +1,10 @@
-"""sdpa_forward / sdpa_backward: Eq. (1), its masks and its hand-written backward."""
+"""sdpa_forward / sdpa_backward: Eq. (1), its masks and its hand-written backward.
+
+Every test that takes the ``sdpa`` fixture runs twice: on the textbook Eq. (1)
+(``attention_np.core.attention``) and on the fused path that ``attention_np.sdpa_forward`` runs
+(``attention_np.core.fused``). Dropout exists on the fused path only: those tests call
+``fused`` directly (section "dropout: fused path only").
+"""
 
 import warnings
 
@@ -6,7 +12,15 @@ import numpy as np
 import pytest
 
 import attention_np as an
+from attention_np.core import attention as textbook
+from attention_np.core import fused
 from tests.helpers import randn
+
+
+@pytest.fixture(params=[textbook, fused], ids=["textbook", "fused"])
+def sdpa(request):
+    """The module that computes Eq. (1): core/attention.py, then core/fused.py."""
+    return request.param
 
 
 def attention_by_definition(q, k, v, allowed=None, bias=0.0, scale=None):
@@ -20,203 +34,214 @@ def attention_by_definition(q, k, v, allowed=None, bias=0.0, scale=None):
     return np.einsum("...ls,...sd->...ld", w, v), w
 
 
-def check_grads(rng, q, k, v, **kwargs):
-    result = an.gradcheck(lambda q, k, v: an.sdpa_forward(q, k, v, **kwargs), an.sdpa_backward,
+def check_grads(sdpa, rng, q, k, v, **kwargs):
+    result = an.gradcheck(lambda q, k, v: sdpa.sdpa_forward(q, k, v, **kwargs), sdpa.sdpa_backward,
                           (q, k, v), seed=int(rng.integers(1 << 30)))
     assert result.ok, result
 
 
-def test_forward_is_equation_one(rng):
+def test_forward_is_equation_one(sdpa, rng):
     q, k, v = randn(rng, 2, 4, 8), randn(rng, 2, 6, 8), randn(rng, 2, 6, 3)
-    out, w = an.scaled_dot_product_attention(q, k, v)
+    out, w = sdpa.scaled_dot_product_attention(q, k, v)
     want_out, want_w = attention_by_definition(q, k, v)
     np.testing.assert_allclose(out, want_out, rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(w, want_w, rtol=1e-13, atol=1e-15)
 
 
-def test_scale_one_is_unscaled_dot_product_attention(rng):
+def test_scale_one_is_unscaled_dot_product_attention(sdpa, rng):
     q, k, v = randn(rng, 3, 16), randn(rng, 5, 16), randn(rng, 5, 2)
-    out, _ = an.scaled_dot_product_attention(q, k, v, scale=1.0)
+    out, _ = sdpa.scaled_dot_product_attention(q, k, v, scale=1.0)
     np.testing.assert_allclose(out, attention_by_definition(q, k, v, scale=1.0)[0], rtol=1e-12, atol=1e-14)
 
 
-def test_bool_mask_and_bias_enter_the_scores(rng):
+def test_bool_mask_and_bias_enter_the_scores(sdpa, rng):
     q, k, v = randn(rng, 4, 5), randn(rng, 6, 5), randn(rng, 6, 2)
     mask = rng.random((4, 6)) > 0.4
     mask[:, 0] = True
     bias = randn(rng, 4, 6)
-    out, w = an.scaled_dot_product_attention(q, k, v, mask, bias=bias)
+    out, w = sdpa.scaled_dot_product_attention(q, k, v, mask, bias=bias)
     want_out, want_w = attention_by_definition(q, k, v, mask, bias)
     np.testing.assert_allclose(out, want_out, rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(w, want_w, rtol=1e-13, atol=1e-15)
     assert np.all(w[~mask] == 0)
 
 
-def test_is_causal_is_anded_with_mask(rng):
+def test_is_causal_is_anded_with_mask(sdpa, rng):
     q, k, v = randn(rng, 5, 3), randn(rng, 5, 3), randn(rng, 5, 3)
     mask = np.ones((5, 5), bool)
     mask[:, 1] = False
-    _, w = an.scaled_dot_product_attention(q, k, v, mask, is_causal=True)
+    _, w = sdpa.scaled_dot_product_attention(q, k, v, mask, is_causal=True)
     allowed = mask & an.causal_mask(5)
     assert np.all(w[~allowed] == 0) and np.all(w[allowed] > 0)
 
 
 # --- finite differences in float64, random upstream gradients -------------------------------
 
-def test_grads_plain(rng):
-    check_grads(rng, randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2))
+def test_grads_plain(sdpa, rng):
+    check_grads(sdpa, rng, randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2))
 
 
-def test_grads_with_bool_mask(rng):
+def test_grads_with_bool_mask(sdpa, rng):
     mask = rng.random((2, 3, 5)) > 0.4
-    check_grads(rng, randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3), mask=mask)
+    check_grads(sdpa, rng, randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3), mask=mask)
 
 
-def test_grads_with_bias(rng):
-    check_grads(rng, randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2), bias=randn(rng, 3, 5))
+def test_grads_with_bias(sdpa, rng):
+    check_grads(sdpa, rng, randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2), bias=randn(rng, 3, 5))
 
 
 @pytest.mark.parametrize("L,S", [(4, 4), (3, 6), (6, 3)])
-def test_grads_causal(rng, L, S):
-    check_grads(rng, randn(rng, L, 4), randn(rng, S, 4), randn(rng, S, 2), is_causal=True)
+def test_grads_causal(sdpa, rng, L, S):
+    check_grads(sdpa, rng, randn(rng, L, 4), randn(rng, S, 4), randn(rng, S, 2), is_causal=True)
 
 
-def test_grads_with_broadcast_batch_dims(rng):
+def test_grads_with_broadcast_batch_dims(sdpa, rng):
     # q has its own batch dim, k and v are shared across it, the mask adds another dim.
     q, k, v = randn(rng, 2, 1, 3, 4), randn(rng, 1, 3, 5, 4), randn(rng, 5, 2)
     mask = rng.random((4, 1, 1, 3, 5)) > 0.3
-    out, cache = an.sdpa_forward(q, k, v, mask)
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
     assert out.shape == (4, 2, 3, 3, 2)
-    dq, dk, dv = an.sdpa_backward(randn(rng, *out.shape), cache)
+    dq, dk, dv = sdpa.sdpa_backward(randn(rng, *out.shape), cache)
     assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
-    check_grads(rng, q, k, v, mask=mask)
+    check_grads(sdpa, rng, q, k, v, mask=mask)
 
 
-def test_grads_with_dk_not_equal_dv_and_custom_scale(rng):
-    check_grads(rng, randn(rng, 3, 7), randn(rng, 4, 7), randn(rng, 4, 2), scale=0.3)
+def test_grads_with_dk_not_equal_dv_and_custom_scale(sdpa, rng):
+    check_grads(sdpa, rng, randn(rng, 3, 7), randn(rng, 4, 7), randn(rng, 4, 2), scale=0.3)
 
 
 def test_grads_with_replayed_dropout_mask(rng):
+    """Fused path only: the textbook Eq. (1) has no dropout."""
     keep = rng.random((2, 3, 5)) > 0.3
-    check_grads(rng, randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3),
+    check_grads(fused, rng, randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3),
                 dropout_p=0.3, dropout_mask=keep)
 
 
 # --- fully masked rows ---------------------------------------------------------------------
 
-def test_fully_masked_row_gives_zero_output_weights_and_grads(rng):
+def test_fully_masked_row_gives_zero_output_weights_and_grads(sdpa, rng):
     q, k, v = randn(rng, 2, 4, 3), randn(rng, 2, 5, 3), randn(rng, 2, 5, 2)
     mask = np.ones((2, 4, 5), bool)
     mask[0, 1] = False
     mask[1, 3] = False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        out, cache = an.sdpa_forward(q, k, v, mask)
-        dq, dk, dv = an.sdpa_backward(randn(rng, *out.shape), cache)
+        out, cache = sdpa.sdpa_forward(q, k, v, mask)
+        dq, dk, dv = sdpa.sdpa_backward(randn(rng, *out.shape), cache)
     assert np.all(out[0, 1] == 0) and np.all(out[1, 3] == 0)
     assert np.all(cache.weights[0, 1] == 0) and np.all(cache.weights[1, 3] == 0)
     assert np.all(dq[0, 1] == 0) and np.all(dq[1, 3] == 0)
     assert np.all(np.isfinite(dk)) and np.all(np.isfinite(dv))
-    check_grads(rng, q, k, v, mask=mask)
+    check_grads(sdpa, rng, q, k, v, mask=mask)
 
 
-def test_row_fully_masked_by_minus_infinity_bias_gives_zero(rng):
+def test_row_fully_masked_by_minus_infinity_bias_gives_zero(sdpa, rng):
     bias = np.zeros((3, 4))
     bias[2] = -np.inf
-    out, cache = an.sdpa_forward(randn(rng, 3, 2), randn(rng, 4, 2), randn(rng, 4, 2), bias=bias)
+    out, cache = sdpa.sdpa_forward(randn(rng, 3, 2), randn(rng, 4, 2), randn(rng, 4, 2), bias=bias)
     assert np.all(out[2] == 0) and np.all(cache.weights[2] == 0)
     assert np.all(np.isfinite(out))
 
 
-def test_causal_with_more_queries_than_keys_has_no_empty_row_top_left(rng):
+def test_causal_with_more_queries_than_keys_has_no_empty_row_top_left(sdpa, rng):
     # top-left with L > S: every row i sees key 0, so nothing is fully masked.
-    _, w = an.scaled_dot_product_attention(randn(rng, 6, 2), randn(rng, 3, 2), randn(rng, 3, 2),
-                                           is_causal=True)
+    _, w = sdpa.scaled_dot_product_attention(randn(rng, 6, 2), randn(rng, 3, 2), randn(rng, 3, 2),
+                                             is_causal=True)
     np.testing.assert_allclose(w.sum(-1), 1.0)
 
 
-def test_bottom_right_mask_with_more_queries_than_keys_empties_the_first_rows(rng):
+def test_bottom_right_mask_with_more_queries_than_keys_empties_the_first_rows(sdpa, rng):
     mask = an.causal_mask(6, 3, align="bottom_right")
-    out, w = an.scaled_dot_product_attention(randn(rng, 6, 2), randn(rng, 3, 2), randn(rng, 3, 2),
-                                             mask)
+    out, w = sdpa.scaled_dot_product_attention(randn(rng, 6, 2), randn(rng, 3, 2), randn(rng, 3, 2),
+                                               mask)
     np.testing.assert_array_equal(w.sum(-1), [0, 0, 0, 1, 1, 1])
     assert np.all(out[:3] == 0)
 
 
 # --- numerics and dtypes -------------------------------------------------------------------
 
-def test_huge_scores_do_not_overflow(rng):
+def test_huge_scores_do_not_overflow(sdpa, rng):
     q = randn(rng, 3, 4) * 300.0
     k = randn(rng, 5, 4) * 300.0            # |q·k| / √d_k ~ 1e5
     v = randn(rng, 5, 2)
     for dtype in (np.float32, np.float64):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            out, cache = an.sdpa_forward(q.astype(dtype), k.astype(dtype), v.astype(dtype))
-            grads = an.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache)
+            out, cache = sdpa.sdpa_forward(q.astype(dtype), k.astype(dtype), v.astype(dtype))
+            grads = sdpa.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache)
         assert np.all(np.isfinite(out)) and all(np.all(np.isfinite(g)) for g in grads)
         # saturated: each row puts (almost) all weight on its best key
         np.testing.assert_allclose(cache.weights.max(-1), 1.0, rtol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_dtype_is_kept_end_to_end(rng, dtype):
+def test_dtype_is_kept_end_to_end(sdpa, rng, dtype):
     q, k, v = (randn(rng, 2, 3, 4, dtype=dtype) for _ in range(3))
-    out, cache = an.sdpa_forward(q, k, v, bias=randn(rng, 3, 3), is_causal=True,
-                                 dropout_p=0.2, rng=0)
+    out, cache = sdpa.sdpa_forward(q, k, v, bias=randn(rng, 3, 3), is_causal=True)
     assert out.dtype == dtype and cache.weights.dtype == dtype
-    assert all(g.dtype == dtype for g in an.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache))
+    assert all(g.dtype == dtype for g in sdpa.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache))
 
 
-# --- dropout -------------------------------------------------------------------------------
+# --- dropout: fused path only (the textbook Eq. (1) has none) ------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dtype_is_kept_end_to_end_with_dropout(rng, dtype):
+    q, k, v = (randn(rng, 2, 3, 4, dtype=dtype) for _ in range(3))
+    out, cache = fused.sdpa_forward(q, k, v, bias=randn(rng, 3, 3), is_causal=True,
+                                    dropout_p=0.2, rng=0)
+    assert out.dtype == dtype and cache.weights.dtype == dtype
+    assert all(g.dtype == dtype for g in fused.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache))
+
 
 def test_dropout_is_reproducible_with_a_seed_and_saved_for_the_backward(rng):
     q, k, v = randn(rng, 4, 3), randn(rng, 6, 3), randn(rng, 6, 2)
-    out1, c1 = an.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
-    out2, c2 = an.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
+    out1, c1 = fused.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
+    out2, c2 = fused.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
     np.testing.assert_array_equal(out1, out2)
     assert c1.dropout_mask is not None and 0 < c1.dropout_mask.mean() < 1
     # replaying the saved keep-mask reproduces the output exactly
-    out3, _ = an.sdpa_forward(q, k, v, dropout_p=0.5, dropout_mask=c1.dropout_mask)
+    out3, _ = fused.sdpa_forward(q, k, v, dropout_p=0.5, dropout_mask=c1.dropout_mask)
     np.testing.assert_array_equal(out1, out3)
 
 
 def test_dropout_scales_kept_weights_by_one_over_keep_probability(rng):
     q, k, v = randn(rng, 2, 3), randn(rng, 4, 3), randn(rng, 4, 2)
     keep = np.array([[True, False, True, True], [False, True, True, False]])
-    out, cache = an.sdpa_forward(q, k, v, dropout_p=0.25, dropout_mask=keep)
+    out, cache = fused.sdpa_forward(q, k, v, dropout_p=0.25, dropout_mask=keep)
     np.testing.assert_allclose(out, (cache.weights * keep / 0.75) @ v, rtol=1e-14)
 
 
 def test_dropout_preserves_the_output_in_expectation(rng):
     q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
-    clean, _ = an.sdpa_forward(q, k, v)
+    clean, _ = fused.sdpa_forward(q, k, v)
     g = np.random.default_rng(0)
-    mean = np.mean([an.sdpa_forward(q, k, v, dropout_p=0.5, rng=g)[0] for _ in range(4000)], axis=0)
+    mean = np.mean([fused.sdpa_forward(q, k, v, dropout_p=0.5, rng=g)[0] for _ in range(4000)], axis=0)
     np.testing.assert_allclose(mean, clean, atol=0.06)
 
 
 def test_dropout_p_one_drops_everything(rng):
-    out, cache = an.sdpa_forward(randn(rng, 2, 3), randn(rng, 4, 3), randn(rng, 4, 2),
-                                 dropout_p=1.0, rng=0)
+    out, cache = fused.sdpa_forward(randn(rng, 2, 3), randn(rng, 4, 3), randn(rng, 4, 2),
+                                    dropout_p=1.0, rng=0)
     assert np.all(out == 0)
-    assert all(np.all(g == 0) for g in an.sdpa_backward(randn(rng, 2, 2), cache))
+    assert all(np.all(g == 0) for g in fused.sdpa_backward(randn(rng, 2, 2), cache))
 
 
-def test_forward_does_not_modify_inputs(rng):
+def test_forward_does_not_modify_inputs(sdpa, rng):
     q, k, v, bias = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2), randn(rng, 3, 5)
     copies = [a.copy() for a in (q, k, v, bias)]
-    out, cache = an.sdpa_forward(q, k, v, bias=bias, is_causal=True)
-    an.sdpa_backward(randn(rng, *out.shape), cache)
+    out, cache = sdpa.sdpa_forward(q, k, v, bias=bias, is_causal=True)
+    sdpa.sdpa_backward(randn(rng, *out.shape), cache)
     for a, b in zip((q, k, v, bias), copies, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
 # --- the caller's arrays and the cache stay independent ---------------------------------
 
-@pytest.mark.parametrize("forward,backward", [(an.sdpa_forward, an.sdpa_backward),
+@pytest.mark.parametrize("forward,backward", [(textbook.sdpa_forward, textbook.sdpa_backward),
+                                              (fused.sdpa_forward, fused.sdpa_backward),
                                               (an.flash_attention_forward,
-                                               an.flash_attention_backward)])
+                                               an.flash_attention_backward)],
+                         ids=["textbook", "fused", "flash"])
 def test_changing_the_returned_output_does_not_change_the_gradients(rng, forward, backward):
     q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3)
     out, cache = forward(q, k, v)
@@ -227,9 +252,9 @@ def test_changing_the_returned_output_does_not_change_the_gradients(rng, forward
         np.testing.assert_array_equal(g, w)
 
 
-def test_no_keys_gives_zero_output_in_both_paths(rng):
+def test_no_keys_gives_zero_output_in_both_paths(sdpa, rng):
     q, k, v = randn(rng, 3, 4), randn(rng, 0, 4), randn(rng, 0, 2)
-    out, cache = an.sdpa_forward(q, k, v)
+    out, cache = sdpa.sdpa_forward(q, k, v)
     fout, _ = an.flash_attention_forward(q, k, v)
     assert out.shape == (3, 2) and np.all(out == 0) and np.all(fout == 0)
     assert cache.weights.shape == (3, 0)
