@@ -20,8 +20,10 @@ from attention_np.core._checks import (
     as_generator,
     check_cache,
     check_dout,
+    check_dropout_p,
     check_int,
     check_min_ndim,
+    check_params_dict,
     check_same_dtype,
 )
 from attention_np.core.heads import merge_heads, split_heads
@@ -140,6 +142,7 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     check_min_ndim(query, "query", 2, "(..., L, d_model)")
     check_min_ndim(key, "key", 2, "(..., S, kdim)")
     check_min_ndim(value, "value", 2, "(..., S, vdim)")
+    check_params_dict(params)
     missing = [w for w in WEIGHTS if w not in params]
     if missing:
         raise ValueError(f"params is missing {missing}; init_mha_params makes a complete dict")
@@ -235,7 +238,8 @@ def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, b
 
 def _attention_path(path, *, dropout_p, grouped):
     """The module of :data:`PATHS` named ``path``; the textbook one refuses what it lacks."""
-    if path not in PATHS:
+    check_dropout_p(dropout_p)
+    if not isinstance(path, str) or path not in PATHS:
         raise ValueError(f"path must be one of {sorted(PATHS)}, got {path!r}")
     if path == "textbook" and (dropout_p or grouped):
         raise ValueError("path='textbook' is Eq. (1) alone: attention dropout and grouped-query "
