@@ -172,7 +172,8 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
 
     keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
     kept = e if keep is None else e * keep                               # (..., L, S)
-    out = kept @ v                                                       # (..., L, d_v)
+    with np.errstate(over="ignore"):       # an overflow here is caught and redone below
+        out = kept @ v                                                   # (..., L, d_v)
     out /= l                                                             # = weights @ v
     if not np.isfinite(out).all():
         # e @ v sums up to S values before dividing: it may overflow where weights @ v does
@@ -194,7 +195,8 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
 def _scaled_scores(q, k, scale: float) -> np.ndarray:
     """``(q * scale) @ k.T``, or ``(q @ k.T) * scale`` when ``q * scale`` alone overflows."""
     s = q.dtype.type(scale)
-    qs = q * s
+    with np.errstate(over="ignore"):       # caught below
+        qs = q * s
     if abs(scale) > 1 and not np.isfinite(qs).all() and np.isfinite(q).all():
         return (q @ np.swapaxes(k, -1, -2)) * s        # scores representable, q * scale not
     return qs @ np.swapaxes(k, -1, -2)
@@ -261,7 +263,8 @@ def sdpa_backward(dout, cache: SDPACache):
     #                                                 dk = dscores.T @ (q * scale)
     scale = q.dtype.type(c.scale)
     dq = (dscores @ k) * scale                                           # (..., L, d_k)
-    dk = np.swapaxes(dscores, -1, -2) @ (q * scale)                      # (..., S, d_k)
+    with np.errstate(over="ignore", invalid="ignore"):   # caught below
+        dk = np.swapaxes(dscores, -1, -2) @ (q * scale)                  # (..., S, d_k)
     if abs(c.scale) > 1 and not np.isfinite(dk).all():
         dk = (np.swapaxes(dscores, -1, -2) @ q) * scale                  # q * scale overflowed
     # Broadcast batch dims are summed back; with grouped-query attention this sums the G

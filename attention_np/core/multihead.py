@@ -16,8 +16,10 @@ import numpy as np
 from attention_np.core import attention as textbook
 from attention_np.core import fused
 from attention_np.core._checks import (
+    as_bool_mask,
     as_float_array,
     as_generator,
+    check_broadcasts_to,
     check_cache,
     check_dout,
     check_dropout_p,
@@ -28,6 +30,7 @@ from attention_np.core._checks import (
 )
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
+from attention_np.core.masks import causal_mask, drop_masked
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 # The two computations of Eq. (1), the same numbers (tested equal to float64 rounding):
@@ -218,6 +221,9 @@ def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, b
     query, key, value, h_kv = check_mha_inputs(query, key, value, params, num_heads, num_kv_heads)
     sdpa = _attention_path(path, dropout_p=dropout_p, grouped=h_kv != num_heads)
     h = num_heads
+    # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
+    #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
+    query, key, value = _drop_masked_inputs(query, key, value, mask, is_causal)
     # 1) project: every head's W_i^Q, W_i^K, W_i^V at once
     q = linear_forward(query, params["W_q"], params.get("b_q"))   # (..., L, h*d_k)
     k = linear_forward(key, params["W_k"], params.get("b_k"))     # (..., S, h*d_k)
@@ -234,6 +240,20 @@ def mha_forward(query, key, value, params: dict, *, num_heads: int, mask=None, b
     # 5) project back to d_model with W^O
     out = linear_forward(concat, params["W_o"], params.get("b_o"))  # (..., L, d_model)
     return out, MHACache(query, key, value, params, h, attention, concat, path)
+
+
+def _drop_masked_inputs(query, key, value, mask, is_causal):
+    """:func:`drop_masked` for the inputs of multi-head attention (mask (..., h, L, S))."""
+    if mask is None and not is_causal:
+        return query, key, value
+    L, S = query.shape[-2], key.shape[-2]
+    m = causal_mask(L, S) if mask is None else as_bool_mask(mask)
+    check_broadcasts_to(m, "mask", (L, S), "scores (..., h, L, S)")
+    if mask is not None and is_causal:
+        m = m & causal_mask(L, S)
+    if m.ndim >= 3:
+        m = m.any(axis=-3)                          # alive for any head: (..., L, S)
+    return drop_masked(query, key, value, m)
 
 
 def _attention_path(path, *, dropout_p, grouped):
