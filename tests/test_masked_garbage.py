@@ -78,7 +78,7 @@ def test_garbage_at_masked_slots_changes_nothing(path, bad, rng):
     mask, dout = _mask(), randn(rng, B, L, D)
     want = PATHS[path](*_dead_zero(*clean), mask, dout)
     got = PATHS[path](*dirty, mask, dout)
-    for name, g, w in zip(("out", "dq", "dk", "dv"), got, want):
+    for name, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
         assert np.isfinite(g).all(), name
         np.testing.assert_array_equal(g, w, err_msg=name)
     _check_grads_at_dead_slots(*got[1:])
@@ -112,7 +112,7 @@ def test_garbage_at_masked_slots_additive(rng):
     np.testing.assert_array_equal(out_g, out_w)
     *gw, grads_w = additive_attention_backward(dout, c_w)
     *gg, grads_g = additive_attention_backward(dout, c_g)
-    for g, w in zip(gg, gw):
+    for g, w in zip(gg, gw, strict=True):
         np.testing.assert_array_equal(g, w)
     for n in grads_w:
         assert np.isfinite(grads_g[n]).all()
