@@ -205,7 +205,7 @@ def test_float32_forward_passes_hold_no_float64_temporaries():
     assert tiled < 4 * (L * 64 * 4) + 8 * (L * d * 4)
 
 
-@pytest.mark.parametrize("H,H_kv", [(6, 2), (4, 1)])
+@pytest.mark.parametrize("H,H_kv", [(6, 2), (4, 1), (4, 2)])  # (4, 2): 2 query heads per kv head
 @pytest.mark.parametrize("mask_shape", [None, (2, 6, 5, 9), (2, 1, 1, 9)])
 def test_tiled_grouped_query_attention_equals_dense(rng, H, H_kv, mask_shape):
     q, k, v = randn(rng, 2, H, 5, 4), randn(rng, 2, H_kv, 9, 4), randn(rng, 2, H_kv, 9, 3)

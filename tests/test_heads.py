@@ -38,3 +38,11 @@ def test_merge_heads_backward_is_split_heads(rng):
     result = an.gradcheck(lambda x: (an.merge_heads(x), None),
                           lambda dout, _: an.split_heads(dout, 3), (x,))
     assert result.ok, result
+
+
+def test_split_and_merge_take_2_d_and_nested_lists():
+    """(L, h*d) is the smallest input of split_heads, and lists are arrays too."""
+    x = [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]                  # (L=2, h*d=4)
+    heads = an.split_heads(x, 2)                                      # (h=2, L=2, d=2)
+    np.testing.assert_array_equal(heads, [[[0, 1], [4, 5]], [[2, 3], [6, 7]]])
+    np.testing.assert_array_equal(an.merge_heads(heads.tolist()), x)

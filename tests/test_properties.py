@@ -65,7 +65,9 @@ def test_causal_multi_head_output_at_i_ignores_inputs_after_i(seed, L, h, d, B, 
     x2[:, i + 1:] += 1.0 + rng.standard_normal(x2[:, i + 1:].shape)
     out2, _ = an.mha_forward(x2, x2, x2, p, num_heads=h, is_causal=True)
     np.testing.assert_allclose(out2[:, :i + 1], out[:, :i + 1], rtol=1e-12, atol=1e-13)
-    assert not np.allclose(out2[:, i + 1:], out[:, i + 1:])   # the change did reach later rows
+    # the change did reach later rows (not allclose: with h = d = 1 it can move them by only
+    # 1e-8, e.g. seed 3088, L=2)
+    assert (out2[:, i + 1:] != out[:, i + 1:]).any()
 
 
 @given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=6), elements=finite),

@@ -55,13 +55,14 @@ def broadcast_batch(**shapes: tuple) -> tuple:
         raise ValueError(f"batch dims do not broadcast: {listing}") from None
 
 
-def check_dout(dout, shape: tuple, dtype: np.dtype) -> np.ndarray:
+def check_dout(dout, shape: tuple, dtype: np.dtype, name: str = "dout", out: str = "out") -> np.ndarray:
     """The upstream gradient of a backward: the output's shape and dtype (no silent upcast)."""
-    dout = as_float_array(dout, "dout")
+    dout = as_float_array(dout, name)
     if dout.shape != tuple(shape):
-        raise ValueError(f"dout has shape {dout.shape} but out has shape {tuple(shape)}")
+        raise ValueError(f"{name} has shape {dout.shape} but {out} has shape {tuple(shape)}")
     if dout.dtype != dtype:
-        raise TypeError(f"dout has dtype {dout.dtype} but out has dtype {dtype}")
+        raise TypeError(f"{name} has dtype {dout.dtype} but {out} has dtype {dtype} "
+                        f"(mixed float32/float64 is refused, not silently upcast)")
     return dout
 
 
@@ -168,3 +169,26 @@ def check_cache(cache, cls: type, forward: str) -> None:
         made_by = getattr(type(cache), "made_by", None)
         hint = f" (a {got} comes from {made_by}; pass it to that forward's backward)" if made_by else ""
         raise TypeError(f"cache must be the {cls.__name__} returned by {forward}, got {got}{hint}")
+
+
+def check_dropout_p(dropout_p) -> float:
+    """A dropout probability: a real number in [0, 1] (not a bool, not NaN)."""
+    if isinstance(dropout_p, (bool, np.bool_)) or not isinstance(
+            dropout_p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"dropout_p must be a real number in [0, 1], got {dropout_p!r} "
+                        f"of type {type(dropout_p).__name__}")
+    if not 0.0 <= dropout_p <= 1.0:                 # False for NaN too
+        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p!r}")
+    return float(dropout_p)
+
+
+def check_params_dict(params, name: str = "params", maker: str = "init_mha_params") -> dict:
+    """``params`` is a dict of ndarrays; a ``TypeError`` naming the bad entry otherwise."""
+    if not isinstance(params, dict):
+        raise TypeError(f"{name} must be a dict of arrays ({maker} makes one), "
+                        f"got {type(params).__name__}")
+    for key, p in params.items():
+        if not isinstance(p, np.ndarray) or not np.issubdtype(p.dtype, np.floating):
+            got = p.dtype if isinstance(p, np.ndarray) else type(p).__name__
+            raise TypeError(f"{name}[{key!r}] must be a floating-point ndarray, got {got}")
+    return params

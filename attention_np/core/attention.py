@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np.core._checks import check_cache, check_dout, check_qkv, sum_to_shape
-from attention_np.core.masks import mask_and_bias
+from attention_np.core.masks import drop_masked, mask_and_bias
 from attention_np.core.softmax import softmax, softmax_backward
 
 
@@ -78,6 +78,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     """
     q, k, v, scale = check_qkv(q, k, v, scale)
     mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal)
+    q, k, v = drop_masked(q, k, v, mask)    # masked keys, dead rows -> 0: 0 * NaN would be NaN
 
     scores = q @ np.swapaxes(k, -1, -2)                     # MatMul     (..., L, S)
     scores = scores * scores.dtype.type(scale)             # Scale      (..., L, S)

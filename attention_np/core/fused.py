@@ -30,11 +30,12 @@ from attention_np.core._checks import (
     check_broadcasts_to,
     check_cache,
     check_dout,
+    check_dropout_p,
     check_qkv,
     sum_to_shape,
 )
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import mask_and_bias
+from attention_np.core.masks import drop_masked, mask_and_bias
 from attention_np.core.softmax import softmax_numerator_
 
 
@@ -76,8 +77,7 @@ class SDPACache:
 
 def _dropout_keep(dropout_p, rng, dropout_mask, shape, dtype):
     """The keep-mask for attention dropout and the factor 1/(1-p) applied to kept weights."""
-    if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
+    dropout_p = check_dropout_p(dropout_p)
     if dropout_mask is not None:
         if rng is not None:
             raise ValueError("pass rng or dropout_mask, not both")
@@ -138,6 +138,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         gets weights 0 and output 0 (never NaN).
     """
     q, k, v, scale = check_qkv(q, k, v, scale)
+    dropout_p = check_dropout_p(dropout_p)
     inputs, given_keep = (q, k, v), dropout_mask
     groups = kv_groups(q, k, v) if enable_gqa else 1
     if groups > 1:
@@ -150,9 +151,14 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
                                        "dropout_mask")
         q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
     mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal)
+    if mask is not None:
+        # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
+        q, k, v = drop_masked(q, k, v, mask)
+        inputs = (ungroup_queries(q) if groups > 1 else q,
+                  k.reshape(inputs[1].shape), v.reshape(inputs[2].shape))
 
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
-    scores = (q * q.dtype.type(scale)) @ np.swapaxes(k, -1, -2)        # (..., L, S)
+    scores = _scaled_scores(q, k, scale)                                 # (..., L, S)
     if bias is not None:
         scores = _add_into(scores, bias)
     if mask is not None:
@@ -166,8 +172,13 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
 
     keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
     kept = e if keep is None else e * keep                               # (..., L, S)
-    out = kept @ v                                                       # (..., L, d_v)
+    with np.errstate(over="ignore"):       # an overflow here is caught and redone below
+        out = kept @ v                                                   # (..., L, d_v)
     out /= l                                                             # = weights @ v
+    if not np.isfinite(out).all():
+        # e @ v sums up to S values before dividing: it may overflow where weights @ v does
+        # not (v ~ 3e38 in float32). Only then, divide the (L, S) array first.
+        out = (kept / l) @ v
     if keep is not None:
         out *= e.dtype.type(dropout_scale)     # 1/(1-p) on L*d_v numbers, not on the L*S weights
     if groups > 1:
@@ -179,6 +190,16 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
     # whatever the caller does to the returned array.
     return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups)
+
+
+def _scaled_scores(q, k, scale: float) -> np.ndarray:
+    """``(q * scale) @ k.T``, or ``(q @ k.T) * scale`` when ``q * scale`` alone overflows."""
+    s = q.dtype.type(scale)
+    with np.errstate(over="ignore"):       # caught below
+        qs = q * s
+    if abs(scale) > 1 and not np.isfinite(qs).all() and np.isfinite(q).all():
+        return (q @ np.swapaxes(k, -1, -2)) * s        # scores representable, q * scale not
+    return qs @ np.swapaxes(k, -1, -2)
 
 
 def _grow_to(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -242,7 +263,10 @@ def sdpa_backward(dout, cache: SDPACache):
     #                                                 dk = dscores.T @ (q * scale)
     scale = q.dtype.type(c.scale)
     dq = (dscores @ k) * scale                                           # (..., L, d_k)
-    dk = np.swapaxes(dscores, -1, -2) @ (q * scale)                      # (..., S, d_k)
+    with np.errstate(over="ignore", invalid="ignore"):   # caught below
+        dk = np.swapaxes(dscores, -1, -2) @ (q * scale)                  # (..., S, d_k)
+    if abs(c.scale) > 1 and not np.isfinite(dk).all():
+        dk = (np.swapaxes(dscores, -1, -2) @ q) * scale                  # q * scale overflowed
     # Broadcast batch dims are summed back; with grouped-query attention this sums the G
     # query heads of a group into their shared key/value head: k was (..., H_kv, 1, S, d).
     dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))

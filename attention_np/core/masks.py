@@ -108,3 +108,39 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool):
         causal = causal_mask(L, S)
         mask = causal if mask is None else mask & causal
     return mask, bias
+
+
+def _alive_in(alive: np.ndarray, batch: tuple) -> np.ndarray:
+    """``alive (..., n)`` reduced with "any" to an input's own batch dims: ``(*batch, n, 1)``."""
+    full = np.broadcast_shapes(alive.shape[:-1], batch)
+    a = np.broadcast_to(alive, full + alive.shape[-1:])
+    lead = len(full) - len(batch)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(batch)
+                                      if n == 1 and full[lead + i] != 1)
+    return a.any(axis=axes, keepdims=True).reshape(batch + alive.shape[-1:])[..., None]
+
+
+def drop_masked(q, k, v, mask):
+    """Zero the keys no query may attend and the queries that may attend no key.
+
+    Their weights are exactly 0, but ``0 * NaN = NaN`` in ``weights @ v`` and in every
+    gradient's product: a NaN or inf in a padding slot of ``k``/``v``, or in the ``q`` of a fully
+    masked row, would reach the answer. Zeroing them keeps it out (see docs/api.md, conventions).
+    A key masked for some queries but not others is used, and is not zeroed.
+
+    ``mask`` is bool, broadcastable to the scores ``(..., L, S)``, or None (nothing to do).
+    Returns ``(q, k, v)`` with their own shapes; an input with nothing to zero is returned as is.
+    """
+    if mask is None:
+        return q, k, v
+    mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)            # a 0-d or 1-D mask too
+    rows = _alive_in(mask.any(axis=-1), q.shape[:-2])                    # (..., L, 1)
+    keys = _alive_in(mask.any(axis=-2), np.broadcast_shapes(k.shape[:-2], v.shape[:-2]))
+
+    def zero(x, alive):
+        if alive.all():
+            return x
+        alive = _alive_in(alive[..., 0], x.shape[:-2]) if alive.shape[:-2] != x.shape[:-2] else alive
+        return np.where(alive, x, x.dtype.type(0))
+
+    return zero(q, rows), zero(k, keys), zero(v, keys)

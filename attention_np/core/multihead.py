@@ -16,16 +16,21 @@ import numpy as np
 from attention_np.core import attention as textbook
 from attention_np.core import fused
 from attention_np.core._checks import (
+    as_bool_mask,
     as_float_array,
     as_generator,
+    check_broadcasts_to,
     check_cache,
     check_dout,
+    check_dropout_p,
     check_int,
     check_min_ndim,
+    check_params_dict,
     check_same_dtype,
 )
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
+from attention_np.core.masks import causal_mask, drop_masked
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 # The two computations of Eq. (1), the same numbers (tested equal to float64 rounding):
@@ -140,6 +145,7 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     check_min_ndim(query, "query", 2, "(..., L, d_model)")
     check_min_ndim(key, "key", 2, "(..., S, kdim)")
     check_min_ndim(value, "value", 2, "(..., S, vdim)")
+    check_params_dict(params)
     missing = [w for w in WEIGHTS if w not in params]
     if missing:
         raise ValueError(f"params is missing {missing}; init_mha_params makes a complete dict")
@@ -216,6 +222,9 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     query, key, value, h_kv = check_mha_inputs(query, key, value, params, num_heads, num_kv_heads)
     sdpa = _attention_path(path, dropout_p=dropout_p, grouped=h_kv != num_heads)
     h = num_heads
+    # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
+    #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
+    query, key, value = _drop_masked_inputs(query, key, value, mask, is_causal)
     # 1) project: every head's W_i^Q, W_i^K, W_i^V at once
     q = linear_forward(query, params["W_q"], params.get("b_q"))   # (..., L, h*d_k)
     k = linear_forward(key, params["W_k"], params.get("b_k"))     # (..., S, h*d_k)
@@ -234,9 +243,24 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     return out, MHACache(query, key, value, params, h, attention, concat, path)
 
 
+def _drop_masked_inputs(query, key, value, mask, is_causal):
+    """:func:`drop_masked` for the inputs of multi-head attention (mask (..., h, L, S))."""
+    if mask is None and not is_causal:
+        return query, key, value
+    L, S = query.shape[-2], key.shape[-2]
+    m = causal_mask(L, S) if mask is None else as_bool_mask(mask)
+    check_broadcasts_to(m, "mask", (L, S), "scores (..., h, L, S)")
+    if mask is not None and is_causal:
+        m = m & causal_mask(L, S)
+    if m.ndim >= 3:
+        m = m.any(axis=-3)                          # alive for any head: (..., L, S)
+    return drop_masked(query, key, value, m)
+
+
 def _attention_path(path, *, dropout_p, grouped):
     """The module of :data:`PATHS` named ``path``; the textbook one refuses what it lacks."""
-    if path not in PATHS:
+    check_dropout_p(dropout_p)
+    if not isinstance(path, str) or path not in PATHS:
         raise ValueError(f"path must be one of {sorted(PATHS)}, got {path!r}")
     if path == "textbook" and (dropout_p or grouped):
         raise ValueError("path='textbook' is Eq. (1) alone: attention dropout and grouped-query "

@@ -65,6 +65,11 @@ def softmax(x, axis: int = -1, *, where=None) -> np.ndarray:
     p : array of ``x.shape`` and ``x.dtype``
     """
     x = as_float_array(x, "x")
+    if x.ndim == 0:
+        raise ValueError("x must have at least 1 dim (the axis that sums to 1), got a 0-d array")
+    if not isinstance(axis, (int, np.integer)) or not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis must be an int in [-{x.ndim}, {x.ndim}) for x of shape "
+                         f"{x.shape}, got {axis!r}")
     if where is None:
         return softmax_(x.copy(), axis)
     where = as_bool_mask(where, "where")
@@ -102,4 +107,10 @@ def softmax_backward(dp, p, axis: int = -1) -> np.ndarray:
     p = as_float_array(p, "p")
     if dp.shape != p.shape:
         raise ValueError(f"dp has shape {dp.shape} but p has shape {p.shape}")
+    if dp.dtype != p.dtype:
+        raise TypeError(f"dp has dtype {dp.dtype} but p has dtype {p.dtype} "
+                        f"(mixed float32/float64 is refused, not silently upcast)")
+    if p.ndim == 0 or not isinstance(axis, (int, np.integer)) or not -p.ndim <= axis < p.ndim:
+        raise ValueError(f"axis must be an int in [-{p.ndim}, {p.ndim}) for p of shape "
+                         f"{p.shape}, got {axis!r}")
     return p * (dp - (dp * p).sum(axis=axis, keepdims=True))

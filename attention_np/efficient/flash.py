@@ -31,9 +31,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core._checks import as_bool_mask, check_dout, check_int, check_qkv, sum_to_shape
+from attention_np.core._checks import (
+    as_bool_mask,
+    check_cache,
+    check_dout,
+    check_int,
+    check_qkv,
+    sum_to_shape,
+)
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import mask_and_bias
+from attention_np.core.masks import drop_masked, mask_and_bias
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ class FlashCache:
     scale: float
     block_size: int
     kv_groups: int = 1
+
+    made_by = "attention_np.flash_attention_forward (attention_np.efficient.flash)"
 
 
 def _key_blocks(L: int, S: int, block_size: int, is_causal: bool):
@@ -96,6 +105,9 @@ def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, shape):
 
 def _check_flash(q, k, v, mask, block_size):
     """The checked mask (causal is applied per tile, not here) and the broadcast batch shape."""
+    if mask is not None and np.ndim(mask) < 2:
+        # a 0-d or 1-D mask (valid for sdpa_forward): give it the (L, S) dims the tiles slice
+        mask = np.reshape(mask, (1,) * (2 - np.ndim(mask)) + np.shape(mask))
     mask, _ = mask_and_bias(q, k, v, mask, None, is_causal=False)
     check_int(block_size, "block_size")
     L, S = q.shape[-2], k.shape[-2]
@@ -147,9 +159,11 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
                                              block_size=block_size)
         out = ungroup_queries(out)                                       # (..., H, L, d_v)
         lse = ungroup_queries(cache.lse[..., None])[..., 0]              # (..., H, L)
+        q, k, v = ungroup_queries(cache.q), cache.k.reshape(k.shape), cache.v.reshape(v.shape)
         return out, FlashCache(q, k, v, out.copy(), lse, cache.mask, cache.is_causal, cache.scale,
                                cache.block_size, groups)
     mask, batch = _check_flash(q, k, v, mask, block_size)
+    q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
     *_, L, d_k = q.shape
     S, d_v = v.shape[-2:]
     dtype = q.dtype
@@ -202,6 +216,7 @@ def flash_attention_backward(dout, cache: FlashCache):
     dq, dk, dv : each with the shape of its input (broadcast batch dims summed back); the same
         numbers as :func:`sdpa_backward`.
     """
+    check_cache(cache, FlashCache, FlashCache.made_by)
     c = cache
     dout = check_dout(dout, c.out.shape, c.out.dtype)
     if c.kv_groups > 1:

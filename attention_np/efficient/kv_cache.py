@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from attention_np.core._checks import as_float_array, check_int
+from attention_np.core._checks import as_float_array, check_int, check_min_ndim, check_same_dtype, check_scale
 from attention_np.core.fused import sdpa_forward
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import linear_forward
@@ -47,17 +47,46 @@ class KVCache:
     @property
     def k(self) -> np.ndarray:
         """(..., H_kv, length, d_k): the cached keys, a view."""
+        self._check_filled("k")
         return self._k[..., :self.length, :]
 
     @property
     def v(self) -> np.ndarray:
         """(..., H_kv, length, d_v): the cached values, a view."""
+        self._check_filled("v")
         return self._v[..., :self.length, :]
+
+    def _check_filled(self, name: str) -> None:
+        if self._k is None:
+            raise ValueError(f"KVCache.{name}: the cache is empty (its shape and dtype come from "
+                             f"the first append(k_new, v_new)); append before reading it")
 
     @property
     def nbytes(self) -> int:
         """Bytes allocated for keys and values (what grouped-query attention shrinks)."""
         return 0 if self._k is None else self._k.nbytes + self._v.nbytes
+
+    def _check_new(self, k_new, v_new) -> None:
+        """Every check of :meth:`append`, without changing the cache."""
+        k_new, v_new = as_float_array(k_new, "k_new"), as_float_array(v_new, "v_new")
+        check_min_ndim(k_new, "k_new", 2, "(..., H_kv, T, d_k)")
+        check_min_ndim(v_new, "v_new", 2, "(..., H_kv, T, d_v)")
+        if k_new.shape[:-1] != v_new.shape[:-1]:
+            raise ValueError(f"k_new {k_new.shape} and v_new {v_new.shape} must agree in all "
+                             f"but the last dim")
+        check_same_dtype(k_new=k_new, v_new=v_new)
+        if self._k is not None:
+            for name, new, old in (("k_new", k_new, self._k), ("v_new", v_new, self._v)):
+                if new.shape[:-2] != old.shape[:-2] or new.shape[-1] != old.shape[-1]:
+                    raise ValueError(f"{name} has shape {new.shape} but the cache holds "
+                                     f"{old.shape[:-2]} + (positions, {old.shape[-1]})")
+            if k_new.dtype != self._k.dtype:
+                raise TypeError(f"k_new is {k_new.dtype} and v_new {v_new.dtype} but the cache "
+                                f"holds {self._k.dtype}")
+        T = k_new.shape[-2]
+        if self.length + T > self.max_len:
+            raise ValueError(f"the cache holds {self.length} of max_len={self.max_len} positions; "
+                             f"{T} more do not fit")
 
     def append(self, k_new, v_new):
         """Store the keys and values of ``T`` new positions; return all cached ``(k, v)``.
@@ -71,24 +100,12 @@ class KVCache:
         -------
         k : (..., H_kv, length, d_k), v : (..., H_kv, length, d_v), views of the cache
         """
-        k_new, v_new = as_float_array(k_new, "k_new"), as_float_array(v_new, "v_new")
+        self._check_new(k_new, v_new)
+        k_new, v_new = np.asarray(k_new), np.asarray(v_new)
         T = k_new.shape[-2]
-        if k_new.shape[:-1] != v_new.shape[:-1]:
-            raise ValueError(f"k_new {k_new.shape} and v_new {v_new.shape} must agree in all "
-                             f"but the last dim")
-        if self._k is None:
+        if self._k is None:              # every check passed: only now change the cache
             self._k = np.empty(k_new.shape[:-2] + (self.max_len, k_new.shape[-1]), k_new.dtype)
             self._v = np.empty(v_new.shape[:-2] + (self.max_len, v_new.shape[-1]), v_new.dtype)
-        for name, new, old in (("k_new", k_new, self._k), ("v_new", v_new, self._v)):
-            if new.shape[:-2] != old.shape[:-2] or new.shape[-1] != old.shape[-1]:
-                raise ValueError(f"{name} has shape {new.shape} but the cache holds "
-                                 f"{old.shape[:-2]} + (positions, {old.shape[-1]})")
-        if k_new.dtype != self._k.dtype or v_new.dtype != self._v.dtype:
-            raise TypeError(f"k_new is {k_new.dtype} and v_new {v_new.dtype} but the cache holds "
-                            f"{self._k.dtype}")
-        if self.length + T > self.max_len:
-            raise ValueError(f"the cache holds {self.length} of max_len={self.max_len} positions; "
-                             f"{T} more do not fit")
         self._k[..., self.length:self.length + T, :] = k_new
         self._v[..., self.length:self.length + T, :] = v_new
         self.length += T
@@ -130,6 +147,9 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     if not isinstance(kv_cache, KVCache):
         raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
     x, _, _, h_kv = check_mha_inputs(x, x, x, params, num_heads, num_kv_heads)
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+    check_scale(scale, 1)          # every check before cache.append changes the cache
     h = num_heads
     # 1) project only the new positions
     q = linear_forward(x, params["W_q"], params.get("b_q"))          # (..., T, h*d_k)

@@ -26,13 +26,15 @@ import numpy as np
 from attention_np.core._checks import (
     as_float_array,
     as_generator,
+    check_cache,
+    check_dout,
     check_int,
     check_min_ndim,
     check_same_dtype,
     sum_to_shape,
 )
 from attention_np.core.linear import glorot_uniform, linear_backward
-from attention_np.core.masks import mask_and_bias
+from attention_np.core.masks import drop_masked, mask_and_bias
 from attention_np.core.softmax import softmax_
 
 PARAMS = ("W_q", "W_k", "w_v")
@@ -103,6 +105,8 @@ class AdditiveCache:
     weights: np.ndarray
     out: np.ndarray
 
+    made_by = "attention_np.studies.additive.additive_attention_forward"
+
 
 def _check(q, k, v, params):
     q = as_float_array(q, "q")
@@ -155,6 +159,7 @@ def additive_attention_forward(q, k, v, params: dict, mask=None, *, is_causal: b
     """
     q, k, v = _check(q, k, v, params)
     mask, _ = mask_and_bias(q, k, v, mask, None, is_causal)
+    q, k, v = drop_masked(q, k, v, mask)     # masked keys never reach the answer (0 * NaN)
 
     # Project queries and keys once each, then pair them up by broadcasting.
     hq = q @ params["W_q"]                                           # (..., L, d_hidden)
@@ -165,7 +170,8 @@ def additive_attention_forward(q, k, v, params: dict, mask=None, *, is_causal: b
         scores = np.where(mask, scores, -np.inf)                     # -inf: weight exactly 0
     weights = softmax_(scores)                                       # (..., L, S), in place
     out = weights @ v                                                # (..., L, d_v)
-    return out, AdditiveCache(q, k, v, params, hidden, weights, out)
+    # the cache keeps its own out: a caller who edits the returned array cannot change the backward
+    return out, AdditiveCache(q, k, v, params, hidden, weights, out.copy())
 
 
 def additive_attention_backward(dout, cache: AdditiveCache):
@@ -181,10 +187,9 @@ def additive_attention_backward(dout, cache: AdditiveCache):
     dq, dk, dv : gradients with the shapes of ``q``, ``k``, ``v``
     grads : dict with ``W_q``, ``W_k``, ``w_v``
     """
+    check_cache(cache, AdditiveCache, AdditiveCache.made_by)
     c = cache
-    dout = as_float_array(dout, "dout")
-    if dout.shape != c.out.shape:
-        raise ValueError(f"dout has shape {dout.shape} but out has shape {c.out.shape}")
+    dout = check_dout(dout, c.out.shape, c.out.dtype)
     P, t = c.weights, c.hidden                                       # (..., L, S), (..., L, S, a)
 
     # forward: out = P @ v  ->  dP = dout @ v.T,  dv = P.T @ dout

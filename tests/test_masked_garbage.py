@@ -1,0 +1,192 @@
+"""Masked keys never reach the answer (docs/api.md, conventions).
+
+A NaN or inf in ``k`` or ``v`` at a key no query may attend (a padding slot), or in the ``q``
+of a fully masked row, must leave ``out`` and every gradient exactly as with finite numbers
+there; the masked slots get gradient 0. Also: no intermediate overflows where the result is
+representable (float32 ``v ~ 3e38``; ``q * scale`` beyond float32 with representable scores).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from attention_np.core import attention as textbook
+from attention_np.efficient.flash import flash_attention_backward, flash_attention_forward
+from attention_np.studies.additive import (
+    additive_attention_backward,
+    additive_attention_forward,
+    init_additive_params,
+)
+from tests import torch_ref
+from tests.helpers import randn, require
+
+B, L, S, D = 2, 4, 5, 3
+GARBAGE = (np.nan, np.inf, -np.inf)
+
+
+def _mask():
+    """(B, L, S): batch 0 pads keys 3, 4; batch 1 pads key 4 and masks query row 2 fully."""
+    m = np.ones((B, L, S), bool)
+    m[0, :, 3:] = False
+    m[1, :, 4] = False
+    m[1, 2, :] = False
+    return m
+
+
+def _inputs(rng, bad):
+    """Clean q, k, v and copies with ``bad`` at the masked key slots and the dead query row."""
+    q, k, v = randn(rng, B, L, D), randn(rng, B, S, D), randn(rng, B, S, D)
+    qb, kb, vb = q.copy(), k.copy(), v.copy()
+    kb[0, 3:], vb[0, 3:], kb[1, 4], vb[1, 4] = bad, bad, bad, bad
+    qb[1, 2] = bad
+    return (q, k, v), (qb, kb, vb)
+
+
+def _dead_zero(q, k, v):
+    """The clean inputs with the masked slots set to 0: the gradients there must be 0."""
+    q, k, v = q.copy(), k.copy(), v.copy()
+    k[0, 3:] = v[0, 3:] = k[1, 4] = v[1, 4] = q[1, 2] = 0
+    return q, k, v
+
+
+def _dense(fwd, bwd):
+    def run(q, k, v, mask, dout):
+        out, cache = fwd(q, k, v, mask)
+        return (out, *bwd(dout, cache))
+    return run
+
+
+PATHS = {
+    "fused": _dense(an.sdpa_forward, an.sdpa_backward),
+    "textbook": _dense(textbook.sdpa_forward, textbook.sdpa_backward),
+    "flash": _dense(lambda q, k, v, m: flash_attention_forward(q, k, v, m, block_size=2),
+                    flash_attention_backward),
+}
+
+
+def _check_grads_at_dead_slots(dq, dk, dv):
+    assert np.all(dk[0, 3:] == 0) and np.all(dv[0, 3:] == 0)
+    assert np.all(dk[1, 4] == 0) and np.all(dv[1, 4] == 0) and np.all(dq[1, 2] == 0)
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_garbage_at_masked_slots_changes_nothing(path, bad, rng):
+    clean, dirty = _inputs(rng, bad)
+    mask, dout = _mask(), randn(rng, B, L, D)
+    want = PATHS[path](*_dead_zero(*clean), mask, dout)
+    got = PATHS[path](*dirty, mask, dout)
+    for name, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        assert np.isfinite(g).all(), name
+        np.testing.assert_array_equal(g, w, err_msg=name)
+    _check_grads_at_dead_slots(*got[1:])
+    assert np.all(got[0][1, 2] == 0)                    # the fully masked row gives 0
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_garbage_at_masked_slots_matches_torch_on_clean_inputs(path, rng):
+    """torch on the clean inputs (the dead row removed: torch's convention there differs)."""
+    clean, dirty = _inputs(rng, np.nan)
+    mask, dout = _mask(), randn(rng, B, L, D)
+    mask_t = mask.copy()
+    mask_t[1, 2, 0] = True                              # give the dead row one key for torch
+    out, dq, dk, dv = PATHS[path](*dirty, mask, dout)
+    t_out, t_dq, t_dk, t_dv = torch_ref.sdpa(*_dead_zero(*clean), dout, mask=mask_t)
+    live = np.ones((B, L), bool)
+    live[1, 2] = False
+    np.testing.assert_allclose(out[live], t_out[live], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(dq[live], t_dq[live], rtol=1e-11, atol=1e-13)
+    # dk, dv of key 0 in batch 1 also get the extra row's share in torch: compare the others
+    np.testing.assert_allclose(dk[0], t_dk[0], rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(dv[0], t_dv[0], rtol=1e-11, atol=1e-13)
+
+
+def test_garbage_at_masked_slots_additive(rng):
+    clean, dirty = _inputs(rng, np.nan)
+    params = init_additive_params(D, rng=rng)
+    mask, dout = _mask(), randn(rng, B, L, D)
+    out_w, c_w = additive_attention_forward(*_dead_zero(*clean), params, mask)
+    out_g, c_g = additive_attention_forward(*dirty, params, mask)
+    np.testing.assert_array_equal(out_g, out_w)
+    *gw, grads_w = additive_attention_backward(dout, c_w)
+    *gg, grads_g = additive_attention_backward(dout, c_g)
+    for g, w in zip(gg, gw, strict=True):
+        np.testing.assert_array_equal(g, w)
+    for n in grads_w:
+        assert np.isfinite(grads_g[n]).all()
+        np.testing.assert_array_equal(grads_g[n], grads_w[n])
+    _check_grads_at_dead_slots(*gg)
+
+
+@pytest.mark.parametrize("path", ["fused", "textbook"])
+def test_garbage_at_padded_positions_multi_head(path, rng):
+    """Self-attention with padded positions: NaN inputs there reach no output row and no gradient."""
+    h, d_model = 2, 4
+    p = an.init_mha_params(d_model, h, rng=rng)
+    x = randn(rng, B, L, d_model)
+    lengths = np.array([3, 2])
+    real = an.padding_mask(lengths, L)                  # (B, 1, L)
+    # padded keys masked for every query, padded queries attend nothing: (B, 1, L, L)
+    mask = (real & np.swapaxes(real, -1, -2))[:, None]
+    x_bad = x.copy()
+    x_bad[0, 3:], x_bad[1, 2:] = np.nan, np.inf
+    x_zero = np.where(np.isfinite(x_bad), x, 0.0)
+    dout = randn(rng, B, L, d_model)
+    runs = []
+    for xx in (x_zero, x_bad):
+        out, cache = an.mha_forward(xx, xx, xx, p, num_heads=h, mask=mask, path=path)
+        runs.append((out, *an.mha_backward(dout, cache)))
+    (out_w, dq_w, dk_w, dv_w, g_w), (out_g, dq_g, dk_g, dv_g, g_g) = runs
+    np.testing.assert_array_equal(out_g, out_w)
+    for a, b in ((dq_g, dq_w), (dk_g, dk_w), (dv_g, dv_w)):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a[0, 3:], 0)     # padded positions: gradient 0
+        np.testing.assert_array_equal(a[1, 2:], 0)
+    for n in g_w:
+        assert np.isfinite(g_g[n]).all(), n
+        np.testing.assert_array_equal(g_g[n], g_w[n])
+
+
+def test_mask_of_any_rank_in_flash_like_sdpa(rng):
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 4)
+    for mask in (np.array(True), np.array([True, False, True, True, False])):
+        want, _ = an.sdpa_forward(q, k, v, mask)
+        got, _ = flash_attention_forward(q, k, v, mask, block_size=2)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+def test_values_near_float32_max_do_not_overflow(rng):
+    """(e @ v) / l would sum S values of 3e38 first; torch returns 3e38 here."""
+    torch = require("torch")
+    q, k = randn(rng, 3, 4, dtype=np.float32), randn(rng, 5, 4, dtype=np.float32)
+    v = np.full((5, 2), 3e38, np.float32)
+    out, _ = an.sdpa_forward(q, k, v)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        torch.tensor(q), torch.tensor(k), torch.tensor(v)).numpy()
+    assert np.isfinite(want).all()
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    np.testing.assert_allclose(out, 3e38, rtol=1e-6)   # a convex combination of 3e38s
+
+
+def test_q_times_scale_overflow_with_representable_scores(rng):
+    """scale 1e30, q ~ 1e10, k ~ 1e-10 in float32: q * scale = inf, the scores ~ 1e30 are not."""
+    torch = require("torch")
+    q = (randn(rng, 3, 4) * 1e10).astype(np.float32)
+    k = (randn(rng, 5, 4) * 1e-10).astype(np.float32)
+    v, dout = randn(rng, 5, 2, dtype=np.float32), randn(rng, 3, 2, dtype=np.float32)
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    t_out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, scale=1e30)
+    t_out.backward(torch.tensor(dout))
+    assert np.isfinite(t_out.detach().numpy()).all()
+    out, cache = an.sdpa_forward(q, k, v, scale=1e30)
+    dq, dk, dv = an.sdpa_backward(dout, cache)
+    # float64 oracle on the same float32 inputs
+    out64, c64 = an.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), scale=1e30)
+    g64 = an.sdpa_backward(dout.astype(np.float64), c64)
+    assert np.isfinite(out).all() and np.isfinite(dk).all() and np.isfinite(dv).all()
+    # the weights are nearly one-hot at scores ~ 1e30: out matches torch to a few float32 ulps
+    np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out, out64, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dv, g64[2], rtol=1e-5, atol=1e-6)
