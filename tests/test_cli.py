@@ -33,3 +33,63 @@ def test_options_without_a_command_go_to_the_tour():
     assert result.returncode == 0, result.stderr
     assert result.stdout == run("tour", "--seed", "3").stdout
     assert result.stdout != run().stdout                  # the seed reached the tour
+
+
+def test_an_unknown_command_lists_the_commands():
+    result = run("bogus")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "unknown command 'bogus'; the commands are: tour (" in result.stderr
+    assert all(f"{name} (" in result.stderr for name in ("figures", "train", "diff"))
+
+
+def test_the_tour_says_how_to_install_what_its_last_line_suggests():
+    last = run().stdout.rstrip().splitlines()[-1]
+    assert 'pip install -e ".[test]" && python -m pytest' in last
+
+
+def test_the_tour_gradcheck_names_q_k_v():
+    out = run().stdout
+    for name in ("q", "k", "v"):
+        assert f"{name}: max abs error" in out
+
+
+def run_without(module, *args):
+    """`python -m attention_np ARGS` with ``module`` made unimportable (as if not installed)."""
+    code = ("import sys, runpy\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            f"        if name.split('.')[0] == {module!r}:\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+            "sys.meta_path.insert(0, Block())\n"
+            f"sys.argv = ['attention_np', *{list(args)!r}]\n"
+            "runpy.run_module('attention_np', run_name='__main__')\n")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_figures_without_matplotlib_names_the_plots_extra(tmp_path):
+    result = run_without("matplotlib", "figures", "--out", str(tmp_path))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert ('error: python -m attention_np figures needs matplotlib, which is not installed: '
+            'pip install "attention-np[plots]"') in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_diff_framework_torch_without_torch_says_so_on_stderr():
+    result = run_without("torch", "diff", "--framework", "torch", "--dtype", "float64")
+    assert result.returncode == 1
+    assert "--framework torch was asked for but is not installed (pip install torch " \
+        "--index-url https://download.pytorch.org/whl/cpu)" in result.stderr
+    assert "asked for" not in result.stdout
+
+
+def test_every_optional_import_names_what_installs_it():
+    import pytest
+
+    from attention_np.core.optional import import_optional, install_hint
+
+    assert install_hint("matplotlib.pyplot") == 'pip install "attention-np[plots]"'
+    assert install_hint("safetensors.numpy") == 'pip install "attention-np[pretrained]"'
+    with pytest.raises(ImportError, match=r"^X needs no_such_module_xyz, which is not installed: "
+                                          r"pip install no_such_module_xyz$"):
+        import_optional("no_such_module_xyz", "X")

@@ -40,7 +40,7 @@ def test_diff_all_exits_zero_with_every_row_agreeing(full_run):
     assert status == 0, out
     n = sum(len(c.frameworks) for c in cases.CASES) * 2
     assert f"{n}/{n} diffs (case, framework, dtype) agree, 0 mismatches" in out
-    assert "3/3 known differences as documented" in out
+    assert "3/3 known differences demonstrated as documented (0 not run)" in out
     assert "MISMATCH" not in out and "NOT as documented" not in out
 
 
@@ -69,9 +69,14 @@ def test_diff_demonstrates_each_known_difference(full_run):
 
 def test_diff_shows_progress_on_stderr(full_run):
     _, _, err = full_run
-    # not a terminal: one dot per step (other stderr lines, e.g. warnings, may interleave)
-    dots = "".join(line for line in err.splitlines() if line and set(line) == {"."})
-    assert len(dots) == sum(len(c.frameworks) for c in cases.CASES) * 2 + len(known.DEMOS)
+    # not a terminal: the one ProgressBar prints a line at the start and at each tenth
+    n = sum(len(c.frameworks) for c in cases.CASES) * 2 + len(known.DEMOS)
+    bars = [line for line in err.splitlines() if line.startswith("[")]
+    assert bars[0].startswith(f"[{'.' * 30}] 0/{n}") and len(bars) == 11
+    assert bars[-1].startswith(f"[{'#' * 30}] {n}/{n}") and bars[-1].endswith(" done")
+
+
+ALL_DEMOS = known.DEMOS
 
 
 @pytest.fixture
@@ -100,12 +105,32 @@ def test_framework_not_installed_is_skipped_under_all_but_fails_when_named(small
                                                                            monkeypatch, capsys):
     require("torch")
     monkeypatch.setattr(diff, "_missing", lambda f: None if f == "torch" else f"No module named '{f}'")
+    monkeypatch.setattr(known, "DEMOS", ALL_DEMOS)
     assert main(["diff", "--framework", "all", "--dtype", "float64"]) == 0
     out = capsys.readouterr().out
-    assert "skipped: not installed (No module named 'jax')" in out
+    assert "skipped: not installed (pip install \"attention-np[frameworks]\"; No module named 'jax')" in out
     assert "skipped: jax, flax" in out
+    # the JAX demonstration did not run, and the summary says so instead of counting it
+    assert "(not run: jax not installed (pip install \"attention-np[frameworks]\"))" in out
+    assert "2/2 known differences demonstrated as documented (1 not run)" in out
     assert main(["diff", "--framework", "flax", "--dtype", "float64"]) == 1
-    assert "--framework flax was asked for but is not installed" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "--framework flax was asked for but is not installed" in captured.err
+    assert "asked for" not in captured.out
+
+
+def test_diff_with_no_framework_installed_fails_and_says_how_to_install(small_matrix, monkeypatch,
+                                                                        capsys):
+    monkeypatch.setattr(diff, "_missing", lambda f: f"No module named '{f}'")
+    monkeypatch.setattr(known, "DEMOS", ALL_DEMOS)
+    assert main(["diff"]) == 1
+    captured = capsys.readouterr()
+    assert "0/0 diffs" in captured.out and "1/1 known differences demonstrated as documented " \
+        "(2 not run)" in captured.out
+    assert "not selected" not in captured.out
+    assert "torch is not installed: pip install torch --index-url " \
+        "https://download.pytorch.org/whl/cpu" in captured.out
+    assert "no framework to diff against is installed" in captured.err
 
 
 def test_a_known_difference_that_stopped_reproducing_fails_the_run(small_matrix, monkeypatch,

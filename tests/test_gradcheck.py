@@ -16,8 +16,19 @@ def test_gradcheck_catches_a_wrong_gradient_and_names_its_input(rng):
 
     result = an.gradcheck(an.sdpa_forward, wrong_backward, (q, k, v))
     assert not result.ok
-    assert result.failed == ["0"]
-    assert "FAILED" in str(result)
+    assert result.failed == ["q"]                # named by sdpa_forward's parameter
+    assert "q: max abs error" in str(result) and "FAILED" in str(result)
+    named = an.gradcheck(lambda *a: an.sdpa_forward(*a), wrong_backward, (q, k, v),
+                         names=("query", "key", "value"))
+    assert named.failed == ["query"]
+    anonymous = an.gradcheck(lambda *a: an.sdpa_forward(*a), wrong_backward, (q, k, v))
+    assert anonymous.failed == ["0"]             # no names to give: positions
+
+
+def test_gradcheck_refuses_names_of_the_wrong_length(rng):
+    q = randn(rng, 2, 3)
+    with pytest.raises(ValueError, match=r"names has 2 entries \('a', 'b'\) for 3 inputs"):
+        an.gradcheck(an.sdpa_forward, an.sdpa_backward, (q, q, q), names=("a", "b"))
 
 
 def test_gradcheck_handles_dict_inputs_and_names_them(rng):
@@ -26,7 +37,7 @@ def test_gradcheck_handles_dict_inputs_and_names_them(rng):
     query, key, value = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 4)
     result = an.gradcheck(lambda q, k, v, p: an.mha_forward(q, k, v, p, num_heads=2),
                           an.mha_backward, (query, key, value, params))
-    assert "3.W_q" in result.errors and "3.b_q" in result.errors
+    assert "p.W_q" in result.errors and "p.b_q" in result.errors
     assert result.ok, result
 
 

@@ -5,6 +5,7 @@ differ), out_proj.weight = W_o.T; torch's masks are True = blocked, so attn_mask
 """
 
 import numpy as np
+import pytest
 
 import attention_np as an
 from tests import torch_ref
@@ -87,6 +88,7 @@ def test_self_attention_input_gradient_matches_torch_with_one_tensor(rng):
     np.testing.assert_allclose(dq + dk + dv, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.float32
 def test_float32_error_is_within_torchs_own(rng):
     p64 = params_with_random_biases(rng, 16, 4, kdim=8, vdim=12)
     p32 = {n: a.astype(np.float32) for n, a in p64.items()}

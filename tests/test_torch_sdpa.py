@@ -92,6 +92,7 @@ def test_huge_scores_match_torch(sdpa, rng):
 
 # --- float32: held to torch's own float32 error --------------------------------------------
 
+@pytest.mark.float32
 @pytest.mark.parametrize("case", ["plain", "mask", "causal", "bias", "large"])
 def test_float32_error_is_within_torchs_own(sdpa, rng, case):
     q, k, v = qkv(rng, 16, 24)

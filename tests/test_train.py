@@ -92,6 +92,30 @@ def test_progress_bar_redraws_in_place_on_a_terminal():
     assert text.count("\r") == 4 and text.endswith("\n") and text.count("\n") == 1
 
 
+def test_progress_bar_log_lines_do_not_run_into_the_bar_on_a_terminal():
+    import io
+
+    from attention_np.cli.progress import ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    # one stream for both, as a terminal shows stdout and stderr together
+    screen = Terminal()
+    bar = ProgressBar(3, stream=screen, width=3)
+    bar.update(1, 0.5)
+    bar.log("step     1  loss 0.50000", stream=screen)
+    bar.update(2, 0.4)
+    bar.update(3, 0.3)
+    bar.log("after the bar", stream=screen)
+    # what a terminal shows: each \r returns to the line's start, later text overwrites
+    lines = ["".join(part for part in line.split("\r")[-1:]) for line in screen.getvalue().split("\n")]
+    assert lines[0].strip() == "step     1  loss 0.50000"      # the log line, the bar wiped off it
+    assert lines[1].startswith("[###] 3/3 loss 0.3000")        # the bar, on a line of its own
+    assert lines[2] == "after the bar" and lines[3] == ""       # the bar ended its line
+
+
 def test_train_command_prints_the_real_heldout_size():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-m", "attention_np", "train", "--length", "3",

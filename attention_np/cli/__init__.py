@@ -30,6 +30,9 @@ def main(argv=None) -> int:
         modules[name] = importlib.import_module(module)
         modules[name].add_arguments(sub.add_parser(name, help=help_text, description=help_text))
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        parser.error(f"unknown command {argv[0]!r}; the commands are: "
+                     + ", ".join(f"{name} ({COMMANDS[name][1]})" for name in COMMANDS))
     if not argv or argv[0] not in (*COMMANDS, "-h", "--help"):
         argv.insert(0, "tour")           # `python -m attention_np --seed 3` is the tour's option
     args = parser.parse_args(argv)

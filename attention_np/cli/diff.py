@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_np.cli.progress import ProgressBar
+from attention_np.core.optional import install_hint
+
 FRAMEWORKS = ("torch", "jax", "flax")
 DTYPES = ("float32", "float64")
 
@@ -91,28 +94,6 @@ def diff_case(case, framework: str, dtype: str, seed: int) -> Row:
     return row
 
 
-class Progress:
-    """One status line on a terminal (rewritten in place); a dot per step otherwise."""
-
-    def __init__(self, total: int, stream=None):
-        self.total, self.done = total, 0
-        self.stream = sys.stderr if stream is None else stream
-        self.tty = getattr(self.stream, "isatty", lambda: False)()
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        if self.tty:
-            self.stream.write(f"\r[{self.done:>3}/{self.total}] {label:<60}")
-        else:
-            self.stream.write("." if self.done < self.total else ".\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\r" + " " * 72 + "\r")
-            self.stream.flush()
-
-
 def _fmt(e: float) -> str:
     return f"{e:.1e}" if np.isfinite(e) else str(e)
 
@@ -165,16 +146,17 @@ def run(args) -> int:
 
     jobs = [(i, case, f, d) for i, case in enumerate(CASES) for f in frameworks
             if f in case.frameworks for d in dtypes]
-    progress = Progress(len(jobs) + len(DEMOS))
+    bar = ProgressBar(len(jobs) + len(DEMOS))
     rows = []
     for i, case, framework, dtype in jobs:
-        progress.step(f"{case.name} / {framework} / {dtype}")
+        bar.update(len(rows), label=f"{case.name} / {framework} / {dtype}")
         rows.append(diff_case(case, framework, dtype, args.seed + i))
     demos = []
     for demo in DEMOS:
-        progress.step(f"known difference: {demo.__name__}")
+        bar.update(len(rows) + len(demos), label=f"known difference: {demo.__name__}")
         demos.append(demo(frameworks, args.seed))
-    progress.close()
+    bar.update(len(rows) + len(demos), label="done")
+    bar.close()
 
     print("attention_np diff: outputs and gradients (random upstream gradient) against the "
           "frameworks\n")
@@ -186,7 +168,8 @@ def run(args) -> int:
           "err/tol: the worst ratio over the output and every gradient, both sides (< 1 passes)\n")
     print(format_table(rows, dtypes))
     for framework, why in missing.items():
-        print(f"{'(all cases)':<27} {framework:<9} {'':<8} skipped: not installed ({why})")
+        print(f"{'(all cases)':<27} {framework:<9} {'':<8} skipped: not installed "
+              f"({install_hint(framework)}; {why})")
 
     cannot = [(c.name, f, why) for c in CASES for f, why in c.cannot if f in frameworks]
     if cannot:
@@ -195,16 +178,28 @@ def run(args) -> int:
 
     print("\nKnown intentional differences (docs/frameworks.md), demonstrated:")
     for demo in demos:
+        if demo.not_run is not None:        # say why: not installed (and how to) or not selected
+            why = (f"{demo.not_run} not installed ({install_hint(demo.not_run)})"
+                   if demo.not_run in missing else f"{demo.not_run} not selected")
+            demo.lines[-1] = f"  (not run: {why})"
         print(f"\n{demo.title}")
         print("\n".join(demo.lines))
 
     bad = [r for r in rows if not r.ok]
-    unexplained = [d for d in demos if not d.explained]
+    ran = [d for d in demos if d.not_run is None]
+    unexplained = [d for d in ran if not d.explained]
     explicit_missing = args.framework != "all" and bool(missing)
     print(f"\n{len(rows) - len(bad)}/{len(rows)} diffs (case, framework, dtype) agree, "
           f"{len(bad)} mismatches, "
-          f"{len(demos) - len(unexplained)}/{len(demos)} known differences as documented, "
+          f"{len(ran) - len(unexplained)}/{len(ran)} known differences demonstrated as documented"
+          f" ({len(demos) - len(ran)} not run), "
           f"skipped: {', '.join(missing) or 'none'}  ({time.perf_counter() - start:.1f} s)")
+    for framework in missing:
+        print(f"  {framework} is not installed: {install_hint(framework)}")
     if explicit_missing:
-        print(f"error: --framework {args.framework} was asked for but is not installed")
-    return 1 if bad or unexplained or explicit_missing else 0
+        print(f"error: --framework {args.framework} was asked for but is not installed "
+              f"({install_hint(args.framework)})", file=sys.stderr)
+    if not frameworks:
+        print("error: no framework to diff against is installed; nothing was compared",
+              file=sys.stderr)
+    return 1 if bad or unexplained or explicit_missing or not frameworks else 0

@@ -11,8 +11,12 @@ The lessons' example data (the sentence of notebook 1, the d_k sweeps of noteboo
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
+
+from attention_np.cli.progress import ProgressBar
+from attention_np.core.optional import import_optional
 
 # file name -> what it shows (the README's one sentence per figure comes from here)
 FIGURES = {
@@ -36,7 +40,11 @@ def _save(fig, out_dir: str, name: str, dpi: int) -> None:
 
 
 def run(args) -> int:
-    import matplotlib
+    try:
+        matplotlib = import_optional("matplotlib", "python -m attention_np figures")
+    except ImportError as e:         # a message naming the [plots] extra, not a traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     matplotlib.use("Agg")            # files only, never a window
     import matplotlib.pyplot as plt
 
@@ -49,18 +57,24 @@ def run(args) -> int:
 
     os.makedirs(args.out, exist_ok=True)
     written = []
+    bar = ProgressBar(len(FIGURES))
+
+    def drawing(name):               # progress before each figure: the last one takes longest
+        bar.update(len(written), label=f"drawing {name}")
 
     def save(fig, name):
         _save(fig, args.out, name, args.dpi)
         plt.close(fig)
         written.append(name)
 
+    drawing("eq1_weights.png")
     tokens, x = example_sentence()
     _, cache = sdpa_forward(x, x, x)
     ax = plot.attention_heatmap(cache.weights, tokens, tokens,
                                 title=r"softmax$(QK^\top/\sqrt{d_k})$, Q = K = V = x")
     save(ax.figure, "eq1_weights.png")
 
+    drawing("masks.png")
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.2), layout="constrained")
     plot.mask_picture(padding_mask([4, 6], S=6)[0].repeat(6, axis=0), tokens, tokens,
                       ax=axes[0], title="key padding (length 4 of 6)")
@@ -70,6 +84,7 @@ def run(args) -> int:
                       title="causal, bottom_right (L=3, S=6)")
     save(fig, "masks.png")
 
+    drawing("multihead_heads.png")
     d_model, h = 64, 8
     rng = np.random.default_rng(SEED)
     x_model = np.concatenate([x, rng.standard_normal((len(tokens), d_model - x.shape[1]))], -1)
@@ -79,19 +94,24 @@ def run(args) -> int:
                         suptitle=f"masked self-attention, h={h}, d_k={d_model // h}"),
          "multihead_heads.png")
 
+    drawing("scaling_variance.png")
     ax = plot.variance_plot(scaling.dot_product_moments(SCALING_D_KS, rng=SEED))
     save(ax.figure, "scaling_variance.png")
+    drawing("scaling_saturation.png")
     axes = plot.saturation_plot(scaling.softmax_saturation(SCALING_D_KS, rng=SEED))
     save(axes[0].figure, "scaling_saturation.png")
+    drawing("scaling_gradients.png")
     axes = plot.gradient_plot(scaling.softmax_gradients(SCALING_D_KS, rng=SEED))
     save(axes[0].figure, "scaling_gradients.png")
 
+    drawing("additive_vs_dot.png (trains three small models)")
     result = compare_scoring.train_retrieval(COMPARE_D_KS, seed=SEED)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2), layout="constrained")
     plot.comparison_plot(result, axes=axes[:2])
     plot.training_curves(result, -1, ax=axes[2])
     save(fig, "additive_vs_dot.png")
 
+    bar.update(len(written), label="done")
     assert sorted(written) == sorted(FIGURES), "FIGURES and the files written disagree"
     for name in written:
         print(os.path.join(args.out, name))

@@ -70,6 +70,6 @@ def run(args) -> int:
                        (x, rng.normal(size=(L, d_k)), rng.normal(size=(L, d_v))), seed=args.seed)
     print("6) the hand-written backward of step 1-3, against central finite differences:")
     print("   " + str(result).replace("\n", "\n   "))
-    print("\nNext: the notebooks in notebooks/, and `pytest` to see every number diffed "
-          "against PyTorch.")
+    print("\nNext: the notebooks in notebooks/ (pip install -e \".[notebooks]\"), and the tests, "
+          "which diff every number against PyTorch:\n  pip install -e \".[test]\" && python -m pytest")
     return 0 if result.ok else 1

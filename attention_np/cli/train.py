@@ -41,14 +41,15 @@ def run(args) -> int:
     log_every = max(args.steps // 10, 1)
 
     def on_step(step, loss):
-        bar.update(step, loss)
         if step % log_every == 0 or step == 1:
-            print(f"step {step:5d}  loss {loss:.5f}", flush=True)
+            bar.log(f"step {step:5d}  loss {loss:.5f}")
+        bar.update(step, loss)
 
     wall, cpu = time.perf_counter(), time.process_time()
     with blas_threads(args.blas_threads or None):
         result = train(config=config, task=task, steps=args.steps, batch_size=args.batch_size,
                        seed=args.seed, on_step=on_step)
+    bar.close()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(f"held-out accuracy: {100 * result.accuracy:.2f}% of tokens, "
           f"{100 * result.sequence_accuracy:.2f}% of sequences exactly reversed "

@@ -12,6 +12,7 @@ softmax backward of a constant upstream gradient is exactly zero and would hide 
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +22,8 @@ import numpy as np
 class GradcheckResult:
     """Per-input comparison of an analytic gradient with a numerical one.
 
-    ``errors`` maps an input's name (``"0"``, ``"1"``, ... or ``"3.W_q"`` inside a dict) to
+    ``errors`` maps an input's name (``"q"``, ``"k"``, ... or ``"params.W_q"`` inside a dict; see
+    :func:`gradcheck` for where the names come from) to
     ``(max_abs_error, max_abs_gradient)``.
     """
 
@@ -43,14 +45,26 @@ class GradcheckResult:
         return "\n".join(lines)
 
 
-def _leaves(tree, prefix=""):
-    """(name, array) for every array in a tuple whose items are arrays or dicts of arrays."""
-    for i, item in enumerate(tree):
+def _leaves(tree, names):
+    """(name, index, array) for every array in a tuple whose items are arrays or dicts of arrays."""
+    for i, (item, name) in enumerate(zip(tree, names, strict=True)):
         if isinstance(item, dict):
             for key, value in item.items():
-                yield f"{prefix}{i}.{key}", (i, key), value
+                yield f"{name}.{key}", (i, key), value
         else:
-            yield f"{prefix}{i}", (i, None), item
+            yield name, (i, None), item
+
+
+def input_names(forward, n: int) -> tuple:
+    """The names of ``forward``'s first ``n`` positional parameters (``("q", "k", "v")`` for
+    ``sdpa_forward``), or ``("0", "1", ...)`` when its signature does not give them."""
+    try:
+        params = list(inspect.signature(forward).parameters.values())
+    except (TypeError, ValueError):             # a builtin or callable without a signature
+        params = []
+    positional = [p.name for p in params[:n]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return tuple(positional) if len(positional) == n else tuple(str(i) for i in range(n))
 
 
 def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -72,7 +86,7 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     return grad
 
 
-def gradcheck(forward, backward, inputs, *, seed: int = 0, eps: float = 1e-6,
+def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: float = 1e-6,
               atol: float = 1e-8, rtol: float = 1e-6) -> GradcheckResult:
     """Compare ``backward`` with central differences of ``forward``, in float64.
 
@@ -86,6 +100,10 @@ def gradcheck(forward, backward, inputs, *, seed: int = 0, eps: float = 1e-6,
         ``mha_backward``. With a forward that returns no cache, ``cache`` is None.
     inputs : sequence of float64 arrays or dicts of float64 arrays
         Copied; the caller's arrays are not modified.
+    names : sequence of str, optional
+        One name per input, used in the report (``"params.W_q"`` for a dict entry). Default:
+        the names of ``forward``'s positional parameters (``q, k, v`` for ``sdpa_forward``),
+        or ``0, 1, 2, ...`` when it has none to give.
     seed : int
         Seed of the random upstream gradient.
 
@@ -105,7 +123,12 @@ def gradcheck(forward, backward, inputs, *, seed: int = 0, eps: float = 1e-6,
     """
     inputs = tuple({k: np.array(v) for k, v in x.items()} if isinstance(x, dict)
                    else np.array(x) for x in inputs)
-    for name, _, x in _leaves(inputs):
+    if names is None:
+        names = input_names(forward, len(inputs))
+    names = tuple(str(n) for n in names)
+    if len(names) != len(inputs):
+        raise ValueError(f"names has {len(names)} entries {names} for {len(inputs)} inputs")
+    for name, _, x in _leaves(inputs, names):
         if x.dtype != np.float64:
             raise TypeError(f"gradcheck needs float64 inputs (central differences in lower "
                             f"precision are noise); input {name} is {x.dtype}")
@@ -126,7 +149,7 @@ def gradcheck(forward, backward, inputs, *, seed: int = 0, eps: float = 1e-6,
         return float(np.sum(run()[0] * dout))
 
     result = GradcheckResult(atol=atol, rtol=rtol)
-    for name, (i, key), x in _leaves(inputs):
+    for name, (i, key), x in _leaves(inputs, names):
         got = analytic[i] if key is None else analytic[i][key]
         want = numerical_gradient(loss, x, eps)
         if np.shape(got) != want.shape:

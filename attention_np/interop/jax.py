@@ -23,14 +23,11 @@ import contextlib
 import numpy as np
 
 from attention_np.core._checks import as_bool_mask
+from attention_np.core.optional import import_optional
 
 
 def _jax():
-    try:
-        import jax
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("attention_np.interop.jax needs JAX: pip install jax") from e
-    return jax
+    return import_optional("jax", "attention_np.interop.jax")
 
 
 def to_jax_layout(x) -> np.ndarray:

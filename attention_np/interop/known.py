@@ -25,6 +25,13 @@ class Demo:
     title: str
     lines: list = field(default_factory=list)
     explained: bool = True
+    not_run: str | None = None      # the framework a demonstration needs but was not given
+
+    def skip(self, framework: str) -> Demo:
+        """Not demonstrated: ``framework`` was not given (not installed, or not selected)."""
+        self.not_run = framework
+        self.lines.append(f"  (not run: needs {framework})")
+        return self
 
     def observe(self, label: str, text: str, holds: bool) -> None:
         """One framework's observed behaviour; ``holds`` is whether it is the documented one."""
@@ -100,8 +107,7 @@ def jax_float32_softmax(frameworks, seed: int = 0) -> Demo:
     """jax.nn.dot_product_attention is float32-accurate even for float64 inputs."""
     demo = Demo("JAX's softmax runs in float32, even for float64 inputs (max |out - float64 oracle|)")
     if "jax" not in frameworks:
-        demo.lines.append("  (jax not selected)")
-        return demo
+        return demo.skip("jax")
     import jax
     rng = np.random.default_rng(seed)
     # float32-rounded values in float64 arrays: our float32 run sees exactly the same inputs
@@ -135,8 +141,7 @@ def torch_mha_is_causal(frameworks, seed: int = 0) -> Demo:
     mask instead of the attn_mask it was given."""
     demo = Demo("torch MHA is_causal=True ignores attn_mask (need_weights=False, no padding mask)")
     if "torch" not in frameworks:
-        demo.lines.append("  (torch not selected)")
-        return demo
+        return demo.skip("torch")
     import torch
     rng = np.random.default_rng(seed)
     params = init_mha_params(8, 2, rng=rng)

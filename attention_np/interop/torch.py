@@ -23,17 +23,14 @@ import numpy as np
 
 from attention_np.core._checks import as_bool_mask
 from attention_np.core.masks import causal_mask, mask_from_blocked
+from attention_np.core.optional import import_optional
 
 _IN_PROJ = ("W_q", "W_k", "W_v")
 _BIASES = ("b_q", "b_k", "b_v", "b_o")
 
 
 def _torch():
-    try:
-        import torch
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("attention_np.interop.torch needs PyTorch: pip install torch") from e
-    return torch
+    return import_optional("torch", "attention_np.interop.torch")
 
 
 def to_numpy(x) -> np.ndarray | None:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_np.core.optional import import_optional
 from attention_np.nn.encoder import encoder_layer_forward, sub
 from attention_np.nn.layernorm import layernorm_forward
 
@@ -62,7 +63,7 @@ def load_weights(path=None, *, dtype=np.float32) -> dict:
     (the keys of :func:`attention_np.init_mha_params`), ``layers.{n}.ln1.*``,
     ``layers.{n}.ffn.W_1, b_1, W_2, b_2``, ``layers.{n}.ln2.*``.
     """
-    from safetensors.numpy import load_file  # optional extra: imported only here
+    load_file = import_optional("safetensors.numpy", "attention_np.pretrained").load_file
 
     path = Path(path or model_dir())
     raw = load_file(str(path / "model.safetensors"))
@@ -108,7 +109,7 @@ class Tokenized:
 
 def tokenize(sentences, path=None) -> Tokenized:
     """WordPiece tokens of each sentence, ``[CLS] ... [SEP]``, padded to the longest."""
-    from tokenizers import Tokenizer  # optional extra: imported only here
+    Tokenizer = import_optional("tokenizers", "attention_np.pretrained").Tokenizer
 
     if isinstance(sentences, str):
         sentences = [sentences]
