@@ -181,3 +181,14 @@ def test_label_smoothing_gradient_matches_finite_differences(rng):
 def test_label_smoothing_rejects_values_outside_0_1():
     with pytest.raises(ValueError, match="label_smoothing"):
         cross_entropy_forward(np.zeros((2, 3)), np.array([0, 1]), label_smoothing=1.5)
+
+
+def test_label_smoothing_loss_is_minimal_at_the_smoothed_target_with_its_entropy_as_floor():
+    V, eps = 70, 0.1                       # the dates vocabulary (docs/training.md: ~0.74 nats)
+    q = np.full(V, eps / V)
+    q[3] += 1 - eps
+    loss, cache = cross_entropy_forward(np.log(q)[None], np.array([3]), label_smoothing=eps)
+    entropy = -(q * np.log(q)).sum()
+    assert loss == pytest.approx(entropy, abs=1e-12)
+    assert round(entropy, 2) == 0.74
+    assert np.abs(cross_entropy_backward(1.0, cache)).max() <= 1e-12   # the gradient vanishes

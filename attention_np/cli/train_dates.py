@@ -47,7 +47,7 @@ def run_dates(args) -> int:
         mark = "ok" if decoded == iso else "WRONG"
         print(f"  {text!r:32} -> {decoded!r}  ({mark}, expected {iso!r})")
     if args.save:
-        np.savez(args.save, **result.params, losses=result.losses)
+        np.savez_compressed(args.save, **result.params, losses=result.losses)
         print(f"saved params and losses to {args.save}")
     print(f"held-out exact match: {100 * result.exact_match:.2f}% of {result.heldout_size} dates "
           f"never seen in training (greedy decoding); trained in {wall:.1f} s wall")
