@@ -192,3 +192,18 @@ def test_label_smoothing_loss_is_minimal_at_the_smoothed_target_with_its_entropy
     assert loss == pytest.approx(entropy, abs=1e-12)
     assert round(entropy, 2) == 0.74
     assert np.abs(cross_entropy_backward(1.0, cache)).max() <= 1e-12   # the gradient vanishes
+
+
+def test_seq2seq_rejects_bad_tokens_and_masks():
+    cfg = Seq2SeqConfig(src_vocab=5, tgt_vocab=5, max_src_len=4, max_tgt_len=3, d_model=4,
+                        num_heads=2, d_ff=6)
+    p = init_seq2seq(cfg, rng=0)
+    src, tgt = np.array([[1, 2, 3]]), np.array([[0, 1]])
+    with pytest.raises(ValueError, match="src_mask must have the shape"):
+        seq2seq_forward(p, src, tgt, cfg, src_mask=np.ones((1, 4), bool))
+    with pytest.raises(ValueError, match=r"tgt_in values must be in \[0, 5\)"):
+        seq2seq_forward(p, src, np.array([[0, 7]]), cfg)
+    with pytest.raises(ValueError, match="src has length 5 > max length 4"):
+        seq2seq_forward(p, np.zeros((1, 5), int), tgt, cfg)
+    with pytest.raises(ValueError, match="share_embeddings needs src_vocab == tgt_vocab"):
+        Seq2SeqConfig(src_vocab=5, tgt_vocab=6, share_embeddings=True)

@@ -119,6 +119,8 @@ def encode(params: dict, src, config: Seq2SeqConfig, *, src_mask=None, rng=None)
     src = _check_tokens(src, "src", c.max_src_len, c.src_vocab)
     x, emb = embed(params, src, embed_names(c)[0], c)
     x, keep = dropout_forward(x, c.dropout_p, rng)
+    if src_mask is not None and np.shape(src_mask) != src.shape:
+        raise ValueError(f"src_mask must have the shape of src {src.shape}, got {np.shape(src_mask)}")
     mask = None if src_mask is None else np.asarray(src_mask, bool)[:, None, None, :]  # (B,1,1,S)
     layers = []
     for n in range(c.num_encoder_layers):
