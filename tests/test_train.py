@@ -123,3 +123,31 @@ def test_train_command_prints_the_real_heldout_size():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "(100 sequences never seen in training)" in proc.stdout   # a tenth of 10**3
+
+
+def test_train_dates_command_on_a_tiny_config(tmp_path):
+    """CI runs a few steps only (the full run is in docs/training.md): the command trains,
+    prints decoded examples and ends with the held-out exact match; --save writes the params."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = tmp_path / "dates.npz"
+    proc = subprocess.run([sys.executable, "-m", "attention_np", "train", "--task", "dates",
+                           "--steps", "3", "--batch-size", "8", "--d-model", "16", "--heads", "2",
+                           "--layers", "1", "--target", "0", "--save", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1].startswith("held-out exact match: ")
+    assert "of 1000 dates never seen in training" in lines[-1]
+    assert sum("expected '" in line for line in lines) == 6
+    assert "3/3" in proc.stderr                               # the progress bar
+    saved = np.load(out)
+    assert saved["losses"].shape == (3,) and "embed" in saved.files
+
+
+def test_train_dates_command_fails_below_its_target():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "attention_np", "train", "--task", "dates",
+                           "--steps", "1", "--batch-size", "4", "--d-model", "8", "--heads", "2",
+                           "--layers", "1"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr      # 1 step cannot reach 99%

@@ -14,7 +14,7 @@ import sys
 COMMANDS = {
     "tour": ("attention_np.cli.tour", "a guided tour of one attention call (the default)"),
     "figures": ("attention_np.cli.figures", "regenerate the key plots as PNG files in figures/"),
-    "train": ("attention_np.cli.train", "train a small encoder to reverse digits, in NumPy"),
+    "train": ("attention_np.cli.train", "train a model in NumPy (--task reverse | dates)"),
     "diff": ("attention_np.cli.diff", "diff attention_np against PyTorch, JAX and Flax"),
 }
 

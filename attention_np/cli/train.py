@@ -1,4 +1,6 @@
-"""``python -m attention_np train``: train a small Transformer encoder to reverse digits, in NumPy.
+"""``python -m attention_np train``: train a small Transformer encoder to reverse digits, in NumPy
+(``--task reverse``, the default), or the paper's encoder-decoder to rewrite dates in ISO format
+(``--task dates``).
 
 Prints the loss as it goes (with a progress bar on stderr) and ends with the held-out
 accuracy and the training time. Exits with status 1 if the held-out token accuracy is below
@@ -17,20 +19,36 @@ from attention_np.nn.trainer import train
 
 
 def add_arguments(parser) -> None:
+    parser.add_argument("--task", choices=("reverse", "dates"), default="reverse",
+                        help="reverse digits with an encoder (default), or dates -> ISO with the "
+                             "encoder-decoder")
     parser.add_argument("--length", type=int, default=10, help="digits per sequence (default 10)")
-    parser.add_argument("--steps", type=int, default=600, help="Adam steps (default 600)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="Adam steps (default 600 for reverse, 1200 for dates)")
     parser.add_argument("--batch-size", type=int, default=64, help="sequences per step (default 64)")
     parser.add_argument("--layers", type=int, default=2, help="encoder layers (default 2)")
     parser.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
     parser.add_argument("--d-model", type=int, default=64, help="model width (default 64)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the params and batches")
     parser.add_argument("--target", type=float, default=0.99,
-                        help="exit 1 if held-out token accuracy is below this (default 0.99)")
+                        help="exit 1 if held-out token accuracy (dates: exact match) is below this "
+                             "(default 0.99)")
     parser.add_argument("--blas-threads", type=int, default=1,
                         help="BLAS threads; 1 is fastest for these tiny matrices (0: leave as is)")
+    parser.add_argument("--label-smoothing", type=float, default=0.1,
+                        help="dates: label smoothing eps of §5.4 (default 0.1)")
+    parser.add_argument("--save", default=None, help="dates: save the trained params to this .npz")
 
 
 def run(args) -> int:
+    if args.task == "dates":
+        from attention_np.cli.train_dates import run_dates
+        return run_dates(args)
+    args.steps = 600 if args.steps is None else args.steps
+    return run_reverse(args)
+
+
+def run_reverse(args) -> int:
     config = ModelConfig(max_len=args.length, d_model=args.d_model, num_heads=args.heads,
                          d_ff=2 * args.d_model, num_layers=args.layers)
     task = ReversalTask(length=args.length, vocab_size=config.vocab_size)

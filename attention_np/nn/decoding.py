@@ -1,0 +1,165 @@
+"""Autoregressive decoding of the encoder-decoder: greedy and beam search.
+
+The encoder runs once. Each decoder step feeds one new target position through every decoder
+layer, with
+
+- the **KV cache** (:class:`attention_np.efficient.kv_cache.KVCache`) for masked self-attention:
+  the keys and values of earlier positions never change, so only the new one is computed;
+- the **encoder's keys and values for cross-attention computed once**: ``memory @ W_k`` and
+  ``memory @ W_v`` of every decoder layer do not depend on the step.
+
+``cached=False`` recomputes the whole prefix each step with :func:`seq2seq_forward` (the
+definition); the tests hold the two equal to float64 rounding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention_np.core.fused import sdpa_forward
+from attention_np.core.heads import merge_heads, split_heads
+from attention_np.core.linear import linear_forward
+from attention_np.efficient.kv_cache import KVCache, mha_decode_step
+from attention_np.nn.encoder import sub
+from attention_np.nn.feedforward import ffn_forward
+from attention_np.nn.layernorm import layernorm_forward
+from attention_np.nn.seq2seq import Seq2SeqConfig, embed, embed_names, encode, seq2seq_forward
+
+
+def log_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+class IncrementalDecoder:
+    """The decoder run one position at a time for a batch of sources.
+
+    Parameters
+    ----------
+    params, config : the model
+    src : (B, S) int, src_mask : (B, S) bool or None
+    max_len : how many target positions the KV caches hold
+    """
+
+    def __init__(self, params: dict, config: Seq2SeqConfig, src, src_mask=None, *,
+                 max_len: int | None = None):
+        c = self.config = config
+        self.params = params
+        self.max_len = max_len or c.max_tgt_len
+        memory, _ = encode(params, src, c, src_mask=src_mask)                  # (B, S, d)
+        self.mask = None if src_mask is None else np.asarray(src_mask, bool)[:, None, None, :]
+        self.cross = []                      # per layer: keys and values of memory, once
+        for n in range(c.num_decoder_layers):
+            p = sub(params, f"decoder.{n}.cross_attn")
+            k = split_heads(linear_forward(memory, p["W_k"], p.get("b_k")), c.num_heads)
+            v = split_heads(linear_forward(memory, p["W_v"], p.get("b_v")), c.num_heads)
+            self.cross.append((k, v))                                          # (B, h, S, d_k)
+        self.caches = [KVCache(self.max_len) for _ in range(c.num_decoder_layers)]
+        self.t = 0
+
+    def reorder(self, index: np.ndarray) -> None:
+        """Keep batch rows ``index`` (beam search: each new beam's parent), in every cache."""
+        for cache in self.caches:
+            cache.k[...] = cache.k[index]
+            cache.v[...] = cache.v[index]
+
+    def step(self, tokens: np.ndarray) -> np.ndarray:
+        """``tokens (B,)`` at position ``t`` -> logits ``(B, V)`` predicting position ``t + 1``."""
+        c, p = self.config, self.params
+        y, _ = embed(p, np.asarray(tokens)[:, None], embed_names(c)[1], c, offset=self.t)  # (B,1,d)
+        for n in range(c.num_decoder_layers):
+            q = sub(p, f"decoder.{n}")
+            # 1) masked self-attention: this position's key and value join the cache
+            a1 = mha_decode_step(y, sub(q, "self_attn"), self.caches[n], num_heads=c.num_heads)
+            y1, _ = layernorm_forward(y + a1, q["ln1.gamma"], q["ln1.beta"])
+            # 2) cross-attention against the keys and values computed once
+            ca = sub(q, "cross_attn")
+            qh = split_heads(linear_forward(y1, ca["W_q"], ca.get("b_q")), c.num_heads)  # (B,h,1,d_k)
+            k, v = self.cross[n]
+            heads, _ = sdpa_forward(qh, k, v, self.mask)                       # (B, h, 1, d_v)
+            a2 = linear_forward(merge_heads(heads), ca["W_o"], ca.get("b_o"))  # (B, 1, d)
+            y2, _ = layernorm_forward(y1 + a2, q["ln2.gamma"], q["ln2.beta"])
+            # 3) feed-forward
+            f, _ = ffn_forward(y2, sub(q, "ffn"), activation=c.activation)
+            y, _ = layernorm_forward(y2 + f, q["ln3.gamma"], q["ln3.beta"])
+        self.t += 1
+        W_out = p[embed_names(c)[1]].T if c.tie_output else p["W_out"]
+        return linear_forward(y[:, 0], W_out, p["b_out"])                     # (B, V)
+
+
+def greedy_decode(params: dict, config: Seq2SeqConfig, src, src_mask=None, *, bos: int,
+                  steps: int, cached: bool = True):
+    """Pick the most likely token at each of ``steps`` positions.
+
+    Returns
+    -------
+    tokens : (B, steps) int, the decoded target (without ``<bos>``)
+    logits : (B, steps, V), the logits each token was picked from
+    """
+    src = np.asarray(src)
+    B = src.shape[0]
+    out = np.full((B, steps + 1), bos, dtype=np.int64)          # column 0: <bos>
+    all_logits = []
+    dec = IncrementalDecoder(params, config, src, src_mask, max_len=steps) if cached else None
+    for t in range(steps):
+        if cached:
+            logits = dec.step(out[:, t])                                        # (B, V)
+        else:   # the definition: the whole prefix through the whole model
+            logits = seq2seq_forward(params, src, out[:, :t + 1], config, src_mask=src_mask)[0][:, -1]
+        out[:, t + 1] = logits.argmax(axis=-1)
+        all_logits.append(logits)
+    return out[:, 1:], np.stack(all_logits, axis=1)
+
+
+def length_penalty(length, alpha: float):
+    """GNMT's ``((5 + length) / 6) ** alpha`` (Wu et al., 2016); ``alpha = 0``: none."""
+    return ((5.0 + np.asarray(length, dtype=np.float64)) / 6.0) ** alpha
+
+
+def beam_search(params: dict, config: Seq2SeqConfig, src, src_mask=None, *, bos: int, eos: int,
+                steps: int, beam_size: int = 4, alpha: float = 0.6):
+    """Beam search of width ``beam_size``; hypotheses ranked by ``log p / length_penalty``.
+
+    A hypothesis that emits ``eos`` is finished: it keeps its score and length. Every batch
+    row's ``beam_size`` beams run as one batch of ``B * beam_size`` through the cached decoder.
+
+    Returns
+    -------
+    tokens : (B, steps) int, the best hypothesis of each source (after ``eos``: ``eos``)
+    scores : (B,) its length-normalized log-probability
+    """
+    src = np.asarray(src)
+    B, k = src.shape[0], beam_size
+    rep = np.repeat(np.arange(B), k)                               # row b*k + j -> source b
+    mask = None if src_mask is None else np.asarray(src_mask)[rep]
+    dec = IncrementalDecoder(params, config, src[rep], mask, max_len=steps)
+    seqs = np.full((B, k, steps + 1), bos, dtype=np.int64)
+    score = np.full((B, k), -np.inf)
+    score[:, 0] = 0.0                                              # one live beam at the start
+    done = np.zeros((B, k), bool)
+    length = np.zeros((B, k))
+    for t in range(steps):
+        logp = log_softmax(dec.step(seqs[:, :, t].reshape(-1))).reshape(B, k, -1)   # (B, k, V)
+        V = logp.shape[-1]
+        # finished beams extend only with eos, at no cost
+        logp = np.where(done[..., None], -np.inf, logp)
+        logp[..., eos] = np.where(done, 0.0, logp[..., eos])
+        cand = score[..., None] + logp                                             # (B, k, V)
+        cand_len = length[..., None] + ~done[..., None]                            # (B, k, 1)
+        ranked = cand / length_penalty(np.broadcast_to(cand_len, cand.shape), alpha)
+        best = np.argsort(-ranked.reshape(B, -1), axis=-1, kind="stable")[:, :k]   # (B, k)
+        parent, token = best // V, best % V
+        rows = np.arange(B)[:, None]
+        score = cand.reshape(B, -1)[rows, best]
+        length = np.broadcast_to(cand_len, cand.shape).reshape(B, -1)[rows, best]
+        prev_done = done[rows, parent]
+        seqs = seqs[rows, parent]
+        seqs[:, :, t + 1] = token
+        done = prev_done | (token == eos)
+        dec.reorder((rows * k + parent).reshape(-1))
+        if done.all():
+            seqs[:, :, t + 2:] = eos
+            break
+    final = score / length_penalty(np.maximum(length, 1), alpha)
+    pick = final.argmax(axis=-1)
+    return seqs[np.arange(B), pick, 1:], final[np.arange(B), pick]
