@@ -228,3 +228,33 @@ def test_cli_checks_a_solution_file(tmp_path):
     assert r.returncode == 2 and "defines no function 'attention'" in r.stderr
     r = run_cli("--list")
     assert r.returncode == 0 and all(name in r.stdout for name in ex.EXERCISES)
+
+
+def test_the_instructors_guide_numbers():
+    import re
+
+    import attention_np as an
+    text = (ROOT / "docs" / "instructors.md").read_text()
+    r = an.softmax_saturation([16, 64, 256], n_keys=16, n_queries=2000, rng=0)
+    unscaled = ", ".join(f"{w:.3f}" for w in r["max_weight_unscaled"])
+    scaled = ", ".join(f"{w:.3f}" for w in r["max_weight_scaled"])
+    assert f"largest weight is {unscaled} unscaled and {scaled} scaled" in text
+    assert f"falls to {r['entropy_unscaled'][-1]:.3f} nats" in text
+    assert f"log 16 = {np.log(16):.3f}" in text
+    n = sum(len(e.mistakes) for e in ex.EXERCISES.values())
+    assert f"{len(ex.EXERCISES)} exercises, {n} catalogued mistakes" in text
+    for name, e in ex.EXERCISES.items():
+        row = next(line for line in text.splitlines()
+                   if line.startswith("| `") and f"`{name}`" in line.split("|")[1])
+        counts = [int(c) for c in re.findall(r"\| (\d+)(?: \+ (\d+))?:", row)[0] if c]
+        assert len(e.mistakes) in counts
+
+
+def test_db_k_is_zero():
+    import attention_np as an
+    rng = np.random.default_rng(0)
+    p = an.init_mha_params(8, 2, rng=rng)
+    x, y = rng.normal(size=(2, 3, 8)), rng.normal(size=(2, 5, 8))
+    out, cache = an.mha_forward(x, y, y, p, num_heads=2)
+    grads = an.mha_backward(rng.normal(size=out.shape), cache)[3]
+    assert np.abs(grads["b_k"]).max() < 1e-12 < np.abs(grads["b_q"]).max()
