@@ -16,6 +16,7 @@ COMMANDS = {
     "figures": ("attention_np.cli.figures", "regenerate the key plots as PNG files in figures/"),
     "train": ("attention_np.cli.train", "train a model in NumPy (--task reverse | dates)"),
     "diff": ("attention_np.cli.diff", "diff attention_np against PyTorch, JAX and Flax"),
+    "check": ("attention_np.cli.check", "check a solution to an exercise; name the mistake"),
 }
 
 

@@ -1,0 +1,70 @@
+"""Exercises for a course on §3.2, with a checker that names the mistake.
+
+>>> import attention_np.exercises as ex
+>>> print(ex.check("softmax", ex.reference("softmax")))
+[softmax] PASSED: all 8 cases pass
+
+Each exercise has a reference (the library's own implementation), cases with the edges (fully
+masked rows, huge logits, broadcasting, L != S, float32), a finite-difference gradcheck for the
+backward passes, and a catalogue of known mistakes (:data:`EXERCISES`, ``ex.mistakes``): a wrong
+answer that matches one of them is named, with a hint. The student notebooks are in
+``exercises/``; ``python -m attention_np check NAME solution.py`` checks a file.
+"""
+
+from __future__ import annotations
+
+from attention_np.exercises.attention import ATTENTION, ATTENTION_BACKWARD
+from attention_np.exercises.basics import CAUSAL_MASK, PADDING_MASK, SINUSOIDAL, SOFTMAX, SOFTMAX_BACKWARD
+from attention_np.exercises.checker import Case, CheckResult, Exercise, Mistake
+from attention_np.exercises.checker import run_check as _run_check
+from attention_np.exercises.efficient import DECODE_STEP, TILED_ATTENTION
+from attention_np.exercises.multihead import MERGE_HEADS, MHA_BACKWARD, MHA_FORWARD, SPLIT_HEADS
+
+#: name -> Exercise, in the order of the course
+EXERCISES = {e.name: e for e in (
+    SOFTMAX, SOFTMAX_BACKWARD, CAUSAL_MASK, PADDING_MASK, ATTENTION, ATTENTION_BACKWARD,
+    SPLIT_HEADS, MERGE_HEADS, MHA_FORWARD, MHA_BACKWARD, TILED_ATTENTION, DECODE_STEP, SINUSOIDAL)}
+
+__all__ = ["EXERCISES", "Case", "CheckResult", "Exercise", "Mistake", "check", "reference",
+           "function_name"]
+
+
+def _exercise(name) -> Exercise:
+    if name not in EXERCISES:
+        raise ValueError(f"unknown exercise {name!r}; expected one of {sorted(EXERCISES)}")
+    return EXERCISES[name]
+
+
+def function_name(name: str) -> str:
+    """The name the student's function has in a solution file, e.g. ``"attention_backward"``."""
+    return _exercise(name).signature.split("(")[0]
+
+
+def reference(name: str):
+    """The library's own solution of exercise ``name`` (what the checker compares against)."""
+    return _exercise(name).reference
+
+
+def check(name: str, student_fn) -> CheckResult:
+    """Run ``student_fn`` on every case of exercise ``name``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`EXERCISES`, e.g. ``"softmax"``.
+    student_fn : callable
+        The student's function, with the exercise's signature.
+
+    Returns
+    -------
+    CheckResult
+        ``result.ok`` is True when every case passes; ``result.status`` is "passed",
+        "not implemented yet" (the stub still raises NotImplementedError), "mistake"
+        (``result.mistake`` names the catalogued mistake, the message gives a hint) or
+        "failed"; ``print(result)`` explains.
+    """
+    exercise = _exercise(name)
+    if not callable(student_fn):
+        raise TypeError(f"student_fn must be a function with signature {exercise.signature}, "
+                        f"got {type(student_fn).__name__}")
+    return _run_check(exercise, student_fn)
