@@ -74,6 +74,7 @@ def test_padding_mask_with_S_zero():
     m = an.padding_mask(np.array([0, 0]), S=0)
     assert m.shape == (2, 1, 0)
     assert an.padding_mask(np.array([], dtype=int), S=3).shape == (0, 1, 3)
+    assert an.padding_mask(np.array([], dtype=int)).shape == (0, 1, 0)   # no sequences: S = 0
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
