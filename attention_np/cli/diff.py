@@ -4,9 +4,11 @@ Runs every case of :mod:`attention_np.interop.cases` forward and backward (rando
 gradient) on each selected framework and on attention_np, prints one row per case, framework
 and dtype with the largest errors and the verdict of the tolerance policy
 (:mod:`attention_np.interop.tolerance`), then demonstrates the known intentional differences
-(:mod:`attention_np.interop.known`). Exit status 1 on any unexplained mismatch, or when a
-framework named with ``--framework`` is not installed; frameworks not installed under
-``--framework all`` are reported as skipped.
+(:mod:`attention_np.interop.known`). Exit status 1 on any unexplained mismatch, when a
+framework named with ``--framework`` is not installed (said on stderr, with the pip command), or
+when no framework is installed at all; frameworks not installed under ``--framework all`` are
+reported as skipped with the command that installs them, and a demonstration that needs one is
+counted as "not run", never as "as documented".
 
 Only NumPy is imported here; the frameworks are imported while the command runs.
 """
