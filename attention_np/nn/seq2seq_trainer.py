@@ -56,7 +56,7 @@ def exact_match(params, config, batch: DateBatch) -> tuple[float, list[str]]:
 
 
 def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None = None,
-                  steps: int = 1500, batch_size: int = 64, warmup: int = 200,
+                  steps: int = 1600, batch_size: int = 64, warmup: int = 200,
                   lr_factor: float = 1.0, label_smoothing: float = 0.1, seed: int = 0,
                   on_step=None) -> Seq2SeqResult:
     """Train with teacher forcing; return the params and the held-out exact match.
