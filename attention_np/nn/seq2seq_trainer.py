@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np.nn.adam import adam_init, adam_step, transformer_lr
-from attention_np.nn.dates import BOS, EOS, ISO_LEN, DateBatch, DatesTask, decode_ids
+from attention_np.nn.dates import BOS, ISO_LEN, DateBatch, DatesTask, decode_ids
 from attention_np.nn.decoding import greedy_decode
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
 from attention_np.nn.seq2seq import Seq2SeqConfig, init_seq2seq, seq2seq_backward, seq2seq_forward
@@ -93,4 +93,4 @@ def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None
     return Seq2SeqResult(params, config, losses, acc, len(held.texts), examples)
 
 
-__all__ = ["dates_config", "train_seq2seq", "Seq2SeqResult", "exact_match", "decode_texts", "EOS"]
+__all__ = ["dates_config", "train_seq2seq", "Seq2SeqResult", "exact_match", "decode_texts"]
