@@ -24,7 +24,7 @@ def add_arguments(parser) -> None:
                              "encoder-decoder")
     parser.add_argument("--length", type=int, default=10, help="digits per sequence (default 10)")
     parser.add_argument("--steps", type=int, default=None,
-                        help="Adam steps (default 600 for reverse, 1200 for dates)")
+                        help="Adam steps (default 600 for reverse, 1600 for dates)")
     parser.add_argument("--batch-size", type=int, default=64, help="sequences per step (default 64)")
     parser.add_argument("--layers", type=int, default=2, help="encoder layers (default 2)")
     parser.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")

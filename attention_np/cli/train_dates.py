@@ -17,7 +17,7 @@ from attention_np.nn.dates import DatesTask
 from attention_np.nn.seq2seq_trainer import dates_config, train_seq2seq
 from attention_np.nn.threads import blas_threads
 
-DATES_STEPS = 1200
+DATES_STEPS = 1600
 
 
 def run_dates(args) -> int:

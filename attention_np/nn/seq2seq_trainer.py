@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np.nn.adam import adam_init, adam_step, transformer_lr
-from attention_np.nn.dates import BOS, EOS, ISO_LEN, DateBatch, DatesTask, decode_ids
+from attention_np.nn.dates import BOS, ISO_LEN, DateBatch, DatesTask, decode_ids
 from attention_np.nn.decoding import greedy_decode
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
 from attention_np.nn.seq2seq import Seq2SeqConfig, init_seq2seq, seq2seq_backward, seq2seq_forward
@@ -56,7 +56,7 @@ def exact_match(params, config, batch: DateBatch) -> tuple[float, list[str]]:
 
 
 def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None = None,
-                  steps: int = 1500, batch_size: int = 64, warmup: int = 200,
+                  steps: int = 1600, batch_size: int = 64, warmup: int = 200,
                   lr_factor: float = 1.0, label_smoothing: float = 0.1, seed: int = 0,
                   on_step=None) -> Seq2SeqResult:
     """Train with teacher forcing; return the params and the held-out exact match.
@@ -93,4 +93,4 @@ def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None
     return Seq2SeqResult(params, config, losses, acc, len(held.texts), examples)
 
 
-__all__ = ["dates_config", "train_seq2seq", "Seq2SeqResult", "exact_match", "decode_texts", "EOS"]
+__all__ = ["dates_config", "train_seq2seq", "Seq2SeqResult", "exact_match", "decode_texts"]
