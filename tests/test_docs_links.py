@@ -1,0 +1,33 @@
+"""docs/check_links.py, the offline internal-link check of the course site, finds broken links."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _check_links():
+    spec = importlib.util.spec_from_file_location("check_links", ROOT / "docs" / "check_links.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_broken_links_and_anchors_are_found(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "index.html").write_text(
+        '<a href="sub/page.html#intro">ok</a> <a href="sub/page.html#nope">bad anchor</a>'
+        '<a href="missing.html">missing</a> <img src="_images/x.png">'
+        '<a href="https://example.org/x">external</a> <a href="#top" id="top">self</a>')
+    (tmp_path / "sub" / "page.html").write_text('<h1 id="intro">Intro</h1><a href="../index.html">up</a>')
+    bad = _check_links().broken_links(tmp_path)
+    assert sorted(bad) == sorted(["index.html: sub/page.html#nope (no such anchor)",
+                                  "index.html: missing.html", "index.html: _images/x.png"])
+
+
+def test_a_clean_site_has_no_broken_links(tmp_path):
+    (tmp_path / "index.html").write_text('<a href="a.html">a</a>')
+    (tmp_path / "a.html").write_text('<a href="index.html#">back</a>')
+    assert _check_links().broken_links(tmp_path) == []
