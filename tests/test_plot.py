@@ -54,7 +54,7 @@ def test_head_grid_draws_one_panel_per_head(rng):
     assert len(drawn) == 6 and len(fig.axes) == 8                # two empty panels switched off
     for i, ax in enumerate(drawn):
         np.testing.assert_array_equal(ax.images[0].get_array(), w[i])
-        assert ax.get_title() == f"head {i + 1}"
+        assert ax.get_title() == f"head {i}"
     with pytest.raises(ValueError, match="titles has 2 entries but weights has h=6"):
         plot.head_grid(w, titles=["x", "y"])
 

@@ -15,7 +15,7 @@ BEHAVIOURS = {   # name -> what the head attends to
     "self": "itself",
     "cls": "[CLS]",
     "sep": "[SEP]",
-    "match": "an earlier copy of the same word",
+    "match": "another copy of the same word",
 }
 
 

@@ -96,7 +96,7 @@ def head_grid(weights, query_labels=None, key_labels=None, *, ncols: int = 4, ti
             ax.axis("off")
             continue
         attention_heatmap(w[i], query_labels, key_labels, ax=ax, annotate=annotate,
-                          title=titles[i] if titles is not None else f"head {i + 1}")
+                          title=titles[i] if titles is not None else f"head {i}")
         if i % ncols:
             ax.set_ylabel("")
         if i < h - ncols:             # only the bottom row says "key"
@@ -180,16 +180,21 @@ def comparison_plot(result: dict, *, axes=None):
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
     d_k = np.asarray(result["d_k"])
+    steps = result[f"curve_{scorings[0]}"].shape[1]
     for s in scorings:
         axes[0].semilogx(d_k, result[f"accuracy_{s}"], "o-", color=COLORS[s], label=s)
-        axes[1].semilogx(d_k, result[f"steps_to_threshold_{s}"], "o-", color=COLORS[s], label=s)
-    steps = result[f"curve_{scorings[0]}"].shape[1]
+        reached = np.asarray(result[f"steps_to_threshold_{s}"], dtype=float)
+        never = reached >= steps                    # the cap means "never reached", not a measured step
+        axes[1].semilogx(d_k, np.where(never, np.nan, reached), "o-", color=COLORS[s], label=s)
+        if never.any():
+            axes[1].semilogx(d_k[never], np.full(never.sum(), steps), "x", color=COLORS[s], ms=8,
+                             label=f"{s}: never reached")
     if "n_keys" in result:
         axes[0].axhline(1 / result["n_keys"], ls="--", color=COLORS["analytic"], lw=1,
                         label="chance: 1/S")
     axes[0].set_ylim(0, 1.02)
     axes[0].set_ylabel(f"held-out accuracy after {steps} steps")
-    axes[1].set_ylabel(f"steps to loss < threshold (cap {steps})")
+    axes[1].set_ylabel(f"steps to loss < threshold (x: not in {steps})")
     for ax in axes:
         ax.set_xlabel("$d_k$")
         ax.legend(fontsize=8)

@@ -67,9 +67,10 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
     best = best_heads(head_scores(attentions, tokens))
     fig, axes = plt.subplots(1, len(shown), figsize=(3.4 * len(shown), 4.2))
     axes = np.atleast_1d(axes)                       # one behaviour gives a bare Axes
+    positioned = [f"{t} {i}" for i, t in enumerate(tokens[sentence])]   # repeated words told apart
     for ax, name in zip(axes, shown, strict=True):
         layer, head, score = best[name]
-        plot_weights(ax, attentions[layer][sentence, head], tokens[sentence],
+        plot_weights(ax, attentions[layer][sentence, head], positioned,
                      f"layer {layer}, head {head}: attends to\n{BEHAVIOURS[name]}\n(mean weight {score:.2f})")
     axes[0].set_ylabel("query")
     for ax in axes:
@@ -78,7 +79,7 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
     return fig
 
 
-def save_readme_figure(path="docs/img/minilm_heads.png", dpi: int = 80) -> Path:
+def save_readme_figure(path="docs/img/minilm_heads.png", dpi: int = 100) -> Path:
     """Run MiniLM on :data:`SENTENCES` and save the recognizable heads; returns the path."""
     import matplotlib
 
