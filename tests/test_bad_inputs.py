@@ -236,7 +236,7 @@ def _rows():
         ("KVCache.append-too long", lambda: an.KVCache(1).append(np.ones((2, 4)), np.ones((2, 4))),
          ValueError, "max_len"),
         ("mha_decode_step-cache-None", lambda: an.mha_decode_step(X, P, None, num_heads=2),
-         TypeError, "cache"),
+         TypeError, "kv_cache"),
         ("mha_decode_step-scale-str", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
                                                                  scale="abc"), TypeError, "scale"),
         ("mha_decode_step-num_heads-0", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=0),

@@ -147,8 +147,6 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     if not isinstance(kv_cache, KVCache):
         raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
     x, _, _, h_kv = check_mha_inputs(x, x, x, params, num_heads, num_kv_heads)
-    if not isinstance(cache, KVCache):
-        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
     check_scale(scale, 1)          # every check before cache.append changes the cache
     h = num_heads
     # 1) project only the new positions
