@@ -17,7 +17,7 @@ INSTALL = {
     "torch": "pip install torch --index-url https://download.pytorch.org/whl/cpu",
     "jax": 'pip install "attention-np[frameworks]"',
     "flax": 'pip install "attention-np[frameworks]"',
-    "transformers": "pip install transformers",
+    "transformers": 'pip install "attention-np[transformers]"',
     "nbclient": 'pip install "attention-np[test]"',
     "pytest": 'pip install "attention-np[test]"',
 }

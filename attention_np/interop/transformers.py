@@ -1,0 +1,343 @@
+"""Diff one attention layer of a Hugging Face ``transformers`` model against attention_np::
+
+    from attention_np.interop.transformers import compare_transformers_attention
+    print(compare_transformers_attention(model.model.layers[0].self_attn, hidden_states))
+
+The layer is read as it is stored (``nn.Linear`` or GPT-2's packed ``Conv1D``, grouped-query
+heads, a free ``head_dim``, with or without biases, RoPE parameters, a sliding window); a copy is
+cast to float64, both sides run forward and backward with one random upstream gradient, and the
+report (:class:`~attention_np.interop.compare.MHAReport`) lists the output, the input gradients
+and every parameter gradient. The traps this meets are in ``docs/frameworks.md``.
+
+Needs ``torch`` and ``transformers``; no network: build the model from a tiny config.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_np.core.fused import sdpa_backward, sdpa_forward
+from attention_np.core.heads import merge_heads, split_heads
+from attention_np.core.linear import linear_backward, linear_forward
+from attention_np.core.multihead import mha_backward, mha_forward
+from attention_np.core.optional import import_optional
+from attention_np.interop.compare import MHAReport
+from attention_np.interop.tolerance import judge
+from attention_np.interop.torch import to_numpy
+
+# class name -> family; the layers compare_transformers_attention reads
+SUPPORTED = {
+    "BertSelfAttention": "bert", "ViTAttention": "vit", "GPT2Attention": "gpt2",
+    "BartAttention": "bart", "LlamaAttention": "llama", "MistralAttention": "mistral",
+    "Qwen2Attention": "qwen2",
+}
+ROPE = ("llama", "mistral", "qwen2")        # families with rotary position embeddings
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """What a layer computes besides its weights: heads, scale, causality, RoPE, window."""
+
+    family: str
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    scale: float
+    is_causal: bool
+    has_w_o: bool                    # BERT's self-attention ends before W^O
+    rope_theta: float | None = None
+    window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window)
+
+
+def _family(module) -> str:
+    name = type(module).__name__
+    if name not in SUPPORTED:
+        raise TypeError(f"module must be one of the transformers attention layers "
+                        f"{sorted(SUPPORTED)}, got {name}")
+    return SUPPORTED[name]
+
+
+def layer_spec(module) -> LayerSpec:
+    """Read the :class:`LayerSpec` of a supported attention layer (see :data:`SUPPORTED`)."""
+    family = _family(module)
+    cfg = getattr(module, "config", None)
+    if family == "bert":
+        h, d = module.num_attention_heads, module.attention_head_size
+        causal = bool(getattr(module, "is_causal", False))
+        return LayerSpec(family, h, h, d, float(module.scaling), causal, False)
+    if family == "vit":
+        h = module.num_attention_heads
+        return LayerSpec(family, h, h, module.head_dim, float(module.scaling), False, True)
+    if family in ("gpt2", "bart"):
+        h, d = module.num_heads, module.head_dim
+        causal = bool(module.is_causal) and not getattr(module, "is_cross_attention", False)
+        return LayerSpec(family, h, h, d, float(module.scaling), causal, True)
+    h, h_kv = cfg.num_attention_heads, cfg.num_key_value_heads
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    if rope.get("rope_type", "default") != "default":
+        raise ValueError(f"{type(module).__name__} uses rope_type={rope['rope_type']!r}; only "
+                         f"'default' RoPE is supported")
+    theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
+    window = getattr(module, "sliding_window", None)
+    if family == "mistral":
+        window = getattr(cfg, "sliding_window", None)
+    return LayerSpec(family, h, h_kv, module.head_dim, float(module.scaling), True, True, theta,
+                     window)
+
+
+def _linear(lin, get) -> tuple:
+    """An ``nn.Linear`` (weight (out, in), ``x @ W.T + b``) as ours ``(W (in, out), b)``."""
+    W = get(lin.weight).T
+    return W, None if lin.bias is None else get(lin.bias)
+
+
+def _tensors(module, family: str, get) -> dict:
+    """Our parameter names -> arrays (values or gradients, by ``get``) in our layout."""
+    out = {}
+    if family == "bert":
+        pairs = {"q": module.query, "k": module.key, "v": module.value}
+    elif family == "gpt2":
+        if getattr(module, "is_cross_attention", False):
+            raise ValueError("GPT2Attention with is_cross_attention=True is not supported; "
+                             "BartAttention is the supported cross-attention layer")
+        E = module.embed_dim
+        W, b = get(module.c_attn.weight), get(module.c_attn.bias)     # Conv1D: (E, 3E), x @ W + b
+        for i, n in enumerate("qkv"):                                  # columns [q | k | v]
+            out[f"W_{n}"], out[f"b_{n}"] = W[:, i * E:(i + 1) * E], b[i * E:(i + 1) * E]
+        out["W_o"], out["b_o"] = get(module.c_proj.weight), get(module.c_proj.bias)
+        return out
+    elif family == "bart":
+        pairs = {"q": module.q_proj, "k": module.k_proj, "v": module.v_proj, "o": module.out_proj}
+    else:
+        pairs = {"q": module.q_proj, "k": module.k_proj, "v": module.v_proj, "o": module.o_proj}
+    for n, lin in pairs.items():
+        out[f"W_{n}"], b = _linear(lin, get)
+        if b is not None:
+            out[f"b_{n}"] = b
+    return out
+
+
+def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, LayerSpec]:
+    """Read a transformers attention layer as ``(params, spec)`` for attention_np.
+
+    Parameters
+    ----------
+    module : one of :data:`SUPPORTED`
+    grads : bool
+        Read the parameters' ``.grad`` instead of their values (same names and layout).
+
+    Returns
+    -------
+    params : dict of float arrays, ``W_q (d_model, h*d_k)``, ``W_k``, ``W_v (.., h_kv*d)``,
+        ``W_o (h*d_v, d_model)`` (absent for BERT, whose self-attention stops at the
+        concatenated heads) and the biases the layer has.
+    spec : LayerSpec
+    """
+    spec = layer_spec(module)
+
+    def get(t):
+        a = t.grad if grads else t.data
+        if a is None:
+            raise ValueError(f"{type(module).__name__} has no .grad: run a backward pass first")
+        return to_numpy(a).astype(np.float64)
+
+    return {n: np.ascontiguousarray(a) for n, a in _tensors(module, spec.family, get).items()}, spec
+
+
+def rope_cos_sin(positions, head_dim: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of the split-half rotary embedding (transformers' layout), in float64.
+
+    positions : (B, L) int -> cos, sin : (B, L, head_dim), frequencies ``theta**(-2i/head_dim)``.
+    """
+    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (d/2,)
+    freqs = np.asarray(positions, dtype=np.float64)[..., None] * inv_freq             # (B, L, d/2)
+    emb = np.concatenate([freqs, freqs], axis=-1)                                      # (B, L, d)
+    return np.cos(emb), np.sin(emb)
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def _rope(x, cos, sin):
+    """Rotate (..., L, d) by the split-half RoPE: ``x cos + rotate_half(x) sin``."""
+    return x * cos + _rotate_half(x) * sin
+
+
+def _rope_backward(dy, cos, sin):
+    """forward: y = x cos + R x sin, R a quarter turn (R^T = -R)  ->  dx = dy cos - R(dy sin)."""
+    return dy * cos - _rotate_half(dy * sin)
+
+
+def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
+               attention_mask=None) -> np.ndarray | None:
+    """Our bool mask (B, 1, L, S), True = may attend: padding, causal, sliding window.
+
+    ``attention_mask`` (B, S) is transformers' 0/1 padding mask (1 = a real token). The causal
+    and window masks compare cache indices, as transformers' ``masking_utils`` does: query ``t``
+    is index ``S - L + t`` (the last ``L`` of ``S``), key ``j`` is index ``j``; RoPE's
+    ``position_ids`` do not enter.
+    """
+    mask = None
+    if attention_mask is not None:
+        mask = np.asarray(attention_mask).astype(bool)[:, None, None, :]      # (B, 1, 1, S)
+    if spec.is_causal:
+        i = (np.arange(L) + S - L)[None, None, :, None]                        # (1, 1, L, 1)
+        j = np.arange(S)[None, None, None, :]                                  # (1, 1, 1, S)
+        keep = j <= i
+        if spec.window is not None:
+            keep = keep & (j > i - spec.window)
+        mask = keep if mask is None else mask & keep
+    if mask is None:
+        return None
+    return np.broadcast_to(mask, (batch, 1, L, S))
+
+
+def _ours_rope(x, params, spec, mask, cos, sin, dout):
+    """RoPE attention forward and backward by hand: project, rotate q and k, Eq. (1), W^O."""
+    h, h_kv, p = spec.num_heads, spec.num_kv_heads, params
+    q = split_heads(linear_forward(x, p["W_q"], p.get("b_q")), h)          # (B, h, L, d)
+    k = split_heads(linear_forward(x, p["W_k"], p.get("b_k")), h_kv)       # (B, h_kv, L, d)
+    v = split_heads(linear_forward(x, p["W_v"], p.get("b_v")), h_kv)       # (B, h_kv, L, d)
+    cos, sin = cos[:, None], sin[:, None]                                  # (B, 1, L, d)
+    heads, cache = sdpa_forward(_rope(q, cos, sin), _rope(k, cos, sin), v, mask,
+                                scale=spec.scale, enable_gqa=h_kv != h)    # (B, h, L, d)
+    concat = merge_heads(heads)                                            # (B, L, h*d)
+    out = linear_forward(concat, p["W_o"], p.get("b_o"))                   # (B, L, d_model)
+    g = {}
+    # forward: out = concat @ W_o + b_o
+    dconcat, g["W_o"], g["b_o"] = linear_backward(dout, concat, p["W_o"], "b_o" in p)
+    # forward: heads = Attention(rope(q), rope(k), v)
+    dq, dk, dv = sdpa_backward(split_heads(dconcat, h), cache)
+    # forward: q = rope(q) (and k)
+    dq, dk = _rope_backward(dq, cos, sin), _rope_backward(dk, cos, sin)
+    dx = np.zeros_like(x)
+    for n, d in (("q", dq), ("k", dk), ("v", dv)):
+        # forward: q = x @ W_q + b_q (and k, v)
+        dx_n, g[f"W_{n}"], g[f"b_{n}"] = linear_backward(merge_heads(d), x, p[f"W_{n}"],
+                                                         f"b_{n}" in p)
+        dx += dx_n
+    return out, cache.weights, dx, {n: g[n] for n in p}
+
+
+def _torch_mask(mask, torch):
+    """transformers' own 4-D additive mask: 0 where allowed, the dtype's minimum elsewhere."""
+    if mask is None:
+        return None
+    fill = np.where(mask, 0.0, np.finfo(np.float64).min)
+    return torch.from_numpy(np.ascontiguousarray(fill))
+
+
+def compare_transformers_attention(module, hidden_states, *, key_value_states=None,
+                                   attention_mask=None, position_ids=None,
+                                   attn_implementation: str | None = "sdpa",
+                                   seed: int = 0) -> MHAReport:
+    """Run a transformers attention layer and attention_np in float64, forward and backward, and diff.
+
+    Parameters
+    ----------
+    module : a layer of :data:`SUPPORTED`
+        BERT, ViT, GPT-2, BART (self- and cross-attention), Llama, Mistral or Qwen2. A copy is
+        cast to float64 and run in eval mode; the module itself is left untouched.
+    hidden_states : (B, L, d_model) array or tensor
+    key_value_states : (B, S, d_model), optional
+        BART cross-attention: the encoder output the keys and values come from.
+    attention_mask : (B, S) 0/1, optional
+        transformers' 2-D padding mask (1 = a real token). The layer gets the model's 4-D float
+        mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
+        layer folded in; attention_np gets the same as a bool mask.
+    position_ids : (B, L) int, optional
+        RoPE positions, default ``arange(L)``. cos and sin are computed in float64 here and
+        passed to the layer as ``position_embeddings`` (transformers computes them in float32).
+    attn_implementation : {"sdpa", "eager", None}
+        The copy's ``config._attn_implementation``; ``None`` keeps the module's. "eager" runs
+        the softmax in float32 for ViT, Llama, Mistral and Qwen2 (see docs/frameworks.md).
+    seed : int
+        Seed of the random upstream gradient.
+
+    Returns
+    -------
+    MHAReport
+        ``checks`` for "out", "dhidden_states" (and "dkey_value"), and "dW_q", ... in
+        attention_np's layout.
+    """
+    torch = import_optional("torch", "attention_np.interop.transformers")
+    import_optional("transformers", "attention_np.interop.transformers")
+    spec = layer_spec(module)
+    if key_value_states is not None and spec.family != "bart":
+        raise ValueError(f"key_value_states (cross-attention) is supported for BartAttention "
+                         f"only, got {type(module).__name__}")
+    x = to_numpy(hidden_states).astype(np.float64)
+    if x.ndim != 3:
+        raise ValueError(f"hidden_states must be (B, L, d_model), got shape {x.shape}")
+    kv = None if key_value_states is None else to_numpy(key_value_states).astype(np.float64)
+    B, L = x.shape[:2]
+    S = L if kv is None else kv.shape[1]
+    if attention_mask is not None and np.shape(to_numpy(attention_mask)) != (B, S):
+        raise ValueError(f"attention_mask must be (B, S) = {(B, S)}, got "
+                         f"{np.shape(to_numpy(attention_mask))}")
+    pad = None if attention_mask is None else to_numpy(attention_mask)
+    positions = (np.broadcast_to(np.arange(L), (B, L)) if position_ids is None
+                 else np.asarray(to_numpy(position_ids)))
+    mask = build_mask(spec if kv is None else _no_causal(spec), B, L, S, pad)
+
+    layer = copy.deepcopy(module).double().eval()
+    if attn_implementation is not None:
+        layer.config._attn_implementation = attn_implementation
+    impl = layer.config._attn_implementation
+    for p in layer.parameters():
+        p.requires_grad_(True)
+        p.grad = None
+    xt = torch.tensor(x, requires_grad=True)
+    kvt = None if kv is None else torch.tensor(kv, requires_grad=True)
+    kwargs = {"attention_mask": _torch_mask(mask, torch)}
+    if kvt is not None:
+        kwargs["key_value_states"] = kvt
+    if spec.family in ROPE:
+        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
+        kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
+    out_t = layer(xt, **kwargs)[0]
+    dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
+    out_t.backward(torch.from_numpy(dout))
+    got = {"out": to_numpy(out_t), "dhidden_states": to_numpy(xt.grad)}
+    if kvt is not None:
+        got["dkey_value"] = to_numpy(kvt.grad)
+    params, _ = params_from_transformers(layer)
+    grads, _ = params_from_transformers(layer, grads=True)
+    got.update({f"d{n}": g for n, g in grads.items()})
+
+    if spec.family in ROPE:
+        out, _, dx, g = _ours_rope(x, params, spec, mask, cos, sin, dout)
+        ours = {"out": out, "dhidden_states": dx}
+    else:
+        p = dict(params)
+        if not spec.has_w_o:        # BERT stops at the concatenated heads: W^O = I
+            p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
+        src = x if kv is None else kv
+        out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale)
+        dq, dk, dv, g = mha_backward(dout, cache)
+        ours = {"out": out, "dhidden_states": dq if kv is not None else dq + dk + dv}
+        if kv is not None:
+            ours["dkey_value"] = dk + dv
+    ours.update({f"d{n}": g[n] for n in params})
+    report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
+    report.checks = judge(got, ours)
+    if mask is not None:
+        n_rows = int((~mask.any(axis=-1)).sum())
+        if n_rows:
+            report.notes.append(f"{n_rows} query row(s) have every key masked: transformers' "
+                                "finfo.min mask gives them mean(V), attention_np 0; a known "
+                                "difference, see docs/frameworks.md")
+    if impl == "eager" and spec.family in ("vit", *ROPE):
+        report.notes.append("eager attention of this family runs its softmax in float32 even "
+                            "in float64: use attn_implementation='sdpa' for a float64 diff")
+    return report
+
+
+def _no_causal(spec: LayerSpec) -> LayerSpec:
+    """Cross-attention: every query sees every (unpadded) key."""
+    return LayerSpec(**{**spec.__dict__, "is_causal": False, "window": None})

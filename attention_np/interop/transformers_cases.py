@@ -1,0 +1,101 @@
+"""Tiny random ``transformers`` attention layers, one per family, built in code (no download).
+
+Every parameter, biases included, is redrawn from N(0, 0.3²) (the models' own init gives
+zero biases and near-uniform attention, which would hide a bias in the wrong place). Each case
+is ``(module, inputs)``, ``inputs`` the keyword arguments of
+:func:`~attention_np.interop.transformers.compare_transformers_attention` besides the module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention_np.core.optional import import_optional
+
+B, L, S, D_MODEL = 2, 6, 7, 32
+# the same shapes in every decoder: 4 query heads, 2 key/value heads, head_dim 12 != 32 / 4
+DECODER = dict(hidden_size=D_MODEL, num_attention_heads=4, num_key_value_heads=2, head_dim=12,
+               num_hidden_layers=1, intermediate_size=40, vocab_size=61,
+               max_position_embeddings=64)
+WINDOW = 3                                  # Mistral's and Qwen2's sliding window, < L
+
+
+def _randomize(model, seed: int):
+    torch = import_optional("torch", "attention_np.interop.transformers_cases")
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
+    return model.eval()
+
+
+def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", causal_lm=False):
+    """A one-layer random model of ``family`` (a key of :data:`FAMILIES`), float32 as built."""
+    tf = import_optional("transformers", "attention_np.interop.transformers_cases")
+    kw = dict(attn_implementation=attn_implementation)
+    if family == "bert":
+        cfg = tf.BertConfig(hidden_size=D_MODEL, num_attention_heads=4, num_hidden_layers=1,
+                            intermediate_size=40, vocab_size=61, **kw)
+        return _randomize(tf.BertModel(cfg), seed)
+    if family == "vit":
+        cfg = tf.ViTConfig(hidden_size=D_MODEL, num_attention_heads=4, num_hidden_layers=1,
+                           intermediate_size=40, image_size=8, patch_size=4, **kw)
+        return _randomize(tf.ViTModel(cfg), seed)
+    if family == "gpt2":
+        cfg = tf.GPT2Config(n_embd=D_MODEL, n_head=4, n_layer=1, vocab_size=61, n_positions=64,
+                            bos_token_id=0, eos_token_id=0, **kw)
+        return _randomize((tf.GPT2LMHeadModel if causal_lm else tf.GPT2Model)(cfg), seed)
+    if family == "bart":
+        cfg = tf.BartConfig(d_model=D_MODEL, encoder_attention_heads=4, decoder_attention_heads=4,
+                            encoder_layers=1, decoder_layers=1, encoder_ffn_dim=40,
+                            decoder_ffn_dim=40, vocab_size=61, max_position_embeddings=64, **kw)
+        return _randomize(tf.BartModel(cfg), seed)
+    extra = {"mistral": dict(sliding_window=WINDOW),
+             "qwen2": dict(sliding_window=WINDOW, use_sliding_window=True, max_window_layers=0,
+                           attention_bias=True)}.get(family, {})
+    names = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2"}
+    if family not in names:
+        raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {family!r}")
+    cfg = getattr(tf, f"{names[family]}Config")(**DECODER, bos_token_id=0, eos_token_id=0,
+                                                 pad_token_id=0, **extra, **kw)
+    cls = getattr(tf, f"{names[family]}{'ForCausalLM' if causal_lm else 'Model'}")
+    return _randomize(cls(cfg), seed)
+
+
+def attention_layer(family: str, model):
+    """The first attention layer of ``model`` (BART: ``"bart"`` the decoder's causal self-attention,
+    ``"bart-cross"`` its cross-attention)."""
+    if family == "bert":
+        return model.encoder.layer[0].attention.self
+    if family == "vit":
+        return model.layers[0].attention
+    if family == "gpt2":
+        return model.h[0].attn
+    if family == "bart":
+        return model.decoder.layers[0].self_attn
+    if family == "bart-cross":
+        return model.decoder.layers[0].encoder_attn
+    return model.layers[0].self_attn
+
+
+# family -> the padding of the (B, S) attention mask each case uses; no query row is fully masked
+FAMILIES = ("bert", "vit", "gpt2", "bart", "bart-cross", "llama", "mistral", "qwen2")
+
+
+def case(family: str, seed: int = 0, attn_implementation: str = "sdpa"):
+    """``(module, inputs)`` for one family: float64 hidden states, a padding mask, positions."""
+    rng = np.random.default_rng(seed)
+    model = tiny_model("bart" if family == "bart-cross" else family, seed, attn_implementation)
+    inputs = {"hidden_states": rng.standard_normal((B, L, D_MODEL))}
+    padding = np.ones((B, L), dtype=np.int64)
+    padding[1, -2:] = 0                      # right padding: every query keeps key 0
+    if family == "vit":
+        padding = None                       # ViT attends to every patch
+    if family == "bart-cross":
+        inputs["key_value_states"] = rng.standard_normal((B, S, D_MODEL))
+        padding = np.ones((B, S), dtype=np.int64)
+        padding[0, -3:] = 0
+    inputs["attention_mask"] = padding
+    if family in ("llama", "mistral", "qwen2"):
+        inputs["position_ids"] = np.arange(L)[None, :] + np.array([[0], [5]])   # an offset
+    return attention_layer(family, model), inputs

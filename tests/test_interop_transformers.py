@@ -1,0 +1,126 @@
+"""attention_np.interop.transformers: every family's attention layer diffed in one call
+(float64, random weights and upstream gradients), the model's own masks, and the traps."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from attention_np.interop import transformers as itf
+from attention_np.interop import transformers_cases as cases
+from tests.helpers import require
+
+torch = require("torch")
+require("transformers")
+
+TIGHT = 1e-12            # float64 rounding, relative to max(1, max|reference|)
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch):
+    import transformers
+    transformers.logging.set_verbosity_error()
+
+
+def _assert_tight(report):
+    assert report.ok, str(report)
+    for c in report.checks:
+        assert c.err <= TIGHT * max(1.0, c.size), (c.name, c.err, c.size)
+
+
+# what each family's report must contain: a gradient for every parameter the layer has
+EXPECTED = {
+    "bert": {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v"},           # no W^O in BertSelfAttention
+    "llama": {"dW_q", "dW_k", "dW_v", "dW_o"},                           # no biases
+    "mistral": {"dW_q", "dW_k", "dW_v", "dW_o"},
+    "qwen2": {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v", "dW_o"},  # q/k/v biases, o none
+}
+ALL = {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v", "dW_o", "db_o"}
+
+
+@pytest.mark.parametrize("family", cases.FAMILIES)
+def test_every_family_forward_and_every_gradient_agree_to_float64_rounding(family):
+    module, inputs = cases.case(family, seed=1)
+    report = itf.compare_transformers_attention(module, **inputs, seed=2)
+    _assert_tight(report)
+    names = {c.name for c in report.checks}
+    inputs_grads = {"out", "dhidden_states"} | ({"dkey_value"} if family == "bart-cross" else set())
+    assert names == inputs_grads | EXPECTED.get(family, ALL)
+    assert not report.notes                      # no fully masked row, no float32 softmax
+
+
+def test_params_read_gqa_free_head_dim_and_gpt2_packed_conv1d():
+    llama, _ = cases.case("llama")
+    params, spec = itf.params_from_transformers(llama)
+    assert (spec.num_heads, spec.num_kv_heads, spec.head_dim) == (4, 2, 12)
+    assert params["W_q"].shape == (32, 48) and params["W_k"].shape == (32, 24)
+    assert params["W_o"].shape == (48, 32)
+    np.testing.assert_array_equal(params["W_k"], llama.k_proj.weight.detach().numpy().T)
+    gpt2, _ = cases.case("gpt2")
+    params, spec = itf.params_from_transformers(gpt2)
+    packed = gpt2.c_attn.weight.detach().numpy()                   # (E, 3E), x @ W + b
+    np.testing.assert_array_equal(np.concatenate([params[n] for n in ("W_q", "W_k", "W_v")], 1),
+                                  packed)
+    assert spec.is_causal and spec.scale == 8 ** -0.5            # head_dim 32 / 4
+
+
+def test_the_original_module_is_left_untouched():
+    module, inputs = cases.case("qwen2")
+    before = {n: p.detach().clone() for n, p in module.named_parameters()}
+    itf.compare_transformers_attention(module, **inputs)
+    for n, p in module.named_parameters():
+        assert p.dtype == torch.float32 and p.grad is None
+        assert torch.equal(p, before[n])
+    assert module.config._attn_implementation == "sdpa"
+
+
+def _masks_the_model_builds(model, layer, input_ids, attention_mask):
+    """The 4-D mask the full model hands its attention layer (eager: float, finfo.min)."""
+    seen = {}
+
+    def hook(mod, args, kwargs):
+        seen["mask"] = kwargs["attention_mask"]
+
+    handle = layer.register_forward_pre_hook(hook, with_kwargs=True)
+    with torch.no_grad():
+        model(input_ids=torch.tensor(input_ids), attention_mask=torch.tensor(attention_mask))
+    handle.remove()
+    m = seen["mask"]
+    return m.numpy() if m.dtype == torch.bool else (m == 0).numpy()
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "mistral", "qwen2"])
+def test_build_mask_is_the_mask_the_model_builds_padding_causal_and_window(family):
+    model = cases.tiny_model(family, attn_implementation="eager").double()
+    layer = cases.attention_layer(family, model)
+    B, L = 2, 6
+    ids = np.arange(1, 1 + B * L).reshape(B, L) % 50 + 1
+    pad = np.ones((B, L), dtype=np.int64)
+    pad[1, -2:] = 0                                   # right padding: no row fully masked
+    theirs = _masks_the_model_builds(model, layer, ids, pad)
+    ours = itf.build_mask(itf.layer_spec(layer), B, L, L, pad)
+    np.testing.assert_array_equal(np.broadcast_to(theirs, ours.shape), ours)
+    if family in ("mistral", "qwen2"):               # the window removes keys causal keeps
+        causal = np.tril(np.ones((L, L), dtype=bool))
+        assert (ours[0, 0] != causal).any() and not (ours[0, 0] & ~causal).any()
+
+
+def test_unsupported_module_names_the_supported_layers():
+    with pytest.raises(TypeError, match="BertSelfAttention.*got MultiheadAttention"):
+        itf.compare_transformers_attention(torch.nn.MultiheadAttention(8, 2), np.zeros((1, 2, 8)))
+    gpt2 = cases.tiny_model("gpt2")
+    with pytest.raises(ValueError, match="key_value_states.*BartAttention"):
+        itf.compare_transformers_attention(gpt2.h[0].attn, np.zeros((1, 2, 32)),
+                                           key_value_states=np.zeros((1, 3, 32)))
+    with pytest.raises(ValueError, match=r"attention_mask must be \(B, S\) = \(1, 2\)"):
+        itf.compare_transformers_attention(gpt2.h[0].attn, np.zeros((1, 2, 32)),
+                                           attention_mask=np.ones((1, 3)))
+
+
+def test_missing_transformers_names_the_extra(monkeypatch):
+    module, inputs = cases.case("bert")
+    monkeypatch.setitem(sys.modules, "transformers", None)          # import fails
+    with pytest.raises(ImportError, match=r'attention-np\[transformers\]'):
+        itf.compare_transformers_attention(module, **inputs)
