@@ -1,0 +1,158 @@
+r"""Rotary position embeddings (RoPE; Su et al., "RoFormer", 2021), beyond the paper.
+
+The paper adds sinusoidal encodings to the embeddings (§3.5). RoPE instead *rotates* each query
+and key by an angle proportional to its position, so that ``q_i · k_j`` depends on ``i - j`` only:
+feature pair ``m`` of a vector at position ``p`` turns by ``p * theta^(-2m/r)``,
+
+.. math:: \begin{pmatrix} y_1 \\ y_2 \end{pmatrix} =
+          \begin{pmatrix} \cos\phi & -\sin\phi \\ \sin\phi & \cos\phi \end{pmatrix}
+          \begin{pmatrix} x_1 \\ x_2 \end{pmatrix},\qquad \phi = p\,\theta^{-2m/r}.
+
+Which features form a pair is the *layout*; real models use two:
+
+- ``"half"``: feature ``m`` pairs with ``m + r/2`` (``rotate_half`` in transformers' Llama,
+  Mistral, Qwen2, GPT-NeoX);
+- ``"interleaved"``: features ``2m`` and ``2m + 1`` (the RoFormer paper, GPT-J, Meta's Llama code).
+
+With ``rotary_dim=r < d`` only the first ``r`` features rotate (GPT-NeoX, Phi); the rest pass
+unchanged. A rotation's inverse is its transpose, the rotation by ``-phi``: that is the backward.
+
+Shapes: ``x (..., L, d)``; ``positions`` int, ``(L,)`` or ``(..., L)`` broadcasting against
+``x.shape[:-1]`` (for heads ``(B, h, L, d)`` and per-sequence positions ``(B, L)``, pass
+``positions[:, None]``). Explicit positions make decoding at an offset (``positions = [t]``) and
+left padding work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention_np.core._checks import as_float_array, check_min_ndim
+
+LAYOUTS = ("half", "interleaved")
+
+
+def _check_positions(positions) -> np.ndarray:
+    positions = np.asarray(positions)
+    if not np.issubdtype(positions.dtype, np.integer) or positions.ndim < 1:
+        raise TypeError(f"positions must be an int array (L,) or (..., L), got dtype "
+                        f"{positions.dtype} and shape {positions.shape}")
+    return positions
+
+
+def _check_theta(theta) -> float:
+    if isinstance(theta, (bool, np.bool_)) or not isinstance(
+            theta, (int, float, np.integer, np.floating)):
+        raise TypeError(f"theta must be a positive real number, got {theta!r}")
+    if not (np.isfinite(theta) and theta > 0):
+        raise ValueError(f"theta must be a positive finite number, got {theta!r}")
+    return float(theta)
+
+
+def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64):
+    r"""The cosines and sines of the rotary angles ``phi[p, m] = p * theta^(-2m/d)``.
+
+    Computed in float64 and rounded once to ``dtype`` (transformers computes them in float32,
+    even in a float64 model: see docs/frameworks.md).
+
+    Parameters
+    ----------
+    positions : int array (L,) or (..., L)
+    d : int
+        The rotated width (even): there are ``d // 2`` frequencies.
+    theta : float
+        The base (10000 in RoFormer and Llama 2; Llama 3 uses 500000).
+    dtype : the dtype of the result
+
+    Returns
+    -------
+    cos, sin : (..., L, d // 2)
+    """
+    positions = _check_positions(positions)
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
+        raise ValueError(f"d must be an even int >= 2 (pairs of features rotate), got {d!r}")
+    theta = _check_theta(theta)
+    inv_freq = theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)          # (d/2,)
+    phi = positions[..., None].astype(np.float64) * inv_freq                # (..., L, d/2)
+    return np.cos(phi).astype(dtype), np.sin(phi).astype(dtype)
+
+
+def _pairs(x, r: int, layout: str):
+    """The two halves of each rotated pair: index arrays into the last axis of ``x``."""
+    if layout == "half":
+        return slice(0, r // 2), slice(r // 2, r)
+    return slice(0, r, 2), slice(1, r, 2)
+
+
+def _rotate(x, positions, theta, layout, rotary_dim, sign: float, name: str):
+    x = as_float_array(x, name)
+    check_min_ndim(x, name, 2, "(..., L, d)")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    d = x.shape[-1]
+    r = d if rotary_dim is None else rotary_dim
+    if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or not (
+            2 <= r <= d and r % 2 == 0):
+        raise ValueError(f"rotary_dim must be an even int in [2, d={d}], got {rotary_dim!r}")
+    positions = _check_positions(positions)
+    try:
+        np.broadcast_shapes(positions.shape, x.shape[:-1])
+    except ValueError:
+        raise ValueError(f"positions of shape {positions.shape} do not broadcast against "
+                         f"{name}.shape[:-1] = {x.shape[:-1]} (..., L); for heads (B, h, L, d) "
+                         f"pass positions[:, None]") from None
+    if positions.shape[-1] != x.shape[-2]:
+        raise ValueError(f"positions has {positions.shape[-1]} entries but {name} has "
+                         f"L={x.shape[-2]} positions ({name} {x.shape})")
+    cos, sin = rope_angles(positions, r, theta=theta, dtype=x.dtype)        # (..., L, r/2)
+    sin = -sin if sign < 0 else sin
+    a, b = _pairs(x, r, layout)
+    x1, x2 = x[..., a], x[..., b]                                           # (..., L, r/2)
+    shape = np.broadcast_shapes(x.shape, cos.shape[:-1] + (d,))
+    y = np.empty(shape, dtype=x.dtype)
+    # (y1, y2) = (x1 cos - x2 sin, x2 cos + x1 sin): a rotation by phi in each pair's plane
+    y[..., a] = x1 * cos - x2 * sin
+    y[..., b] = x2 * cos + x1 * sin
+    y[..., r:] = x[..., r:]                                                 # unrotated features
+    return y
+
+
+def apply_rope(x, positions, *, theta=10000.0, layout="half", rotary_dim=None):
+    """Rotate queries or keys by their positions (forward).
+
+    Parameters
+    ----------
+    x : (..., L, d) queries or keys (per head)
+    positions : int array (L,) or (..., L), broadcasting against ``x.shape[:-1]``
+    theta : float
+        The base of the frequencies ``theta^(-2m/r)``.
+    layout : {"half", "interleaved"}
+        Which features pair up: ``m`` with ``m + r/2`` (transformers' ``rotate_half``), or
+        ``2m`` with ``2m + 1`` (RoFormer, GPT-J).
+    rotary_dim : int, optional
+        Rotate only the first ``rotary_dim`` features (even); default all ``d``.
+
+    Returns
+    -------
+    x_rot : (..., L, d), same dtype as ``x``
+    """
+    return _rotate(x, positions, theta, layout, rotary_dim, +1.0, "x")
+
+
+def apply_rope_backward(dx_rot, positions, *, theta=10000.0, layout="half", rotary_dim=None):
+    """Backward of :func:`apply_rope`: the gradient w.r.t. ``x``.
+
+    forward: ``x_rot = R(phi) x``  ->  ``dx = R(phi)^T dx_rot = R(-phi) dx_rot``: the same
+    rotation with the sines negated. Takes the positions instead of a cache (they and the
+    options are all it needs). If ``positions`` broadcast ``x`` up, sum ``dx`` back yourself.
+
+    Parameters
+    ----------
+    dx_rot : (..., L, d) gradient w.r.t. the rotated ``x``
+    positions, theta, layout, rotary_dim : as given to :func:`apply_rope`
+
+    Returns
+    -------
+    dx : (..., L, d)
+    """
+    return _rotate(dx_rot, positions, theta, layout, rotary_dim, -1.0, "dx_rot")
