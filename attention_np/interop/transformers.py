@@ -24,6 +24,7 @@ from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import linear_backward, linear_forward
 from attention_np.core.multihead import mha_backward, mha_forward
 from attention_np.core.optional import import_optional
+from attention_np.core.rope import apply_rope, apply_rope_backward, rope_angles
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
@@ -148,29 +149,13 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, Laye
 
 
 def rope_cos_sin(positions, head_dim: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
-    """cos and sin of the split-half rotary embedding (transformers' layout), in float64.
+    """transformers' ``position_embeddings`` for split-half RoPE, in float64.
 
-    positions : (B, L) int -> cos, sin : (B, L, head_dim), frequencies ``theta**(-2i/head_dim)``.
+    positions : (B, L) int -> cos, sin : (B, L, head_dim), the ``d/2`` angles of
+    :func:`~attention_np.core.rope.rope_angles` repeated once (transformers' layout).
     """
-    inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)  # (d/2,)
-    freqs = np.asarray(positions, dtype=np.float64)[..., None] * inv_freq             # (B, L, d/2)
-    emb = np.concatenate([freqs, freqs], axis=-1)                                      # (B, L, d)
-    return np.cos(emb), np.sin(emb)
-
-
-def _rotate_half(x):
-    half = x.shape[-1] // 2
-    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
-
-
-def _rope(x, cos, sin):
-    """Rotate (..., L, d) by the split-half RoPE: ``x cos + rotate_half(x) sin``."""
-    return x * cos + _rotate_half(x) * sin
-
-
-def _rope_backward(dy, cos, sin):
-    """forward: y = x cos + R x sin, R a quarter turn (R^T = -R)  ->  dx = dy cos - R(dy sin)."""
-    return dy * cos - _rotate_half(dy * sin)
+    cos, sin = rope_angles(positions, head_dim, theta=theta)                  # (B, L, d/2)
+    return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
 
 
 def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
@@ -197,14 +182,14 @@ def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
     return np.broadcast_to(mask, (batch, 1, L, S))
 
 
-def _ours_rope(x, params, spec, mask, cos, sin, dout):
-    """RoPE attention forward and backward by hand: project, rotate q and k, Eq. (1), W^O."""
+def _ours_rope(x, params, spec, mask, positions, dout):
+    """RoPE attention forward and backward: project, rotate q and k, Eq. (1), W^O."""
     h, h_kv, p = spec.num_heads, spec.num_kv_heads, params
+    rope = dict(positions=positions[:, None, :], theta=spec.rope_theta)    # (B, 1, L) -> heads
     q = split_heads(linear_forward(x, p["W_q"], p.get("b_q")), h)          # (B, h, L, d)
     k = split_heads(linear_forward(x, p["W_k"], p.get("b_k")), h_kv)       # (B, h_kv, L, d)
     v = split_heads(linear_forward(x, p["W_v"], p.get("b_v")), h_kv)       # (B, h_kv, L, d)
-    cos, sin = cos[:, None], sin[:, None]                                  # (B, 1, L, d)
-    heads, cache = sdpa_forward(_rope(q, cos, sin), _rope(k, cos, sin), v, mask,
+    heads, cache = sdpa_forward(apply_rope(q, **rope), apply_rope(k, **rope), v, mask,
                                 scale=spec.scale, enable_gqa=h_kv != h)    # (B, h, L, d)
     concat = merge_heads(heads)                                            # (B, L, h*d)
     out = linear_forward(concat, p["W_o"], p.get("b_o"))                   # (B, L, d_model)
@@ -214,14 +199,14 @@ def _ours_rope(x, params, spec, mask, cos, sin, dout):
     # forward: heads = Attention(rope(q), rope(k), v)
     dq, dk, dv = sdpa_backward(split_heads(dconcat, h), cache)
     # forward: q = rope(q) (and k)
-    dq, dk = _rope_backward(dq, cos, sin), _rope_backward(dk, cos, sin)
+    dq, dk = apply_rope_backward(dq, **rope), apply_rope_backward(dk, **rope)
     dx = np.zeros_like(x)
     for n, d in (("q", dq), ("k", dk), ("v", dv)):
         # forward: q = x @ W_q + b_q (and k, v)
         dx_n, g[f"W_{n}"], g[f"b_{n}"] = linear_backward(merge_heads(d), x, p[f"W_{n}"],
                                                          f"b_{n}" in p)
         dx += dx_n
-    return out, cache.weights, dx, {n: g[n] for n in p}
+    return out, dx, {n: g[n] for n in p}
 
 
 def _torch_mask(mask, torch):
@@ -311,7 +296,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     got.update({f"d{n}": g for n, g in grads.items()})
 
     if spec.family in ROPE:
-        out, _, dx, g = _ours_rope(x, params, spec, mask, cos, sin, dout)
+        out, dx, g = _ours_rope(x, params, spec, mask, positions, dout)
         ours = {"out": out, "dhidden_states": dx}
     else:
         p = dict(params)
