@@ -124,3 +124,29 @@ def test_missing_transformers_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)          # import fails
     with pytest.raises(ImportError, match=r'attention-np\[transformers\]'):
         itf.compare_transformers_attention(module, **inputs)
+
+
+# ---------------------------------------------------------------- generate() replayed
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2"])
+def test_generate_replayed_step_by_step_on_the_kv_cache(family):
+    from attention_np.interop.transformers_decode import replay_generate
+    model = cases.tiny_model(family, seed=3, causal_lm=True)
+    prompts = np.array([[3, 5, 7, 9], [2, 4, 6, 8]])
+    report = replay_generate(model, prompts, max_new_tokens=4)     # 8 > WINDOW: the window acts
+    assert report.ok, str(report)
+    assert [c.name for c in report.checks] == ["step 0 (T=4)"] + [f"step {i} (T=1)"
+                                                                  for i in (1, 2, 3)]
+    for c in report.checks:
+        assert c.err <= TIGHT * max(1.0, c.size)
+    assert report.tokens.shape == (2, 8)
+    np.testing.assert_array_equal(report.tokens[:, :4], prompts)
+    assert next(model.parameters()).dtype == torch.float32        # the model is left as it was
+
+
+def test_replay_refuses_a_model_it_cannot_replay():
+    from attention_np.interop.transformers_decode import replay_generate
+    with pytest.raises(TypeError, match="GPT2LMHeadModel.*got BertModel"):
+        replay_generate(cases.tiny_model("bert"), np.array([[1, 2]]))
+    with pytest.raises(ValueError, match="input_ids must be"):
+        replay_generate(cases.tiny_model("gpt2", causal_lm=True), np.array([1.0, 2.0]))

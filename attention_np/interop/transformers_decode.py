@@ -1,0 +1,167 @@
+"""Replay a ``generate()`` call step by step against attention_np's KV cache.
+
+A float64 copy of the model generates greedily; a hook on one attention layer records what the
+layer receives and returns at every step (the prompt, then one token at a time). attention_np
+replays the same steps from the recorded inputs with a :class:`~attention_np.efficient.kv_cache.KVCache`
+and the per-step outputs are diffed: GPT-2 through
+:func:`~attention_np.efficient.kv_cache.mha_decode_step`; Llama, Mistral and Qwen2 with the keys
+rotated (:func:`~attention_np.core.rope.apply_rope`) at their positions before they are cached,
+and the sliding window in the step's mask.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attention_np.core._checks import check_int
+from attention_np.core.fused import sdpa_forward
+from attention_np.core.heads import merge_heads, split_heads
+from attention_np.core.linear import linear_forward
+from attention_np.core.optional import import_optional
+from attention_np.core.rope import apply_rope
+from attention_np.efficient.kv_cache import KVCache, mha_decode_step
+from attention_np.interop.tolerance import RTOL64, check_float64
+from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers import (
+    ROPE,
+    build_mask,
+    layer_spec,
+    params_from_transformers,
+    rope_cos_sin,
+)
+
+
+@dataclass
+class DecodeReport:
+    """What :func:`replay_generate` found: one :class:`~attention_np.interop.tolerance.Check`
+    per step (step 0 is the prompt), the generated tokens, and a verdict ``ok``."""
+
+    module: str
+    tokens: np.ndarray
+    max_new_tokens: int
+    checks: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Every step agrees, and the layer ran once per new token (the prompt is the first)."""
+        return len(self.checks) == self.max_new_tokens and all(c.ok for c in self.checks)
+
+    def __str__(self) -> str:
+        lines = [f"generate() replay, {self.module} (float64) vs attention_np KV cache -> "
+                 f"{'AGREE' if self.ok else 'MISMATCH'}",
+                 f"tolerance float64: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|)",
+                 f"{'step':<14} {'max abs err':>12} {'tolerance':>10}  ok"]
+        lines += [f"{c.name:<14} {c.err:>12.2e} {c.tol:>10.1e}  {'yes' if c.ok else 'NO'}"
+                  for c in self.checks]
+        return "\n".join(lines + [f"note: {n}" for n in self.notes])
+
+
+def _float64_rotary(model, torch):
+    """Make the copy's rotary embedding compute cos and sin in float64 (transformers: float32)."""
+    rotary = getattr(getattr(model, "model", model), "rotary_emb", None)
+    if rotary is None:
+        return
+    d = int(rotary.inv_freq.shape[-1]) * 2
+    theta = layer_spec(model.model.layers[0].self_attn).rope_theta
+
+    def forward(x, position_ids):
+        cos, sin = rope_cos_sin(to_numpy(position_ids), d, theta)
+        return torch.from_numpy(cos), torch.from_numpy(sin)
+
+    rotary.forward = forward
+
+
+DECODERS = ("GPT2LMHeadModel", "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
+
+
+def _attention(model):
+    """The first attention layer of one of :data:`DECODERS`."""
+    name = type(model).__name__
+    if name not in DECODERS:
+        raise TypeError(f"model must be one of {list(DECODERS)}, got {name}")
+    if name == "GPT2LMHeadModel":
+        return model.transformer.h[0].attn
+    return model.model.layers[0].self_attn
+
+
+def replay_generate(model, input_ids, *, max_new_tokens: int = 3) -> DecodeReport:
+    """Greedy ``generate()`` on a float64 copy of ``model``, replayed on attention_np's KV cache.
+
+    Parameters
+    ----------
+    model : transformers ``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``MistralForCausalLM`` or
+        ``Qwen2ForCausalLM``
+        Its first attention layer is diffed. Left untouched: a copy runs in float64 with
+        ``attn_implementation="sdpa"`` and a float64 rotary embedding.
+    input_ids : (B, L) int
+        Prompts of equal length (no padding).
+    max_new_tokens : int
+        Tokens generated after the prompt.
+
+    Returns
+    -------
+    DecodeReport
+        ``checks``: "step 0 (L=..)" for the prompt, then one per generated token.
+    """
+    torch = import_optional("torch", "attention_np.interop.transformers_decode")
+    import_optional("transformers", "attention_np.interop.transformers_decode")
+    ids = np.asarray(to_numpy(input_ids))
+    if ids.ndim != 2 or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"input_ids must be (B, L) integers, got {ids.dtype} {ids.shape}")
+    _attention(model)                              # TypeError for an unsupported model
+    check_int(max_new_tokens, "max_new_tokens")
+    m = copy.deepcopy(model).double().eval()
+    m.config._attn_implementation = "sdpa"
+    _float64_rotary(m, torch)
+    layer = _attention(m)
+    spec = layer_spec(layer)
+    seen = []
+
+    def hook(mod, args, kwargs, out):
+        x = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
+        seen.append((to_numpy(x).copy(), to_numpy(out[0]).copy()))
+
+    handle = layer.register_forward_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            ones = torch.ones(ids.shape, dtype=torch.long)
+            tokens = m.generate(torch.from_numpy(ids), attention_mask=ones,
+                                max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
+                                do_sample=False,
+                                pad_token_id=m.config.eos_token_id)
+    finally:
+        handle.remove()
+    params, _ = params_from_transformers(layer)
+    report = DecodeReport(type(layer).__name__, to_numpy(tokens), max_new_tokens)
+    if len(seen) != max_new_tokens:                # the prompt, then one call per new token
+        report.notes.append(f"the layer ran {len(seen)} times for {max_new_tokens} tokens")
+    kv = KVCache(ids.shape[1] + max_new_tokens)
+    for step, (x, theirs) in enumerate(seen):
+        if spec.family in ROPE:
+            ours = _rope_decode_step(x, params, spec, kv)
+        else:
+            ours = mha_decode_step(x, params, kv, num_heads=spec.num_heads, scale=spec.scale)
+        report.checks.append(check_float64(f"step {step} (T={x.shape[1]})", theirs, ours))
+    if spec.family in ROPE:
+        report.notes.append("the copy's rotary embedding computes cos/sin in float64 "
+                            "(transformers: float32, see docs/frameworks.md)")
+    return report
+
+
+def _rope_decode_step(x, params, spec, kv: KVCache):
+    """One decode step with RoPE: the new keys are rotated at their positions, then cached."""
+    h, h_kv, p = spec.num_heads, spec.num_kv_heads, params
+    T = x.shape[-2]
+    positions = kv.length + np.arange(T)                              # (T,) cache indices
+    q = split_heads(linear_forward(x, p["W_q"], p.get("b_q")), h)    # (B, h, T, d)
+    k = split_heads(linear_forward(x, p["W_k"], p.get("b_k")), h_kv)
+    v = split_heads(linear_forward(x, p["W_v"], p.get("b_v")), h_kv)
+    q = apply_rope(q, positions, theta=spec.rope_theta)
+    k, v = kv.append(apply_rope(k, positions, theta=spec.rope_theta), v)   # (B, h_kv, S, d)
+    mask = build_mask(spec, x.shape[0], T, k.shape[-2])              # bottom-right, window
+    heads, _ = sdpa_forward(q, k, v, mask, scale=spec.scale, enable_gqa=h_kv != h)
+    return linear_forward(merge_heads(heads), p["W_o"], p.get("b_o"))
