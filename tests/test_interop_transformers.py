@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -150,3 +151,71 @@ def test_replay_refuses_a_model_it_cannot_replay():
         replay_generate(cases.tiny_model("bert"), np.array([[1, 2]]))
     with pytest.raises(ValueError, match="input_ids must be"):
         replay_generate(cases.tiny_model("gpt2", causal_lm=True), np.array([1.0, 2.0]))
+
+
+# ---------------------------------------------------------------- the traps (docs/frameworks.md)
+
+def test_eager_softmax_is_float32_in_a_float64_model_for_vit_llama_qwen2_not_bert():
+    from attention_np.interop.transformers_known import eager_float32_softmax
+    demo = eager_float32_softmax(seed=4)
+    assert demo.explained, "\n".join(demo.lines)
+    module, inputs = cases.case("llama", seed=4)
+    eager = itf.compare_transformers_attention(module, **inputs, attn_implementation="eager")
+    out = next(c for c in eager.checks if c.name == "out")
+    assert not eager.ok and 1e-10 < out.err < 1e-5          # float32-accurate, not float64
+    assert any("float32" in n for n in eager.notes)
+
+
+def test_rope_cos_sin_of_a_float64_llama_are_float32_accurate():
+    from attention_np.interop.transformers_known import rope_float32
+    demo = rope_float32()
+    assert demo.explained, "\n".join(demo.lines)
+
+
+def test_min_filled_mask_gives_mean_v_on_a_fully_masked_row_and_from_torch_sdpa_blocks_it():
+    from attention_np.interop import torch as itorch
+    from attention_np.interop.transformers_known import min_filled_mask
+    demo = min_filled_mask()
+    assert demo.explained, "\n".join(demo.lines)
+    for dtype in (np.float32, np.float64):
+        fill = np.where(np.eye(3, dtype=bool), 0.0, np.finfo(dtype).min).astype(dtype)
+        kw = itorch.from_torch_sdpa(torch.from_numpy(fill))
+        np.testing.assert_array_equal(kw["mask"], np.eye(3, dtype=bool))
+        assert not kw["bias"].any()
+    # a large finite bias that is not a fill value stays a bias
+    kw = itorch.from_torch_sdpa(torch.full((2, 2), -1e9, dtype=torch.float64))
+    assert kw["mask"] is None and (kw["bias"] == -1e9).all()
+
+
+def test_compare_notes_fully_masked_rows_left_padding():
+    module, inputs = cases.case("gpt2")
+    inputs["attention_mask"] = np.array([[1] * 6, [0, 0, 1, 1, 1, 1]])   # left padding
+    report = itf.compare_transformers_attention(module, **inputs)
+    assert not report.ok                             # rows 0, 1 of batch 1: mean(V) vs 0
+    assert any("2 query row(s) have every key masked" in n for n in report.notes)
+
+
+# ---------------------------------------------------------------- python -m attention_np diff
+
+def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monkeypatch, capsys):
+    from attention_np.cli import diff_transformers, main
+    from attention_np.interop import transformers_known as known
+    monkeypatch.setattr(cases, "FAMILIES", ("bart-cross", "qwen2"))      # a fast subset
+    monkeypatch.setattr(diff_transformers, "DECODERS", ("llama",))
+    monkeypatch.setattr(known, "DEMOS", (known.min_filled_mask,))
+    assert main(["diff", "--framework", "transformers"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^bart-cross +BartAttention +layer .* ok$", out, re.M)
+    assert re.search(r"^qwen2 +Qwen2Attention +layer .* ok$", out, re.M)
+    assert re.search(r"^llama +LlamaAttention +decode .* 4 steps .* ok$", out, re.M)
+    assert "3/3 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
+
+
+def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(monkeypatch,
+                                                                             capsys):
+    from attention_np.cli import diff_transformers, main
+    monkeypatch.setattr(diff_transformers, "_missing",
+                        lambda m: "No module named 'transformers'" if m == "transformers" else None)
+    assert main(["diff", "--framework", "transformers"]) == 1
+    err = capsys.readouterr().err
+    assert 'needs transformers, which is not installed (pip install "attention-np[transformers]"' in err

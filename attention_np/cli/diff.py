@@ -30,8 +30,10 @@ DTYPES = ("float32", "float64")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--framework", choices=(*FRAMEWORKS, "all"), default="all",
-                        help="which framework to diff against (default: all installed)")
+    parser.add_argument("--framework", choices=(*FRAMEWORKS, "all", "transformers"), default="all",
+                        help="which framework to diff against (default: all installed; "
+                             "'transformers': one attention layer per Hugging Face family, "
+                             "not part of 'all')")
     parser.add_argument("--dtype", choices=(*DTYPES, "all"), default="all",
                         help="dtype of the inputs (default: both)")
     parser.add_argument("--seed", type=int, default=0, help="seed of inputs and upstream gradients")
@@ -136,6 +138,9 @@ def format_table(rows, dtypes=DTYPES) -> str:
 
 
 def run(args) -> int:
+    if args.framework == "transformers":
+        from attention_np.cli import diff_transformers
+        return diff_transformers.run(args)
     from attention_np.interop.cases import CASES
     from attention_np.interop.known import DEMOS
     from attention_np.interop.tolerance import FACTOR32, FLOOR_ULPS, RTOL64

@@ -177,10 +177,13 @@ def split_float_mask(float_mask) -> tuple[np.ndarray | None, np.ndarray]:
     """A torch float mask (added to the scores) as our ``(mask, bias)``.
 
     ``-inf`` entries mean "blocked": they become ``mask=False`` and bias 0 there, so the bias
-    stays finite. ``mask`` is None when nothing is ``-inf``.
+    stays finite. So do entries at or below float32's minimum (about -3.4e38): masks filled with
+    ``torch.finfo(dtype).min``, as transformers builds them, block those keys too (torch then
+    gives a fully masked row the mean of the values; attention_np gives 0, see
+    docs/frameworks.md). ``mask`` is None when nothing is blocked.
     """
     f = to_numpy(float_mask)
-    blocked = np.isneginf(f)
+    blocked = np.isneginf(f) | (f <= np.finfo(np.float32).min)
     if not blocked.any():
         return None, f
     return ~blocked, np.where(blocked, 0, f).astype(f.dtype)
@@ -337,7 +340,8 @@ def from_torch_sdpa(attn_mask=None, is_causal: bool = False, scale=None) -> dict
     """``scaled_dot_product_attention``'s mask arguments as keyword arguments for ``sdpa_forward``.
 
     A bool ``attn_mask`` is our ``mask`` unchanged (same polarity); a float one is split into
-    ``mask`` (its ``-inf`` entries) and ``bias`` (the rest). A ``CausalBias`` from
+    ``mask`` (its ``-inf`` or ``finfo.min`` entries, :func:`split_float_mask`) and ``bias``
+    (the rest). A ``CausalBias`` from
     ``torch.nn.attention.bias`` (``causal_upper_left`` / ``causal_lower_right``) becomes the
     matching :func:`causal_mask`.
     """

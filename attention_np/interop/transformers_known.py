@@ -1,0 +1,91 @@
+"""transformers' traps, demonstrated rather than hidden (see docs/frameworks.md).
+
+Each demonstration measures the documented behaviour on a tiny random model and says whether it
+still holds (:class:`~attention_np.interop.known.Demo`); one that no longer reproduces makes
+``python -m attention_np diff --framework transformers`` fail.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from attention_np.core.heads import split_heads
+from attention_np.core.linear import linear_forward
+from attention_np.core.multihead import mha_forward
+from attention_np.interop.known import Demo
+from attention_np.interop.tolerance import max_abs_error
+from attention_np.interop.torch import from_torch_sdpa, to_numpy
+from attention_np.interop.transformers import (
+    compare_transformers_attention,
+    layer_spec,
+    params_from_transformers,
+    rope_cos_sin,
+)
+from attention_np.interop.transformers_cases import case, tiny_model
+
+
+def eager_float32_softmax(seed: int = 0) -> Demo:
+    """Eager attention of ViT, Llama, Mistral, Qwen2 runs softmax in float32 in a float64 model."""
+    demo = Demo("eager attention's softmax is float32 in a float64 model (largest error of the "
+                "output, and of any gradient, against attention_np float64)")
+    for family in ("bert", "vit", "llama", "qwen2"):
+        module, inputs = case(family, seed)
+        for impl in ("eager", "sdpa"):
+            r = compare_transformers_attention(module, **inputs, attn_implementation=impl,
+                                               seed=seed)
+            out = next(c.err for c in r.checks if c.name == "out")
+            grad = max(c.err for c in r.checks if c.name != "out")
+            float32 = impl == "eager" and family != "bert"
+            expected = (not r.ok and 1e-10 < out < 1e-5) if float32 else r.ok
+            demo.observe(f"{family} {impl}", f"out {out:.1e}, grads {grad:.1e}  "
+                         f"({'float32 softmax' if not r.ok else 'float64 throughout'})", expected)
+    return demo
+
+
+def rope_float32(seed: int = 0) -> Demo:
+    """The rotary embedding of a float64 Llama computes cos and sin in float32."""
+    import torch
+
+    demo = Demo("RoPE cos/sin of a .double() Llama are computed in float32 (max error against "
+                "float64 cos/sin)")
+    model = tiny_model("llama", seed).double()
+    positions = np.arange(64)[None, :]
+    x = torch.zeros((1, 64, 1), dtype=torch.float64)
+    cos, sin = (to_numpy(t) for t in model.rotary_emb(x, torch.from_numpy(positions)))
+    spec = layer_spec(model.layers[0].self_attn)
+    cos64, sin64 = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
+    err = max(max_abs_error(cos, cos64), max_abs_error(sin, sin64))
+    demo.observe(f"cos, sin dtype {cos.dtype}, positions 0..63", f"{err:.1e}  (float32 level)",
+                 cos.dtype == np.float64 and 1e-10 < err < 1e-5)
+    return demo
+
+
+def min_filled_mask(seed: int = 0) -> Demo:
+    """A row with every key masked: finfo.min masks give mean(V) W_o + b_o, attention_np b_o."""
+    import torch
+
+    demo = Demo("a query row with every key masked by transformers' finfo.min mask, float64")
+    layer = copy.deepcopy(case("gpt2", seed)[0]).double()
+    params, spec = params_from_transformers(layer)
+    x = np.random.default_rng(seed).standard_normal((1, 4, params["W_q"].shape[0]))
+    allowed = np.tril(np.ones((4, 4), dtype=bool))
+    allowed[1] = False                                          # query 1 may attend to no key
+    fill = np.where(allowed, 0.0, np.finfo(np.float64).min)[None, None]
+    with torch.no_grad():
+        row = to_numpy(layer(torch.from_numpy(x), attention_mask=torch.from_numpy(fill))[0])[0, 1]
+    v = split_heads(linear_forward(x, params["W_v"], params["b_v"]), spec.num_heads)   # (1,h,4,d)
+    mean_v = v.mean(axis=-2).reshape(-1)                        # uniform weights: mean(V), heads
+    expected = mean_v @ params["W_o"] + params["b_o"]
+    err = max_abs_error(row, expected)
+    demo.observe("transformers GPT2Attention", f"row = mean(V) W_o + b_o  (error {err:.1e})",
+                 err < 1e-12)
+    kw = from_torch_sdpa(torch.from_numpy(fill))
+    out, _ = mha_forward(x, x, x, params, kw["mask"], num_heads=spec.num_heads, scale=spec.scale)
+    demo.observe("attention_np via from_torch_sdpa", "row = b_o (attention 0)",
+                 not kw["bias"].any() and max_abs_error(out[0, 1], params["b_o"]) < 1e-15)
+    return demo
+
+
+DEMOS = (eager_float32_softmax, rope_float32, min_filled_mask)
