@@ -37,6 +37,7 @@ class AttentionCache:
     v : (..., S, d_v) values
     weights : (..., L, S) ``softmax(scores)``; 0 at masked keys, all 0 on a fully masked row
     scale : the factor applied to ``QKᵀ``
+    bias_shape : the shape of ``bias`` (None without one), for ``return_dbias=True``
     """
 
     q: np.ndarray
@@ -44,6 +45,7 @@ class AttentionCache:
     v: np.ndarray
     weights: np.ndarray
     scale: float
+    bias_shape: tuple | None = None
 
     made_by = "attention_np.core.attention.sdpa_forward"
 
@@ -88,20 +90,23 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         scores = np.where(mask, scores, -np.inf)            # Mask: -inf gets weight exactly 0
     weights = softmax(scores)                               # SoftMax    (..., L, S)
     out = weights @ v                                       # MatMul     (..., L, d_v)
-    return out, AttentionCache(q, k, v, weights, scale)
+    return out, AttentionCache(q, k, v, weights, scale, None if bias is None else bias.shape)
 
 
-def sdpa_backward(dout, cache: AttentionCache):
+def sdpa_backward(dout, cache: AttentionCache, *, return_dbias: bool = False):
     """Backward of :func:`sdpa_forward`: gradients of the loss w.r.t. ``q``, ``k`` and ``v``.
 
     Parameters
     ----------
     dout : (..., L, d_v) gradient w.r.t. ``out``, the output's dtype
     cache : AttentionCache from :func:`sdpa_forward`
+    return_dbias : bool
+        Also return ``dbias``, the gradient w.r.t. the forward's ``bias``.
 
     Returns
     -------
     dq, dk, dv : each with the shape of its input (broadcast batch dims summed back)
+    dbias : the shape of ``bias`` (None without one); only with ``return_dbias=True``
     """
     check_cache(cache, AttentionCache, AttentionCache.made_by)
     q, k, v, weights, scale = cache.q, cache.k, cache.v, cache.weights, cache.scale
@@ -119,7 +124,12 @@ def sdpa_backward(dout, cache: AttentionCache):
     dk = (np.swapaxes(dscores, -1, -2) @ q) * scale                   # (..., S, d_k)
 
     # Broadcast batch dims are summed back to each input's shape.
-    return sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape)
+    grads = sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape)
+    if not return_dbias:
+        return grads
+    # forward: scores = scores + bias  ->  dbias = dscores (summed to the bias's shape)
+    dbias = None if cache.bias_shape is None else sum_to_shape(dscores, cache.bias_shape)
+    return (*grads, dbias)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,

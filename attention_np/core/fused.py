@@ -53,6 +53,8 @@ class SDPACache:
     dropout_mask : (..., L, S) bool, True = kept, or None without dropout
     dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights
     kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    bias_shape : the shape of the ``bias`` given to the forward (None without one): the shape
+        ``sdpa_backward(..., return_dbias=True)`` sums its gradient to
     weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
         access as ``exp_scores / rowsum``
     """
@@ -67,6 +69,7 @@ class SDPACache:
     dropout_mask: np.ndarray | None = None
     dropout_scale: float = 1.0
     kv_groups: int = 1
+    bias_shape: tuple | None = None
 
     made_by = "attention_np.sdpa_forward (attention_np.core.fused)"
 
@@ -140,6 +143,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     q, k, v, scale = check_qkv(q, k, v, scale)
     dropout_p = check_dropout_p(dropout_p)
     inputs, given_keep = (q, k, v), dropout_mask
+    bias_shape = None if bias is None else np.shape(bias)
     groups = kv_groups(q, k, v) if enable_gqa else 1
     if groups > 1:
         # Group the query heads, (..., H_kv, G, L, d), so that k and v broadcast over each group.
@@ -189,7 +193,8 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
             keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
     # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
     # whatever the caller does to the returned array.
-    return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups)
+    return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
+                          bias_shape)
 
 
 def _scaled_scores(q, k, scale: float) -> np.ndarray:
@@ -213,17 +218,22 @@ def _add_into(scores: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return scores
 
 
-def sdpa_backward(dout, cache: SDPACache):
+def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     """Backward of :func:`sdpa_forward`: gradients of the loss w.r.t. ``q``, ``k`` and ``v``.
 
     Parameters
     ----------
     dout : (..., L, d_v) gradient w.r.t. ``out``
     cache : SDPACache from the forward pass
+    return_dbias : bool
+        Also return the gradient w.r.t. the forward's ``bias`` (opt-in, so that
+        ``dq, dk, dv = sdpa_backward(dout, cache)`` stays as it was).
 
     Returns
     -------
     dq, dk, dv : each with the shape of its input (broadcast batch dims summed back)
+    dbias : the shape of ``bias``, summed over the dims it was broadcast along; None when the
+        forward had no bias. Only with ``return_dbias=True``.
     """
     check_cache(cache, SDPACache, SDPACache.made_by)
     c = cache
@@ -270,7 +280,20 @@ def sdpa_backward(dout, cache: SDPACache):
     # Broadcast batch dims are summed back; with grouped-query attention this sums the G
     # query heads of a group into their shared key/value head: k was (..., H_kv, 1, S, d).
     dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
-    return dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
+    grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
+    if not return_dbias:
+        return grads
+    # forward: scores = ... + bias  ->  dbias = dscores, summed to the bias's broadcast shape
+    return (*grads, _dbias(dscores, c.bias_shape, c.kv_groups))
+
+
+def _dbias(dscores, bias_shape, groups: int):
+    """``dscores (..., L, S)`` summed to ``bias_shape``; None without a bias."""
+    if bias_shape is None:
+        return None
+    if groups > 1:
+        dscores = ungroup_queries(dscores)                           # (..., H, L, S)
+    return sum_to_shape(dscores, bias_shape)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,

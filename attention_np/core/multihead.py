@@ -268,8 +268,12 @@ def _attention_path(path, *, dropout_p, grouped):
     return PATHS[path]
 
 
-def mha_backward(dout, cache: MHACache):
+def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     """Backward of :func:`mha_forward`.
+
+    With ``return_dbias=True`` a fifth value follows ``grads``: ``dbias``, the gradient w.r.t.
+    the forward's ``bias`` with its shape (None without a bias), e.g. for a learned relative
+    position bias (T5) or ALiBi slopes.
 
     Returns
     -------
@@ -289,7 +293,8 @@ def mha_backward(dout, cache: MHACache):
     # 4) forward: concat = merge_heads(heads)  ->  its backward is split_heads
     dheads = split_heads(dconcat, h)                               # (..., h, L, d_v)
     # 3) forward: heads = Attention(q, k, v)
-    dq, dk, dv = PATHS[c.path].sdpa_backward(dheads, c.attention)                # (..., h | h_kv, L|S, d)
+    dq, dk, dv, *dbias = PATHS[c.path].sdpa_backward(dheads, c.attention,
+                                                     return_dbias=return_dbias)  # (..., h | h_kv, L|S, d)
     # 2) forward: q = split_heads(q_proj)  ->  its backward is merge_heads
     dq, dk, dv = merge_heads(dq), merge_heads(dk), merge_heads(dv)
     # 1) forward: q_proj = query @ W_q + b_q (and the same for k, v)
@@ -299,4 +304,5 @@ def mha_backward(dout, cache: MHACache):
     for name, g in (("b_q", db_q), ("b_k", db_k), ("b_v", db_v), ("b_o", db_o)):
         if name in p:
             grads[name] = g
-    return dquery, dkey, dvalue, {name: grads[name] for name in p}
+    grads = {name: grads[name] for name in p}
+    return (dquery, dkey, dvalue, grads, *dbias)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np.core._checks import (
+    as_bias,
     as_bool_mask,
     check_cache,
     check_dout,
@@ -55,6 +56,7 @@ class FlashCache:
     mask : the bool mask as given (broadcastable to (..., L, S); regrouped with ``enable_gqa``), or None
     is_causal, scale, block_size : as passed to the forward
     kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    bias : the float bias as given (broadcastable to (..., L, S), in the dtype of ``q``), or None
     """
 
     q: np.ndarray
@@ -67,6 +69,7 @@ class FlashCache:
     scale: float
     block_size: int
     kv_groups: int = 1
+    bias: np.ndarray | None = None
 
     made_by = "attention_np.flash_attention_forward (attention_np.efficient.flash)"
 
@@ -82,7 +85,14 @@ def _key_blocks(L: int, S: int, block_size: int, is_causal: bool):
         yield j0, min(j0 + block_size, S), (j0 if is_causal else 0)
 
 
-def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, shape):
+def _tile(x, i0, j0, j1):
+    """The block ``[i0:, j0:j1]`` of a mask or bias broadcastable to (..., L, S); size-1 dims stay."""
+    rows = slice(i0, None) if x.shape[-2] > 1 else slice(None)
+    cols = slice(j0, j1) if x.shape[-1] > 1 else slice(None)
+    return x[..., rows, cols]
+
+
+def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, shape, bias=None):
     """Scores of query rows ``[i0, L)`` against keys ``[j0, j1)``, ``-inf`` where masked.
 
     ``qs`` is ``q * scale``; ``shape`` is the broadcast batch shape. Returns (*shape, L - i0, j1 - j0).
@@ -90,11 +100,11 @@ def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, shape):
     s = qs[..., i0:, :] @ np.swapaxes(k[..., j0:j1, :], -1, -2)          # (..., R, Bk)
     if s.shape[:-2] != shape:                 # a mask that adds batch dims: grow the tile
         s = np.broadcast_to(s, shape + s.shape[-2:]).copy()
+    if bias is not None:
+        s += _tile(bias, i0, j0, j1)          # the bias's block, as the dense path adds it
     if mask is not None:
         # Slice only the mask dims that are not broadcast (size 1), never a full (L, S) copy.
-        rows = slice(i0, None) if mask.shape[-2] > 1 else slice(None)
-        cols = slice(j0, j1) if mask.shape[-1] > 1 else slice(None)
-        np.copyto(s, -np.inf, where=~mask[..., rows, cols])
+        np.copyto(s, -np.inf, where=~_tile(mask, i0, j0, j1))
     if is_causal:
         # Only the first rows of the tile straddle the diagonal: row i0 + r blocks keys j > i0 + r.
         r = min(j1, s.shape[-2] + i0) - i0
@@ -103,21 +113,24 @@ def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, shape):
     return s
 
 
-def _check_flash(q, k, v, mask, block_size):
-    """The checked mask (causal is applied per tile, not here) and the broadcast batch shape."""
+def _check_flash(q, k, v, mask, block_size, bias=None):
+    """The checked mask and bias (causal is applied per tile, not here) and the broadcast batch shape."""
     if mask is not None and np.ndim(mask) < 2:
         # a 0-d or 1-D mask (valid for sdpa_forward): give it the (L, S) dims the tiles slice
         mask = np.reshape(mask, (1,) * (2 - np.ndim(mask)) + np.shape(mask))
-    mask, _ = mask_and_bias(q, k, v, mask, None, is_causal=False)
+    if bias is not None and np.ndim(bias) < 2:
+        bias = np.reshape(bias, (1,) * (2 - np.ndim(bias)) + np.shape(bias))
+    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal=False)
     check_int(block_size, "block_size")
     L, S = q.shape[-2], k.shape[-2]
     shapes = [x.shape[:-2] for x in (q, k, v)]
-    if mask is not None:
-        shapes.append(np.broadcast_shapes(mask.shape, (L, S))[:-2])
-    return mask, np.broadcast_shapes(*shapes)
+    for x in (mask, bias):
+        if x is not None:
+            shapes.append(np.broadcast_shapes(x.shape, (L, S))[:-2])
+    return mask, bias, np.broadcast_shapes(*shapes)
 
 
-def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scale=None,
+def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
                             block_size: int = 128, enable_gqa: bool = False):
     r"""Eq. (1) computed block by block with an online softmax (FlashAttention-2's forward).
 
@@ -130,6 +143,8 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
     v : (..., S, d_v) values
     mask : bool, broadcastable to (..., L, S), optional
         True = this query may attend to this key. Sliced per block, never expanded.
+    bias : float, broadcastable to (..., L, S), optional
+        Added to the scaled scores, as in :func:`sdpa_forward`; sliced per block.
     is_causal : bool
         Query ``i`` attends keys ``j <= i`` (top-left), ANDed with ``mask``; blocks above the
         diagonal are skipped.
@@ -154,15 +169,19 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
         # As in sdpa_forward: query heads grouped (..., H_kv, G, L, d), k and v broadcast over G.
         if mask is not None:
             mask = group_heads(as_bool_mask(mask), q.shape[-3], groups, "mask")
+        if bias is not None:
+            bias = as_bias(bias).astype(q.dtype, copy=False)
         out, cache = flash_attention_forward(group_queries(q, groups), group_kv(k), group_kv(v),
-                                             mask, is_causal=is_causal, scale=scale,
+                                             mask, bias=group_heads(bias, q.shape[-3], groups, "bias"),
+                                             is_causal=is_causal, scale=scale,
                                              block_size=block_size)
         out = ungroup_queries(out)                                       # (..., H, L, d_v)
         lse = ungroup_queries(cache.lse[..., None])[..., 0]              # (..., H, L)
         q, k, v = ungroup_queries(cache.q), cache.k.reshape(k.shape), cache.v.reshape(v.shape)
         return out, FlashCache(q, k, v, out.copy(), lse, cache.mask, cache.is_causal, cache.scale,
-                               cache.block_size, groups)
-    mask, batch = _check_flash(q, k, v, mask, block_size)
+                               cache.block_size, groups, bias)
+    given_shape = None if bias is None else np.shape(bias)
+    mask, bias, batch = _check_flash(q, k, v, mask, block_size, bias)
     q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
     *_, L, d_k = q.shape
     S, d_v = v.shape[-2:]
@@ -174,7 +193,7 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
 
     for j0, j1, i0 in _key_blocks(L, S, block_size, is_causal):
         rows = np.s_[..., i0:, :]
-        p = _tile_scores(qs, k, mask, is_causal, j0, j1, i0, batch)    # (..., R, Bk) scores
+        p = _tile_scores(qs, k, mask, is_causal, j0, j1, i0, batch, bias)  # (..., R, Bk) scores
         m_new = np.maximum(m[rows], p.max(axis=-1, keepdims=True))      # (..., R, 1)
         # A row that has seen only masked keys has max -inf; shift it by 0 instead, so that
         # exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = NaN.
@@ -197,10 +216,10 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
     lse[empty] = np.inf
     # The cache keeps its own copy of out: the backward's D = rowsum(dout * out) needs it unchanged.
     return out, FlashCache(q, k, v, out.copy(), lse[..., 0], mask, bool(is_causal), scale,
-                           int(block_size))
+                           int(block_size), 1, None if bias is None else bias.reshape(given_shape))
 
 
-def flash_attention_backward(dout, cache: FlashCache):
+def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = False):
     """Backward of :func:`flash_attention_forward`, block by block (FlashAttention-2's backward).
 
     Each key block's weights are recomputed from the saved log-sum-exp, ``P = exp(scores - lse)``,
@@ -210,11 +229,14 @@ def flash_attention_backward(dout, cache: FlashCache):
     ----------
     dout : (..., L, d_v) gradient w.r.t. ``out``
     cache : FlashCache from the forward pass
+    return_dbias : bool
+        Also return ``dbias``, the gradient w.r.t. the forward's ``bias``, accumulated block by block.
 
     Returns
     -------
     dq, dk, dv : each with the shape of its input (broadcast batch dims summed back); the same
         numbers as :func:`sdpa_backward`.
+    dbias : the shape of ``bias`` (None without one); only with ``return_dbias=True``
     """
     check_cache(cache, FlashCache, FlashCache.made_by)
     c = cache
@@ -225,9 +247,14 @@ def flash_attention_backward(dout, cache: FlashCache):
         G = c.kv_groups
         grouped = FlashCache(group_queries(c.q, G), group_kv(c.k), group_kv(c.v),
                              group_queries(c.out, G), group_queries(c.lse[..., None], G)[..., 0],
-                             c.mask, c.is_causal, c.scale, c.block_size)
-        dq, dk, dv = flash_attention_backward(group_queries(dout, G), grouped)
-        return dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
+                             c.mask, c.is_causal, c.scale, c.block_size, 1,
+                             group_heads(c.bias, c.q.shape[-3], G, "bias"))
+        dq, dk, dv, dbias = flash_attention_backward(group_queries(dout, G), grouped,
+                                                     return_dbias=True)
+        grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
+        if not return_dbias:
+            return grads
+        return (*grads, None if dbias is None else dbias.reshape(c.bias.shape))
     L, S = c.q.shape[-2], c.k.shape[-2]
     batch = c.out.shape[:-2]
     scale = c.q.dtype.type(c.scale)
@@ -238,11 +265,13 @@ def flash_attention_backward(dout, cache: FlashCache):
     dq = np.zeros(batch + c.q.shape[-2:], c.q.dtype)
     dk = np.zeros(batch + c.k.shape[-2:], c.k.dtype)
     dv = np.zeros(batch + c.v.shape[-2:], c.v.dtype)
+    bias = None if c.bias is None else _check_flash(c.q, c.k, c.v, None, 1, c.bias)[1]  # >= 2-D
+    dbias = None if bias is None else np.zeros(bias.shape, c.q.dtype)
 
     for j0, j1, i0 in _key_blocks(L, S, c.block_size, c.is_causal):
         rows, cols = np.s_[..., i0:, :], np.s_[..., j0:j1, :]
         # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
-        P = _tile_scores(qs, c.k, c.mask, c.is_causal, j0, j1, i0, batch)   # (..., R, Bk)
+        P = _tile_scores(qs, c.k, c.mask, c.is_causal, j0, j1, i0, batch, bias)    # (..., R, Bk)
         P -= lse[rows]
         np.exp(P, out=P)
         # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
@@ -251,9 +280,16 @@ def flash_attention_backward(dout, cache: FlashCache):
         # forward: P = softmax(scores)  ->  dscores = P * (dP - D)
         dP -= D[rows]
         dP *= P
+        if dbias is not None:
+            # forward: scores = ... + bias  ->  dbias = dscores, summed where bias broadcast
+            block = _tile(dbias, i0, j0, j1)                             # a view into dbias
+            block += sum_to_shape(dP, block.shape)
         # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale, dk = dscores.T @ (q * scale)
         dq[rows] += dP @ c.k[cols]                                       # (..., R, d_k)
         dk[cols] = np.swapaxes(dP, -1, -2) @ qs[rows]                    # (..., Bk, d_k)
 
     dq *= scale
-    return sum_to_shape(dq, c.q.shape), sum_to_shape(dk, c.k.shape), sum_to_shape(dv, c.v.shape)
+    grads = sum_to_shape(dq, c.q.shape), sum_to_shape(dk, c.k.shape), sum_to_shape(dv, c.v.shape)
+    if not return_dbias:
+        return grads
+    return (*grads, None if dbias is None else dbias.reshape(c.bias.shape))
