@@ -28,12 +28,13 @@ from attention_np.core.rope import apply_rope, apply_rope_backward, rope_angles
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers_t5 import t5_bias, t5_bias_table_backward
 
 # class name -> family; the layers compare_transformers_attention reads
 SUPPORTED = {
     "BertSelfAttention": "bert", "ViTAttention": "vit", "GPT2Attention": "gpt2",
     "BartAttention": "bart", "LlamaAttention": "llama", "MistralAttention": "mistral",
-    "Qwen2Attention": "qwen2",
+    "Qwen2Attention": "qwen2", "T5Attention": "t5",
 }
 ROPE = ("llama", "mistral", "qwen2")        # families with rotary position embeddings
 
@@ -51,6 +52,7 @@ class LayerSpec:
     has_w_o: bool                    # BERT's self-attention ends before W^O
     rope_theta: float | None = None
     window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window)
+    buckets: tuple | None = None     # T5: (num_buckets, max_distance, bidirectional) of its bias table
 
 
 def _family(module) -> str:
@@ -72,6 +74,12 @@ def layer_spec(module) -> LayerSpec:
     if family == "vit":
         h = module.num_attention_heads
         return LayerSpec(family, h, h, module.head_dim, float(module.scaling), False, True)
+    if family == "t5":
+        h, d = module.n_heads, module.key_value_proj_dim
+        buckets = ((module.relative_attention_num_buckets, module.relative_attention_max_distance,
+                    not module.is_decoder) if module.has_relative_attention_bias else None)
+        return LayerSpec(family, h, h, d, float(module.scaling), bool(module.is_decoder), True,
+                         buckets=buckets)
     if family in ("gpt2", "bart"):
         h, d = module.num_heads, module.head_dim
         causal = bool(module.is_causal) and not getattr(module, "is_cross_attention", False)
@@ -112,6 +120,10 @@ def _tensors(module, family: str, get) -> dict:
         return out
     elif family == "bart":
         pairs = {"q": module.q_proj, "k": module.k_proj, "v": module.v_proj, "o": module.out_proj}
+    elif family == "t5":
+        pairs = {"q": module.q, "k": module.k, "v": module.v, "o": module.o}
+        if module.has_relative_attention_bias:       # nn.Embedding (num_buckets, h)
+            out["bias_table"] = get(module.relative_attention_bias.weight)
     else:
         pairs = {"q": module.q_proj, "k": module.k_proj, "v": module.v_proj, "o": module.o_proj}
     for n, lin in pairs.items():
@@ -226,11 +238,12 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     Parameters
     ----------
     module : a layer of :data:`SUPPORTED`
-        BERT, ViT, GPT-2, BART (self- and cross-attention), Llama, Mistral or Qwen2. A copy is
+        BERT, ViT, GPT-2, BART (self- and cross-attention), Llama, Mistral, Qwen2 or T5 (with
+        its relative-position bias table, whose gradient is diffed as "dbias_table"). A copy is
         cast to float64 and run in eval mode; the module itself is left untouched.
     hidden_states : (B, L, d_model) array or tensor
     key_value_states : (B, S, d_model), optional
-        BART cross-attention: the encoder output the keys and values come from.
+        BART or T5 cross-attention: the encoder output the keys and values come from.
     attention_mask : (B, S) 0/1, optional
         transformers' 2-D padding mask (1 = a real token). The layer gets the model's 4-D float
         mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
@@ -253,9 +266,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
     spec = layer_spec(module)
-    if key_value_states is not None and spec.family != "bart":
+    if key_value_states is not None and spec.family not in ("bart", "t5"):
         raise ValueError(f"key_value_states (cross-attention) is supported for BartAttention "
-                         f"only, got {type(module).__name__}")
+                         f"and T5Attention only, got {type(module).__name__}")
     x = to_numpy(hidden_states).astype(np.float64)
     if x.ndim != 3:
         raise ValueError(f"hidden_states must be (B, L, d_model), got shape {x.shape}")
@@ -279,7 +292,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         p.grad = None
     xt = torch.tensor(x, requires_grad=True)
     kvt = None if kv is None else torch.tensor(kv, requires_grad=True)
-    kwargs = {"attention_mask": _torch_mask(mask, torch)}
+    mask_name = "mask" if spec.family == "t5" else "attention_mask"
+    kwargs = {mask_name: _torch_mask(mask, torch)}
     if kvt is not None:
         kwargs["key_value_states"] = kvt
     if spec.family in ROPE:
@@ -302,9 +316,14 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         p = dict(params)
         if not spec.has_w_o:        # BERT stops at the concatenated heads: W^O = I
             p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
+        table = p.pop("bias_table", None)
+        bias, bucket = (None, None) if table is None else t5_bias(table, L, S, spec)
         src = x if kv is None else kv
-        out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale)
-        dq, dk, dv, g = mha_backward(dout, cache)
+        out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
+                                 bias=bias)
+        dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
+        if table is not None:
+            g["bias_table"] = t5_bias_table_backward(dbias, bucket, spec.buckets[0])
         ours = {"out": out, "dhidden_states": dq if kv is not None else dq + dk + dv}
         if kv is not None:
             ours["dkey_value"] = dk + dv

@@ -50,6 +50,13 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
                             encoder_layers=1, decoder_layers=1, encoder_ffn_dim=40,
                             decoder_ffn_dim=40, vocab_size=61, max_position_embeddings=64, **kw)
         return _randomize(tf.BartModel(cfg), seed)
+    if family == "t5":
+        # few buckets, so that L = 6 already reaches the log-spaced ones
+        cfg = tf.T5Config(d_model=D_MODEL, d_kv=12, num_heads=4, num_layers=1,
+                          num_decoder_layers=1, d_ff=40, vocab_size=61,
+                          relative_attention_num_buckets=8, relative_attention_max_distance=20,
+                          decoder_start_token_id=0, **kw)
+        return _randomize(tf.T5Model(cfg), seed)
     extra = {"mistral": dict(sliding_window=WINDOW),
              "qwen2": dict(sliding_window=WINDOW, use_sliding_window=True, max_window_layers=0,
                            attention_bias=True)}.get(family, {})
@@ -64,7 +71,8 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
 
 def attention_layer(family: str, model):
     """The first attention layer of ``model`` (BART: ``"bart"`` the decoder's causal self-attention,
-    ``"bart-cross"`` its cross-attention)."""
+    ``"bart-cross"`` its cross-attention; T5: ``"t5"`` the encoder's, ``"t5-decoder"`` the
+    decoder's self-attention, both with the bias table, ``"t5-cross"`` its cross-attention)."""
     if family == "bert":
         return model.encoder.layer[0].attention.self
     if family == "vit":
@@ -75,23 +83,31 @@ def attention_layer(family: str, model):
         return model.decoder.layers[0].self_attn
     if family == "bart-cross":
         return model.decoder.layers[0].encoder_attn
+    if family == "t5":
+        return model.encoder.block[0].layer[0].SelfAttention
+    if family == "t5-decoder":
+        return model.decoder.block[0].layer[0].SelfAttention
+    if family == "t5-cross":
+        return model.decoder.block[0].layer[1].EncDecAttention
     return model.layers[0].self_attn
 
 
-# family -> the padding of the (B, S) attention mask each case uses; no query row is fully masked
-FAMILIES = ("bert", "vit", "gpt2", "bart", "bart-cross", "llama", "mistral", "qwen2")
+# the cases: right padding in every (B, S) attention mask, so that no query row is fully masked
+FAMILIES = ("bert", "vit", "gpt2", "bart", "bart-cross", "llama", "mistral", "qwen2", "t5",
+            "t5-decoder", "t5-cross")
+MODELS = {"bart-cross": "bart", "t5-decoder": "t5", "t5-cross": "t5"}   # the model a case reads
 
 
 def case(family: str, seed: int = 0, attn_implementation: str = "sdpa"):
     """``(module, inputs)`` for one family: float64 hidden states, a padding mask, positions."""
     rng = np.random.default_rng(seed)
-    model = tiny_model("bart" if family == "bart-cross" else family, seed, attn_implementation)
+    model = tiny_model(MODELS.get(family, family), seed, attn_implementation)
     inputs = {"hidden_states": rng.standard_normal((B, L, D_MODEL))}
     padding = np.ones((B, L), dtype=np.int64)
     padding[1, -2:] = 0                      # right padding: every query keeps key 0
     if family == "vit":
         padding = None                       # ViT attends to every patch
-    if family == "bart-cross":
+    if family in ("bart-cross", "t5-cross"):
         inputs["key_value_states"] = rng.standard_normal((B, S, D_MODEL))
         padding = np.ones((B, S), dtype=np.int64)
         padding[0, -3:] = 0
