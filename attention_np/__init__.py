@@ -23,8 +23,16 @@ from attention_np.core.fused import SDPACache, scaled_dot_product_attention, sdp
 from attention_np.core.gradcheck import GradcheckResult, gradcheck, numerical_gradient
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
-from attention_np.core.masks import causal_mask, mask_from_blocked, padding_mask
+from attention_np.core.masks import causal_mask, mask_from_blocked, padding_mask, sliding_window_mask
 from attention_np.core.multihead import MHACache, init_mha_params, mha_backward, mha_forward
+from attention_np.core.position_bias import (
+    alibi_bias,
+    alibi_slopes,
+    relative_position_bias,
+    relative_position_bias_backward,
+    relative_positions,
+    t5_relative_buckets,
+)
 from attention_np.core.rope import apply_rope, apply_rope_backward, rope_angles
 from attention_np.core.softmax import softmax, softmax_backward
 from attention_np.efficient.flash import FlashCache, flash_attention_backward, flash_attention_forward
@@ -47,7 +55,7 @@ except _PackageNotFoundError:                   # run from a checkout that was n
 __all__ = [
     # §3.2: core
     "softmax", "softmax_backward",
-    "causal_mask", "padding_mask", "mask_from_blocked",
+    "causal_mask", "padding_mask", "mask_from_blocked", "sliding_window_mask",
     "scaled_dot_product_attention", "sdpa_forward", "sdpa_backward", "SDPACache",
     "split_heads", "merge_heads",
     "linear_forward", "linear_backward", "glorot_uniform",
@@ -55,6 +63,8 @@ __all__ = [
     "gradcheck", "numerical_gradient", "GradcheckResult",
     # beyond the paper: position information inside attention
     "rope_angles", "apply_rope", "apply_rope_backward",
+    "relative_positions", "alibi_slopes", "alibi_bias", "t5_relative_buckets",
+    "relative_position_bias", "relative_position_bias_backward",
     # beyond the paper: efficient
     "flash_attention_forward", "flash_attention_backward", "FlashCache",
     "KVCache", "mha_decode_step",

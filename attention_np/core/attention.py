@@ -50,7 +50,8 @@ class AttentionCache:
     made_by = "attention_np.core.attention.sdpa_forward"
 
 
-def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None):
+def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
+                 window=None):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
     .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
@@ -70,6 +71,8 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``.
     scale : float, optional
         Default ``1 / sqrt(d_k)``; ``scale=1.0`` is unscaled dot-product attention.
+    window : (left, right), optional
+        Beyond the paper: local attention, query ``i`` sees keys ``i - left <= j <= i + right``.
 
     Returns
     -------
@@ -79,7 +82,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         gets weights 0 and output 0 (never NaN).
     """
     q, k, v, scale = check_qkv(q, k, v, scale)
-    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal)
+    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal, window)  # causal, window: ANDed in
     q, k, v = drop_masked(q, k, v, mask)    # masked keys, dead rows -> 0: 0 * NaN would be NaN
 
     scores = q @ np.swapaxes(k, -1, -2)                     # MatMul     (..., L, S)

@@ -101,7 +101,8 @@ def _dropout_keep(dropout_p, rng, dropout_mask, shape, dtype):
 
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
-                 dropout_p: float = 0.0, rng=None, dropout_mask=None, enable_gqa: bool = False):
+                 dropout_p: float = 0.0, rng=None, dropout_mask=None, enable_gqa: bool = False,
+                 window=None):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
     .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
@@ -132,6 +133,10 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         Grouped-query attention (see :mod:`attention_np.core.gqa`): ``k`` and ``v`` may have fewer
         heads than ``q``, ``(..., H_kv, S, d)`` with ``H % H_kv == 0``; query head ``n`` uses
         key/value head ``n // (H / H_kv)``, as PyTorch SDPA's ``enable_gqa=True``.
+    window : (left, right), optional
+        Sliding-window (local) attention: query ``i`` attends keys ``i - left <= j <= i + right``
+        (top-left aligned, as ``is_causal``; None leaves a side unbounded); ANDed with ``mask``.
+        See :func:`attention_np.core.masks.sliding_window_mask`.
 
     Returns
     -------
@@ -154,7 +159,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
             dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
                                        "dropout_mask")
         q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
-    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal)
+    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal, window)
     if mask is not None:
         # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
         q, k, v = drop_masked(q, k, v, mask)

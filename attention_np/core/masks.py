@@ -52,6 +52,64 @@ def causal_mask(L: int, S: int | None = None, *, align: str = "top_left") -> np.
     return np.tri(L, S, k=offset, dtype=bool)
 
 
+def check_window(window) -> tuple:
+    """``window = (left, right)``: two non-negative ints or None (unbounded on that side)."""
+    if not isinstance(window, (tuple, list)) or len(window) != 2:
+        raise ValueError(f"window must be a pair (left, right) of non-negative ints or None, "
+                         f"got {window!r}")
+    return tuple(None if w is None else check_int(w, f"window {side}", minimum=0)
+                 for w, side in zip(window, ("left", "right"), strict=True))
+
+
+def sliding_window_mask(L: int, S: int | None = None, left=None, right=None, *,
+                        align: str = "top_left") -> np.ndarray:
+    """Sliding-window (local) attention: query ``i`` sees keys ``i - left <= j <= i + right``.
+
+    Beyond the paper (Longformer, Mistral, Gemma 2). ``left=None`` or ``right=None`` leaves that
+    side unbounded, so ``right=0`` is causal with a window and ``(None, 0)`` is :func:`causal_mask`.
+    The window counts the query itself: Mistral's ``sliding_window=W`` is ``left=W - 1, right=0``;
+    JAX's ``local_window_size=(left, right)`` is the same pair.
+
+    Parameters
+    ----------
+    L : int
+        Number of queries.
+    S : int, optional
+        Number of keys (default ``L``).
+    left, right : int >= 0 or None
+        How many keys before and after the query's own position it may see.
+    align : {"top_left", "bottom_right"}
+        Where query ``i`` sits among the keys when ``L != S``, as in :func:`causal_mask`:
+        position ``i`` (top left), or ``i + S - L`` (bottom right: the queries are the last ``L``
+        positions, as when decoding with a KV cache).
+
+    Returns
+    -------
+    mask : bool array (L, S)
+
+    Examples
+    --------
+    >>> sliding_window_mask(4, left=1, right=0).astype(int)
+    array([[1, 0, 0, 0],
+           [1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]])
+    """
+    L = check_int(L, "L", minimum=0)
+    S = L if S is None else check_int(S, "S", minimum=0)
+    left, right = check_window((left, right))
+    if align not in ALIGNMENTS:
+        raise ValueError(f"align must be one of {ALIGNMENTS}, got {align!r}")
+    offset = 0 if align == "top_left" else S - L
+    rel = np.arange(S) - (np.arange(L)[:, None] + offset)      # (L, S): key minus query position
+    mask = np.ones((L, S), dtype=bool)
+    if left is not None:
+        mask &= rel >= -left
+    if right is not None:
+        mask &= rel <= right
+    return mask
+
+
 def padding_mask(lengths, S: int | None = None) -> np.ndarray:
     """Key padding mask from sequence lengths: key ``j`` of sequence ``b`` is real iff ``j < lengths[b]``.
 
@@ -87,11 +145,12 @@ def mask_from_blocked(blocked) -> np.ndarray:
     return ~as_bool_mask(blocked, "blocked")
 
 
-def mask_and_bias(q, k, v, mask, bias, is_causal: bool):
+def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
     """The mask and bias of one attention call, checked against the scores ``(..., L, S)``.
 
     Shared by every attention forward. Returns ``(mask, bias)``: ``mask`` bool with the causal
-    mask ANDed in (None when nothing is masked), ``bias`` in the dtype of ``q`` (or None).
+    mask and the sliding ``window = (left, right)`` (top-left aligned) ANDed in (None when nothing
+    is masked), ``bias`` in the dtype of ``q`` (or None).
     Raises when either does not broadcast to the scores, or when the batch dims of ``q``, ``k``,
     ``v``, ``mask`` and ``bias`` do not broadcast together.
     """
@@ -107,6 +166,9 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool):
     if is_causal:
         causal = causal_mask(L, S)
         mask = causal if mask is None else mask & causal
+    if window is not None:
+        local = sliding_window_mask(L, S, *check_window(window))
+        mask = local if mask is None else mask & local
     return mask, bias
 
 

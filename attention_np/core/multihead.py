@@ -186,7 +186,7 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
 
 def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, bias=None,
                 is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
-                num_kv_heads: int | None = None, path: str = "fused"):
+                num_kv_heads: int | None = None, path: str = "fused", window=None):
     """Multi-head attention, §3.2.2, forward pass.
 
     Parameters
@@ -213,6 +213,8 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
         Which computation of Eq. (1) step 3 runs: :mod:`attention_np.core.fused` (the default,
         faster) or :mod:`attention_np.core.attention` (the paper's lines; no dropout and no
         grouped-query attention). The same numbers to float64 rounding.
+    window : (left, right), optional
+        Sliding-window attention on every head, as in :func:`sdpa_forward` (top-left aligned).
 
     Returns
     -------
@@ -235,7 +237,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     # 3) attend, every head in parallel: Eq. (1)
     extra = {} if sdpa is textbook else dict(dropout_p=dropout_p, rng=rng, enable_gqa=h_kv != h)
     heads, attention = sdpa.sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal,
-                                         scale=scale, **extra)    # (..., h, L, d_v)
+                                         scale=scale, window=window, **extra)  # (..., h, L, d_v)
     # 4) concat
     concat = merge_heads(heads)                                    # (..., L, h*d_v)
     # 5) project back to d_model with W^O

@@ -41,7 +41,7 @@ from attention_np.core._checks import (
     sum_to_shape,
 )
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import drop_masked, mask_and_bias
+from attention_np.core.masks import check_window, drop_masked, mask_and_bias
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class FlashCache:
     mask : the bool mask as given (broadcastable to (..., L, S); regrouped with ``enable_gqa``), or None
     is_causal, scale, block_size : as passed to the forward
     kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    window : ``(left, right)`` of the sliding window, ``(None, None)`` without one
     bias : the float bias as given (broadcastable to (..., L, S), in the dtype of ``q``), or None
     """
 
@@ -70,46 +71,65 @@ class FlashCache:
     block_size: int
     kv_groups: int = 1
     bias: np.ndarray | None = None
+    window: tuple = (None, None)
 
     made_by = "attention_np.flash_attention_forward (attention_np.efficient.flash)"
 
 
-def _key_blocks(L: int, S: int, block_size: int, is_causal: bool):
-    """``(j0, j1, i0)`` for each key block ``[j0, j1)``; query rows ``[i0, L)`` can see it.
+def _key_blocks(L: int, S: int, block_size: int, is_causal: bool, window=(None, None)):
+    """``(j0, j1, i0, i1)`` for each key block ``[j0, j1)``; query rows ``[i0, i1)`` can see it.
 
     Causal (top-left): query ``i`` sees key ``j`` iff ``j <= i``, so rows ``i < j0`` see none of
-    the block; a block starting at or after row ``L`` is seen by no row and skipped.
+    the block; a block starting at or after row ``L`` is seen by no row and skipped. A sliding
+    ``window = (left, right)`` (query ``i`` sees ``i - left <= j <= i + right``) narrows the rows
+    to ``[j0 - right, j1 + left)``; a block no row can see is skipped.
     """
-    last = min(S, L) if is_causal else S
-    for j0 in range(0, last, block_size):
-        yield j0, min(j0 + block_size, S), (j0 if is_causal else 0)
+    left, right = window
+    if is_causal:
+        right = 0 if right is None else min(right, 0)
+    for j0 in range(0, S, block_size):
+        j1 = min(j0 + block_size, S)
+        i0 = 0 if right is None else max(0, j0 - right)
+        i1 = L if left is None else min(L, j1 + left)
+        if i0 < i1:
+            yield j0, j1, i0, i1
 
 
-def _tile(x, i0, j0, j1):
-    """The block ``[i0:, j0:j1]`` of a mask or bias broadcastable to (..., L, S); size-1 dims stay."""
-    rows = slice(i0, None) if x.shape[-2] > 1 else slice(None)
+def _tile(x, i0, i1, j0, j1):
+    """The block ``[i0:i1, j0:j1]`` of a mask or bias broadcastable to (..., L, S); size-1 dims stay."""
+    rows = slice(i0, i1) if x.shape[-2] > 1 else slice(None)
     cols = slice(j0, j1) if x.shape[-1] > 1 else slice(None)
     return x[..., rows, cols]
 
 
-def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, shape, bias=None):
-    """Scores of query rows ``[i0, L)`` against keys ``[j0, j1)``, ``-inf`` where masked.
+def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None)):
+    """Scores of query rows ``[i0, i1)`` against keys ``[j0, j1)``, ``-inf`` where masked.
 
-    ``qs`` is ``q * scale``; ``shape`` is the broadcast batch shape. Returns (*shape, L - i0, j1 - j0).
+    ``qs`` is ``q * scale``; ``shape`` is the broadcast batch shape. Returns (*shape, i1 - i0, j1 - j0).
     """
-    s = qs[..., i0:, :] @ np.swapaxes(k[..., j0:j1, :], -1, -2)          # (..., R, Bk)
+    s = qs[..., i0:i1, :] @ np.swapaxes(k[..., j0:j1, :], -1, -2)        # (..., R, Bk)
     if s.shape[:-2] != shape:                 # a mask that adds batch dims: grow the tile
         s = np.broadcast_to(s, shape + s.shape[-2:]).copy()
     if bias is not None:
-        s += _tile(bias, i0, j0, j1)          # the bias's block, as the dense path adds it
+        s += _tile(bias, i0, i1, j0, j1)          # the bias's block, as the dense path adds it
     if mask is not None:
         # Slice only the mask dims that are not broadcast (size 1), never a full (L, S) copy.
-        np.copyto(s, -np.inf, where=~_tile(mask, i0, j0, j1))
+        np.copyto(s, -np.inf, where=~_tile(mask, i0, i1, j0, j1))
     if is_causal:
         # Only the first rows of the tile straddle the diagonal: row i0 + r blocks keys j > i0 + r.
         r = min(j1, s.shape[-2] + i0) - i0
         blocked = np.arange(j0, j1) > np.arange(i0, i0 + r)[:, None]    # (r, Bk)
         np.copyto(s[..., :r, :], -np.inf, where=blocked)
+    if window != (None, None):
+        # key minus query position in the tile; outside [-left, right] is blocked
+        rel = np.arange(j0, j1) - np.arange(i0, i1)[:, None]                # (R, Bk)
+        left, right = window
+        outside = np.zeros(rel.shape, bool)
+        if left is not None:
+            outside |= rel < -left
+        if right is not None:
+            outside |= rel > right
+        np.copyto(s, -np.inf, where=outside)
     return s
 
 
@@ -131,7 +151,7 @@ def _check_flash(q, k, v, mask, block_size, bias=None):
 
 
 def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
-                            block_size: int = 128, enable_gqa: bool = False):
+                            block_size: int = 128, enable_gqa: bool = False, window=None):
     r"""Eq. (1) computed block by block with an online softmax (FlashAttention-2's forward).
 
     The same numbers as :func:`sdpa_forward` (to rounding), without an (L, S) array.
@@ -155,6 +175,9 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
     enable_gqa : bool
         Grouped-query attention, as in :func:`sdpa_forward`: ``k``, ``v`` may have ``H_kv``
         heads, ``H % H_kv == 0``; query head ``n`` uses key/value head ``n // (H / H_kv)``.
+    window : (left, right), optional
+        Sliding-window attention, as in :func:`sdpa_forward`: applied per tile, and the key
+        blocks (and query rows) outside every window are skipped.
 
     Returns
     -------
@@ -174,13 +197,14 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
         out, cache = flash_attention_forward(group_queries(q, groups), group_kv(k), group_kv(v),
                                              mask, bias=group_heads(bias, q.shape[-3], groups, "bias"),
                                              is_causal=is_causal, scale=scale,
-                                             block_size=block_size)
+                                             block_size=block_size, window=window)
         out = ungroup_queries(out)                                       # (..., H, L, d_v)
         lse = ungroup_queries(cache.lse[..., None])[..., 0]              # (..., H, L)
         q, k, v = ungroup_queries(cache.q), cache.k.reshape(k.shape), cache.v.reshape(v.shape)
         return out, FlashCache(q, k, v, out.copy(), lse, cache.mask, cache.is_causal, cache.scale,
-                               cache.block_size, groups, bias)
+                               cache.block_size, groups, bias, cache.window)
     given_shape = None if bias is None else np.shape(bias)
+    window = (None, None) if window is None else check_window(window)
     mask, bias, batch = _check_flash(q, k, v, mask, block_size, bias)
     q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
     *_, L, d_k = q.shape
@@ -191,9 +215,9 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
     l = np.zeros(batch + (L, 1), dtype)             # running sum of exp(scores - m)
     acc = np.zeros(batch + (L, d_v), dtype)         # running sum of exp(scores - m) @ v
 
-    for j0, j1, i0 in _key_blocks(L, S, block_size, is_causal):
-        rows = np.s_[..., i0:, :]
-        p = _tile_scores(qs, k, mask, is_causal, j0, j1, i0, batch, bias)  # (..., R, Bk) scores
+    for j0, j1, i0, i1 in _key_blocks(L, S, block_size, is_causal, window):
+        rows = np.s_[..., i0:i1, :]
+        p = _tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, batch, bias, window)  # (..., R, Bk)
         m_new = np.maximum(m[rows], p.max(axis=-1, keepdims=True))      # (..., R, 1)
         # A row that has seen only masked keys has max -inf; shift it by 0 instead, so that
         # exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = NaN.
@@ -216,7 +240,8 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
     lse[empty] = np.inf
     # The cache keeps its own copy of out: the backward's D = rowsum(dout * out) needs it unchanged.
     return out, FlashCache(q, k, v, out.copy(), lse[..., 0], mask, bool(is_causal), scale,
-                           int(block_size), 1, None if bias is None else bias.reshape(given_shape))
+                           int(block_size), 1, None if bias is None else bias.reshape(given_shape),
+                           window)
 
 
 def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = False):
@@ -248,7 +273,7 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
         grouped = FlashCache(group_queries(c.q, G), group_kv(c.k), group_kv(c.v),
                              group_queries(c.out, G), group_queries(c.lse[..., None], G)[..., 0],
                              c.mask, c.is_causal, c.scale, c.block_size, 1,
-                             group_heads(c.bias, c.q.shape[-3], G, "bias"))
+                             group_heads(c.bias, c.q.shape[-3], G, "bias"), c.window)
         dq, dk, dv, dbias = flash_attention_backward(group_queries(dout, G), grouped,
                                                      return_dbias=True)
         grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
@@ -268,10 +293,11 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
     bias = None if c.bias is None else _check_flash(c.q, c.k, c.v, None, 1, c.bias)[1]  # >= 2-D
     dbias = None if bias is None else np.zeros(bias.shape, c.q.dtype)
 
-    for j0, j1, i0 in _key_blocks(L, S, c.block_size, c.is_causal):
-        rows, cols = np.s_[..., i0:, :], np.s_[..., j0:j1, :]
+    for j0, j1, i0, i1 in _key_blocks(L, S, c.block_size, c.is_causal, c.window):
+        rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
         # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
-        P = _tile_scores(qs, c.k, c.mask, c.is_causal, j0, j1, i0, batch, bias)    # (..., R, Bk)
+        P = _tile_scores(qs, c.k, c.mask, c.is_causal, j0, j1, i0, i1, batch, bias,
+                         c.window)                                       # (..., R, Bk)
         P -= lse[rows]
         np.exp(P, out=P)
         # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
@@ -282,7 +308,7 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
         dP *= P
         if dbias is not None:
             # forward: scores = ... + bias  ->  dbias = dscores, summed where bias broadcast
-            block = _tile(dbias, i0, j0, j1)                             # a view into dbias
+            block = _tile(dbias, i0, i1, j0, j1)                             # a view into dbias
             block += sum_to_shape(dP, block.shape)
         # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale, dk = dscores.T @ (q * scale)
         dq[rows] += dP @ c.k[cols]                                       # (..., R, d_k)
