@@ -11,7 +11,6 @@ import pytest
 
 from attention_np.interop import transformers as itf
 from attention_np.interop import transformers_cases as cases
-from attention_np.interop import transformers_t5 as t5
 from tests.helpers import require
 
 torch = require("torch")
@@ -70,35 +69,6 @@ def test_params_read_gqa_free_head_dim_and_gpt2_packed_conv1d():
     np.testing.assert_array_equal(np.concatenate([params[n] for n in ("W_q", "W_k", "W_v")], 1),
                                   packed)
     assert spec.is_causal and spec.scale == 8 ** -0.5            # head_dim 32 / 4
-
-
-@pytest.mark.parametrize("bidirectional", [True, False])
-@pytest.mark.parametrize("num_buckets, max_distance", [(32, 128), (8, 20), (6, 7)])
-def test_t5_bucket_equals_transformers_on_every_relative_position(bidirectional, num_buckets,
-                                                                  max_distance):
-    from transformers.models.t5.modeling_t5 import T5Attention
-    relative = np.arange(-300, 301)
-    theirs = T5Attention._relative_position_bucket(torch.from_numpy(relative), bidirectional,
-                                                   num_buckets, max_distance).numpy()
-    ours = t5.t5_bucket(relative, bidirectional=bidirectional, num_buckets=num_buckets,
-                         max_distance=max_distance)
-    np.testing.assert_array_equal(ours, theirs)
-    assert ours.min() == 0 and ours.max() == num_buckets - 1     # every bucket is reached
-
-
-def test_t5_bias_table_gradient_by_finite_differences(rng):
-    from attention_np.core.gradcheck import numerical_gradient
-    spec = itf.LayerSpec("t5", 2, 2, 3, 1.0, False, True, buckets=(6, 7, True))
-    table = rng.standard_normal((6, 2))
-    dbias = rng.standard_normal((2, 2, 5, 4))                        # (B, h, L, S), random
-    _, bucket = t5.t5_bias(table, 5, 4, spec)
-
-    def loss():                       # <dbias, bias broadcast over the batch>
-        return float((dbias * t5.t5_bias(table, 5, 4, spec)[0]).sum())
-
-    expected = numerical_gradient(loss, table)
-    np.testing.assert_allclose(t5.t5_bias_table_backward(dbias, bucket, 6), expected,
-                               rtol=1e-7, atol=1e-8)
 
 
 def test_the_original_module_is_left_untouched():

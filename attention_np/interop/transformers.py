@@ -22,13 +22,19 @@ import numpy as np
 from attention_np.core.fused import sdpa_backward, sdpa_forward
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import linear_backward, linear_forward
+from attention_np.core.masks import sliding_window_mask
 from attention_np.core.multihead import mha_backward, mha_forward
 from attention_np.core.optional import import_optional
+from attention_np.core.position_bias import (
+    relative_position_bias,
+    relative_position_bias_backward,
+    relative_positions,
+    t5_relative_buckets,
+)
 from attention_np.core.rope import apply_rope, apply_rope_backward, rope_angles
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
-from attention_np.interop.transformers_t5 import t5_bias, t5_bias_table_backward
 
 # class name -> family; the layers compare_transformers_attention reads
 SUPPORTED = {
@@ -182,12 +188,9 @@ def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
     mask = None
     if attention_mask is not None:
         mask = np.asarray(attention_mask).astype(bool)[:, None, None, :]      # (B, 1, 1, S)
-    if spec.is_causal:
-        i = (np.arange(L) + S - L)[None, None, :, None]                        # (1, 1, L, 1)
-        j = np.arange(S)[None, None, None, :]                                  # (1, 1, 1, S)
-        keep = j <= i
-        if spec.window is not None:
-            keep = keep & (j > i - spec.window)
+    if spec.is_causal:        # the L queries are the last L of the S positions; W counts i itself
+        left = None if spec.window is None else spec.window - 1
+        keep = sliding_window_mask(L, S, left, 0, align="bottom_right")        # (L, S)
         mask = keep if mask is None else mask & keep
     if mask is None:
         return None
@@ -317,13 +320,19 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         if not spec.has_w_o:        # BERT stops at the concatenated heads: W^O = I
             p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
         table = p.pop("bias_table", None)
-        bias, bucket = (None, None) if table is None else t5_bias(table, L, S, spec)
+        bias = bucket = None
+        if table is not None:      # T5: bias[n, i, j] = table[bucket(j - i), n]
+            num_buckets, max_distance, bidirectional = spec.buckets
+            bucket = t5_relative_buckets(relative_positions(L, S, align="bottom_right"),
+                                         bidirectional=bidirectional, num_buckets=num_buckets,
+                                         max_distance=max_distance)                 # (L, S)
+            bias = relative_position_bias(table, bucket)                         # (h, L, S)
         src = x if kv is None else kv
         out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
                                  bias=bias)
         dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
         if table is not None:
-            g["bias_table"] = t5_bias_table_backward(dbias, bucket, spec.buckets[0])
+            g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])
         ours = {"out": out, "dhidden_states": dq if kv is not None else dq + dk + dv}
         if kv is not None:
             ours["dkey_value"] = dk + dv
