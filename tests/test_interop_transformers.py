@@ -149,12 +149,26 @@ def test_generate_replayed_step_by_step_on_the_kv_cache(family):
     assert next(model.parameters()).dtype == torch.float32        # the model is left as it was
 
 
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral"])
+def test_left_padded_generate_replayed_with_the_padding_mask_and_shifted_positions(family):
+    from attention_np.interop.transformers_decode import replay_generate
+    model = cases.tiny_model(family, seed=5, causal_lm=True)
+    prompts = np.array([[3, 5, 7, 9, 11], [0, 0, 0, 6, 8]])
+    pad = np.array([[1, 1, 1, 1, 1], [0, 0, 0, 1, 1]])                   # left padding
+    report = replay_generate(model, prompts, attention_mask=pad, max_new_tokens=3)
+    assert report.ok, str(report)
+    assert any("3 padded prompt position(s) left out" in n for n in report.notes)
+
+
 def test_replay_refuses_a_model_it_cannot_replay():
     from attention_np.interop.transformers_decode import replay_generate
     with pytest.raises(TypeError, match="GPT2LMHeadModel.*got BertModel"):
         replay_generate(cases.tiny_model("bert"), np.array([[1, 2]]))
+    gpt2 = cases.tiny_model("gpt2", causal_lm=True)
     with pytest.raises(ValueError, match="input_ids must be"):
-        replay_generate(cases.tiny_model("gpt2", causal_lm=True), np.array([1.0, 2.0]))
+        replay_generate(gpt2, np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"attention_mask must have the shape of input_ids \(1, 2\)"):
+        replay_generate(gpt2, np.array([[1, 2]]), attention_mask=np.ones((1, 3)))
 
 
 # ---------------------------------------------------------------- the traps (docs/frameworks.md)
@@ -212,7 +226,8 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     assert re.search(r"^bart-cross +BartAttention +layer .* ok$", out, re.M)
     assert re.search(r"^qwen2 +Qwen2Attention +layer .* ok$", out, re.M)
     assert re.search(r"^llama +LlamaAttention +decode .* 4 steps .* ok$", out, re.M)
-    assert "3/3 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
+    assert re.search(r"^llama +LlamaAttention +leftpad .* 4 steps .* ok$", out, re.M)
+    assert "4/4 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
 
 
 def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(monkeypatch,

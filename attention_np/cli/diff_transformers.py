@@ -69,14 +69,16 @@ def run(args) -> int:
                      worst_grad.name, max(c.ratio for c in report.checks), report.ok))
         done += 1
     prompts = np.array([[3, 5, 7, 9], [2, 4, 6, 8]])
+    left_pad = np.array([[1, 1, 1, 1], [0, 0, 1, 1]])
     for family in DECODERS:
         bar.update(done, label=f"{family} generate()")
-        report = replay_generate(cases.tiny_model(family, args.seed, causal_lm=True), prompts,
-                                 max_new_tokens=4)
-        worst = max(report.checks, key=lambda c: c.err)
-        rows.append((family, report.module, "decode", worst.err, float("nan"),
-                     f"{len(report.checks)} steps", max(c.ratio for c in report.checks),
-                     report.ok))
+        model = cases.tiny_model(family, args.seed, causal_lm=True)
+        for mode, pad in (("decode", None), ("leftpad", left_pad)):
+            report = replay_generate(model, prompts, attention_mask=pad, max_new_tokens=4)
+            worst = max(report.checks, key=lambda c: c.err)
+            rows.append((family, report.module, mode, worst.err, float("nan"),
+                         f"{len(report.checks)} steps", max(c.ratio for c in report.checks),
+                         report.ok))
         done += 1
     demos = []
     for demo in known.DEMOS:
@@ -90,7 +92,8 @@ def run(args) -> int:
           f"attention layer per family, float64, forward and backward (random weights and "
           f"upstream gradient)\n")
     print("out err: max|transformers - attention_np| of the layer's output (decode: of the "
-          "worst step)\ngrad err: the largest over the input and every parameter gradient "
+          "worst generate() step; leftpad: a left-padded batch, padded rows left out)\n"
+          "grad err: the largest over the input and every parameter gradient "
           f"(worst: which)\ntolerance: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|); "
           "err/tol: the worst ratio (< 1 passes)\n")
     head = (f"{'family':<11} {'layer':<18} {'mode':<7} {'out err':>8} {'grad err':>9} "

@@ -60,8 +60,9 @@ class DecodeReport:
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 
-def _float64_rotary(model, torch):
-    """Make the copy's rotary embedding compute cos and sin in float64 (transformers: float32)."""
+def _float64_rotary(model, torch, positions_seen: list):
+    """Make the copy's rotary embedding compute cos and sin in float64 (transformers: float32),
+    and record the ``position_ids`` of every forward (left padding shifts them)."""
     rotary = getattr(getattr(model, "model", model), "rotary_emb", None)
     if rotary is None:
         return
@@ -69,7 +70,8 @@ def _float64_rotary(model, torch):
     theta = layer_spec(model.model.layers[0].self_attn).rope_theta
 
     def forward(x, position_ids):
-        cos, sin = rope_cos_sin(to_numpy(position_ids), d, theta)
+        positions_seen.append(to_numpy(position_ids).copy())
+        cos, sin = rope_cos_sin(positions_seen[-1], d, theta)
         return torch.from_numpy(cos), torch.from_numpy(sin)
 
     rotary.forward = forward
@@ -88,7 +90,8 @@ def _attention(model):
     return model.model.layers[0].self_attn
 
 
-def replay_generate(model, input_ids, *, max_new_tokens: int = 3) -> DecodeReport:
+def replay_generate(model, input_ids, *, attention_mask=None,
+                    max_new_tokens: int = 3) -> DecodeReport:
     """Greedy ``generate()`` on a float64 copy of ``model``, replayed on attention_np's KV cache.
 
     Parameters
@@ -98,25 +101,34 @@ def replay_generate(model, input_ids, *, max_new_tokens: int = 3) -> DecodeRepor
         Its first attention layer is diffed. Left untouched: a copy runs in float64 with
         ``attn_implementation="sdpa"`` and a float64 rotary embedding.
     input_ids : (B, L) int
-        Prompts of equal length (no padding).
+    attention_mask : (B, L) 0/1, optional
+        Padding of the prompts (left padding, as for batched generation); default none. The
+        padded query rows are left out of the diff (transformers gives them mean(V), attention_np
+        0: see docs/frameworks.md), the keys they hold are masked on both sides.
     max_new_tokens : int
         Tokens generated after the prompt.
 
     Returns
     -------
     DecodeReport
-        ``checks``: "step 0 (L=..)" for the prompt, then one per generated token.
+        ``checks``: "step 0 (T=L)" for the prompt, then one per generated token.
     """
     torch = import_optional("torch", "attention_np.interop.transformers_decode")
     import_optional("transformers", "attention_np.interop.transformers_decode")
     ids = np.asarray(to_numpy(input_ids))
     if ids.ndim != 2 or not np.issubdtype(ids.dtype, np.integer):
         raise ValueError(f"input_ids must be (B, L) integers, got {ids.dtype} {ids.shape}")
+    pad = np.ones(ids.shape, np.int64) if attention_mask is None else np.asarray(
+        to_numpy(attention_mask)).astype(np.int64)
+    if pad.shape != ids.shape:
+        raise ValueError(f"attention_mask must have the shape of input_ids {ids.shape}, "
+                         f"got {pad.shape}")
     _attention(model)                              # TypeError for an unsupported model
     check_int(max_new_tokens, "max_new_tokens")
     m = copy.deepcopy(model).double().eval()
     m.config._attn_implementation = "sdpa"
-    _float64_rotary(m, torch)
+    positions = []
+    _float64_rotary(m, torch, positions)
     layer = _attention(m)
     spec = layer_spec(layer)
     seen = []
@@ -128,40 +140,48 @@ def replay_generate(model, input_ids, *, max_new_tokens: int = 3) -> DecodeRepor
     handle = layer.register_forward_hook(hook, with_kwargs=True)
     try:
         with torch.no_grad():
-            ones = torch.ones(ids.shape, dtype=torch.long)
-            tokens = m.generate(torch.from_numpy(ids), attention_mask=ones,
+            tokens = m.generate(torch.from_numpy(ids), attention_mask=torch.from_numpy(pad),
                                 max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
-                                do_sample=False,
-                                pad_token_id=m.config.eos_token_id)
+                                do_sample=False, pad_token_id=m.config.eos_token_id)
     finally:
         handle.remove()
     params, _ = params_from_transformers(layer)
     report = DecodeReport(type(layer).__name__, to_numpy(tokens), max_new_tokens)
     if len(seen) != max_new_tokens:                # the prompt, then one call per new token
         report.notes.append(f"the layer ran {len(seen)} times for {max_new_tokens} tokens")
+    # the padding of every position: the prompt's, then 1 for each generated token
+    full = np.concatenate([pad, np.ones((pad.shape[0], max_new_tokens), np.int64)], axis=1)
+    padded = attention_mask is not None and not pad.all()
     kv = KVCache(ids.shape[1] + max_new_tokens)
     for step, (x, theirs) in enumerate(seen):
-        if spec.family in ROPE:
-            ours = _rope_decode_step(x, params, spec, kv)
+        if spec.family in ROPE or padded:
+            pos = positions[step] if spec.family in ROPE else None
+            ours = _decode_step(x, params, spec, kv, full[:, :kv.length + x.shape[1]], pos)
         else:
             ours = mha_decode_step(x, params, kv, num_heads=spec.num_heads, scale=spec.scale)
-        report.checks.append(check_float64(f"step {step} (T={x.shape[1]})", theirs, ours))
+        real = full[:, kv.length - x.shape[1]:kv.length].astype(bool)     # (B, T) query rows
+        report.checks.append(check_float64(f"step {step} (T={x.shape[1]})", theirs[real],
+                                           ours[real]))
+    if padded:
+        report.notes.append(f"{int((pad == 0).sum())} padded prompt position(s) left out of "
+                            "the diff (transformers: mean(V) there, attention_np: 0)")
     if spec.family in ROPE:
         report.notes.append("the copy's rotary embedding computes cos/sin in float64 "
                             "(transformers: float32, see docs/frameworks.md)")
     return report
 
 
-def _rope_decode_step(x, params, spec, kv: KVCache):
-    """One decode step with RoPE: the new keys are rotated at their positions, then cached."""
+def _decode_step(x, params, spec, kv: KVCache, padding, positions):
+    """One decode step with a padding mask and, for RoPE, the keys rotated before they are
+    cached. ``padding`` (B, S) covers every cached position, ``positions`` (B, T) the new ones."""
     h, h_kv, p = spec.num_heads, spec.num_kv_heads, params
-    T = x.shape[-2]
-    positions = kv.length + np.arange(T)                              # (T,) cache indices
     q = split_heads(linear_forward(x, p["W_q"], p.get("b_q")), h)    # (B, h, T, d)
     k = split_heads(linear_forward(x, p["W_k"], p.get("b_k")), h_kv)
     v = split_heads(linear_forward(x, p["W_v"], p.get("b_v")), h_kv)
-    q = apply_rope(q, positions, theta=spec.rope_theta)
-    k, v = kv.append(apply_rope(k, positions, theta=spec.rope_theta), v)   # (B, h_kv, S, d)
-    mask = build_mask(spec, x.shape[0], T, k.shape[-2])              # bottom-right, window
+    if positions is not None:                                        # (B, 1, T): every head
+        q = apply_rope(q, positions[:, None, :], theta=spec.rope_theta)
+        k = apply_rope(k, positions[:, None, :], theta=spec.rope_theta)
+    k, v = kv.append(k, v)                                           # (B, h_kv, S, d)
+    mask = build_mask(spec, x.shape[0], x.shape[-2], k.shape[-2], padding)  # causal, window
     heads, _ = sdpa_forward(q, k, v, mask, scale=spec.scale, enable_gqa=h_kv != h)
     return linear_forward(merge_heads(heads), p["W_o"], p.get("b_o"))
