@@ -35,7 +35,7 @@ from attention_np.core._checks import (
     sum_to_shape,
 )
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import drop_masked, mask_and_bias
+from attention_np.core.masks import drop_masked, mask_and_bias, with_lengths
 from attention_np.core.softmax import softmax_numerator_
 
 
@@ -102,7 +102,7 @@ def _dropout_keep(dropout_p, rng, dropout_mask, shape, dtype):
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
                  dropout_p: float = 0.0, rng=None, dropout_mask=None, enable_gqa: bool = False,
-                 window=None):
+                 window=None, q_lengths=None, kv_lengths=None):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
     .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
@@ -137,6 +137,9 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         Sliding-window (local) attention: query ``i`` attends keys ``i - left <= j <= i + right``
         (top-left aligned, as ``is_causal``; None leaves a side unbounded); ANDed with ``mask``.
         See :func:`attention_np.core.masks.sliding_window_mask`.
+    q_lengths, kv_lengths : int (B,), optional
+        Per-sequence lengths along the first axis of ``q``, ``k`` (JAX's ``query_seq_lengths``,
+        ``key_value_seq_lengths``): positions at or beyond them are padding, masked here.
 
     Returns
     -------
@@ -147,6 +150,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     """
     q, k, v, scale = check_qkv(q, k, v, scale)
     dropout_p = check_dropout_p(dropout_p)
+    mask = with_lengths(mask, q_lengths, kv_lengths, q.shape, k.shape)    # padding from lengths
     inputs, given_keep = (q, k, v), dropout_mask
     bias_shape = None if bias is None else np.shape(bias)
     groups = kv_groups(q, k, v) if enable_gqa else 1

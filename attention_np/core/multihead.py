@@ -30,7 +30,7 @@ from attention_np.core._checks import (
 )
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
-from attention_np.core.masks import causal_mask, drop_masked
+from attention_np.core.masks import causal_mask, drop_masked, with_lengths
 from attention_np.core.rope import check_rope, head_positions, rotate_heads, rotate_heads_backward
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
@@ -189,7 +189,7 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
 def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, bias=None,
                 is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
                 num_kv_heads: int | None = None, path: str = "fused", window=None, rope=None,
-                positions=None, kv_positions=None):
+                positions=None, kv_positions=None, q_lengths=None, kv_lengths=None):
     """Multi-head attention, §3.2.2, forward pass.
 
     Parameters
@@ -226,6 +226,9 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
         The positions RoPE rotates by (per sequence with batch dims, e.g. left padding).
         Default ``0 .. L-1``; ``kv_positions`` defaults to ``positions`` when ``S == L``, else
         ``0 .. S-1``.
+    q_lengths, kv_lengths : int (B,), optional
+        Per-sequence lengths along the first axis of ``query``, ``key``: the padding mask is
+        built here (ANDed with ``mask``), as in :func:`sdpa_forward`.
 
     Returns
     -------
@@ -233,6 +236,10 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     cache : MHACache, with ``cache.weights`` of shape (..., h, L, S)
     """
     query, key, value, h_kv = check_mha_inputs(query, key, value, params, num_heads, num_kv_heads)
+    if q_lengths is not None or kv_lengths is not None:
+        # the padding mask of the heads' scores (B, 1, L, S), from the lengths
+        mask = with_lengths(mask, q_lengths, kv_lengths, query.shape[:-2] + (1,) + query.shape[-2:],
+                            key.shape[:-2] + (1,) + key.shape[-2:])
     sdpa = _attention_path(path, dropout_p=dropout_p, grouped=h_kv != num_heads)
     h = num_heads
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
