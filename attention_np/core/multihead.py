@@ -189,7 +189,7 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
 def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, bias=None,
                 is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
                 num_kv_heads: int | None = None, path: str = "fused", window=None, rope=None,
-                positions=None, kv_positions=None, q_lengths=None, kv_lengths=None):
+                positions=None, kv_positions=None, q_lengths=None, kv_lengths=None, softcap=None):
     """Multi-head attention, §3.2.2, forward pass.
 
     Parameters
@@ -229,6 +229,8 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     q_lengths, kv_lengths : int (B,), optional
         Per-sequence lengths along the first axis of ``query``, ``key``: the padding mask is
         built here (ANDed with ``mask``), as in :func:`sdpa_forward`.
+    softcap : float, optional
+        Logit soft-capping ``c·tanh(scores / c)`` on every head (fused path only).
 
     Returns
     -------
@@ -262,7 +264,10 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
         q, k, rotated = rotate_heads(q, k, head_positions(positions, L),
                                      head_positions(kv_positions, S), rope)
     # 3) attend, every head in parallel: Eq. (1)
-    extra = {} if sdpa is textbook else dict(dropout_p=dropout_p, rng=rng, enable_gqa=h_kv != h)
+    extra = {} if sdpa is textbook else dict(dropout_p=dropout_p, rng=rng, enable_gqa=h_kv != h,
+                                             softcap=softcap)
+    if sdpa is textbook and softcap is not None:
+        raise ValueError("path='textbook' is Eq. (1) alone: softcap needs path='fused'")
     heads, attention = sdpa.sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal,
                                          scale=scale, window=window, **extra)  # (..., h, L, d_v)
     # 4) concat
