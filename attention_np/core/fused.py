@@ -35,7 +35,7 @@ from attention_np.core._checks import (
     sum_to_shape,
 )
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import drop_masked, mask_and_bias
+from attention_np.core.masks import drop_masked, mask_and_bias, with_lengths
 from attention_np.core.softmax import softmax_numerator_
 
 
@@ -55,6 +55,7 @@ class SDPACache:
     kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
     bias_shape : the shape of the ``bias`` given to the forward (None without one): the shape
         ``sdpa_backward(..., return_dbias=True)`` sums its gradient to
+    softcap, softcap_tanh : the cap ``c`` and ``tanh(QKᵀ·scale / c)`` (..., L, S), or None
     weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
         access as ``exp_scores / rowsum``
     """
@@ -70,6 +71,8 @@ class SDPACache:
     dropout_scale: float = 1.0
     kv_groups: int = 1
     bias_shape: tuple | None = None
+    softcap: float | None = None
+    softcap_tanh: np.ndarray | None = None
 
     made_by = "attention_np.sdpa_forward (attention_np.core.fused)"
 
@@ -102,7 +105,7 @@ def _dropout_keep(dropout_p, rng, dropout_mask, shape, dtype):
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
                  dropout_p: float = 0.0, rng=None, dropout_mask=None, enable_gqa: bool = False,
-                 window=None):
+                 window=None, q_lengths=None, kv_lengths=None, softcap=None):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
     .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
@@ -137,6 +140,12 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         Sliding-window (local) attention: query ``i`` attends keys ``i - left <= j <= i + right``
         (top-left aligned, as ``is_causal``; None leaves a side unbounded); ANDed with ``mask``.
         See :func:`attention_np.core.masks.sliding_window_mask`.
+    q_lengths, kv_lengths : int (B,), optional
+        Per-sequence lengths along the first axis of ``q``, ``k`` (JAX's ``query_seq_lengths``,
+        ``key_value_seq_lengths``): positions at or beyond them are padding, masked here.
+    softcap : float > 0, optional
+        Logit soft-capping (Gemma 2, Grok): ``QKᵀ·scale -> c·tanh(QKᵀ·scale / c)``, before the
+        bias and the mask are applied (as Gemma 2 adds its mask after capping).
 
     Returns
     -------
@@ -147,6 +156,8 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     """
     q, k, v, scale = check_qkv(q, k, v, scale)
     dropout_p = check_dropout_p(dropout_p)
+    softcap = check_softcap(softcap)
+    mask = with_lengths(mask, q_lengths, kv_lengths, q.shape, k.shape)    # padding from lengths
     inputs, given_keep = (q, k, v), dropout_mask
     bias_shape = None if bias is None else np.shape(bias)
     groups = kv_groups(q, k, v) if enable_gqa else 1
@@ -168,6 +179,11 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
 
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
     scores = _scaled_scores(q, k, scale)                                 # (..., L, S)
+    capped = None
+    if softcap is not None:
+        # (beyond the paper) soft-capping: scores -> c tanh(scores / c), the tanh kept for backward
+        capped = np.tanh(scores / scores.dtype.type(softcap))            # (..., L, S)
+        scores = capped * scores.dtype.type(softcap)
     if bias is not None:
         scores = _add_into(scores, bias)
     if mask is not None:
@@ -193,13 +209,14 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     if groups > 1:
         # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
         out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+        capped = None if capped is None else ungroup_queries(capped)
         # The cache keeps the dropout keep-mask per query head too; sdpa_backward regroups it.
         if keep is not None:
             keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
     # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
     # whatever the caller does to the returned array.
     return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
-                          bias_shape)
+                          bias_shape, softcap, capped)
 
 
 def _scaled_scores(q, k, scale: float) -> np.ndarray:
@@ -250,6 +267,9 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
         q, e, l, out, dout = (group_queries(x, G) for x in (q, e, l, out, dout))
         k, v = group_kv(k), group_kv(v)
         keep = group_heads(keep, c.q.shape[-3], G, "dropout_mask")
+        capped = None if c.softcap_tanh is None else group_queries(c.softcap_tanh, G)
+    else:
+        capped = c.softcap_tanh
     # The weights are P = e / l (see sdpa_forward). Dividing dout, an (L, d_v) array, by l
     # replaces every division of an (L, S) array: P.T @ dout = e.T @ (dout / l), and the
     # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
@@ -273,6 +293,10 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     dP_l -= D_l
     dP_l *= e
     dscores = dP_l                                                       # (..., L, S)
+    dbias_scores = dscores
+    if capped is not None:
+        # forward: scores = c tanh(raw / c) + bias  ->  draw = dscores * (1 - tanh^2)
+        dscores = dscores * (1 - capped * capped)
 
     # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
     #                                                 dk = dscores.T @ (q * scale)
@@ -289,7 +313,7 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     if not return_dbias:
         return grads
     # forward: scores = ... + bias  ->  dbias = dscores, summed to the bias's broadcast shape
-    return (*grads, _dbias(dscores, c.bias_shape, c.kv_groups))
+    return (*grads, _dbias(dbias_scores, c.bias_shape, c.kv_groups))
 
 
 def _dbias(dscores, bias_shape, groups: int):
@@ -309,3 +333,15 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bo
     """
     out, cache = sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal, scale=scale)
     return out, cache.weights
+
+
+def check_softcap(softcap) -> float | None:
+    """The logit cap ``c`` of ``c·tanh(scores / c)``: None or a positive finite number."""
+    if softcap is None:
+        return None
+    if isinstance(softcap, (bool, np.bool_)) or not isinstance(
+            softcap, (int, float, np.integer, np.floating)):
+        raise TypeError(f"softcap must be a positive real number or None, got {softcap!r}")
+    if not (np.isfinite(softcap) and softcap > 0):
+        raise ValueError(f"softcap must be a positive finite number, got {softcap!r}")
+    return float(softcap)

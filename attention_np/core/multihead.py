@@ -30,7 +30,8 @@ from attention_np.core._checks import (
 )
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
-from attention_np.core.masks import causal_mask, drop_masked
+from attention_np.core.masks import causal_mask, drop_masked, with_lengths
+from attention_np.core.rope import check_rope, head_positions, rotate_heads, rotate_heads_backward
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 # The two computations of Eq. (1), the same numbers (tested equal to float64 rounding):
@@ -130,6 +131,7 @@ class MHACache:
     attention: fused.SDPACache | textbook.AttentionCache
     concat: np.ndarray
     path: str = "fused"
+    rope: tuple | None = None        # what rotate_heads_backward needs, None without RoPE
 
     made_by = "attention_np.mha_forward"
 
@@ -186,7 +188,8 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
 
 def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, bias=None,
                 is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
-                num_kv_heads: int | None = None, path: str = "fused", window=None):
+                num_kv_heads: int | None = None, path: str = "fused", window=None, rope=None,
+                positions=None, kv_positions=None, q_lengths=None, kv_lengths=None, softcap=None):
     """Multi-head attention, §3.2.2, forward pass.
 
     Parameters
@@ -215,6 +218,19 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
         grouped-query attention). The same numbers to float64 rounding.
     window : (left, right), optional
         Sliding-window attention on every head, as in :func:`sdpa_forward` (top-left aligned).
+    rope : dict or True, optional
+        Rotary position embeddings on every query and key head after step 2 (Llama, Mistral,
+        Qwen2): the options of :func:`attention_np.apply_rope` (``theta``, ``layout``,
+        ``rotary_dim``); ``True`` or ``{}`` for the defaults.
+    positions, kv_positions : int (L,) / (..., L) and (S,) / (..., S), optional
+        The positions RoPE rotates by (per sequence with batch dims, e.g. left padding).
+        Default ``0 .. L-1``; ``kv_positions`` defaults to ``positions`` when ``S == L``, else
+        ``0 .. S-1``.
+    q_lengths, kv_lengths : int (B,), optional
+        Per-sequence lengths along the first axis of ``query``, ``key``: the padding mask is
+        built here (ANDed with ``mask``), as in :func:`sdpa_forward`.
+    softcap : float, optional
+        Logit soft-capping ``c·tanh(scores / c)`` on every head (fused path only).
 
     Returns
     -------
@@ -222,11 +238,16 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     cache : MHACache, with ``cache.weights`` of shape (..., h, L, S)
     """
     query, key, value, h_kv = check_mha_inputs(query, key, value, params, num_heads, num_kv_heads)
+    if q_lengths is not None or kv_lengths is not None:
+        # the padding mask of the heads' scores (B, 1, L, S), from the lengths
+        mask = with_lengths(mask, q_lengths, kv_lengths, query.shape[:-2] + (1,) + query.shape[-2:],
+                            key.shape[:-2] + (1,) + key.shape[-2:])
     sdpa = _attention_path(path, dropout_p=dropout_p, grouped=h_kv != num_heads)
     h = num_heads
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
     #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
     query, key, value = _drop_masked_inputs(query, key, value, mask, is_causal)
+    rope = check_rope(rope)
     # 1) project: every head's W_i^Q, W_i^K, W_i^V at once
     q = linear_forward(query, params["W_q"], params.get("b_q"))   # (..., L, h*d_k)
     k = linear_forward(key, params["W_k"], params.get("b_k"))     # (..., S, h*d_k)
@@ -234,15 +255,26 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     # 2) split into heads
     q = split_heads(q, h)                                          # (..., h, L, d_k)
     k, v = split_heads(k, h_kv), split_heads(v, h_kv)              # (..., h_kv, S, d)
+    rotated = None
+    if rope is not None:
+        # 2b) (beyond the paper) rotate queries and keys by their positions: RoPE
+        L, S = q.shape[-2], k.shape[-2]
+        if kv_positions is None and L == S:
+            kv_positions = positions
+        q, k, rotated = rotate_heads(q, k, head_positions(positions, L),
+                                     head_positions(kv_positions, S), rope)
     # 3) attend, every head in parallel: Eq. (1)
-    extra = {} if sdpa is textbook else dict(dropout_p=dropout_p, rng=rng, enable_gqa=h_kv != h)
+    extra = {} if sdpa is textbook else dict(dropout_p=dropout_p, rng=rng, enable_gqa=h_kv != h,
+                                             softcap=softcap)
+    if sdpa is textbook and softcap is not None:
+        raise ValueError("path='textbook' is Eq. (1) alone: softcap needs path='fused'")
     heads, attention = sdpa.sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal,
                                          scale=scale, window=window, **extra)  # (..., h, L, d_v)
     # 4) concat
     concat = merge_heads(heads)                                    # (..., L, h*d_v)
     # 5) project back to d_model with W^O
     out = linear_forward(concat, params["W_o"], params.get("b_o"))  # (..., L, d_model)
-    return out, MHACache(query, key, value, params, h, attention, concat, path)
+    return out, MHACache(query, key, value, params, h, attention, concat, path, rotated)
 
 
 def _drop_masked_inputs(query, key, value, mask, is_causal):
@@ -297,6 +329,9 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     # 3) forward: heads = Attention(q, k, v)
     dq, dk, dv, *dbias = PATHS[c.path].sdpa_backward(dheads, c.attention,
                                                      return_dbias=return_dbias)  # (..., h | h_kv, L|S, d)
+    if c.rope is not None:
+        # 2b) forward: q, k = RoPE(q), RoPE(k)  ->  rotate the gradients back
+        dq, dk = rotate_heads_backward(dq, dk, c.rope)
     # 2) forward: q = split_heads(q_proj)  ->  its backward is merge_heads
     dq, dk, dv = merge_heads(dq), merge_heads(dk), merge_heads(dv)
     # 1) forward: q_proj = query @ W_q + b_q (and the same for k, v)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import as_float_array, check_min_ndim
+from attention_np.core._checks import as_float_array, check_min_ndim, sum_to_shape
 
 LAYOUTS = ("half", "interleaved")
 
@@ -156,3 +156,49 @@ def apply_rope_backward(dx_rot, positions, *, theta=10000.0, layout="half", rota
     dx : (..., L, d)
     """
     return _rotate(dx_rot, positions, theta, layout, rotary_dim, -1.0, "dx_rot")
+
+
+# --- RoPE inside multi-head attention (used by mha_forward and mha_decode_step) -------------
+
+ROPE_OPTIONS = ("theta", "layout", "rotary_dim")
+
+
+def check_rope(rope) -> dict | None:
+    """The ``rope=`` option of multi-head attention: None (no rotation) or a dict of
+    :func:`apply_rope`'s options (``{}`` for the defaults: theta 10000, layout "half")."""
+    if rope is None:
+        return None
+    if rope is True:
+        return {}
+    if not isinstance(rope, dict) or set(rope) - set(ROPE_OPTIONS):
+        raise ValueError(f"rope must be None, True or a dict with keys among {ROPE_OPTIONS}, "
+                         f"got {rope!r}")
+    return dict(rope)
+
+
+def head_positions(positions, n: int, start: int = 0) -> np.ndarray:
+    """Positions of ``n`` tokens for heads ``(..., h, n, d)``: ``(..., n)`` gets a head axis,
+    ``(..., 1, n)``; None means ``start, start + 1, ..., start + n - 1``."""
+    if positions is None:
+        return np.arange(start, start + n)
+    positions = _check_positions(positions)
+    return positions if positions.ndim == 1 else positions[..., None, :]
+
+
+def rotate_heads(q, k, q_positions, k_positions, rope: dict):
+    """:func:`apply_rope` on query heads ``(..., h, L, d)`` and key heads ``(..., h_kv, S, d)``.
+
+    Returns ``q_rot, k_rot, saved``; ``saved`` is what :func:`rotate_heads_backward` needs.
+    """
+    q_rot = apply_rope(q, q_positions, **rope)
+    k_rot = apply_rope(k, k_positions, **rope)
+    return q_rot, k_rot, (rope, q_positions, k_positions, q.shape, k.shape)
+
+
+def rotate_heads_backward(dq_rot, dk_rot, saved):
+    """Backward of :func:`rotate_heads`: each gradient rotated back by ``-phi`` and summed to the
+    unrotated shape (positions with batch dims may have broadcast an unbatched input up)."""
+    rope, q_positions, k_positions, q_shape, k_shape = saved
+    dq = apply_rope_backward(dq_rot, q_positions, **rope)
+    dk = apply_rope_backward(dk_rot, k_positions, **rope)
+    return sum_to_shape(dq, q_shape), sum_to_shape(dk, k_shape)

@@ -41,7 +41,7 @@ from attention_np.core._checks import (
     sum_to_shape,
 )
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import check_window, drop_masked, mask_and_bias
+from attention_np.core.masks import check_window, drop_masked, mask_and_bias, with_lengths
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,8 @@ def _check_flash(q, k, v, mask, block_size, bias=None):
 
 
 def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
-                            block_size: int = 128, enable_gqa: bool = False, window=None):
+                            block_size: int = 128, enable_gqa: bool = False, window=None,
+                            q_lengths=None, kv_lengths=None):
     r"""Eq. (1) computed block by block with an online softmax (FlashAttention-2's forward).
 
     The same numbers as :func:`sdpa_forward` (to rounding), without an (L, S) array.
@@ -178,6 +179,8 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
     window : (left, right), optional
         Sliding-window attention, as in :func:`sdpa_forward`: applied per tile, and the key
         blocks (and query rows) outside every window are skipped.
+    q_lengths, kv_lengths : int (B,), optional
+        Per-sequence lengths, as in :func:`sdpa_forward`.
 
     Returns
     -------
@@ -187,6 +190,7 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
         ``q, k, v, out`` and the per-row log-sum-exp ``lse`` (..., L): nothing of size L·S.
     """
     q, k, v, scale = check_qkv(q, k, v, scale)
+    mask = with_lengths(mask, q_lengths, kv_lengths, q.shape, k.shape)    # padding from lengths
     groups = kv_groups(q, k, v) if enable_gqa else 1
     if groups > 1:
         # As in sdpa_forward: query heads grouped (..., H_kv, G, L, d), k and v broadcast over G.

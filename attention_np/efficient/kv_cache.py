@@ -19,12 +19,22 @@ import warnings
 
 import numpy as np
 
-from attention_np.core._checks import as_float_array, check_int, check_min_ndim, check_same_dtype, check_scale
+from attention_np.core._checks import (
+    as_bias,
+    as_bool_mask,
+    as_float_array,
+    check_broadcasts_to,
+    check_int,
+    check_min_ndim,
+    check_same_dtype,
+    check_scale,
+)
 from attention_np.core.fused import sdpa_forward
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import linear_forward
-from attention_np.core.masks import causal_mask
+from attention_np.core.masks import causal_mask, check_window, sliding_window_mask
 from attention_np.core.multihead import check_mha_inputs
+from attention_np.core.rope import check_rope, head_positions, rotate_heads
 
 
 class KVCache:
@@ -113,7 +123,8 @@ class KVCache:
 
 
 def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int,
-                    num_kv_heads: int | None = None, scale=None, cache: KVCache | None = None):
+                    num_kv_heads: int | None = None, scale=None, cache: KVCache | None = None,
+                    mask=None, bias=None, window=None, rope=None, positions=None):
     """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
 
     ``T = 1`` is one decoding step; ``T > 1`` is a chunk of a prompt (chunked prefill).
@@ -132,6 +143,20 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     cache : KVCache, optional
         Deprecated (0.2.0) keyword for ``kv_cache``, with a ``DeprecationWarning``: in the rest
         of the package ``cache`` is what a forward returns for its backward (``MHACache``).
+    mask : bool, broadcastable to (..., h, T, S), optional
+        ``S`` is the cached length after this step; ANDed with the bottom-right causal mask.
+        E.g. the key padding mask of a left-padded batch, ``(B, 1, 1, S)``.
+    bias : float, broadcastable to (..., h, T, S), optional
+        Added to the scores (ALiBi, or T5's bias with ``align="bottom_right"``).
+    window : (left, right), optional
+        Sliding window, bottom-right aligned as the causal mask: new query ``t`` (at position
+        ``t + S - T``) sees the ``left`` positions before it.
+    rope : dict or True, optional
+        Rotary embeddings of the new queries and keys, as in :func:`mha_forward`; the cache
+        keeps rotated keys.
+    positions : int (T,) or (..., T), optional
+        The positions RoPE rotates the new tokens by; default ``S - T .. S - 1`` (pass them for
+        a left-padded batch, where each sequence counts from its first real token).
 
     Returns
     -------
@@ -148,17 +173,41 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
         raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
     x, _, _, h_kv = check_mha_inputs(x, x, x, params, num_heads, num_kv_heads)
     check_scale(scale, 1)          # every check before cache.append changes the cache
+    rope = check_rope(rope)
+    T = x.shape[-2]
+    S = kv_cache.length + T                                          # positions after appending
+    mask, bias = _check_mask_bias(mask, bias, window, x.shape[:-2] + (num_heads, T, S))
     h = num_heads
     # 1) project only the new positions
     q = linear_forward(x, params["W_q"], params.get("b_q"))          # (..., T, h*d_k)
     k = linear_forward(x, params["W_k"], params.get("b_k"))          # (..., T, h_kv*d_k)
     v = linear_forward(x, params["W_v"], params.get("b_v"))          # (..., T, h_kv*d_v)
     # 2) split into heads, 3) append to the cache: keys and values of positions 0 .. S-1
-    q = split_heads(q, h)                                            # (..., h, T, d_k)
-    k, v = kv_cache.append(split_heads(k, h_kv), split_heads(v, h_kv))  # (..., h_kv, S, d)
+    q, k = split_heads(q, h), split_heads(k, h_kv)                   # (..., h | h_kv, T, d_k)
+    if rope is not None:
+        # (beyond the paper) rotate the new queries and keys by their positions: RoPE
+        at = head_positions(positions, T, start=S - T)
+        q, k, _ = rotate_heads(q, k, at, at, rope)
+    k, v = kv_cache.append(k, split_heads(v, h_kv))                  # (..., h_kv, S, d)
     # 4) attend: the T new queries are the last T of the S positions -> bottom-right causal
-    T, S = q.shape[-2], k.shape[-2]
-    mask = causal_mask(T, S, align="bottom_right")                   # (T, S)
-    heads, _ = sdpa_forward(q, k, v, mask, scale=scale, enable_gqa=h_kv != h)  # (..., h, T, d_v)
+    heads, _ = sdpa_forward(q, k, v, mask, bias=bias, scale=scale,
+                            enable_gqa=h_kv != h)                    # (..., h, T, d_v)
     # 5) concat and project with W^O
     return linear_forward(merge_heads(heads), params["W_o"], params.get("b_o"))  # (..., T, d_model)
+
+
+def _check_mask_bias(mask, bias, window, scores: tuple):
+    """The decode step's mask (bottom-right causal, the window and ``mask`` ANDed) and bias,
+    checked against the scores ``(..., h, T, S)`` before the cache changes."""
+    T, S = scores[-2:]
+    allowed = causal_mask(T, S, align="bottom_right")                 # (T, S)
+    if window is not None:
+        allowed = allowed & sliding_window_mask(T, S, *check_window(window), align="bottom_right")
+    if mask is not None:
+        mask = as_bool_mask(mask)
+        check_broadcasts_to(mask, "mask", scores, "scores (..., h, T, S) after appending")
+        allowed = mask & allowed
+    if bias is not None:
+        bias = as_bias(bias)
+        check_broadcasts_to(bias, "bias", scores, "scores (..., h, T, S) after appending")
+    return allowed, bias

@@ -1,0 +1,71 @@
+"""q_lengths / kv_lengths: the padding mask built inside sdpa_forward, the tiled path and mha_forward,
+equal to the explicit mask and to JAX's query_seq_lengths / key_value_seq_lengths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from attention_np.efficient import flash
+from tests.helpers import max_abs_diff, randn, require
+
+R = np.random.default_rng(1205)
+B, H, L, S, D = 3, 2, 5, 6, 4
+QL, KL = np.array([5, 2, 0]), np.array([6, 3, 1])
+MASK = ((np.arange(L) < QL[:, None])[:, :, None] & (np.arange(S) < KL[:, None])[:, None, :])[:, None]
+
+
+@pytest.mark.parametrize("forward,backward", [
+    (an.sdpa_forward, an.sdpa_backward),
+    (lambda *a, **kw: flash.flash_attention_forward(*a, block_size=4, **kw), flash.flash_attention_backward),
+], ids=["fused", "flash"])
+def test_lengths_equal_the_explicit_padding_mask(forward, backward):
+    q, k, v = randn(R, B, H, L, D), randn(R, B, H, S, D), randn(R, B, H, S, D)
+    k[1, :, 3:] = np.nan                                 # padding keys never reach the answer
+    out, cache = forward(q, k, v, q_lengths=QL, kv_lengths=KL, is_causal=True)
+    want, wcache = forward(q, k, v, MASK, is_causal=True)
+    dout = randn(R, *out.shape)
+    assert np.isfinite(out).all() and max_abs_diff(out, want) == 0
+    assert np.all(out[2] == 0) and np.all(out[1, :, 2:] == 0)     # padded query rows: 0
+    for a, b in zip(backward(dout, cache), backward(dout, wcache), strict=True):
+        assert max_abs_diff(a, b) == 0
+
+
+def test_mha_lengths_equal_the_mask():
+    x, y = randn(R, B, L, 8), randn(R, B, S, 8)
+    params = an.init_mha_params(8, 2, rng=0)
+    a, _ = an.mha_forward(x, y, y, params, num_heads=2, q_lengths=QL, kv_lengths=KL)
+    b, _ = an.mha_forward(x, y, y, params, MASK, num_heads=2)
+    assert max_abs_diff(a, b) == 0
+
+
+@pytest.mark.float32
+def test_jax_seq_lengths():
+    jax = require("jax")
+    from attention_np.interop import jax as ijax
+    q, k, v = randn(R, B, H, L, D), randn(R, B, H, S, D), randn(R, B, H, S, D)
+    t = ijax.to_jax_layout
+    with ijax.x64():
+        theirs = jax.nn.dot_product_attention(t(q), t(k), t(v), query_seq_lengths=QL.astype(np.int32),
+                                              key_value_seq_lengths=KL.astype(np.int32))
+    ours, _ = an.sdpa_forward(q, k, v, q_lengths=QL, kv_lengths=KL)
+    real = np.arange(L) < QL[:, None]                          # JAX leaves padded rows undefined
+    theirs = ijax.from_jax_layout(np.asarray(theirs))
+    # JAX's softmax runs in float32 even for float64 inputs: float32 accuracy
+    assert max_abs_diff(ours[real[:, None, :].repeat(H, 1)], theirs[real[:, None, :].repeat(H, 1)]) < 2e-5
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(q_lengths=np.array([1, 2])), "q_lengths"),
+    (dict(kv_lengths=np.array([1, 2, 7])), "kv_lengths"),
+    (dict(q_lengths=np.array([1.0, 2.0, 3.0])), "q_lengths"),
+    (dict(kv_lengths=np.array([-1, 2, 3])), "kv_lengths"),
+])
+def test_bad_lengths_name_themselves(kw, words):
+    q, k, v = randn(R, B, H, L, D), randn(R, B, H, S, D), randn(R, B, H, S, D)
+    for forward in (an.sdpa_forward, flash.flash_attention_forward):
+        with pytest.raises(ValueError, match=words):
+            forward(q, k, v, **kw)
+    with pytest.raises(ValueError, match="batch axis"):
+        an.sdpa_forward(q[0, 0], k[0, 0], v[0, 0], q_lengths=QL)

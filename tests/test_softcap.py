@@ -1,0 +1,83 @@
+"""Logit soft-capping (scores -> c tanh(scores / c), Gemma 2): the fused path and mha_forward against
+the formula written in PyTorch with autograd (random upstream gradients, float64), finite
+differences, GQA, the bias gradient, and Gemma 2's own attention function."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from attention_np.core.gradcheck import numerical_gradient
+from tests.helpers import max_abs_diff, randn, require
+
+R = np.random.default_rng(1250)
+
+
+def _torch_softcap(q, k, v, dout, cap, mask=None, bias=None, groups=1):
+    torch = require("torch")
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    tb = None if bias is None else torch.tensor(bias, requires_grad=True)
+    kk, vv = tk.repeat_interleave(groups, -3), tv.repeat_interleave(groups, -3)
+    s = tq @ kk.transpose(-1, -2) / np.sqrt(q.shape[-1])
+    s = cap * torch.tanh(s / cap)
+    if tb is not None:
+        s = s + tb
+    if mask is not None:
+        s = s.masked_fill(~torch.tensor(mask), float("-inf"))
+    out = torch.softmax(s, -1) @ vv
+    out.backward(torch.tensor(dout))
+    grads = [t.grad.numpy() for t in (tq, tk, tv)] + ([] if tb is None else [tb.grad.numpy()])
+    return [out.detach().numpy()] + grads
+
+
+def test_softcap_equals_the_formula_in_torch_with_bias_mask_and_gqa():
+    q, k, v = 3 * randn(R, 2, 4, 5, 6), 3 * randn(R, 2, 2, 7, 6), randn(R, 2, 2, 7, 3)
+    bias, mask = randn(R, 4, 5, 7), an.causal_mask(5, 7)
+    out, cache = an.sdpa_forward(q, k, v, mask, bias=bias, softcap=2.0, enable_gqa=True)
+    dout = randn(R, *out.shape)
+    ours = [out, *an.sdpa_backward(dout, cache, return_dbias=True)]
+    theirs = _torch_softcap(q, k, v, dout, 2.0, mask=mask, bias=bias, groups=2)
+    for name, a, b in zip(("out", "dq", "dk", "dv", "dbias"), ours, theirs, strict=True):
+        assert a.shape == b.shape and max_abs_diff(a, b) < 1e-12, name
+    # the cap changes the answer: the scores reach |s| > 2
+    assert max_abs_diff(out, an.sdpa_forward(q, k, v, mask, bias=bias, enable_gqa=True)[0]) > 1e-2
+
+
+def test_softcap_gradients_match_finite_differences():
+    q, k, v = 2 * randn(R, 3, 4), 2 * randn(R, 5, 4), randn(R, 5, 2)
+    dout = randn(R, 3, 2)
+    grads = an.sdpa_backward(dout, an.sdpa_forward(q, k, v, softcap=1.5)[1])
+    for x, g in zip((q, k, v), grads, strict=True):
+        num = numerical_gradient(lambda: float(np.sum(an.sdpa_forward(q, k, v, softcap=1.5)[0] * dout)), x)
+        assert max_abs_diff(g, num) < 1e-9
+
+
+def test_softcap_equals_gemma2_eager_attention_in_float64():
+    torch = require("torch")
+    gemma2 = require("transformers.models.gemma2.modeling_gemma2")
+    q, k, v = 3 * randn(R, 1, 2, 4, 8), 3 * randn(R, 1, 2, 4, 8), randn(R, 1, 2, 4, 8)
+    module = torch.nn.Module()
+    module.num_key_value_groups, module.training = 1, False
+    theirs, _ = gemma2.eager_attention_forward(module, *(torch.tensor(a) for a in (q, k, v)),
+                                               attention_mask=None, dropout=0.0, scaling=0.25,
+                                               softcap=5.0)
+    ours, _ = an.sdpa_forward(q, k, v, scale=0.25, softcap=5.0)
+    # Gemma 2's eager attention returns (B, L, h, d) and runs its softmax in float32
+    assert 1e-10 < max_abs_diff(ours, np.swapaxes(theirs.numpy(), 1, 2)) < 1e-6
+
+
+def test_mha_softcap_and_bad_values():
+    x = randn(R, 4, 8)
+    params = an.init_mha_params(8, 2, rng=0)
+    out, cache = an.mha_forward(x, x, x, params, num_heads=2, softcap=0.5)
+    dout = randn(R, 4, 8)
+    g = an.mha_backward(dout, cache)[3]["W_q"]
+    num = numerical_gradient(lambda: float(np.sum(
+        an.mha_forward(x, x, x, params, num_heads=2, softcap=0.5)[0] * dout)), params["W_q"])
+    assert max_abs_diff(g, num) < 1e-8
+    with pytest.raises(ValueError, match="softcap"):
+        an.mha_forward(x, x, x, params, num_heads=2, softcap=0.5, path="textbook")
+    for bad, exc in ((0.0, ValueError), (-1.0, ValueError), (np.inf, ValueError), ("1", TypeError)):
+        with pytest.raises(exc, match="softcap"):
+            an.sdpa_forward(x, x, x, softcap=bad)
