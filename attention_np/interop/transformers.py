@@ -19,9 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core.fused import sdpa_backward, sdpa_forward
-from attention_np.core.heads import merge_heads, split_heads
-from attention_np.core.linear import linear_backward, linear_forward
 from attention_np.core.masks import sliding_window_mask
 from attention_np.core.multihead import mha_backward, mha_forward
 from attention_np.core.optional import import_optional
@@ -31,7 +28,7 @@ from attention_np.core.position_bias import (
     relative_positions,
     t5_relative_buckets,
 )
-from attention_np.core.rope import apply_rope, apply_rope_backward, rope_angles
+from attention_np.core.rope import rope_angles
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
@@ -197,33 +194,6 @@ def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
     return np.broadcast_to(mask, (batch, 1, L, S))
 
 
-def _ours_rope(x, params, spec, mask, positions, dout):
-    """RoPE attention forward and backward: project, rotate q and k, Eq. (1), W^O."""
-    h, h_kv, p = spec.num_heads, spec.num_kv_heads, params
-    rope = dict(positions=positions[:, None, :], theta=spec.rope_theta)    # (B, 1, L) -> heads
-    q = split_heads(linear_forward(x, p["W_q"], p.get("b_q")), h)          # (B, h, L, d)
-    k = split_heads(linear_forward(x, p["W_k"], p.get("b_k")), h_kv)       # (B, h_kv, L, d)
-    v = split_heads(linear_forward(x, p["W_v"], p.get("b_v")), h_kv)       # (B, h_kv, L, d)
-    heads, cache = sdpa_forward(apply_rope(q, **rope), apply_rope(k, **rope), v, mask,
-                                scale=spec.scale, enable_gqa=h_kv != h)    # (B, h, L, d)
-    concat = merge_heads(heads)                                            # (B, L, h*d)
-    out = linear_forward(concat, p["W_o"], p.get("b_o"))                   # (B, L, d_model)
-    g = {}
-    # forward: out = concat @ W_o + b_o
-    dconcat, g["W_o"], g["b_o"] = linear_backward(dout, concat, p["W_o"], "b_o" in p)
-    # forward: heads = Attention(rope(q), rope(k), v)
-    dq, dk, dv = sdpa_backward(split_heads(dconcat, h), cache)
-    # forward: q = rope(q) (and k)
-    dq, dk = apply_rope_backward(dq, **rope), apply_rope_backward(dk, **rope)
-    dx = np.zeros_like(x)
-    for n, d in (("q", dq), ("k", dk), ("v", dv)):
-        # forward: q = x @ W_q + b_q (and k, v)
-        dx_n, g[f"W_{n}"], g[f"b_{n}"] = linear_backward(merge_heads(d), x, p[f"W_{n}"],
-                                                         f"b_{n}" in p)
-        dx += dx_n
-    return out, dx, {n: g[n] for n in p}
-
-
 def _torch_mask(mask, torch):
     """transformers' own 4-D additive mask: 0 where allowed, the dtype's minimum elsewhere."""
     if mask is None:
@@ -312,30 +282,28 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     grads, _ = params_from_transformers(layer, grads=True)
     got.update({f"d{n}": g for n, g in grads.items()})
 
-    if spec.family in ROPE:
-        out, dx, g = _ours_rope(x, params, spec, mask, positions, dout)
-        ours = {"out": out, "dhidden_states": dx}
-    else:
-        p = dict(params)
-        if not spec.has_w_o:        # BERT stops at the concatenated heads: W^O = I
-            p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
-        table = p.pop("bias_table", None)
-        bias = bucket = None
-        if table is not None:      # T5: bias[n, i, j] = table[bucket(j - i), n]
-            num_buckets, max_distance, bidirectional = spec.buckets
-            bucket = t5_relative_buckets(relative_positions(L, S, align="bottom_right"),
-                                         bidirectional=bidirectional, num_buckets=num_buckets,
-                                         max_distance=max_distance)                 # (L, S)
-            bias = relative_position_bias(table, bucket)                         # (h, L, S)
-        src = x if kv is None else kv
-        out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
-                                 bias=bias)
-        dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
-        if table is not None:
-            g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])
-        ours = {"out": out, "dhidden_states": dq if kv is not None else dq + dk + dv}
-        if kv is not None:
-            ours["dkey_value"] = dk + dv
+    p = dict(params)
+    if not spec.has_w_o:        # BERT stops at the concatenated heads: W^O = I
+        p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
+    table = p.pop("bias_table", None)
+    bias = bucket = None
+    if table is not None:      # T5: bias[n, i, j] = table[bucket(j - i), n]
+        num_buckets, max_distance, bidirectional = spec.buckets
+        bucket = t5_relative_buckets(relative_positions(L, S, align="bottom_right"),
+                                     bidirectional=bidirectional, num_buckets=num_buckets,
+                                     max_distance=max_distance)                 # (L, S)
+        bias = relative_position_bias(table, bucket)                         # (h, L, S)
+    src = x if kv is None else kv
+    rope = {} if spec.family not in ROPE else dict(
+        rope={"theta": spec.rope_theta, "layout": "half"}, positions=positions)   # (B, L)
+    out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
+                             bias=bias, num_kv_heads=spec.num_kv_heads, **rope)
+    dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
+    if table is not None:
+        g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])
+    ours = {"out": out, "dhidden_states": dq if kv is not None else dq + dk + dv}
+    if kv is not None:
+        ours["dkey_value"] = dk + dv
     ours.update({f"d{n}": g[n] for n in params})
     report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
     report.checks = judge(got, ours)

@@ -2,11 +2,10 @@
 
 A float64 copy of the model generates greedily; a hook on one attention layer records what the
 layer receives and returns at every step (the prompt, then one token at a time). attention_np
-replays the same steps from the recorded inputs with a :class:`~attention_np.efficient.kv_cache.KVCache`
-and the per-step outputs are diffed: GPT-2 through
-:func:`~attention_np.efficient.kv_cache.mha_decode_step`; Llama, Mistral and Qwen2 with the keys
-rotated (:func:`~attention_np.core.rope.apply_rope`) at their positions before they are cached,
-and the sliding window in the step's mask.
+replays the same steps from the recorded inputs with
+:func:`~attention_np.efficient.kv_cache.mha_decode_step` and a
+:class:`~attention_np.efficient.kv_cache.KVCache`, with the layer's padding mask, sliding window
+and RoPE positions, and the per-step outputs are diffed.
 """
 
 from __future__ import annotations
@@ -17,17 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attention_np.core._checks import check_int
-from attention_np.core.fused import sdpa_forward
-from attention_np.core.heads import merge_heads, split_heads
-from attention_np.core.linear import linear_forward
 from attention_np.core.optional import import_optional
-from attention_np.core.rope import apply_rope
 from attention_np.efficient.kv_cache import KVCache, mha_decode_step
 from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers import (
     ROPE,
-    build_mask,
     layer_spec,
     params_from_transformers,
     rope_cos_sin,
@@ -154,11 +148,18 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     padded = attention_mask is not None and not pad.all()
     kv = KVCache(ids.shape[1] + max_new_tokens)
     for step, (x, theirs) in enumerate(seen):
-        if spec.family in ROPE or padded:
-            pos = positions[step] if spec.family in ROPE else None
-            ours = _decode_step(x, params, spec, kv, full[:, :kv.length + x.shape[1]], pos)
-        else:
-            ours = mha_decode_step(x, params, kv, num_heads=spec.num_heads, scale=spec.scale)
+        T = x.shape[1]
+        S = kv.length + T
+        options = {}
+        if padded:        # key padding of the S cached positions, (B, 1, 1, S)
+            options["mask"] = full[:, None, None, :S].astype(bool)
+        if spec.window is not None:        # Mistral's window W counts the query itself
+            options["window"] = (spec.window - 1, 0)
+        if spec.family in ROPE:            # the positions generate() used (shifted by padding)
+            options.update(rope={"theta": spec.rope_theta, "layout": "half"},
+                           positions=positions[step])                      # (B, T)
+        ours = mha_decode_step(x, params, kv, num_heads=spec.num_heads,
+                               num_kv_heads=spec.num_kv_heads, scale=spec.scale, **options)
         real = full[:, kv.length - x.shape[1]:kv.length].astype(bool)     # (B, T) query rows
         report.checks.append(check_float64(f"step {step} (T={x.shape[1]})", theirs[real],
                                            ours[real]))
@@ -169,19 +170,3 @@ def replay_generate(model, input_ids, *, attention_mask=None,
         report.notes.append("the copy's rotary embedding computes cos/sin in float64 "
                             "(transformers: float32, see docs/frameworks.md)")
     return report
-
-
-def _decode_step(x, params, spec, kv: KVCache, padding, positions):
-    """One decode step with a padding mask and, for RoPE, the keys rotated before they are
-    cached. ``padding`` (B, S) covers every cached position, ``positions`` (B, T) the new ones."""
-    h, h_kv, p = spec.num_heads, spec.num_kv_heads, params
-    q = split_heads(linear_forward(x, p["W_q"], p.get("b_q")), h)    # (B, h, T, d)
-    k = split_heads(linear_forward(x, p["W_k"], p.get("b_k")), h_kv)
-    v = split_heads(linear_forward(x, p["W_v"], p.get("b_v")), h_kv)
-    if positions is not None:                                        # (B, 1, T): every head
-        q = apply_rope(q, positions[:, None, :], theta=spec.rope_theta)
-        k = apply_rope(k, positions[:, None, :], theta=spec.rope_theta)
-    k, v = kv.append(k, v)                                           # (B, h_kv, S, d)
-    mask = build_mask(spec, x.shape[0], x.shape[-2], k.shape[-2], padding)  # causal, window
-    heads, _ = sdpa_forward(q, k, v, mask, scale=spec.scale, enable_gqa=h_kv != h)
-    return linear_forward(merge_heads(heads), p["W_o"], p.get("b_o"))
