@@ -122,6 +122,13 @@ def test_unsupported_module_names_the_supported_layers():
     with pytest.raises(ValueError, match=r"attention_mask must be \(B, S\) = \(1, 2\)"):
         itf.compare_transformers_attention(gpt2.h[0].attn, np.zeros((1, 2, 32)),
                                            attention_mask=np.ones((1, 3)))
+    llama, _ = cases.case("llama")
+    with pytest.raises(ValueError, match=r"position_ids must be \(B, L\) = \(1, 2\) integers"):
+        itf.compare_transformers_attention(llama, np.zeros((1, 2, 32)), position_ids=np.arange(3))
+    bart, _ = cases.case("bart-cross")
+    with pytest.raises(ValueError, match=r"key_value_states must be \(B, S, d_model\) with B = 1"):
+        itf.compare_transformers_attention(bart, np.zeros((1, 2, 32)),
+                                           key_value_states=np.zeros((2, 3, 32)))
 
 
 def test_missing_transformers_names_the_extra(monkeypatch):

@@ -251,9 +251,15 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if attention_mask is not None and np.shape(to_numpy(attention_mask)) != (B, S):
         raise ValueError(f"attention_mask must be (B, S) = {(B, S)}, got "
                          f"{np.shape(to_numpy(attention_mask))}")
+    if kv is not None and (kv.ndim != 3 or kv.shape[0] != B):
+        raise ValueError(f"key_value_states must be (B, S, d_model) with B = {B}, got shape "
+                         f"{kv.shape}")
     pad = None if attention_mask is None else to_numpy(attention_mask)
     positions = (np.broadcast_to(np.arange(L), (B, L)) if position_ids is None
                  else np.asarray(to_numpy(position_ids)))
+    if positions.shape != (B, L) or not np.issubdtype(positions.dtype, np.integer):
+        raise ValueError(f"position_ids must be (B, L) = {(B, L)} integers, got "
+                         f"{positions.dtype} {positions.shape}")
     mask = build_mask(spec if kv is None else _no_causal(spec), B, L, S, pad)
 
     layer = copy.deepcopy(module).double().eval()
