@@ -20,7 +20,8 @@ import attention_np as an
 API_MD = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 
 # Results and caches that a forward returns: users read their fields, they do not call them.
-RETURNED_TYPES = {"SDPACache", "MHACache", "FlashCache", "AdditiveCache", "GradcheckResult"}
+RETURNED_TYPES = {"SDPACache", "MHACache", "FlashCache", "AdditiveCache", "GradcheckResult",
+                  "SinksCache"}
 PUBLIC = sorted(n for n in an.__all__ if callable(getattr(an, n)) and n not in RETURNED_TYPES)
 
 
