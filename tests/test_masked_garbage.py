@@ -52,8 +52,8 @@ def _dead_zero(q, k, v):
 
 
 def _dense(fwd, bwd):
-    def run(q, k, v, mask, dout):
-        out, cache = fwd(q, k, v, mask)
+    def run(q, k, v, mask, dout, **kw):
+        out, cache = fwd(q, k, v, mask, **kw)
         return (out, *bwd(dout, cache))
     return run
 
@@ -61,7 +61,7 @@ def _dense(fwd, bwd):
 PATHS = {
     "fused": _dense(an.sdpa_forward, an.sdpa_backward),
     "textbook": _dense(textbook.sdpa_forward, textbook.sdpa_backward),
-    "flash": _dense(lambda q, k, v, m: flash_attention_forward(q, k, v, m, block_size=2),
+    "flash": _dense(lambda q, k, v, m, **kw: flash_attention_forward(q, k, v, m, block_size=2, **kw),
                     flash_attention_backward),
 }
 
@@ -190,3 +190,96 @@ def test_q_times_scale_overflow_with_representable_scores(rng):
     np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out, out64, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(dv, g64[2], rtol=1e-5, atol=1e-6)
+
+
+# ---- Partly masked keys: masked for some queries, attended by others ----------------------------
+# A NaN or inf at such a key (or in the q of a row) reaches exactly the rows that attend it, as
+# Eq. (1) says; a masked pair adds nothing to any sum, in out and in every gradient.
+
+def _partial_mask(kind, rng):
+    """(B, L, S) bool, every row and every key but the last attended: the key row 2 is partly masked."""
+    i, j = np.arange(L)[:, None], np.arange(S)
+    if kind == "causal":
+        m = j <= i                                         # key 4 is seen by no row
+    elif kind == "window":
+        m = abs(i - j) <= 1                                # a sliding window of width 3
+    else:                                                  # "per_query": a random bool mask
+        m = rng.random((B, L, S)) < 0.5
+        m[:, np.arange(L), np.arange(L)] = True            # every row sees a key
+        m[:, :2, 2], m[:, 2:, 2] = False, True             # key 2: seen by rows 2, 3 only
+    return np.broadcast_to(m, (B, L, S)).copy()
+
+
+def _put(q, k, v, where, bad):
+    """Copies of q, k, v with ``bad`` at key 2 of batch 0 (in k or v) or at query row 1 (in q)."""
+    q, k, v = q.copy(), k.copy(), v.copy()
+    {"q": q[0, 1], "k": k[0, 2], "v": v[0, 2]}[where][...] = bad
+    return q, k, v
+
+
+def _tainted(mask, where):
+    """Batch 0's rows that see the garbage and the keys those rows see (their dk, dv may change)."""
+    rows = mask[0, :, 2].copy() if where in "kv" else np.arange(L) == 1
+    return rows, mask[0, rows].any(axis=0)
+
+
+def _assert_untouched(got, clean, rows, keys):
+    out, dq, dk, dv = got
+    c_out, c_dq, c_dk, c_dv = clean
+    for name, g, c, sel in (("out", out, c_out, ~rows), ("dq", dq, c_dq, ~rows),
+                            ("dk", dk, c_dk, ~keys), ("dv", dv, c_dv, ~keys)):
+        np.testing.assert_array_equal(g[0, sel], c[0, sel], err_msg=name)   # batch 0, unseen
+        np.testing.assert_array_equal(g[1], c[1], err_msg=name)            # batch 1: no garbage
+        assert np.isfinite(g[0, sel]).all() and np.isfinite(g[1]).all(), name
+
+
+@pytest.mark.parametrize("where", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", GARBAGE)
+@pytest.mark.parametrize("kind", ["causal", "window", "per_query"])
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_garbage_at_partly_masked_key_reaches_only_rows_that_see_it(path, kind, bad, where, rng):
+    q, k, v = randn(rng, B, L, D), randn(rng, B, S, D), randn(rng, B, S, D)
+    mask, dout = _partial_mask(kind, rng), randn(rng, B, L, D)
+    with np.errstate(invalid="ignore", over="ignore"):   # the torch-style reference below
+        got = PATHS[path](*_put(q, k, v, where, bad), mask, dout)
+    clean = PATHS[path](q, k, v, mask, dout)
+    rows, keys = _tainted(mask, where)
+    _assert_untouched(got, clean, rows, keys)
+    # The rows that see the garbage get torch's answer, NaN and inf included (torch itself also
+    # spreads 0 * NaN to the other rows: not compared there).
+    t = torch_ref.sdpa(*_put(q, k, v, where, bad), dout, mask=mask)
+    # Except a row whose every attended score is -inf (q = -inf): that is our fully masked row,
+    # output 0 (docs/api.md: a -inf score removes its key), where torch gives NaN.
+    qb, kb, _ = _put(q, k, v, where, bad)
+    with np.errstate(invalid="ignore"):
+        scores = np.where(mask, qb @ np.swapaxes(kb, -1, -2), -np.inf)
+    dead = (scores[0] == -np.inf).all(axis=-1)
+    np.testing.assert_array_equal(got[0][0, dead], 0)
+    rows &= ~dead
+    np.testing.assert_allclose(got[0][0, rows], t[0][0, rows], rtol=1e-12, atol=1e-14)
+    # Each gradient: where torch is finite we agree; where we are not finite, neither is torch.
+    for name, g, tg in zip(("dq", "dk", "dv"), got[1:], t[1:], strict=True):
+        both = np.isfinite(g) & np.isfinite(tg)
+        np.testing.assert_allclose(g[both], tg[both], rtol=1e-11, atol=1e-13, err_msg=name)
+        assert np.isfinite(tg[~np.isfinite(g)]).sum() == 0, name
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+def test_garbage_in_partly_masked_key_flash_is_causal(bad, rng):
+    """flash skips the causal blocks above the diagonal: is_causal=True, S > L, garbage in k and v."""
+    q, k, v = randn(rng, B, L, D), randn(rng, B, 7, D), randn(rng, B, 7, D)
+    dout = randn(rng, B, L, D)
+    kb, vb = k.copy(), v.copy()
+    kb[:, 2], vb[:, 2] = bad, bad                          # rows 2, 3 see key 2, rows 0, 1 do not
+    with np.errstate(invalid="ignore"):                   # inf * 0 in the rows that see key 2
+        runs = [PATHS["flash"](q, kk, vv, None, dout, is_causal=True)
+                for kk, vv in ((k, v), (kb, vb))]
+        fused = PATHS["fused"](q, kb, vb, None, dout, is_causal=True)
+    (out, dq, dk, dv), (out_b, dq_b, dk_b, dv_b) = runs
+    np.testing.assert_array_equal(out_b[:, :2], out[:, :2])
+    np.testing.assert_array_equal(dq_b[:, :2], dq[:, :2])
+    np.testing.assert_array_equal(dk_b[:, 4:], 0)          # keys no row sees: gradient 0
+    np.testing.assert_array_equal(dv_b[:, 4:], 0)
+    assert not np.isfinite(out_b[:, 2:]).any()
+    for g, f in zip((out_b, dq_b, dk_b, dv_b), fused, strict=True):   # the dense path agrees
+        np.testing.assert_allclose(g, f, rtol=1e-12, atol=1e-14)
