@@ -283,3 +283,65 @@ def test_garbage_in_partly_masked_key_flash_is_causal(bad, rng):
     assert not np.isfinite(out_b[:, 2:]).any()
     for g, f in zip((out_b, dq_b, dk_b, dv_b), fused, strict=True):   # the dense path agrees
         np.testing.assert_allclose(g, f, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+@pytest.mark.parametrize("where", ["k", "v"])
+def test_garbage_at_partly_masked_key_additive(where, bad, rng):
+    q, k, v = randn(rng, B, L, D), randn(rng, B, S, D), randn(rng, B, S, D)
+    params, mask, dout = init_additive_params(D, rng=rng), _partial_mask("window", rng), randn(rng, B, L, D)
+    runs = []
+    for qq, kk, vv in ((q, k, v), _put(q, k, v, where, bad)):
+        with np.errstate(invalid="ignore", over="ignore"):
+            out, cache = additive_attention_forward(qq, kk, vv, params, mask)
+            dq, dk, dv, grads = additive_attention_backward(dout, cache)
+        runs.append(((out, dq, dk, dv), grads))
+    (clean, _), (got, grads) = runs
+    rows, keys = _tainted(mask, where)
+    _assert_untouched(got, clean, rows, keys)
+    if where == "v":                    # Eq. (1): the rows that see the garbage do not hide it
+        assert not np.isfinite(got[0][0, rows]).any()
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+@pytest.mark.parametrize("path", ["fused", "textbook"])
+def test_garbage_at_a_later_position_multi_head_causal(path, bad, rng):
+    """Causal self-attention: garbage in x at position 2 leaves positions 0, 1 exactly as they were."""
+    h, d_model = 2, 4
+    p = an.init_mha_params(d_model, h, rng=rng)
+    x, dout = randn(rng, B, L, d_model), randn(rng, B, L, d_model)
+    x_bad = x.copy()
+    x_bad[:, 2] = bad
+    runs = []
+    for xx in (x, x_bad):
+        with np.errstate(invalid="ignore", over="ignore"):
+            out, cache = an.mha_forward(xx, xx, xx, p, num_heads=h, is_causal=True, path=path)
+            runs.append((out, *an.mha_backward(dout, cache)[:3]))
+    (out, dq, _, _), (out_b, dq_b, _, _) = runs
+    np.testing.assert_array_equal(out_b[:, :2], out[:, :2])
+    np.testing.assert_array_equal(dq_b[:, :2], dq[:, :2])
+    assert np.isfinite(out_b[:, :2]).all()
+    # the later rows see the garbage: torch's nn.MultiheadAttention gives the same there
+    causal_blocked = ~an.causal_mask(L)
+    t_out = torch_ref.mha(x_bad, x_bad, x_bad, p, h, dout, attn_mask=causal_blocked)[0]
+    np.testing.assert_allclose(out_b[:, 2:], t_out[:, 2:], rtol=1e-12, atol=1e-14)
+    assert not np.isfinite(out_b[:, 2:]).all()
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+def test_garbage_in_a_prefill_chunk_reaches_only_later_positions(bad, rng):
+    """mha_decode_step on a chunk of 4: garbage at its position 2 (bottom-right causal) leaves
+    positions 0, 1 of the chunk exactly as without it."""
+    h, d_model = 2, 4
+    p = an.init_mha_params(d_model, h, rng=rng)
+    prompt, chunk = randn(rng, B, 3, d_model), randn(rng, B, 4, d_model)
+    chunk_bad = chunk.copy()
+    chunk_bad[:, 2] = bad
+    outs = []
+    for c in (chunk, chunk_bad):
+        kv = an.KVCache(16)
+        an.mha_decode_step(prompt, p, kv, num_heads=h)
+        with np.errstate(invalid="ignore", over="ignore"):
+            outs.append(an.mha_decode_step(c, p, kv, num_heads=h))
+    np.testing.assert_array_equal(outs[1][:, :2], outs[0][:, :2])
+    assert np.isfinite(outs[1][:, :2]).all() and not np.isfinite(outs[1][:, 2:]).all()
