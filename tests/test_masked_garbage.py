@@ -345,3 +345,72 @@ def test_garbage_in_a_prefill_chunk_reaches_only_later_positions(bad, rng):
             outs.append(an.mha_decode_step(c, p, kv, num_heads=h))
     np.testing.assert_array_equal(outs[1][:, :2], outs[0][:, :2])
     assert np.isfinite(outs[1][:, :2]).all() and not np.isfinite(outs[1][:, 2:]).all()
+
+
+@pytest.mark.parametrize("block_size", [2, 128])
+def test_flash_values_near_float32_max_do_not_overflow(block_size, rng):
+    """The tiled path's acc sums up to S values of 3e38 before dividing: the fallback keeps it an
+    average. Forward and backward as the dense path, and torch where torch is finite."""
+    torch = require("torch")
+    q, k = randn(rng, 3, 4, dtype=np.float32), randn(rng, 5, 4, dtype=np.float32)
+    v = np.full((5, 2), 3e38, np.float32)
+    dout = (0.1 * randn(rng, 3, 2)).astype(np.float32)      # dout . v stays below the maximum
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    t_out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv)
+    t_out.backward(torch.tensor(dout))
+    out, cache = flash_attention_forward(q, k, v, block_size=block_size)
+    dq, dk, dv = flash_attention_backward(dout, cache)
+    d_out, d_cache = an.sdpa_forward(q, k, v)
+    d_dq, d_dk, d_dv = an.sdpa_backward(dout, d_cache)
+    np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out, d_out, rtol=1e-6)
+    np.testing.assert_allclose(dv, tv.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dv, d_dv, rtol=1e-5, atol=1e-6)
+    # dq, dk are P * (dP - D) with dP, D ~ 3e38 * |dout|: the true value is 0 (every v equal),
+    # what is left is rounding of dP - D, a few float32 ulps of 3e38 * |dout| times |k| or |q|.
+    ulp = np.spacing(np.float32(3e38 * np.abs(dout).sum(axis=-1).max()))
+    for g, name, x in ((dq, "dq", k), (dk, "dk", q)):
+        assert np.isfinite(g).all(), name
+        assert np.abs(g).max() <= 8 * ulp * np.abs(x).max() * x.shape[0], name
+
+
+@pytest.mark.parametrize("block_size", [2, 128])
+def test_flash_q_times_scale_overflow_with_representable_scores(block_size, rng):
+    """scale 1e30, q ~ 1e10, k ~ 1e-10 in float32: the tiled path as the dense path and torch."""
+    torch = require("torch")
+    q = (randn(rng, 3, 4) * 1e10).astype(np.float32)
+    k = (randn(rng, 5, 4) * 1e-10).astype(np.float32)
+    v, dout = randn(rng, 5, 2, dtype=np.float32), randn(rng, 3, 2, dtype=np.float32)
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    t_out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, scale=1e30)
+    t_out.backward(torch.tensor(dout))
+    out, cache = flash_attention_forward(q, k, v, scale=1e30, block_size=block_size)
+    grads = flash_attention_backward(dout, cache)
+    d_out, d_cache = an.sdpa_forward(q, k, v, scale=1e30)
+    d_grads = an.sdpa_backward(dout, d_cache)
+    assert np.isfinite(out).all() and all(np.isfinite(g).all() for g in grads)
+    np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out, d_out, rtol=1e-5, atol=1e-6)
+    for g, dg, name in zip(grads, d_grads, ("dq", "dk", "dv"), strict=True):
+        np.testing.assert_allclose(g, dg, rtol=1e-4, atol=1e-6 * np.abs(dg).max(), err_msg=name)
+    np.testing.assert_allclose(grads[2], tv.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("path", ["fused", "flash"])
+def test_garbage_at_partly_masked_key_grouped_query_attention(path, rng):
+    """enable_gqa: 4 query heads share 2 key/value heads; NaN at key 2 of kv head 0 (causal)."""
+    q, k, v = randn(rng, B, 4, L, D), randn(rng, B, 2, S, D), randn(rng, B, 2, S, D)
+    dout = randn(rng, B, 4, L, D)
+    kb, vb = k.copy(), v.copy()
+    kb[:, 0, 2], vb[:, 0, 2] = np.nan, np.nan
+    with np.errstate(invalid="ignore"):
+        clean, got = (PATHS[path](q, kk, vv, None, dout, is_causal=True, enable_gqa=True)
+                      for kk, vv in ((k, v), (kb, vb)))
+    # rows 0, 1 of query heads 0, 1 (kv head 0) do not see key 2; heads 2, 3 use kv head 1
+    for name, g, c in zip(("out", "dq"), got[:2], clean[:2], strict=True):
+        np.testing.assert_array_equal(g[:, :2, :2], c[:, :2, :2], err_msg=name)
+        np.testing.assert_array_equal(g[:, 2:], c[:, 2:], err_msg=name)
+        assert np.isnan(g[:, :2, 2:]).all(), name
+    for name, g, c in zip(("dk", "dv"), got[2:], clean[2:], strict=True):
+        np.testing.assert_array_equal(g[:, 1], c[:, 1], err_msg=name)      # kv head 1
+        np.testing.assert_array_equal(g[:, 0, 4:], c[:, 0, 4:], err_msg=name)  # no row sees key 4
