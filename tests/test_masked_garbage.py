@@ -3,7 +3,10 @@
 A NaN or inf in ``k`` or ``v`` at a key no query may attend (a padding slot), or in the ``q``
 of a fully masked row, must leave ``out`` and every gradient exactly as with finite numbers
 there; the masked slots get gradient 0. Also: no intermediate overflows where the result is
-representable (float32 ``v ~ 3e38``; ``q * scale`` beyond float32 with representable scores).
+representable (float32 ``v ~ 3e38``; ``q * scale`` beyond float32 with representable scores),
+in the dense and the tiled paths. A key masked for some rows only (causal, windows, per-query
+masks) reaches exactly the rows that attend it: every other row, and the gradients of the keys
+only they attend, are bit for bit those with finite numbers there.
 """
 
 from __future__ import annotations

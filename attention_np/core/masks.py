@@ -126,7 +126,8 @@ def drop_masked(q, k, v, mask):
     Their weights are exactly 0, but ``0 * NaN = NaN`` in ``weights @ v`` and in every
     gradient's product: a NaN or inf in a padding slot of ``k``/``v``, or in the ``q`` of a fully
     masked row, would reach the answer. Zeroing them keeps it out (see docs/api.md, conventions).
-    A key masked for some queries but not others is used, and is not zeroed.
+    A key masked for some queries but not others is used, and is not zeroed: there
+    :func:`masked_matmul` keeps it out of the rows that do not see it.
 
     ``mask`` is bool, broadcastable to the scores ``(..., L, S)``, or None (nothing to do).
     Returns ``(q, k, v)`` with their own shapes; an input with nothing to zero is returned as is.
