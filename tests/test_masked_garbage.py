@@ -417,3 +417,43 @@ def test_garbage_at_partly_masked_key_grouped_query_attention(path, rng):
     for name, g, c in zip(("dk", "dv"), got[2:], clean[2:], strict=True):
         np.testing.assert_array_equal(g[:, 1], c[:, 1], err_msg=name)      # kv head 1
         np.testing.assert_array_equal(g[:, 0, 4:], c[:, 0, 4:], err_msg=name)  # no row sees key 4
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_random_garbage_and_masks_reach_only_the_rows_that_see_them(path):
+    """30 random cases: masks (with dead rows and keys), NaN/±inf scattered over q, k and v."""
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        Lr, Sr = rng.integers(1, 6, size=2)
+        q, k, v = randn(rng, 2, Lr, 3), randn(rng, 2, Sr, 3), randn(rng, 2, Sr, 2)
+        mask, dout = rng.random((2, Lr, Sr)) < 0.6, randn(rng, 2, Lr, 2)
+        qb, kb, vb = q.copy(), k.copy(), v.copy()
+        for x in (qb, kb, vb):
+            hit = rng.random(x.shape) < 0.1
+            x[hit] = rng.choice(GARBAGE, size=hit.sum())
+        with np.errstate(invalid="ignore", over="ignore"):
+            got = PATHS[path](qb, kb, vb, mask, dout)
+        clean = PATHS[path](q, k, v, mask, dout)
+        # rows with garbage in q or attending a key with garbage; keys those rows attend
+        bad_key = ~np.isfinite(kb).all(-1) | ~np.isfinite(vb).all(-1)             # (2, S)
+        rows = ~np.isfinite(qb).all(-1) | (mask & bad_key[:, None, :]).any(-1)    # (2, L)
+        rows &= mask.any(-1)                        # a fully masked row sees nothing: 0
+        keys = (mask & rows[..., None]).any(-2)                                   # (2, S)
+        for name, g, c, sel in (("out", got[0], clean[0], ~rows), ("dq", got[1], clean[1], ~rows),
+                                ("dk", got[2], clean[2], ~keys), ("dv", got[3], clean[3], ~keys)):
+            assert np.isfinite(g[sel]).all(), name
+            np.testing.assert_array_equal(g[sel], c[sel], err_msg=name)
+
+
+def test_flash_overflow_fallback_with_masks_and_a_fully_masked_row(rng):
+    """The averaged redo keeps the mask, the causal blocks and a fully masked row's 0."""
+    q, k = randn(rng, 2, 4, 3, dtype=np.float32), randn(rng, 2, 6, 3, dtype=np.float32)
+    v = np.full((2, 6, 2), 3e38, np.float32)
+    mask = rng.random((2, 4, 6)) < 0.7
+    mask[1, 2] = False
+    for kw in ({"mask": mask}, {"mask": mask, "is_causal": True}):
+        out, _ = flash_attention_forward(q, k, v, kw["mask"], is_causal=kw.get("is_causal", False),
+                                         block_size=2)
+        want, _ = an.sdpa_forward(q, k, v, kw["mask"], is_causal=kw.get("is_causal", False))
+        np.testing.assert_allclose(out, want, rtol=1e-6)
+        np.testing.assert_array_equal(out[1, 2], 0)
