@@ -3,7 +3,10 @@
 A NaN or inf in ``k`` or ``v`` at a key no query may attend (a padding slot), or in the ``q``
 of a fully masked row, must leave ``out`` and every gradient exactly as with finite numbers
 there; the masked slots get gradient 0. Also: no intermediate overflows where the result is
-representable (float32 ``v ~ 3e38``; ``q * scale`` beyond float32 with representable scores).
+representable (float32 ``v ~ 3e38``; ``q * scale`` beyond float32 with representable scores),
+in the dense and the tiled paths. A key masked for some rows only (causal, windows, per-query
+masks) reaches exactly the rows that attend it: every other row, and the gradients of the keys
+only they attend, are bit for bit those with finite numbers there.
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ def _dead_zero(q, k, v):
 
 
 def _dense(fwd, bwd):
-    def run(q, k, v, mask, dout):
-        out, cache = fwd(q, k, v, mask)
+    def run(q, k, v, mask, dout, **kw):
+        out, cache = fwd(q, k, v, mask, **kw)
         return (out, *bwd(dout, cache))
     return run
 
@@ -61,7 +64,7 @@ def _dense(fwd, bwd):
 PATHS = {
     "fused": _dense(an.sdpa_forward, an.sdpa_backward),
     "textbook": _dense(textbook.sdpa_forward, textbook.sdpa_backward),
-    "flash": _dense(lambda q, k, v, m: flash_attention_forward(q, k, v, m, block_size=2),
+    "flash": _dense(lambda q, k, v, m, **kw: flash_attention_forward(q, k, v, m, block_size=2, **kw),
                     flash_attention_backward),
 }
 
@@ -190,3 +193,267 @@ def test_q_times_scale_overflow_with_representable_scores(rng):
     np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out, out64, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(dv, g64[2], rtol=1e-5, atol=1e-6)
+
+
+# ---- Partly masked keys: masked for some queries, attended by others ----------------------------
+# A NaN or inf at such a key (or in the q of a row) reaches exactly the rows that attend it, as
+# Eq. (1) says; a masked pair adds nothing to any sum, in out and in every gradient.
+
+def _partial_mask(kind, rng):
+    """(B, L, S) bool, every row and every key but the last attended: the key row 2 is partly masked."""
+    i, j = np.arange(L)[:, None], np.arange(S)
+    if kind == "causal":
+        m = j <= i                                         # key 4 is seen by no row
+    elif kind == "window":
+        m = abs(i - j) <= 1                                # a sliding window of width 3
+    else:                                                  # "per_query": a random bool mask
+        m = rng.random((B, L, S)) < 0.5
+        m[:, np.arange(L), np.arange(L)] = True            # every row sees a key
+        m[:, :2, 2], m[:, 2:, 2] = False, True             # key 2: seen by rows 2, 3 only
+    return np.broadcast_to(m, (B, L, S)).copy()
+
+
+def _put(q, k, v, where, bad):
+    """Copies of q, k, v with ``bad`` at key 2 of batch 0 (in k or v) or at query row 1 (in q)."""
+    q, k, v = q.copy(), k.copy(), v.copy()
+    {"q": q[0, 1], "k": k[0, 2], "v": v[0, 2]}[where][...] = bad
+    return q, k, v
+
+
+def _tainted(mask, where):
+    """Batch 0's rows that see the garbage and the keys those rows see (their dk, dv may change)."""
+    rows = mask[0, :, 2].copy() if where in "kv" else np.arange(L) == 1
+    return rows, mask[0, rows].any(axis=0)
+
+
+def _assert_untouched(got, clean, rows, keys):
+    out, dq, dk, dv = got
+    c_out, c_dq, c_dk, c_dv = clean
+    for name, g, c, sel in (("out", out, c_out, ~rows), ("dq", dq, c_dq, ~rows),
+                            ("dk", dk, c_dk, ~keys), ("dv", dv, c_dv, ~keys)):
+        np.testing.assert_array_equal(g[0, sel], c[0, sel], err_msg=name)   # batch 0, unseen
+        np.testing.assert_array_equal(g[1], c[1], err_msg=name)            # batch 1: no garbage
+        assert np.isfinite(g[0, sel]).all() and np.isfinite(g[1]).all(), name
+
+
+@pytest.mark.parametrize("where", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", GARBAGE)
+@pytest.mark.parametrize("kind", ["causal", "window", "per_query"])
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_garbage_at_partly_masked_key_reaches_only_rows_that_see_it(path, kind, bad, where, rng):
+    q, k, v = randn(rng, B, L, D), randn(rng, B, S, D), randn(rng, B, S, D)
+    mask, dout = _partial_mask(kind, rng), randn(rng, B, L, D)
+    with np.errstate(invalid="ignore", over="ignore"):   # the torch-style reference below
+        got = PATHS[path](*_put(q, k, v, where, bad), mask, dout)
+    clean = PATHS[path](q, k, v, mask, dout)
+    rows, keys = _tainted(mask, where)
+    _assert_untouched(got, clean, rows, keys)
+    # The rows that see the garbage get torch's answer, NaN and inf included (torch itself also
+    # spreads 0 * NaN to the other rows: not compared there).
+    t = torch_ref.sdpa(*_put(q, k, v, where, bad), dout, mask=mask)
+    # Except a row whose every attended score is -inf (q = -inf): that is our fully masked row,
+    # output 0 (docs/api.md: a -inf score removes its key), where torch gives NaN.
+    qb, kb, _ = _put(q, k, v, where, bad)
+    with np.errstate(invalid="ignore"):
+        scores = np.where(mask, qb @ np.swapaxes(kb, -1, -2), -np.inf)
+    dead = (scores[0] == -np.inf).all(axis=-1)
+    np.testing.assert_array_equal(got[0][0, dead], 0)
+    rows &= ~dead
+    np.testing.assert_allclose(got[0][0, rows], t[0][0, rows], rtol=1e-12, atol=1e-14)
+    # Each gradient: where torch is finite we agree; where we are not finite, neither is torch.
+    for name, g, tg in zip(("dq", "dk", "dv"), got[1:], t[1:], strict=True):
+        both = np.isfinite(g) & np.isfinite(tg)
+        np.testing.assert_allclose(g[both], tg[both], rtol=1e-11, atol=1e-13, err_msg=name)
+        assert np.isfinite(tg[~np.isfinite(g)]).sum() == 0, name
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+def test_garbage_in_partly_masked_key_flash_is_causal(bad, rng):
+    """flash skips the causal blocks above the diagonal: is_causal=True, S > L, garbage in k and v."""
+    q, k, v = randn(rng, B, L, D), randn(rng, B, 7, D), randn(rng, B, 7, D)
+    dout = randn(rng, B, L, D)
+    kb, vb = k.copy(), v.copy()
+    kb[:, 2], vb[:, 2] = bad, bad                          # rows 2, 3 see key 2, rows 0, 1 do not
+    with np.errstate(invalid="ignore"):                   # inf * 0 in the rows that see key 2
+        runs = [PATHS["flash"](q, kk, vv, None, dout, is_causal=True)
+                for kk, vv in ((k, v), (kb, vb))]
+        fused = PATHS["fused"](q, kb, vb, None, dout, is_causal=True)
+    (out, dq, dk, dv), (out_b, dq_b, dk_b, dv_b) = runs
+    np.testing.assert_array_equal(out_b[:, :2], out[:, :2])
+    np.testing.assert_array_equal(dq_b[:, :2], dq[:, :2])
+    np.testing.assert_array_equal(dk_b[:, 4:], 0)          # keys no row sees: gradient 0
+    np.testing.assert_array_equal(dv_b[:, 4:], 0)
+    assert not np.isfinite(out_b[:, 2:]).any()
+    for g, f in zip((out_b, dq_b, dk_b, dv_b), fused, strict=True):   # the dense path agrees
+        np.testing.assert_allclose(g, f, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+@pytest.mark.parametrize("where", ["k", "v"])
+def test_garbage_at_partly_masked_key_additive(where, bad, rng):
+    q, k, v = randn(rng, B, L, D), randn(rng, B, S, D), randn(rng, B, S, D)
+    params, mask, dout = init_additive_params(D, rng=rng), _partial_mask("window", rng), randn(rng, B, L, D)
+    runs = []
+    for qq, kk, vv in ((q, k, v), _put(q, k, v, where, bad)):
+        with np.errstate(invalid="ignore", over="ignore"):
+            out, cache = additive_attention_forward(qq, kk, vv, params, mask)
+            dq, dk, dv, grads = additive_attention_backward(dout, cache)
+        runs.append(((out, dq, dk, dv), grads))
+    (clean, _), (got, grads) = runs
+    rows, keys = _tainted(mask, where)
+    _assert_untouched(got, clean, rows, keys)
+    if where == "v":                    # Eq. (1): the rows that see the garbage do not hide it
+        assert not np.isfinite(got[0][0, rows]).any()
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+@pytest.mark.parametrize("path", ["fused", "textbook"])
+def test_garbage_at_a_later_position_multi_head_causal(path, bad, rng):
+    """Causal self-attention: garbage in x at position 2 leaves positions 0, 1 exactly as they were."""
+    h, d_model = 2, 4
+    p = an.init_mha_params(d_model, h, rng=rng)
+    x, dout = randn(rng, B, L, d_model), randn(rng, B, L, d_model)
+    x_bad = x.copy()
+    x_bad[:, 2] = bad
+    runs = []
+    for xx in (x, x_bad):
+        with np.errstate(invalid="ignore", over="ignore"):
+            out, cache = an.mha_forward(xx, xx, xx, p, num_heads=h, is_causal=True, path=path)
+            runs.append((out, *an.mha_backward(dout, cache)[:3]))
+    (out, dq, _, _), (out_b, dq_b, _, _) = runs
+    np.testing.assert_array_equal(out_b[:, :2], out[:, :2])
+    np.testing.assert_array_equal(dq_b[:, :2], dq[:, :2])
+    assert np.isfinite(out_b[:, :2]).all()
+    # the later rows see the garbage: torch's nn.MultiheadAttention gives the same there
+    causal_blocked = ~an.causal_mask(L)
+    t_out = torch_ref.mha(x_bad, x_bad, x_bad, p, h, dout, attn_mask=causal_blocked)[0]
+    np.testing.assert_allclose(out_b[:, 2:], t_out[:, 2:], rtol=1e-12, atol=1e-14)
+    assert not np.isfinite(out_b[:, 2:]).all()
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+def test_garbage_in_a_prefill_chunk_reaches_only_later_positions(bad, rng):
+    """mha_decode_step on a chunk of 4: garbage at its position 2 (bottom-right causal) leaves
+    positions 0, 1 of the chunk exactly as without it."""
+    h, d_model = 2, 4
+    p = an.init_mha_params(d_model, h, rng=rng)
+    prompt, chunk = randn(rng, B, 3, d_model), randn(rng, B, 4, d_model)
+    chunk_bad = chunk.copy()
+    chunk_bad[:, 2] = bad
+    outs = []
+    for c in (chunk, chunk_bad):
+        kv = an.KVCache(16)
+        an.mha_decode_step(prompt, p, kv, num_heads=h)
+        with np.errstate(invalid="ignore", over="ignore"):
+            outs.append(an.mha_decode_step(c, p, kv, num_heads=h))
+    np.testing.assert_array_equal(outs[1][:, :2], outs[0][:, :2])
+    assert np.isfinite(outs[1][:, :2]).all() and not np.isfinite(outs[1][:, 2:]).all()
+
+
+@pytest.mark.parametrize("block_size", [2, 128])
+def test_flash_values_near_float32_max_do_not_overflow(block_size, rng):
+    """The tiled path's acc sums up to S values of 3e38 before dividing: the fallback keeps it an
+    average. Forward and backward as the dense path, and torch where torch is finite."""
+    torch = require("torch")
+    q, k = randn(rng, 3, 4, dtype=np.float32), randn(rng, 5, 4, dtype=np.float32)
+    v = np.full((5, 2), 3e38, np.float32)
+    dout = (0.1 * randn(rng, 3, 2)).astype(np.float32)      # dout . v stays below the maximum
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    t_out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv)
+    t_out.backward(torch.tensor(dout))
+    out, cache = flash_attention_forward(q, k, v, block_size=block_size)
+    dq, dk, dv = flash_attention_backward(dout, cache)
+    d_out, d_cache = an.sdpa_forward(q, k, v)
+    d_dq, d_dk, d_dv = an.sdpa_backward(dout, d_cache)
+    np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out, d_out, rtol=1e-6)
+    np.testing.assert_allclose(dv, tv.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dv, d_dv, rtol=1e-5, atol=1e-6)
+    # dq, dk are P * (dP - D) with dP, D ~ 3e38 * |dout|: the true value is 0 (every v equal),
+    # what is left is rounding of dP - D, a few float32 ulps of 3e38 * |dout| times |k| or |q|.
+    ulp = np.spacing(np.float32(3e38 * np.abs(dout).sum(axis=-1).max()))
+    for g, name, x in ((dq, "dq", k), (dk, "dk", q)):
+        assert np.isfinite(g).all(), name
+        assert np.abs(g).max() <= 8 * ulp * np.abs(x).max() * x.shape[0], name
+
+
+@pytest.mark.parametrize("block_size", [2, 128])
+def test_flash_q_times_scale_overflow_with_representable_scores(block_size, rng):
+    """scale 1e30, q ~ 1e10, k ~ 1e-10 in float32: the tiled path as the dense path and torch."""
+    torch = require("torch")
+    q = (randn(rng, 3, 4) * 1e10).astype(np.float32)
+    k = (randn(rng, 5, 4) * 1e-10).astype(np.float32)
+    v, dout = randn(rng, 5, 2, dtype=np.float32), randn(rng, 3, 2, dtype=np.float32)
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    t_out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, scale=1e30)
+    t_out.backward(torch.tensor(dout))
+    out, cache = flash_attention_forward(q, k, v, scale=1e30, block_size=block_size)
+    grads = flash_attention_backward(dout, cache)
+    d_out, d_cache = an.sdpa_forward(q, k, v, scale=1e30)
+    d_grads = an.sdpa_backward(dout, d_cache)
+    assert np.isfinite(out).all() and all(np.isfinite(g).all() for g in grads)
+    np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out, d_out, rtol=1e-5, atol=1e-6)
+    for g, dg, name in zip(grads, d_grads, ("dq", "dk", "dv"), strict=True):
+        np.testing.assert_allclose(g, dg, rtol=1e-4, atol=1e-6 * np.abs(dg).max(), err_msg=name)
+    np.testing.assert_allclose(grads[2], tv.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("path", ["fused", "flash"])
+def test_garbage_at_partly_masked_key_grouped_query_attention(path, rng):
+    """enable_gqa: 4 query heads share 2 key/value heads; NaN at key 2 of kv head 0 (causal)."""
+    q, k, v = randn(rng, B, 4, L, D), randn(rng, B, 2, S, D), randn(rng, B, 2, S, D)
+    dout = randn(rng, B, 4, L, D)
+    kb, vb = k.copy(), v.copy()
+    kb[:, 0, 2], vb[:, 0, 2] = np.nan, np.nan
+    with np.errstate(invalid="ignore"):
+        clean, got = (PATHS[path](q, kk, vv, None, dout, is_causal=True, enable_gqa=True)
+                      for kk, vv in ((k, v), (kb, vb)))
+    # rows 0, 1 of query heads 0, 1 (kv head 0) do not see key 2; heads 2, 3 use kv head 1
+    for name, g, c in zip(("out", "dq"), got[:2], clean[:2], strict=True):
+        np.testing.assert_array_equal(g[:, :2, :2], c[:, :2, :2], err_msg=name)
+        np.testing.assert_array_equal(g[:, 2:], c[:, 2:], err_msg=name)
+        assert np.isnan(g[:, :2, 2:]).all(), name
+    for name, g, c in zip(("dk", "dv"), got[2:], clean[2:], strict=True):
+        np.testing.assert_array_equal(g[:, 1], c[:, 1], err_msg=name)      # kv head 1
+        np.testing.assert_array_equal(g[:, 0, 4:], c[:, 0, 4:], err_msg=name)  # no row sees key 4
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_random_garbage_and_masks_reach_only_the_rows_that_see_them(path):
+    """30 random cases: masks (with dead rows and keys), NaN/±inf scattered over q, k and v."""
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        Lr, Sr = rng.integers(1, 6, size=2)
+        q, k, v = randn(rng, 2, Lr, 3), randn(rng, 2, Sr, 3), randn(rng, 2, Sr, 2)
+        mask, dout = rng.random((2, Lr, Sr)) < 0.6, randn(rng, 2, Lr, 2)
+        qb, kb, vb = q.copy(), k.copy(), v.copy()
+        for x in (qb, kb, vb):
+            hit = rng.random(x.shape) < 0.1
+            x[hit] = rng.choice(GARBAGE, size=hit.sum())
+        with np.errstate(invalid="ignore", over="ignore"):
+            got = PATHS[path](qb, kb, vb, mask, dout)
+        clean = PATHS[path](q, k, v, mask, dout)
+        # rows with garbage in q or attending a key with garbage; keys those rows attend
+        bad_key = ~np.isfinite(kb).all(-1) | ~np.isfinite(vb).all(-1)             # (2, S)
+        rows = ~np.isfinite(qb).all(-1) | (mask & bad_key[:, None, :]).any(-1)    # (2, L)
+        rows &= mask.any(-1)                        # a fully masked row sees nothing: 0
+        keys = (mask & rows[..., None]).any(-2)                                   # (2, S)
+        for name, g, c, sel in (("out", got[0], clean[0], ~rows), ("dq", got[1], clean[1], ~rows),
+                                ("dk", got[2], clean[2], ~keys), ("dv", got[3], clean[3], ~keys)):
+            assert np.isfinite(g[sel]).all(), name
+            np.testing.assert_array_equal(g[sel], c[sel], err_msg=name)
+
+
+def test_flash_overflow_fallback_with_masks_and_a_fully_masked_row(rng):
+    """The averaged redo keeps the mask, the causal blocks and a fully masked row's 0."""
+    q, k = randn(rng, 2, 4, 3, dtype=np.float32), randn(rng, 2, 6, 3, dtype=np.float32)
+    v = np.full((2, 6, 2), 3e38, np.float32)
+    mask = rng.random((2, 4, 6)) < 0.7
+    mask[1, 2] = False
+    for kw in ({"mask": mask}, {"mask": mask, "is_causal": True}):
+        out, _ = flash_attention_forward(q, k, v, kw["mask"], is_causal=kw.get("is_causal", False),
+                                         block_size=2)
+        want, _ = an.sdpa_forward(q, k, v, kw["mask"], is_causal=kw.get("is_causal", False))
+        np.testing.assert_allclose(out, want, rtol=1e-6)
+        np.testing.assert_array_equal(out[1, 2], 0)

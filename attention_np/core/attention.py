@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np.core._checks import check_cache, check_dout, check_qkv, sum_to_shape
-from attention_np.core.masks import drop_masked, mask_and_bias
+from attention_np.core.masks import drop_masked, mask_and_bias, masked_matmul, transpose_mask, zero_masked
 from attention_np.core.softmax import softmax, softmax_backward
 
 
@@ -38,6 +38,7 @@ class AttentionCache:
     weights : (..., L, S) ``softmax(scores)``; 0 at masked keys, all 0 on a fully masked row
     scale : the factor applied to ``QKᵀ``
     bias_shape : the shape of ``bias`` (None without one), for ``return_dbias=True``
+    mask : bool, broadcastable to (..., L, S), True = attended (causal ANDed in), or None
     """
 
     q: np.ndarray
@@ -46,6 +47,7 @@ class AttentionCache:
     weights: np.ndarray
     scale: float
     bias_shape: tuple | None = None
+    mask: np.ndarray | None = None
 
     made_by = "attention_np.core.attention.sdpa_forward"
 
@@ -92,8 +94,9 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)            # Mask: -inf gets weight exactly 0
     weights = softmax(scores)                               # SoftMax    (..., L, S)
-    out = weights @ v                                       # MatMul     (..., L, d_v)
-    return out, AttentionCache(q, k, v, weights, scale, None if bias is None else bias.shape)
+    out = masked_matmul(weights, v, mask)                   # MatMul: weights @ v, a masked pair adds 0
+    return out, AttentionCache(q, k, v, weights, scale,
+                               bias_shape=None if bias is None else bias.shape, mask=mask)
 
 
 def sdpa_backward(dout, cache: AttentionCache, *, return_dbias: bool = False):
@@ -112,19 +115,23 @@ def sdpa_backward(dout, cache: AttentionCache, *, return_dbias: bool = False):
     dbias : the shape of ``bias`` (None without one); only with ``return_dbias=True``
     """
     check_cache(cache, AttentionCache, AttentionCache.made_by)
-    q, k, v, weights, scale = cache.q, cache.k, cache.v, cache.weights, cache.scale
+    q, k, v, weights, scale, mask = (cache.q, cache.k, cache.v, cache.weights, cache.scale,
+                                     cache.mask)
     dout = check_dout(dout, weights.shape[:-1] + v.shape[-1:], v.dtype)
     scale = q.dtype.type(scale)
+    # Every product below sums over the attended pairs only (masked_matmul, zero_masked): a
+    # masked pair's weight is 0, but 0 * NaN = NaN would let a NaN in k or v reach its row.
+    mask_T = transpose_mask(mask)                                     # (..., S, L)
 
     # forward: out = weights @ v      ->  dweights = dout @ v.T,  dv = weights.T @ dout
-    dweights = dout @ np.swapaxes(v, -1, -2)                          # (..., L, S)
-    dv = np.swapaxes(weights, -1, -2) @ dout                          # (..., S, d_v)
+    dweights = zero_masked(dout @ np.swapaxes(v, -1, -2), mask)       # (..., L, S)
+    dv = masked_matmul(np.swapaxes(weights, -1, -2), dout, mask_T)    # (..., S, d_v)
     # forward: weights = softmax(scores)  ->  dscores = weights * (dweights - rowsum(dweights * weights))
     # Masked keys have weight 0, so their dscores are 0: the mask needs no backward of its own.
     dscores = softmax_backward(dweights, weights)                     # (..., L, S)
     # forward: scores = (q @ k.T) * scale  ->  dq = dscores @ k * scale,  dk = dscores.T @ q * scale
-    dq = (dscores @ k) * scale                                        # (..., L, d_k)
-    dk = (np.swapaxes(dscores, -1, -2) @ q) * scale                   # (..., S, d_k)
+    dq = masked_matmul(dscores, k, mask) * scale                      # (..., L, d_k)
+    dk = masked_matmul(np.swapaxes(dscores, -1, -2), q, mask_T) * scale  # (..., S, d_k)
 
     # Broadcast batch dims are summed back to each input's shape.
     grads = sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape)

@@ -35,7 +35,15 @@ from attention_np.core._checks import (
     sum_to_shape,
 )
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import drop_masked, mask_and_bias, with_lengths
+from attention_np.core.masks import (
+    all_finite,
+    drop_masked,
+    mask_and_bias,
+    masked_matmul,
+    transpose_mask,
+    with_lengths,
+    zero_masked,
+)
 from attention_np.core.softmax import softmax_numerator_
 
 
@@ -58,6 +66,8 @@ class SDPACache:
     softcap, softcap_tanh : the cap ``c`` and ``tanh(QKᵀ·scale / c)`` (..., L, S), or None
     weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
         access as ``exp_scores / rowsum``
+    mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended, or
+        None; the backward uses it only when an input is NaN or inf (see :func:`masked_matmul`)
     """
 
     q: np.ndarray
@@ -73,6 +83,7 @@ class SDPACache:
     bias_shape: tuple | None = None
     softcap: float | None = None
     softcap_tanh: np.ndarray | None = None
+    mask: np.ndarray | None = None
 
     made_by = "attention_np.sdpa_forward (attention_np.core.fused)"
 
@@ -197,13 +208,18 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
 
     keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
     kept = e if keep is None else e * keep                               # (..., L, S)
-    with np.errstate(over="ignore"):       # an overflow here is caught and redone below
-        out = kept @ v                                                   # (..., L, d_v)
+    # A key masked for row i but attended by others is not zeroed: if k, v or q holds a NaN or
+    # inf, 0 * NaN would carry it to row i. Only then (an O((L+S)d) check, no (L, S) pass)
+    # sum over the attended pairs alone (masked_matmul); the backward does the same.
+    garbage = None if mask is None or all_finite(q, k, v, l) else mask
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is caught and redone below
+        out = masked_matmul(kept, v, garbage)                            # (..., L, d_v)
     out /= l                                                             # = weights @ v
     if not np.isfinite(out).all():
         # e @ v sums up to S values before dividing: it may overflow where weights @ v does
-        # not (v ~ 3e38 in float32). Only then, divide the (L, S) array first.
-        out = (kept / l) @ v
+        # not (v ~ 3e38 in float32). Only then, divide the (L, S) array first (for those entries).
+        with np.errstate(invalid="ignore"):
+            np.copyto(out, masked_matmul(kept / l, v, garbage), where=~np.isfinite(out))
     if keep is not None:
         out *= e.dtype.type(dropout_scale)     # 1/(1-p) on L*d_v numbers, not on the L*S weights
     if groups > 1:
@@ -216,7 +232,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
     # whatever the caller does to the returned array.
     return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
-                          bias_shape, softcap, capped)
+                          bias_shape, softcap, capped, mask)
 
 
 def _scaled_scores(q, k, scale: float) -> np.ndarray:
@@ -224,9 +240,14 @@ def _scaled_scores(q, k, scale: float) -> np.ndarray:
     s = q.dtype.type(scale)
     with np.errstate(over="ignore"):       # caught below
         qs = q * s
-    if abs(scale) > 1 and not np.isfinite(qs).all() and np.isfinite(q).all():
+    if _overflowed(qs, q):
         return (q @ np.swapaxes(k, -1, -2)) * s        # scores representable, q * scale not
     return qs @ np.swapaxes(k, -1, -2)
+
+
+def _overflowed(qs: np.ndarray, q: np.ndarray) -> bool:
+    """Whether ``qs = q * scale`` is inf where ``q`` is finite."""
+    return bool((np.isinf(qs) & np.isfinite(q)).any())
 
 
 def _grow_to(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -278,20 +299,30 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     kept, dout_ls = e, dout_l
     if keep is not None:
         kept, dout_ls = e * keep, dout_l * dout_l.dtype.type(c.dropout_scale)
+    # As in the forward: only when something is NaN or inf, every product sums over the attended
+    # pairs alone (a masked pair's 0 * NaN would be NaN); else m is None and they are plain.
+    m = None if c.mask is None or all_finite(q, k, v, l, dout) else c.mask
+    m_T = transpose_mask(m)
+    ignore = "ignore" if m is not None else None           # NaN, inf expected: no warnings
+
+    def err():
+        return np.errstate(invalid=ignore, over=ignore)
 
     # forward: out = ((e * keep) / l * s) @ v  ->  dv = (e * keep).T @ (dout / l * s),
     #          dP = (dout @ v.T) * keep * s,  so dP_l = (dout_ls @ v.T) * keep
-    dv = np.swapaxes(kept, -1, -2) @ dout_ls                             # (..., S, d_v)
-    dP_l = dout_ls @ np.swapaxes(v, -1, -2)                              # (..., L, S)
+    with err():
+        dv = masked_matmul(np.swapaxes(kept, -1, -2), dout_ls, m_T)      # (..., S, d_v)
+        dP_l = zero_masked(dout_ls @ np.swapaxes(v, -1, -2), m)          # (..., L, S)
     if keep is not None:
         dP_l *= keep
 
     # forward: P = softmax(scores)  ->  dscores = P * (dP - D),  D = rowsum(dP * P)
     # D = rowsum(dout * out), because out = sum_j P_j keep_j s v_j: an (L, d_v) sum, not (L, S).
     # With P = e / l:  dscores = e * (dP_l - D_l).
-    D_l = (dout_l * out).sum(axis=-1, keepdims=True)                     # (..., L, 1)
-    dP_l -= D_l
-    dP_l *= e
+    with err():
+        D_l = (dout_l * out).sum(axis=-1, keepdims=True)                 # (..., L, 1)
+        dP_l -= D_l
+        dP_l *= e
     dscores = dP_l                                                       # (..., L, S)
     dbias_scores = dscores
     if capped is not None:
@@ -301,11 +332,14 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
     #                                                 dk = dscores.T @ (q * scale)
     scale = q.dtype.type(c.scale)
-    dq = (dscores @ k) * scale                                           # (..., L, d_k)
+    with err():
+        dq = masked_matmul(dscores, k, m) * scale                        # (..., L, d_k)
     with np.errstate(over="ignore", invalid="ignore"):   # caught below
-        dk = np.swapaxes(dscores, -1, -2) @ (q * scale)                  # (..., S, d_k)
-    if abs(c.scale) > 1 and not np.isfinite(dk).all():
-        dk = (np.swapaxes(dscores, -1, -2) @ q) * scale                  # q * scale overflowed
+        qs = q * scale
+        dk = masked_matmul(np.swapaxes(dscores, -1, -2), qs, m_T)        # (..., S, d_k)
+    if _overflowed(qs, q):
+        with err():                                        # q * scale overflowed: scale after
+            dk = masked_matmul(np.swapaxes(dscores, -1, -2), q, m_T) * scale
     # Broadcast batch dims are summed back; with grouped-query attention this sums the G
     # query heads of a group into their shared key/value head: k was (..., H_kv, 1, S, d).
     dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))

@@ -220,7 +220,8 @@ def drop_masked(q, k, v, mask):
     Their weights are exactly 0, but ``0 * NaN = NaN`` in ``weights @ v`` and in every
     gradient's product: a NaN or inf in a padding slot of ``k``/``v``, or in the ``q`` of a fully
     masked row, would reach the answer. Zeroing them keeps it out (see docs/api.md, conventions).
-    A key masked for some queries but not others is used, and is not zeroed.
+    A key masked for some queries but not others is used, and is not zeroed: there
+    :func:`masked_matmul` keeps it out of the rows that do not see it.
 
     ``mask`` is bool, broadcastable to the scores ``(..., L, S)``, or None (nothing to do).
     Returns ``(q, k, v)`` with their own shapes; an input with nothing to zero is returned as is.
@@ -238,3 +239,59 @@ def drop_masked(q, k, v, mask):
         return np.where(alive, x, x.dtype.type(0))
 
     return zero(q, rows), zero(k, keys), zero(v, keys)
+
+
+def all_finite(*arrays) -> bool:
+    """True when every entry of every array is finite: one O(size) pass each, no (L, S) copy."""
+    return all(bool(np.isfinite(x).all()) for x in arrays)
+
+
+def masked_matmul(a, b, mask):
+    """``a @ b`` where a pair that ``mask`` forbids adds exactly 0, even when ``b`` is NaN or inf.
+
+    ``a (..., L, S)`` is weights or gradients of scores; ``mask`` is bool, broadcastable to
+    ``a``, True = the pair ``(i, j)`` is attended (None: the plain product). The sum over ``j``
+    runs over the attended pairs only. ``weights @ v`` alone would give ``0 * NaN = NaN`` at a
+    key masked for row ``i`` but attended by another row (causal masks, sliding windows), so a
+    NaN or inf there would reach row ``i``. The attended pairs follow IEEE arithmetic, as a
+    plain product does: a NaN there gives NaN, an inf gives ±inf (NaN when its factor is 0).
+
+    When ``b`` is finite this is ``where(mask, a, 0) @ b``. Otherwise the non-finite entries of
+    ``b`` are zeroed and their attended contributions counted with indicator products, then
+    added back as NaN, +inf or -inf.
+
+    Returns ``(..., L, d)``, the broadcast batch shape of ``a``, ``b`` and ``mask``.
+    """
+    if mask is None:
+        return a @ b
+    mask = np.reshape(mask, (1,) * (2 - np.ndim(mask)) + np.shape(mask))
+    a = np.where(mask, a, a.dtype.type(0))                              # (..., L, S)
+    if all_finite(b):
+        return a @ b
+    finite = np.isfinite(b)
+    out = a @ np.where(finite, b, b.dtype.type(0))                      # the finite part
+    f = a.dtype.type
+
+    def count(pairs, entries):     # how many attended pairs meet such an entry, (..., L, d)
+        return pairs.astype(a.dtype) @ entries.astype(a.dtype)
+
+    pos, neg, other = mask & (a > 0), mask & (a < 0), mask & ~(a > 0) & ~(a < 0)  # a = 0 or NaN
+    pinf, ninf = np.isposinf(b), np.isneginf(b)
+    nan = count(mask, np.isnan(b)) + count(other, pinf | ninf)          # NaN, or 0 * inf
+    up = count(pos, pinf) + count(neg, ninf)                             # +inf terms
+    down = count(pos, ninf) + count(neg, pinf)                           # -inf terms
+    with np.errstate(invalid="ignore"):                                  # inf - inf = NaN, as IEEE
+        out = out + np.where(up > 0, f(np.inf), f(0)) + np.where(down > 0, f(-np.inf), f(0))
+    return np.where(nan > 0, f(np.nan), out)
+
+
+def zero_masked(x, mask):
+    """``x (..., L, S)`` with 0 at the pairs ``mask`` forbids (``x`` itself when ``mask`` is None)."""
+    return x if mask is None else np.where(mask, x, x.dtype.type(0))
+
+
+def transpose_mask(mask):
+    """A mask for ``(..., L, S)`` turned into one for ``(..., S, L)`` (None stays None)."""
+    if mask is None:
+        return None
+    return np.swapaxes(np.reshape(mask, (1,) * (2 - np.ndim(mask)) + np.shape(mask)), -1, -2)

@@ -41,7 +41,16 @@ from attention_np.core._checks import (
     sum_to_shape,
 )
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import check_window, drop_masked, mask_and_bias, with_lengths
+from attention_np.core.masks import (
+    all_finite,
+    check_window,
+    drop_masked,
+    mask_and_bias,
+    masked_matmul,
+    transpose_mask,
+    with_lengths,
+    zero_masked,
+)
 
 
 @dataclass(frozen=True)
@@ -102,12 +111,16 @@ def _tile(x, i0, i1, j0, j1):
     return x[..., rows, cols]
 
 
-def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None)):
+def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None),
+                 post=None):
     """Scores of query rows ``[i0, i1)`` against keys ``[j0, j1)``, ``-inf`` where masked.
 
-    ``qs`` is ``q * scale``; ``shape`` is the broadcast batch shape. Returns (*shape, i1 - i0, j1 - j0).
+    ``qs`` is ``q * scale`` (or ``q``, with the scale as ``post`` when ``q * scale`` overflows);
+    ``shape`` is the broadcast batch shape. Returns (*shape, i1 - i0, j1 - j0).
     """
     s = qs[..., i0:i1, :] @ np.swapaxes(k[..., j0:j1, :], -1, -2)        # (..., R, Bk)
+    if post is not None:
+        s *= post
     if s.shape[:-2] != shape:                 # a mask that adds batch dims: grow the tile
         s = np.broadcast_to(s, shape + s.shape[-2:]).copy()
     if bias is not None:
@@ -131,6 +144,24 @@ def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, windo
             outside |= rel > right
         np.copyto(s, -np.inf, where=outside)
     return s
+
+
+def _tile_allowed(q, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None)):
+    """The attended pairs of a tile, bool (..., R, Bk): where :func:`_tile_scores` of zeros is not -inf.
+
+    Needed only when an input is NaN or inf (see :func:`masked_matmul`).
+    """
+    zq, zk = np.zeros(q.shape[:-1] + (1,), q.dtype), np.zeros(k.shape[:-1] + (1,), k.dtype)
+    return _tile_scores(zq, zk, mask, is_causal, j0, j1, i0, i1, shape, bias, window) > -np.inf
+
+
+def _scaled_q(q, scale):
+    """``(q * scale, None)``, or ``(q, scale)`` when ``q * scale`` overflows where ``q`` does not
+    (scale 1e30, q ~ 1e10 in float32: the scores ``q @ k.T * scale`` may still be representable)."""
+    s = q.dtype.type(scale)
+    with np.errstate(over="ignore"):
+        qs = q * s
+    return (q, s) if (np.isinf(qs) & np.isfinite(q)).any() else (qs, None)
 
 
 def _check_flash(q, k, v, mask, block_size, bias=None):
@@ -211,17 +242,54 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
     window = (None, None) if window is None else check_window(window)
     mask, bias, batch = _check_flash(q, k, v, mask, block_size, bias)
     q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
-    *_, L, d_k = q.shape
+    qs, post = _scaled_q(q, scale)                  # (..., L, d_k): scale q, not every tile
+    # A NaN or inf in q, k or v: sum over the attended pairs only (0 * NaN = NaN), see masked_matmul.
+    garbage = (mask is not None or is_causal or window != (None, None)) and not all_finite(q, k, v)
+    args = (qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window)
+    with np.errstate(over="ignore", invalid="ignore"):      # caught below, or NaN in, NaN out
+        m, l, acc = _forward_tiles(*args, normalized=False)
+    redo = None if np.isfinite(acc).all() else ~np.isfinite(acc)
+    if redo is not None:
+        # acc sums up to S values before the division by l: it may overflow where out does not
+        # (v ~ 3e38 in float32). Only then, redo it keeping acc divided by l after every tile.
+        with np.errstate(over="ignore", invalid="ignore"):
+            _, _, avg = _forward_tiles(*args, normalized=True)
+
+    # A fully masked row has l = 0 and acc = 0: divide by 1 to give out = 0 (the dense path's
+    # convention), and give it lse = +inf so that the backward's exp(scores - lse) is 0 there.
+    empty = l == 0                                                       # (..., L, 1)
+    l[empty] = 1
+    with np.errstate(invalid="ignore"):
+        out = np.divide(acc, l, out=acc)                                 # (..., L, d_v)
+        if redo is not None:
+            np.copyto(out, avg, where=redo)
+        lse = m + np.log(l)
+    lse[empty] = np.inf
+    # The cache keeps its own copy of out: the backward's D = rowsum(dout * out) needs it unchanged.
+    return out, FlashCache(q, k, v, out.copy(), lse[..., 0], mask, bool(is_causal), scale,
+                           int(block_size), 1, None if bias is None else bias.reshape(given_shape),
+                           window)
+
+
+def _forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window,
+                   normalized):
+    """The online softmax over the key blocks: ``(m, l, acc)``, each (..., L, .).
+
+    ``normalized``: keep ``acc`` divided by the running ``l`` (a weighted average, which cannot
+    overflow where ``out`` does not), instead of dividing once at the end.
+    """
+    *_, L, _ = qs.shape
     S, d_v = v.shape[-2:]
-    dtype = q.dtype
-    qs = q * dtype.type(scale)                      # (..., L, d_k): scale q, not every tile
+    dtype = qs.dtype
     m = np.full(batch + (L, 1), -np.inf, dtype)     # running max of each row's scores
     l = np.zeros(batch + (L, 1), dtype)             # running sum of exp(scores - m)
     acc = np.zeros(batch + (L, d_v), dtype)         # running sum of exp(scores - m) @ v
 
     for j0, j1, i0, i1 in _key_blocks(L, S, block_size, is_causal, window):
         rows = np.s_[..., i0:i1, :]
-        p = _tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, batch, bias, window)  # (..., R, Bk)
+        tile = (mask, is_causal, j0, j1, i0, i1, batch, bias, window)
+        p = _tile_scores(qs, k, *tile, post=post)                        # (..., R, Bk) scores
+        allowed = _tile_allowed(qs, k, *tile) if garbage else None
         m_new = np.maximum(m[rows], p.max(axis=-1, keepdims=True))      # (..., R, 1)
         # A row that has seen only masked keys has max -inf; shift it by 0 instead, so that
         # exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = NaN.
@@ -229,23 +297,17 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
         p -= shift
         np.exp(p, out=p)                                                 # (..., R, Bk) = exp(s - m_new)
         alpha = np.exp(m[rows] - shift)      # (..., R, 1): corrects what used the old max; 0 at first
-        l[rows] *= alpha
-        l[rows] += p.sum(axis=-1, keepdims=True)
-        acc[rows] *= alpha
-        acc[rows] += p @ v[..., j0:j1, :]                                # (..., R, d_v)
+        l_old = l[rows] * alpha
+        l[rows] = l_old + p.sum(axis=-1, keepdims=True)
+        if normalized:                       # acc = (l_old acc + p @ v) / l, a weighted average
+            l_safe = np.where(l[rows] == 0, dtype.type(1), l[rows])
+            acc[rows] *= l_old / l_safe
+            acc[rows] += masked_matmul(p / l_safe, v[..., j0:j1, :], allowed)
+        else:
+            acc[rows] *= alpha
+            acc[rows] += masked_matmul(p, v[..., j0:j1, :], allowed)     # (..., R, d_v)
         m[rows] = m_new
-
-    # A fully masked row has l = 0 and acc = 0: divide by 1 to give out = 0 (the dense path's
-    # convention), and give it lse = +inf so that the backward's exp(scores - lse) is 0 there.
-    empty = l == 0                                                       # (..., L, 1)
-    l[empty] = 1
-    out = np.divide(acc, l, out=acc)                                     # (..., L, d_v)
-    lse = m + np.log(l)
-    lse[empty] = np.inf
-    # The cache keeps its own copy of out: the backward's D = rowsum(dout * out) needs it unchanged.
-    return out, FlashCache(q, k, v, out.copy(), lse[..., 0], mask, bool(is_causal), scale,
-                           int(block_size), 1, None if bias is None else bias.reshape(given_shape),
-                           window)
+    return m, l, acc
 
 
 def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = False):
@@ -287,8 +349,12 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
     L, S = c.q.shape[-2], c.k.shape[-2]
     batch = c.out.shape[:-2]
     scale = c.q.dtype.type(c.scale)
-    qs = c.q * scale                                                     # (..., L, d_k)
+    qs, post = _scaled_q(c.q, c.scale)                                   # (..., L, d_k)
     lse = c.lse[..., None]                                               # (..., L, 1)
+    # As in the forward: with a NaN or inf in an input, sum over the attended pairs only.
+    garbage = ((c.mask is not None or c.is_causal or c.window != (None, None))
+               and not all_finite(c.q, c.k, c.v, dout))
+    ignore = "ignore" if garbage else None
     # rowsum(dP * P) = rowsum(dout * out), because out = P @ v: FlashAttention-2's D.
     D = (dout * c.out).sum(axis=-1, keepdims=True)                       # (..., L, 1)
     dq = np.zeros(batch + c.q.shape[-2:], c.q.dtype)
@@ -299,25 +365,31 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
 
     for j0, j1, i0, i1 in _key_blocks(L, S, c.block_size, c.is_causal, c.window):
         rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
-        # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
-        P = _tile_scores(qs, c.k, c.mask, c.is_causal, j0, j1, i0, i1, batch, bias,
-                         c.window)                                       # (..., R, Bk)
-        P -= lse[rows]
-        np.exp(P, out=P)
-        # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
-        dv[cols] = np.swapaxes(P, -1, -2) @ dout[rows]                   # (..., Bk, d_v)
-        dP = dout[rows] @ np.swapaxes(c.v[cols], -1, -2)                 # (..., R, Bk)
-        # forward: P = softmax(scores)  ->  dscores = P * (dP - D)
-        dP -= D[rows]
-        dP *= P
-        if dbias is not None:
-            # forward: scores = ... + bias  ->  dbias = dscores, summed where bias broadcast
-            block = _tile(dbias, i0, i1, j0, j1)                             # a view into dbias
-            block += sum_to_shape(dP, block.shape)
-        # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale, dk = dscores.T @ (q * scale)
-        dq[rows] += dP @ c.k[cols]                                       # (..., R, d_k)
-        dk[cols] = np.swapaxes(dP, -1, -2) @ qs[rows]                    # (..., Bk, d_k)
+        tile = (c.mask, c.is_causal, j0, j1, i0, i1, batch, bias, c.window)
+        a = _tile_allowed(c.q, c.k, *tile) if garbage else None
+        a_T = transpose_mask(a)
+        with np.errstate(invalid=ignore, over=ignore):
+            # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
+            P = _tile_scores(qs, c.k, *tile, post=post)                  # (..., R, Bk)
+            P -= lse[rows]
+            np.exp(P, out=P)
+            # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
+            dv[cols] = masked_matmul(np.swapaxes(P, -1, -2), dout[rows], a_T)  # (..., Bk, d_v)
+            dP = zero_masked(dout[rows] @ np.swapaxes(c.v[cols], -1, -2), a)  # (..., R, Bk)
+            # forward: P = softmax(scores)  ->  dscores = P * (dP - D)
+            dP -= D[rows]
+            dP *= P
+            if dbias is not None:
+                # forward: scores = ... + bias  ->  dbias = dscores, summed where bias broadcast
+                block = _tile(dbias, i0, i1, j0, j1)                     # a view into dbias
+                block += sum_to_shape(dP, block.shape)
+            # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
+            #                                          dk = dscores.T @ (q * scale)
+            dq[rows] += masked_matmul(dP, c.k[cols], a)                  # (..., R, d_k)
+            dk[cols] = masked_matmul(np.swapaxes(dP, -1, -2), qs[rows], a_T)  # (..., Bk, d_k)
 
+    if post is not None:
+        dk *= post                           # q * scale overflowed: dk was dscores.T @ q
     dq *= scale
     grads = sum_to_shape(dq, c.q.shape), sum_to_shape(dk, c.k.shape), sum_to_shape(dv, c.v.shape)
     if not return_dbias:

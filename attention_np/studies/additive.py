@@ -34,7 +34,14 @@ from attention_np.core._checks import (
     sum_to_shape,
 )
 from attention_np.core.linear import glorot_uniform, linear_backward
-from attention_np.core.masks import drop_masked, mask_and_bias
+from attention_np.core.masks import (
+    all_finite,
+    drop_masked,
+    mask_and_bias,
+    masked_matmul,
+    transpose_mask,
+    zero_masked,
+)
 from attention_np.core.softmax import softmax_
 
 PARAMS = ("W_q", "W_k", "w_v")
@@ -95,6 +102,8 @@ class AdditiveCache:
     hidden : (..., L, S, d_hidden) ``tanh(q W_q + k W_k)`` for every (query, key) pair
     weights : (..., L, S) the attention weights
     out : (..., L, d_v)
+    mask : bool (..., L, S), True = attended, kept only when an input is NaN or inf (else None):
+        then every sum runs over the attended pairs alone (see :func:`masked_matmul`)
     """
 
     q: np.ndarray
@@ -104,6 +113,7 @@ class AdditiveCache:
     hidden: np.ndarray
     weights: np.ndarray
     out: np.ndarray
+    mask: np.ndarray | None = None
 
     made_by = "attention_np.studies.additive.additive_attention_forward"
 
@@ -169,9 +179,13 @@ def additive_attention_forward(q, k, v, params: dict, mask=None, *, is_causal: b
     if mask is not None:                                             # as sdpa_forward
         scores = np.where(mask, scores, -np.inf)                     # -inf: weight exactly 0
     weights = softmax_(scores)                                       # (..., L, S), in place
-    out = weights @ v                                                # (..., L, d_v)
+    # A NaN or inf in a key masked for some rows only: sum over the attended pairs alone,
+    # else 0 * NaN reaches the rows that do not see it (as in sdpa_forward).
+    garbage = None if mask is None or all_finite(q, k, v) else np.reshape(
+        mask, (1,) * (2 - mask.ndim) + mask.shape)                     # (..., L, S)
+    out = masked_matmul(weights, v, garbage)                         # (..., L, d_v)
     # the cache keeps its own out: a caller who edits the returned array cannot change the backward
-    return out, AdditiveCache(q, k, v, params, hidden, weights, out.copy())
+    return out, AdditiveCache(q, k, v, params, hidden, weights, out.copy(), garbage)
 
 
 def additive_attention_backward(dout, cache: AdditiveCache):
@@ -190,14 +204,16 @@ def additive_attention_backward(dout, cache: AdditiveCache):
     check_cache(cache, AdditiveCache, AdditiveCache.made_by)
     c = cache
     dout = check_dout(dout, c.out.shape, c.out.dtype)
-    P, t = c.weights, c.hidden                                       # (..., L, S), (..., L, S, a)
+    P, t, m = c.weights, c.hidden, c.mask                            # (..., L, S), (..., L, S, a)
+    if m is not None:                        # a NaN or inf input: masked pairs add exactly 0
+        t = zero_masked(t, m[..., None])
 
     # forward: out = P @ v  ->  dP = dout @ v.T,  dv = P.T @ dout
-    dv = np.swapaxes(P, -1, -2) @ dout                               # (..., S, d_v)
-    dP = dout @ np.swapaxes(c.v, -1, -2)                             # (..., L, S)
+    dv = masked_matmul(np.swapaxes(P, -1, -2), dout, transpose_mask(m))  # (..., S, d_v)
+    dP = zero_masked(dout @ np.swapaxes(c.v, -1, -2), m)             # (..., L, S)
     # forward: P = softmax(scores)  ->  dscores = P * (dP - rowsum(dP * P)); rowsum(dP * P)
     # equals rowsum(dout * out) since out = P @ v. Masked entries have P = 0, so dscores = 0.
-    dscores = P * (dP - (dout * c.out).sum(axis=-1, keepdims=True))  # (..., L, S)
+    dscores = zero_masked(P * (dP - (dout * c.out).sum(axis=-1, keepdims=True)), m)  # (..., L, S)
     # forward: scores = hidden @ w_v  ->  dhidden = dscores[..., None] * w_v,
     #                                     dw_v = sum over pairs of dscores * hidden
     dw_v = np.einsum("...ls,...lsa->...a", dscores, t)               # (..., a)
