@@ -105,7 +105,8 @@ def sdpa_backward(dout, cache: AttentionCache):
     """
     check_cache(cache, AttentionCache, AttentionCache.made_by)
     q, k, v, weights, scale = cache.q, cache.k, cache.v, cache.weights, cache.scale
-    dout = check_dout(dout, weights.shape[:-1] + v.shape[-1:], v.dtype)
+    out_shape = np.broadcast_shapes(weights.shape[:-2], v.shape[:-2]) + (weights.shape[-2], v.shape[-1])
+    dout = check_dout(dout, out_shape, v.dtype)                       # the shape of weights @ v
     scale = q.dtype.type(scale)
 
     # forward: out = weights @ v      ->  dweights = dout @ v.T,  dv = weights.T @ dout
@@ -113,7 +114,8 @@ def sdpa_backward(dout, cache: AttentionCache):
     dv = np.swapaxes(weights, -1, -2) @ dout                          # (..., S, d_v)
     # forward: weights = softmax(scores)  ->  dscores = weights * (dweights - rowsum(dweights * weights))
     # Masked keys have weight 0, so their dscores are 0: the mask needs no backward of its own.
-    dscores = softmax_backward(dweights, weights)                     # (..., L, S)
+    # (v may have batch dims that the weights lack: dweights has them too.)
+    dscores = softmax_backward(dweights, np.broadcast_to(weights, dweights.shape))   # (..., L, S)
     # forward: scores = (q @ k.T) * scale  ->  dq = dscores @ k * scale,  dk = dscores.T @ q * scale
     dq = (dscores @ k) * scale                                        # (..., L, d_k)
     dk = (np.swapaxes(dscores, -1, -2) @ q) * scale                   # (..., S, d_k)

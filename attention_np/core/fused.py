@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention_np.core import blocked
 from attention_np.core._checks import (
     as_bool_mask,
     as_generator,
@@ -53,6 +54,7 @@ class SDPACache:
     dropout_mask : (..., L, S) bool, True = kept, or None without dropout
     dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights
     kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    blocks : the query blocks of the blocked path (:mod:`attention_np.core.blocked`), or None
     weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
         access as ``exp_scores / rowsum``
     """
@@ -67,6 +69,8 @@ class SDPACache:
     dropout_mask: np.ndarray | None = None
     dropout_scale: float = 1.0
     kv_groups: int = 1
+    blocks: list | None = None
+
 
     made_by = "attention_np.sdpa_forward (attention_np.core.fused)"
 
@@ -157,6 +161,10 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         inputs = (ungroup_queries(q) if groups > 1 else q,
                   k.reshape(inputs[1].shape), v.reshape(inputs[2].shape))
 
+    if _use_blocks(q, k, mask, bias, dropout_p, dropout_mask):
+        # Big scores, no dropout or bias: the same numbers, block by block (core/blocked.py).
+        return _blocked_forward(q, k, v, mask, scale, inputs, groups)
+
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
     scores = _scaled_scores(q, k, scale)                                 # (..., L, S)
     if bias is not None:
@@ -190,6 +198,30 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
     # whatever the caller does to the returned array.
     return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups)
+
+
+def _scores_batch(q, k, mask) -> tuple:
+    return np.broadcast_shapes(q.shape[:-2], k.shape[:-2], () if mask is None else mask.shape[:-2])
+
+
+def _use_blocks(q, k, mask, bias, dropout_p, dropout_mask) -> bool:
+    """Whether :func:`sdpa_forward` takes the blocked path: no dropout or bias, big scores."""
+    if dropout_p > 0 or dropout_mask is not None or bias is not None:
+        return False
+    n = int(np.prod(_scores_batch(q, k, mask), dtype=np.int64)) * q.shape[-2] * k.shape[-2]
+    return n >= blocked.MIN_ELEMENTS
+
+
+def _blocked_forward(q, k, v, mask, scale, inputs, groups):
+    """:func:`sdpa_forward`'s numbers from :mod:`attention_np.core.blocked`, and its cache."""
+    if mask is not None and mask.ndim < 2:
+        mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)        # (..., L or 1, S or 1)
+    blocks = blocked.plan(_scores_batch(q, k, mask), q.shape[-2], k.shape[-2], mask)
+    out, e, l = blocked.forward(q, k, v, mask, lambda qb, kb: _scaled_scores(qb, kb, scale),
+                                blocks, q.dtype)
+    if groups > 1:
+        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+    return out, SDPACache(*inputs, e, l, out.copy(), scale, None, 1.0, groups, blocks)
 
 
 def _scaled_scores(q, k, scale: float) -> np.ndarray:
@@ -238,6 +270,11 @@ def sdpa_backward(dout, cache: SDPACache):
     # The weights are P = e / l (see sdpa_forward). Dividing dout, an (L, d_v) array, by l
     # replaces every division of an (L, S) array: P.T @ dout = e.T @ (dout / l), and the
     # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
+    if c.blocks is not None:
+        # The forward walked query blocks (core/blocked.py): so does the backward.
+        dq, dk, dv = blocked.backward(q, k, v, e, l, out, dout, q.dtype.type(c.scale), c.blocks)
+        dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
+        return dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
     dout_l = dout / l                                                    # (..., L, d_v)
     # With dropout, out = (P * keep * s) @ v, s = 1/(1-p): s rides on the (L, d_v) dout_l.
     kept, dout_ls = e, dout_l
