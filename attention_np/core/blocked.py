@@ -38,6 +38,11 @@ from attention_np.core.threads import blas_threads
 
 #: Score entries per block: 2**18 float32 numbers are 1 MiB, about one core's L2 cache.
 BLOCK_ELEMENTS = 1 << 18
+#: At most this many query rows per block. The backward's ``dk`` and ``dv`` sum over the query
+#: rows; summed block by block, their float32 rounding error grows with the block's rows, not
+#: with L (benchmarks/float32_accuracy.py: with 256-row blocks our float32 dv error was up to
+#: 1.8x PyTorch's, with 64-row blocks below it).
+MAX_ROWS = 64
 #: Below this many score entries (all batch dims), one block on the calling thread.
 MIN_ELEMENTS = 1 << 17
 
@@ -81,7 +86,7 @@ def plan(batch: tuple, L: int, S: int, mask) -> list[tuple[int, int, int, int]]:
     (True = may attend) or None. A block whose rows may attend no key gets ``j0 = j1``.
     """
     n = int(np.prod(batch, dtype=np.int64))
-    rows = max(1, min(L, BLOCK_ELEMENTS // max(1, n * S)))
+    rows = max(1, min(L, MAX_ROWS, BLOCK_ELEMENTS // max(1, n * S)))
     blocks = []
     for i in range(0, L, rows):
         j = min(L, i + rows)
