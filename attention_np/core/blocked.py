@@ -28,13 +28,10 @@ when there is no dropout and the scores are big enough (``MIN_ELEMENTS``) to gai
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from attention_np.core.softmax import softmax_numerator_
-from attention_np.core.threads import blas_threads
+from attention_np.core.threads import deal, num_threads, parallel_map
 
 #: Score entries per block: 2**18 float32 numbers are 1 MiB, about one core's L2 cache.
 BLOCK_ELEMENTS = 1 << 18
@@ -45,34 +42,6 @@ BLOCK_ELEMENTS = 1 << 18
 MAX_ROWS = 64
 #: Below this many score entries (all batch dims), one block on the calling thread.
 MIN_ELEMENTS = 1 << 17
-
-_pool: ThreadPoolExecutor | None = None
-
-
-def num_threads() -> int:
-    """Worker threads for the blocked path: ``$ATTENTION_NP_NUM_THREADS``, else every core."""
-    value = os.environ.get("ATTENTION_NP_NUM_THREADS", "")
-    if value.strip():
-        try:
-            n = int(value)
-        except ValueError:
-            raise ValueError(f"ATTENTION_NP_NUM_THREADS must be a positive integer, got {value!r}") from None
-        if n < 1:
-            raise ValueError(f"ATTENTION_NP_NUM_THREADS must be a positive integer, got {value!r}")
-        return n
-    return os.cpu_count() or 1
-
-
-def _run(work, parts: list) -> list:
-    """``[work(p) for p in parts]``, on the thread pool when there is more than one part."""
-    if len(parts) == 1:
-        return [work(parts[0])]
-    global _pool
-    if _pool is None or _pool._max_workers < len(parts):
-        _pool = ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="attention_np")
-    with blas_threads(1):
-        return list(_pool.map(work, parts))
-
 
 def _rows_keys(x, rows: slice, keys: slice):
     """The block ``x[..., rows, keys]`` of an array broadcastable to the scores (size-1 dims stay)."""
@@ -98,13 +67,6 @@ def plan(batch: tuple, L: int, S: int, mask) -> list[tuple[int, int, int, int]]:
         hit = np.flatnonzero(seen)
         blocks.append((i, j, int(hit[0]), int(hit[-1]) + 1) if hit.size else (i, j, 0, 0))
     return blocks
-
-
-def _deal(blocks: list, workers: int) -> list[list]:
-    """Deal the blocks to the workers like cards (0, w, 2w, ...): a causal mask's heavy
-    bottom blocks are shared out evenly."""
-    workers = max(1, min(workers, len(blocks)))
-    return [blocks[w::workers] for w in range(workers)]
 
 
 def forward(q, k, v, mask, scale_scores, blocks, dtype):
@@ -147,7 +109,7 @@ def forward(q, k, v, mask, scale_scores, blocks, dtype):
             l[..., rows, :] = lb
             out[..., rows, :] = ob
 
-    _run(work, _deal(blocks, num_threads()))
+    parallel_map(work, deal(blocks, num_threads()))
     return out, e, l
 
 
@@ -187,7 +149,7 @@ def backward(q, k, v, e, l, out, dout, scale, blocks):
             dk[..., keys, :] += dkb
         return dk, dv
 
-    (dk, dv), *others = _run(work, _deal(blocks, num_threads()))
+    (dk, dv), *others = parallel_map(work, deal(blocks, num_threads()))
     for dk_w, dv_w in others:                 # add up the workers' partial sums
         dk += dk_w
         dv += dv_w
