@@ -39,7 +39,7 @@ DEFAULT_SHAPES = [(1, 8, 256, 64), (1, 8, 512, 64), (1, 8, 1024, 64), (4, 8, 512
 FULL_SHAPES = DEFAULT_SHAPES + [(1, 8, 2048, 64), (1, 16, 1024, 32), (2, 12, 1024, 128),
                                 (8, 8, 256, 64)]
 QUICK_SHAPES = [(1, 2, 64, 16)]
-TARGET = (1, 8, 1024, 64)   # the shape of the targets in docs/performance.md
+TARGET = (1, 8, 1024, 64)   # the shape of the targets in docs/performance.md (issue 16)
 
 
 def inputs(B, H, L, d, seed=0):
@@ -154,7 +154,7 @@ def _ms(t: float) -> str:
 
 def speed_table(shapes, torch, repeats, pause, settle, block_size, clock):
     cols = ["dense fwd", "torch fwd", "fwd ratio", "dense f+b", "torch f+b", "f+b ratio",
-            "tiled f+b", "floor fwd", "floor f+b"]
+            "tiled f+b", "floor fwd", "floor f+b", "fwd/floor", "f+b/floor", "tiled/floor"]
     print("| B, H, L, d | causal | " + " | ".join(cols) + " |")
     print("|" + "---|" * (len(cols) + 2))
     results = {}
@@ -167,8 +167,12 @@ def speed_table(shapes, torch, repeats, pause, settle, block_size, clock):
             t = median_times(cases, repeats, pause, settle, clock)
             t["fwd ratio"] = t["dense fwd"] / t["torch fwd"] if torch else float("nan")
             t["f+b ratio"] = t["dense f+b"] / t["torch f+b"] if torch else float("nan")
+            t["fwd/floor"] = t["dense fwd"] / t["floor fwd"]
+            t["f+b/floor"] = t["dense f+b"] / t["floor f+b"]
+            t["tiled/floor"] = t["tiled f+b"] / t["floor f+b"]
             results[(B, H, L, d, causal)] = t
-            cells = [f"{t.get(c, float('nan')):.2f}x" if "ratio" in c else _ms(t.get(c, float("nan")))
+            cells = [f"{t.get(c, float('nan')):.2f}x" if "ratio" in c or "/" in c
+                     else _ms(t.get(c, float("nan")))
                      for c in cols]
             print(f"| {B}, {H}, {L}, {d} | {'yes' if causal else 'no'} | " + " | ".join(cells) + " |",
                   flush=True)
@@ -221,6 +225,8 @@ def main(argv=None) -> int:
                              "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 a single-core comparison "
                              "that load from other processes barely changes")
     parser.add_argument("--no-torch", action="store_true", help="time attention_np only")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="times the whole speed table is measured, for the spread (default 3)")
     args = parser.parse_args(argv)
 
     shapes = QUICK_SHAPES if args.quick else FULL_SHAPES if args.full else DEFAULT_SHAPES
@@ -241,23 +247,34 @@ def main(argv=None) -> int:
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     print(f"\n{'Wall' if args.clock == 'wall' else 'CPU'} time, median of {repeats} interleaved rounds, ms "
           f"(float32; ratio = ours / torch):\n")
-    speed = speed_table(shapes, torch, repeats, pause, settle, args.block_size, clock)
+    runs = args.runs or (1 if args.quick else 3)
+    speeds = []
+    for run in range(runs):
+        if runs > 1:
+            print(f"\nRun {run + 1} of {runs} (load average {load()}):\n")
+        speeds.append(speed_table(shapes, torch, repeats, pause, settle, args.block_size, clock))
     print(f"\nPeak traced memory of forward+backward, one head, d = 64, float32, "
           f"block_size = {args.block_size} (tracemalloc; inputs not counted):\n")
     peaks = memory_table(lengths, 64, args.block_size, args.dense_max_L)
     print(f"\nLoad average after: {load()}")
 
-    if torch is not None and TARGET in shapes:
-        print("\nTargets at (B, H, L, d) = (1, 8, 1024, 64):")
+    if TARGET in shapes:
+        print(f"\nTargets at (B, H, L, d) = (1, 8, 1024, 64), over {runs} run(s): median [min, max]")
+        targets = [("dense fwd / torch fwd", "fwd ratio", 1.25), ("dense f+b / torch f+b", "f+b ratio", 1.0),
+                   ("dense fwd / floor fwd", "fwd/floor", 1.1), ("dense f+b / floor f+b", "f+b/floor", 1.1),
+                   ("tiled f+b / floor f+b", "tiled/floor", 1.1)]
         for causal in (False, True):
-            t = speed[(*TARGET, causal)]
-            print(f"  causal={causal!s:5}: dense fwd {t['fwd ratio']:.2f}x torch (target <= 2.0x), "
-                  f"dense f+b {t['f+b ratio']:.2f}x torch (target <= 1.25x), "
-                  f"tiled f+b {t['tiled f+b'] / t['torch f+b']:.2f}x torch;")
-            print(f"{'':16}the matrix products alone: floor fwd {t['floor fwd'] / t['torch fwd']:.2f}x, "
-                  f"floor f+b {t['floor f+b'] / t['torch f+b']:.2f}x torch")
-    if 16384 in peaks:
-        print(f"  tiled f+b peak at L = S = 16384: {peaks[16384][1]:.1f} MiB (target <= 64 MiB)")
+            for label, key, goal in targets:
+                r = [sp[(*TARGET, causal)][key] for sp in speeds]
+                if np.isnan(r).any():
+                    continue
+                med = statistics.median(r)
+                print(f"  causal={causal!s:5} {label}: {med:.2f}x [{min(r):.2f}, {max(r):.2f}] "
+                      f"(target <= {goal}x: {'met' if med <= goal else 'not met'})")
+    for L, (_, tiled) in peaks.items():
+        if L >= 16384:
+            print(f"  tiled f+b peak at L = S = {L}: {tiled:.1f} MiB"
+                  + (f" (target <= 256 MiB: {'met' if tiled <= 256 else 'not met'})" if L == 65536 else ""))
     return 0
 
 

@@ -24,3 +24,28 @@ def test_benchmark_quick_mode_prints_a_time_row_per_case_and_a_memory_row_per_le
         assert ours[0] > 0 and ours[1] > 0
     memory_rows = re.findall(r"^\| (\d+) \| ([\d.]+) \| ([\d.]+) \|", out, re.MULTILINE)
     assert [int(L) for L, _, _ in memory_rows] == [64, 128]
+
+
+def _load(name):
+    path = SCRIPT.parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_float32_accuracy_prints_a_ratio_per_array_for_each_case(capsys):
+    from tests.helpers import require
+    require("torch")
+    assert _load("float32_accuracy").main(["--cases", "1", "--L", "16", "--d", "8", "--heads", "1"]) is None
+    out = capsys.readouterr().out
+    rows = re.findall(r"^\s+(1|4|16)\s+(True|False)((?:\s+[\d.]+){4})\s+[\d.e+-]+$", out, re.MULTILINE)
+    assert len(rows) == 6                                   # 3 sharpnesses x causal or not
+    assert all(float(r) > 0 for _, _, ratios in rows for r in ratios.split())
+    assert re.search(r"largest ratio: [\d.]+", out)
+
+
+def test_the_performance_page_has_a_section_per_benchmark_and_no_number_in_its_intro():
+    page = _load("performance_page")
+    assert not re.search(r"\d\.\d|\d+x\b|\d+ ms", page.INTRO)     # numbers come from the runs only
+    assert page.INTRO.rstrip().endswith("---")

@@ -1,13 +1,16 @@
 """The textbook Eq. (1) (core/attention.py) and the fused path (core/fused.py) give the same
 numbers: outputs, weights and every gradient, to float64 rounding, over the attention test matrix
 (every mask broadcast shape, bias, causal with L < S, L = S and L > S, custom scale, d_k != d_v,
-broadcast batch dims, fully masked rows, S = 0)."""
+broadcast batch dims, fully masked rows, S = 0).
+
+The fused path is run twice: as is (these shapes are too small for its blocked path), and with
+the blocked path (core/blocked.py) forced on, one query row per block, on two threads."""
 
 import numpy as np
 import pytest
 
 from attention_np.core import attention as textbook
-from attention_np.core import fused
+from attention_np.core import blocked, fused
 from tests.helpers import randn
 
 B, H, L, S, D_K, D_V = 2, 3, 4, 6, 5, 3
@@ -34,9 +37,19 @@ def _cases():
 CASES = dict(_cases())
 
 
+@pytest.fixture(params=["fused", "blocked"])
+def path(request, monkeypatch):
+    """The fused path as is, or forced onto its blocked path: every block one query row, 2 threads."""
+    if request.param == "blocked":
+        monkeypatch.setattr(blocked, "MIN_ELEMENTS", 0)
+        monkeypatch.setattr(blocked, "BLOCK_ELEMENTS", 1)
+        monkeypatch.setenv("ATTENTION_NP_NUM_THREADS", "2")
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name", list(CASES))
-def test_textbook_and_fused_paths_agree(rng, name, dtype):
+def test_textbook_and_fused_paths_agree(rng, name, dtype, path):
     c = CASES[name]
     Lq, Sk, d_v = c.get("L", L), c.get("S", S), c.get("d_v", D_V)
     qb, kvb = c.get("q_batch", (B, H)), c.get("kv_batch", (B, H))
@@ -56,6 +69,8 @@ def test_textbook_and_fused_paths_agree(rng, name, dtype):
 
     out_t, cache_t = textbook.sdpa_forward(q, k, v, **kw)
     out_f, cache_f = fused.sdpa_forward(q, k, v, **kw)
+    # the blocked path takes every case without bias (no dropout here)
+    assert (cache_f.blocks is not None) == (path == "blocked" and "bias_shape" not in c)
     dout = randn(rng, *out_t.shape, dtype=dtype)
     grads_t = textbook.sdpa_backward(dout, cache_t)
     grads_f = fused.sdpa_backward(dout, cache_f)

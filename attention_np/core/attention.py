@@ -117,7 +117,8 @@ def sdpa_backward(dout, cache: AttentionCache, *, return_dbias: bool = False):
     check_cache(cache, AttentionCache, AttentionCache.made_by)
     q, k, v, weights, scale, mask = (cache.q, cache.k, cache.v, cache.weights, cache.scale,
                                      cache.mask)
-    dout = check_dout(dout, weights.shape[:-1] + v.shape[-1:], v.dtype)
+    out_shape = np.broadcast_shapes(weights.shape[:-2], v.shape[:-2]) + (weights.shape[-2], v.shape[-1])
+    dout = check_dout(dout, out_shape, v.dtype)                       # the shape of weights @ v
     scale = q.dtype.type(scale)
     # Every product below sums over the attended pairs only (masked_matmul, zero_masked): a
     # masked pair's weight is 0, but 0 * NaN = NaN would let a NaN in k or v reach its row.
@@ -128,7 +129,8 @@ def sdpa_backward(dout, cache: AttentionCache, *, return_dbias: bool = False):
     dv = masked_matmul(np.swapaxes(weights, -1, -2), dout, mask_T)    # (..., S, d_v)
     # forward: weights = softmax(scores)  ->  dscores = weights * (dweights - rowsum(dweights * weights))
     # Masked keys have weight 0, so their dscores are 0: the mask needs no backward of its own.
-    dscores = softmax_backward(dweights, weights)                     # (..., L, S)
+    # (v may have batch dims that the weights lack: dweights has them too.)
+    dscores = softmax_backward(dweights, np.broadcast_to(weights, dweights.shape))   # (..., L, S)
     # forward: scores = (q @ k.T) * scale  ->  dq = dscores @ k * scale,  dk = dscores.T @ q * scale
     dq = masked_matmul(dscores, k, mask) * scale                      # (..., L, d_k)
     dk = masked_matmul(np.swapaxes(dscores, -1, -2), q, mask_T) * scale  # (..., S, d_k)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention_np.core import blocked
 from attention_np.core._checks import (
     as_bool_mask,
     as_generator,
@@ -64,6 +65,7 @@ class SDPACache:
     bias_shape : the shape of the ``bias`` given to the forward (None without one): the shape
         ``sdpa_backward(..., return_dbias=True)`` sums its gradient to
     softcap, softcap_tanh : the cap ``c`` and ``tanh(QKᵀ·scale / c)`` (..., L, S), or None
+    blocks : the query blocks of the blocked path (:mod:`attention_np.core.blocked`), or None
     weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
         access as ``exp_scores / rowsum``
     mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended, or
@@ -84,6 +86,7 @@ class SDPACache:
     softcap: float | None = None
     softcap_tanh: np.ndarray | None = None
     mask: np.ndarray | None = None
+    blocks: list | None = None
 
     made_by = "attention_np.sdpa_forward (attention_np.core.fused)"
 
@@ -188,6 +191,10 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         inputs = (ungroup_queries(q) if groups > 1 else q,
                   k.reshape(inputs[1].shape), v.reshape(inputs[2].shape))
 
+    if _use_blocks(q, k, mask, bias, dropout_p, dropout_mask, softcap):
+        # Big scores, plain Eq. (1): the same numbers, block by block (core/blocked.py).
+        return _blocked_forward(q, k, v, mask, scale, inputs, groups)
+
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
     scores = _scaled_scores(q, k, scale)                                 # (..., L, S)
     capped = None
@@ -233,6 +240,32 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # whatever the caller does to the returned array.
     return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
                           bias_shape, softcap, capped, mask)
+
+
+def _scores_batch(q, k, mask) -> tuple:
+    return np.broadcast_shapes(q.shape[:-2], k.shape[:-2], () if mask is None else mask.shape[:-2])
+
+
+def _use_blocks(q, k, mask, bias, dropout_p, dropout_mask, softcap) -> bool:
+    """Whether :func:`sdpa_forward` takes the blocked path: big scores, no dropout, bias or
+    soft-capping."""
+    if dropout_p > 0 or dropout_mask is not None or bias is not None or softcap is not None:
+        return False
+    n = int(np.prod(_scores_batch(q, k, mask), dtype=np.int64)) * q.shape[-2] * k.shape[-2]
+    return n >= blocked.MIN_ELEMENTS
+
+
+def _blocked_forward(q, k, v, mask, scale, inputs, groups):
+    """:func:`sdpa_forward`'s numbers from :mod:`attention_np.core.blocked`, and its cache."""
+    if mask is not None and mask.ndim < 2:
+        mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)        # (..., L or 1, S or 1)
+    blocks = blocked.plan(_scores_batch(q, k, mask), q.shape[-2], k.shape[-2], mask)
+    out, e, l = blocked.forward(q, k, v, mask, lambda qb, kb: _scaled_scores(qb, kb, scale),
+                                blocks, q.dtype)
+    if groups > 1:
+        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+    return out, SDPACache(*inputs, e, l, out.copy(), scale, kv_groups=groups, mask=mask,
+                          blocks=blocks)
 
 
 def _scaled_scores(q, k, scale: float) -> np.ndarray:
@@ -294,6 +327,13 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     # The weights are P = e / l (see sdpa_forward). Dividing dout, an (L, d_v) array, by l
     # replaces every division of an (L, S) array: P.T @ dout = e.T @ (dout / l), and the
     # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
+    if c.blocks is not None:
+        # The forward walked query blocks (core/blocked.py): so does the backward.
+        dq, dk, dv = blocked.backward(q, k, v, e, l, out, dout, q.dtype.type(c.scale), c.blocks,
+                                      c.mask)
+        dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
+        grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
+        return (*grads, None) if return_dbias else grads                 # no bias on this path
     dout_l = dout / l                                                    # (..., L, d_v)
     # With dropout, out = (P * keep * s) @ v, s = 1/(1-p): s rides on the (L, d_v) dout_l.
     kept, dout_ls = e, dout_l

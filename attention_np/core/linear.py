@@ -47,7 +47,9 @@ def _check_linear(x, W, b):
 def linear_forward(x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     """``(..., d_in) @ (d_in, d_out) + (d_out,) -> (..., d_out)``."""
     x, W, b = _check_linear(x, W, b)
-    y = x @ W
+    # One (rows, d_in) @ (d_in, d_out) product: for x (B, L, d_in), ``x @ W`` would run B
+    # small products (NumPy's matmul loops over the batch dims).
+    y = (x.reshape(-1, x.shape[-1]) @ W).reshape(x.shape[:-1] + W.shape[1:])
     if b is not None:
         y += b
     return y
@@ -64,9 +66,9 @@ def linear_backward(dy: np.ndarray, x: np.ndarray, W: np.ndarray, has_bias: bool
     dy = check_dout(dy, x.shape[:-1] + W.shape[1:], x.dtype, "dy", "y")
     if not isinstance(has_bias, (bool, np.bool_)):
         raise TypeError(f"has_bias must be a bool, got {has_bias!r}")
-    dx = dy @ W.T                                   # (..., d_in)
     x2 = x.reshape(-1, x.shape[-1])                 # (rows, d_in): every batch position is a row
     dy2 = dy.reshape(-1, dy.shape[-1])              # (rows, d_out)
+    dx = (dy2 @ W.T).reshape(x.shape)               # (..., d_in)
     dW = x2.T @ dy2                                 # (d_in, d_out)
     db = dy2.sum(axis=0) if has_bias else None      # (d_out,)
     return dx, dW, db

@@ -1,0 +1,103 @@
+"""Threads: how many BLAS uses, and a pool of workers for blocked computations.
+
+:func:`blas_threads` sets NumPy's BLAS threads for a block of code; :func:`parallel_map` runs a
+function over a few parts of a computation on a pool of threads (NumPy releases the GIL inside
+ufuncs and matrix products), BLAS on one thread per worker. :func:`num_threads` says how many.
+
+Why BLAS on one thread while training a small model:
+
+The matrices of the toy model are tiny (640 × 64: a batch of 64 sequences of 10 tokens, by
+d_model); OpenBLAS still splits them over threads, and when the cores are busy (a shared
+machine, a CI runner) the threads wait for each other: we measured a training step 13× slower
+with two threads than with one on a loaded 2-core machine. Setting ``OPENBLAS_NUM_THREADS=1``
+before NumPy loads does the same thing; this helper does it after, through OpenBLAS's own
+``set_num_threads`` (what ``threadpoolctl`` does), and does nothing where NumPy is not linked
+against OpenBLAS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+_SUFFIXES = ("scipy_openblas_{}64_", "scipy_openblas_{}", "openblas_{}64_", "openblas_{}")
+
+
+@functools.cache
+def _openblas():
+    """(get_num_threads, set_num_threads) of the OpenBLAS bundled with NumPy, or None."""
+    root = Path(np.__file__).resolve().parent
+    for lib in sorted([*root.parent.glob("numpy.libs/*openblas*"), *root.glob(".dylibs/*openblas*")]):
+        try:
+            dll = ctypes.CDLL(str(lib))
+        except OSError:
+            continue
+        for pattern in _SUFFIXES:
+            get = getattr(dll, pattern.format("get_num_threads"), None)
+            set_ = getattr(dll, pattern.format("set_num_threads"), None)
+            if get is not None and set_ is not None:
+                return get, set_
+    return None
+
+
+@contextlib.contextmanager
+def blas_threads(n: int | None):
+    """Within the block, BLAS uses ``n`` threads (``None``: leave it alone)."""
+    funcs = _openblas() if n is not None else None
+    if funcs is None:
+        yield
+        return
+    get, set_ = funcs
+    before = get()
+    set_(int(n))
+    try:
+        yield
+    finally:
+        set_(before)
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+def num_threads() -> int:
+    """Worker threads for blocked computations: ``$ATTENTION_NP_NUM_THREADS``, else every core."""
+    value = os.environ.get("ATTENTION_NP_NUM_THREADS", "")
+    if not value.strip():
+        return os.cpu_count() or 1
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"ATTENTION_NP_NUM_THREADS must be a positive integer, got {value!r}")
+    return n
+
+
+def deal(items: list, workers: int) -> list[list]:
+    """Deal ``items`` to at most ``workers`` lists like cards (0, w, 2w, ...), never an empty one
+    (one empty list when there are no items)."""
+    workers = max(1, min(workers, len(items)))
+    return [items[w::workers] for w in range(workers)]
+
+
+def parallel_map(work, parts: list) -> list:
+    """``[work(p) for p in parts]``, on a pool of threads when there is more than one part.
+
+    BLAS runs on one thread while the workers do, so that the two kinds of threads do not
+    compete for the cores. Exceptions in ``work`` are raised here.
+    """
+    if len(parts) <= 1:
+        return [work(p) for p in parts]
+    global _pool, _pool_size
+    if _pool_size < len(parts):
+        _pool = ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="attention_np")
+        _pool_size = len(parts)
+    with blas_threads(1):
+        return list(_pool.map(work, parts))
