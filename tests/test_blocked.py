@@ -164,3 +164,21 @@ def test_garbage_in_padding_slots_does_not_reach_the_answer(forced, rng, bad):
 def test_the_old_import_path_of_blas_threads_still_works():
     from attention_np.nn.threads import blas_threads as old
     assert old is blas_threads
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_garbage_at_a_partly_masked_key_stays_out_of_the_rows_that_do_not_see_it(forced, rng, bad):
+    q, k, v = randn(rng, 2, 8, 4), randn(rng, 2, 8, 4), randn(rng, 2, 8, 3)
+    kb, vb = k.copy(), v.copy()
+    kb[:, 5] = vb[:, 5] = bad            # causal: rows 0..4 do not see key 5, rows 5..7 do
+    dout = randn(rng, 2, 8, 3)
+    clean = an.sdpa_forward(q, k, v, is_causal=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        dirty = an.sdpa_forward(q, kb, vb, is_causal=True)
+        grads = an.sdpa_backward(dout, dirty[1])
+    assert dirty[1].blocks is not None
+    np.testing.assert_array_equal(dirty[0][:, :5], clean[0][:, :5])
+    dq, dk, dv = grads
+    dq_c, dk_c, dv_c = an.sdpa_backward(dout, clean[1])
+    np.testing.assert_array_equal(dq[:, :5], dq_c[:, :5])        # rows that never see key 5
+    assert not np.isfinite(dirty[0][:, 5:]).all()                # rows that do see it
