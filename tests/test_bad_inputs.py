@@ -93,6 +93,50 @@ def _rows():
         ("flash-block_size-float", lambda: flash_attention_forward(Q, K, V, block_size=2.0), ValueError,
          "block_size"),
     ]
+    # issue 12: windows, lengths, soft-capping, sinks, RoPE, position biases, decode options
+    for fname in ("sdpa_forward", "textbook.sdpa_forward", "flash_attention_forward"):
+        for what, w in (("one number", 2), ("negative", (-1, 0)), ("float", (1.5, 0)), ("triple", (1, 1, 1))):
+            rows.append((f"{fname}-window-{what}", lambda f=ATTENTION[fname], w=w: f(Q, K, V, window=w),
+                         ValueError, "window"))
+    for fname in ("sdpa_forward", "flash_attention_forward"):
+        for what, kw in (("q_lengths wrong B", dict(q_lengths=np.array([1, 2, 3]))),
+                         ("q_lengths float", dict(q_lengths=np.array([1.0, 2.0]))),
+                         ("kv_lengths > S", dict(kv_lengths=np.array([1, 6]))),
+                         ("kv_lengths negative", dict(kv_lengths=np.array([-1, 2])))):
+            rows.append((f"{fname}-{what}", lambda f=ATTENTION[fname], kw=kw: f(Q, K, V, **kw),
+                         ValueError, what.split()[0]))
+    for what, c, exc in (("0", 0.0, ValueError), ("negative", -2.0, ValueError), ("inf", np.inf, ValueError),
+                         ("str", "2", TypeError), ("bool", True, TypeError)):
+        rows.append((f"sdpa_forward-softcap-{what}", lambda c=c: an.sdpa_forward(Q, K, V, softcap=c),
+                     exc, "softcap"))
+    Qh = Q[:, None]
+    rows += [
+        ("sdpa_sinks_forward-sinks-wrong h", lambda: an.sdpa_sinks_forward(Qh, Qh, Qh, np.zeros(2)),
+         ValueError, "sinks"),
+        ("sdpa_sinks_forward-sinks-int", lambda: an.sdpa_sinks_forward(Qh, Qh, Qh, np.zeros(1, int)),
+         TypeError, "sinks"),
+        ("apply_rope-positions-float", lambda: an.apply_rope(Q, np.arange(3.0)), TypeError, "positions"),
+        ("apply_rope-positions-length", lambda: an.apply_rope(Q, np.arange(4)), ValueError, "positions"),
+        ("apply_rope-layout", lambda: an.apply_rope(Q, np.arange(3), layout="neox"), ValueError, "layout"),
+        ("apply_rope-rotary_dim-odd", lambda: an.apply_rope(Q, np.arange(3), rotary_dim=3), ValueError,
+         "rotary_dim"),
+        ("apply_rope-theta-0", lambda: an.apply_rope(Q, np.arange(3), theta=0.0), ValueError, "theta"),
+        ("rope_angles-d-odd", lambda: an.rope_angles(np.arange(3), 5), ValueError, "d"),
+        ("sliding_window_mask-left-negative", lambda: an.sliding_window_mask(3, 4, -1), ValueError, "left"),
+        ("alibi_slopes-0", lambda: an.alibi_slopes(0), ValueError, "num_heads"),
+        ("t5_relative_buckets-float", lambda: an.t5_relative_buckets(np.ones(3)), TypeError,
+         "relative_position"),
+        ("relative_position_bias-bucket-out-of-range",
+         lambda: an.relative_position_bias(np.ones((4, 2)), np.array([[4]])), ValueError, "buckets"),
+        ("mha_forward-rope-str", lambda: an.mha_forward(X, X, X, P, num_heads=2, rope="half"),
+         ValueError, "rope"),
+        ("mha_forward-qk_norm-no-weights", lambda: an.mha_forward(X, X, X, P, num_heads=2, qk_norm=True),
+         ValueError, "q_norm"),
+        ("mha_decode_step-mask-float", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
+                                                                  mask=np.ones((1, 3))), TypeError, "mask"),
+        ("mha_decode_step-bias-shape", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
+                                                                  bias=np.ones((3, 5))), ValueError, "bias"),
+    ]
     # backwards: dout and cache
     caches = {
         "sdpa_backward": (an.sdpa_backward, an.sdpa_forward(Q, K, V)[1], DOUT),

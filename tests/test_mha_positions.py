@@ -157,3 +157,14 @@ def test_mha_forward_bad_rope_names_itself():
     with pytest.raises(ValueError, match="positions"):
         an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, rope={},
                        positions=np.arange(4))
+
+
+def test_decode_with_qk_norm_softcap_rope_and_gqa_equals_the_whole_sequence():
+    x, params = randn(R, 2, 6, E), _params(bias=True)
+    params["q_norm"], params["k_norm"] = 1 + 0.1 * randn(R, E // H), 1 + 0.1 * randn(R, E // H)
+    kw = dict(rope={}, softcap=1.5, qk_norm=True, qk_norm_eps=1e-5)
+    want, _ = an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, is_causal=True, **kw)
+    got = _decode(x, params, [2, 1, 3], **kw)
+    assert max_abs_diff(got, want) < 1e-13
+    assert max_abs_diff(want, an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV,
+                                             is_causal=True, rope={})[0]) > 1e-3

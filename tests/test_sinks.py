@@ -71,3 +71,28 @@ def test_bad_sinks_name_themselves():
         an.sdpa_sinks_forward(q, q, q, np.zeros(2, int))
     with pytest.raises(TypeError, match="cache"):
         an.sdpa_sinks_backward(q, an.sdpa_forward(q, q, q)[1])
+
+
+@pytest.mark.float32
+def test_sinks_float32():
+    torch = require("torch")
+    gpt_oss = require("transformers.models.gpt_oss.modeling_gpt_oss")
+    from attention_np.interop.tolerance import check_float32
+    q, k, v = (randn(R, 2, 4, 6, 8).astype(np.float32) for _ in range(3))
+    sinks = randn(R, 4).astype(np.float32)
+    dout = randn(R, 2, 4, 6, 8).astype(np.float32)
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks)
+    ours = [out, *an.sdpa_sinks_backward(dout, cache)]
+    f64 = [a.astype(np.float64) for a in (q, k, v, sinks, dout)]
+    o64, c64 = an.sdpa_sinks_forward(*f64[:4])
+    oracle = [o64, *an.sdpa_sinks_backward(f64[4], c64)]
+    module = torch.nn.Module()
+    module.num_key_value_groups, module.training = 1, False
+    module.sinks = torch.nn.Parameter(torch.tensor(sinks))
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    t_out, _ = gpt_oss.eager_attention_forward(module, tq, tk, tv, None, scaling=8 ** -0.5)
+    t_out.backward(torch.tensor(np.swapaxes(dout, 1, 2)))
+    theirs = [np.swapaxes(t_out.detach().numpy(), 1, 2), tq.grad.numpy(), tk.grad.numpy(),
+              tv.grad.numpy(), module.sinks.grad.numpy()]
+    for name, a, o, t in zip(("out", "dq", "dk", "dv", "dsinks"), ours, oracle, theirs, strict=True):
+        assert a.dtype == np.float32 and check_float32(name, a, o, peer=t).ok, name

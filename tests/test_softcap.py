@@ -81,3 +81,19 @@ def test_mha_softcap_and_bad_values():
     for bad, exc in ((0.0, ValueError), (-1.0, ValueError), (np.inf, ValueError), ("1", TypeError)):
         with pytest.raises(exc, match="softcap"):
             an.sdpa_forward(x, x, x, softcap=bad)
+
+
+@pytest.mark.float32
+def test_softcap_float32():
+    from attention_np.interop.tolerance import check_float32
+    q, k, v = (3 * randn(R, 2, 3, n, 8).astype(np.float32) for n in (5, 7, 7))
+    dout = randn(R, 2, 3, 5, 8).astype(np.float32)
+    out, cache = an.sdpa_forward(q, k, v, softcap=2.0)
+    ours = [out, *an.sdpa_backward(dout, cache)]
+    assert all(a.dtype == np.float32 for a in ours)
+    f64 = [a.astype(np.float64) for a in (q, k, v, dout)]
+    o64, c64 = an.sdpa_forward(*f64[:3], softcap=2.0)
+    oracle = [o64, *an.sdpa_backward(f64[3], c64)]
+    theirs = _torch_softcap(q, k, v, dout, np.float32(2.0))
+    for name, a, o, t in zip(("out", "dq", "dk", "dv"), ours, oracle, theirs, strict=True):
+        assert check_float32(name, a, o, peer=t).ok, name

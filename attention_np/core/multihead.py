@@ -31,6 +31,7 @@ from attention_np.core._checks import (
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
 from attention_np.core.masks import causal_mask, drop_masked, with_lengths
+from attention_np.core.qk_norm import NORMS, check_qk_norm, rms_norm_backward, rms_norm_forward
 from attention_np.core.rope import check_rope, head_positions, rotate_heads, rotate_heads_backward
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
@@ -132,6 +133,7 @@ class MHACache:
     concat: np.ndarray
     path: str = "fused"
     rope: tuple | None = None        # what rotate_heads_backward needs, None without RoPE
+    qk_norm: tuple | None = None     # the caches of the q and k RMSNorms, None without QK-norm
 
     made_by = "attention_np.mha_forward"
 
@@ -151,7 +153,7 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     missing = [w for w in WEIGHTS if w not in params]
     if missing:
         raise ValueError(f"params is missing {missing}; init_mha_params makes a complete dict")
-    unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES))
+    unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES) - set(NORMS))
     if unknown:
         raise ValueError(f"params has unknown keys {unknown}")
     check_int(num_heads, "num_heads")
@@ -189,7 +191,8 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
 def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, bias=None,
                 is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
                 num_kv_heads: int | None = None, path: str = "fused", window=None, rope=None,
-                positions=None, kv_positions=None, q_lengths=None, kv_lengths=None, softcap=None):
+                positions=None, kv_positions=None, q_lengths=None, kv_lengths=None, softcap=None,
+                qk_norm: bool = False, qk_norm_eps: float = 1e-6):
     """Multi-head attention, §3.2.2, forward pass.
 
     Parameters
@@ -231,6 +234,10 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
         built here (ANDed with ``mask``), as in :func:`sdpa_forward`.
     softcap : float, optional
         Logit soft-capping ``c·tanh(scores / c)`` on every head (fused path only).
+    qk_norm, qk_norm_eps : bool, float
+        QK-norm (Qwen3, Gemma 3): RMSNorm on every query and key head after the split, before
+        RoPE, with the ``(d_k,)`` weights ``params["q_norm"]``, ``params["k_norm"]``
+        (see :mod:`attention_np.core.qk_norm`).
 
     Returns
     -------
@@ -255,6 +262,13 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     # 2) split into heads
     q = split_heads(q, h)                                          # (..., h, L, d_k)
     k, v = split_heads(k, h_kv), split_heads(v, h_kv)              # (..., h_kv, S, d)
+    normed = None
+    if qk_norm:
+        # 2a) (beyond the paper) QK-norm: RMSNorm on every query and key head
+        check_qk_norm(params, q.shape[-1])
+        q, q_norm_cache = rms_norm_forward(q, params["q_norm"], qk_norm_eps)
+        k, k_norm_cache = rms_norm_forward(k, params["k_norm"], qk_norm_eps)
+        normed = (q_norm_cache, k_norm_cache)
     rotated = None
     if rope is not None:
         # 2b) (beyond the paper) rotate queries and keys by their positions: RoPE
@@ -274,7 +288,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     concat = merge_heads(heads)                                    # (..., L, h*d_v)
     # 5) project back to d_model with W^O
     out = linear_forward(concat, params["W_o"], params.get("b_o"))  # (..., L, d_model)
-    return out, MHACache(query, key, value, params, h, attention, concat, path, rotated)
+    return out, MHACache(query, key, value, params, h, attention, concat, path, rotated, normed)
 
 
 def _drop_masked_inputs(query, key, value, mask, is_causal):
@@ -332,6 +346,10 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     if c.rope is not None:
         # 2b) forward: q, k = RoPE(q), RoPE(k)  ->  rotate the gradients back
         dq, dk = rotate_heads_backward(dq, dk, c.rope)
+    if c.qk_norm is not None:
+        # 2a) forward: q, k = RMSNorm(q), RMSNorm(k)
+        dq, grads["q_norm"] = rms_norm_backward(dq, c.qk_norm[0])
+        dk, grads["k_norm"] = rms_norm_backward(dk, c.qk_norm[1])
     # 2) forward: q = split_heads(q_proj)  ->  its backward is merge_heads
     dq, dk, dv = merge_heads(dq), merge_heads(dk), merge_heads(dv)
     # 1) forward: q_proj = query @ W_q + b_q (and the same for k, v)
@@ -341,5 +359,6 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     for name, g in (("b_q", db_q), ("b_k", db_k), ("b_v", db_v), ("b_o", db_o)):
         if name in p:
             grads[name] = g
-    grads = {name: grads[name] for name in p}
+    # params unused by this forward (QK-norm weights with qk_norm=False) get gradient 0
+    grads = {name: grads[name] if name in grads else np.zeros_like(p[name]) for name in p}
     return (dquery, dkey, dvalue, grads, *dbias)

@@ -77,8 +77,8 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64):
     return np.cos(phi).astype(dtype), np.sin(phi).astype(dtype)
 
 
-def _pairs(x, r: int, layout: str):
-    """The two halves of each rotated pair: index arrays into the last axis of ``x``."""
+def _pairs(r: int, layout: str):
+    """The two halves of each rotated pair: slices of the last axis (the first ``r`` features)."""
     if layout == "half":
         return slice(0, r // 2), slice(r // 2, r)
     return slice(0, r, 2), slice(1, r, 2)
@@ -106,7 +106,7 @@ def _rotate(x, positions, theta, layout, rotary_dim, sign: float, name: str):
                          f"L={x.shape[-2]} positions ({name} {x.shape})")
     cos, sin = rope_angles(positions, r, theta=theta, dtype=x.dtype)        # (..., L, r/2)
     sin = -sin if sign < 0 else sin
-    a, b = _pairs(x, r, layout)
+    a, b = _pairs(r, layout)
     x1, x2 = x[..., a], x[..., b]                                           # (..., L, r/2)
     shape = np.broadcast_shapes(x.shape, cos.shape[:-1] + (d,))
     y = np.empty(shape, dtype=x.dtype)

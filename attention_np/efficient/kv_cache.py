@@ -29,11 +29,12 @@ from attention_np.core._checks import (
     check_same_dtype,
     check_scale,
 )
-from attention_np.core.fused import sdpa_forward
+from attention_np.core.fused import check_softcap, sdpa_forward
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import linear_forward
 from attention_np.core.masks import causal_mask, check_window, sliding_window_mask
 from attention_np.core.multihead import check_mha_inputs
+from attention_np.core.qk_norm import check_qk_norm, rms_norm_forward
 from attention_np.core.rope import check_rope, head_positions, rotate_heads
 
 
@@ -124,7 +125,8 @@ class KVCache:
 
 def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int,
                     num_kv_heads: int | None = None, scale=None, cache: KVCache | None = None,
-                    mask=None, bias=None, window=None, rope=None, positions=None):
+                    mask=None, bias=None, window=None, rope=None, positions=None,
+                    softcap=None, qk_norm: bool = False, qk_norm_eps: float = 1e-6):
     """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
 
     ``T = 1`` is one decoding step; ``T > 1`` is a chunk of a prompt (chunked prefill).
@@ -157,6 +159,7 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     positions : int (T,) or (..., T), optional
         The positions RoPE rotates the new tokens by; default ``S - T .. S - 1`` (pass them for
         a left-padded batch, where each sequence counts from its first real token).
+    softcap, qk_norm, qk_norm_eps : as in :func:`mha_forward`
 
     Returns
     -------
@@ -174,6 +177,9 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     x, _, _, h_kv = check_mha_inputs(x, x, x, params, num_heads, num_kv_heads)
     check_scale(scale, 1)          # every check before cache.append changes the cache
     rope = check_rope(rope)
+    check_softcap(softcap)
+    if qk_norm:
+        check_qk_norm(params, params["W_q"].shape[1] // num_heads)
     T = x.shape[-2]
     S = kv_cache.length + T                                          # positions after appending
     mask, bias = _check_mask_bias(mask, bias, window, x.shape[:-2] + (num_heads, T, S))
@@ -184,13 +190,17 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     v = linear_forward(x, params["W_v"], params.get("b_v"))          # (..., T, h_kv*d_v)
     # 2) split into heads, 3) append to the cache: keys and values of positions 0 .. S-1
     q, k = split_heads(q, h), split_heads(k, h_kv)                   # (..., h | h_kv, T, d_k)
+    if qk_norm:
+        # (beyond the paper) QK-norm: RMSNorm on every new query and key head
+        q = rms_norm_forward(q, params["q_norm"], qk_norm_eps)[0]
+        k = rms_norm_forward(k, params["k_norm"], qk_norm_eps)[0]
     if rope is not None:
         # (beyond the paper) rotate the new queries and keys by their positions: RoPE
         at = head_positions(positions, T, start=S - T)
         q, k, _ = rotate_heads(q, k, at, at, rope)
     k, v = kv_cache.append(k, split_heads(v, h_kv))                  # (..., h_kv, S, d)
     # 4) attend: the T new queries are the last T of the S positions -> bottom-right causal
-    heads, _ = sdpa_forward(q, k, v, mask, bias=bias, scale=scale,
+    heads, _ = sdpa_forward(q, k, v, mask, bias=bias, scale=scale, softcap=softcap,
                             enable_gqa=h_kv != h)                    # (..., h, T, d_v)
     # 5) concat and project with W^O
     return linear_forward(merge_heads(heads), params["W_o"], params.get("b_o"))  # (..., T, d_model)
