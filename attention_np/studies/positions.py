@@ -28,6 +28,12 @@ from attention_np.nn.tasks import ReversalTask
 from attention_np.nn.threads import blas_threads
 from attention_np.nn.trainer import train
 
+__all__ = [
+    "sinusoid_wavelengths", "measured_wavelengths", "shift_matrix", "dot_by_distance",
+    "dot_closed_form", "position_blind_accuracy", "position_blind_guesses", "position_blind_predict",
+    "train_with_and_without_positions", "POSITIONS_CONFIG", "POSITIONS_STEPS",
+]
+
 # The lesson's small model: one encoder layer is enough to reverse 10 digits when it sees positions.
 POSITIONS_CONFIG = ModelConfig(max_len=10, vocab_size=10, d_model=32, num_heads=2, d_ff=64,
                                num_layers=1)
