@@ -159,7 +159,7 @@ def test_minilm_match_head_attends_both_ways():
 # --- notebook 09: positional encoding, over several seeds -------------------------------------------
 
 def test_positional_encoding_is_what_lets_attention_reverse():
-    """nb 09 cells 15-19: with PE the one-layer encoder reverses held-out digits; without PE it
+    """nb 09 cells 13-18: with PE the one-layer encoder reverses held-out digits; without PE it
     cannot beat the exact position-blind bound, and it learns (nearly) the best position-blind guess."""
     from attention_np.nn import ReversalTask, model_forward
     from attention_np.studies import positions

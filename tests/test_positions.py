@@ -148,3 +148,14 @@ def test_positional_switch_adds_the_pe_or_nothing():
         expected = h @ params["W_out"] + params["b_out"]
         logits, _ = model_forward(params, tokens, cfg)
         np.testing.assert_allclose(logits, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_with_and_without_positions_differ_only_in_the_switch():
+    """Same seed, same initial params; only ModelConfig.positional differs (0 steps: no training)."""
+    cfg = ModelConfig(max_len=4, vocab_size=3, d_model=8, num_heads=2, d_ff=16, num_layers=1)
+    runs = positions.train_with_and_without_positions((5,), config=cfg, steps=0)
+    a, b = runs[True][5], runs[False][5]
+    assert a.config.positional is True and b.config.positional is False
+    assert {**vars(a.config), "positional": None} == {**vars(b.config), "positional": None}
+    assert a.params.keys() == b.params.keys()
+    assert all(np.array_equal(a.params[k], b.params[k]) for k in a.params)
