@@ -110,6 +110,8 @@ def test_position_blind_inputs_are_checked():
         positions.position_blind_guesses(np.array([0, 1]), 3)
     with pytest.raises(ValueError, match="length"):
         positions.position_blind_accuracy(0, 10)
+    with pytest.raises(ValueError, match="multisets"):
+        positions.position_blind_accuracy(16, 14)
     with pytest.raises(ValueError, match="d_model"):
         positions.shift_matrix(1, 7)
     with pytest.raises(TypeError, match="k must be"):

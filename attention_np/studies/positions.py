@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import combinations
+from math import comb
 
 import numpy as np
 
@@ -163,6 +164,9 @@ def position_blind_accuracy(length: int, vocab_size: int) -> float:
     """
     task = ReversalTask(length=length, vocab_size=vocab_size)            # validates both
     L, V = task.length, task.vocab_size
+    if comb(L + V - 1, V - 1) > 5_000_000:
+        raise ValueError(f"length {L}, vocab_size {V}: {comb(L + V - 1, V - 1)} multisets to sum "
+                         f"over, more than the 5 000 000 this exact sum allows")
     counts = _multisets(L, V)                                            # (n, V)
     log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, L + 1)))])
     prob = np.exp(log_fact[L] - log_fact[counts].sum(axis=1) - L * np.log(V))   # (n,) multinomial
