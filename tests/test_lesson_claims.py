@@ -154,3 +154,27 @@ def test_minilm_match_head_attends_both_ways():
     cats = [i for i, t in enumerate(batch.tokens[0]) if t == "cat"]
     assert len(cats) == 2
     assert w[cats[0], cats[1]] > 0.5 and w[cats[1], cats[0]] > 0.3
+
+
+# --- notebook 09: positional encoding, over several seeds -------------------------------------------
+
+def test_positional_encoding_is_what_lets_attention_reverse():
+    """nb 09 cells 13-18: with PE the one-layer encoder reverses held-out digits; without PE it
+    cannot beat the exact position-blind bound, and it learns (nearly) the best position-blind guess."""
+    from attention_np.nn import ReversalTask, model_forward
+    from attention_np.studies import positions
+
+    cfg = positions.POSITIONS_CONFIG
+    task = ReversalTask(length=cfg.max_len, vocab_size=cfg.vocab_size)
+    tokens, targets = task.heldout()
+    bound = positions.position_blind_accuracy(task.length, task.vocab_size)
+    best = positions.position_blind_guesses(tokens, task.vocab_size)              # (N, L, V)
+    runs = positions.train_with_and_without_positions(SEEDS)
+    for seed in SEEDS:
+        with_pe, without_pe = runs[True][seed], runs[False][seed]
+        assert with_pe.accuracy >= 0.99, (seed, with_pe.accuracy)
+        # the held-out set is a finite sample: allow 0.02 above the expected bound
+        assert 0.25 < without_pe.accuracy <= bound + 0.02, (seed, without_pe.accuracy, bound)
+        pred = model_forward(without_pe.params, tokens, without_pe.config)[0].argmax(-1)
+        agree = np.take_along_axis(best, pred[..., None], axis=-1).mean()
+        assert agree > 0.9, (seed, agree)

@@ -38,6 +38,7 @@ class ModelConfig:
     d_ff: int = 128
     num_layers: int = 2
     activation: str = "relu"
+    positional: bool = True     # add the §3.5 sinusoids; False: order-blind (notebook 09)
 
 
 def init_model(config: ModelConfig, *, rng=None, dtype=np.float64) -> dict:
@@ -81,7 +82,8 @@ def model_forward(params: dict, tokens, config: ModelConfig):
                          f"got shape {tokens.shape}")
     L, dtype = tokens.shape[-1], params["embed"].dtype
     x, emb = embedding_forward(tokens, params["embed"], scale=np.sqrt(c.d_model))  # (B, L, d)
-    x += sinusoidal_encoding(L, c.d_model, dtype=dtype)                           # §3.5
+    if c.positional:
+        x += sinusoidal_encoding(L, c.d_model, dtype=dtype)                       # §3.5
     layers = []
     for n in range(c.num_layers):
         x, cache = encoder_layer_forward(x, sub(params, f"layers.{n}"), num_heads=c.num_heads,
