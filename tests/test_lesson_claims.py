@@ -175,7 +175,8 @@ def test_footnote4_on_the_trained_encoder(trained):
             assert np.all(np.abs(layer["entropy"] - layer["random_entropy"]) < 0.5), (seed, layer)
         route, other = after[1], after[0]
         # at least three of the four routing heads (seed 1 has a weaker fourth, as in the test above)
-        assert np.sort(route["var_ratio"])[1] > 50, (seed, route["var_ratio"])
+        # measured 280-520 over seeds 0-2: "hundreds of times d_k", with a margin of more than 2x
+        assert np.sort(route["var_ratio"])[1] > 100, (seed, route["var_ratio"])
         assert np.sort(route["entropy"])[2] < 0.5, (seed, route["entropy"])
         assert np.all(route["var_ratio"] > route["independent_ratio"]), (seed, route)
         assert np.sort(route["var_ratio"] / route["independent_ratio"])[1] > 2, (seed, route)
