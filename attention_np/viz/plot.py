@@ -30,6 +30,13 @@ def _labels(labels, n: int, name: str, default: str):
     return labels
 
 
+def _by_position(labels):
+    """``labels`` with each one's position appended when some label repeats ("the 0", "the 4")."""
+    if len(set(labels)) == len(labels):
+        return labels
+    return [f"{t} {i}" for i, t in enumerate(labels)]
+
+
 def _check_matrix(x, name: str, ndim: int, layout: str) -> np.ndarray:
     x = np.asarray(x)
     if x.ndim != ndim:
@@ -38,7 +45,7 @@ def _check_matrix(x, name: str, ndim: int, layout: str) -> np.ndarray:
 
 
 def attention_heatmap(weights, query_labels=None, key_labels=None, *, ax=None, title=None,
-                      annotate: bool = True, cmap: str = "viridis"):
+                      annotate: bool = True, cmap: str = "viridis", colorbar: bool = True):
     """One (L, S) weight matrix as a heatmap: row ``i`` is query ``i``'s distribution over keys.
 
     Parameters
@@ -50,6 +57,11 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, *, ax=None, t
     title : str, optional
     annotate : bool
         Write each weight in its cell (for small matrices).
+    colorbar : bool
+        Draw the colour scale (weight 0 to 1) beside the axes.
+
+    Labels that repeat (the same word twice) get their position appended, ``"the 0"``, ``"the 4"``,
+    so that every row and column can be told apart.
 
     Returns
     -------
@@ -59,8 +71,11 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, *, ax=None, t
     L, S = w.shape
     rows = _labels(query_labels, L, "query_labels", "q")
     cols = _labels(key_labels, S, "key_labels", "k")
+    rows, cols = _by_position(rows), _by_position(cols)
     ax = _axes(ax)
-    ax.imshow(w, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
+    im = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     ax.set_xticks(range(S), cols, rotation=45, ha="right")
     ax.set_yticks(range(L), rows)
     ax.set_xlabel("key")
@@ -95,28 +110,41 @@ def head_grid(weights, query_labels=None, key_labels=None, *, ncols: int = 4, ti
         if i >= h:
             ax.axis("off")
             continue
-        attention_heatmap(w[i], query_labels, key_labels, ax=ax, annotate=annotate,
+        attention_heatmap(w[i], query_labels, key_labels, ax=ax, annotate=annotate, colorbar=False,
                           title=titles[i] if titles is not None else f"head {i}")
         if i % ncols:
             ax.set_ylabel("")
         if i < h - ncols:             # only the bottom row says "key"
             ax.set_xlabel("")
+    fig.colorbar(axes.flat[0].images[0], ax=axes, shrink=0.8, label="attention weight")
     if suptitle:
         fig.suptitle(suptitle)
     return fig
 
 
-def mask_picture(mask, query_labels=None, key_labels=None, *, ax=None, title=None):
-    """A bool (L, S) mask: dark = may attend (True), light = blocked (False)."""
+def mask_picture(mask, query_labels=None, key_labels=None, *, ax=None, title=None,
+                 legend: bool = True):
+    """A bool (L, S) mask: dark = may attend (True), light with a red × = masked (False).
+
+    ``legend`` says so beside the axes."""
+    from matplotlib.lines import Line2D
     m = _check_matrix(mask, "mask", 2, "(L, S)")
     if m.dtype != np.bool_:
         raise TypeError(f"mask must be a bool array (True = may attend), got dtype {m.dtype}")
     L, S = m.shape
     ax = attention_heatmap(m.astype(float), query_labels, key_labels, ax=ax, title=title,
-                           annotate=False, cmap="Greys")
-    ax.images[-1].set_clim(-0.3, 1.3)   # keep "blocked" visibly off-white, "allowed" not pure black
+                           annotate=False, cmap="Greys", colorbar=False)
+    im = ax.images[-1]
+    im.set_clim(-0.3, 1.3)              # keep "blocked" visibly off-white, "allowed" not pure black
     for i, j in zip(*np.nonzero(~m), strict=True):
         ax.text(j, i, "×", ha="center", va="center", fontsize=9, color="tab:red")
+    if legend:
+        swatch = dict(marker="s", ls="", ms=10, markeredgecolor="gray")
+        ax.legend(handles=[Line2D([], [], markerfacecolor=im.cmap(im.norm(1.0)), **swatch,
+                                  label="may attend (True)"),
+                           Line2D([], [], markerfacecolor=im.cmap(im.norm(0.0)), **swatch,
+                                  label="masked (False)")],
+                  loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     return ax
 
 

@@ -1,7 +1,7 @@
 """Pictures of MiniLM's attention (matplotlib, imported only inside these functions).
 
 :func:`save_readme_figure` regenerates ``docs/img/minilm_heads.png``, the README figure:
-``python -m attention_np.pretrained.plots`` (from the repository root).
+``python -m attention_np.viz.pretrained`` (from the repository root).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool 
     from attention_np.viz.plot import attention_heatmap
 
     n = len(tokens)
-    attention_heatmap(weights[:n, :n], tokens, tokens, ax=ax, annotate=False)
+    attention_heatmap(weights[:n, :n], tokens, tokens, ax=ax, annotate=False, colorbar=False)
     ax.set_aspect("equal")                     # queries and keys are the same tokens
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("")                          # the callers label the outer axes only
@@ -41,22 +41,32 @@ def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool 
 
 
 def plot_grid(attentions, tokens, *, sentence: int = 0):
-    """Every layer (rows) × every head (columns) for one sentence; returns the figure."""
+    """Every layer (rows) × every head (columns) for one sentence; returns the figure.
+
+    72 small panels: drawn as bare images with one shared colorbar (no per-panel tick labels,
+    which would be unreadable at this size and slow to lay out).
+    """
     import matplotlib.pyplot as plt
 
     num_layers, num_heads = len(attentions), attentions[0].shape[1]
-    fig, axes = plt.subplots(num_layers, num_heads, figsize=(1.1 * num_heads, 1.15 * num_layers))
     toks = tokens[sentence]
+    n = len(toks)
+    fig, axes = plt.subplots(num_layers, num_heads, figsize=(1.05 * num_heads + 0.8, 1.1 * num_layers),
+                             gridspec_kw=dict(left=0.05, right=0.9, bottom=0.02, top=0.88,
+                                              wspace=0.08, hspace=0.12))
     for layer in range(num_layers):
         for head in range(num_heads):
             ax = axes[layer, head]
-            plot_weights(ax, attentions[layer][sentence, head], toks, labels=False)
+            im = ax.imshow(attentions[layer][sentence, head, :n, :n], vmin=0, vmax=1, cmap="viridis")
+            ax.set_xticks([])
+            ax.set_yticks([])
             if layer == 0:
                 ax.set_title(f"head {head}", fontsize=8)
             if head == 0:
                 ax.set_ylabel(f"layer {layer}", fontsize=8)
-    fig.suptitle(f"all-MiniLM-L6-v2 attention weights: \"{' '.join(toks[1:-1])}\"", fontsize=10)
-    fig.tight_layout()
+    fig.colorbar(im, cax=fig.add_axes((0.92, 0.1, 0.012, 0.7)), label="attention weight")
+    fig.suptitle(f"all-MiniLM-L6-v2 attention weights (rows: queries, columns: keys, {n} tokens): "
+                 f"\"{' '.join(toks[1:-1])}\"", fontsize=10)
     return fig
 
 
@@ -76,6 +86,7 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
     for ax in axes:
         ax.set_xlabel("key", fontsize=8)
     fig.tight_layout()
+    fig.colorbar(axes[0].images[0], ax=list(axes), shrink=0.6, pad=0.01, label="attention weight")
     return fig
 
 
