@@ -143,3 +143,16 @@ def test_validation_and_test_splits_are_disjoint():
     assert len(val_ids) == len(test_ids) == 1000
     assert not np.isin(val_ids, test_ids).any()
     assert np.isin(np.r_[val_ids, test_ids], ids).all()
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda x, p: (x[..., :5], p), "d_model=5"),
+    (lambda x, p: (x, {k: v for k, v in p.items() if k != "w_a"}), "must have keys"),
+    (lambda x, p: (x, p | {"w_a": p["w_a"][:, :2]}), "w_a"),
+    (lambda x, p: (x.astype(int), p), "float array"),
+])
+def test_bad_inputs_are_refused_naming_the_argument(change, match, rng):
+    params = sa.init_scoring_mha_params(6, 2, 4, "additive", rng=rng)
+    x, p = change(rng.standard_normal((2, 3, 6)), params)
+    with pytest.raises(ValueError, match=match):
+        sa.scoring_mha_forward(x, p, num_heads=2, scoring="additive")

@@ -67,6 +67,28 @@ def init_scoring_mha_params(d_model: int, num_heads: int, d_k: int, scoring: str
     return params
 
 
+def check_scoring_inputs(x, params, num_heads: int, scoring: str) -> np.ndarray:
+    """``x`` as a float array, after checking it and ``params`` against each other."""
+    check_int(num_heads, "num_heads")
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.floating) or x.ndim < 2:
+        raise ValueError(f"x must be a float array (..., L, d_model), got {x.dtype} {x.shape}")
+    want = ["W_q", "W_k", "W_v", "W_o"] + (["w_a"] if scoring == "additive" else [])
+    if not isinstance(params, dict) or sorted(params) != sorted(want):
+        got = sorted(params) if isinstance(params, dict) else type(params).__name__
+        raise ValueError(f"params for scoring={scoring!r} must have keys {want} "
+                         f"(init_scoring_mha_params makes them), got {got}")
+    d_model, hk = params["W_q"].shape
+    if x.shape[-1] != d_model or params["W_k"].shape != (d_model, hk) or hk % num_heads:
+        raise ValueError(f"x has d_model={x.shape[-1]}; params['W_q'] {params['W_q'].shape} and "
+                         f"params['W_k'] {params['W_k'].shape} must both be (d_model, "
+                         f"num_heads*d_k) with num_heads={num_heads}")
+    if scoring == "additive" and params["w_a"].shape != (num_heads, hk // num_heads):
+        raise ValueError(f"params['w_a'] has shape {params['w_a'].shape}, expected "
+                         f"(num_heads, d_k) = ({num_heads}, {hk // num_heads})")
+    return x
+
+
 def scores_forward(scoring: str, q, k, w_a=None):
     """``q (..., h, L, d_k), k (..., h, S, d_k) -> scores (..., h, L, S)``, and the tanh
     hidden layer ``(..., h, L, S, d_k)`` for ``"additive"`` (None otherwise)."""
@@ -119,6 +141,7 @@ def scoring_mha_forward(x, params: dict, *, num_heads: int, scoring: str):
     1) project, 2) split heads, 3) score, softmax, weight the values, 4) concat, 5) project.
     """
     check_scoring(scoring)
+    x = check_scoring_inputs(x, params, num_heads, scoring)
     h = num_heads
     q = split_heads(x @ params["W_q"], h)                   # (..., h, L, d_k)
     k = split_heads(x @ params["W_k"], h)                   # (..., h, L, d_k)
