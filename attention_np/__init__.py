@@ -47,6 +47,11 @@ from attention_np.studies.additive import (
 )
 from attention_np.studies.compare_scoring import train_retrieval
 from attention_np.studies.scaling import dot_product_moments, softmax_gradients, softmax_saturation
+from attention_np.studies.scoring_attention import (
+    init_scoring_mha_params,
+    scoring_mha_backward,
+    scoring_mha_forward,
+)
 
 try:
     __version__ = _version("attention-np")      # one source: pyproject.toml
@@ -74,6 +79,7 @@ __all__ = [
     "additive_attention", "additive_attention_forward", "additive_attention_backward",
     "init_additive_params", "AdditiveCache",
     "dot_product_moments", "softmax_saturation", "softmax_gradients", "train_retrieval",
+    "init_scoring_mha_params", "scoring_mha_forward", "scoring_mha_backward",
 ]
 
 # Modules that lived at the top of the package before 0.2 (attention_np.scaling, ...), still

@@ -78,6 +78,44 @@ def test_retrieval_comparison_claims():
     assert np.all(r["steps_to_threshold_additive"] == steps)          # never reached
 
 
+def test_claim6_every_scoring_trains_inside_the_encoder():
+    """nb 02, claim 6: a small configuration of the study (d_k = 8, 200 steps, 1 seed) trains
+    with each scoring function: the loss falls and held-out accuracy is far above chance (0.1)."""
+    from attention_np.studies import scoring_in_model as sim
+
+    for scoring in sim.SCORINGS:
+        r = sim.train_one(sim.ScoringConfig(scoring=scoring, d_k=8), lr=1e-2, steps=200,
+                          batch_size=32, warmup=40, seed=0)
+        assert r["losses"][-20:].mean() < 0.25 * r["losses"][:20].mean(), scoring
+        assert r["test"][1] > 0.6, (scoring, r["test"])
+
+
+def test_claim6_committed_study_backs_the_verdict():
+    """nb 02, claim 6 verdict: the sentences about notebooks/results/claim6.json (which the notebook
+    loads) hold for the committed results."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "results" / "claim6.json"
+    result = json.loads(path.read_text())
+    assert result["setup"]["complete"] and len(result["setup"]["seeds"]) >= 3
+    runs = {(r["scoring"], r["d_k"]): r for r in result["runs"]}
+    acc = {key: np.array(r["test_accuracy"]) for key, r in runs.items()}
+    steps = {key: r["steps_to_threshold"] for key, r in runs.items()}
+    for d_k in (4, 16):                 # similar in the end; scaled first in every seed
+        assert all(acc[s, d_k].min() >= 0.99 for s in ("scaled", "unscaled", "additive"))
+        for other in ("unscaled", "additive"):
+            assert all(a < b for a, b in zip(steps["scaled", d_k], steps[other, d_k], strict=True))
+    for d_k in (64, 128):               # unscaled never reaches 99 %; additive and scaled always do
+        assert all(t is None for t in steps["unscaled", d_k])
+        assert None not in steps["additive", d_k] and None not in steps["scaled", d_k]
+        assert acc["additive", d_k].min() >= 0.99 and acc["scaled", d_k].min() >= 0.99
+        assert acc["unscaled", d_k].max() < acc["additive", d_k].min()
+        assert all(a < b for a, b in zip(steps["scaled", d_k], steps["additive", d_k], strict=True))
+    assert acc["unscaled", 128].max() < 0.2
+    assert min(runs["unscaled", 128]["val_loss_by_lr"].values()) > 1.0      # every rate failed
+
+
 # --- notebook 06: the trained encoder, over several seeds ------------------------------------------
 
 SEEDS = (0, 1, 2)
