@@ -192,8 +192,6 @@ def flash_attention_forward(q, k, v, mask=None, *, is_causal: bool = False, scal
                                cache.block_size, groups)
     mask, batch = _check_flash(q, k, v, mask, block_size)
     q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
-    *_, L, d_k = q.shape
-    S, d_v = v.shape[-2:]
     qs, post = _scaled_q(q, scale)                  # (..., L, d_k): scale q, not every tile
     # A NaN or inf in q, k or v: sum over the attended pairs only (0 * NaN = NaN), see masked_matmul.
     garbage = (mask is not None or is_causal) and not all_finite(q, k, v)
