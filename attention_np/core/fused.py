@@ -37,6 +37,7 @@ from attention_np.core._checks import (
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from attention_np.core.masks import (
     all_finite,
+    attended,
     drop_masked,
     mask_and_bias,
     masked_matmul,
@@ -62,8 +63,9 @@ class SDPACache:
     kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
     weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
         access as ``exp_scores / rowsum``
-    mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended, or
-        None; the backward uses it only when an input is NaN or inf (see :func:`masked_matmul`)
+    mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended (a -inf
+        bias removed when an input is NaN or inf), or None; the backward uses it only when an
+        input is NaN or inf (see :func:`masked_matmul`)
     """
 
     q: np.ndarray
@@ -185,7 +187,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # A key masked for row i but attended by others is not zeroed: if k, v or q holds a NaN or
     # inf, 0 * NaN would carry it to row i. Only then (an O((L+S)d) check, no (L, S) pass)
     # sum over the attended pairs alone (masked_matmul); the backward does the same.
-    garbage = None if mask is None or all_finite(q, k, v, l) else mask
+    garbage = None if (mask is None and bias is None) or all_finite(q, k, v, l) else attended(mask, bias)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is caught and redone below
         out = masked_matmul(kept, v, garbage)                            # (..., L, d_v)
     out /= l                                                             # = weights @ v
@@ -204,7 +206,8 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
             keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
     # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
     # whatever the caller does to the returned array.
-    return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups, mask)
+    return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
+                          mask if garbage is None else garbage)
 
 
 def _scaled_scores(q, k, scale: float) -> np.ndarray:
