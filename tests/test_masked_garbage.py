@@ -457,3 +457,24 @@ def test_flash_overflow_fallback_with_masks_and_a_fully_masked_row(rng):
         want, _ = an.sdpa_forward(q, k, v, kw["mask"], is_causal=kw.get("is_causal", False))
         np.testing.assert_allclose(out, want, rtol=1e-6)
         np.testing.assert_array_equal(out[1, 2], 0)
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
+@pytest.mark.parametrize("path", ["fused", "textbook"])
+def test_a_minus_inf_bias_removes_a_key_like_the_mask(path, bad, rng):
+    """bias = -inf for rows 0, 1 at key 2 (no bool mask): garbage there stays out of those rows."""
+    fwd = {"fused": an.sdpa_forward, "textbook": textbook.sdpa_forward}[path]
+    bwd = {"fused": an.sdpa_backward, "textbook": textbook.sdpa_backward}[path]
+    q, k, v = randn(rng, B, L, D), randn(rng, B, S, D), randn(rng, B, S, D)
+    bias, dout = randn(rng, L, S), randn(rng, B, L, D)
+    bias[:2, 2] = -np.inf
+    runs = []
+    for kk, vv in ((k, v), _put(q, k, v, "v", bad)[1:]):
+        with np.errstate(invalid="ignore", over="ignore"):
+            out, cache = fwd(q, kk, vv, bias=bias)
+            runs.append((out, *bwd(dout, cache)))
+    (out, dq, _, _), (out_b, dq_b, _, _) = runs
+    np.testing.assert_array_equal(out_b[0, :2], out[0, :2])
+    np.testing.assert_array_equal(dq_b[0, :2], dq[0, :2])
+    np.testing.assert_array_equal(out_b[1], out[1])
+    assert not np.isfinite(out_b[0, 2:]).any()

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np.core._checks import check_cache, check_dout, check_qkv, sum_to_shape
-from attention_np.core.masks import drop_masked, mask_and_bias, masked_matmul, transpose_mask, zero_masked
+from attention_np.core.masks import (
+    attended,
+    drop_masked,
+    mask_and_bias,
+    masked_matmul,
+    transpose_mask,
+    zero_masked,
+)
 from attention_np.core.softmax import softmax, softmax_backward
 
 
@@ -38,7 +45,8 @@ class AttentionCache:
     weights : (..., L, S) ``softmax(scores)``; 0 at masked keys, all 0 on a fully masked row
     scale : the factor applied to ``QKᵀ``
     bias_shape : the shape of ``bias`` (None without one), for ``return_dbias=True``
-    mask : bool, broadcastable to (..., L, S), True = attended (causal ANDed in), or None
+    mask : bool, broadcastable to (..., L, S), the attended pairs (causal ANDed in, a -inf bias
+        removed), or None
     """
 
     q: np.ndarray
@@ -94,9 +102,10 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)            # Mask: -inf gets weight exactly 0
     weights = softmax(scores)                               # SoftMax    (..., L, S)
-    out = masked_matmul(weights, v, mask)                   # MatMul: weights @ v, a masked pair adds 0
+    pairs = attended(mask, bias)                            # the (query, key) pairs not masked
+    out = masked_matmul(weights, v, pairs)                  # MatMul: weights @ v, a masked pair adds 0
     return out, AttentionCache(q, k, v, weights, scale,
-                               bias_shape=None if bias is None else bias.shape, mask=mask)
+                               bias_shape=None if bias is None else bias.shape, mask=pairs)
 
 
 def sdpa_backward(dout, cache: AttentionCache, *, return_dbias: bool = False):

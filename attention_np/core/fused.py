@@ -38,6 +38,7 @@ from attention_np.core._checks import (
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from attention_np.core.masks import (
     all_finite,
+    attended,
     drop_masked,
     mask_and_bias,
     masked_matmul,
@@ -68,8 +69,9 @@ class SDPACache:
     blocks : the query blocks of the blocked path (:mod:`attention_np.core.blocked`), or None
     weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
         access as ``exp_scores / rowsum``
-    mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended, or
-        None; the backward uses it only when an input is NaN or inf (see :func:`masked_matmul`)
+    mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended (a -inf
+        bias removed when an input is NaN or inf), or None; the backward uses it only when an
+        input is NaN or inf (see :func:`masked_matmul`)
     """
 
     q: np.ndarray
@@ -218,7 +220,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # A key masked for row i but attended by others is not zeroed: if k, v or q holds a NaN or
     # inf, 0 * NaN would carry it to row i. Only then (an O((L+S)d) check, no (L, S) pass)
     # sum over the attended pairs alone (masked_matmul); the backward does the same.
-    garbage = None if mask is None or all_finite(q, k, v, l) else mask
+    garbage = None if (mask is None and bias is None) or all_finite(q, k, v, l) else attended(mask, bias)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is caught and redone below
         out = masked_matmul(kept, v, garbage)                            # (..., L, d_v)
     out /= l                                                             # = weights @ v
@@ -239,7 +241,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
     # whatever the caller does to the returned array.
     return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
-                          bias_shape, softcap, capped, mask)
+                          bias_shape, softcap, capped, mask if garbage is None else garbage)
 
 
 def _scores_batch(q, k, mask) -> tuple:

@@ -295,3 +295,14 @@ def transpose_mask(mask):
     if mask is None:
         return None
     return np.swapaxes(np.reshape(mask, (1,) * (2 - np.ndim(mask)) + np.shape(mask)), -1, -2)
+
+
+def attended(mask, bias):
+    """The attended (query, key) pairs: ``mask`` and a ``bias`` that is not -inf (a -inf bias
+    removes its key exactly like a False in ``mask``). None when neither removes anything."""
+    if bias is None:
+        return mask
+    kept = np.reshape(bias, (1,) * (2 - np.ndim(bias)) + np.shape(bias)) != -np.inf
+    if kept.all():
+        return mask
+    return kept if mask is None else mask & kept
