@@ -182,3 +182,12 @@ def test_garbage_at_a_partly_masked_key_stays_out_of_the_rows_that_do_not_see_it
     dq_c, dk_c, dv_c = an.sdpa_backward(dout, clean[1])
     np.testing.assert_array_equal(dq[:, :5], dq_c[:, :5])        # rows that never see key 5
     assert not np.isfinite(dirty[0][:, 5:]).all()                # rows that do see it
+
+
+def test_parallel_map_inside_a_worker_runs_inline_instead_of_waiting_for_itself(two_threads):
+    from attention_np.core.threads import parallel_map
+
+    def outer(part):
+        return sum(parallel_map(lambda x: x * part, [1, 2, 3]))    # nested: no deadlock
+
+    assert parallel_map(outer, [1, 10]) == [6, 60]

@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -62,6 +63,7 @@ def blas_threads(n: int | None):
         set_(before)
 
 
+_PREFIX = "attention_np_worker"
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 
@@ -93,11 +95,13 @@ def parallel_map(work, parts: list) -> list:
     BLAS runs on one thread while the workers do, so that the two kinds of threads do not
     compete for the cores. Exceptions in ``work`` are raised here.
     """
-    if len(parts) <= 1:
+    if len(parts) <= 1 or threading.current_thread().name.startswith(_PREFIX):
+        # one part, or called from one of the pool's own workers: run here (a worker that
+        # waited on the pool could wait for itself)
         return [work(p) for p in parts]
     global _pool, _pool_size
     if _pool_size < len(parts):
-        _pool = ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="attention_np")
+        _pool = ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix=_PREFIX)
         _pool_size = len(parts)
     with blas_threads(1):
         return list(_pool.map(work, parts))
