@@ -101,6 +101,8 @@ def parallel_map(work, parts: list) -> list:
         return [work(p) for p in parts]
     global _pool, _pool_size
     if _pool_size < len(parts):
+        if _pool is not None:
+            _pool.shutdown(wait=False)       # its idle threads exit; a bigger pool replaces it
         _pool = ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix=_PREFIX)
         _pool_size = len(parts)
     with blas_threads(1):
