@@ -66,6 +66,7 @@ def blas_threads(n: int | None):
 _PREFIX = "attention_np_worker"
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
+_pool_lock = threading.Lock()
 
 
 def num_threads() -> int:
@@ -100,10 +101,12 @@ def parallel_map(work, parts: list) -> list:
         # waited on the pool could wait for itself)
         return [work(p) for p in parts]
     global _pool, _pool_size
-    if _pool_size < len(parts):
-        if _pool is not None:
-            _pool.shutdown(wait=False)       # its idle threads exit; a bigger pool replaces it
-        _pool = ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix=_PREFIX)
-        _pool_size = len(parts)
+    with _pool_lock:
+        if _pool_size < len(parts):
+            # A bigger pool (callers use at most num_threads() parts, so this happens once or
+            # twice). The old one is left to idle: a concurrent caller may still be using it.
+            _pool = ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix=_PREFIX)
+            _pool_size = len(parts)
+        pool = _pool
     with blas_threads(1):
-        return list(_pool.map(work, parts))
+        return list(pool.map(work, parts))
