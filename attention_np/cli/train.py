@@ -25,9 +25,9 @@ def add_arguments(parser) -> None:
                              "encoder-decoder")
     parser.add_argument("--length", type=int, default=10, help="digits per sequence (default 10)")
     parser.add_argument("--steps", type=int, default=None,
-                        help="Adam steps (default 600 for reverse; dates: see below)")
+                        help="Adam steps (default 600 for reverse, 1200 for dates)")
     parser.add_argument("--batch-size", type=int, default=None,
-                        help="sequences per step (default 64; dates: see below)")
+                        help="sequences per step (default 64)")
     parser.add_argument("--layers", type=int, default=2, help="encoder layers (default 2)")
     parser.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
     parser.add_argument("--d-model", type=int, default=64, help="model width (default 64)")
