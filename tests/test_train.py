@@ -137,7 +137,9 @@ def test_train_dates_command_on_a_tiny_config(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert lines[-1].startswith("held-out exact match: ")
-    assert "of 1000 dates never seen in training" in lines[-1]
+    assert "of 1000 dates never seen in training" in lines[-1] and "s wall in all" in lines[-1]
+    assert lines[-2].startswith("training: ") and "held-out evaluation: " in lines[-2]
+    assert "load average" in lines[-2]
     assert sum("expected '" in line for line in lines) == 6
     assert "3/3" in proc.stderr                               # the progress bar
     saved = np.load(out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from attention_np.cli.progress import ProgressBar
+from attention_np.cli.train_dates import add_dates_arguments, run_dates
 from attention_np.nn.model import ModelConfig
 from attention_np.nn.tasks import ReversalTask
 from attention_np.nn.threads import blas_threads
@@ -24,8 +25,9 @@ def add_arguments(parser) -> None:
                              "encoder-decoder")
     parser.add_argument("--length", type=int, default=10, help="digits per sequence (default 10)")
     parser.add_argument("--steps", type=int, default=None,
-                        help="Adam steps (default 600 for reverse, 1600 for dates)")
-    parser.add_argument("--batch-size", type=int, default=64, help="sequences per step (default 64)")
+                        help="Adam steps (default 600 for reverse, 1200 for dates)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="sequences per step (default 64)")
     parser.add_argument("--layers", type=int, default=2, help="encoder layers (default 2)")
     parser.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
     parser.add_argument("--d-model", type=int, default=64, help="model width (default 64)")
@@ -38,13 +40,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--label-smoothing", type=float, default=0.1,
                         help="dates: label smoothing eps of §5.4 (default 0.1)")
     parser.add_argument("--save", default=None, help="dates: save the trained params to this .npz")
+    add_dates_arguments(parser)
 
 
 def run(args) -> int:
     if args.task == "dates":
-        from attention_np.cli.train_dates import run_dates
         return run_dates(args)
     args.steps = 600 if args.steps is None else args.steps
+    args.batch_size = 64 if args.batch_size is None else args.batch_size
     return run_reverse(args)
 
 

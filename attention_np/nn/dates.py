@@ -16,6 +16,7 @@ Held-out *dates* are never seen in training, in any format.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,6 +109,14 @@ def make_batch(dates, formats) -> DateBatch:
     return DateBatch(src, src != PAD, tgt_in, tgt_out, texts, isos)
 
 
+@functools.lru_cache(maxsize=8)
+def _split(heldout_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    perm = np.random.default_rng(seed).permutation(NUM_DATES)
+    train, held = np.sort(perm[heldout_size:]), np.sort(perm[:heldout_size])
+    train.flags.writeable = held.flags.writeable = False
+    return train, held
+
+
 @dataclass(frozen=True)
 class DatesTask:
     """Dates in ``len(FORMATS)`` formats -> ISO; ``heldout_size`` dates kept out of training.
@@ -128,9 +137,9 @@ class DatesTask:
         return len(VOCAB)
 
     def split(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(train_indices, heldout_indices)``: disjoint date indices, together all dates."""
-        perm = np.random.default_rng(self.seed).permutation(NUM_DATES)
-        return np.sort(perm[self.heldout_size:]), np.sort(perm[:self.heldout_size])
+        """``(train_indices, heldout_indices)``: disjoint date indices, together all dates
+        (read-only arrays, computed once per ``(heldout_size, seed)``: every batch needs them)."""
+        return _split(self.heldout_size, self.seed)
 
     def heldout(self) -> DateBatch:
         """Every held-out date, each in a format drawn from ``seed``."""
