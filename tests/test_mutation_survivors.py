@@ -6,10 +6,15 @@ Each test names the change it catches; each compares against an independent comp
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import attention_np as an
+from attention_np.core import attention as textbook
+from attention_np.core import fused
+from attention_np.core.softmax import softmax_
 from tests.helpers import max_abs_diff, randn
 
 
@@ -88,3 +93,143 @@ def test_dropout_is_drawn_in_the_inputs_precision(dtype):
     np.testing.assert_array_equal(cache.dropout_mask, want)
     other = np.float64 if dtype == np.float32 else np.float32
     assert not np.array_equal(np.random.default_rng(7).random((2, 4, 4), dtype=other) >= 0.5, want)
+
+
+# --- survivors of the full runs (docs/mutation.md, tools/mutation/*.json) -----------------
+
+
+def _softmax_rows(x):
+    """The definition, written out: exp(x - max) / sum, float64."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
+def test_attention_caches_are_frozen(rng, sdpa):
+    """Catches ``@dataclass(frozen=True)`` -> ``frozen=False`` (or the keyword dropped): the
+    backward reads the cache, so a caller must not be able to rebind its arrays."""
+    q = randn(rng, 2, 3)
+    _, cache = sdpa.sdpa_forward(q, q, q)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.q = np.zeros_like(q)
+
+
+@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
+def test_sdpa_forward_default_is_not_causal(rng, sdpa):
+    """Catches ``is_causal: bool = False`` -> ``True`` in either sdpa_forward: with no mask every
+    query attends to every key, the definition softmax(q k^T / sqrt(d_k)) @ v."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
+    out, cache = sdpa.sdpa_forward(q, k, v)
+    want = _softmax_rows(q @ k.T / 2.0)
+    np.testing.assert_allclose(cache.weights, want, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(out, want @ v, rtol=1e-13, atol=1e-15)
+
+
+def test_in_place_softmax_default_axis_is_the_last(rng):
+    """Catches ``axis: int = -1`` -> ``1`` in ``softmax_`` (additive attention calls it with the
+    default on (..., L, S) scores): each last-axis slice of a 3-D array sums to 1."""
+    x = randn(rng, 2, 3, 4)
+    np.testing.assert_allclose(softmax_(x.copy()), _softmax_rows(x), rtol=1e-14)
+
+
+def test_softmax_backward_takes_array_likes_and_names_a_non_float_argument():
+    """Catches deleting ``dp = as_float_array(dp, "dp")`` (or the same for ``p``): nested
+    lists are array-likes like everywhere else, and an int ``dp`` is refused as not floating."""
+    p = np.array([[0.25, 0.75]])
+    dp = np.array([[1.0, -2.0]])
+    want = p * (dp - (dp * p).sum())                       # p_j (dp_j - sum_i dp_i p_i)
+    np.testing.assert_allclose(an.softmax_backward(dp.tolist(), p), want, rtol=1e-15)
+    np.testing.assert_allclose(an.softmax_backward(dp, p.tolist()), want, rtol=1e-15)
+    with pytest.raises(TypeError, match="dp must be a floating-point array"):
+        an.softmax_backward(np.array([[1, 2]]), p)
+    with pytest.raises(TypeError, match="p must be a floating-point array"):
+        an.softmax_backward(dp, np.array([[0, 1]]))
+
+
+def test_sdpa_bias_that_adds_batch_dims(rng):
+    """Catches deleting ``scores = _grow_to(...)`` in fused ``_add_into``: a bias of shape
+    (2, L, S) over 2-D q, k, v gives a batch of 2, each the definition with its own bias."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
+    bias = randn(rng, 2, 3, 5)
+    out, weights = an.scaled_dot_product_attention(q, k, v, bias=bias)
+    want = _softmax_rows(q @ k.T / 2.0 + bias)                     # (2, 3, 5)
+    assert out.shape == (2, 3, 2)
+    np.testing.assert_allclose(weights, want, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(out, want @ v, rtol=1e-12, atol=1e-15)
+
+
+def test_sdpa_cache_built_without_its_optional_fields(rng):
+    """``SDPACache``'s defaults mean "no dropout, no grouped-query attention": a cache built
+    from a plain forward's fields without them gives the same backward (catches a changed
+    default of ``kv_groups`` or ``dropout_scale``)."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    _, c = an.sdpa_forward(q, k, v)
+    hand = an.SDPACache(c.q, c.k, c.v, c.exp_scores, c.rowsum, c.out, c.scale)
+    assert hand.dropout_mask is None and hand.dropout_scale == c.dropout_scale
+    dout = randn(rng, 2, 3, 2)
+    for a, b in zip(an.sdpa_backward(dout, c), an.sdpa_backward(dout, hand), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_softmax_refuses_a_0d_array_and_an_axis_out_of_range():
+    """Catches deleting the 0-d ``raise`` or ``axis < x.ndim`` -> ``<=`` in ``softmax`` and
+    ``softmax_backward``: the documented errors, not NumPy's."""
+    with pytest.raises(ValueError, match="at least 1 dim"):
+        an.softmax(np.float64(1.0))
+    x = np.zeros((2, 3))
+    with pytest.raises(ValueError, match=r"axis must be an int in \[-2, 2\)"):
+        an.softmax(x, axis=2)
+    for axis in (2, 1.0):
+        with pytest.raises(ValueError, match=r"axis must be an int in \[-2, 2\)"):
+            an.softmax_backward(x, x, axis=axis)
+    with pytest.raises(ValueError, match=r"axis must be an int in \[-0, 0\)"):
+        an.softmax_backward(np.float64(1.0), np.float64(0.5))
+
+
+def test_flash_cache_is_frozen(rng):
+    q = randn(rng, 2, 3)
+    _, cache = an.flash_attention_forward(q, q, q, block_size=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.lse = np.zeros(2)
+
+
+@pytest.mark.parametrize("mask", [np.bool_(True), np.array([True, False, True, True, False]),
+                                  np.array([[True, False, True, True, False]])],
+                         ids=["0-d", "1-D", "2-D"])
+def test_tiled_low_dim_masks_keep_the_dense_shape(rng, mask):
+    """Catches changes to the 0-d / 1-D mask reshape of ``_check_flash`` (``ndim < 2`` ->
+    ``< 3``, the padding count): the tiled path gives the dense path's shapes and numbers."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
+    dout = randn(rng, 3, 2)
+    dense, tiled = _dense_and_tiled(q, k, v, mask, block_size=2, dout=dout)
+    for a, b in zip(dense, tiled, strict=True):
+        assert a.shape == b.shape and max_abs_diff(a, b) < 1e-13
+
+
+def test_tiled_mask_whose_batch_dims_match_the_tile_dims(rng):
+    """Catches ``s.shape[:-2] != shape`` -> ``s.shape[:2]``: q (2, L=2, d), mask (2, 2, 2, S) give
+    a tile (2, 2, S) whose first two dims equal the batch shape (2, 2); it must still grow."""
+    q, k, v = randn(rng, 2, 2, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3)
+    mask = rng.random((2, 2, 2, 5)) > 0.3
+    mask[..., 0] = True
+    dense, tiled = _dense_and_tiled(q, k, v, mask, block_size=5, dout=randn(rng, 2, 2, 2, 3))
+    for a, b in zip(dense, tiled, strict=True):
+        assert a.shape == b.shape and max_abs_diff(a, b) < 1e-13
+
+
+def test_tiled_grouped_query_attention_keeps_scale_block_size_and_drops_masked_keys(rng):
+    """Catches the grouped-query recursion of ``flash_attention_forward`` dropping ``scale=`` or
+    ``block_size=``, or its cache keeping the inputs from before ``drop_masked``: a NaN at a
+    masked key must not reach any gradient (the dense path's answer)."""
+    q, k, v = randn(rng, 4, 3, 2), randn(rng, 2, 5, 2), randn(rng, 2, 5, 3)
+    mask = np.array([True, True, False, True, False])
+    k[:, 2], v[:, 4] = np.nan, np.inf
+    dout = randn(rng, 4, 3, 3)
+    out, cache = an.sdpa_forward(q, k, v, mask, scale=0.3, enable_gqa=True)
+    fout, fcache = an.flash_attention_forward(q, k, v, mask, scale=0.3, block_size=2,
+                                              enable_gqa=True)
+    assert fcache.block_size == 2
+    dense = (out, *an.sdpa_backward(dout, cache))
+    tiled = (fout, *an.flash_attention_backward(dout, fcache))
+    for a, b in zip(dense, tiled, strict=True):
+        assert np.isfinite(b).all() and a.shape == b.shape and max_abs_diff(a, b) < 1e-13
