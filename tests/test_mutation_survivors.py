@@ -233,3 +233,68 @@ def test_tiled_grouped_query_attention_keeps_scale_block_size_and_drops_masked_k
     tiled = (fout, *an.flash_attention_backward(dout, fcache))
     for a, b in zip(dense, tiled, strict=True):
         assert np.isfinite(b).all() and a.shape == b.shape and max_abs_diff(a, b) < 1e-13
+
+
+@pytest.mark.parametrize("q_mag, scale, k_mag", [(2e8, 2e30, 2.5e-39), (3e38, 1.5, 2e-39)])
+def test_float32_scores_representable_where_q_times_scale_is_not(rng, q_mag, scale, k_mag):
+    """``q * scale`` overflows float32 while the scores (k tiny) are O(1): the forward and the
+    backward's dk take their fallback, ``(q @ k.T) * scale``. Catches any change to those
+    fallbacks or their ``abs(scale) > 1`` conditions (scale 1.5 is in (1, 2]), and a dropped
+    ``errstate(over=...)`` (a RuntimeWarning escaping). The oracle: float64 (no overflow) on the
+    same float32 inputs."""
+    q = (q_mag * rng.uniform(-1, 1, (3, 2))).astype(np.float32)
+    k = (k_mag * rng.uniform(-1, 1, (4, 2))).astype(np.float32)
+    v = (0.1 * rng.standard_normal((4, 5))).astype(np.float32)
+    dout = (1e-3 * rng.standard_normal((3, 5))).astype(np.float32)
+    q[0, 0] = q_mag                                        # q * scale > float32 max there
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(q * np.float32(scale)).all()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, cache = an.sdpa_forward(q, k, v, scale=scale)
+        grads = an.sdpa_backward(dout, cache)
+    out64, cache64 = textbook.sdpa_forward(*(x.astype(np.float64) for x in (q, k, v)), scale=scale)
+    grads64 = textbook.sdpa_backward(dout.astype(np.float64), cache64)
+    for ours, want in zip((out, *grads), (out64, *grads64), strict=True):
+        assert ours.dtype == np.float32 and np.isfinite(ours).all()
+        # 5 %: k is subnormal, and dq's product dscores @ k is deeper subnormal before it is
+        # scaled (~1 % rounding); every mutant above is off by orders of magnitude or not finite.
+        assert max_abs_diff(ours, want) <= 5e-2 * np.abs(want).max()
+
+
+def test_dropout_keeps_a_draw_equal_to_p():
+    """Catches ``draw >= dropout_p`` -> ``>``: a weight is dropped iff its uniform draw u < p,
+    so that P(dropped) = P(u < p) = p exactly; a draw equal to p is kept."""
+    q = np.ones((1, 2, 3))
+    u = np.random.default_rng(5).random((1, 2, 2))
+    _, cache = fused.sdpa_forward(q, q, q, dropout_p=float(u[0, 0, 0]), rng=5)
+    assert cache.dropout_mask[0, 0, 0]
+    np.testing.assert_array_equal(cache.dropout_mask, u >= u[0, 0, 0])
+
+
+def test_mha_cache_is_frozen(rng):
+    x = randn(rng, 3, 4)
+    _, cache = an.mha_forward(x, x, x, an.init_mha_params(4, 2, rng=0), num_heads=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.concat = np.zeros_like(cache.concat)
+
+
+def test_mha_takes_array_likes_and_names_each_bad_input(rng):
+    """Catches deleting ``as_float_array`` or ``check_min_ndim`` of ``query``, ``key`` or ``value``
+    in ``check_mha_inputs``: nested lists work as arrays; an int or 1-D input is refused by name."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 3, 4)
+    want, _ = an.mha_forward(x, x, x, params, num_heads=2)
+    for i in range(3):
+        args = [x, x, x]
+        args[i] = x.tolist()
+        np.testing.assert_array_equal(an.mha_forward(*args, params, num_heads=2)[0], want)
+    for i, name in enumerate(("query", "key", "value")):
+        args = [x, x, x]
+        args[i] = np.ones((3, 4), dtype=int)
+        with pytest.raises(TypeError, match=f"{name} must be a floating-point array"):
+            an.mha_forward(*args, params, num_heads=2)
+        args[i] = x[0]
+        with pytest.raises(ValueError, match=f"{name} must have at least 2 dims"):
+            an.mha_forward(*args, params, num_heads=2)
