@@ -298,3 +298,17 @@ def test_mha_takes_array_likes_and_names_each_bad_input(rng):
         args[i] = x[0]
         with pytest.raises(ValueError, match=f"{name} must have at least 2 dims"):
             an.mha_forward(*args, params, num_heads=2)
+
+
+def test_float32_q_k_product_overflows_where_the_scaled_scores_do_not(rng):
+    """``q @ k.T`` overflows float32 (q, k ~ 1e20) but ``(q * scale) @ k.T`` with scale 1e-30
+    does not: the forward must scale q first (catches ``abs(scale) > 1 and ...`` -> ``or``)."""
+    q = (1e20 * rng.uniform(0.5, 1, (3, 2))).astype(np.float32)
+    k = (1e20 * rng.uniform(0.5, 1, (4, 2))).astype(np.float32)
+    v = rng.standard_normal((4, 2)).astype(np.float32)
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(q @ k.T).all()
+    out, _ = an.sdpa_forward(q, k, v, scale=1e-30)
+    out64, _ = textbook.sdpa_forward(*(x.astype(np.float64) for x in (q, k, v)), scale=1e-30)
+    assert np.isfinite(out).all()
+    assert max_abs_diff(out, out64) <= 1e-5 * np.abs(out64).max()

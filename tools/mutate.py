@@ -21,8 +21,9 @@ Hypothesis runs with a derandomized 10-example profile, so a rerun gives the sam
 from it: mutants already recorded for the same module source are not run again, so a run can
 be split over several sittings (``--budget``). ``--only-survivors`` re-runs the recorded
 survivors only (after new tests were added) and keeps their first verdict as ``before``.
-``--report`` prints the before/after table; survivors marked equivalent in the JSON
-(``"equivalent": "reason"``) are left out of the score over non-equivalent mutants.
+``--report`` prints the before/after table; survivors listed in ``equivalent.json`` beside the
+result files (``"MODULE:LINE: CHANGE": "reason"``) are left out of the score over
+non-equivalent mutants.
 """
 
 from __future__ import annotations
@@ -191,14 +192,36 @@ def _save(out, data):
         Path(out).write_text(json.dumps(data, indent=1) + "\n")
 
 
+EQUIVALENT = "equivalent.json"
+
+
+def _with_equivalents(path):
+    """A result file, its survivors marked from ``equivalent.json`` beside it:
+    ``{"attention_np/core/softmax.py:30: 0 -> 1": "why nothing observable changes", ...}``."""
+    data = json.loads(Path(path).read_text())
+    eq_file = Path(path).with_name(EQUIVALENT)
+    reasons = json.loads(eq_file.read_text()) if eq_file.exists() else {}
+    for m in data["mutants"].values():
+        why = reasons.get(f"{data['module']}:{m['line']}: {m['desc']}")
+        if why and m["status"] == "survived":
+            m["equivalent"] = why
+    return data
+
+
+def _row(name, n, kb, ka, eq):
+    return (f"| {name} | {n} | {eq} | {kb} | {100 * kb / n:.1f} % ({100 * kb / (n - eq):.1f} %) "
+            f"| {ka} | {100 * ka / n:.1f} % ({100 * ka / (n - eq):.1f} %) |")
+
+
 def report(paths) -> int:
     """Print the before/after table of the given result files."""
-    print("| module | mutants | killed before | score before | killed after | score after "
-          "| equivalent | score after, non-equivalent |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| module | mutants | equivalent | killed before | score before (of non-equivalent) "
+          "| killed after | score after (of non-equivalent) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     tot = [0, 0, 0, 0, 0]
+    paths = [x for x in paths if Path(x).name != EQUIVALENT]
     for path in paths:
-        data = json.loads(Path(path).read_text())
+        data = _with_equivalents(path)
         ms = data["mutants"].values()
         n = len(ms)
         kb = sum(m.get("before", m["status"]) == "killed" for m in ms)
@@ -206,14 +229,12 @@ def report(paths) -> int:
         eq = sum(m["status"] == "survived" and bool(m.get("equivalent")) for m in ms)
         for i, x in enumerate((n, kb, ka, eq)):
             tot[i] += x
-        print(f"| {data['module']} | {n} | {kb} | {100 * kb / n:.1f} % | {ka} | {100 * ka / n:.1f} % "
-              f"| {eq} | {100 * ka / (n - eq):.1f} % |")
+        print(_row(data["module"], n, kb, ka, eq))
     n, kb, ka, eq = tot[:4]
     if len(paths) > 1 and n:
-        print(f"| all | {n} | {kb} | {100 * kb / n:.1f} % | {ka} | {100 * ka / n:.1f} % | {eq} "
-              f"| {100 * ka / (n - eq):.1f} % |")
+        print(_row("all", n, kb, ka, eq))
     for path in paths:
-        data = json.loads(Path(path).read_text())
+        data = _with_equivalents(path)
         for m in data["mutants"].values():
             if m["status"] == "survived":
                 why = m.get("equivalent")
