@@ -312,3 +312,40 @@ def test_float32_q_k_product_overflows_where_the_scaled_scores_do_not(rng):
     out64, _ = textbook.sdpa_forward(*(x.astype(np.float64) for x in (q, k, v)), scale=1e-30)
     assert np.isfinite(out).all()
     assert max_abs_diff(out, out64) <= 1e-5 * np.abs(out64).max()
+
+
+def test_drop_masked_returns_inputs_with_nothing_to_zero_as_they_are(rng):
+    """Catches deleting ``return x`` when every row/key is alive: documented "returned as is"
+    (no copy of q, k, v when nothing is masked away)."""
+    from attention_np.core.masks import drop_masked
+    q, k, v = randn(rng, 3, 2), randn(rng, 4, 2), randn(rng, 4, 2)
+    mask = np.ones((3, 4), bool)
+    mask[0, 1] = False                                  # key 1 still alive for other queries
+    out = drop_masked(q, k, v, mask)
+    assert all(a is b for a, b in zip(out, (q, k, v), strict=True))
+
+
+@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
+def test_masked_key_with_k_and_v_of_different_batch_dims(rng, sdpa):
+    """Catches the batch reduction of ``drop_masked``'s ``zero`` (``!=`` -> ``==``, or deleted):
+    k (2, S, d) and v (1, S, d) with a masked key; v must keep its shape (1, S, d), and dv too."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 1, 5, 2)
+    mask = np.array([True, True, False, True, True])
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    dq, dk, dv = sdpa.sdpa_backward(randn(rng, 2, 3, 2), cache)
+    assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
+    keep = [0, 1, 3, 4]
+    out_kept, _ = sdpa.sdpa_forward(q, k[:, keep], v[:, keep])     # the masked key left out
+    np.testing.assert_allclose(out, out_kept, rtol=1e-13, atol=1e-15)
+
+
+def test_mha_names_a_mask_that_does_not_fit_and_a_bad_dropout_p(rng):
+    """Catches deleting the mask check of ``_drop_masked_inputs`` or ``check_dropout_p`` of
+    ``_attention_path``: the error names the argument (not NumPy's, not the path's)."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 3, 4)
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 7\) does not broadcast"):
+        an.mha_forward(x, x, x, params, np.ones((3, 7), bool), num_heads=2)
+    for path in ("fused", "textbook"):
+        with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\], got 1.5"):
+            an.mha_forward(x, x, x, params, num_heads=2, dropout_p=1.5, path=path)
