@@ -349,3 +349,27 @@ def test_mha_names_a_mask_that_does_not_fit_and_a_bad_dropout_p(rng):
     for path in ("fused", "textbook"):
         with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\], got 1.5"):
             an.mha_forward(x, x, x, params, num_heads=2, dropout_p=1.5, path=path)
+
+
+def test_mha_grouped_query_params_with_a_wrong_W_k_width(rng):
+    """Catches deleting the ``W_k`` width check for ``num_kv_heads`` (or ``d_k`` computed with
+    ``/``: the message would say ``d_k=2.0``): h=2, H_kv=1, d_k=2 need W_k with 2 columns."""
+    params = an.init_mha_params(4, 2, num_kv_heads=1, rng=0)
+    params["W_k"], params["b_k"] = np.zeros((4, 3)), np.zeros(3)
+    x = randn(rng, 3, 4)
+    with pytest.raises(ValueError, match=r"params\['W_k'\] has 3 columns but num_kv_heads=1 key "
+                                         r"heads of d_k=2 need 2$"):
+        an.mha_forward(x, x, x, params, num_heads=2, num_kv_heads=1)
+
+
+def test_float32_values_near_the_maximum(rng):
+    """v = 3e38 everywhere in float32: ``e @ v`` overflows before its division, the weighted
+    average does not (3e38). Catches changes to the fallback ``(kept / l) @ v`` and a dropped
+    ``errstate(over=...)`` (a RuntimeWarning escaping)."""
+    q, k = (rng.standard_normal((2, 3, 4)).astype(np.float32) for _ in range(2))
+    v = np.full((2, 3, 2), 3e38, np.float32)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, _ = an.sdpa_forward(q, k, v)
+    np.testing.assert_allclose(out, np.full((2, 3, 2), 3e38), rtol=1e-6)   # each row: weights sum to 1
