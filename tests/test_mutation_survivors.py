@@ -373,3 +373,25 @@ def test_float32_values_near_the_maximum(rng):
         warnings.simplefilter("error")
         out, _ = an.sdpa_forward(q, k, v)
     np.testing.assert_allclose(out, np.full((2, 3, 2), 3e38), rtol=1e-6)   # each row: weights sum to 1
+
+
+@pytest.mark.parametrize("mask_ndim", [3, 4])
+def test_mha_per_head_mask_over_a_batch_as_long_as_the_heads(rng, mask_ndim):
+    """A per-head mask (h, L, S) (or (B, h, L, S)) over query (B, L, d_model) with B = h = 2:
+    key 1 is masked for head 0 only, so the inputs dropped before the projections must be those
+    dead for *every* head (catches ``m.ndim >= 3`` -> ``> 3`` and a deleted ``m.any(axis=-3)``,
+    which would line the head axis up with the batch). Oracle: the steps of §3.2.2 by hand."""
+    B, h, L, d_model = 2, 2, 3, 4
+    params = an.init_mha_params(d_model, h, rng=0)
+    x = randn(rng, B, L, d_model)
+    mask = np.ones((h, L, L), bool)
+    mask[0, :, 1] = False
+    if mask_ndim == 4:
+        mask = np.broadcast_to(mask, (B, h, L, L))
+    out, _ = an.mha_forward(x, x, x, params, mask, num_heads=h)
+
+    def heads(W, b):                                    # (B, L, h*d) -> (B, h, L, d)
+        return (x @ params[W] + params[b]).reshape(B, L, h, -1).transpose(0, 2, 1, 3)
+    o, _ = an.sdpa_forward(heads("W_q", "b_q"), heads("W_k", "b_k"), heads("W_v", "b_v"), mask)
+    want = o.transpose(0, 2, 1, 3).reshape(B, L, -1) @ params["W_o"] + params["b_o"]
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-14)
