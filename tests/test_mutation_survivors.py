@@ -395,3 +395,17 @@ def test_mha_per_head_mask_over_a_batch_as_long_as_the_heads(rng, mask_ndim):
     o, _ = an.sdpa_forward(heads("W_q", "b_q"), heads("W_k", "b_k"), heads("W_v", "b_v"), mask)
     want = o.transpose(0, 2, 1, 3).reshape(B, L, -1) @ params["W_o"] + params["b_o"]
     np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-14)
+
+
+def test_mha_params_width_messages_name_the_right_count(rng):
+    """Catches ``num_kv_heads is None`` -> ``is not None`` in the message's name, and ``//`` ->
+    ``/`` for the concatenated width (the message would say 4.0 features)."""
+    x = randn(rng, 3, 4)
+    params = an.init_mha_params(4, 2, rng=0)
+    bad_v = dict(params, W_v=np.zeros((4, 3)), b_v=np.zeros(3))
+    with pytest.raises(ValueError, match=r"params\['W_v'\] has 3 columns, not divisible by "
+                                         r"num_heads=2$"):
+        an.mha_forward(x, x, x, bad_v, num_heads=2)
+    bad_o = dict(params, W_o=np.zeros((5, 4)))
+    with pytest.raises(ValueError, match=r"the concatenated heads have 4 features \(h\*d_v\)$"):
+        an.mha_forward(x, x, x, bad_o, num_heads=2)
