@@ -389,12 +389,37 @@ def test_mha_per_head_mask_over_a_batch_as_long_as_the_heads(rng, mask_ndim):
     if mask_ndim == 4:
         mask = np.broadcast_to(mask, (B, h, L, L))
     out, _ = an.mha_forward(x, x, x, params, mask, num_heads=h)
+    np.testing.assert_allclose(out, _mha_by_hand(x, params, h, mask), rtol=1e-12, atol=1e-14)
+
+
+def _mha_by_hand(x, params, h, mask=None, **sdpa_kw):
+    """Self-attention of §3.2.2 step by step: project, split heads, fused Eq. (1), concat, W_o."""
+    B, L, _ = x.shape
 
     def heads(W, b):                                    # (B, L, h*d) -> (B, h, L, d)
         return (x @ params[W] + params[b]).reshape(B, L, h, -1).transpose(0, 2, 1, 3)
-    o, _ = an.sdpa_forward(heads("W_q", "b_q"), heads("W_k", "b_k"), heads("W_v", "b_v"), mask)
-    want = o.transpose(0, 2, 1, 3).reshape(B, L, -1) @ params["W_o"] + params["b_o"]
+    o, _ = fused.sdpa_forward(heads("W_q", "b_q"), heads("W_k", "b_k"), heads("W_v", "b_v"),
+                              mask, **sdpa_kw)
+    return o.transpose(0, 2, 1, 3).reshape(B, L, -1) @ params["W_o"] + params["b_o"]
+
+
+def test_mha_passes_dropout_and_its_rng_to_the_attention(rng):
+    """Catches ``mha_forward`` dropping ``dropout_p=`` or ``rng=`` on the way to Eq. (1): the
+    output is that of the same steps by hand with the same dropout draw."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 2, 3, 4)
+    out, _ = an.mha_forward(x, x, x, params, num_heads=2, dropout_p=0.5, rng=3)
+    want = _mha_by_hand(x, params, 2, dropout_p=0.5, rng=3)
     np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-14)
+    assert max_abs_diff(out, _mha_by_hand(x, params, 2)) > 1e-3        # dropout did something
+
+
+def test_init_mha_params_refuses_a_default_width_that_does_not_divide():
+    """Catches ``(d_k is None or d_v is None)`` -> ``and``: d_model=5, h=2 with only d_k given
+    leaves d_v to the default d_model / h, which does not divide."""
+    for kw in (dict(d_k=3), dict(d_v=3)):
+        with pytest.raises(ValueError, match="d_model=5 is not divisible by num_heads=2"):
+            an.init_mha_params(5, 2, **kw)
 
 
 def test_mha_params_width_messages_name_the_right_count(rng):
