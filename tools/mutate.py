@@ -279,6 +279,8 @@ def main(argv=None) -> int:
         data = {"module": args.module, "source_sha256": digest, "mutants": {}}
     data.setdefault("runs", []).append(" ".join(["python tools/mutate.py", *(argv or sys.argv[1:])]))
     recorded = data["mutants"]
+    eq_file = Path(args.out).with_name(EQUIVALENT) if args.out else None
+    equivalent = json.loads(eq_file.read_text()) if eq_file and eq_file.exists() else {}
     use_fork = hasattr(os, "fork") and not args.subprocess
     if use_fork:
         _preload(args.tests)
@@ -302,8 +304,9 @@ def main(argv=None) -> int:
                     continue
                 key = f"{idx}:{line}:{desc}"
                 prev = recorded.get(key)
-                if args.only_survivors and (prev is None or prev["status"] != "survived"):
-                    continue
+                if args.only_survivors and (prev is None or prev["status"] != "survived"
+                                            or f"{args.module}:{line}: {desc}" in equivalent):
+                    continue                   # an equivalent mutant survives any test: skip it
                 if not args.only_survivors and prev is not None:
                     continue
                 if time.monotonic() - start > args.budget:
