@@ -467,3 +467,26 @@ def test_dense_grouped_query_attention_with_per_head_mask_bias_and_dropout(rng, 
     for g, g_rep in ((dk, dk_r), (dv, dv_r)):
         np.testing.assert_allclose(g, g_rep.reshape(2, H_kv, 2, S, -1).sum(axis=2),
                                    rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
+def test_masked_garbage_with_a_mask_of_more_batch_dims_than_k(rng, sdpa):
+    """k, v (2, 1, S, d) under a mask (5, 2, 3, L, S): a key slot of k is dead when every query
+    of every broadcast copy (5 x 3) masks it. Catches the axes ``_alive_in`` reduces over
+    (``lead + i``, ``n == 1``, ``full[...] != 1``): a NaN in a dead slot never reaches the
+    answer, which equals the one with 0 in that slot."""
+    L, S = 2, 4
+    q, k, v = randn(rng, 3, L, 2), randn(rng, 2, 1, S, 2), randn(rng, 2, 1, S, 3)
+    mask = rng.random((5, 2, 3, L, S)) > 0.3
+    mask[..., 0] = True
+    mask[:, 0, :, :, 2] = False                          # key 2 of k[0] is dead everywhere
+    k0, v0 = k.copy(), v.copy()
+    k0[0, 0, 2], v0[0, 0, 2] = 0.0, 0.0
+    k[0, 0, 2], v[0, 0, 2] = np.nan, np.inf
+    dout = randn(rng, 5, 2, 3, L, 3)
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    out0, cache0 = sdpa.sdpa_forward(q, k0, v0, mask)
+    for a, b in zip((out, *sdpa.sdpa_backward(dout, cache)),
+                    (out0, *sdpa.sdpa_backward(dout, cache0)), strict=True):
+        assert np.isfinite(a).all() and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
