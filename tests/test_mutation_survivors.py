@@ -326,16 +326,18 @@ def test_drop_masked_returns_inputs_with_nothing_to_zero_as_they_are(rng):
 
 
 @pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
-def test_masked_key_with_k_and_v_of_different_batch_dims(rng, sdpa):
-    """Catches the batch reduction of ``drop_masked``'s ``zero`` (``!=`` -> ``==``, or deleted):
-    k (2, S, d) and v (1, S, d) with a masked key; v must keep its shape (1, S, d), and dv too."""
-    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 1, 5, 2)
+@pytest.mark.parametrize("k_batch, v_batch", [((2,), (1,)), ((2, 2, 2), (2, 2))])
+def test_masked_key_with_k_and_v_of_different_batch_dims(rng, sdpa, k_batch, v_batch):
+    """Catches the batch reduction of ``drop_masked``'s ``zero`` (``!=`` -> ``==``, deleted, or
+    a slice ``[:-2]`` -> ``[:2]``): k and v of different batch dims with a masked key; v must
+    keep its own shape, and dv too."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, *k_batch, 5, 4), randn(rng, *v_batch, 5, 2)
     mask = np.array([True, True, False, True, True])
     out, cache = sdpa.sdpa_forward(q, k, v, mask)
-    dq, dk, dv = sdpa.sdpa_backward(randn(rng, 2, 3, 2), cache)
+    dq, dk, dv = sdpa.sdpa_backward(randn(rng, *out.shape), cache)
     assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
     keep = [0, 1, 3, 4]
-    out_kept, _ = sdpa.sdpa_forward(q, k[:, keep], v[:, keep])     # the masked key left out
+    out_kept, _ = sdpa.sdpa_forward(q, k[..., keep, :], v[..., keep, :])   # the masked key left out
     np.testing.assert_allclose(out, out_kept, rtol=1e-13, atol=1e-15)
 
 
