@@ -524,3 +524,23 @@ def test_mha_key_dead_only_under_mask_and_causal(rng):
     for a, b in zip((out, *g[:3], *g[3].values()), (out0, *g0[:3], *g0[3].values()), strict=True):
         assert np.isfinite(a).all()
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
+def test_masked_garbage_in_v_of_fewer_batch_dims_than_k(rng, sdpa):
+    """k (2, 2, 2, S, d), v (2, 2, S, d): key 2 is dead for v[0] (all of its broadcast copies),
+    alive for v[1]. A NaN in v[0]'s slot must not reach the answer (catches the reduction to
+    ``x.shape[:-2]`` in ``drop_masked``'s ``zero`` changed to ``[:-3]``)."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 2, 2, 2, 5, 4), randn(rng, 2, 2, 5, 2)
+    mask = np.ones((2, 2, 2, 1, 5), bool)
+    mask[:, 0, :, :, 2] = False
+    v0 = v.copy()
+    v0[0, :, 2] = 0.0
+    v[0, :, 2] = np.nan
+    dout = randn(rng, 2, 2, 2, 3, 2)
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    out0, cache0 = sdpa.sdpa_forward(q, k, v0, mask)
+    for a, b in zip((out, *sdpa.sdpa_backward(dout, cache)),
+                    (out0, *sdpa.sdpa_backward(dout, cache0)), strict=True):
+        assert np.isfinite(a).all() and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
