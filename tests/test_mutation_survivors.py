@@ -350,8 +350,10 @@ def test_mha_names_a_mask_that_does_not_fit_and_a_bad_dropout_p(rng):
     ``_attention_path``: the error names the argument (not NumPy's, not the path's)."""
     params = an.init_mha_params(4, 2, rng=0)
     x = randn(rng, 3, 4)
+    bad_mask = np.ones((3, 7), bool)
+    bad_mask[:, 0] = False                  # a dead key: the inputs' dropping runs before Eq. (1)
     with pytest.raises(ValueError, match=r"mask of shape \(3, 7\) does not broadcast"):
-        an.mha_forward(x, x, x, params, np.ones((3, 7), bool), num_heads=2)
+        an.mha_forward(x, x, x, params, bad_mask, num_heads=2)
     for path in ("fused", "textbook"):
         with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\], got 1.5"):
             an.mha_forward(x, x, x, params, num_heads=2, dropout_p=1.5, path=path)
