@@ -546,3 +546,17 @@ def test_masked_garbage_in_v_of_fewer_batch_dims_than_k(rng, sdpa):
                     (out0, *sdpa.sdpa_backward(dout, cache0)), strict=True):
         assert np.isfinite(a).all() and a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
+def test_masked_key_with_v_whose_first_dims_equal_the_kv_batch(rng, sdpa):
+    """k (2, 2, S=2, d) and v (2, S=2, d_v): v's first two dims (2, 2) equal the k, v batch
+    (2, 2), so ``x.shape[:-2]`` -> ``x.shape[:2]`` in ``zero``'s test would skip reducing the
+    alive keys to v's own batch; v, and dv, must keep v's shape."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 2, 2, 2, 4), randn(rng, 2, 2, 3)
+    mask = np.array([True, False])
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    dq, dk, dv = sdpa.sdpa_backward(randn(rng, *out.shape), cache)
+    assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
+    np.testing.assert_allclose(out, np.broadcast_to(v[:, :1], (2, 2, 1, 3)).repeat(3, axis=2),
+                               rtol=1e-15)        # only key 0 is seen: every query gets v[..., 0, :]
