@@ -560,3 +560,35 @@ def test_masked_key_with_v_whose_first_dims_equal_the_kv_batch(rng, sdpa):
     assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
     np.testing.assert_allclose(out, np.broadcast_to(v[:, :1], (2, 2, 1, 3)).repeat(3, axis=2),
                                rtol=1e-15)        # only key 0 is seen: every query gets v[..., 0, :]
+
+
+def test_kv_cache_append_takes_array_likes_and_names_bad_ones(rng):
+    """Catches deleting ``as_float_array`` / ``np.asarray`` of ``k_new``, ``v_new``, or the
+    ``v_new`` ndim check, in ``KVCache``: lists append like arrays; an int or 1-D one is refused."""
+    k, v = randn(rng, 2, 3, 4), randn(rng, 2, 3, 5)
+    cache = an.KVCache(max_len=4)
+    ck, cv = cache.append(k.tolist(), v.tolist())
+    np.testing.assert_array_equal(ck, k)
+    np.testing.assert_array_equal(cv, v)
+    with pytest.raises(TypeError, match="k_new must be a floating-point array"):
+        an.KVCache(max_len=4).append(np.ones((2, 3, 4), int), v)
+    with pytest.raises(ValueError, match="v_new must have at least 2 dims"):
+        an.KVCache(max_len=4).append(k[0], v[0, 0])
+
+
+def test_mha_decode_step_scale_and_the_deprecated_cache_keyword(rng):
+    """Catches ``mha_decode_step`` dropping ``scale=`` (the output must be mha_forward's with the
+    same scale), and any change to the deprecated ``cache=`` path: it warns (from the caller's
+    line), does what ``kv_cache=`` does, and refuses both keywords at once."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 3, 4)
+    want, _ = an.mha_forward(x, x, x, params, num_heads=2, is_causal=True, scale=0.3)
+    out = an.mha_decode_step(x, params, an.KVCache(max_len=3), num_heads=2, scale=0.3)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
+    with pytest.warns(DeprecationWarning, match="the keyword is kv_cache") as record:
+        old = an.mha_decode_step(x, params, cache=an.KVCache(max_len=3), num_heads=2, scale=0.3)
+    assert record[0].filename == __file__
+    np.testing.assert_array_equal(old, out)
+    with pytest.raises(TypeError, match="got both kv_cache and its deprecated spelling"):
+        an.mha_decode_step(x, params, an.KVCache(max_len=3), cache=an.KVCache(max_len=3),
+                           num_heads=2)
