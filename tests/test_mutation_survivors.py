@@ -592,3 +592,16 @@ def test_mha_decode_step_scale_and_the_deprecated_cache_keyword(rng):
     with pytest.raises(TypeError, match="got both kv_cache and its deprecated spelling"):
         an.mha_decode_step(x, params, an.KVCache(max_len=3), cache=an.KVCache(max_len=3),
                            num_heads=2)
+
+
+def test_kv_cache_second_append_must_match_the_first(rng):
+    """Catches changes to the shape test of a later ``append`` (``[:-2]`` -> ``[:-3]`` or
+    ``[:2]``, ``[-1]`` -> ``[-2]``): a valid second chunk is taken; other heads or widths are not."""
+    cache = an.KVCache(max_len=6)
+    cache.append(randn(rng, 2, 3, 4), randn(rng, 2, 3, 5))
+    k, v = cache.append(randn(rng, 2, 1, 4), randn(rng, 2, 1, 5))
+    assert k.shape == (2, 4, 4) and v.shape == (2, 4, 5)
+    for k_new in (randn(rng, 3, 1, 4), randn(rng, 2, 1, 3)):
+        with pytest.raises(ValueError, match=r"k_new has shape .* but the cache holds \(2,\)"):
+            cache.append(k_new, randn(rng, *k_new.shape[:-1], 5))
+    assert cache.length == 4
