@@ -255,6 +255,9 @@ def main(argv=None) -> int:
     ap.add_argument("--widen", action="store_true", help="with --only-survivors: the survivors "
                     "of a fast first pass re-run with more (slow) test files; the verdict still "
                     "counts as the first one (before any new test)")
+    ap.add_argument("--recheck", action="store_true", help="with --only-survivors: also re-run "
+                    "the mutants that survived before and were killed after (do the tests as they "
+                    "are now still kill them?)")
     ap.add_argument("--subprocess", action="store_true", help="one pytest process per mutant "
                     "(slow; where os.fork is missing)")
     ap.add_argument("--report", nargs="+", metavar="JSON", help="print the table of result files")
@@ -306,7 +309,9 @@ def main(argv=None) -> int:
                 prev = recorded.get(key)
                 if args.only_survivors and (prev is None or prev["status"] != "survived"
                                             or f"{args.module}:{line}: {desc}" in equivalent):
-                    continue                   # an equivalent mutant survives any test: skip it
+                    if not (args.recheck and prev is not None and prev.get("before") == "survived"
+                            and f"{args.module}:{line}: {desc}" not in equivalent):
+                        continue               # an equivalent mutant survives any test: skip it
                 if not args.only_survivors and prev is not None:
                     continue
                 if time.monotonic() - start > args.budget:
