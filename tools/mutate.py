@@ -8,9 +8,22 @@ A mutant the tests pass on *survives*: either the tests miss a real change, or t
 equivalent (changes nothing observable), which only reading it can tell.
 
     python tools/mutate.py attention_np/core/masks.py tests/test_masks.py [more tests]
-        [--budget SECONDS] [--timeout SECONDS] [--lines A-B]
+        [--out tools/mutation/masks.json] [--only-survivors] [--budget SECONDS]
+        [--timeout SECONDS] [--lines A-B]
+    python tools/mutate.py --report tools/mutation/*.json
 
-Run one module at a time (the machine is shared); survivors are printed with their line.
+Speed: NumPy, pytest, hypothesis (and torch, if a test file names it) are imported once; each
+mutant runs in a forked child that imports the mutated package fresh from the copy (no
+bytecode is written, so no stale ``.pyc`` can stand in for a mutant) and calls ``pytest.main``.
+Hypothesis runs with a derandomized 10-example profile, so a rerun gives the same verdicts.
+
+``--out`` records every mutant's verdict in a JSON file (key: index, line, change) and resumes
+from it: mutants already recorded for the same module source are not run again, so a run can
+be split over several sittings (``--budget``). ``--only-survivors`` re-runs the recorded
+survivors only (after new tests were added) and keeps their first verdict as ``before``.
+``--report`` prints the before/after table; survivors listed in ``equivalent.json`` beside the
+result files (``"MODULE:LINE: CHANGE": "reason"``) are left out of the score over
+non-equivalent mutants.
 """
 
 from __future__ import annotations
@@ -18,7 +31,12 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import gc
+import hashlib
+import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -96,17 +114,180 @@ def _replace(tree, old, new):
                 return
 
 
+PROFILE = "mutation"
+# No plugin autoload (entry-point scans), only hypothesis's; no gc-heavy unraisable-exception hook.
+PYTEST_OPTS = ["-p", "_hypothesis_pytestplugin", "-p", "no:unraisableexception",
+               "-p", "no:threadexception"]
+
+
+def _preload(tests):
+    """Import the slow third-party modules once, in the parent, so each fork starts warm."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    import numpy  # noqa: F401
+    import pytest  # noqa: F401
+    from hypothesis import settings
+    settings.register_profile(PROFILE, deadline=None, derandomize=True, max_examples=10,
+                              database=None)
+    if any("torch" in Path(t).read_text() for t in tests):
+        import torch  # noqa: F401
+    with tempfile.TemporaryDirectory() as empty:           # import pytest's own modules once
+        fd, keep = os.open(os.devnull, os.O_WRONLY), os.dup(1)
+        os.dup2(fd, 1)
+        try:
+            pytest.main(["-q", "-p", "no:cacheprovider", *PYTEST_OPTS, empty])
+        finally:
+            os.dup2(keep, 1)
+    gc.freeze()                   # the children's gc passes skip (and do not copy) the parent's objects
+
+
+def _run_forked(tmp: str, tests, timeout: float) -> bool:
+    """Run the tests on the copy in a forked child; ``True`` if they pass (the mutant survives)."""
+    import pytest
+    pid = os.fork()
+    if pid == 0:                                           # the child: never returns
+        try:
+            os.chdir(tmp)
+            sys.path.insert(0, tmp)
+            sys.dont_write_bytecode = True
+            fd = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *PYTEST_OPTS,
+                                f"--hypothesis-profile={PROFILE}", *tests])
+            os._exit(int(code))
+        except BaseException:
+            os._exit(99)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status) == 0
+        if time.monotonic() > deadline:                    # a hang counts as killed
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return False
+        time.sleep(0.02)
+
+
+def _run_subprocess(tmp: str, tests, timeout: float) -> bool:
+    try:
+        r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                           cwd=tmp, capture_output=True, timeout=timeout,
+                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    except subprocess.TimeoutExpired:
+        return False
+    return r.returncode == 0
+
+
+def _load(out):
+    if out and Path(out).exists():
+        return json.loads(Path(out).read_text())
+    return None
+
+
+def _save(out, data):
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(data, indent=1) + "\n")
+
+
+EQUIVALENT = "equivalent.json"
+
+
+def _with_equivalents(path):
+    """A result file, its survivors marked from ``equivalent.json`` beside it:
+    ``{"attention_np/core/softmax.py:30: 0 -> 1": "why nothing observable changes", ...}``."""
+    data = json.loads(Path(path).read_text())
+    eq_file = Path(path).with_name(EQUIVALENT)
+    reasons = json.loads(eq_file.read_text()) if eq_file.exists() else {}
+    for m in data["mutants"].values():
+        why = reasons.get(f"{data['module']}:{m['line']}: {m['desc']}")
+        if why and m["status"] == "survived":
+            m["equivalent"] = why
+    return data
+
+
+def _row(name, n, kb, ka, eq):
+    return (f"| {name} | {n} | {eq} | {kb} | {100 * kb / n:.1f} % ({100 * kb / (n - eq):.1f} %) "
+            f"| {ka} | {100 * ka / n:.1f} % ({100 * ka / (n - eq):.1f} %) |")
+
+
+def report(paths) -> int:
+    """Print the before/after table of the given result files."""
+    print("| module | mutants | equivalent | killed before | score before (of non-equivalent) "
+          "| killed after | score after (of non-equivalent) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    tot = [0, 0, 0, 0, 0]
+    paths = [x for x in paths if Path(x).name != EQUIVALENT]
+    for path in paths:
+        data = _with_equivalents(path)
+        ms = data["mutants"].values()
+        n = len(ms)
+        kb = sum(m.get("before", m["status"]) == "killed" for m in ms)
+        ka = sum(m["status"] == "killed" for m in ms)
+        eq = sum(m["status"] == "survived" and bool(m.get("equivalent")) for m in ms)
+        for i, x in enumerate((n, kb, ka, eq)):
+            tot[i] += x
+        print(_row(data["module"], n, kb, ka, eq))
+    n, kb, ka, eq = tot[:4]
+    if len(paths) > 1 and n:
+        print(_row("all", n, kb, ka, eq))
+    for path in paths:
+        data = _with_equivalents(path)
+        for m in data["mutants"].values():
+            if m["status"] == "survived":
+                why = m.get("equivalent")
+                print(f"{data['module']}:{m['line']}: {m['desc']}: "
+                      + (f"equivalent: {why}" if why else "REAL (not killed)"))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("module")
-    ap.add_argument("tests", nargs="+")
+    ap.add_argument("module", nargs="?")
+    ap.add_argument("tests", nargs="*")
     ap.add_argument("--budget", type=float, default=600, help="stop after this many seconds")
     ap.add_argument("--timeout", type=float, default=60, help="per mutant (a hang counts as killed)")
     ap.add_argument("--lines", default=None, help="only mutate lines A-B")
+    ap.add_argument("--out", default=None, help="JSON file: record verdicts, resume from it")
+    ap.add_argument("--only-survivors", action="store_true", help="re-run the recorded survivors")
+    ap.add_argument("--widen", action="store_true", help="with --only-survivors: the survivors "
+                    "of a fast first pass re-run with more (slow) test files; the verdict still "
+                    "counts as the first one (before any new test)")
+    ap.add_argument("--recheck", action="store_true", help="with --only-survivors: also re-run "
+                    "the mutants that survived before and were killed after (do the tests as they "
+                    "are now still kill them?)")
+    ap.add_argument("--subprocess", action="store_true", help="one pytest process per mutant "
+                    "(slow; where os.fork is missing)")
+    ap.add_argument("--report", nargs="+", metavar="JSON", help="print the table of result files")
     args = ap.parse_args(argv)
+    if args.report:
+        return report(args.report)
+    if not args.module or not args.tests:
+        ap.error("give a MODULE and at least one test file")
+    if args.only_survivors and not args.out:
+        ap.error("--only-survivors needs --out (the file the survivors are read from)")
     root = Path.cwd()
     lo, hi = (int(x) for x in args.lines.split("-")) if args.lines else (0, 10**9)
-    tree = ast.parse(Path(args.module).read_text())
+    source = Path(args.module).read_text()
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    data = _load(args.out)
+    if data is not None and data.get("source_sha256") != digest:
+        if args.only_survivors:
+            ap.error(f"{args.out} was recorded for another version of {args.module}; run all again")
+        print(f"{args.out}: the module changed since it was recorded; starting afresh")
+        data = None
+    if data is None:
+        data = {"module": args.module, "source_sha256": digest, "mutants": {}}
+    data.setdefault("runs", []).append(" ".join(["python tools/mutate.py", *(argv or sys.argv[1:])]))
+    recorded = data["mutants"]
+    eq_file = Path(args.out).with_name(EQUIVALENT) if args.out else None
+    equivalent = json.loads(eq_file.read_text()) if eq_file and eq_file.exists() else {}
+    use_fork = hasattr(os, "fork") and not args.subprocess
+    if use_fork:
+        _preload(args.tests)
+    tree = ast.parse(source)
     with tempfile.TemporaryDirectory() as tmp:
         for d in ("attention_np", "tests"):
             shutil.copytree(root / d, Path(tmp) / d, ignore=shutil.ignore_patterns("__pycache__"))
@@ -115,13 +296,26 @@ def main(argv=None) -> int:
                 shutil.copy(root / f, tmp)
         target = Path(tmp) / args.module
         original = target.read_text()
+        run_one = _run_forked if use_fork else _run_subprocess
+        if not run_one(tmp, args.tests, args.timeout):         # every verdict below relies on this
+            print(f"the tests fail on the unmutated copy: {' '.join(args.tests)}")
+            return 1
         start, killed, survived, run = time.monotonic(), 0, [], 0
         try:
-            for desc, line, t in mutants(tree):
+            for idx, (desc, line, t) in enumerate(mutants(tree)):
                 if not lo <= line <= hi:
                     continue
+                key = f"{idx}:{line}:{desc}"
+                prev = recorded.get(key)
+                if args.only_survivors and (prev is None or prev["status"] != "survived"
+                                            or f"{args.module}:{line}: {desc}" in equivalent):
+                    if not (args.recheck and prev is not None and prev.get("before") == "survived"
+                            and f"{args.module}:{line}: {desc}" not in equivalent):
+                        continue               # an equivalent mutant survives any test: skip it
+                if not args.only_survivors and prev is not None:
+                    continue
                 if time.monotonic() - start > args.budget:
-                    print(f"budget of {args.budget:.0f} s spent; stopping")
+                    print(f"budget of {args.budget:.0f} s spent; stopping (rerun to resume)")
                     break
                 try:
                     src = ast.unparse(t)
@@ -129,23 +323,26 @@ def main(argv=None) -> int:
                     continue
                 target.write_text(src)
                 run += 1
-                try:
-                    r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                                        *args.tests], cwd=tmp, capture_output=True,
-                                       timeout=args.timeout)
-                    ok = r.returncode == 0
-                except subprocess.TimeoutExpired:
-                    ok = False
+                ok = run_one(tmp, args.tests, args.timeout)
+                rec = {"line": line, "desc": desc, "status": "survived" if ok else "killed"}
+                if prev is not None and not args.widen:
+                    rec["before"] = prev.get("before", prev["status"])
+                    if ok and prev.get("equivalent"):
+                        rec["equivalent"] = prev["equivalent"]
+                recorded[key] = rec
                 if ok:
                     survived.append((line, desc))
                     print(f"SURVIVED {args.module}:{line}: {desc}", flush=True)
                 else:
                     killed += 1
+                if run % 10 == 0:
+                    _save(args.out, data)
         finally:
             target.write_text(original)
+            _save(args.out, data)
     score = killed / run if run else float("nan")
-    print(f"{args.module}: {run} mutants, {killed} killed, {len(survived)} survived, "
-          f"score {100 * score:.1f} %")
+    print(f"{args.module}: {run} mutants run now, {killed} killed, {len(survived)} survived, "
+          f"score {100 * score:.1f} %; {len(recorded)} recorded in {args.out}")
     return 0
 
 
