@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.masks import all_finite, masked_matmul, transpose_mask, zero_masked
+from attention_np.core.masks import all_finite, masked_matmul, tile, transpose_mask, zero_masked
 from attention_np.core.softmax import softmax_numerator_
 from attention_np.core.threads import deal, num_threads, parallel_map
 
@@ -43,10 +43,6 @@ BLOCK_ELEMENTS = 1 << 18
 MAX_ROWS = 64
 #: Below this many score entries (all batch dims), one block on the calling thread.
 MIN_ELEMENTS = 1 << 17
-
-def _rows_keys(x, rows: slice, keys: slice):
-    """The block ``x[..., rows, keys]`` of an array broadcastable to the scores (size-1 dims stay)."""
-    return x[..., rows if x.shape[-2] != 1 else slice(None), keys if x.shape[-1] != 1 else slice(None)]
 
 
 def plan(batch: tuple, L: int, S: int, mask) -> list[tuple[int, int, int, int]]:
@@ -63,14 +59,14 @@ def plan(batch: tuple, L: int, S: int, mask) -> list[tuple[int, int, int, int]]:
         if mask is None or S == 0:
             blocks.append((i, j, 0, S))
             continue
-        m = _rows_keys(mask, slice(i, j), slice(None))
+        m = tile(mask, i, j, 0, S)
         seen = np.broadcast_to(m, m.shape[:-1] + (S,)).reshape(-1, S).any(axis=0)   # (S,)
         hit = np.flatnonzero(seen)
         blocks.append((i, j, int(hit[0]), int(hit[-1]) + 1) if hit.size else (i, j, 0, 0))
     return blocks
 
 
-def forward(q, k, v, mask, scale_scores, blocks, dtype):
+def forward(q, k, v, mask, scale_scores, blocks):
     """The blocked forward: ``out, exp_scores, rowsum`` as :func:`attention_np.sdpa_forward` makes them.
 
     ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, ``mask`` bool broadcastable to
@@ -85,16 +81,16 @@ def forward(q, k, v, mask, scale_scores, blocks, dtype):
     # A NaN or inf under a mask: sum over the attended pairs only (masks.masked_matmul), as the
     # fused path does; a masked pair's 0 * NaN would otherwise reach rows that never see it.
     garbage = mask is not None and not all_finite(q, k, v)
-    e = np.zeros(batch + (L, S), dtype)                                    # (..., L, S)
-    l = np.ones(batch + (L, 1), dtype)                                     # (..., L, 1)
-    out = np.zeros(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), dtype)
+    e = np.zeros(batch + (L, S), q.dtype)                                  # (..., L, S)
+    l = np.ones(batch + (L, 1), q.dtype)                                   # (..., L, 1)
+    out = np.zeros(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), q.dtype)
 
     def work(my_blocks):
         for i, j, j0, j1 in my_blocks:
             if j0 == j1:
                 continue                      # rows that attend nothing: e = 0, l = 1, out = 0
             rows, keys = slice(i, j), slice(j0, j1)
-            m = None if mask is None else _rows_keys(mask, rows, keys)
+            m = None if mask is None else tile(mask, i, j, j0, j1)
             with np.errstate(invalid="ignore" if garbage else None):
                 s = scale_scores(q[..., rows, :], k[..., keys, :])         # (..., rows, keys)
             if m is not None:
@@ -134,6 +130,7 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
 
     def err():
         return np.errstate(invalid=ignore, over=ignore)
+
     dq = np.zeros(np.broadcast_shapes(batch, dout.shape[:-2]) + q.shape[-2:], q.dtype)
     full_kv = np.broadcast_shapes(batch, dout.shape[:-2])
 
@@ -144,7 +141,7 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
             if j0 == j1:
                 continue                      # e = 0 on these rows: every gradient term is 0
             rows, keys = slice(i, j), slice(j0, j1)
-            m = _rows_keys(mask, rows, keys) if garbage else None       # None: plain products
+            m = tile(mask, i, j, j0, j1) if garbage else None           # None: plain products
             m_T = transpose_mask(m)
             eb = e[..., rows, keys]                                        # (..., rows, keys)
             with err():

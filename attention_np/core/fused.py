@@ -263,7 +263,7 @@ def _blocked_forward(q, k, v, mask, scale, inputs, groups):
         mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)        # (..., L or 1, S or 1)
     blocks = blocked.plan(_scores_batch(q, k, mask), q.shape[-2], k.shape[-2], mask)
     out, e, l = blocked.forward(q, k, v, mask, lambda qb, kb: _scaled_scores(qb, kb, scale),
-                                blocks, q.dtype)
+                                blocks)
     if groups > 1:
         out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
     return out, SDPACache(*inputs, e, l, out.copy(), scale, kv_groups=groups, mask=mask,

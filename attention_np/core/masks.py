@@ -241,6 +241,14 @@ def drop_masked(q, k, v, mask):
     return zero(q, rows), zero(k, keys), zero(v, keys)
 
 
+def tile(x, i0: int, i1: int, j0: int, j1: int):
+    """The block ``x[..., i0:i1, j0:j1]`` of a mask or bias broadcastable to the scores
+    ``(..., L, S)``: a view; a size-1 (broadcast) query or key dim stays whole."""
+    rows = slice(i0, i1) if x.shape[-2] > 1 else slice(None)
+    cols = slice(j0, j1) if x.shape[-1] > 1 else slice(None)
+    return x[..., rows, cols]
+
+
 def all_finite(*arrays) -> bool:
     """True when every entry of every array is finite: one O(size) pass each, no (L, S) copy."""
     return all(bool(np.isfinite(x).all()) for x in arrays)

@@ -47,6 +47,7 @@ from attention_np.core.masks import (
     drop_masked,
     mask_and_bias,
     masked_matmul,
+    tile,
     transpose_mask,
     with_lengths,
     zero_masked,
@@ -104,13 +105,6 @@ def _key_blocks(L: int, S: int, block_size: int, is_causal: bool, window=(None, 
             yield j0, j1, i0, i1
 
 
-def _tile(x, i0, i1, j0, j1):
-    """The block ``[i0:i1, j0:j1]`` of a mask or bias broadcastable to (..., L, S); size-1 dims stay."""
-    rows = slice(i0, i1) if x.shape[-2] > 1 else slice(None)
-    cols = slice(j0, j1) if x.shape[-1] > 1 else slice(None)
-    return x[..., rows, cols]
-
-
 def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None),
                  post=None):
     """Scores of query rows ``[i0, i1)`` against keys ``[j0, j1)``, ``-inf`` where masked.
@@ -124,10 +118,10 @@ def _tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, windo
     if s.shape[:-2] != shape:                 # a mask that adds batch dims: grow the tile
         s = np.broadcast_to(s, shape + s.shape[-2:]).copy()
     if bias is not None:
-        s += _tile(bias, i0, i1, j0, j1)          # the bias's block, as the dense path adds it
+        s += tile(bias, i0, i1, j0, j1)          # the bias's block, as the dense path adds it
     if mask is not None:
         # Slice only the mask dims that are not broadcast (size 1), never a full (L, S) copy.
-        np.copyto(s, -np.inf, where=~_tile(mask, i0, i1, j0, j1))
+        np.copyto(s, -np.inf, where=~tile(mask, i0, i1, j0, j1))
     if is_causal:
         # Only the first rows of the tile straddle the diagonal: row i0 + r blocks keys j > i0 + r.
         r = min(j1, s.shape[-2] + i0) - i0
@@ -287,9 +281,9 @@ def _forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, 
 
     for j0, j1, i0, i1 in _key_blocks(L, S, block_size, is_causal, window):
         rows = np.s_[..., i0:i1, :]
-        tile = (mask, is_causal, j0, j1, i0, i1, batch, bias, window)
-        p = _tile_scores(qs, k, *tile, post=post)                        # (..., R, Bk) scores
-        allowed = _tile_allowed(qs, k, *tile) if garbage else None
+        tile_args = (mask, is_causal, j0, j1, i0, i1, batch, bias, window)
+        p = _tile_scores(qs, k, *tile_args, post=post)                   # (..., R, Bk) scores
+        allowed = _tile_allowed(qs, k, *tile_args) if garbage else None
         m_new = np.maximum(m[rows], p.max(axis=-1, keepdims=True))      # (..., R, 1)
         # A row that has seen only masked keys has max -inf; shift it by 0 instead, so that
         # exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = NaN.
@@ -365,12 +359,12 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
 
     for j0, j1, i0, i1 in _key_blocks(L, S, c.block_size, c.is_causal, c.window):
         rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
-        tile = (c.mask, c.is_causal, j0, j1, i0, i1, batch, bias, c.window)
-        a = _tile_allowed(c.q, c.k, *tile) if garbage else None
+        tile_args = (c.mask, c.is_causal, j0, j1, i0, i1, batch, bias, c.window)
+        a = _tile_allowed(c.q, c.k, *tile_args) if garbage else None
         a_T = transpose_mask(a)
         with np.errstate(invalid=ignore, over=ignore):
             # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
-            P = _tile_scores(qs, c.k, *tile, post=post)                  # (..., R, Bk)
+            P = _tile_scores(qs, c.k, *tile_args, post=post)             # (..., R, Bk)
             P -= lse[rows]
             np.exp(P, out=P)
             # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
@@ -381,7 +375,7 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
             dP *= P
             if dbias is not None:
                 # forward: scores = ... + bias  ->  dbias = dscores, summed where bias broadcast
-                block = _tile(dbias, i0, i1, j0, j1)                     # a view into dbias
+                block = tile(dbias, i0, i1, j0, j1)                     # a view into dbias
                 block += sum_to_shape(dP, block.shape)
             # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
             #                                          dk = dscores.T @ (q * scale)
