@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np.core.masks import all_finite, masked_matmul, tile, transpose_mask, zero_masked
+from attention_np.core.scores import overflowed, scaled_scores
 from attention_np.core.softmax import softmax_numerator_
 from attention_np.core.threads import deal, num_threads, parallel_map
 
@@ -43,6 +44,32 @@ BLOCK_ELEMENTS = 1 << 18
 MAX_ROWS = 64
 #: Below this many score entries (all batch dims), one block on the calling thread.
 MIN_ELEMENTS = 1 << 17
+
+
+def wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap) -> bool:
+    """Whether :func:`attention_np.sdpa_forward` takes this path: at least ``MIN_ELEMENTS`` score
+    entries, and no dropout, bias or soft-capping (plain Eq. (1) with a mask)."""
+    if dropout_p > 0 or dropout_mask is not None or bias is not None or softcap is not None:
+        return False
+    n = int(np.prod(_batch(q, k, mask), dtype=np.int64)) * q.shape[-2] * k.shape[-2]
+    return n >= MIN_ELEMENTS
+
+
+def attend(q, k, v, mask, scale: float):
+    """:func:`plan` then :func:`forward`: ``out, exp_scores, rowsum, blocks, mask``.
+
+    ``mask`` (bool or None) is returned with at least two dims, as the backward reads it.
+    """
+    if mask is not None and mask.ndim < 2:
+        mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)        # (..., L or 1, S or 1)
+    blocks = plan(_batch(q, k, mask), q.shape[-2], k.shape[-2], mask)
+    out, e, l = forward(q, k, v, mask, lambda qb, kb: scaled_scores(qb, kb, scale), blocks)
+    return out, e, l, blocks, mask
+
+
+def _batch(q, k, mask) -> tuple:
+    """The scores' batch shape."""
+    return np.broadcast_shapes(q.shape[:-2], k.shape[:-2], () if mask is None else mask.shape[:-2])
 
 
 def plan(batch: tuple, L: int, S: int, mask) -> list[tuple[int, int, int, int]]:
@@ -71,9 +98,9 @@ def forward(q, k, v, mask, scale_scores, blocks):
 
     ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, ``mask`` bool broadcastable to
     the scores or None; ``scale_scores(q_block, k_block)`` returns the scaled scores of a block
-    (the fused path's ``_scaled_scores`` with its overflow fallback). Returns ``out (..., L, d_v)``,
-    ``exp_scores (..., L, S)`` (``exp(scores - rowmax)``, 0 on masked and skipped keys) and
-    ``rowsum (..., L, 1)`` (1 on rows that attend nothing).
+    (:func:`~attention_np.core.scores.scaled_scores`, with its overflow fallback). Returns
+    ``out (..., L, d_v)``, ``exp_scores (..., L, S)`` (``exp(scores - rowmax)``, 0 on masked and
+    skipped keys) and ``rowsum (..., L, 1)`` (1 on rows that attend nothing).
     """
     L, S = q.shape[-2], k.shape[-2]
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2],
@@ -159,7 +186,7 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
             with np.errstate(over="ignore", invalid="ignore"):
                 qs = qb * scale
                 dkb = masked_matmul(np.swapaxes(dP_l, -1, -2), qs, m_T)
-            if (np.isinf(qs) & np.isfinite(qb)).any():                   # q * scale overflowed
+            if overflowed(qs, qb):                                       # q * scale overflowed
                 with err():
                     dkb = masked_matmul(np.swapaxes(dP_l, -1, -2), qb, m_T) * scale
             dk[..., keys, :] += dkb

@@ -27,14 +27,13 @@ import numpy as np
 from attention_np.core import blocked
 from attention_np.core._checks import (
     as_bool_mask,
-    as_generator,
-    check_broadcasts_to,
     check_cache,
     check_dout,
     check_dropout_p,
     check_qkv,
     sum_to_shape,
 )
+from attention_np.core.dropout import dropout_keep
 from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from attention_np.core.masks import (
     all_finite,
@@ -45,6 +44,16 @@ from attention_np.core.masks import (
     transpose_mask,
     with_lengths,
     zero_masked,
+)
+from attention_np.core.scores import (
+    add_bias,
+    bias_gradient,
+    check_softcap,
+    grow_to,
+    overflowed,
+    scaled_scores,
+    softcap_backward,
+    softcap_forward,
 )
 from attention_np.core.softmax import softmax_numerator_
 
@@ -95,28 +104,6 @@ class SDPACache:
     @property
     def weights(self) -> np.ndarray:
         return self.exp_scores / self.rowsum
-
-
-def _dropout_keep(dropout_p, rng, dropout_mask, shape, dtype):
-    """The keep-mask for attention dropout and the factor 1/(1-p) applied to kept weights."""
-    dropout_p = check_dropout_p(dropout_p)
-    if dropout_mask is not None:
-        if rng is not None:
-            raise ValueError("pass rng or dropout_mask, not both")
-        if dropout_p == 0.0:
-            raise ValueError("dropout_mask needs dropout_p > 0 (kept weights are scaled by 1/(1-p))")
-        keep = as_bool_mask(dropout_mask, "dropout_mask")
-        if check_broadcasts_to(keep, "dropout_mask", shape, "weights (..., L, S)") != shape:
-            raise ValueError(f"dropout_mask of shape {keep.shape} would add batch dims to the "
-                             f"weights {shape}; it must broadcast to them")
-    elif dropout_p == 0.0:
-        return None, 1.0
-    else:
-        # draw in the inputs' precision: no float64 (L, S) temporary for float32 attention
-        draw = np.float64 if dtype == np.float64 else np.float32
-        keep = as_generator(rng).random(shape, dtype=draw) >= dropout_p
-    # p = 1 drops everything; its factor is irrelevant, 0 avoids 1/0.
-    return keep, (0.0 if dropout_p == 1.0 else 1.0 / (1.0 - dropout_p))
 
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
@@ -193,29 +180,32 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         inputs = (ungroup_queries(q) if groups > 1 else q,
                   k.reshape(inputs[1].shape), v.reshape(inputs[2].shape))
 
-    if _use_blocks(q, k, mask, bias, dropout_p, dropout_mask, softcap):
+    if blocked.wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap):
         # Big scores, plain Eq. (1): the same numbers, block by block (core/blocked.py).
-        return _blocked_forward(q, k, v, mask, scale, inputs, groups)
+        out, e, l, blocks, mask = blocked.attend(q, k, v, mask, scale)
+        if groups > 1:
+            out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+        return out, SDPACache(*inputs, e, l, out.copy(), scale, kv_groups=groups, mask=mask,
+                              blocks=blocks)
 
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
-    scores = _scaled_scores(q, k, scale)                                 # (..., L, S)
+    scores = scaled_scores(q, k, scale)                                 # (..., L, S)
     capped = None
     if softcap is not None:
         # (beyond the paper) soft-capping: scores -> c tanh(scores / c), the tanh kept for backward
-        capped = np.tanh(scores / scores.dtype.type(softcap))            # (..., L, S)
-        scores = capped * scores.dtype.type(softcap)
+        scores, capped = softcap_forward(scores, softcap)                # (..., L, S) each
     if bias is not None:
-        scores = _add_into(scores, bias)
+        scores = add_bias(scores, bias)
     if mask is not None:
         # -inf gets exactly weight 0; an all -inf row becomes zeros, not NaN.
-        scores = _grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
+        scores = grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
         np.copyto(scores, -np.inf, where=~mask)
     # The softmax, with its division moved to the end: weights = e / l, so
     # out = weights @ v = (e @ v) / l divides L*d_v numbers instead of the L*S weights.
     # (The tiled path, flash.py, ends the same way.) cache.weights forms e / l when asked.
     e, l = softmax_numerator_(scores)                                    # (..., L, S), (..., L, 1)
 
-    keep, dropout_scale = _dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
+    keep, dropout_scale = dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
     kept = e if keep is None else e * keep                               # (..., L, S)
     # A key masked for row i but attended by others is not zeroed: if k, v or q holds a NaN or
     # inf, 0 * NaN would carry it to row i. Only then (an O((L+S)d) check, no (L, S) pass)
@@ -242,58 +232,6 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     # whatever the caller does to the returned array.
     return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
                           bias_shape, softcap, capped, mask if garbage is None else garbage)
-
-
-def _scores_batch(q, k, mask) -> tuple:
-    return np.broadcast_shapes(q.shape[:-2], k.shape[:-2], () if mask is None else mask.shape[:-2])
-
-
-def _use_blocks(q, k, mask, bias, dropout_p, dropout_mask, softcap) -> bool:
-    """Whether :func:`sdpa_forward` takes the blocked path: big scores, no dropout, bias or
-    soft-capping."""
-    if dropout_p > 0 or dropout_mask is not None or bias is not None or softcap is not None:
-        return False
-    n = int(np.prod(_scores_batch(q, k, mask), dtype=np.int64)) * q.shape[-2] * k.shape[-2]
-    return n >= blocked.MIN_ELEMENTS
-
-
-def _blocked_forward(q, k, v, mask, scale, inputs, groups):
-    """:func:`sdpa_forward`'s numbers from :mod:`attention_np.core.blocked`, and its cache."""
-    if mask is not None and mask.ndim < 2:
-        mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)        # (..., L or 1, S or 1)
-    blocks = blocked.plan(_scores_batch(q, k, mask), q.shape[-2], k.shape[-2], mask)
-    out, e, l = blocked.forward(q, k, v, mask, lambda qb, kb: _scaled_scores(qb, kb, scale),
-                                blocks)
-    if groups > 1:
-        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
-    return out, SDPACache(*inputs, e, l, out.copy(), scale, kv_groups=groups, mask=mask,
-                          blocks=blocks)
-
-
-def _scaled_scores(q, k, scale: float) -> np.ndarray:
-    """``(q * scale) @ k.T``, or ``(q @ k.T) * scale`` when ``q * scale`` alone overflows."""
-    s = q.dtype.type(scale)
-    with np.errstate(over="ignore"):       # caught below
-        qs = q * s
-    if _overflowed(qs, q):
-        return (q @ np.swapaxes(k, -1, -2)) * s        # scores representable, q * scale not
-    return qs @ np.swapaxes(k, -1, -2)
-
-
-def _overflowed(qs: np.ndarray, q: np.ndarray) -> bool:
-    """Whether ``qs = q * scale`` is inf where ``q`` is finite."""
-    return bool((np.isinf(qs) & np.isfinite(q)).any())
-
-
-def _grow_to(x: np.ndarray, shape: tuple) -> np.ndarray:
-    """``x`` itself if it already has ``shape``, else a broadcast copy (a mask or bias added batch dims)."""
-    return x if x.shape == shape else np.broadcast_to(x, shape).copy()
-
-
-def _add_into(scores: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    scores = _grow_to(scores, np.broadcast_shapes(scores.shape, bias.shape))
-    scores += bias
-    return scores
 
 
 def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
@@ -369,7 +307,7 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     dbias_scores = dscores
     if capped is not None:
         # forward: scores = c tanh(raw / c) + bias  ->  draw = dscores * (1 - tanh^2)
-        dscores = dscores * (1 - capped * capped)
+        dscores = softcap_backward(dscores, capped)
 
     # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
     #                                                 dk = dscores.T @ (q * scale)
@@ -379,7 +317,7 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     with np.errstate(over="ignore", invalid="ignore"):   # caught below
         qs = q * scale
         dk = masked_matmul(np.swapaxes(dscores, -1, -2), qs, m_T)        # (..., S, d_k)
-    if _overflowed(qs, q):
+    if overflowed(qs, q):
         with err():                                        # q * scale overflowed: scale after
             dk = masked_matmul(np.swapaxes(dscores, -1, -2), q, m_T) * scale
     # Broadcast batch dims are summed back; with grouped-query attention this sums the G
@@ -389,16 +327,7 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     if not return_dbias:
         return grads
     # forward: scores = ... + bias  ->  dbias = dscores, summed to the bias's broadcast shape
-    return (*grads, _dbias(dbias_scores, c.bias_shape, c.kv_groups))
-
-
-def _dbias(dscores, bias_shape, groups: int):
-    """``dscores (..., L, S)`` summed to ``bias_shape``; None without a bias."""
-    if bias_shape is None:
-        return None
-    if groups > 1:
-        dscores = ungroup_queries(dscores)                           # (..., H, L, S)
-    return sum_to_shape(dscores, bias_shape)
+    return (*grads, bias_gradient(dbias_scores, c.bias_shape, c.kv_groups))
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,
@@ -409,15 +338,3 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bo
     """
     out, cache = sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal, scale=scale)
     return out, cache.weights
-
-
-def check_softcap(softcap) -> float | None:
-    """The logit cap ``c`` of ``c·tanh(scores / c)``: None or a positive finite number."""
-    if softcap is None:
-        return None
-    if isinstance(softcap, (bool, np.bool_)) or not isinstance(
-            softcap, (int, float, np.integer, np.floating)):
-        raise TypeError(f"softcap must be a positive real number or None, got {softcap!r}")
-    if not (np.isfinite(softcap) and softcap > 0):
-        raise ValueError(f"softcap must be a positive finite number, got {softcap!r}")
-    return float(softcap)

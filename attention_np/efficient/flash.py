@@ -52,6 +52,7 @@ from attention_np.core.masks import (
     with_lengths,
     zero_masked,
 )
+from attention_np.core.scores import overflowed
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def _scaled_q(q, scale):
     s = q.dtype.type(scale)
     with np.errstate(over="ignore"):
         qs = q * s
-    return (q, s) if (np.isinf(qs) & np.isfinite(q)).any() else (qs, None)
+    return (q, s) if overflowed(qs, q) else (qs, None)
 
 
 def _check_flash(q, k, v, mask, block_size, bias=None):

@@ -29,13 +29,14 @@ from attention_np.core._checks import (
     check_same_dtype,
     check_scale,
 )
-from attention_np.core.fused import check_softcap, sdpa_forward
+from attention_np.core.fused import sdpa_forward
 from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import linear_forward
 from attention_np.core.masks import causal_mask, check_window, sliding_window_mask
-from attention_np.core.multihead import check_mha_inputs
+from attention_np.core.mha_params import check_mha_inputs
 from attention_np.core.qk_norm import check_qk_norm, rms_norm_forward
 from attention_np.core.rope import check_rope, head_positions, rotate_heads
+from attention_np.core.scores import check_softcap
 
 
 class KVCache:
