@@ -202,6 +202,8 @@ def _rows():
         ("init_mha_params-num_kv_heads-3", lambda: an.init_mha_params(12, 6, num_kv_heads=4), ValueError,
          "num_kv_heads"),
         ("init_mha_params-dtype-int", lambda: an.init_mha_params(8, 2, dtype=int), TypeError, "dtype"),
+        ("init_mha_params-qk_norm-str", lambda: an.init_mha_params(8, 2, qk_norm="yes"), TypeError,
+         "qk_norm"),
         ("init_mha_params-rng-str", lambda: an.init_mha_params(8, 2, rng="x"), TypeError, "rng"),
     ]
     # linear

@@ -89,3 +89,11 @@ def test_qk_norm_without_weights_names_them():
     p["q_norm"], p["k_norm"] = np.ones(3), np.ones(D)
     with pytest.raises(ValueError, match="q_norm"):
         an.mha_forward(x, x, x, p, num_heads=H, qk_norm=True)
+
+
+def test_init_mha_params_makes_the_norm_weights_as_ones_of_d_k():
+    p = an.init_mha_params(E, H, rng=0, d_k=5, d_v=D, qk_norm=True, dtype=np.float32)
+    assert p["q_norm"].shape == p["k_norm"].shape == (5,)
+    assert p["q_norm"].dtype == p["k_norm"].dtype == np.float32
+    assert (p["q_norm"] == 1).all() and (p["k_norm"] == 1).all()
+    assert "q_norm" not in an.init_mha_params(E, H, rng=0)

@@ -48,6 +48,6 @@ def check_qk_norm(params: dict, d_k: int) -> None:
     for name in NORMS:
         if name not in params:
             raise ValueError(f"qk_norm=True needs params[{name!r}], the (d_k,) = ({d_k},) RMSNorm "
-                             f"weight (np.ones(d_k) to start)")
+                             f"weight (init_mha_params(..., qk_norm=True) makes it)")
         if params[name].shape != (d_k,):
             raise ValueError(f"params[{name!r}] has shape {params[name].shape}, expected ({d_k},)")
