@@ -201,3 +201,14 @@ def test_sdpa_sinks_with_softcap_caps_the_scores_not_the_sink():
         num = numerical_gradient(
             lambda: float(np.sum(an.sdpa_sinks_forward(q, k, v, sinks, softcap=0.7)[0] * dout)), x)
         assert max_abs_diff(g, num) < 1e-9
+
+
+def test_sinks_take_a_key_padding_bias_broadcast_along_the_queries():
+    q, k, v = randn(R, 2, 2, 3, 4), randn(R, 2, 2, 5, 4), randn(R, 2, 2, 5, 3)
+    bias, dout = randn(R, 2, 1, 1, 5), randn(R, 2, 2, 3, 3)       # (B, 1, 1, S): raised before
+    out, cache = an.sdpa_sinks_forward(q, k, v, np.full(2, -800.0), bias=bias)
+    assert max_abs_diff(out, an.sdpa_forward(q, k, v, bias=bias)[0]) < 1e-15
+    dbias = an.sdpa_sinks_backward(dout, cache, return_dbias=True)[-1]
+    num = numerical_gradient(lambda: float(np.sum(
+        an.sdpa_sinks_forward(q, k, v, np.full(2, -800.0), bias=bias)[0] * dout)), bias)
+    assert dbias.shape == bias.shape and max_abs_diff(dbias, num) < 1e-9

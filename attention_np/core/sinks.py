@@ -94,7 +94,7 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     base = np.zeros((L, S), q.dtype) if bias is None else as_bias(bias).astype(q.dtype)
     heads = np.broadcast_shapes(base.shape[:-2], (q.shape[-3],))
     sink_col = np.broadcast_to(sinks.astype(q.dtype)[:, None, None], heads + (L, 1))
-    bias_ext = np.concatenate([np.broadcast_to(base, heads + base.shape[-2:]), sink_col], axis=-1)
+    bias_ext = np.concatenate([np.broadcast_to(base, heads + (L, S)), sink_col], axis=-1)
     # The sink key: a zero key (its score is its bias, the sink logit) with a zero value.
     k_ext = np.concatenate([k, np.zeros(k.shape[:-2] + (1, k.shape[-1]), k.dtype)], axis=-2)
     v_ext = np.concatenate([v, np.zeros(v.shape[:-2] + (1, v.shape[-1]), v.dtype)], axis=-2)
