@@ -110,6 +110,8 @@ def _rows():
                          ("str", "2", TypeError), ("bool", True, TypeError)):
         rows.append((f"sdpa_forward-softcap-{what}", lambda c=c: an.sdpa_forward(Q, K, V, softcap=c),
                      exc, "softcap"))
+        rows.append((f"flash-softcap-{what}", lambda c=c: flash_attention_forward(Q, K, V, softcap=c),
+                     exc, "softcap"))
     Qh = Q[:, None]
     rows += [
         ("sdpa_sinks_forward-sinks-wrong h", lambda: an.sdpa_sinks_forward(Qh, Qh, Qh, np.zeros(2)),
@@ -133,6 +135,12 @@ def _rows():
          ValueError, "rope"),
         ("mha_forward-qk_norm-no-weights", lambda: an.mha_forward(X, X, X, P, num_heads=2, qk_norm=True),
          ValueError, "q_norm"),
+        ("flash-sinks-wrong h", lambda: flash_attention_forward(Qh, Qh, Qh, sinks=np.zeros(2)),
+         ValueError, "sinks"),
+        ("flash-sinks-int", lambda: flash_attention_forward(Qh, Qh, Qh, sinks=np.zeros(1, int)),
+         TypeError, "sinks"),
+        ("flash-sinks-no-head-axis", lambda: flash_attention_forward(Q[0], Q[0], Q[0], sinks=np.zeros(3)),
+         ValueError, "sinks"),
         ("mha_forward-sinks-no-logits", lambda: an.mha_forward(X, X, X, P, num_heads=2, sinks=True),
          ValueError, "sinks"),
         ("mha_forward-sinks-wrong-shape", lambda: an.mha_forward(X, X, X, PS3, num_heads=2, sinks=True),
