@@ -212,3 +212,31 @@ def test_sinks_take_a_key_padding_bias_broadcast_along_the_queries():
     num = numerical_gradient(lambda: float(np.sum(
         an.sdpa_sinks_forward(q, k, v, np.full(2, -800.0), bias=bias)[0] * dout)), bias)
     assert dbias.shape == bias.shape and max_abs_diff(dbias, num) < 1e-9
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("path", ["dense", "tiled"])
+def test_garbage_in_masked_slots_never_reaches_the_answer_with_sinks(path, bad):
+    # batch 0 pads keys 3, 4 (for every query); batch 1 masks query row 2 fully
+    q, k, v = randn(R, 2, 2, 4, 3), randn(R, 2, 2, 5, 3), randn(R, 2, 2, 5, 3)
+    sinks, dout = randn(R, 2), randn(R, 2, 2, 4, 3)
+    mask = np.ones((2, 1, 4, 5), bool)
+    mask[0, :, :, 3:] = False
+    mask[1, :, 2, :] = False
+    qb, kb, vb = q.copy(), k.copy(), v.copy()
+    kb[0, :, 3:], vb[0, :, 3:], qb[1, :, 2] = bad, bad, bad
+
+    def run(q, k, v):
+        if path == "dense":
+            out, cache = an.sdpa_sinks_forward(q, k, v, sinks, mask, softcap=1.3)
+            return [out, *an.sdpa_sinks_backward(dout, cache)]
+        out, cache = an.flash_attention_forward(q, k, v, mask, sinks=sinks, softcap=1.3, block_size=2)
+        return [out, *an.flash_attention_backward(dout, cache)]
+
+    clean = (q.copy(), k.copy(), v.copy())          # the garbage slots set to 0 instead
+    clean[1][0, :, 3:] = clean[2][0, :, 3:] = clean[0][1, :, 2] = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = run(qb, kb, vb)
+    for name, a, b in zip(("out", "dq", "dk", "dv", "dsinks"), got, run(*clean), strict=True):
+        assert np.array_equal(a, b), name
+    assert np.all(got[0][1, :, 2] == 0) and np.all(got[1][1, :, 2] == 0)

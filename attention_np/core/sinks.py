@@ -88,6 +88,13 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     if mask is not None:
         allowed = np.broadcast_to(allowed, np.broadcast_shapes(np.shape(mask), (L, S)))
         allowed = allowed & as_bool_mask(mask)
+    # A query that may attend no real key attends the sink alone (value 0): zero it, so that a NaN
+    # or inf there cannot reach the answer through the sink's score 0 * NaN (see drop_masked).
+    alive = allowed.any(axis=-1, keepdims=True)                          # (..., L, 1)
+    if not alive.all():
+        rows = np.broadcast_shapes(alive.shape, q.shape[:-1] + (1,))
+        alive = sum_to_shape(np.broadcast_to(alive, rows).astype(np.intp), q.shape[:-1] + (1,)) > 0
+        q = np.where(alive, q, q.dtype.type(0))
     ones = np.ones(allowed.shape[:-1] + (1,), bool)
     mask_ext = np.concatenate([allowed, ones], axis=-1)                   # (..., L, S + 1)
     # The bias of the real keys (0 without one), then the sink logit of each head as a column.
