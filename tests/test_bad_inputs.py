@@ -22,6 +22,7 @@ Q, K, V = R.standard_normal((2, 3, 4)), R.standard_normal((2, 5, 4)), R.standard
 DOUT = R.standard_normal((2, 3, 6))
 X = R.standard_normal((2, 3, 8))
 P = an.init_mha_params(8, 2, rng=0)
+PS, PS3 = dict(P, sinks=np.zeros(2)), dict(P, sinks=np.zeros(3))      # sink logits: right, wrong h
 P32 = {n: p.astype(np.float32) for n, p in P.items()}
 AP = an.init_additive_params(4, rng=0)
 W, BIAS = R.standard_normal((8, 5)), np.zeros(5)
@@ -109,6 +110,8 @@ def _rows():
                          ("str", "2", TypeError), ("bool", True, TypeError)):
         rows.append((f"sdpa_forward-softcap-{what}", lambda c=c: an.sdpa_forward(Q, K, V, softcap=c),
                      exc, "softcap"))
+        rows.append((f"flash-softcap-{what}", lambda c=c: flash_attention_forward(Q, K, V, softcap=c),
+                     exc, "softcap"))
     Qh = Q[:, None]
     rows += [
         ("sdpa_sinks_forward-sinks-wrong h", lambda: an.sdpa_sinks_forward(Qh, Qh, Qh, np.zeros(2)),
@@ -132,6 +135,30 @@ def _rows():
          ValueError, "rope"),
         ("mha_forward-qk_norm-no-weights", lambda: an.mha_forward(X, X, X, P, num_heads=2, qk_norm=True),
          ValueError, "q_norm"),
+        ("flash-sinks-wrong h", lambda: flash_attention_forward(Qh, Qh, Qh, sinks=np.zeros(2)),
+         ValueError, "sinks"),
+        ("flash-sinks-int", lambda: flash_attention_forward(Qh, Qh, Qh, sinks=np.zeros(1, int)),
+         TypeError, "sinks"),
+        ("flash-sinks-no-head-axis", lambda: flash_attention_forward(Q[0], Q[0], Q[0], sinks=np.zeros(3)),
+         ValueError, "sinks"),
+        ("mha_forward-sinks-no-logits", lambda: an.mha_forward(X, X, X, P, num_heads=2, sinks=True),
+         ValueError, "sinks"),
+        ("mha_forward-sinks-wrong-shape", lambda: an.mha_forward(X, X, X, PS3, num_heads=2, sinks=True),
+         ValueError, "sinks"),
+        ("mha_forward-sinks-int", lambda: an.mha_forward(X, X, X, dict(P, sinks=np.zeros(2, int)),
+                                                         num_heads=2, sinks=True), TypeError, "sinks"),
+        ("mha_forward-sinks-float32", lambda: an.mha_forward(X, X, X, dict(P, sinks=np.zeros(2, np.float32)),
+                                                             num_heads=2, sinks=True), TypeError, "sinks"),
+        ("mha_forward-sinks-array-as-flag",
+         lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=np.zeros(2)), TypeError, "sinks"),
+        ("mha_forward-sinks-textbook", lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=True,
+                                                              path="textbook"), ValueError, "sinks"),
+        ("mha_forward-sinks-dropout", lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=True,
+                                                             dropout_p=0.1), ValueError, "sinks"),
+        ("mha_decode_step-sinks-no-logits", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
+                                                                       sinks=True), ValueError, "sinks"),
+        ("mha_decode_step-sinks-wrong-shape", lambda: an.mha_decode_step(X, PS3, an.KVCache(4), num_heads=2,
+                                                                         sinks=True), ValueError, "sinks"),
         ("mha_decode_step-mask-float", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
                                                                   mask=np.ones((1, 3))), TypeError, "mask"),
         ("mha_decode_step-bias-shape", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
@@ -332,7 +359,8 @@ def test_failed_append_leaves_an_empty_cache_empty():
     assert cache.k.dtype == np.float32
 
 
-@pytest.mark.parametrize("bad", [dict(scale="abc"), dict(scale=np.nan), dict(num_heads=3)])
+@pytest.mark.parametrize("bad", [dict(scale="abc"), dict(scale=np.nan), dict(num_heads=3),
+                                 dict(sinks=True)])
 def test_failed_decode_step_does_not_touch_the_cache(bad):
     cache = an.KVCache(8)
     x = R.standard_normal((2, 3, 8))

@@ -197,7 +197,7 @@ def test_flash_cache_is_frozen(rng):
                                   np.array([[True, False, True, True, False]])],
                          ids=["0-d", "1-D", "2-D"])
 def test_tiled_low_dim_masks_keep_the_dense_shape(rng, mask):
-    """Catches changes to the 0-d / 1-D mask reshape of ``_check_flash`` (``ndim < 2`` ->
+    """Catches changes to the 0-d / 1-D mask reshape of ``tiles.check_flash`` (``ndim < 2`` ->
     ``< 3``, the padding count): the tiled path gives the dense path's shapes and numbers."""
     q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
     dout = randn(rng, 3, 2)

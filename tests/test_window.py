@@ -11,7 +11,7 @@ import attention_np as an
 from attention_np.core import attention as textbook
 from attention_np.core.gradcheck import numerical_gradient
 from attention_np.core.masks import sliding_window_mask
-from attention_np.efficient import flash
+from attention_np.efficient import flash, tiles
 from tests import torch_ref
 from tests.helpers import max_abs_diff, randn, require
 
@@ -98,11 +98,11 @@ def test_window_gradients_match_finite_differences(path):
 def test_tiled_path_skips_key_blocks_outside_every_window():
     # 64 queries and keys in blocks of 8, window (4, 0): each key block is seen by rows
     # [j0, j1 + 4) only, so a block costs 8 + 4 rows, not 64
-    blocks = list(flash._key_blocks(64, 64, 8, False, (4, 0)))
+    blocks = list(tiles.key_blocks(64, 64, 8, False, (4, 0)))
     assert len(blocks) == 8
     assert all(i0 == j0 and i1 == min(64, j1 + 4) for j0, j1, i0, i1 in blocks)
     # keys beyond every query's window (L=4 queries, window right=2, S=64): blocks from 8 on skipped
-    assert [b[0] for b in flash._key_blocks(4, 64, 8, False, (None, 2))] == [0]
+    assert [b[0] for b in tiles.key_blocks(4, 64, 8, False, (None, 2))] == [0]
 
 
 def test_rows_whose_window_holds_no_key_give_zero_not_nan():
