@@ -231,6 +231,8 @@ def _rows():
         ("init_mha_params-dtype-int", lambda: an.init_mha_params(8, 2, dtype=int), TypeError, "dtype"),
         ("init_mha_params-qk_norm-str", lambda: an.init_mha_params(8, 2, qk_norm="yes"), TypeError,
          "qk_norm"),
+        ("init_mha_params-sinks-array", lambda: an.init_mha_params(8, 2, sinks=np.zeros(2)),
+         TypeError, "sinks"),
         ("init_mha_params-rng-str", lambda: an.init_mha_params(8, 2, rng="x"), TypeError, "rng"),
     ]
     # linear

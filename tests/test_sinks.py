@@ -240,3 +240,19 @@ def test_garbage_in_masked_slots_never_reaches_the_answer_with_sinks(path, bad):
     for name, a, b in zip(("out", "dq", "dk", "dv", "dsinks"), got, run(*clean), strict=True):
         assert np.array_equal(a, b), name
     assert np.all(got[0][1, :, 2] == 0) and np.all(got[1][1, :, 2] == 0)
+
+
+def test_init_mha_params_makes_zero_sinks_that_give_one_extra_key_of_score_zero():
+    """sinks=True makes params["sinks"] = zeros(h): the weights are then
+    exp(s_ij) / (1 + sum_j exp(s_ij)), a softmax with one more key of score 0."""
+    p = an.init_mha_params(8, 2, rng=0, sinks=True)
+    assert p["sinks"].shape == (2,) and p["sinks"].dtype == np.float64 and not p["sinks"].any()
+    assert "sinks" not in an.init_mha_params(8, 2, rng=0)
+    assert an.init_mha_params(8, 2, rng=0, sinks=True, dtype=np.float32)["sinks"].dtype == np.float32
+    x = np.random.default_rng(0).standard_normal((1, 5, 8))
+    _, cache = an.mha_forward(x, x, x, p, num_heads=2, sinks=True)
+    q = (x @ p["W_q"]).reshape(1, 5, 2, 4).transpose(0, 2, 1, 3)              # (1, h, L, d_k)
+    k = (x @ p["W_k"]).reshape(1, 5, 2, 4).transpose(0, 2, 1, 3)
+    e = np.exp(q @ k.transpose(0, 1, 3, 2) / 2.0)                             # scale 1/sqrt(4)
+    expected = e / (1 + e.sum(-1, keepdims=True))
+    assert np.abs(cache.weights - expected).max() < 1e-14

@@ -28,7 +28,8 @@ BIASES = ("b_q", "b_k", "b_v", "b_o")
 def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
                     d_v: int | None = None, kdim: int | None = None, vdim: int | None = None,
                     bias: bool = True, rng=None, dtype=np.float64,
-                    num_kv_heads: int | None = None, qk_norm: bool = False) -> dict:
+                    num_kv_heads: int | None = None, qk_norm: bool = False,
+                    sinks: bool = False) -> dict:
     """Parameters of multi-head attention, §3.2.2.
 
     Parameters
@@ -54,6 +55,11 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
         Also make the QK-norm weights ``q_norm``, ``k_norm`` (beyond the paper, see
         :mod:`attention_np.core.qk_norm`), each ``(d_k,)`` ones, as Qwen3 and OLMo 2 initialise
         their RMSNorms; ``mha_forward(..., qk_norm=True)`` uses them.
+    sinks : bool
+        Also make the attention-sink logits ``sinks (h,)`` (beyond the paper, see
+        :mod:`attention_np.core.sinks`), zeros: each head starts with one extra key of score 0
+        (gpt-oss draws them from ``N(0, initializer_range²)``); ``mha_forward(..., sinks=True)``
+        uses them.
 
     Returns
     -------
@@ -63,7 +69,8 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
         ``b_v (h*d_v,)``, ``b_o (d_model,)``. Projections are ``y = x @ W + b``; ``W_i^Q`` is
         columns ``[i*d_k, (i+1)*d_k)`` of ``W_q``. Weights are Glorot-uniform. With
         ``num_kv_heads``, ``W_k``, ``W_v``, ``b_k``, ``b_v`` have ``num_kv_heads * d`` columns.
-        With ``qk_norm=True``, ``q_norm (d_k,)`` and ``k_norm (d_k,)``.
+        With ``qk_norm=True``, ``q_norm (d_k,)`` and ``k_norm (d_k,)``; with ``sinks=True``,
+        ``sinks (h,)``.
     """
     check_int(d_model, "d_model")
     check_int(num_heads, "num_heads")
@@ -78,8 +85,9 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
         check_int(n, name)
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
-    if not isinstance(qk_norm, (bool, np.bool_)):
-        raise TypeError(f"qk_norm must be True or False, got {qk_norm!r}")
+    for name, flag in (("qk_norm", qk_norm), ("sinks", sinks)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
     h = num_heads
     h_kv = check_kv_heads(num_kv_heads, h)
     rng = as_generator(rng)
@@ -94,6 +102,8 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
                       b_v=np.zeros(h_kv * d_v), b_o=np.zeros(d_model))
     if qk_norm:
         params.update(q_norm=np.ones(d_k), k_norm=np.ones(d_k))
+    if sinks:
+        params.update(sinks=np.zeros(h))
     return {name: p.astype(dtype) for name, p in params.items()}
 
 
