@@ -243,6 +243,7 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     from attention_np.interop import transformers_known as known
     monkeypatch.setattr(cases, "FAMILIES", ("bart-cross", "qwen2"))      # a fast subset
     monkeypatch.setattr(diff_transformers, "DECODERS", ("llama",))
+    monkeypatch.setattr(diff_transformers, "ENCODER_DECODERS", ("t5",))
     monkeypatch.setattr(known, "DEMOS", (known.min_filled_mask,))
     assert main(["diff", "--framework", "transformers"]) == 0
     out = capsys.readouterr().out
@@ -250,7 +251,9 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     assert re.search(r"^qwen2 +Qwen2Attention +layer .* ok$", out, re.M)
     assert re.search(r"^llama +LlamaAttention +decode .* 4 steps .* ok$", out, re.M)
     assert re.search(r"^llama +LlamaAttention +leftpad .* 4 steps .* ok$", out, re.M)
-    assert "4/4 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
+    assert re.search(r"^t5 +T5Attention +decode .* 4 self \+ 4 cross .* ok$", out, re.M)
+    assert re.search(r"^t5 +T5Attention +padsrc .* 4 self \+ 4 cross .* ok$", out, re.M)
+    assert "6/6 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
 
 
 def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(monkeypatch,
