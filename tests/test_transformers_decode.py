@@ -75,6 +75,12 @@ def test_t5_decoder_bias_must_be_the_row_at_the_absolute_position(monkeypatch):
     assert not report.ok
 
 
+def test_t5_decoder_bias_demo_matches_transformers_compute_bias_with_the_offset():
+    from attention_np.interop.transformers_known import t5_decoder_bias_offset
+    demo = t5_decoder_bias_offset(seed=2)
+    assert demo.explained, "\n".join(demo.lines)
+
+
 @pytest.mark.parametrize("family, layer", [("bart", "cross"), ("t5", "self"), ("t5", "cross")])
 def test_one_perturbed_weight_is_detected(monkeypatch, family, layer):
     """attention_np reads one weight 1e-6 off what generate() ran with: that layer mismatches."""
