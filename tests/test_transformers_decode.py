@@ -33,7 +33,7 @@ def _steps(n):
 @pytest.mark.parametrize("family", ["t5", "bart"])
 @pytest.mark.parametrize("pad", [None, RIGHT_PAD, LEFT_PAD], ids=["plain", "right", "left"])
 def test_encoder_decoder_generate_replayed_self_and_cross_attention_per_step(family, pad):
-    model = cases.tiny_model(family, seed=3, causal_lm=True)
+    model = cases.tiny_model(family, seed=0, causal_lm=True)
     report = td.replay_generate(model, SOURCES, attention_mask=pad, max_new_tokens=4)
     assert report.ok, str(report)
     # incremental: each layer ran once per new token, one query at a time (T=1)
@@ -50,7 +50,7 @@ def test_encoder_decoder_generate_replayed_self_and_cross_attention_per_step(fam
 
 def test_the_source_padding_reaches_the_cross_attention(monkeypatch):
     """Without the source padding mask, the cross-attention steps of a padded batch disagree."""
-    model = cases.tiny_model("t5", seed=3, causal_lm=True)
+    model = cases.tiny_model("t5", seed=0, causal_lm=True)
     real = td.mha_cross_decode_step
     monkeypatch.setattr(td, "mha_cross_decode_step",
                         lambda *a, mask=None, **kw: real(*a, mask=None, **kw))
@@ -63,7 +63,7 @@ def test_the_source_padding_reaches_the_cross_attention(monkeypatch):
 def test_t5_decoder_bias_must_be_the_row_at_the_absolute_position(monkeypatch):
     """The trap: during caching the new query is position S - 1, not 0. Top-left aligned
     relative positions (the query taken as position 0) give the wrong bias from step 1 on."""
-    model = cases.tiny_model("t5", seed=3, causal_lm=True)
+    model = cases.tiny_model("t5", seed=0, causal_lm=True)
     real = td.relative_positions
     monkeypatch.setattr(td, "relative_positions",
                         lambda T, S, align: real(T, S, align="top_left"))
@@ -84,7 +84,7 @@ def test_t5_decoder_bias_demo_matches_transformers_compute_bias_with_the_offset(
 @pytest.mark.parametrize("family, layer", [("bart", "cross"), ("t5", "self"), ("t5", "cross")])
 def test_one_perturbed_weight_is_detected(monkeypatch, family, layer):
     """attention_np reads one weight 1e-6 off what generate() ran with: that layer mismatches."""
-    model = cases.tiny_model(family, seed=3, causal_lm=True)
+    model = cases.tiny_model(family, seed=0, causal_lm=True)
     real = td.params_from_transformers
 
     def perturbed(module, **kw):
