@@ -103,6 +103,22 @@ def test_cross_decoding_equals_torch_multihead_attention_with_key_padding(rng):
     assert max_abs_diff(ours, theirs) < 1e-12
 
 
+@pytest.mark.float32
+def test_cross_decoding_float32_stays_float32_and_is_as_accurate_as_mha_forward(rng):
+    from attention_np.interop.tolerance import check_float32
+    params = _params(rng)
+    y, memory = randn(rng, 2, 4, 16), randn(rng, 2, 7, 16)
+    mask = _source_padding()[:2, None, None, :]                              # (2, 1, 1, S)
+    p32 = {n: w.astype(np.float32) for n, w in params.items()}
+    y32, memory32 = y.astype(np.float32), memory.astype(np.float32)
+    step32, cache = _cross_decode(y32, memory32, p32, [1] * 4, mask, num_heads=4)
+    assert step32.dtype == np.float32 and cache.k.dtype == np.float32
+    oracle, _ = an.mha_forward(y, memory, memory, params, mask, num_heads=4)        # float64
+    peer, _ = an.mha_forward(y32, memory32, memory32, p32, mask, num_heads=4)       # float32
+    check = check_float32("cross decode", step32, oracle, peer)
+    assert check.ok, check
+
+
 def test_cross_decode_bad_input_is_refused_before_anything_changes(rng):
     params = _params(rng)
     y, memory = randn(rng, 2, 1, 16), randn(rng, 2, 7, 16)
@@ -112,6 +128,10 @@ def test_cross_decode_bad_input_is_refused_before_anything_changes(rng):
     with pytest.raises(ValueError, match=r"num_kv_heads=2 heads of d_k=4"):
         an.mha_cross_decode_step(y, _params(rng, num_kv_heads=2), cache, num_heads=4,
                                  num_kv_heads=2)
+    with pytest.raises(TypeError, match="x is float32 but kv_cache holds float64"):
+        an.mha_cross_decode_step(y.astype(np.float32),
+                                 {n: w.astype(np.float32) for n, w in params.items()}, cache,
+                                 num_heads=4)
     with pytest.raises(ValueError, match="same batch dims"):
         an.mha_cross_decode_step(randn(rng, 3, 1, 16), params, cache, num_heads=4)
     with pytest.raises(ValueError, match="mask"):

@@ -300,6 +300,9 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int,
     if k.shape[-3] != h_kv or k.shape[-1] != d_k:
         raise ValueError(f"kv_cache holds keys of shape {k.shape} (..., H_kv, S, d_k) but "
                          f"num_kv_heads={h_kv} heads of d_k={d_k} are expected")
+    if k.dtype != x.dtype:
+        raise TypeError(f"x is {x.dtype} but kv_cache holds {k.dtype} keys and values: project "
+                        f"the memory with cross_kv_cache in the dtype of x")
     if x.shape[:-2] != k.shape[:-3]:
         raise ValueError(f"x {x.shape} (..., T, d_model) and the cached keys {k.shape} "
                          f"(..., H_kv, S, d_k) must have the same batch dims")
