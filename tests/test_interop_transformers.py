@@ -71,6 +71,20 @@ def test_params_read_gqa_free_head_dim_and_gpt2_packed_conv1d():
     assert spec.is_causal and spec.scale == 8 ** -0.5            # head_dim 32 / 4
 
 
+def test_gpt2_cross_attention_reads_q_attn_and_the_packed_key_value_conv1d():
+    cross, inputs = cases.case("gpt2-cross")
+    params, spec = itf.params_from_transformers(cross)
+    assert not spec.is_causal and "key_value_states" in inputs
+    np.testing.assert_array_equal(params["W_q"], cross.q_attn.weight.detach().numpy())
+    packed = cross.c_attn.weight.detach().numpy()                  # (E, 2E): [k | v]
+    assert packed.shape == (32, 64)
+    np.testing.assert_array_equal(np.concatenate([params["W_k"], params["W_v"]], 1), packed)
+    np.testing.assert_array_equal(np.concatenate([params["b_k"], params["b_v"]]),
+                                  cross.c_attn.bias.detach().numpy())
+    with pytest.raises(ValueError, match=r"is_cross_attention=True\) needs key_value_states"):
+        itf.compare_transformers_attention(cross, inputs["hidden_states"])
+
+
 def test_the_original_module_is_left_untouched():
     module, inputs = cases.case("qwen2")
     before = {n: p.detach().clone() for n, p in module.named_parameters()}
@@ -116,7 +130,9 @@ def test_unsupported_module_names_the_supported_layers():
     with pytest.raises(TypeError, match="BertSelfAttention.*got MultiheadAttention"):
         itf.compare_transformers_attention(torch.nn.MultiheadAttention(8, 2), np.zeros((1, 2, 8)))
     gpt2 = cases.tiny_model("gpt2")
-    with pytest.raises(ValueError, match="key_value_states.*BartAttention"):
+    with pytest.raises(ValueError, match=r"key_value_states.*BartAttention.*"
+                                         r"GPT2Attention\(is_cross_attention=True\) only, got "
+                                         r"GPT2Attention \(a self-attention\)"):
         itf.compare_transformers_attention(gpt2.h[0].attn, np.zeros((1, 2, 32)),
                                            key_value_states=np.zeros((1, 3, 32)))
     with pytest.raises(ValueError, match=r"attention_mask must be \(B, S\) = \(1, 2\)"):
@@ -227,6 +243,7 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     from attention_np.interop import transformers_known as known
     monkeypatch.setattr(cases, "FAMILIES", ("bart-cross", "qwen2"))      # a fast subset
     monkeypatch.setattr(diff_transformers, "DECODERS", ("llama",))
+    monkeypatch.setattr(diff_transformers, "ENCODER_DECODERS", ("t5",))
     monkeypatch.setattr(known, "DEMOS", (known.min_filled_mask,))
     assert main(["diff", "--framework", "transformers"]) == 0
     out = capsys.readouterr().out
@@ -234,7 +251,9 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     assert re.search(r"^qwen2 +Qwen2Attention +layer .* ok$", out, re.M)
     assert re.search(r"^llama +LlamaAttention +decode .* 4 steps .* ok$", out, re.M)
     assert re.search(r"^llama +LlamaAttention +leftpad .* 4 steps .* ok$", out, re.M)
-    assert "4/4 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
+    assert re.search(r"^t5 +T5Attention +decode .* 4 self \+ 4 cross .* ok$", out, re.M)
+    assert re.search(r"^t5 +T5Attention +padsrc .* 4 self \+ 4 cross .* ok$", out, re.M)
+    assert "6/6 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
 
 
 def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(monkeypatch,

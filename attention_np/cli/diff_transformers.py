@@ -1,13 +1,15 @@
 """``python -m attention_np diff --framework transformers``: one attention layer of each
-transformers family, and a ``generate()`` replay of each decoder, diffed against attention_np.
+transformers family, and a ``generate()`` replay of each decoder and encoder-decoder, diffed
+against attention_np.
 
 Runs :func:`~attention_np.interop.transformers.compare_transformers_attention` on the tiny random
 layers of :mod:`attention_np.interop.transformers_cases` (float64, forward and every gradient),
 :func:`~attention_np.interop.transformers_decode.replay_generate` on GPT-2, Llama, Mistral and
-Qwen2, prints the largest differences per family, then demonstrates transformers' traps
-(:mod:`attention_np.interop.transformers_known`). Exit status 1 on a mismatch, on a trap that no
-longer reproduces as documented, or when torch or transformers is not installed (said on stderr,
-with the pip command).
+Qwen2 (plain and left-padded prompts) and on T5 and BART (the decoder's self- and
+cross-attention; plain and padded sources), prints the largest differences per family, then
+demonstrates transformers' traps (:mod:`attention_np.interop.transformers_known`). Exit status
+1 on a mismatch, on a trap that no longer reproduces as documented, or when torch or
+transformers is not installed (said on stderr, with the pip command).
 
 Only NumPy is imported here; torch and transformers are imported while the command runs.
 """
@@ -24,6 +26,7 @@ from attention_np.cli.progress import ProgressBar
 from attention_np.core.optional import install_hint
 
 DECODERS = ("gpt2", "llama", "mistral", "qwen2")
+ENCODER_DECODERS = ("t5", "bart")
 
 
 def _fmt(e: float) -> str:
@@ -56,7 +59,8 @@ def run(args) -> int:
     from attention_np.interop.transformers_decode import replay_generate
 
     transformers.logging.set_verbosity_error()
-    bar = ProgressBar(len(cases.FAMILIES) + len(DECODERS) + len(known.DEMOS))
+    bar = ProgressBar(len(cases.FAMILIES) + len(DECODERS) + len(ENCODER_DECODERS)
+                      + len(known.DEMOS))
     rows, done = [], 0
     for family in cases.FAMILIES:
         bar.update(done, label=f"{family} layer")
@@ -80,6 +84,19 @@ def run(args) -> int:
                          f"{len(report.checks)} steps", max(c.ratio for c in report.checks),
                          report.ok))
         done += 1
+    sources = np.array([[3, 5, 7, 9, 11], [2, 4, 6, 8, 10]])
+    source_pad = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    for family in ENCODER_DECODERS:
+        bar.update(done, label=f"{family} generate()")
+        model = cases.tiny_model(family, args.seed, causal_lm=True)
+        for mode, pad in (("decode", None), ("padsrc", source_pad)):
+            report = replay_generate(model, sources, attention_mask=pad, max_new_tokens=4)
+            worst = max(report.checks, key=lambda c: c.err)
+            steps = " + ".join(f"{sum(c.name.startswith(n) for c in report.checks)} {n}"
+                               for n in report.layers)                  # "4 self + 4 cross"
+            rows.append((family, report.module.split(" ")[0], mode, worst.err, float("nan"),
+                         steps, max(c.ratio for c in report.checks), report.ok))
+        done += 1
     demos = []
     for demo in known.DEMOS:
         bar.update(done, label=f"trap: {demo.__name__}")
@@ -92,7 +109,8 @@ def run(args) -> int:
           f"attention layer per family, float64, forward and backward (random weights and "
           f"upstream gradient)\n")
     print("out err: max|transformers - attention_np| of the layer's output (decode: of the "
-          "worst generate() step; leftpad: a left-padded batch, padded rows left out)\n"
+          "worst generate() step; leftpad: a left-padded batch, padded rows left out; t5, bart: "
+          "the decoder's self- and cross-attention, padsrc: a padded source)\n"
           "grad err: the largest over the input and every parameter gradient "
           f"(worst: which)\ntolerance: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|); "
           "err/tol: the worst ratio (< 1 passes)\n")

@@ -66,6 +66,10 @@ def _family(module) -> str:
     return SUPPORTED[name]
 
 
+def _gpt2_cross(module) -> bool:
+    return type(module).__name__ == "GPT2Attention" and bool(module.is_cross_attention)
+
+
 def layer_spec(module) -> LayerSpec:
     """Read the :class:`LayerSpec` of a supported attention layer (see :data:`SUPPORTED`)."""
     family = _family(module)
@@ -112,12 +116,13 @@ def _tensors(module, family: str, get) -> dict:
     if family == "bert":
         pairs = {"q": module.query, "k": module.key, "v": module.value}
     elif family == "gpt2":
-        if getattr(module, "is_cross_attention", False):
-            raise ValueError("GPT2Attention with is_cross_attention=True is not supported; "
-                             "BartAttention is the supported cross-attention layer")
         E = module.embed_dim
-        W, b = get(module.c_attn.weight), get(module.c_attn.bias)     # Conv1D: (E, 3E), x @ W + b
-        for i, n in enumerate("qkv"):                                  # columns [q | k | v]
+        W, b = get(module.c_attn.weight), get(module.c_attn.bias)     # Conv1D: x @ W + b
+        names = "qkv"
+        if _gpt2_cross(module):       # q_attn (E, E) of the decoder; c_attn (E, 2E) of memory
+            out["W_q"], out["b_q"] = get(module.q_attn.weight), get(module.q_attn.bias)
+            names = "kv"
+        for i, n in enumerate(names):                          # columns [q | k | v] or [k | v]
             out[f"W_{n}"], out[f"b_{n}"] = W[:, i * E:(i + 1) * E], b[i * E:(i + 1) * E]
         out["W_o"], out["b_o"] = get(module.c_proj.weight), get(module.c_proj.bias)
         return out
@@ -212,11 +217,13 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     ----------
     module : a layer of :data:`SUPPORTED`
         BERT, ViT, GPT-2, BART (self- and cross-attention), Llama, Mistral, Qwen2 or T5 (with
-        its relative-position bias table, whose gradient is diffed as "dbias_table"). A copy is
+        its relative-position bias table, whose gradient is diffed as "dbias_table"); GPT-2's
+        cross-attention (``is_cross_attention=True``: ``q_attn`` for q, ``c_attn`` packs k, v). A copy is
         cast to float64 and run in eval mode; the module itself is left untouched.
     hidden_states : (B, L, d_model) array or tensor
     key_value_states : (B, S, d_model), optional
-        BART or T5 cross-attention: the encoder output the keys and values come from.
+        BART, T5 or GPT-2 cross-attention: the encoder output the keys and values come from
+        (GPT-2's ``encoder_hidden_states``; its padding goes in as ``encoder_attention_mask``).
     attention_mask : (B, S) 0/1, optional
         transformers' 2-D padding mask (1 = a real token). The layer gets the model's 4-D float
         mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
@@ -239,9 +246,15 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
     spec = layer_spec(module)
-    if key_value_states is not None and spec.family not in ("bart", "t5"):
-        raise ValueError(f"key_value_states (cross-attention) is supported for BartAttention "
-                         f"and T5Attention only, got {type(module).__name__}")
+    gpt2_cross = _gpt2_cross(module)
+    if key_value_states is not None and not (spec.family in ("bart", "t5") or gpt2_cross):
+        raise ValueError(f"key_value_states (cross-attention) is supported for BartAttention, "
+                         f"T5Attention and GPT2Attention(is_cross_attention=True) only, got "
+                         f"{type(module).__name__}"
+                         f"{' (a self-attention)' if spec.family == 'gpt2' else ''}")
+    if gpt2_cross and key_value_states is None:
+        raise ValueError("GPT2Attention(is_cross_attention=True) needs key_value_states, the "
+                         "encoder output (B, S, d_model) its keys and values come from")
     x = to_numpy(hidden_states).astype(np.float64)
     if x.ndim != 3:
         raise ValueError(f"hidden_states must be (B, L, d_model), got shape {x.shape}")
@@ -271,10 +284,11 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         p.grad = None
     xt = torch.tensor(x, requires_grad=True)
     kvt = None if kv is None else torch.tensor(kv, requires_grad=True)
-    mask_name = "mask" if spec.family == "t5" else "attention_mask"
+    mask_name = {"t5": "mask", "gpt2": "encoder_attention_mask" if gpt2_cross else None}.get(
+        spec.family) or "attention_mask"
     kwargs = {mask_name: _torch_mask(mask, torch)}
-    if kvt is not None:
-        kwargs["key_value_states"] = kvt
+    if kvt is not None:                   # GPT-2 names the encoder output differently
+        kwargs["encoder_hidden_states" if gpt2_cross else "key_value_states"] = kvt
     if spec.family in ROPE:
         cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
         kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))

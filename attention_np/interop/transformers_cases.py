@@ -30,7 +30,9 @@ def _randomize(model, seed: int):
 
 
 def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", causal_lm=False):
-    """A one-layer random model of ``family`` (a key of :data:`FAMILIES`), float32 as built."""
+    """A one-layer random model of ``family`` (a key of :data:`FAMILIES`), float32 as built;
+    ``causal_lm=True``: with its language-model head, for ``generate()`` (``GPT2LMHeadModel``,
+    ``...ForCausalLM``; BART and T5: ``...ForConditionalGeneration``)."""
     tf = import_optional("transformers", "attention_np.interop.transformers_cases")
     kw = dict(attn_implementation=attn_implementation)
     if family == "bert":
@@ -41,22 +43,24 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
         cfg = tf.ViTConfig(hidden_size=D_MODEL, num_attention_heads=4, num_hidden_layers=1,
                            intermediate_size=40, image_size=8, patch_size=4, **kw)
         return _randomize(tf.ViTModel(cfg), seed)
-    if family == "gpt2":
+    if family in ("gpt2", "gpt2-cross"):
         cfg = tf.GPT2Config(n_embd=D_MODEL, n_head=4, n_layer=1, vocab_size=61, n_positions=64,
-                            bos_token_id=0, eos_token_id=0, **kw)
+                            bos_token_id=0, eos_token_id=0,
+                            add_cross_attention=family == "gpt2-cross", **kw)
         return _randomize((tf.GPT2LMHeadModel if causal_lm else tf.GPT2Model)(cfg), seed)
     if family == "bart":
         cfg = tf.BartConfig(d_model=D_MODEL, encoder_attention_heads=4, decoder_attention_heads=4,
                             encoder_layers=1, decoder_layers=1, encoder_ffn_dim=40,
                             decoder_ffn_dim=40, vocab_size=61, max_position_embeddings=64, **kw)
-        return _randomize(tf.BartModel(cfg), seed)
+        return _randomize((tf.BartForConditionalGeneration if causal_lm else tf.BartModel)(cfg),
+                          seed)
     if family == "t5":
         # few buckets, so that L = 6 already reaches the log-spaced ones
         cfg = tf.T5Config(d_model=D_MODEL, d_kv=12, num_heads=4, num_layers=1,
                           num_decoder_layers=1, d_ff=40, vocab_size=61,
                           relative_attention_num_buckets=8, relative_attention_max_distance=20,
                           decoder_start_token_id=0, **kw)
-        return _randomize(tf.T5Model(cfg), seed)
+        return _randomize((tf.T5ForConditionalGeneration if causal_lm else tf.T5Model)(cfg), seed)
     extra = {"mistral": dict(sliding_window=WINDOW),
              "qwen2": dict(sliding_window=WINDOW, use_sliding_window=True, max_window_layers=0,
                            attention_bias=True)}.get(family, {})
@@ -70,7 +74,8 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
 
 
 def attention_layer(family: str, model):
-    """The first attention layer of ``model`` (BART: ``"bart"`` the decoder's causal self-attention,
+    """The first attention layer of ``model`` (GPT-2 built with ``add_cross_attention``:
+    ``"gpt2-cross"`` its cross-attention; BART: ``"bart"`` the decoder's causal self-attention,
     ``"bart-cross"`` its cross-attention; T5: ``"t5"`` the encoder's, ``"t5-decoder"`` the
     decoder's self-attention, both with the bias table, ``"t5-cross"`` its cross-attention)."""
     if family == "bert":
@@ -79,6 +84,8 @@ def attention_layer(family: str, model):
         return model.layers[0].attention
     if family == "gpt2":
         return model.h[0].attn
+    if family == "gpt2-cross":
+        return model.h[0].crossattention
     if family == "bart":
         return model.decoder.layers[0].self_attn
     if family == "bart-cross":
@@ -93,8 +100,8 @@ def attention_layer(family: str, model):
 
 
 # the cases: right padding in every (B, S) attention mask, so that no query row is fully masked
-FAMILIES = ("bert", "vit", "gpt2", "bart", "bart-cross", "llama", "mistral", "qwen2", "t5",
-            "t5-decoder", "t5-cross")
+FAMILIES = ("bert", "vit", "gpt2", "gpt2-cross", "bart", "bart-cross", "llama", "mistral",
+            "qwen2", "t5", "t5-decoder", "t5-cross")
 MODELS = {"bart-cross": "bart", "t5-decoder": "t5", "t5-cross": "t5"}   # the model a case reads
 
 
@@ -107,7 +114,7 @@ def case(family: str, seed: int = 0, attn_implementation: str = "sdpa"):
     padding[1, -2:] = 0                      # right padding: every query keeps key 0
     if family == "vit":
         padding = None                       # ViT attends to every patch
-    if family in ("bart-cross", "t5-cross"):
+    if family.endswith("-cross"):
         inputs["key_value_states"] = rng.standard_normal((B, S, D_MODEL))
         padding = np.ones((B, S), dtype=np.int64)
         padding[0, -3:] = 0

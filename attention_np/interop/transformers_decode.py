@@ -6,6 +6,13 @@ replays the same steps from the recorded inputs with
 :func:`~attention_np.efficient.kv_cache.mha_decode_step` and a
 :class:`~attention_np.efficient.kv_cache.KVCache`, with the layer's padding mask, sliding window
 and RoPE positions, and the per-step outputs are diffed.
+
+For an encoder-decoder (T5, BART) the decoder's first layer has two attention layers, and both
+are replayed: the causal **self-attention** on the KV cache (T5: with the row of its bias table
+at the new query's absolute position, ``relative_positions(T, S, align="bottom_right")``), and the
+**cross-attention** to the encoder output, projected once by
+:func:`~attention_np.efficient.kv_cache.cross_kv_cache` and attended by
+:func:`~attention_np.efficient.kv_cache.mha_cross_decode_step` (source padding as its mask).
 """
 
 from __future__ import annotations
@@ -17,7 +24,17 @@ import numpy as np
 
 from attention_np.core._checks import check_int
 from attention_np.core.optional import import_optional
-from attention_np.efficient.kv_cache import KVCache, mha_decode_step
+from attention_np.core.position_bias import (
+    relative_position_bias,
+    relative_positions,
+    t5_relative_buckets,
+)
+from attention_np.efficient.kv_cache import (
+    KVCache,
+    cross_kv_cache,
+    mha_cross_decode_step,
+    mha_decode_step,
+)
 from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers import (
@@ -31,26 +48,39 @@ from attention_np.interop.transformers import (
 @dataclass
 class DecodeReport:
     """What :func:`replay_generate` found: one :class:`~attention_np.interop.tolerance.Check`
-    per step (step 0 is the prompt), the generated tokens, and a verdict ``ok``."""
+    per step and layer (step 0 is the prompt), the generated tokens, and a verdict ``ok``.
+
+    ``layers`` names the attention layers replayed at each step (``("self",)`` for a decoder,
+    ``("self", "cross")`` for an encoder-decoder); ``cross_projections`` counts how often the
+    cross-attention's key projection ran in transformers during ``generate()`` (once, when its
+    cache works; ``None`` for a decoder)."""
 
     module: str
     tokens: np.ndarray
     max_new_tokens: int
     checks: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    layers: tuple = ("self",)
+    cross_projections: int | None = None
 
     @property
     def ok(self) -> bool:
-        """Every step agrees, and the layer ran once per new token (the prompt is the first)."""
-        return len(self.checks) == self.max_new_tokens and all(c.ok for c in self.checks)
+        """Every step agrees, each layer ran once per new token (the prompt is the first) and
+        the cross-attention's keys and values were projected once."""
+        return (len(self.checks) == self.max_new_tokens * len(self.layers)
+                and all(c.ok for c in self.checks) and self.cross_projections in (None, 1))
 
     def __str__(self) -> str:
         lines = [f"generate() replay, {self.module} (float64) vs attention_np KV cache -> "
                  f"{'AGREE' if self.ok else 'MISMATCH'}",
                  f"tolerance float64: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|)",
-                 f"{'step':<14} {'max abs err':>12} {'tolerance':>10}  ok"]
-        lines += [f"{c.name:<14} {c.err:>12.2e} {c.tol:>10.1e}  {'yes' if c.ok else 'NO'}"
+                 f"{'step':<18} {'max abs err':>12} {'tolerance':>10}  ok"]
+        lines += [f"{c.name:<18} {c.err:>12.2e} {c.tol:>10.1e}  {'yes' if c.ok else 'NO'}"
                   for c in self.checks]
+        if self.cross_projections is not None:
+            lines.append(f"cross-attention keys/values projected by transformers "
+                         f"{self.cross_projections} time(s) in generate(), by attention_np once "
+                         f"(cross_kv_cache)")
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 
@@ -72,15 +102,23 @@ def _float64_rotary(model, torch, positions_seen: list):
 
 
 DECODERS = ("GPT2LMHeadModel", "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
+ENCODER_DECODERS = ("T5ForConditionalGeneration", "BartForConditionalGeneration")
 
 
 def _attention(model):
-    """The first attention layer of one of :data:`DECODERS`."""
+    """The first attention layer of one of :data:`DECODERS`; for one of
+    :data:`ENCODER_DECODERS`, the decoder's first ``(self_attention, cross_attention)``."""
     name = type(model).__name__
-    if name not in DECODERS:
-        raise TypeError(f"model must be one of {list(DECODERS)}, got {name}")
+    if name not in DECODERS + ENCODER_DECODERS:
+        raise TypeError(f"model must be one of {list(DECODERS + ENCODER_DECODERS)}, got {name}")
     if name == "GPT2LMHeadModel":
         return model.transformer.h[0].attn
+    if name == "T5ForConditionalGeneration":
+        block = model.decoder.block[0]
+        return block.layer[0].SelfAttention, block.layer[1].EncDecAttention
+    if name == "BartForConditionalGeneration":
+        layer = model.model.decoder.layers[0]
+        return layer.self_attn, layer.encoder_attn
     return model.model.layers[0].self_attn
 
 
@@ -90,22 +128,28 @@ def replay_generate(model, input_ids, *, attention_mask=None,
 
     Parameters
     ----------
-    model : transformers ``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``MistralForCausalLM`` or
-        ``Qwen2ForCausalLM``
-        Its first attention layer is diffed. Left untouched: a copy runs in float64 with
+    model : transformers ``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``MistralForCausalLM``,
+        ``Qwen2ForCausalLM``, ``T5ForConditionalGeneration`` or ``BartForConditionalGeneration``
+        A decoder's first attention layer is diffed; an encoder-decoder's decoder's first
+        self-attention and cross-attention. Left untouched: a copy runs in float64 with
         ``attn_implementation="sdpa"`` and a float64 rotary embedding.
     input_ids : (B, L) int
+        The prompts; for an encoder-decoder, the sources (the decoder starts from its
+        ``decoder_start_token_id``).
     attention_mask : (B, L) 0/1, optional
         Padding of the prompts (left padding, as for batched generation); default none. The
         padded query rows are left out of the diff (transformers gives them mean(V), attention_np
-        0: see docs/frameworks.md), the keys they hold are masked on both sides.
+        0: see docs/frameworks.md), the keys they hold are masked on both sides. For an
+        encoder-decoder, the source padding (either side): the cross-attention's mask.
     max_new_tokens : int
         Tokens generated after the prompt.
 
     Returns
     -------
     DecodeReport
-        ``checks``: "step 0 (T=L)" for the prompt, then one per generated token.
+        ``checks``: "step 0 (T=L)" for the prompt, then one per generated token; for an
+        encoder-decoder "self step n (T=1)" and "cross step n (T=1)" for each of the
+        ``max_new_tokens`` decoder steps.
     """
     torch = import_optional("torch", "attention_np.interop.transformers_decode")
     import_optional("transformers", "attention_np.interop.transformers_decode")
@@ -121,6 +165,8 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     check_int(max_new_tokens, "max_new_tokens")
     m = copy.deepcopy(model).double().eval()
     m.config._attn_implementation = "sdpa"
+    if type(m).__name__ in ENCODER_DECODERS:
+        return _replay_encoder_decoder(m, ids, pad, max_new_tokens, torch)
     positions = []
     _float64_rotary(m, torch, positions)
     layer = _attention(m)
@@ -169,4 +215,72 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     if spec.family in ROPE:
         report.notes.append("the copy's rotary embedding computes cos/sin in float64 "
                             "(transformers: float32, see docs/frameworks.md)")
+    return report
+
+
+def _replay_encoder_decoder(m, ids, pad, max_new_tokens: int, torch) -> DecodeReport:
+    """:func:`replay_generate` of a float64 T5 or BART copy ``m``: the decoder's first
+    self-attention on a :class:`KVCache`, its cross-attention on :func:`cross_kv_cache`."""
+    self_attn, cross_attn = _attention(m)
+    self_spec, cross_spec = layer_spec(self_attn), layer_spec(cross_attn)
+    seen = {"self": [], "cross": []}
+    projections = []
+
+    def record(name):
+        def hook(mod, args, kwargs, out):
+            x = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
+            memory = kwargs.get("key_value_states")
+            seen[name].append((to_numpy(x).copy(), None if memory is None else
+                               to_numpy(memory).copy(), to_numpy(out[0]).copy()))
+        return hook
+
+    k_proj = cross_attn.k if self_spec.family == "t5" else cross_attn.k_proj
+    handles = [self_attn.register_forward_hook(record("self"), with_kwargs=True),
+               cross_attn.register_forward_hook(record("cross"), with_kwargs=True),
+               k_proj.register_forward_hook(lambda *_: projections.append(1))]
+    try:
+        with torch.no_grad():
+            tokens = m.generate(torch.from_numpy(ids), attention_mask=torch.from_numpy(pad),
+                                max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
+                                do_sample=False)
+    finally:
+        for handle in handles:
+            handle.remove()
+    report = DecodeReport(f"{type(self_attn).__name__} (self + cross)", to_numpy(tokens),
+                          max_new_tokens, layers=("self", "cross"),
+                          cross_projections=len(projections))
+    for name in ("self", "cross"):
+        if len(seen[name]) != max_new_tokens:          # one decoder call per new token
+            report.notes.append(f"the {name}-attention ran {len(seen[name])} times for "
+                                f"{max_new_tokens} tokens")
+    p_self, _ = params_from_transformers(self_attn)
+    p_cross, _ = params_from_transformers(cross_attn)
+    table = p_self.pop("bias_table", None)                       # T5's decoder: (buckets, h)
+    kv = KVCache(sum(x.shape[1] for x, _, _ in seen["self"]))
+    memory = seen["cross"][0][1]                                 # (B, S, d_model), the encoder's
+    cross = cross_kv_cache(memory, p_cross, num_heads=cross_spec.num_heads)    # projected once
+    source = pad.astype(bool)[:, None, None, :]                  # (B, 1, 1, S) source padding
+    for step, ((x, _, theirs), (y, memory_t, theirs_cross)) in enumerate(
+            zip(seen["self"], seen["cross"], strict=False)):      # unequal counts: noted
+        T = x.shape[1]
+        bias = None
+        if table is not None:     # T5: the bias rows of the T new queries, at S - T .. S - 1
+            num_buckets, max_distance, bidirectional = self_spec.buckets
+            bucket = t5_relative_buckets(relative_positions(T, kv.length + T,
+                                                            align="bottom_right"),
+                                         bidirectional=bidirectional, num_buckets=num_buckets,
+                                         max_distance=max_distance)                 # (T, S)
+            bias = relative_position_bias(table, bucket)                            # (h, T, S)
+        ours = mha_decode_step(x, p_self, kv, num_heads=self_spec.num_heads,
+                               scale=self_spec.scale, bias=bias)                    # (B, T, d)
+        report.checks.append(check_float64(f"self step {step} (T={T})", theirs, ours))
+        if not np.array_equal(memory_t, memory):
+            report.notes.append(f"step {step}: the cross-attention got another encoder output")
+        ours = mha_cross_decode_step(y, p_cross, cross, num_heads=cross_spec.num_heads,
+                                     scale=cross_spec.scale, mask=source)           # (B, T, d)
+        report.checks.append(check_float64(f"cross step {step} (T={y.shape[1]})", theirs_cross,
+                                           ours))
+    if not pad.all():
+        report.notes.append(f"{int((pad == 0).sum())} padded source position(s) masked in the "
+                            "cross-attention")
     return report

@@ -14,6 +14,11 @@ import numpy as np
 from attention_np.core.heads import split_heads
 from attention_np.core.linear import linear_forward
 from attention_np.core.multihead import mha_forward
+from attention_np.core.position_bias import (
+    relative_position_bias,
+    relative_positions,
+    t5_relative_buckets,
+)
 from attention_np.interop.known import Demo
 from attention_np.interop.tolerance import max_abs_error
 from attention_np.interop.torch import from_torch_sdpa, to_numpy
@@ -88,4 +93,28 @@ def min_filled_mask(seed: int = 0) -> Demo:
     return demo
 
 
-DEMOS = (eager_float32_softmax, rope_float32, min_filled_mask)
+def t5_decoder_bias_offset(seed: int = 0) -> Demo:
+    """T5's decoder bias while decoding with a cache: the row at the query's absolute position."""
+    import torch
+
+    demo = Demo("T5's decoder bias at decoding step S - 1 (one query, S cached keys): the row of "
+                "the query's absolute position, bottom-right aligned")
+    layer = case("t5-decoder", seed)[0]
+    params, spec = params_from_transformers(layer)
+    num_buckets, max_distance, bidirectional = spec.buckets
+    S = 6
+    with torch.no_grad():          # what T5Attention.forward computes at that step, (h, 1, S)
+        theirs = to_numpy(layer.compute_bias(1, S, past_seen_tokens=S - 1))[0]
+    ours = {align: relative_position_bias(params["bias_table"], t5_relative_buckets(
+        relative_positions(1, S, align=align), bidirectional=bidirectional,
+        num_buckets=num_buckets, max_distance=max_distance)) for align in ("bottom_right",
+                                                                          "top_left")}
+    err = {align: max_abs_error(theirs, b) for align, b in ours.items()}
+    demo.observe("transformers, past_seen_tokens=S-1", f"= ours, align='bottom_right' "
+                 f"(error {err['bottom_right']:.1e})", err["bottom_right"] == 0.0)
+    demo.observe("ours, align='top_left'", f"error {err['top_left']:.1e}  (the query taken as "
+                 f"position 0: the wrong row)", err["top_left"] > 1e-3)
+    return demo
+
+
+DEMOS = (eager_float32_softmax, rope_float32, min_filled_mask, t5_decoder_bias_offset)

@@ -6,7 +6,9 @@ layer, with
 - the **KV cache** (:class:`attention_np.efficient.kv_cache.KVCache`) for masked self-attention:
   the keys and values of earlier positions never change, so only the new one is computed;
 - the **encoder's keys and values for cross-attention computed once**: ``memory @ W_k`` and
-  ``memory @ W_v`` of every decoder layer do not depend on the step.
+  ``memory @ W_v`` of every decoder layer do not depend on the step
+  (:func:`~attention_np.efficient.kv_cache.cross_kv_cache`,
+  :func:`~attention_np.efficient.kv_cache.mha_cross_decode_step`).
 
 ``cached=False`` recomputes the whole prefix each step with :func:`seq2seq_forward` (the
 definition); the tests hold the two equal to float64 rounding.
@@ -16,10 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.fused import sdpa_forward
-from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import linear_forward
-from attention_np.efficient.kv_cache import KVCache, mha_decode_step
+from attention_np.efficient.kv_cache import (
+    KVCache,
+    cross_kv_cache,
+    mha_cross_decode_step,
+    mha_decode_step,
+)
 from attention_np.nn.encoder import sub
 from attention_np.nn.feedforward import ffn_forward
 from attention_np.nn.layernorm import layernorm_forward
@@ -48,12 +53,10 @@ class IncrementalDecoder:
         self.max_len = max_len or c.max_tgt_len
         memory, _ = encode(params, src, c, src_mask=src_mask)                  # (B, S, d)
         self.mask = None if src_mask is None else np.asarray(src_mask, bool)[:, None, None, :]
-        self.cross = []                      # per layer: keys and values of memory, once
-        for n in range(c.num_decoder_layers):
-            p = sub(params, f"decoder.{n}.cross_attn")
-            k = split_heads(linear_forward(memory, p["W_k"], p.get("b_k")), c.num_heads)
-            v = split_heads(linear_forward(memory, p["W_v"], p.get("b_v")), c.num_heads)
-            self.cross.append((k, v))                                          # (B, h, S, d_k)
+        # per layer: the keys and values of memory, projected once, (B, h, S, d_k)
+        self.cross = [cross_kv_cache(memory, sub(params, f"decoder.{n}.cross_attn"),
+                                     num_heads=c.num_heads)
+                      for n in range(c.num_decoder_layers)]
         self.caches = [KVCache(self.max_len) for _ in range(c.num_decoder_layers)]
         self.t = 0
 
@@ -73,11 +76,8 @@ class IncrementalDecoder:
             a1 = mha_decode_step(y, sub(q, "self_attn"), self.caches[n], num_heads=c.num_heads)
             y1, _ = layernorm_forward(y + a1, q["ln1.gamma"], q["ln1.beta"])
             # 2) cross-attention against the keys and values computed once
-            ca = sub(q, "cross_attn")
-            qh = split_heads(linear_forward(y1, ca["W_q"], ca.get("b_q")), c.num_heads)  # (B,h,1,d_k)
-            k, v = self.cross[n]
-            heads, _ = sdpa_forward(qh, k, v, self.mask)                       # (B, h, 1, d_v)
-            a2 = linear_forward(merge_heads(heads), ca["W_o"], ca.get("b_o"))  # (B, 1, d)
+            a2 = mha_cross_decode_step(y1, sub(q, "cross_attn"), self.cross[n],
+                                       num_heads=c.num_heads, mask=self.mask)  # (B, 1, d)
             y2, _ = layernorm_forward(y1 + a2, q["ln2.gamma"], q["ln2.beta"])
             # 3) feed-forward
             f, _ = ffn_forward(y2, sub(q, "ffn"), activation=c.activation)

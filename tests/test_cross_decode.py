@@ -1,0 +1,144 @@
+"""Cross-attention decoding: the encoder output projected once (cross_kv_cache), new queries
+attended to it step by step (mha_cross_decode_step) give the outputs of mha_forward on the whole
+target sequence, and of torch's nn.MultiheadAttention."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from attention_np.efficient import kv_cache as kvc
+from tests.helpers import max_abs_diff, randn, require
+
+
+def _params(rng, d_model=16, num_heads=4, num_kv_heads=None):
+    p = an.init_mha_params(d_model, num_heads, num_kv_heads=num_kv_heads, rng=rng)
+    return {name: w + 0.1 * randn(rng, *w.shape) for name, w in p.items()}   # nonzero biases
+
+
+def _source_padding(B=3, S=7):
+    pad = np.ones((B, S), dtype=bool)
+    pad[1, -3:] = False                          # right padding
+    pad[2, :2] = False                           # left padding
+    return pad
+
+
+def _cross_decode(y, memory, params, chunks, mask=None, **heads):
+    """Feed the target ``y`` through mha_cross_decode_step in chunks, memory projected once."""
+    cache = an.cross_kv_cache(memory, params, **heads)
+    outs, start = [], 0
+    for T in chunks:
+        outs.append(an.mha_cross_decode_step(y[..., start:start + T, :], params, cache,
+                                             mask=mask, **heads))
+        start += T
+    assert start == y.shape[-2]
+    return np.concatenate(outs, axis=-2), cache
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
+@pytest.mark.parametrize("chunks", [[1] * 6, [4, 1, 1], [6]])
+def test_cross_decoding_equals_mha_forward_on_the_whole_target(rng, num_kv_heads, chunks):
+    params = _params(rng, num_kv_heads=num_kv_heads)
+    y, memory = randn(rng, 3, 6, 16), randn(rng, 3, 7, 16)
+    mask = _source_padding()[:, None, None, :]                               # (B, 1, 1, S)
+    full, _ = an.mha_forward(y, memory, memory, params, mask, num_heads=4,
+                             num_kv_heads=num_kv_heads)
+    step, _ = _cross_decode(y, memory, params, chunks, mask, num_heads=4,
+                            num_kv_heads=num_kv_heads)
+    assert max_abs_diff(step, full) < 1e-12
+    # the padding matters: without the mask the outputs differ
+    unmasked, _ = an.mha_forward(y, memory, memory, params, num_heads=4,
+                                 num_kv_heads=num_kv_heads)
+    assert max_abs_diff(unmasked, full) > 1e-3
+
+
+def test_cross_decoding_with_a_bias_and_a_scale_equals_mha_forward(rng):
+    params = _params(rng)
+    y, memory = randn(rng, 2, 5, 16), randn(rng, 2, 7, 16)
+    bias = randn(rng, 4, 5, 7)                                                # (h, L, S)
+    full, _ = an.mha_forward(y, memory, memory, params, num_heads=4, bias=bias, scale=1.0)
+    cache = an.cross_kv_cache(memory, params, num_heads=4)
+    step = np.concatenate([an.mha_cross_decode_step(y[:, t:t + 1], params, cache, num_heads=4,
+                                                    bias=bias[:, t:t + 1], scale=1.0)
+                           for t in range(5)], axis=1)
+    assert max_abs_diff(step, full) < 1e-12
+
+
+def test_memory_is_projected_once_and_the_cache_never_grows(rng, monkeypatch):
+    params = _params(rng)
+    y, memory = randn(rng, 2, 5, 16), randn(rng, 2, 7, 16)
+    weights = []
+    real = kvc.linear_forward
+
+    def counting(x, W, b=None):
+        weights.append(next(n for n in ("W_q", "W_k", "W_v", "W_o") if W is params[n]))
+        return real(x, W, b)
+
+    monkeypatch.setattr(kvc, "linear_forward", counting)
+    cache = an.cross_kv_cache(memory, params, num_heads=4)
+    assert weights == ["W_k", "W_v"]
+    k0, v0 = cache.k.copy(), cache.v.copy()
+    for t in range(5):
+        an.mha_cross_decode_step(y[:, t:t + 1], params, cache, num_heads=4)
+    assert weights == ["W_k", "W_v"] + ["W_q", "W_o"] * 5        # per step: queries and W^O only
+    assert cache.length == cache.max_len == 7
+    np.testing.assert_array_equal(cache.k, k0)
+    np.testing.assert_array_equal(cache.v, v0)
+    with pytest.raises(ValueError, match="holds 7 of max_len=7 positions"):
+        cache.append(k0[..., :1, :], v0[..., :1, :])
+
+
+def test_cross_decoding_equals_torch_multihead_attention_with_key_padding(rng):
+    torch = require("torch")
+    from attention_np.interop.torch import params_to_torch_mha
+    params = _params(rng)
+    y, memory = randn(rng, 3, 6, 16), randn(rng, 3, 7, 16)
+    pad = _source_padding()
+    module = params_to_torch_mha(params, 4).double().eval()
+    with torch.no_grad():
+        theirs = module(torch.from_numpy(y), torch.from_numpy(memory), torch.from_numpy(memory),
+                        key_padding_mask=torch.from_numpy(~pad), need_weights=False)[0].numpy()
+    ours, _ = _cross_decode(y, memory, params, [1] * 6, pad[:, None, None, :], num_heads=4)
+    assert max_abs_diff(ours, theirs) < 1e-12
+
+
+@pytest.mark.float32
+def test_cross_decoding_float32_stays_float32_and_is_as_accurate_as_mha_forward(rng):
+    from attention_np.interop.tolerance import check_float32
+    params = _params(rng)
+    y, memory = randn(rng, 2, 4, 16), randn(rng, 2, 7, 16)
+    mask = _source_padding()[:2, None, None, :]                              # (2, 1, 1, S)
+    p32 = {n: w.astype(np.float32) for n, w in params.items()}
+    y32, memory32 = y.astype(np.float32), memory.astype(np.float32)
+    step32, cache = _cross_decode(y32, memory32, p32, [1] * 4, mask, num_heads=4)
+    assert step32.dtype == np.float32 and cache.k.dtype == np.float32
+    oracle, _ = an.mha_forward(y, memory, memory, params, mask, num_heads=4)        # float64
+    peer, _ = an.mha_forward(y32, memory32, memory32, p32, mask, num_heads=4)       # float32
+    check = check_float32("cross decode", step32, oracle, peer)
+    assert check.ok, check
+
+
+def test_cross_decode_bad_input_is_refused_before_anything_changes(rng):
+    params = _params(rng)
+    y, memory = randn(rng, 2, 1, 16), randn(rng, 2, 7, 16)
+    cache = an.cross_kv_cache(memory, params, num_heads=4)
+    with pytest.raises(TypeError, match="kv_cache must be a KVCache.*got tuple"):
+        an.mha_cross_decode_step(y, params, (cache.k, cache.v), num_heads=4)
+    with pytest.raises(ValueError, match=r"num_kv_heads=2 heads of d_k=4"):
+        an.mha_cross_decode_step(y, _params(rng, num_kv_heads=2), cache, num_heads=4,
+                                 num_kv_heads=2)
+    with pytest.raises(TypeError, match="x is float32 but kv_cache holds float64"):
+        an.mha_cross_decode_step(y.astype(np.float32),
+                                 {n: w.astype(np.float32) for n, w in params.items()}, cache,
+                                 num_heads=4)
+    with pytest.raises(ValueError, match="same batch dims"):
+        an.mha_cross_decode_step(randn(rng, 3, 1, 16), params, cache, num_heads=4)
+    with pytest.raises(ValueError, match="mask"):
+        an.mha_cross_decode_step(y, params, cache, num_heads=4, mask=np.ones((2, 1, 1, 6), bool))
+    with pytest.raises(ValueError, match=r"memory has 8 features"):
+        an.cross_kv_cache(randn(rng, 2, 7, 8), params, num_heads=4)
+    with pytest.raises(ValueError, match=r"\['k_norm', 'q_norm'\].*no QK-norm"):
+        an.cross_kv_cache(memory, {**params, "q_norm": np.ones(4), "k_norm": np.ones(4)},
+                          num_heads=4)
+    assert cache.length == 7

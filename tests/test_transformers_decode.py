@@ -1,0 +1,111 @@
+"""replay_generate on encoder-decoders: T5's and BART's greedy generate(), the decoder's first
+self-attention (KV cache; T5's bias table) and cross-attention (the encoder output projected
+once) replayed step by step with attention_np, plain and with a padded source."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention_np.interop import transformers_cases as cases
+from attention_np.interop import transformers_decode as td
+from tests.helpers import require
+
+torch = require("torch")
+require("transformers")
+
+TIGHT = 1e-12            # float64 rounding, relative to max(1, max|reference|)
+SOURCES = np.array([[3, 5, 7, 9, 11], [2, 4, 6, 8, 10]])
+RIGHT_PAD = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+LEFT_PAD = np.array([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    import transformers
+    transformers.logging.set_verbosity_error()
+
+
+def _steps(n):
+    return [f"{layer} step {i} (T=1)" for i in range(n) for layer in ("self", "cross")]
+
+
+@pytest.mark.parametrize("family", ["t5", "bart"])
+@pytest.mark.parametrize("pad", [None, RIGHT_PAD, LEFT_PAD], ids=["plain", "right", "left"])
+def test_encoder_decoder_generate_replayed_self_and_cross_attention_per_step(family, pad):
+    model = cases.tiny_model(family, seed=0, causal_lm=True)
+    report = td.replay_generate(model, SOURCES, attention_mask=pad, max_new_tokens=4)
+    assert report.ok, str(report)
+    # incremental: each layer ran once per new token, one query at a time (T=1)
+    assert [c.name for c in report.checks] == _steps(4)
+    for c in report.checks:
+        assert c.err <= TIGHT * max(1.0, c.size), (c.name, c.err)
+    # transformers projected the encoder output by the cross-attention's W_k once, not per step
+    assert report.cross_projections == 1
+    assert report.tokens.shape == (2, 5)                    # the start token and 4 new ones
+    assert next(model.parameters()).dtype == torch.float32  # the model is left as it was
+    if pad is not None:
+        assert any("2 padded source position(s) masked" in n for n in report.notes)
+
+
+def test_the_source_padding_reaches_the_cross_attention(monkeypatch):
+    """Without the source padding mask, the cross-attention steps of a padded batch disagree."""
+    model = cases.tiny_model("t5", seed=0, causal_lm=True)
+    real = td.mha_cross_decode_step
+    monkeypatch.setattr(td, "mha_cross_decode_step",
+                        lambda *a, mask=None, **kw: real(*a, mask=None, **kw))
+    report = td.replay_generate(model, SOURCES, attention_mask=RIGHT_PAD, max_new_tokens=3)
+    assert not report.ok
+    assert all(c.ok for c in report.checks if c.name.startswith("self"))
+    assert not any(c.ok for c in report.checks if c.name.startswith("cross"))
+
+
+def test_t5_decoder_bias_must_be_the_row_at_the_absolute_position(monkeypatch):
+    """The trap: during caching the new query is position S - 1, not 0. Top-left aligned
+    relative positions (the query taken as position 0) give the wrong bias from step 1 on."""
+    model = cases.tiny_model("t5", seed=0, causal_lm=True)
+    real = td.relative_positions
+    monkeypatch.setattr(td, "relative_positions",
+                        lambda T, S, align: real(T, S, align="top_left"))
+    report = td.replay_generate(model, SOURCES, max_new_tokens=4)
+    by_name = {c.name: c for c in report.checks}
+    assert by_name["self step 0 (T=1)"].ok               # S = 1: both alignments agree
+    for i in (1, 2, 3):
+        assert not by_name[f"self step {i} (T=1)"].ok and by_name[f"cross step {i} (T=1)"].ok
+    assert not report.ok
+
+
+def test_t5_decoder_bias_demo_matches_transformers_compute_bias_with_the_offset():
+    from attention_np.interop.transformers_known import t5_decoder_bias_offset
+    demo = t5_decoder_bias_offset(seed=2)
+    assert demo.explained, "\n".join(demo.lines)
+
+
+@pytest.mark.parametrize("family, layer", [("bart", "cross"), ("t5", "self"), ("t5", "cross")])
+def test_one_perturbed_weight_is_detected(monkeypatch, family, layer):
+    """attention_np reads one weight 1e-6 off what generate() ran with: that layer mismatches."""
+    model = cases.tiny_model(family, seed=0, causal_lm=True)
+    real = td.params_from_transformers
+
+    def perturbed(module, **kw):
+        params, spec = real(module, **kw)
+        is_cross = (not module.has_relative_attention_bias if family == "t5"
+                    else not module.is_causal)        # decoder layer 0: T5's self has the table
+        if (layer == "cross") == is_cross:
+            params["W_v"] = params["W_v"].copy()
+            params["W_v"][0, 0] += 1e-6
+        return params, spec
+
+    monkeypatch.setattr(td, "params_from_transformers", perturbed)
+    report = td.replay_generate(model, SOURCES, max_new_tokens=3)
+    assert not report.ok
+    for c in report.checks:
+        assert c.ok == (not c.name.startswith(layer)), (c.name, c.err)
+
+
+def test_replay_names_the_supported_models():
+    with pytest.raises(TypeError, match=r"T5ForConditionalGeneration.*"
+                                        r"BartForConditionalGeneration.*got T5Model"):
+        td.replay_generate(cases.tiny_model("t5"), SOURCES)
+    with pytest.raises(TypeError, match=r"GPT2LMHeadModel.*got BartModel"):
+        td.replay_generate(cases.tiny_model("bart"), SOURCES)
