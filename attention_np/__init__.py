@@ -36,13 +36,9 @@ from attention_np.core.position_bias import (
 from attention_np.core.rope import apply_rope, apply_rope_backward, rope_angles
 from attention_np.core.sinks import SinksCache, sdpa_sinks_backward, sdpa_sinks_forward
 from attention_np.core.softmax import softmax, softmax_backward
+from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
 from attention_np.efficient.flash import FlashCache, flash_attention_backward, flash_attention_forward
-from attention_np.efficient.kv_cache import (
-    KVCache,
-    cross_kv_cache,
-    mha_cross_decode_step,
-    mha_decode_step,
-)
+from attention_np.efficient.kv_cache import KVCache, mha_decode_step
 from attention_np.studies.additive import (
     AdditiveCache,
     additive_attention,

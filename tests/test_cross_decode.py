@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.efficient import kv_cache as kvc
+from attention_np.efficient import cross_cache
 from tests.helpers import max_abs_diff, randn, require
 
 
@@ -69,13 +69,13 @@ def test_memory_is_projected_once_and_the_cache_never_grows(rng, monkeypatch):
     params = _params(rng)
     y, memory = randn(rng, 2, 5, 16), randn(rng, 2, 7, 16)
     weights = []
-    real = kvc.linear_forward
+    real = cross_cache.linear_forward
 
     def counting(x, W, b=None):
         weights.append(next(n for n in ("W_q", "W_k", "W_v", "W_o") if W is params[n]))
         return real(x, W, b)
 
-    monkeypatch.setattr(kvc, "linear_forward", counting)
+    monkeypatch.setattr(cross_cache, "linear_forward", counting)
     cache = an.cross_kv_cache(memory, params, num_heads=4)
     assert weights == ["W_k", "W_v"]
     k0, v0 = cache.k.copy(), cache.v.copy()

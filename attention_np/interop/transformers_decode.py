@@ -11,8 +11,8 @@ For an encoder-decoder (T5, BART) the decoder's first layer has two attention la
 are replayed: the causal **self-attention** on the KV cache (T5: with the row of its bias table
 at the new query's absolute position, ``relative_positions(T, S, align="bottom_right")``), and the
 **cross-attention** to the encoder output, projected once by
-:func:`~attention_np.efficient.kv_cache.cross_kv_cache` and attended by
-:func:`~attention_np.efficient.kv_cache.mha_cross_decode_step` (source padding as its mask).
+:func:`~attention_np.efficient.cross_cache.cross_kv_cache` and attended by
+:func:`~attention_np.efficient.cross_cache.mha_cross_decode_step` (source padding as its mask).
 """
 
 from __future__ import annotations
@@ -29,12 +29,8 @@ from attention_np.core.position_bias import (
     relative_positions,
     t5_relative_buckets,
 )
-from attention_np.efficient.kv_cache import (
-    KVCache,
-    cross_kv_cache,
-    mha_cross_decode_step,
-    mha_decode_step,
-)
+from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
+from attention_np.efficient.kv_cache import KVCache, mha_decode_step
 from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers import (
