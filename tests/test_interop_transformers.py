@@ -27,8 +27,8 @@ def _quiet(monkeypatch):
 
 def _assert_tight(report):
     assert report.ok, str(report)
-    for c in report.checks:
-        assert c.err <= TIGHT * max(1.0, c.size), (c.name, c.err, c.size)
+    for c in report.checks:          # the float32 rule: inv_freq against transformers' buffer
+        assert c.rule == "float32" or c.err <= TIGHT * max(1.0, c.size), (c.name, c.err, c.size)
 
 
 # what each family's report must contain: a gradient for every parameter the layer has
@@ -52,7 +52,8 @@ def test_every_family_forward_and_every_gradient_agree_to_float64_rounding(famil
     names = {c.name for c in report.checks}
     cross = family.endswith("-cross")
     inputs_grads = {"out", "dhidden_states"} | ({"dkey_value"} if cross else set())
-    assert names == inputs_grads | EXPECTED.get(family, ALL)
+    rope = {"inv_freq rel", "attn_factor"} if family in itf.ROPE else set()
+    assert names == inputs_grads | EXPECTED.get(family, ALL) | rope
     assert not report.notes                      # no fully masked row, no float32 softmax
 
 

@@ -15,6 +15,7 @@ Needs ``torch`` and ``transformers``; no network: build the model from a tiny co
 from __future__ import annotations
 
 import copy
+import importlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,8 +30,9 @@ from attention_np.core.position_bias import (
     t5_relative_buckets,
 )
 from attention_np.core.rope import rope_angles
+from attention_np.core.rope_scaling import ROPE_TYPES, rope_frequencies
 from attention_np.interop.compare import MHAReport
-from attention_np.interop.tolerance import judge
+from attention_np.interop.tolerance import EPS32, Check, check_float64, judge
 from attention_np.interop.torch import to_numpy
 
 # class name -> family; the layers compare_transformers_attention reads
@@ -56,6 +58,7 @@ class LayerSpec:
     rope_theta: float | None = None
     window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window)
     buckets: tuple | None = None     # T5: (num_buckets, max_distance, bidirectional) of its bias table
+    rope_scaling: dict | None = None  # RoPE scaling type and parameters (rope_frequencies' scaling)
 
 
 def _family(module) -> str:
@@ -89,15 +92,66 @@ def layer_spec(module) -> LayerSpec:
         return LayerSpec(family, h, h, d, float(module.scaling), causal, True)
     h, h_kv = cfg.num_attention_heads, cfg.num_key_value_heads
     rope = getattr(cfg, "rope_parameters", None) or {}
-    if rope.get("rope_type", "default") != "default":
-        raise ValueError(f"{type(module).__name__} uses rope_type={rope['rope_type']!r}; only "
-                         f"'default' RoPE is supported")
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
     window = getattr(module, "sliding_window", None)
     if family == "mistral":
         window = getattr(cfg, "sliding_window", None)
     return LayerSpec(family, h, h_kv, module.head_dim, float(module.scaling), True, True, theta,
-                     window)
+                     window, rope_scaling=_rope_scaling(rope, cfg, type(module).__name__))
+
+
+def _rope_scaling(rope: dict, cfg, name: str) -> dict | None:
+    """A config's ``rope_parameters`` as :func:`rope_frequencies`' ``scaling`` (None: default),
+    with the values transformers takes from elsewhere in the config filled in."""
+    t = rope.get("rope_type", "default")
+    if t not in ROPE_TYPES:
+        raise ValueError(f"{name} uses rope_type={t!r}; the known ones are {sorted(ROPE_TYPES)}")
+    partial = rope.get("partial_rotary_factor", 1.0)
+    if t != "proportional" and partial != 1.0:
+        raise ValueError(f"{name} has partial_rotary_factor={partial!r}: this layer rotates the "
+                         f"whole head (only rope_type 'proportional' reads it)")
+    if t == "default":
+        return None
+    required, optional = ROPE_TYPES[t]
+    scaling = {k: v for k, v in rope.items() if k in required or k in optional}
+    if t == "dynamic":        # transformers scales from max_position_embeddings, whatever else
+        scaling["original_max_position_embeddings"] = cfg.max_position_embeddings
+    if t in ("yarn", "longrope") and scaling.get("factor") is None and \
+            "original_max_position_embeddings" in scaling:     # Phi-3, DeepSeek: the ratio
+        scaling["factor"] = cfg.max_position_embeddings / scaling["original_max_position_embeddings"]
+    if t == "yarn" and "truncate" in scaling and scaling["truncate"] is None:
+        scaling["truncate"] = True
+    return {"rope_type": t, **{k: v for k, v in scaling.items() if v is not None}}
+
+
+# inv_freq: transformers keeps a float32 buffer (base ** (arange / d) in float32); ours is
+# float64. Each entry is held to a relative error of 8 float32 ulps.
+RTOL_INV_FREQ = 8 * EPS32
+
+
+def check_rope_frequencies(spec: LayerSpec, inv_freq, attention_scaling,
+                           seq_len: int | None = None, name: str = "") -> list:
+    """Our :func:`rope_frequencies` for ``spec`` against a transformers rotary embedding's
+    ``inv_freq`` (float32 buffer: each entry within :data:`RTOL_INV_FREQ` relative) and
+    ``attention_scaling`` (a Python float: the float64 rule)."""
+    ours, factor = rope_frequencies(spec.head_dim, theta=spec.rope_theta,
+                                    scaling=spec.rope_scaling, seq_len=seq_len)
+    theirs = np.asarray(to_numpy(inv_freq), dtype=np.float64)
+    if theirs.shape != ours.shape:
+        raise ValueError(f"the rotary embedding has {theirs.shape} frequencies, ours "
+                         f"{ours.shape} (head_dim {spec.head_dim})")
+    rel = np.abs(theirs - ours) / np.where(ours == 0, 1.0, ours)             # (d/2,)
+    return [Check(f"inv_freq{name} rel", float(rel.max()), 1.0, RTOL_INV_FREQ, "float32"),
+            check_float64(f"attn_factor{name}", np.array([float(attention_scaling)]),
+                          np.array([factor]))]
+
+
+def rotary_embedding(module):
+    """A fresh rotary embedding of a RoPE layer's family (``LlamaRotaryEmbedding``, ...), built
+    from the layer's config: the module the model runs once per forward."""
+    family_module = importlib.import_module(type(module).__module__)
+    cls = getattr(family_module, type(module).__name__.replace("Attention", "RotaryEmbedding"))
+    return cls(module.config)
 
 
 def _linear(lin, get) -> tuple:
@@ -163,13 +217,16 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, Laye
     return {n: np.ascontiguousarray(a) for n, a in _tensors(module, spec.family, get).items()}, spec
 
 
-def rope_cos_sin(positions, head_dim: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
+def rope_cos_sin(positions, head_dim: int, theta: float,
+                 scaling: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """transformers' ``position_embeddings`` for split-half RoPE, in float64.
 
     positions : (B, L) int -> cos, sin : (B, L, head_dim), the ``d/2`` angles of
-    :func:`~attention_np.core.rope.rope_angles` repeated once (transformers' layout).
+    :func:`~attention_np.core.rope.rope_angles` repeated once (transformers' layout); with a
+    ``scaling`` type its frequencies (``seq_len = 1 + max(positions)``, as transformers'
+    ``dynamic_rope_update``) and its attention factor times cos and sin.
     """
-    cos, sin = rope_angles(positions, head_dim, theta=theta)                  # (B, L, d/2)
+    cos, sin = rope_angles(positions, head_dim, theta=theta, scaling=scaling)  # (B, L, d/2)
     return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
 
 
@@ -276,7 +333,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if kvt is not None:
         kwargs["key_value_states"] = kvt
     if spec.family in ROPE:
-        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
+        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta, spec.rope_scaling)
         kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
     out_t = layer(xt, **kwargs)[0]
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
@@ -301,7 +358,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         bias = relative_position_bias(table, bucket)                         # (h, L, S)
     src = x if kv is None else kv
     rope = {} if spec.family not in ROPE else dict(
-        rope={"theta": spec.rope_theta, "layout": "half"}, positions=positions)   # (B, L)
+        rope={"theta": spec.rope_theta, "layout": "half", "scaling": spec.rope_scaling},
+        positions=positions)                                                    # (B, L)
     out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
                              bias=bias, num_kv_heads=spec.num_kv_heads, **rope)
     dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
@@ -313,6 +371,12 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     ours.update({f"d{n}": g[n] for n in params})
     report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
     report.checks = judge(got, ours)
+    if spec.family in ROPE:        # the model's own frequencies, after a forward on positions
+        rotary = rotary_embedding(module)
+        with torch.no_grad():
+            rotary(torch.zeros(1), torch.from_numpy(np.ascontiguousarray(positions)))
+        report.checks += check_rope_frequencies(spec, rotary.inv_freq, rotary.attention_scaling,
+                                                int(positions.max()) + 1)
     if mask is not None:
         n_rows = int((~mask.any(axis=-1)).sum())
         if n_rows:
