@@ -228,14 +228,18 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     from attention_np.interop import transformers_known as known
     monkeypatch.setattr(cases, "FAMILIES", ("bart-cross", "qwen2"))      # a fast subset
     monkeypatch.setattr(diff_transformers, "DECODERS", ("llama",))
+    monkeypatch.setattr(diff_transformers, "ROPE_TYPES", ("dynamic",))
     monkeypatch.setattr(known, "DEMOS", (known.min_filled_mask,))
     assert main(["diff", "--framework", "transformers"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^bart-cross +BartAttention +layer .* ok$", out, re.M)
-    assert re.search(r"^qwen2 +Qwen2Attention +layer .* ok$", out, re.M)
+    # the worst gradient is a gradient (d...), not the inv_freq check that RoPE layers add
+    assert re.search(r"^qwen2 +Qwen2Attention +layer +\S+ +\S+ +d\w+ .* ok$", out, re.M)
     assert re.search(r"^llama +LlamaAttention +decode .* 4 steps .* ok$", out, re.M)
     assert re.search(r"^llama +LlamaAttention +leftpad .* 4 steps .* ok$", out, re.M)
-    assert "4/4 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
+    assert re.search(r"^rope:dynamic +LlamaAttention +layer .* ok$", out, re.M)
+    assert re.search(r"^rope:dynamic +LlamaAttention +decode .* 7 steps .* ok$", out, re.M)
+    assert "6/6 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
 
 
 def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(monkeypatch,
