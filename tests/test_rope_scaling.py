@@ -6,6 +6,7 @@ replay (dynamic NTK across its recompute length); bad input."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -223,7 +224,8 @@ def test_decode_follows_dynamic_ntk_and_cached_keys_keep_their_rotation():
 
 # ---------------------------------------------- tiny Llamas of each type: layer and generate()
 
-@pytest.mark.parametrize("rope_type", ["linear", "dynamic", "yarn", "longrope", "llama3"])
+@pytest.mark.parametrize("rope_type", ["linear", "dynamic", "yarn", "longrope", "llama3",
+                                       "proportional"])
 def test_tiny_llama_of_each_type_layer_and_generate_replay_agree(rope_type):
     require("torch")
     tf = require("transformers")
@@ -273,6 +275,17 @@ def test_bad_scaling_names_the_parameter_and_the_known_ones(scaling, words):
     with pytest.raises(ValueError) as info:
         an.apply_rope(np.ones((3, 8)), np.arange(3), scaling=scaling)
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(d=7), "d must be an even int"),
+    (dict(d=8, theta=0.0), "theta must be a positive finite number, got 0.0"),
+    (dict(d=8, seq_len=2.5), "seq_len must be None or an int >= 1"),
+    (dict(d=8, seq_len=0), "seq_len must be None or an int >= 1"),
+])
+def test_rope_frequencies_bad_arguments_name_themselves(kw, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        an.rope_frequencies(**kw)
 
 
 def test_every_known_type_is_listed_and_a_bad_scaling_leaves_the_kv_cache_unchanged():

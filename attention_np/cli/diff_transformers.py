@@ -27,7 +27,7 @@ from attention_np.core.optional import install_hint
 DECODERS = ("gpt2", "llama", "mistral", "qwen2")
 # RoPE scaling types (transformers_cases.ROPE_SCALINGS): a layer and a generate() of 4 + 7
 # tokens each, past the length 8 where "dynamic" and "longrope" change their frequencies
-ROPE_TYPES = ("linear", "dynamic", "yarn", "longrope", "llama3")
+ROPE_TYPES = ("linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 
 
 def _fmt(e: float) -> str:

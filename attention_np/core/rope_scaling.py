@@ -39,12 +39,13 @@ _LISTS = ("short_factor", "long_factor")
 _INTS = ("original_max_position_embeddings",)
 
 
-def _real(value, name: str, rope_type: str, *, positive: bool = True) -> float:
+def _real(value, name: str, rope_type: str | None, *, positive: bool = True) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(
             value, (int, float, np.integer, np.floating)) or not np.isfinite(value) or (
             positive and value <= 0):
-        raise ValueError(f"rope_type {rope_type!r}: {name} must be a {'positive ' * positive}"
-                         f"finite number, got {value!r}")
+        where = "" if rope_type is None else f"rope_type {rope_type!r}: "
+        raise ValueError(f"{where}{name} must be a {'positive ' * positive}finite number, "
+                         f"got {value!r}")
     return float(value)
 
 
@@ -147,7 +148,11 @@ def rope_frequencies(d: int, *, theta=10000.0, scaling=None, seq_len=None):
     """
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
         raise ValueError(f"d must be an even int >= 2 (pairs of features rotate), got {d!r}")
-    theta = _real(theta, "theta", "default")
+    theta = _real(theta, "theta", None)
+    if seq_len is not None and (isinstance(seq_len, (bool, np.bool_)) or not isinstance(
+            seq_len, (int, np.integer)) or seq_len < 1):
+        raise ValueError(f"seq_len must be None or an int >= 1 (1 + the largest position), "
+                         f"got {seq_len!r}")
     p = check_scaling(scaling) or {"rope_type": "default"}
     t = p["rope_type"]
     m = np.arange(d // 2, dtype=np.float64)                                   # (d/2,)

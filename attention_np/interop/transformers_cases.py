@@ -130,6 +130,7 @@ ROPE_SCALINGS = {
                       original_max_position_embeddings=8, factor=4.0), 32),
     "llama3": (dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                     original_max_position_embeddings=32), 64),
+    "proportional": (dict(partial_rotary_factor=0.5), 64),     # 3 of the 6 pairs turn
 }
 
 
