@@ -296,6 +296,10 @@ def test_every_known_type_is_listed_and_a_bad_scaling_leaves_the_kv_cache_unchan
     with pytest.raises(ValueError, match="unknown rope_type"):
         an.mha_decode_step(randn(R, 1, 8), params, kv, num_heads=2,
                            rope={"scaling": {"rope_type": "ntk"}})
+    with pytest.raises(ValueError, match="short_factor must have d // 2 = 2 entries, got 3"):
+        an.mha_decode_step(randn(R, 1, 8), params, kv, num_heads=2, rope={"scaling": {
+            "rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3,
+            "original_max_position_embeddings": 4, "factor": 2.0}})
     assert kv.length == 0
 
 

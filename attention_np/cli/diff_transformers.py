@@ -117,12 +117,12 @@ def run(args) -> int:
           f"(worst: which)\ntolerance: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|); "
           "err/tol: the worst ratio (< 1 passes), RoPE layers' inv_freq included (relative "
           "to transformers' float32 buffer, <= 8 float32 ulps)\n")
-    head = (f"{'family':<13} {'layer':<18} {'mode':<7} {'out err':>8} {'grad err':>9} "
+    head = (f"{'family':<17} {'layer':<18} {'mode':<7} {'out err':>8} {'grad err':>9} "
             f"{'worst':<17} {'err/tol':>8}  verdict")
     lines = [head, "-" * len(head)]
     for family, layer, mode, out, grad, worst, ratio, ok in rows:
         g = _fmt(grad) if mode == "layer" else "-"
-        lines.append(f"{family:<13} {layer:<18} {mode:<7} {_fmt(out):>8} {g:>9} {worst:<17} "
+        lines.append(f"{family:<17} {layer:<18} {mode:<7} {_fmt(out):>8} {g:>9} {worst:<17} "
                      f"{_fmt(ratio):>8}  {'ok' if ok else 'MISMATCH'}")
     print("\n".join(lines))
     print("\nKnown traps (docs/frameworks.md), demonstrated:")

@@ -21,6 +21,9 @@ Shapes: ``x (..., L, d)``; ``positions`` int, ``(L,)`` or ``(..., L)`` broadcast
 ``x.shape[:-1]`` (for heads ``(B, h, L, d)`` and per-sequence positions ``(B, L)``, pass
 ``positions[:, None]``). Explicit positions make decoding at an offset (``positions = [t]``) and
 left padding work.
+
+Models trained on short sequences and run on longer ones change the frequencies (Llama 3.1,
+YaRN, LongRoPE, ...): ``scaling=`` takes them from :mod:`attention_np.core.rope_scaling`.
 """
 
 from __future__ import annotations
