@@ -313,3 +313,28 @@ def test_layer_spec_rejects_an_unknown_rope_type_naming_the_known_ones():
     module.config.rope_parameters = {"rope_type": "su", "rope_theta": 10000.0}
     with pytest.raises(ValueError, match=r"rope_type='su'; the known ones are \['default'"):
         layer_spec(module)
+
+
+@pytest.mark.float32
+@pytest.mark.parametrize("rope_type", ["linear", "dynamic", "yarn", "longrope", "llama3",
+                                       "proportional"])
+def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type):
+    torch = require("torch")
+    require("transformers")
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    from attention_np.interop import transformers_cases as cases
+    from attention_np.interop.tolerance import check_float32
+    from attention_np.interop.transformers import layer_spec, rotary_embedding
+    module = cases.rope_case(rope_type)[0]
+    spec = layer_spec(module)
+    q = randn(R, 2, 4, 10, spec.head_dim, dtype=np.float32)       # (B, h, L, d)
+    pos = np.arange(10)[None] + np.array([[0], [3]])             # up to 12: past the switch at 8
+    cos, sin = rotary_embedding(module)(torch.zeros(1), torch.from_numpy(pos))   # float32
+    theirs = apply_rotary_pos_emb(torch.from_numpy(q), torch.from_numpy(q), cos, sin)[0]
+    kw = dict(theta=spec.rope_theta, scaling=spec.rope_scaling)
+    ours = an.apply_rope(q, pos[:, None], **kw)
+    assert ours.dtype == np.float32
+    oracle = an.apply_rope(q.astype(np.float64), pos[:, None], **kw)
+    assert check_float32("rope", ours, oracle, peer=theirs.numpy()).ok
+    assert check_float32("theirs", theirs.numpy(), oracle, peer=ours).ok
