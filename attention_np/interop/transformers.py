@@ -279,8 +279,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
         layer folded in; attention_np gets the same as a bool mask.
     position_ids : (B, L) int, optional
-        RoPE positions, default ``arange(L)``. cos and sin are computed in float64 here and
-        passed to the layer as ``position_embeddings`` (transformers computes them in float32).
+        RoPE positions, default ``arange(L)``. cos and sin are computed in float64 here, with the
+        frequencies of the config's ``rope_type``, and passed to the layer as
+        ``position_embeddings`` (transformers computes them in float32).
     attn_implementation : {"sdpa", "eager", None}
         The copy's ``config._attn_implementation``; ``None`` keeps the module's. "eager" runs
         the softmax in float32 for ViT, Llama, Mistral and Qwen2 (see docs/frameworks.md).
@@ -291,7 +292,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     -------
     MHAReport
         ``checks`` for "out", "dhidden_states" (and "dkey_value"), and "dW_q", ... in
-        attention_np's layout.
+        attention_np's layout; for RoPE layers also "inv_freq rel" (our frequencies against
+        the family's rotary embedding's after a forward on ``position_ids``, relative, within
+        :data:`RTOL_INV_FREQ`) and "attn_factor" (its ``attention_scaling``).
     """
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")

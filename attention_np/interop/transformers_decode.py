@@ -115,7 +115,10 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     Returns
     -------
     DecodeReport
-        ``checks``: "step 0 (T=L)" for the prompt, then one per generated token.
+        ``checks``: "step 0 (T=L)" for the prompt, then one per generated token;
+        ``rope_checks``: at every step, our ``inv_freq`` and attention factor against the
+        model's rotary embedding's (updated for the length of that step by ``"dynamic"`` and
+        ``"longrope"``).
     """
     torch = import_optional("torch", "attention_np.interop.transformers_decode")
     import_optional("transformers", "attention_np.interop.transformers_decode")
