@@ -325,7 +325,8 @@ def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type):
 
     from attention_np.interop import transformers_cases as cases
     from attention_np.interop.tolerance import check_float32
-    from attention_np.interop.transformers import layer_spec, rotary_embedding
+    from attention_np.interop.transformers import layer_spec
+    from attention_np.interop.transformers_rope import rotary_embedding
     module = cases.rope_case(rope_type)[0]
     spec = layer_spec(module)
     q = randn(R, 2, 4, 10, spec.head_dim, dtype=np.float32)       # (B, h, L, d)

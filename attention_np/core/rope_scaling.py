@@ -12,7 +12,9 @@ its own argument): ``{"rope_type": "yarn", "factor": 4.0, "original_max_position
 32}``. Two types depend on the length ``seq_len`` being run, ``1 + max(positions)``
 (transformers' ``dynamic_rope_update`` recomputes them in every forward, decode steps included):
 ``"dynamic"`` and ``"longrope"``. Keys already in a KV cache keep the rotation they got when they
-were appended, in transformers as here.
+were appended, in transformers as here. transformers keeps the dynamic frequencies as state (it
+recomputes them when the length grows past the longest seen, resets them below ``L``); this
+function is stateless, the same while lengths only grow, as in ``generate()``.
 """
 
 from __future__ import annotations

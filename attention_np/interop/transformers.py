@@ -15,7 +15,6 @@ Needs ``torch`` and ``transformers``; no network: build the model from a tiny co
 from __future__ import annotations
 
 import copy
-import importlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,10 +29,14 @@ from attention_np.core.position_bias import (
     t5_relative_buckets,
 )
 from attention_np.core.rope import rope_angles
-from attention_np.core.rope_scaling import ROPE_TYPES, rope_frequencies
 from attention_np.interop.compare import MHAReport
-from attention_np.interop.tolerance import EPS32, Check, check_float64, judge
+from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers_rope import (
+    check_rope_frequencies,
+    rope_scaling_from_config,
+    rotary_embedding,
+)
 
 # class name -> family; the layers compare_transformers_attention reads
 SUPPORTED = {
@@ -97,61 +100,7 @@ def layer_spec(module) -> LayerSpec:
     if family == "mistral":
         window = getattr(cfg, "sliding_window", None)
     return LayerSpec(family, h, h_kv, module.head_dim, float(module.scaling), True, True, theta,
-                     window, rope_scaling=_rope_scaling(rope, cfg, type(module).__name__))
-
-
-def _rope_scaling(rope: dict, cfg, name: str) -> dict | None:
-    """A config's ``rope_parameters`` as :func:`rope_frequencies`' ``scaling`` (None: default),
-    with the values transformers takes from elsewhere in the config filled in."""
-    t = rope.get("rope_type", "default")
-    if t not in ROPE_TYPES:
-        raise ValueError(f"{name} uses rope_type={t!r}; the known ones are {sorted(ROPE_TYPES)}")
-    partial = rope.get("partial_rotary_factor", 1.0)
-    if t != "proportional" and partial != 1.0:
-        raise ValueError(f"{name} has partial_rotary_factor={partial!r}: this layer rotates the "
-                         f"whole head (only rope_type 'proportional' reads it)")
-    if t == "default":
-        return None
-    required, optional = ROPE_TYPES[t]
-    scaling = {k: v for k, v in rope.items() if k in required or k in optional}
-    if t == "dynamic":        # transformers scales from max_position_embeddings, whatever else
-        scaling["original_max_position_embeddings"] = cfg.max_position_embeddings
-    if t in ("yarn", "longrope") and scaling.get("factor") is None and \
-            "original_max_position_embeddings" in scaling:     # Phi-3, DeepSeek: the ratio
-        scaling["factor"] = cfg.max_position_embeddings / scaling["original_max_position_embeddings"]
-    if t == "yarn" and "truncate" in scaling and scaling["truncate"] is None:
-        scaling["truncate"] = True
-    return {"rope_type": t, **{k: v for k, v in scaling.items() if v is not None}}
-
-
-# inv_freq: transformers keeps a float32 buffer (base ** (arange / d) in float32); ours is
-# float64. Each entry is held to a relative error of 8 float32 ulps.
-RTOL_INV_FREQ = 8 * EPS32
-
-
-def check_rope_frequencies(spec: LayerSpec, inv_freq, attention_scaling,
-                           seq_len: int | None = None, name: str = "") -> list:
-    """Our :func:`rope_frequencies` for ``spec`` against a transformers rotary embedding's
-    ``inv_freq`` (float32 buffer: each entry within :data:`RTOL_INV_FREQ` relative) and
-    ``attention_scaling`` (a Python float: the float64 rule)."""
-    ours, factor = rope_frequencies(spec.head_dim, theta=spec.rope_theta,
-                                    scaling=spec.rope_scaling, seq_len=seq_len)
-    theirs = np.asarray(to_numpy(inv_freq), dtype=np.float64)
-    if theirs.shape != ours.shape:
-        raise ValueError(f"the rotary embedding has {theirs.shape} frequencies, ours "
-                         f"{ours.shape} (head_dim {spec.head_dim})")
-    rel = np.abs(theirs - ours) / np.where(ours == 0, 1.0, ours)             # (d/2,)
-    return [Check(f"inv_freq{name} rel", float(rel.max()), 1.0, RTOL_INV_FREQ, "float32"),
-            check_float64(f"attn_factor{name}", np.array([float(attention_scaling)]),
-                          np.array([factor]))]
-
-
-def rotary_embedding(module):
-    """A fresh rotary embedding of a RoPE layer's family (``LlamaRotaryEmbedding``, ...), built
-    from the layer's config: the module the model runs once per forward."""
-    family_module = importlib.import_module(type(module).__module__)
-    cls = getattr(family_module, type(module).__name__.replace("Attention", "RotaryEmbedding"))
-    return cls(module.config)
+                     window, rope_scaling=rope_scaling_from_config(rope, cfg, type(module).__name__))
 
 
 def _linear(lin, get) -> tuple:
@@ -294,7 +243,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         ``checks`` for "out", "dhidden_states" (and "dkey_value"), and "dW_q", ... in
         attention_np's layout; for RoPE layers also "inv_freq rel" (our frequencies against
         the family's rotary embedding's after a forward on ``position_ids``, relative, within
-        :data:`RTOL_INV_FREQ`) and "attn_factor" (its ``attention_scaling``).
+        :data:`~attention_np.interop.transformers_rope.RTOL_INV_FREQ`) and "attn_factor" (its
+        ``attention_scaling``).
     """
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")

@@ -22,11 +22,11 @@ from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers import (
     ROPE,
-    check_rope_frequencies,
     layer_spec,
     params_from_transformers,
     rope_cos_sin,
 )
+from attention_np.interop.transformers_rope import check_rope_frequencies
 
 
 @dataclass
