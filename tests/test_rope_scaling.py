@@ -339,3 +339,37 @@ def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type):
     oracle = an.apply_rope(q.astype(np.float64), pos[:, None], **kw)
     assert check_float32("rope", ours, oracle, peer=theirs.numpy()).ok
     assert check_float32("theirs", theirs.numpy(), oracle, peer=ours).ok
+
+
+@pytest.mark.parametrize("rope_parameters,factor", [
+    ({"rope_type": "longrope", "short_factor": [1.0] * 6, "long_factor": [1.0, 2, 3, 4, 5, 6],
+      "original_max_position_embeddings": 8}, 4.0),                   # Phi-3: no factor given
+    ({"rope_type": "yarn", "factor": None, "original_max_position_embeddings": 8}, 4.0),
+])
+def test_layer_spec_fills_in_the_factor_transformers_derives_from_the_config(rope_parameters,
+                                                                             factor):
+    torch = require("torch")
+    tf = require("transformers")
+    from attention_np.interop import transformers_cases as cases
+    from attention_np.interop.transformers import compare_transformers_attention, layer_spec
+    tf.logging.set_verbosity_error()
+    cfg = tf.LlamaConfig(**{**cases.DECODER, "max_position_embeddings": 32},
+                         rope_parameters={**rope_parameters, "rope_theta": 10000.0},
+                         attn_implementation="sdpa")
+    torch.manual_seed(5)                                  # the model's own random init
+    module = cases.attention_layer("llama", tf.LlamaModel(cfg).eval())
+    assert layer_spec(module).rope_scaling["factor"] == factor        # 32 / 8
+    report = compare_transformers_attention(module, **cases.case("llama")[1])
+    assert report.ok, str(report)
+    assert {c.name: c for c in report.checks}["attn_factor"].size > 1.05   # a factor 4 scale
+
+
+def test_layer_spec_refuses_a_partial_rotary_factor_outside_proportional():
+    require("torch")
+    require("transformers")
+    from attention_np.interop import transformers_cases as cases
+    from attention_np.interop.transformers import layer_spec
+    module = cases.rope_case("linear")[0]
+    module.config.rope_parameters = {**module.config.rope_parameters, "partial_rotary_factor": 0.5}
+    with pytest.raises(ValueError, match="partial_rotary_factor=0.5: this layer rotates the whole"):
+        layer_spec(module)
