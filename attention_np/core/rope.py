@@ -54,8 +54,9 @@ def _check_theta(theta) -> float:
 
 
 def _seq_len(positions: np.ndarray) -> int | None:
-    """The length a forward runs, as transformers' ``dynamic_rope_update`` reads it."""
-    return int(positions.max()) + 1 if positions.size else None
+    """The length a forward runs, as transformers' ``dynamic_rope_update`` reads it (at least 1:
+    negative positions are allowed)."""
+    return max(int(positions.max()) + 1, 1) if positions.size else None
 
 
 def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64, scaling=None):
