@@ -34,6 +34,7 @@ from attention_np.core.position_bias import (
     t5_relative_buckets,
 )
 from attention_np.core.rope import apply_rope, apply_rope_backward, rope_angles
+from attention_np.core.rope_scaling import rope_frequencies
 from attention_np.core.sinks import SinksCache, sdpa_sinks_backward, sdpa_sinks_forward
 from attention_np.core.softmax import softmax, softmax_backward
 from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
@@ -69,7 +70,7 @@ __all__ = [
     "init_mha_params", "mha_forward", "mha_backward", "MHACache",
     "gradcheck", "numerical_gradient", "GradcheckResult",
     # beyond the paper: position information inside attention
-    "rope_angles", "apply_rope", "apply_rope_backward",
+    "rope_angles", "rope_frequencies", "apply_rope", "apply_rope_backward",
     "relative_positions", "alibi_slopes", "alibi_bias", "t5_relative_buckets",
     "relative_position_bias", "relative_position_bias_backward",
     "sdpa_sinks_forward", "sdpa_sinks_backward", "SinksCache",

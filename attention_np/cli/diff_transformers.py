@@ -6,10 +6,11 @@ Runs :func:`~attention_np.interop.transformers.compare_transformers_attention` o
 layers of :mod:`attention_np.interop.transformers_cases` (float64, forward and every gradient),
 :func:`~attention_np.interop.transformers_decode.replay_generate` on GPT-2, Llama, Mistral and
 Qwen2 (plain and left-padded prompts) and on T5 and BART (the decoder's self- and
-cross-attention; plain and padded sources), prints the largest differences per family, then
-demonstrates transformers' traps (:mod:`attention_np.interop.transformers_known`). Exit status
-1 on a mismatch, on a trap that no longer reproduces as documented, or when torch or
-transformers is not installed (said on stderr, with the pip command).
+cross-attention; plain and padded sources), both again on a tiny Llama per RoPE scaling type (rows
+``rope:<type>``), prints the largest differences per family, then demonstrates transformers'
+traps (:mod:`attention_np.interop.transformers_known`). Exit status 1 on a mismatch, on a trap
+that no longer reproduces as documented, or when torch or transformers is not installed (said on
+stderr, with the pip command).
 
 Only NumPy is imported here; torch and transformers are imported while the command runs.
 """
@@ -27,6 +28,9 @@ from attention_np.core.optional import install_hint
 
 DECODERS = ("gpt2", "llama", "mistral", "qwen2")
 ENCODER_DECODERS = ("t5", "bart")
+# RoPE scaling types (transformers_cases.ROPE_SCALINGS): a layer and a generate() of 4 + 7
+# tokens each, past the length 8 where "dynamic" and "longrope" change their frequencies
+ROPE_TYPES = ("linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 
 
 def _fmt(e: float) -> str:
@@ -60,14 +64,14 @@ def run(args) -> int:
 
     transformers.logging.set_verbosity_error()
     bar = ProgressBar(len(cases.FAMILIES) + len(DECODERS) + len(ENCODER_DECODERS)
-                      + len(known.DEMOS))
+                      + len(ROPE_TYPES) + len(known.DEMOS))
     rows, done = [], 0
     for family in cases.FAMILIES:
         bar.update(done, label=f"{family} layer")
         module, inputs = cases.case(family, args.seed)
         report = compare_transformers_attention(module, **inputs, seed=args.seed)
         out = next(c for c in report.checks if c.name == "out")
-        grads = [c for c in report.checks if c.name != "out"]
+        grads = [c for c in report.checks if c.name.startswith("d")]
         worst_grad = max(grads, key=lambda c: c.err)
         rows.append((family, type(module).__name__, "layer", out.err, worst_grad.err,
                      worst_grad.name, max(c.ratio for c in report.checks), report.ok))
@@ -96,6 +100,21 @@ def run(args) -> int:
                                for n in report.layers)                  # "4 self + 4 cross"
             rows.append((family, report.module.split(" ")[0], mode, worst.err, float("nan"),
                          steps, max(c.ratio for c in report.checks), report.ok))
+    for rope_type in ROPE_TYPES:        # inv_freq and attention factor are among the checks
+        bar.update(done, label=f"rope {rope_type}")
+        module, inputs = cases.rope_case(rope_type, args.seed)
+        report = compare_transformers_attention(module, **inputs, seed=args.seed)
+        grads = [c for c in report.checks if c.name.startswith("d")]
+        worst_grad = max(grads, key=lambda c: c.err)
+        rows.append((f"rope:{rope_type}", type(module).__name__, "layer",
+                     next(c for c in report.checks if c.name == "out").err, worst_grad.err,
+                     worst_grad.name, max(c.ratio for c in report.checks), report.ok))
+        model = cases.rope_model(rope_type, args.seed, causal_lm=True)
+        report = replay_generate(model, prompts, max_new_tokens=7)
+        worst = max(report.checks, key=lambda c: c.err)
+        rows.append((f"rope:{rope_type}", report.module, "decode", worst.err, float("nan"),
+                     f"{len(report.checks)} steps", max(c.ratio for c in report.checks +
+                                                        report.rope_checks), report.ok))
         done += 1
     demos = []
     for demo in known.DEMOS:
@@ -113,13 +132,14 @@ def run(args) -> int:
           "the decoder's self- and cross-attention, padsrc: a padded source)\n"
           "grad err: the largest over the input and every parameter gradient "
           f"(worst: which)\ntolerance: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|); "
-          "err/tol: the worst ratio (< 1 passes)\n")
-    head = (f"{'family':<11} {'layer':<18} {'mode':<7} {'out err':>8} {'grad err':>9} "
+          "err/tol: the worst ratio (< 1 passes), RoPE layers' inv_freq included (relative "
+          "to transformers' float32 buffer, <= 8 float32 ulps)\n")
+    head = (f"{'family':<17} {'layer':<18} {'mode':<7} {'out err':>8} {'grad err':>9} "
             f"{'worst':<17} {'err/tol':>8}  verdict")
     lines = [head, "-" * len(head)]
     for family, layer, mode, out, grad, worst, ratio, ok in rows:
         g = _fmt(grad) if mode == "layer" else "-"
-        lines.append(f"{family:<11} {layer:<18} {mode:<7} {_fmt(out):>8} {g:>9} {worst:<17} "
+        lines.append(f"{family:<17} {layer:<18} {mode:<7} {_fmt(out):>8} {g:>9} {worst:<17} "
                      f"{_fmt(ratio):>8}  {'ok' if ok else 'MISMATCH'}")
     print("\n".join(lines))
     print("\nKnown traps (docs/frameworks.md), demonstrated:")

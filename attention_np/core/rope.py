@@ -21,6 +21,9 @@ Shapes: ``x (..., L, d)``; ``positions`` int, ``(L,)`` or ``(..., L)`` broadcast
 ``x.shape[:-1]`` (for heads ``(B, h, L, d)`` and per-sequence positions ``(B, L)``, pass
 ``positions[:, None]``). Explicit positions make decoding at an offset (``positions = [t]``) and
 left padding work.
+
+Models trained on short sequences and run on longer ones change the frequencies (Llama 3.1,
+YaRN, LongRoPE, ...): ``scaling=`` takes them from :mod:`attention_np.core.rope_scaling`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np.core._checks import as_float_array, check_min_ndim, sum_to_shape
+from attention_np.core.rope_scaling import check_scaling, rope_frequencies
 
 LAYOUTS = ("half", "interleaved")
 
@@ -49,11 +53,20 @@ def _check_theta(theta) -> float:
     return float(theta)
 
 
-def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64):
+def _seq_len(positions: np.ndarray) -> int | None:
+    """The length a forward runs, as transformers' ``dynamic_rope_update`` reads it (at least 1:
+    negative positions are allowed)."""
+    return max(int(positions.max()) + 1, 1) if positions.size else None
+
+
+def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64, scaling=None):
     r"""The cosines and sines of the rotary angles ``phi[p, m] = p * theta^(-2m/d)``.
 
     Computed in float64 and rounded once to ``dtype`` (transformers computes them in float32,
-    even in a float64 model: see docs/frameworks.md).
+    even in a float64 model: see docs/frameworks.md). With ``scaling`` the frequencies are
+    :func:`~attention_np.core.rope_scaling.rope_frequencies`' (``seq_len = 1 + max(positions)``)
+    and cos and sin are multiplied by its attention factor, as transformers' rotary embeddings
+    return them.
 
     Parameters
     ----------
@@ -63,6 +76,9 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64):
     theta : float
         The base (10000 in RoFormer and Llama 2; Llama 3 uses 500000).
     dtype : the dtype of the result
+    scaling : dict, optional
+        A RoPE scaling type and its parameters (``{"rope_type": "yarn", ...}``, see
+        :func:`~attention_np.core.rope_scaling.rope_frequencies`); None: plain RoPE.
 
     Returns
     -------
@@ -72,9 +88,10 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64):
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
         raise ValueError(f"d must be an even int >= 2 (pairs of features rotate), got {d!r}")
     theta = _check_theta(theta)
-    inv_freq = theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)          # (d/2,)
+    inv_freq, factor = rope_frequencies(d, theta=theta, scaling=scaling,
+                                        seq_len=_seq_len(positions))   # (d/2,), float
     phi = positions[..., None].astype(np.float64) * inv_freq                # (..., L, d/2)
-    return np.cos(phi).astype(dtype), np.sin(phi).astype(dtype)
+    return (factor * np.cos(phi)).astype(dtype), (factor * np.sin(phi)).astype(dtype)
 
 
 def _pairs(r: int, layout: str):
@@ -84,7 +101,7 @@ def _pairs(r: int, layout: str):
     return slice(0, r, 2), slice(1, r, 2)
 
 
-def _rotate(x, positions, theta, layout, rotary_dim, sign: float, name: str):
+def _rotate(x, positions, theta, layout, rotary_dim, scaling, sign: float, name: str):
     x = as_float_array(x, name)
     check_min_ndim(x, name, 2, "(..., L, d)")
     if layout not in LAYOUTS:
@@ -104,20 +121,22 @@ def _rotate(x, positions, theta, layout, rotary_dim, sign: float, name: str):
     if positions.shape[-1] != x.shape[-2]:
         raise ValueError(f"positions has {positions.shape[-1]} entries but {name} has "
                          f"L={x.shape[-2]} positions ({name} {x.shape})")
-    cos, sin = rope_angles(positions, r, theta=theta, dtype=x.dtype)        # (..., L, r/2)
+    cos, sin = rope_angles(positions, r, theta=theta, dtype=x.dtype,
+                           scaling=scaling)                                 # (..., L, r/2)
     sin = -sin if sign < 0 else sin
     a, b = _pairs(r, layout)
     x1, x2 = x[..., a], x[..., b]                                           # (..., L, r/2)
     shape = np.broadcast_shapes(x.shape, cos.shape[:-1] + (d,))
     y = np.empty(shape, dtype=x.dtype)
     # (y1, y2) = (x1 cos - x2 sin, x2 cos + x1 sin): a rotation by phi in each pair's plane
+    # (times the attention factor of a scaling type, folded into cos and sin)
     y[..., a] = x1 * cos - x2 * sin
     y[..., b] = x2 * cos + x1 * sin
     y[..., r:] = x[..., r:]                                                 # unrotated features
     return y
 
 
-def apply_rope(x, positions, *, theta=10000.0, layout="half", rotary_dim=None):
+def apply_rope(x, positions, *, theta=10000.0, layout="half", rotary_dim=None, scaling=None):
     """Rotate queries or keys by their positions (forward).
 
     Parameters
@@ -131,41 +150,49 @@ def apply_rope(x, positions, *, theta=10000.0, layout="half", rotary_dim=None):
         ``2m`` with ``2m + 1`` (RoFormer, GPT-J).
     rotary_dim : int, optional
         Rotate only the first ``rotary_dim`` features (even); default all ``d``.
+    scaling : dict, optional
+        A RoPE scaling type (Llama 3.1, YaRN, LongRoPE, ...): ``{"rope_type": ..., **params}``
+        as :func:`~attention_np.core.rope_scaling.rope_frequencies` takes it. Its frequencies
+        replace ``theta^(-2m/r)`` and its attention factor multiplies the result;
+        ``"dynamic"`` and ``"longrope"`` depend on ``1 + max(positions)``.
 
     Returns
     -------
     x_rot : (..., L, d), same dtype as ``x``
     """
-    return _rotate(x, positions, theta, layout, rotary_dim, +1.0, "x")
+    return _rotate(x, positions, theta, layout, rotary_dim, scaling, +1.0, "x")
 
 
-def apply_rope_backward(dx_rot, positions, *, theta=10000.0, layout="half", rotary_dim=None):
+def apply_rope_backward(dx_rot, positions, *, theta=10000.0, layout="half", rotary_dim=None,
+                        scaling=None):
     """Backward of :func:`apply_rope`: the gradient w.r.t. ``x``.
 
-    forward: ``x_rot = R(phi) x``  ->  ``dx = R(phi)^T dx_rot = R(-phi) dx_rot``: the same
-    rotation with the sines negated. Takes the positions instead of a cache (they and the
-    options are all it needs). If ``positions`` broadcast ``x`` up, sum ``dx`` back yourself.
+    forward: ``x_rot = a R(phi) x``  ->  ``dx = a R(phi)^T dx_rot = a R(-phi) dx_rot``: the same
+    rotation with the sines negated (``a`` the attention factor of ``scaling``, else 1). Takes
+    the positions instead of a cache (they and the options are all it needs). If ``positions``
+    broadcast ``x`` up, sum ``dx`` back yourself.
 
     Parameters
     ----------
     dx_rot : (..., L, d) gradient w.r.t. the rotated ``x``
-    positions, theta, layout, rotary_dim : as given to :func:`apply_rope`
+    positions, theta, layout, rotary_dim, scaling : as given to :func:`apply_rope`
 
     Returns
     -------
     dx : (..., L, d)
     """
-    return _rotate(dx_rot, positions, theta, layout, rotary_dim, -1.0, "dx_rot")
+    return _rotate(dx_rot, positions, theta, layout, rotary_dim, scaling, -1.0, "dx_rot")
 
 
 # --- RoPE inside multi-head attention (used by mha_forward and mha_decode_step) -------------
 
-ROPE_OPTIONS = ("theta", "layout", "rotary_dim")
+ROPE_OPTIONS = ("theta", "layout", "rotary_dim", "scaling")
 
 
 def check_rope(rope) -> dict | None:
     """The ``rope=`` option of multi-head attention: None (no rotation) or a dict of
-    :func:`apply_rope`'s options (``{}`` for the defaults: theta 10000, layout "half")."""
+    :func:`apply_rope`'s options (``{}`` for the defaults: theta 10000, layout "half"); a
+    ``"scaling"`` entry is validated here, before anything (a KV cache) changes."""
     if rope is None:
         return None
     if rope is True:
@@ -173,6 +200,7 @@ def check_rope(rope) -> dict | None:
     if not isinstance(rope, dict) or set(rope) - set(ROPE_OPTIONS):
         raise ValueError(f"rope must be None, True or a dict with keys among {ROPE_OPTIONS}, "
                          f"got {rope!r}")
+    check_scaling(rope.get("scaling"))
     return dict(rope)
 
 

@@ -160,7 +160,9 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
         ``t + S - T``) sees the ``left`` positions before it.
     rope : dict or True, optional
         Rotary embeddings of the new queries and keys, as in :func:`mha_forward`; the cache
-        keeps rotated keys.
+        keeps rotated keys. With ``"scaling"`` of type ``"dynamic"`` or ``"longrope"`` each step
+        uses the frequencies of its length ``1 + max(positions)`` and cached keys keep the
+        rotation they were appended with, as transformers' ``generate()`` does.
     positions : int (T,) or (..., T), optional
         The positions RoPE rotates the new tokens by; default ``S - T .. S - 1`` (pass them for
         a left-padded batch, where each sequence counts from its first real token).

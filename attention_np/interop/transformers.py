@@ -32,6 +32,11 @@ from attention_np.core.rope import rope_angles
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers_rope import (
+    check_rope_frequencies,
+    rope_scaling_from_config,
+    rotary_embedding,
+)
 
 # class name -> family; the layers compare_transformers_attention reads
 SUPPORTED = {
@@ -56,6 +61,7 @@ class LayerSpec:
     rope_theta: float | None = None
     window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window)
     buckets: tuple | None = None     # T5: (num_buckets, max_distance, bidirectional) of its bias table
+    rope_scaling: dict | None = None  # RoPE scaling type and parameters (rope_frequencies' scaling)
 
 
 def _family(module) -> str:
@@ -93,15 +99,12 @@ def layer_spec(module) -> LayerSpec:
         return LayerSpec(family, h, h, d, float(module.scaling), causal, True)
     h, h_kv = cfg.num_attention_heads, cfg.num_key_value_heads
     rope = getattr(cfg, "rope_parameters", None) or {}
-    if rope.get("rope_type", "default") != "default":
-        raise ValueError(f"{type(module).__name__} uses rope_type={rope['rope_type']!r}; only "
-                         f"'default' RoPE is supported")
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
     window = getattr(module, "sliding_window", None)
     if family == "mistral":
         window = getattr(cfg, "sliding_window", None)
     return LayerSpec(family, h, h_kv, module.head_dim, float(module.scaling), True, True, theta,
-                     window)
+                     window, rope_scaling=rope_scaling_from_config(rope, cfg, type(module).__name__))
 
 
 def _linear(lin, get) -> tuple:
@@ -168,13 +171,16 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, Laye
     return {n: np.ascontiguousarray(a) for n, a in _tensors(module, spec.family, get).items()}, spec
 
 
-def rope_cos_sin(positions, head_dim: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
+def rope_cos_sin(positions, head_dim: int, theta: float,
+                 scaling: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """transformers' ``position_embeddings`` for split-half RoPE, in float64.
 
     positions : (B, L) int -> cos, sin : (B, L, head_dim), the ``d/2`` angles of
-    :func:`~attention_np.core.rope.rope_angles` repeated once (transformers' layout).
+    :func:`~attention_np.core.rope.rope_angles` repeated once (transformers' layout); with a
+    ``scaling`` type its frequencies (``seq_len = 1 + max(positions)``, as transformers'
+    ``dynamic_rope_update``) and its attention factor times cos and sin.
     """
-    cos, sin = rope_angles(positions, head_dim, theta=theta)                  # (B, L, d/2)
+    cos, sin = rope_angles(positions, head_dim, theta=theta, scaling=scaling)  # (B, L, d/2)
     return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
 
 
@@ -229,8 +235,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
         layer folded in; attention_np gets the same as a bool mask.
     position_ids : (B, L) int, optional
-        RoPE positions, default ``arange(L)``. cos and sin are computed in float64 here and
-        passed to the layer as ``position_embeddings`` (transformers computes them in float32).
+        RoPE positions, default ``arange(L)``. cos and sin are computed in float64 here, with the
+        frequencies of the config's ``rope_type``, and passed to the layer as
+        ``position_embeddings`` (transformers computes them in float32).
     attn_implementation : {"sdpa", "eager", None}
         The copy's ``config._attn_implementation``; ``None`` keeps the module's. "eager" runs
         the softmax in float32 for ViT, Llama, Mistral and Qwen2 (see docs/frameworks.md).
@@ -241,7 +248,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     -------
     MHAReport
         ``checks`` for "out", "dhidden_states" (and "dkey_value"), and "dW_q", ... in
-        attention_np's layout.
+        attention_np's layout; for RoPE layers also "inv_freq rel" (our frequencies against
+        the family's rotary embedding's after a forward on ``position_ids``, relative, within
+        :data:`~attention_np.interop.transformers_rope.RTOL_INV_FREQ`) and "attn_factor" (its
+        ``attention_scaling``).
     """
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
@@ -290,7 +300,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if kvt is not None:                   # GPT-2 names the encoder output differently
         kwargs["encoder_hidden_states" if gpt2_cross else "key_value_states"] = kvt
     if spec.family in ROPE:
-        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
+        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta, spec.rope_scaling)
         kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
     out_t = layer(xt, **kwargs)[0]
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
@@ -315,7 +325,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         bias = relative_position_bias(table, bucket)                         # (h, L, S)
     src = x if kv is None else kv
     rope = {} if spec.family not in ROPE else dict(
-        rope={"theta": spec.rope_theta, "layout": "half"}, positions=positions)   # (B, L)
+        rope={"theta": spec.rope_theta, "layout": "half", "scaling": spec.rope_scaling},
+        positions=positions)                                                    # (B, L)
     out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
                              bias=bias, num_kv_heads=spec.num_kv_heads, **rope)
     dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
@@ -327,6 +338,12 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     ours.update({f"d{n}": g[n] for n in params})
     report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
     report.checks = judge(got, ours)
+    if spec.family in ROPE:        # the model's own frequencies, after a forward on positions
+        rotary = rotary_embedding(module)
+        with torch.no_grad():
+            rotary(torch.zeros(1), torch.from_numpy(np.ascontiguousarray(positions)))
+        report.checks += check_rope_frequencies(spec, rotary.inv_freq, rotary.attention_scaling,
+                                                int(positions.max()) + 1)
     if mask is not None:
         n_rows = int((~mask.any(axis=-1)).sum())
         if n_rows:

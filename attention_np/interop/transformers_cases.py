@@ -122,3 +122,40 @@ def case(family: str, seed: int = 0, attn_implementation: str = "sdpa"):
     if family in ("llama", "mistral", "qwen2"):
         inputs["position_ids"] = np.arange(L)[None, :] + np.array([[0], [5]])   # an offset
     return attention_layer(family, model), inputs
+
+
+# RoPE scaling types (core/rope_scaling.py), each on a tiny Llama: rope_parameters besides
+# rope_type, and the config's max_position_embeddings. "dynamic" (from max_position_embeddings)
+# and "longrope" (from original_max_position_embeddings) switch above a length of 8, which the
+# positions of rope_case (up to 10) and a replayed generate() of 5 + 6 tokens cross.
+ROPE_SCALINGS = {
+    "linear": (dict(factor=2.5), 64),
+    "dynamic": (dict(factor=3.0), 8),
+    "yarn": (dict(factor=4.0, original_max_position_embeddings=16, rope_theta=100.0), 64),
+    "longrope": (dict(short_factor=[1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                      long_factor=[1.0, 1.5, 2.5, 4.0, 6.0, 8.0],
+                      original_max_position_embeddings=8, factor=4.0), 32),
+    "llama3": (dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                    original_max_position_embeddings=32), 64),
+    "proportional": (dict(partial_rotary_factor=0.5), 64),     # 3 of the 6 pairs turn
+}
+
+
+def rope_model(rope_type: str, seed: int = 0, causal_lm: bool = False):
+    """A one-layer random Llama whose RoPE is ``rope_type`` (a key of :data:`ROPE_SCALINGS`)."""
+    tf = import_optional("transformers", "attention_np.interop.transformers_cases")
+    if rope_type not in ROPE_SCALINGS:
+        raise ValueError(f"rope_type must be one of {sorted(ROPE_SCALINGS)}, got {rope_type!r}")
+    params, max_positions = ROPE_SCALINGS[rope_type]
+    cfg = tf.LlamaConfig(**{**DECODER, "max_position_embeddings": max_positions},
+                         rope_parameters={"rope_type": rope_type, "rope_theta": 10000.0,
+                                          **params},
+                         bos_token_id=0, eos_token_id=0, pad_token_id=0,
+                         attn_implementation="sdpa")
+    return _randomize((tf.LlamaForCausalLM if causal_lm else tf.LlamaModel)(cfg), seed)
+
+
+def rope_case(rope_type: str, seed: int = 0):
+    """``(module, inputs)`` as :func:`case` gives for ``"llama"``, with RoPE ``rope_type``."""
+    module, inputs = case("llama", seed)
+    return attention_layer("llama", rope_model(rope_type, seed)), inputs

@@ -39,6 +39,7 @@ from attention_np.interop.transformers import (
     params_from_transformers,
     rope_cos_sin,
 )
+from attention_np.interop.transformers_rope import check_rope_frequencies
 
 
 @dataclass
@@ -58,13 +59,15 @@ class DecodeReport:
     notes: list = field(default_factory=list)
     layers: tuple = ("self",)
     cross_projections: int | None = None
+    rope_checks: list = field(default_factory=list)   # inv_freq, attention factor, per step
 
     @property
     def ok(self) -> bool:
-        """Every step agrees, each layer ran once per new token (the prompt is the first) and
-        the cross-attention's keys and values were projected once."""
+        """Every step agrees, each layer ran once per new token (the prompt is the first), the
+        cross-attention's keys and values were projected once, and the RoPE frequencies agree."""
         return (len(self.checks) == self.max_new_tokens * len(self.layers)
-                and all(c.ok for c in self.checks) and self.cross_projections in (None, 1))
+                and all(c.ok for c in self.checks + self.rope_checks)
+                and self.cross_projections in (None, 1))
 
     def __str__(self) -> str:
         lines = [f"generate() replay, {self.module} (float64) vs attention_np KV cache -> "
@@ -72,7 +75,7 @@ class DecodeReport:
                  f"tolerance float64: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|)",
                  f"{'step':<18} {'max abs err':>12} {'tolerance':>10}  ok"]
         lines += [f"{c.name:<18} {c.err:>12.2e} {c.tol:>10.1e}  {'yes' if c.ok else 'NO'}"
-                  for c in self.checks]
+                  for c in self.checks + self.rope_checks]
         if self.cross_projections is not None:
             lines.append(f"cross-attention keys/values projected by transformers "
                          f"{self.cross_projections} time(s) in generate(), by attention_np once "
@@ -80,18 +83,25 @@ class DecodeReport:
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 
-def _float64_rotary(model, torch, positions_seen: list):
+def _float64_rotary(model, torch, positions_seen: list, rope_checks: list):
     """Make the copy's rotary embedding compute cos and sin in float64 (transformers: float32),
-    and record the ``position_ids`` of every forward (left padding shifts them)."""
+    and record the ``position_ids`` of every forward (left padding shifts them). Its own forward
+    still runs first, so that a ``"dynamic"`` or ``"longrope"`` type updates its ``inv_freq``
+    for the length seen; that and its ``attention_scaling`` are checked against ours."""
     rotary = getattr(getattr(model, "model", model), "rotary_emb", None)
     if rotary is None:
         return
-    d = int(rotary.inv_freq.shape[-1]) * 2
-    theta = layer_spec(model.model.layers[0].self_attn).rope_theta
+    spec = layer_spec(model.model.layers[0].self_attn)
+    own = rotary.forward
 
     def forward(x, position_ids):
-        positions_seen.append(to_numpy(position_ids).copy())
-        cos, sin = rope_cos_sin(positions_seen[-1], d, theta)
+        own(x, position_ids)                        # transformers' update of inv_freq
+        positions = to_numpy(position_ids).copy()
+        positions_seen.append(positions)
+        rope_checks.extend(check_rope_frequencies(
+            spec, rotary.inv_freq, rotary.attention_scaling, int(positions.max()) + 1,
+            f" {len(positions_seen) - 1}"))
+        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta, spec.rope_scaling)
         return torch.from_numpy(cos), torch.from_numpy(sin)
 
     rotary.forward = forward
@@ -146,6 +156,9 @@ def replay_generate(model, input_ids, *, attention_mask=None,
         ``checks``: "step 0 (T=L)" for the prompt, then one per generated token; for an
         encoder-decoder "self step n (T=1)" and "cross step n (T=1)" for each of the
         ``max_new_tokens`` decoder steps.
+        ``rope_checks``: at every step, our ``inv_freq`` and attention factor against the
+        model's rotary embedding's (updated for the length of that step by ``"dynamic"`` and
+        ``"longrope"``).
     """
     torch = import_optional("torch", "attention_np.interop.transformers_decode")
     import_optional("transformers", "attention_np.interop.transformers_decode")
@@ -163,8 +176,8 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     m.config._attn_implementation = "sdpa"
     if type(m).__name__ in ENCODER_DECODERS:
         return _replay_encoder_decoder(m, ids, pad, max_new_tokens, torch)
-    positions = []
-    _float64_rotary(m, torch, positions)
+    positions, rope_checks = [], []
+    _float64_rotary(m, torch, positions, rope_checks)
     layer = _attention(m)
     spec = layer_spec(layer)
     seen = []
@@ -182,7 +195,8 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     finally:
         handle.remove()
     params, _ = params_from_transformers(layer)
-    report = DecodeReport(type(layer).__name__, to_numpy(tokens), max_new_tokens)
+    report = DecodeReport(type(layer).__name__, to_numpy(tokens), max_new_tokens,
+                          rope_checks=rope_checks)
     if len(seen) != max_new_tokens:                # the prompt, then one call per new token
         report.notes.append(f"the layer ran {len(seen)} times for {max_new_tokens} tokens")
     # the padding of every position: the prompt's, then 1 for each generated token
@@ -198,7 +212,8 @@ def replay_generate(model, input_ids, *, attention_mask=None,
         if spec.window is not None:        # Mistral's window W counts the query itself
             options["window"] = (spec.window - 1, 0)
         if spec.family in ROPE:            # the positions generate() used (shifted by padding)
-            options.update(rope={"theta": spec.rope_theta, "layout": "half"},
+            options.update(rope={"theta": spec.rope_theta, "layout": "half",
+                                 "scaling": spec.rope_scaling},
                            positions=positions[step])                      # (B, T)
         ours = mha_decode_step(x, params, kv, num_heads=spec.num_heads,
                                num_kv_heads=spec.num_kv_heads, scale=spec.scale, **options)

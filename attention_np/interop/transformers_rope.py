@@ -1,0 +1,72 @@
+"""RoPE scaling types in transformers models: a config's ``rope_parameters`` as attention_np's
+``scaling`` (:func:`~attention_np.core.rope_scaling.rope_frequencies`), and the check of our
+frequencies against the model's rotary embedding (its ``inv_freq`` buffer is float32).
+
+Needs ``torch`` and ``transformers`` only for :func:`rotary_embedding`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from attention_np.core.rope_scaling import ROPE_TYPES, rope_frequencies
+from attention_np.interop.tolerance import EPS32, Check, check_float64
+from attention_np.interop.torch import to_numpy
+
+
+def rope_scaling_from_config(rope: dict, cfg, name: str) -> dict | None:
+    """A config's ``rope_parameters`` as :func:`rope_frequencies`' ``scaling`` (None: default),
+    with the values transformers takes from elsewhere in the config filled in."""
+    t = rope.get("rope_type", "default")
+    if t not in ROPE_TYPES:
+        raise ValueError(f"{name} uses rope_type={t!r}; the known ones are {sorted(ROPE_TYPES)}")
+    partial = rope.get("partial_rotary_factor", 1.0)
+    if t != "proportional" and partial != 1.0:
+        raise ValueError(f"{name} has partial_rotary_factor={partial!r}: this layer rotates the "
+                         f"whole head (only rope_type 'proportional' reads it)")
+    if t == "default":
+        return None
+    required, optional = ROPE_TYPES[t]
+    scaling = {k: v for k, v in rope.items() if k in required or k in optional}
+    if t == "dynamic":        # transformers scales from max_position_embeddings, whatever else
+        scaling["original_max_position_embeddings"] = cfg.max_position_embeddings
+    if t in ("yarn", "longrope") and scaling.get("factor") is None and \
+            "original_max_position_embeddings" in scaling:     # Phi-3, DeepSeek: the ratio
+        scaling["factor"] = cfg.max_position_embeddings / scaling["original_max_position_embeddings"]
+    if t == "yarn" and "truncate" in scaling and scaling["truncate"] is None:
+        scaling["truncate"] = True
+    return {"rope_type": t, **{k: v for k, v in scaling.items() if v is not None}}
+
+
+# inv_freq: transformers keeps a float32 buffer (base ** (arange / d) in float32); ours is
+# float64. Each entry is held to a relative error of 8 float32 ulps.
+RTOL_INV_FREQ = 8 * EPS32
+
+
+def check_rope_frequencies(spec, inv_freq, attention_scaling,
+                           seq_len: int | None = None, name: str = "") -> list:
+    """Our :func:`rope_frequencies` for ``spec`` (a
+    :class:`~attention_np.interop.transformers.LayerSpec`: ``head_dim``, ``rope_theta``,
+    ``rope_scaling``) against a transformers rotary embedding's
+    ``inv_freq`` (float32 buffer: each entry within :data:`RTOL_INV_FREQ` relative) and
+    ``attention_scaling`` (a Python float: the float64 rule)."""
+    ours, factor = rope_frequencies(spec.head_dim, theta=spec.rope_theta,
+                                    scaling=spec.rope_scaling, seq_len=seq_len)
+    theirs = np.asarray(to_numpy(inv_freq), dtype=np.float64)
+    if theirs.shape != ours.shape:
+        raise ValueError(f"the rotary embedding has {theirs.shape} frequencies, ours "
+                         f"{ours.shape} (head_dim {spec.head_dim})")
+    rel = np.abs(theirs - ours) / np.where(ours == 0, 1.0, ours)             # (d/2,)
+    return [Check(f"inv_freq{name} rel", float(rel.max()), 1.0, RTOL_INV_FREQ, "float32"),
+            check_float64(f"attn_factor{name}", np.array([float(attention_scaling)]),
+                          np.array([factor]))]
+
+
+def rotary_embedding(module):
+    """A fresh rotary embedding of a RoPE layer's family (``LlamaRotaryEmbedding``, ...), built
+    from the layer's config: the module the model runs once per forward."""
+    family_module = importlib.import_module(type(module).__module__)
+    cls = getattr(family_module, type(module).__name__.replace("Attention", "RotaryEmbedding"))
+    return cls(module.config)
