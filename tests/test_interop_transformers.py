@@ -258,7 +258,7 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     assert re.search(r"^t5 +T5Attention +padsrc .* 4 self \+ 4 cross .* ok$", out, re.M)
     assert re.search(r"^rope:dynamic +LlamaAttention +layer .* ok$", out, re.M)
     assert re.search(r"^rope:dynamic +LlamaAttention +decode .* 7 steps .* ok$", out, re.M)
-    assert "6/6 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
+    assert "8/8 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
 
 
 def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(monkeypatch,
