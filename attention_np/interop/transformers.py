@@ -38,8 +38,15 @@ SUPPORTED = {
     "BertSelfAttention": "bert", "ViTAttention": "vit", "GPT2Attention": "gpt2",
     "BartAttention": "bart", "LlamaAttention": "llama", "MistralAttention": "mistral",
     "Qwen2Attention": "qwen2", "T5Attention": "t5",
+    "Qwen3Attention": "qwen3", "Gemma2Attention": "gemma2", "Gemma3Attention": "gemma3",
 }
-ROPE = ("llama", "mistral", "qwen2")        # families with rotary position embeddings
+ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3")   # rotary position embeddings
+# QK-norm families -> what their RMSNorm multiplies by besides its weight w: Qwen3 ``w``,
+# Gemma 3 ``(1 + w)``; attention_np's params["q_norm"] is the multiplier, ``offset + w``
+QK_NORM = {"qwen3": 0.0, "gemma3": 1.0}
+# transformers' eager attention with its softmax in the input's dtype instead of float32: the
+# float64 reference for Gemma 2, whose soft-cap transformers' sdpa refuses (docs/frameworks.md)
+EAGER_FLOAT64 = "attention_np_eager_float64"
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,8 @@ class LayerSpec:
     rope_theta: float | None = None
     window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window)
     buckets: tuple | None = None     # T5: (num_buckets, max_distance, bidirectional) of its bias table
+    softcap: float | None = None     # Gemma 2: attn_logit_softcapping, c * tanh(scores / c)
+    qk_norm_eps: float | None = None  # Qwen3, Gemma 3: the eps of the q/k RMSNorm; None: no QK-norm
 
 
 def _family(module) -> str:
@@ -89,6 +98,7 @@ def layer_spec(module) -> LayerSpec:
         return LayerSpec(family, h, h, d, float(module.scaling), causal, True)
     h, h_kv = cfg.num_attention_heads, cfg.num_key_value_heads
     rope = getattr(cfg, "rope_parameters", None) or {}
+    rope = rope.get(getattr(module, "layer_type", None), rope)     # Gemma 3: one per layer type
     if rope.get("rope_type", "default") != "default":
         raise ValueError(f"{type(module).__name__} uses rope_type={rope['rope_type']!r}; only "
                          f"'default' RoPE is supported")
@@ -97,7 +107,19 @@ def layer_spec(module) -> LayerSpec:
     if family == "mistral":
         window = getattr(cfg, "sliding_window", None)
     return LayerSpec(family, h, h_kv, module.head_dim, float(module.scaling), True, True, theta,
-                     window)
+                     window, **_recent_spec(module, family))
+
+
+def _recent_spec(module, family: str) -> dict:
+    """Qwen3, Gemma 2, Gemma 3: the soft-cap and the QK-norm's eps, as LayerSpec fields."""
+    out = {}
+    if family == "gemma2" and module.attn_logit_softcapping is not None:
+        # (Gemma 3's layer keeps attn_logit_softcapping but passes it to no attention function)
+        out["softcap"] = float(module.attn_logit_softcapping)
+    if family in QK_NORM:    # Qwen3RMSNorm.variance_epsilon, Gemma3RMSNorm.eps
+        norm = module.q_norm
+        out["qk_norm_eps"] = float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 0.0)))
+    return out
 
 
 def _linear(lin, get) -> tuple:
@@ -133,6 +155,8 @@ def _tensors(module, family: str, get) -> dict:
         out[f"W_{n}"], b = _linear(lin, get)
         if b is not None:
             out[f"b_{n}"] = b
+    if family in QK_NORM:                           # RMSNorm weights (head_dim,)
+        out["q_norm"], out["k_norm"] = get(module.q_norm.weight), get(module.k_norm.weight)
     return out
 
 
@@ -149,7 +173,9 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, Laye
     -------
     params : dict of float arrays, ``W_q (d_model, h*d_k)``, ``W_k``, ``W_v (.., h_kv*d)``,
         ``W_o (h*d_v, d_model)`` (absent for BERT, whose self-attention stops at the
-        concatenated heads) and the biases the layer has.
+        concatenated heads) and the biases the layer has; Qwen3 and Gemma 3 add ``q_norm``,
+        ``k_norm (head_dim,)``, what their RMSNorm multiplies by (Gemma's ``1 + w``; with
+        ``grads=True`` the gradient w.r.t. ``w``, the same number).
     spec : LayerSpec
     """
     spec = layer_spec(module)
@@ -160,7 +186,11 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, Laye
             raise ValueError(f"{type(module).__name__} has no .grad: run a backward pass first")
         return to_numpy(a).astype(np.float64)
 
-    return {n: np.ascontiguousarray(a) for n, a in _tensors(module, spec.family, get).items()}, spec
+    params = {n: np.ascontiguousarray(a) for n, a in _tensors(module, spec.family, get).items()}
+    if not grads and QK_NORM.get(spec.family):      # Gemma: the norm multiplies by (1 + w)
+        for n in ("q_norm", "k_norm"):              # d/dw = d/d(1 + w): gradients stay as read
+            params[n] = params[n] + QK_NORM[spec.family]
+    return params, spec
 
 
 def rope_cos_sin(positions, head_dim: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -266,6 +296,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if attn_implementation is not None:
         layer.config._attn_implementation = attn_implementation
     impl = layer.config._attn_implementation
+    _recent_layer(layer, spec, impl, torch)
     for p in layer.parameters():
         p.requires_grad_(True)
         p.grad = None
@@ -302,8 +333,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     src = x if kv is None else kv
     rope = {} if spec.family not in ROPE else dict(
         rope={"theta": spec.rope_theta, "layout": "half"}, positions=positions)   # (B, L)
+    norm = {} if spec.qk_norm_eps is None else dict(qk_norm=True, qk_norm_eps=spec.qk_norm_eps)
     out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
-                             bias=bias, num_kv_heads=spec.num_kv_heads, **rope)
+                             bias=bias, num_kv_heads=spec.num_kv_heads, softcap=spec.softcap,
+                             **rope, **norm)
     dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
     if table is not None:
         g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])
@@ -328,3 +361,49 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
 def _no_causal(spec: LayerSpec) -> LayerSpec:
     """Cross-attention: every query sees every (unpadded) key."""
     return LayerSpec(**{**spec.__dict__, "is_causal": False, "window": None})
+
+
+def _recent_layer(layer, spec: LayerSpec, impl: str, torch) -> None:
+    """Qwen3, Gemma 2, Gemma 3 in float64: refuse sdpa with a soft-cap (transformers' sdpa raises),
+    register :data:`EAGER_FLOAT64`, run the copy's QK-norms in float64 (they cast to float32)."""
+    if spec.softcap is not None and impl == "sdpa":
+        raise ValueError(f"{type(layer).__name__} has attn_logit_softcapping={spec.softcap} and "
+                         f"transformers' sdpa attention refuses a soft-cap: pass "
+                         f"attn_implementation={EAGER_FLOAT64!r} (eager in float64) or 'eager' "
+                         f"(its softmax in float32)")
+    if impl == EAGER_FLOAT64:
+        import transformers
+        transformers.AttentionInterface.register(EAGER_FLOAT64, _eager_float64)
+    if spec.qk_norm_eps is not None:
+        for norm in (layer.q_norm, layer.k_norm):
+            norm.forward = _rms_norm_in_input_dtype(norm, QK_NORM[spec.family], spec.qk_norm_eps,
+                                                    torch)
+
+
+def _rms_norm_in_input_dtype(norm, offset: float, eps: float, torch):
+    """Qwen3RMSNorm's / Gemma3RMSNorm's forward without their cast to float32:
+    ``x * rsqrt(mean(x^2) + eps) * (offset + w)`` in the dtype of ``x``."""
+    def forward(x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + norm.weight)
+    return forward
+
+
+def _eager_float64(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
+                   softcap=None, **kwargs):
+    """Gemma 2's ``eager_attention_forward``, line for line, with the softmax in the input's
+    dtype (theirs: ``softmax(..., dtype=torch.float32)``). query (B, h, L, d), key and value
+    (B, h_kv, S, d) -> (B, L, h, d_v), weights (B, h, L, S)."""
+    import torch
+    if scaling is None:
+        scaling = module.head_dim ** -0.5
+    groups = module.num_key_value_groups
+    key = key.repeat_interleave(groups, dim=1)                  # transformers' repeat_kv
+    value = value.repeat_interleave(groups, dim=1)              # (B, h, S, d)
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    weights = torch.softmax(scores, dim=-1)                     # in float64, not float32
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
