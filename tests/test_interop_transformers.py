@@ -40,6 +40,12 @@ EXPECTED = {
     "t5": {"dW_q", "dW_k", "dW_v", "dW_o", "dbias_table"},             # no biases; the table
     "t5-decoder": {"dW_q", "dW_k", "dW_v", "dW_o", "dbias_table"},
     "t5-cross": {"dW_q", "dW_k", "dW_v", "dW_o"},                        # no table in cross
+    "qwen3": {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v", "dW_o", "db_o",
+              "dq_norm", "dk_norm"},                                     # the QK-norm weights
+    "gemma2": {"dW_q", "dW_k", "dW_v", "dW_o"},
+    "gemma2-global": {"dW_q", "dW_k", "dW_v", "dW_o"},
+    "gemma3": {"dW_q", "dW_k", "dW_v", "dW_o", "dq_norm", "dk_norm"},
+    "gemma3-global": {"dW_q", "dW_k", "dW_v", "dW_o", "dq_norm", "dk_norm"},
 }
 ALL = {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v", "dW_o", "db_o"}
 
@@ -96,9 +102,10 @@ def _masks_the_model_builds(model, layer, input_ids, attention_mask):
     return m.numpy() if m.dtype == torch.bool else (m == 0).numpy()
 
 
-@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "mistral", "qwen2"])
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "mistral", "qwen2", "qwen3",
+                                    "gemma2", "gemma2-global", "gemma3", "gemma3-global"])
 def test_build_mask_is_the_mask_the_model_builds_padding_causal_and_window(family):
-    model = cases.tiny_model(family, attn_implementation="eager").double()
+    model = cases.tiny_model(cases.MODELS.get(family, family), attn_implementation="eager").double()
     layer = cases.attention_layer(family, model)
     B, L = 2, 6
     ids = np.arange(1, 1 + B * L).reshape(B, L) % 50 + 1
@@ -107,9 +114,44 @@ def test_build_mask_is_the_mask_the_model_builds_padding_causal_and_window(famil
     theirs = _masks_the_model_builds(model, layer, ids, pad)
     ours = itf.build_mask(itf.layer_spec(layer), B, L, L, pad)
     np.testing.assert_array_equal(np.broadcast_to(theirs, ours.shape), ours)
-    if family in ("mistral", "qwen2"):               # the window removes keys causal keeps
+    if itf.layer_spec(layer).window is not None:     # the window removes keys causal keeps
         causal = np.tril(np.ones((L, L), dtype=bool))
         assert (ours[0, 0] != causal).any() and not (ours[0, 0] & ~causal).any()
+
+
+def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta():
+    """What the recent layers add is read, and each changes the output (else a diff that
+    agrees would not show it was read)."""
+    from attention_np.core.multihead import mha_forward
+    specs = {f: itf.layer_spec(cases.case(f)[0]) for f in
+             ("qwen3", "gemma2", "gemma2-global", "gemma3", "gemma3-global")}
+    assert specs["qwen3"].qk_norm_eps == 1e-6 and specs["qwen3"].softcap is None
+    assert specs["gemma2"].softcap == cases.SOFTCAP and specs["gemma2"].qk_norm_eps is None
+    for f in ("gemma2", "gemma3"):                       # query_pre_attn_scalar, not head_dim
+        assert specs[f].scale == cases.PRE_ATTN ** -0.5 != 12 ** -0.5
+        assert specs[f].window == cases.WINDOW and specs[f + "-global"].window is None
+    # Gemma 3: RoPE theta per layer type (rope_local_base_freq for the sliding layers)
+    assert (specs["gemma3"].rope_theta, specs["gemma3-global"].rope_theta) == (1e4, 1e6)
+    gemma3, _ = cases.case("gemma3")
+    params, _ = itf.params_from_transformers(gemma3)     # Gemma3RMSNorm multiplies by (1 + w)
+    np.testing.assert_array_equal(params["q_norm"], 1 + gemma3.q_norm.weight.detach().double().numpy())
+    # the soft-cap of the case bends the scores: without it the output moves
+    gemma2, inputs = cases.case("gemma2")
+    params, spec = itf.params_from_transformers(gemma2)
+    x = inputs["hidden_states"]
+    kw = dict(num_heads=4, num_kv_heads=2, scale=spec.scale, is_causal=True,
+              rope={"theta": spec.rope_theta, "layout": "half"})
+    capped, _ = mha_forward(x, x, x, params, softcap=spec.softcap, **kw)
+    plain, _ = mha_forward(x, x, x, params, **kw)
+    assert np.abs(capped - plain).max() > 1e-2
+
+
+def test_gemma2_with_sdpa_is_refused_before_running_and_names_the_implementations():
+    module, inputs = cases.case("gemma2")
+    inputs["attn_implementation"] = "sdpa"
+    with pytest.raises(ValueError, match="attn_logit_softcapping=2.0.*sdpa.*"
+                                         "attention_np_eager_float64"):
+        itf.compare_transformers_attention(module, **inputs)
 
 
 def test_unsupported_module_names_the_supported_layers():
@@ -210,6 +252,19 @@ def test_min_filled_mask_gives_mean_v_on_a_fully_masked_row_and_from_torch_sdpa_
     # a large finite bias that is not a fill value stays a bias
     kw = itorch.from_torch_sdpa(torch.full((2, 2), -1e9, dtype=torch.float64))
     assert kw["mask"] is None and (kw["bias"] == -1e9).all()
+
+
+def test_qk_norm_of_qwen3_and_gemma3_is_float32_in_a_float64_model():
+    from attention_np.interop.transformers_known import qk_norm_float32
+    demo = qk_norm_float32(seed=3)
+    assert demo.explained, "\n".join(demo.lines)
+
+
+def test_gemma2_soft_cap_sdpa_refuses_flex_has_no_cpu_backward_eager_is_float32():
+    from attention_np.interop.transformers_known import softcap_backends
+    demo = softcap_backends(seed=3)
+    assert demo.explained, "\n".join(demo.lines)
+    assert len(demo.lines) == 5                       # sdpa, flex, eager, float64 eager, Gemma 3
 
 
 def test_compare_notes_fully_masked_rows_left_padding():
