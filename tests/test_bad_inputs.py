@@ -22,6 +22,7 @@ Q, K, V = R.standard_normal((2, 3, 4)), R.standard_normal((2, 5, 4)), R.standard
 DOUT = R.standard_normal((2, 3, 6))
 X = R.standard_normal((2, 3, 8))
 P = an.init_mha_params(8, 2, rng=0)
+PS, PS3 = dict(P, sinks=np.zeros(2)), dict(P, sinks=np.zeros(3))      # sink logits: right, wrong h
 P32 = {n: p.astype(np.float32) for n, p in P.items()}
 AP = an.init_additive_params(4, rng=0)
 W, BIAS = R.standard_normal((8, 5)), np.zeros(5)
@@ -132,6 +133,24 @@ def _rows():
          ValueError, "rope"),
         ("mha_forward-qk_norm-no-weights", lambda: an.mha_forward(X, X, X, P, num_heads=2, qk_norm=True),
          ValueError, "q_norm"),
+        ("mha_forward-sinks-no-logits", lambda: an.mha_forward(X, X, X, P, num_heads=2, sinks=True),
+         ValueError, "sinks"),
+        ("mha_forward-sinks-wrong-shape", lambda: an.mha_forward(X, X, X, PS3, num_heads=2, sinks=True),
+         ValueError, "sinks"),
+        ("mha_forward-sinks-int", lambda: an.mha_forward(X, X, X, dict(P, sinks=np.zeros(2, int)),
+                                                         num_heads=2, sinks=True), TypeError, "sinks"),
+        ("mha_forward-sinks-float32", lambda: an.mha_forward(X, X, X, dict(P, sinks=np.zeros(2, np.float32)),
+                                                             num_heads=2, sinks=True), TypeError, "sinks"),
+        ("mha_forward-sinks-array-as-flag",
+         lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=np.zeros(2)), TypeError, "sinks"),
+        ("mha_forward-sinks-textbook", lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=True,
+                                                              path="textbook"), ValueError, "sinks"),
+        ("mha_forward-sinks-dropout", lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=True,
+                                                             dropout_p=0.1), ValueError, "sinks"),
+        ("mha_decode_step-sinks-no-logits", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
+                                                                       sinks=True), ValueError, "sinks"),
+        ("mha_decode_step-sinks-wrong-shape", lambda: an.mha_decode_step(X, PS3, an.KVCache(4), num_heads=2,
+                                                                         sinks=True), ValueError, "sinks"),
         ("mha_decode_step-mask-float", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
                                                                   mask=np.ones((1, 3))), TypeError, "mask"),
         ("mha_decode_step-bias-shape", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
@@ -330,7 +349,8 @@ def test_failed_append_leaves_an_empty_cache_empty():
     assert cache.k.dtype == np.float32
 
 
-@pytest.mark.parametrize("bad", [dict(scale="abc"), dict(scale=np.nan), dict(num_heads=3)])
+@pytest.mark.parametrize("bad", [dict(scale="abc"), dict(scale=np.nan), dict(num_heads=3),
+                                 dict(sinks=True)])
 def test_failed_decode_step_does_not_touch_the_cache(bad):
     cache = an.KVCache(8)
     x = R.standard_normal((2, 3, 8))

@@ -96,3 +96,108 @@ def test_sinks_float32():
               tv.grad.numpy(), module.sinks.grad.numpy()]
     for name, a, o, t in zip(("out", "dq", "dk", "dv", "dsinks"), ours, oracle, theirs, strict=True):
         assert a.dtype == np.float32 and check_float32(name, a, o, peer=t).ok, name
+
+
+# --- sinks in multi-head attention and the decode step: params["sinks"] (h,), sinks=True ---
+
+E, H, H_KV, D = 16, 4, 2, 4
+
+
+def _mha_params():
+    p = an.init_mha_params(E, H, num_kv_heads=H_KV, rng=R)
+    p = {n: a + 0.1 * randn(R, *a.shape) for n, a in p.items()}     # non-zero biases too
+    p["sinks"] = randn(R, H)
+    return p
+
+
+@pytest.mark.parametrize("window", [None, (2, 0)])
+def test_mha_sinks_equal_gpt_oss_attention_forward_and_every_gradient(window):
+    torch = require("torch")
+    gpt_oss = require("transformers.models.gpt_oss.modeling_gpt_oss")
+    config = gpt_oss.GptOssConfig(hidden_size=E, num_attention_heads=H, num_key_value_heads=H_KV,
+                                  head_dim=D, attention_bias=True)
+    config._attn_implementation = "eager"
+    attn = gpt_oss.GptOssAttention(config, layer_idx=0).double()
+    params = _mha_params()
+    with torch.no_grad():
+        for n in "qkvo":
+            getattr(attn, f"{n}_proj").weight.copy_(torch.tensor(params[f"W_{n}"].T))
+            getattr(attn, f"{n}_proj").bias.copy_(torch.tensor(params[f"b_{n}"]))
+        attn.sinks.copy_(torch.tensor(params["sinks"]))
+    B, L = 2, 6
+    x = randn(R, B, L, E)
+    cos, sin = (torch.tensor(a)[None] for a in an.rope_angles(np.arange(L), D))   # gpt-oss: (1, L, D/2)
+    allowed = an.causal_mask(L) if window is None else an.sliding_window_mask(L, L, *window)
+    additive = torch.zeros(1, 1, L, L, dtype=torch.float64).masked_fill(~torch.tensor(allowed),
+                                                                         float("-inf"))
+    tx = torch.tensor(x, requires_grad=True)
+    out, _ = attn(tx, position_embeddings=(cos, sin), attention_mask=additive)
+    dout = randn(R, B, L, E)
+    out.backward(torch.tensor(dout))
+    ours, cache = an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, is_causal=True,
+                                 window=window, rope=True, sinks=True)
+    dq, dk, dv, grads = an.mha_backward(dout, cache)
+    assert max_abs_diff(ours, out.detach().numpy()) < 1e-13
+    assert max_abs_diff(dq + dk + dv, tx.grad.numpy()) < 1e-13
+    for n in "qkvo":
+        assert max_abs_diff(grads[f"W_{n}"], getattr(attn, f"{n}_proj").weight.grad.numpy().T) < 1e-13
+        assert max_abs_diff(grads[f"b_{n}"], getattr(attn, f"{n}_proj").bias.grad.numpy()) < 1e-13
+    assert max_abs_diff(grads["sinks"], attn.sinks.grad.numpy()) < 1e-13
+    assert np.all(np.abs(grads["sinks"]) > 1e-6)                   # the sinks did get a gradient
+    assert np.all(cache.weights.sum(-1) < 1)
+
+
+def test_mha_sink_gradients_match_finite_differences_with_softcap_and_bias():
+    params, dout = _mha_params(), randn(R, 2, 3, E)
+    query, key = randn(R, 2, 3, E), randn(R, 2, 5, E)
+    bias, mask = randn(R, H, 3, 5), R.random((2, 1, 3, 5)) < 0.7
+    mask[0, 0, 1] = False                                           # a fully masked query row
+    kw = dict(num_heads=H, num_kv_heads=H_KV, bias=bias, softcap=1.5, sinks=True)
+
+    def loss():
+        return float(np.sum(an.mha_forward(query, key, key, params, mask, **kw)[0] * dout))
+
+    dquery, dkey, dvalue, grads, dbias = an.mha_backward(
+        dout, an.mha_forward(query, key, key, params, mask, **kw)[1], return_dbias=True)
+    for x, g in ((query, dquery), (key, dkey + dvalue), (bias, dbias),
+                 *((params[n], grads[n]) for n in ("sinks", "W_q", "W_k", "b_v", "W_o"))):
+        assert g.shape == x.shape and max_abs_diff(g, numerical_gradient(loss, x)) < 1e-8
+
+
+def test_mha_without_sinks_gives_their_gradient_zero_and_a_very_negative_sink_changes_nothing():
+    params, x, dout = _mha_params(), randn(R, 2, 4, E), randn(R, 2, 4, E)
+    kw = dict(num_heads=H, num_kv_heads=H_KV, is_causal=True)
+    plain, cache = an.mha_forward(x, x, x, params, **kw)
+    assert np.all(an.mha_backward(dout, cache)[3]["sinks"] == 0)
+    params["sinks"] = np.full(H, -800.0)
+    assert max_abs_diff(an.mha_forward(x, x, x, params, sinks=True, **kw)[0], plain) < 1e-15
+
+
+def test_decode_with_sinks_equals_the_whole_sequence_forward():
+    params, x = _mha_params(), randn(R, 2, 7, E)
+    kw = dict(num_heads=H, num_kv_heads=H_KV, window=(3, 0), rope=True, softcap=2.0, sinks=True)
+    want, _ = an.mha_forward(x, x, x, params, is_causal=True, **kw)
+    kv = an.KVCache(7)
+    steps = [an.mha_decode_step(x[:, a:b], params, kv, window=(3, 0), **{
+        n: kw[n] for n in ("num_heads", "num_kv_heads", "rope", "softcap", "sinks")})
+        for a, b in ((0, 3), (3, 4), (4, 7))]                        # a prompt chunk, then steps
+    assert max_abs_diff(np.concatenate(steps, axis=1), want) < 1e-13
+    # and the sinks matter: the same decode without them gives other numbers
+    no_sinks = an.mha_decode_step(x, params, an.KVCache(7), num_heads=H, num_kv_heads=H_KV,
+                                  window=(3, 0), rope=True, softcap=2.0)
+    assert max_abs_diff(no_sinks, want) > 1e-3
+
+
+def test_sdpa_sinks_with_softcap_caps_the_scores_not_the_sink():
+    q, k, v = randn(R, 2, 3, 4), randn(R, 2, 5, 4), randn(R, 2, 5, 3)
+    sinks, dout = np.array([0.5, -1.0]), randn(R, 2, 3, 3)
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, softcap=0.7)
+    # the formula written out: capped scores and the uncapped sink in one softmax denominator
+    s = 0.7 * np.tanh(q @ np.swapaxes(k, -1, -2) / 2 / 0.7)                   # scale 1/sqrt(4)
+    e, e_sink = np.exp(s), np.exp(sinks)[:, None, None]
+    assert max_abs_diff(out, e / (e.sum(-1, keepdims=True) + e_sink) @ v) < 1e-14
+    grads = an.sdpa_sinks_backward(dout, cache)
+    for x, g in zip((q, k, v, sinks), grads, strict=True):
+        num = numerical_gradient(
+            lambda: float(np.sum(an.sdpa_sinks_forward(q, k, v, sinks, softcap=0.7)[0] * dout)), x)
+        assert max_abs_diff(g, num) < 1e-9

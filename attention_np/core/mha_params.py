@@ -104,8 +104,9 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     and ``num_kv_heads`` (default ``num_heads``).
 
     Shapes: ``query (..., L, d_model)``, ``key (..., S, kdim)``, ``value (..., S, vdim)``, and
-    ``params`` as :func:`init_mha_params` makes them (any of the biases, and the QK-norm weights,
-    may be left out). Raises ``ValueError``/``TypeError`` naming the argument otherwise.
+    ``params`` as :func:`init_mha_params` makes them (any of the biases may be left out; the QK-norm
+    weights and the sink logits ``params["sinks"]`` may be added). Raises
+    ``ValueError``/``TypeError`` naming the argument otherwise.
     """
     query = as_float_array(query, "query")
     key = as_float_array(key, "key")
@@ -117,7 +118,7 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     missing = [w for w in WEIGHTS if w not in params]
     if missing:
         raise ValueError(f"params is missing {missing}; init_mha_params makes a complete dict")
-    unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES) - set(NORMS))
+    unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES) - set(NORMS) - {"sinks"})
     if unknown:
         raise ValueError(f"params has unknown keys {unknown}")
     check_int(num_heads, "num_heads")

@@ -31,6 +31,12 @@ from attention_np.core.mha_params import (
 )
 from attention_np.core.qk_norm import check_qk_norm, rms_norm_backward, rms_norm_forward
 from attention_np.core.rope import check_rope, head_positions, rotate_heads, rotate_heads_backward
+from attention_np.core.sinks import (
+    SinksCache,
+    check_sinks_param,
+    sdpa_sinks_backward,
+    sdpa_sinks_forward,
+)
 
 # The two computations of Eq. (1), the same numbers (tested equal to float64 rounding):
 # "textbook" reads like the paper, "fused" is faster and adds dropout and grouped-query attention.
@@ -43,7 +49,8 @@ class MHACache:
     step 3 and the concatenated heads.
 
     ``weights`` is the (..., h, L, S) attention weight array of every head, formed from the
-    attention cache when asked; ``concat`` is the (..., L, h*d_v) input of ``W_o``.
+    attention cache when asked (a :class:`~attention_np.core.sinks.SinksCache` with
+    ``sinks=True``); ``concat`` is the (..., L, h*d_v) input of ``W_o``.
     """
 
     query: np.ndarray
@@ -51,7 +58,7 @@ class MHACache:
     value: np.ndarray
     params: dict
     num_heads: int
-    attention: fused.SDPACache | textbook.AttentionCache
+    attention: fused.SDPACache | textbook.AttentionCache | SinksCache
     concat: np.ndarray
     path: str = "fused"
     rope: tuple | None = None        # what rotate_heads_backward needs, None without RoPE
@@ -68,7 +75,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
                 is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
                 num_kv_heads: int | None = None, path: str = "fused", window=None, rope=None,
                 positions=None, kv_positions=None, q_lengths=None, kv_lengths=None, softcap=None,
-                qk_norm: bool = False, qk_norm_eps: float = 1e-6):
+                qk_norm: bool = False, qk_norm_eps: float = 1e-6, sinks: bool = False):
     """Multi-head attention, §3.2.2, forward pass.
 
     Parameters
@@ -114,6 +121,10 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
         QK-norm (Qwen3, Gemma 3): RMSNorm on every query and key head after the split, before
         RoPE, with the ``(d_k,)`` weights ``params["q_norm"]``, ``params["k_norm"]``
         (see :mod:`attention_np.core.qk_norm`).
+    sinks : bool
+        Attention sinks (gpt-oss): a learned logit per head in every softmax denominator, the
+        ``(h,)`` array ``params["sinks"]`` (see :mod:`attention_np.core.sinks`; fused path, no
+        dropout).
 
     Returns
     -------
@@ -126,6 +137,9 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
         mask = with_lengths(mask, q_lengths, kv_lengths, query.shape[:-2] + (1,) + query.shape[-2:],
                             key.shape[:-2] + (1,) + key.shape[-2:])
     sdpa = _attention_path(path, dropout_p=dropout_p, grouped=h_kv != num_heads)
+    if check_sinks_param(sinks, params, num_heads) and (sdpa is textbook or dropout_p):
+        raise ValueError("sinks=True runs the fused path without dropout: pass path='fused' "
+                         "and dropout_p=0")
     h = num_heads
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
     #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
@@ -158,8 +172,14 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
                                              softcap=softcap)
     if sdpa is textbook and softcap is not None:
         raise ValueError("path='textbook' is Eq. (1) alone: softcap needs path='fused'")
-    heads, attention = sdpa.sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal,
-                                         scale=scale, window=window, **extra)  # (..., h, L, d_v)
+    if sinks:
+        # 3') (beyond the paper) with a learned sink logit per head in every softmax denominator
+        heads, attention = sdpa_sinks_forward(q, k, v, params["sinks"], mask, bias=bias,
+                                              is_causal=is_causal, scale=scale, window=window,
+                                              enable_gqa=h_kv != h, softcap=softcap)
+    else:
+        heads, attention = sdpa.sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal,
+                                             scale=scale, window=window, **extra)  # (..., h, L, d_v)
     # 4) concat
     concat = merge_heads(heads)                                    # (..., L, h*d_v)
     # 5) project back to d_model with W^O
@@ -217,8 +237,12 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     # 4) forward: concat = merge_heads(heads)  ->  its backward is split_heads
     dheads = split_heads(dconcat, h)                               # (..., h, L, d_v)
     # 3) forward: heads = Attention(q, k, v)
-    dq, dk, dv, *dbias = PATHS[c.path].sdpa_backward(dheads, c.attention,
-                                                     return_dbias=return_dbias)  # (..., h | h_kv, L|S, d)
+    if isinstance(c.attention, SinksCache):
+        dq, dk, dv, grads["sinks"], *dbias = sdpa_sinks_backward(dheads, c.attention,
+                                                                 return_dbias=return_dbias)
+    else:
+        dq, dk, dv, *dbias = PATHS[c.path].sdpa_backward(dheads, c.attention,
+                                                         return_dbias=return_dbias)  # (..., h | h_kv, L|S, d)
     if c.rope is not None:
         # 2b) forward: q, k = RoPE(q), RoPE(k)  ->  rotate the gradients back
         dq, dk = rotate_heads_backward(dq, dk, c.rope)
@@ -235,6 +259,7 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     for name, g in (("b_q", db_q), ("b_k", db_k), ("b_v", db_v), ("b_o", db_o)):
         if name in p:
             grads[name] = g
-    # params unused by this forward (QK-norm weights with qk_norm=False) get gradient 0
+    # params unused by this forward (QK-norm weights with qk_norm=False, sinks with sinks=False)
+    # get gradient 0
     grads = {name: grads[name] if name in grads else np.zeros_like(p[name]) for name in p}
     return (dquery, dkey, dvalue, grads, *dbias)

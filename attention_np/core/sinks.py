@@ -12,6 +12,11 @@ bias gradient of the extra column, ``dsinks_n = sum_i dscores[i, S]`` (summed ov
 
 A row whose every real key is masked puts all its weight on the sink: output 0, as the project's
 convention for a fully masked row (and as gpt-oss).
+
+In :func:`attention_np.mha_forward` (``sinks=True``) the logits are ``params["sinks"]``, ``(h,)``, as
+gpt-oss keeps ``self.sinks`` in its attention module; ``mha_backward`` returns their gradient in
+``grads["sinks"]``. The tiled path (:mod:`attention_np.efficient.flash`) starts its online softmax
+from the sink instead of appending a key.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ class SinksCache:
 
 
 def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool = False,
-                       scale=None, enable_gqa: bool = False, window=None):
+                       scale=None, enable_gqa: bool = False, window=None, softcap=None):
     """Eq. (1) with a learned sink logit per head in the softmax denominator (gpt-oss).
 
     Parameters
@@ -62,6 +67,9 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     k, v : (..., h | h_kv, S, d_k | d_v)
     sinks : float (h,), one logit per query head
     mask, bias, is_causal, scale, enable_gqa, window : as in :func:`attention_np.sdpa_forward`
+    softcap : float, optional
+        Caps ``QKᵀ·scale`` as in :func:`attention_np.sdpa_forward`; the sink logit is not capped
+        (its key is zero: ``c·tanh(0) = 0``, then its bias column adds ``s_n``).
 
     Returns
     -------
@@ -69,10 +77,7 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     cache : SinksCache
     """
     q, k, v, scale = check_qkv(q, k, v, scale)
-    sinks = as_float_array(sinks, "sinks")
-    if q.ndim < 3 or sinks.shape != (q.shape[-3],):
-        raise ValueError(f"sinks must be (h,) with h = q.shape[-3], one logit per query head; "
-                         f"got sinks {sinks.shape} for q {q.shape}")
+    sinks = check_sinks(sinks, q)
     L, S = q.shape[-2], k.shape[-2]
     # The real keys' mask (causal, window, mask), then one always-visible sink key appended.
     allowed = np.ones((L, S), bool)
@@ -94,8 +99,33 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     k_ext = np.concatenate([k, np.zeros(k.shape[:-2] + (1, k.shape[-1]), k.dtype)], axis=-2)
     v_ext = np.concatenate([v, np.zeros(v.shape[:-2] + (1, v.shape[-1]), v.dtype)], axis=-2)
     out, attention = fused.sdpa_forward(q, k_ext, v_ext, mask_ext, bias=bias_ext, scale=scale,
-                                        enable_gqa=enable_gqa)
+                                        enable_gqa=enable_gqa, softcap=softcap)
     return out, SinksCache(attention, S, sinks.shape, None if bias is None else np.shape(bias))
+
+
+def check_sinks(sinks, q) -> np.ndarray:
+    """``sinks`` as a float array, checked to be ``(h,)`` with ``h = q.shape[-3]``."""
+    sinks = as_float_array(sinks, "sinks")
+    if q.ndim < 3 or sinks.shape != (q.shape[-3],):
+        raise ValueError(f"sinks must be (h,) with h = q.shape[-3], one logit per query head; "
+                         f"got sinks {sinks.shape} for q {q.shape}")
+    return sinks
+
+
+def check_sinks_param(sinks, params: dict, num_heads: int) -> bool:
+    """The ``sinks`` flag of a multi-head forward, and ``params["sinks"]`` (h,) when it is True."""
+    if not isinstance(sinks, (bool, np.bool_)):
+        raise TypeError(f"sinks must be True or False (the logits themselves go in "
+                        f"params['sinks'], shape (num_heads,)); got {type(sinks).__name__}")
+    if not sinks:
+        return False
+    if "sinks" not in params:
+        raise ValueError(f"sinks=True needs params['sinks'], the (num_heads,) = ({num_heads},) sink "
+                         f"logits (np.zeros(num_heads) to start)")
+    shape = np.shape(params["sinks"])
+    if shape != (num_heads,):
+        raise ValueError(f"params['sinks'] has shape {shape}, expected (num_heads,) = ({num_heads},)")
+    return True
 
 
 def sdpa_sinks_backward(dout, cache: SinksCache, *, return_dbias: bool = False):

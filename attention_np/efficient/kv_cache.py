@@ -37,6 +37,7 @@ from attention_np.core.mha_params import check_mha_inputs
 from attention_np.core.qk_norm import check_qk_norm, rms_norm_forward
 from attention_np.core.rope import check_rope, head_positions, rotate_heads
 from attention_np.core.scores import check_softcap
+from attention_np.core.sinks import check_sinks_param, sdpa_sinks_forward
 
 
 class KVCache:
@@ -127,7 +128,8 @@ class KVCache:
 def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int,
                     num_kv_heads: int | None = None, scale=None, cache: KVCache | None = None,
                     mask=None, bias=None, window=None, rope=None, positions=None,
-                    softcap=None, qk_norm: bool = False, qk_norm_eps: float = 1e-6):
+                    softcap=None, qk_norm: bool = False, qk_norm_eps: float = 1e-6,
+                    sinks: bool = False):
     """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
 
     ``T = 1`` is one decoding step; ``T > 1`` is a chunk of a prompt (chunked prefill).
@@ -160,7 +162,8 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     positions : int (T,) or (..., T), optional
         The positions RoPE rotates the new tokens by; default ``S - T .. S - 1`` (pass them for
         a left-padded batch, where each sequence counts from its first real token).
-    softcap, qk_norm, qk_norm_eps : as in :func:`mha_forward`
+    softcap, qk_norm, qk_norm_eps, sinks : as in :func:`mha_forward` (``sinks=True``: the
+        logits ``params["sinks"]``)
 
     Returns
     -------
@@ -179,6 +182,7 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     check_scale(scale, 1)          # every check before cache.append changes the cache
     rope = check_rope(rope)
     check_softcap(softcap)
+    check_sinks_param(sinks, params, num_heads)
     if qk_norm:
         check_qk_norm(params, params["W_q"].shape[1] // num_heads)
     T = x.shape[-2]
@@ -201,8 +205,13 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
         q, k, _ = rotate_heads(q, k, at, at, rope)
     k, v = kv_cache.append(k, split_heads(v, h_kv))                  # (..., h_kv, S, d)
     # 4) attend: the T new queries are the last T of the S positions -> bottom-right causal
-    heads, _ = sdpa_forward(q, k, v, mask, bias=bias, scale=scale, softcap=softcap,
-                            enable_gqa=h_kv != h)                    # (..., h, T, d_v)
+    if sinks:
+        # (beyond the paper) a learned sink logit per head in every softmax denominator
+        heads, _ = sdpa_sinks_forward(q, k, v, params["sinks"], mask, bias=bias, scale=scale,
+                                      softcap=softcap, enable_gqa=h_kv != h)
+    else:
+        heads, _ = sdpa_forward(q, k, v, mask, bias=bias, scale=scale, softcap=softcap,
+                                enable_gqa=h_kv != h)                # (..., h, T, d_v)
     # 5) concat and project with W^O
     return linear_forward(merge_heads(heads), params["W_o"], params.get("b_o"))  # (..., T, d_model)
 
