@@ -32,6 +32,7 @@ def _assert_tight(report):
 
 
 # what each family's report must contain: a gradient for every parameter the layer has
+ALL_BIASES = {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v", "dW_o", "db_o"}
 EXPECTED = {
     "bert": {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v"},           # no W^O in BertSelfAttention
     "llama": {"dW_q", "dW_k", "dW_v", "dW_o"},                           # no biases
@@ -40,14 +41,15 @@ EXPECTED = {
     "t5": {"dW_q", "dW_k", "dW_v", "dW_o", "dbias_table"},             # no biases; the table
     "t5-decoder": {"dW_q", "dW_k", "dW_v", "dW_o", "dbias_table"},
     "t5-cross": {"dW_q", "dW_k", "dW_v", "dW_o"},                        # no table in cross
-    "qwen3": {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v", "dW_o", "db_o",
-              "dq_norm", "dk_norm"},                                     # the QK-norm weights
+    "qwen3": ALL_BIASES | {"dq_norm", "dk_norm"},                        # the QK-norm weights
     "gemma2": {"dW_q", "dW_k", "dW_v", "dW_o"},
     "gemma2-global": {"dW_q", "dW_k", "dW_v", "dW_o"},
     "gemma3": {"dW_q", "dW_k", "dW_v", "dW_o", "dq_norm", "dk_norm"},
     "gemma3-global": {"dW_q", "dW_k", "dW_v", "dW_o", "dq_norm", "dk_norm"},
+    "gpt_oss": ALL_BIASES | {"dsinks"},                                  # one sink logit per head
+    "gpt_oss-global": ALL_BIASES | {"dsinks"},
 }
-ALL = {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v", "dW_o", "db_o"}
+ALL = ALL_BIASES
 
 
 @pytest.mark.parametrize("family", cases.FAMILIES)
@@ -103,9 +105,12 @@ def _masks_the_model_builds(model, layer, input_ids, attention_mask):
 
 
 @pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "mistral", "qwen2", "qwen3",
-                                    "gemma2", "gemma2-global", "gemma3", "gemma3-global"])
+                                    "gemma2", "gemma2-global", "gemma3", "gemma3-global",
+                                    "gpt_oss", "gpt_oss-global"])
 def test_build_mask_is_the_mask_the_model_builds_padding_causal_and_window(family):
-    model = cases.tiny_model(cases.MODELS.get(family, family), attn_implementation="eager").double()
+    model = cases.tiny_model(cases.MODELS.get(family, family), attn_implementation="eager")
+    if not family.startswith("gpt_oss"):           # gpt-oss's experts (grouped_mm) take no float64
+        model = model.double()
     layer = cases.attention_layer(family, model)
     B, L = 2, 6
     ids = np.arange(1, 1 + B * L).reshape(B, L) % 50 + 1
@@ -146,12 +151,26 @@ def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta
     assert np.abs(capped - plain).max() > 1e-2
 
 
-def test_gemma2_with_sdpa_is_refused_before_running_and_names_the_implementations():
+def test_gemma2_and_gpt_oss_with_sdpa_are_refused_before_running():
     module, inputs = cases.case("gemma2")
     inputs["attn_implementation"] = "sdpa"
     with pytest.raises(ValueError, match="attn_logit_softcapping=2.0.*sdpa.*"
                                          "attention_np_eager_float64"):
         itf.compare_transformers_attention(module, **inputs)
+    module, inputs = cases.case("gpt_oss")
+    inputs["attn_implementation"] = "sdpa"
+    with pytest.raises(ValueError, match="GptOssAttention: only attn_implementation='eager'.*"
+                                         "got 'sdpa'"):
+        itf.compare_transformers_attention(module, **inputs)
+    assert module.config._attn_implementation == "eager"        # refused before any change
+
+
+def test_gpt_oss_reads_sinks_and_the_half_angle_rope():
+    module, _ = cases.case("gpt_oss")
+    params, spec = itf.params_from_transformers(module)
+    np.testing.assert_array_equal(params["sinks"], module.sinks.detach().double().numpy())
+    assert params["sinks"].shape == (4,) and spec.window == cases.WINDOW
+    assert itf.layer_spec(cases.case("gpt_oss-global")[0]).window is None
 
 
 def test_unsupported_module_names_the_supported_layers():
@@ -265,6 +284,13 @@ def test_gemma2_soft_cap_sdpa_refuses_flex_has_no_cpu_backward_eager_is_float32(
     demo = softcap_backends(seed=3)
     assert demo.explained, "\n".join(demo.lines)
     assert len(demo.lines) == 5                       # sdpa, flex, eager, float64 eager, Gemma 3
+
+
+def test_sdpa_drops_gpt_oss_sinks_without_an_error_eager_applies_them():
+    from attention_np.interop.transformers_known import sdpa_drops_sinks
+    demo = sdpa_drops_sinks(seed=3)
+    assert demo.explained, "\n".join(demo.lines)
+    assert len(demo.lines) == 2
 
 
 def test_compare_notes_fully_masked_rows_left_padding():

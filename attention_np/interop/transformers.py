@@ -32,6 +32,11 @@ from attention_np.core.rope import rope_angles
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers_recent import (
+    QK_NORM,
+    prepare_recent_layer,
+    recent_spec,
+)
 
 # class name -> family; the layers compare_transformers_attention reads
 SUPPORTED = {
@@ -39,14 +44,9 @@ SUPPORTED = {
     "BartAttention": "bart", "LlamaAttention": "llama", "MistralAttention": "mistral",
     "Qwen2Attention": "qwen2", "T5Attention": "t5",
     "Qwen3Attention": "qwen3", "Gemma2Attention": "gemma2", "Gemma3Attention": "gemma3",
+    "GptOssAttention": "gpt_oss",
 }
-ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3")   # rotary position embeddings
-# QK-norm families -> what their RMSNorm multiplies by besides its weight w: Qwen3 ``w``,
-# Gemma 3 ``(1 + w)``; attention_np's params["q_norm"] is the multiplier, ``offset + w``
-QK_NORM = {"qwen3": 0.0, "gemma3": 1.0}
-# transformers' eager attention with its softmax in the input's dtype instead of float32: the
-# float64 reference for Gemma 2, whose soft-cap transformers' sdpa refuses (docs/frameworks.md)
-EAGER_FLOAT64 = "attention_np_eager_float64"
+ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")   # rotary embeddings
 
 
 @dataclass(frozen=True)
@@ -107,19 +107,7 @@ def layer_spec(module) -> LayerSpec:
     if family == "mistral":
         window = getattr(cfg, "sliding_window", None)
     return LayerSpec(family, h, h_kv, module.head_dim, float(module.scaling), True, True, theta,
-                     window, **_recent_spec(module, family))
-
-
-def _recent_spec(module, family: str) -> dict:
-    """Qwen3, Gemma 2, Gemma 3: the soft-cap and the QK-norm's eps, as LayerSpec fields."""
-    out = {}
-    if family == "gemma2" and module.attn_logit_softcapping is not None:
-        # (Gemma 3's layer keeps attn_logit_softcapping but passes it to no attention function)
-        out["softcap"] = float(module.attn_logit_softcapping)
-    if family in QK_NORM:    # Qwen3RMSNorm.variance_epsilon, Gemma3RMSNorm.eps
-        norm = module.q_norm
-        out["qk_norm_eps"] = float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 0.0)))
-    return out
+                     window, **recent_spec(module, family))
 
 
 def _linear(lin, get) -> tuple:
@@ -157,6 +145,8 @@ def _tensors(module, family: str, get) -> dict:
             out[f"b_{n}"] = b
     if family in QK_NORM:                           # RMSNorm weights (head_dim,)
         out["q_norm"], out["k_norm"] = get(module.q_norm.weight), get(module.k_norm.weight)
+    if family == "gpt_oss":                         # one learned sink logit per head (h,)
+        out["sinks"] = get(module.sinks)
     return out
 
 
@@ -242,8 +232,11 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     ----------
     module : a layer of :data:`SUPPORTED`
         BERT, ViT, GPT-2, BART (self- and cross-attention), Llama, Mistral, Qwen2 or T5 (with
-        its relative-position bias table, whose gradient is diffed as "dbias_table"). A copy is
-        cast to float64 and run in eval mode; the module itself is left untouched.
+        its relative-position bias table, whose gradient is diffed as "dbias_table"); Qwen3 and
+        Gemma 3 (QK-norm: "dq_norm", "dk_norm"), Gemma 2 (soft-cap), gpt-oss (sinks:
+        "dsinks"). A copy is cast to float64 and run in eval mode (Qwen3's and Gemma 3's
+        QK-norms in float64, see :mod:`~attention_np.interop.transformers_recent`); the module
+        itself is left untouched.
     hidden_states : (B, L, d_model) array or tensor
     key_value_states : (B, S, d_model), optional
         BART or T5 cross-attention: the encoder output the keys and values come from.
@@ -254,9 +247,12 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     position_ids : (B, L) int, optional
         RoPE positions, default ``arange(L)``. cos and sin are computed in float64 here and
         passed to the layer as ``position_embeddings`` (transformers computes them in float32).
-    attn_implementation : {"sdpa", "eager", None}
+    attn_implementation : {"sdpa", "eager", "attention_np_eager_float64", None}
         The copy's ``config._attn_implementation``; ``None`` keeps the module's. "eager" runs
-        the softmax in float32 for ViT, Llama, Mistral and Qwen2 (see docs/frameworks.md).
+        the softmax in float32 for ViT, Llama, Mistral, Qwen2, Qwen3 and Gemma (see
+        docs/frameworks.md). Gemma 2 with a soft-cap needs "attention_np_eager_float64"
+        (transformers' eager with a float64 softmax) or "eager"; gpt-oss needs "eager" (float64
+        there): transformers' sdpa refuses the soft-cap and drops the sinks.
     seed : int
         Seed of the random upstream gradient.
 
@@ -296,7 +292,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if attn_implementation is not None:
         layer.config._attn_implementation = attn_implementation
     impl = layer.config._attn_implementation
-    _recent_layer(layer, spec, impl, torch)
+    prepare_recent_layer(layer, spec, impl)
     for p in layer.parameters():
         p.requires_grad_(True)
         p.grad = None
@@ -308,6 +304,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         kwargs["key_value_states"] = kvt
     if spec.family in ROPE:
         cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
+        if spec.family == "gpt_oss":          # gpt-oss takes the d/2 angles, not repeated
+            cos, sin = cos[..., :spec.head_dim // 2], sin[..., :spec.head_dim // 2]
         kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
     out_t = layer(xt, **kwargs)[0]
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
@@ -336,7 +334,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     norm = {} if spec.qk_norm_eps is None else dict(qk_norm=True, qk_norm_eps=spec.qk_norm_eps)
     out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
                              bias=bias, num_kv_heads=spec.num_kv_heads, softcap=spec.softcap,
-                             **rope, **norm)
+                             sinks="sinks" in p, **rope, **norm)
     dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
     if table is not None:
         g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])
@@ -352,7 +350,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
             report.notes.append(f"{n_rows} query row(s) have every key masked: transformers' "
                                 "finfo.min mask gives them mean(V), attention_np 0; a known "
                                 "difference, see docs/frameworks.md")
-    if impl == "eager" and spec.family in ("vit", *ROPE):
+    if impl == "eager" and spec.family in ("vit", *ROPE) and spec.family != "gpt_oss":
         report.notes.append("eager attention of this family runs its softmax in float32 even "
                             "in float64: use attn_implementation='sdpa' for a float64 diff")
     return report
@@ -361,49 +359,3 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
 def _no_causal(spec: LayerSpec) -> LayerSpec:
     """Cross-attention: every query sees every (unpadded) key."""
     return LayerSpec(**{**spec.__dict__, "is_causal": False, "window": None})
-
-
-def _recent_layer(layer, spec: LayerSpec, impl: str, torch) -> None:
-    """Qwen3, Gemma 2, Gemma 3 in float64: refuse sdpa with a soft-cap (transformers' sdpa raises),
-    register :data:`EAGER_FLOAT64`, run the copy's QK-norms in float64 (they cast to float32)."""
-    if spec.softcap is not None and impl == "sdpa":
-        raise ValueError(f"{type(layer).__name__} has attn_logit_softcapping={spec.softcap} and "
-                         f"transformers' sdpa attention refuses a soft-cap: pass "
-                         f"attn_implementation={EAGER_FLOAT64!r} (eager in float64) or 'eager' "
-                         f"(its softmax in float32)")
-    if impl == EAGER_FLOAT64:
-        import transformers
-        transformers.AttentionInterface.register(EAGER_FLOAT64, _eager_float64)
-    if spec.qk_norm_eps is not None:
-        for norm in (layer.q_norm, layer.k_norm):
-            norm.forward = _rms_norm_in_input_dtype(norm, QK_NORM[spec.family], spec.qk_norm_eps,
-                                                    torch)
-
-
-def _rms_norm_in_input_dtype(norm, offset: float, eps: float, torch):
-    """Qwen3RMSNorm's / Gemma3RMSNorm's forward without their cast to float32:
-    ``x * rsqrt(mean(x^2) + eps) * (offset + w)`` in the dtype of ``x``."""
-    def forward(x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + norm.weight)
-    return forward
-
-
-def _eager_float64(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
-                   softcap=None, **kwargs):
-    """Gemma 2's ``eager_attention_forward``, line for line, with the softmax in the input's
-    dtype (theirs: ``softmax(..., dtype=torch.float32)``). query (B, h, L, d), key and value
-    (B, h_kv, S, d) -> (B, L, h, d_v), weights (B, h, L, S)."""
-    import torch
-    if scaling is None:
-        scaling = module.head_dim ** -0.5
-    groups = module.num_key_value_groups
-    key = key.repeat_interleave(groups, dim=1)                  # transformers' repeat_kv
-    value = value.repeat_interleave(groups, dim=1)              # (B, h, S, d)
-    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
-    if softcap is not None:
-        scores = torch.tanh(scores / softcap) * softcap
-    if attention_mask is not None:
-        scores = scores + attention_mask
-    weights = torch.softmax(scores, dim=-1)                     # in float64, not float32
-    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
-    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np.core.optional import import_optional
-from attention_np.interop.transformers import EAGER_FLOAT64
+from attention_np.interop.transformers_recent import EAGER_FLOAT64
 
 B, L, S, D_MODEL = 2, 6, 7, 32
 # the same shapes in every decoder: 4 query heads, 2 key/value heads, head_dim 12 != 32 / 4
@@ -72,7 +72,7 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
     return _randomize(cls(cfg), seed)
 
 
-RECENT = ("qwen3", "gemma2", "gemma3")      # QK-norm, soft-cap, Gemma's (1 + w) QK-norm
+RECENT = ("qwen3", "gemma2", "gemma3", "gpt_oss")   # QK-norm, soft-cap, (1 + w) QK-norm, sinks
 SOFTCAP = 2.0            # Gemma 2's attn_logit_softcapping: the scores here reach a few units
 PRE_ATTN = 16            # Gemma's query_pre_attn_scalar: scale 16^-1/2, not head_dim^-1/2
 
@@ -81,6 +81,11 @@ def _recent_model(tf, family: str, attn_implementation: str):
     """Two layers, sliding window then full attention (Qwen3: both sliding), GQA, head_dim 12."""
     ids = dict(bos_token_id=0, eos_token_id=0, pad_token_id=0)
     two = {**DECODER, "num_hidden_layers": 2, "sliding_window": WINDOW, **ids}
+    if family == "gpt_oss":      # eager: transformers' gpt-oss declares no sdpa (the sinks)
+        cfg = tf.GptOssConfig(**two, attention_bias=True, num_local_experts=2,
+                              num_experts_per_tok=1, attn_implementation="eager",
+                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+        return tf.GptOssModel(cfg)
     if family == "qwen3":
         cfg = tf.Qwen3Config(**two, use_sliding_window=True, max_window_layers=0,
                              attention_bias=True, attn_implementation=attn_implementation)
@@ -123,9 +128,9 @@ def attention_layer(family: str, model):
 # the cases: right padding in every (B, S) attention mask, so that no query row is fully masked
 FAMILIES = ("bert", "vit", "gpt2", "bart", "bart-cross", "llama", "mistral", "qwen2", "t5",
             "t5-decoder", "t5-cross", "qwen3", "gemma2", "gemma2-global", "gemma3",
-            "gemma3-global")
+            "gemma3-global", "gpt_oss", "gpt_oss-global")
 MODELS = {"bart-cross": "bart", "t5-decoder": "t5", "t5-cross": "t5",   # the model a case reads
-          "gemma2-global": "gemma2", "gemma3-global": "gemma3"}
+          "gemma2-global": "gemma2", "gemma3-global": "gemma3", "gpt_oss-global": "gpt_oss"}
 
 
 def case(family: str, seed: int = 0, attn_implementation: str = "sdpa"):
@@ -142,8 +147,11 @@ def case(family: str, seed: int = 0, attn_implementation: str = "sdpa"):
         padding = np.ones((B, S), dtype=np.int64)
         padding[0, -3:] = 0
     inputs["attention_mask"] = padding
-    if family in ("llama", "mistral", "qwen2", *RECENT, "gemma2-global", "gemma3-global"):
+    if family in ("llama", "mistral", "qwen2", *RECENT, "gemma2-global", "gemma3-global",
+                  "gpt_oss-global"):
         inputs["position_ids"] = np.arange(L)[None, :] + np.array([[0], [5]])   # an offset
     if MODELS.get(family, family) == "gemma2":   # transformers' sdpa refuses Gemma 2's soft-cap
         inputs["attn_implementation"] = EAGER_FLOAT64
+    if MODELS.get(family, family) == "gpt_oss":  # and drops gpt-oss's sinks; eager is float64
+        inputs["attn_implementation"] = "eager"
     return attention_layer(family, model), inputs

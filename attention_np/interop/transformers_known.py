@@ -19,13 +19,14 @@ from attention_np.interop.known import Demo
 from attention_np.interop.tolerance import max_abs_error
 from attention_np.interop.torch import from_torch_sdpa, to_numpy
 from attention_np.interop.transformers import (
-    EAGER_FLOAT64,
+    build_mask,
     compare_transformers_attention,
     layer_spec,
     params_from_transformers,
     rope_cos_sin,
 )
 from attention_np.interop.transformers_cases import case, tiny_model
+from attention_np.interop.transformers_recent import EAGER_FLOAT64
 
 
 def eager_float32_softmax(seed: int = 0) -> Demo:
@@ -155,4 +156,39 @@ def softcap_backends(seed: int = 0) -> Demo:
     return demo
 
 
-DEMOS = (eager_float32_softmax, rope_float32, min_filled_mask, qk_norm_float32, softcap_backends)
+def sdpa_drops_sinks(seed: int = 0) -> Demo:
+    """transformers' sdpa runs a gpt-oss layer without its sinks, and without an error."""
+    import torch
+
+    demo = Demo("gpt-oss's attention sinks by attention implementation, float64 copy (out: max "
+                "error against attention_np with sinks=True / sinks=False)")
+    module, inputs = case("gpt_oss", seed)
+    layer = copy.deepcopy(module).double()
+    params, spec = params_from_transformers(layer)
+    x, positions = inputs["hidden_states"], inputs["position_ids"]
+    B, L = x.shape[:2]
+    mask = build_mask(spec, B, L, L, inputs["attention_mask"])         # (B, 1, L, L)
+    cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
+    half = spec.head_dim // 2                                           # gpt-oss: d/2 angles
+    kw = dict(position_embeddings=(torch.from_numpy(cos[..., :half]),
+                                   torch.from_numpy(sin[..., :half])),
+              attention_mask=torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min)))
+    ours = {sinks: mha_forward(x, x, x, params, mask, num_heads=spec.num_heads,
+                               num_kv_heads=spec.num_kv_heads, scale=spec.scale,
+                               rope={"theta": spec.rope_theta, "layout": "half"},
+                               positions=positions, sinks=sinks)[0] for sinks in (True, False)}
+    for impl in ("eager", "sdpa"):
+        layer.config._attn_implementation = impl
+        with torch.no_grad():
+            out = to_numpy(layer(torch.from_numpy(x), **kw)[0])
+        with_, without = (max_abs_error(out, ours[s]) for s in (True, False))
+        applied = with_ < 1e-12 and without > 1e-3
+        dropped = without < 1e-12 and with_ > 1e-3
+        demo.observe(impl, f"sinks=True {with_:.1e}, sinks=False {without:.1e}  "
+                     f"({'sinks applied' if applied else 'sinks dropped, no error'})",
+                     applied if impl == "eager" else dropped)
+    return demo
+
+
+DEMOS = (eager_float32_softmax, rope_float32, min_filled_mask, qk_norm_float32, softcap_backends,
+         sdpa_drops_sinks)
