@@ -96,12 +96,12 @@ def run(args) -> int:
           "grad err: the largest over the input and every parameter gradient "
           f"(worst: which)\ntolerance: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|); "
           "err/tol: the worst ratio (< 1 passes)\n")
-    head = (f"{'family':<11} {'layer':<18} {'mode':<7} {'out err':>8} {'grad err':>9} "
+    head = (f"{'family':<14} {'layer':<18} {'mode':<7} {'out err':>8} {'grad err':>9} "
             f"{'worst':<17} {'err/tol':>8}  verdict")
     lines = [head, "-" * len(head)]
     for family, layer, mode, out, grad, worst, ratio, ok in rows:
         g = _fmt(grad) if mode == "layer" else "-"
-        lines.append(f"{family:<11} {layer:<18} {mode:<7} {_fmt(out):>8} {g:>9} {worst:<17} "
+        lines.append(f"{family:<14} {layer:<18} {mode:<7} {_fmt(out):>8} {g:>9} {worst:<17} "
                      f"{_fmt(ratio):>8}  {'ok' if ok else 'MISMATCH'}")
     print("\n".join(lines))
     print("\nKnown traps (docs/frameworks.md), demonstrated:")
