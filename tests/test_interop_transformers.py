@@ -165,6 +165,32 @@ def test_gemma2_and_gpt_oss_with_sdpa_are_refused_before_running():
     assert module.config._attn_implementation == "eager"        # refused before any change
 
 
+def test_eager_float64_attention_is_gemma2_eager_attention_but_for_the_softmax_dtype():
+    """The Gemma 2 reference: transformers' own eager function on float32 inputs (where its
+    float32 softmax is the input's dtype) gives the same numbers; on float64 inputs only the
+    float32 softmax separates them."""
+    from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward
+
+    from attention_np.interop.transformers_recent import eager_float64_attention
+    module, _ = cases.case("gemma2")
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(s, generator=g) * 2 for s in ((2, 4, 5, 12), (2, 2, 5, 12),
+                                                           (2, 2, 5, 12)))
+    mask = torch.zeros(2, 1, 5, 5).masked_fill(torch.rand(2, 1, 5, 5, generator=g) < 0.3, -1e9)
+    kw = dict(scaling=0.25, softcap=cases.SOFTCAP)
+    for dtype, tol in ((torch.float32, 0.0), (torch.float64, 1e-5)):   # float32: the same ops
+        args = [t.to(dtype) for t in (q, k, v, mask)]
+        theirs, w_theirs = eager_attention_forward(module, *args, **kw)
+        ours, w_ours = eager_float64_attention(module, *args, **kw)
+        assert theirs.shape == ours.shape == (2, 5, 4, 12) and ours.dtype == dtype
+        err = (theirs - ours).abs().max().item()
+        assert err <= tol
+        if dtype == torch.float64:              # theirs float32-accurate: not float64 rounding
+            assert err > 1e-12
+    plain, _ = eager_float64_attention(module, *args, scaling=0.25)
+    assert (plain - ours).abs().max().item() > 1e-2    # the soft-cap acts on these scores
+
+
 def test_gpt_oss_reads_sinks_and_the_half_angle_rope():
     module, _ = cases.case("gpt_oss")
     params, spec = itf.params_from_transformers(module)
