@@ -191,6 +191,23 @@ def test_eager_float64_attention_is_gemma2_eager_attention_but_for_the_softmax_d
     assert (plain - ours).abs().max().item() > 1e-2    # the soft-cap acts on these scores
 
 
+@pytest.mark.parametrize("family", ["qwen3", "gemma3"])
+def test_the_float64_norm_of_the_copy_is_the_layers_own_norm_on_float32_inputs(family):
+    """The copy's q_norm/k_norm are replaced (transformers' cast to float32): the replacement
+    must be the layer's formula, w (Qwen3) or 1 + w (Gemma 3), else both sides of the diff could
+    agree on a wrong norm."""
+    from attention_np.interop.transformers_recent import QK_NORM, rms_norm_in_input_dtype
+    module, _ = cases.case(family)
+    spec = itf.layer_spec(module)
+    x = torch.randn((2, 4, 6, 12), generator=torch.Generator().manual_seed(0))   # float32
+    for norm in (module.q_norm, module.k_norm):
+        with torch.no_grad():
+            theirs = norm(x)
+            ours = rms_norm_in_input_dtype(norm, QK_NORM[family], spec.qk_norm_eps)(x)
+        assert ours.dtype == torch.float32
+        assert (theirs - ours).abs().max().item() <= 1e-6 * theirs.abs().max().item()
+
+
 def test_gpt_oss_reads_sinks_and_the_half_angle_rope():
     module, _ = cases.case("gpt_oss")
     params, spec = itf.params_from_transformers(module)
