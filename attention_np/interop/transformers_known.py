@@ -8,6 +8,7 @@ still holds (:class:`~attention_np.interop.known.Demo`); one that no longer repr
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 
@@ -133,7 +134,9 @@ def softcap_backends(seed: int = 0) -> Demo:
                                ("flex_attention", NotImplementedError, "backward on CPU")):
         layer.config._attn_implementation = impl
         try:
-            layer(x, **kw)
+            with warnings.catch_warnings():      # torch.compile's import warns of torch.jit
+                warnings.simplefilter("ignore", DeprecationWarning)
+                layer(x, **kw)
             seen = "runs"
         except error as e:
             seen = f"{type(e).__name__}: ...{words}..." if words in str(e) else str(e)
