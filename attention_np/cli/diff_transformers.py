@@ -3,8 +3,8 @@ transformers family, and a ``generate()`` replay of each decoder, diffed against
 
 Runs :func:`~attention_np.interop.transformers.compare_transformers_attention` on the tiny random
 layers of :mod:`attention_np.interop.transformers_cases` (float64, forward and every gradient),
-:func:`~attention_np.interop.transformers_decode.replay_generate` on GPT-2, Llama, Mistral and
-Qwen2, prints the largest differences per family, then demonstrates transformers' traps
+:func:`~attention_np.interop.transformers_decode.replay_generate` on GPT-2, Llama, Mistral,
+Qwen2, Qwen3 and Gemma 2, prints the largest differences per family, then demonstrates transformers' traps
 (:mod:`attention_np.interop.transformers_known`). Exit status 1 on a mismatch, on a trap that no
 longer reproduces as documented, or when torch or transformers is not installed (said on stderr,
 with the pip command).
@@ -23,7 +23,7 @@ import numpy as np
 from attention_np.cli.progress import ProgressBar
 from attention_np.core.optional import install_hint
 
-DECODERS = ("gpt2", "llama", "mistral", "qwen2")
+DECODERS = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2")
 
 
 def _fmt(e: float) -> str:

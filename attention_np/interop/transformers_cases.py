@@ -59,7 +59,7 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
                           decoder_start_token_id=0, **kw)
         return _randomize(tf.T5Model(cfg), seed)
     if family in RECENT:
-        return _randomize(_recent_model(tf, family, attn_implementation), seed)
+        return _randomize(_recent_model(tf, family, attn_implementation, causal_lm), seed)
     extra = {"mistral": dict(sliding_window=WINDOW),
              "qwen2": dict(sliding_window=WINDOW, use_sliding_window=True, max_window_layers=0,
                            attention_bias=True)}.get(family, {})
@@ -77,8 +77,10 @@ SOFTCAP = 2.0            # Gemma 2's attn_logit_softcapping: the scores here rea
 PRE_ATTN = 16            # Gemma's query_pre_attn_scalar: scale 16^-1/2, not head_dim^-1/2
 
 
-def _recent_model(tf, family: str, attn_implementation: str):
-    """Two layers, sliding window then full attention (Qwen3: both sliding), GQA, head_dim 12."""
+def _recent_model(tf, family: str, attn_implementation: str, causal_lm: bool = False):
+    """Two layers, sliding window then full attention (Qwen3: both sliding), GQA, head_dim 12;
+    ``causal_lm``: with the language-model head (Qwen3, Gemma 2, Gemma 3)."""
+    head = "ForCausalLM" if causal_lm else "Model"
     ids = dict(bos_token_id=0, eos_token_id=0, pad_token_id=0)
     two = {**DECODER, "num_hidden_layers": 2, "sliding_window": WINDOW, **ids}
     if family == "gpt_oss":      # eager: transformers' gpt-oss declares no sdpa (the sinks)
@@ -89,15 +91,15 @@ def _recent_model(tf, family: str, attn_implementation: str):
     if family == "qwen3":
         cfg = tf.Qwen3Config(**two, use_sliding_window=True, max_window_layers=0,
                              attention_bias=True, attn_implementation=attn_implementation)
-        return tf.Qwen3Model(cfg)
+        return getattr(tf, f"Qwen3{head}")(cfg)
     layers = dict(layer_types=["sliding_attention", "full_attention"], query_pre_attn_scalar=PRE_ATTN)
     if family == "gemma2":       # transformers' Gemma 2 declares no sdpa support (the soft-cap)
         impl = "eager" if attn_implementation == "sdpa" else attn_implementation
         cfg = tf.Gemma2Config(**two, **layers, attn_logit_softcapping=SOFTCAP,
                               attn_implementation=impl)
-        return tf.Gemma2Model(cfg)
+        return getattr(tf, f"Gemma2{head}")(cfg)
     cfg = tf.Gemma3TextConfig(**two, **layers, attn_implementation=attn_implementation)
-    return tf.Gemma3TextModel(cfg)
+    return (tf.Gemma3ForCausalLM if causal_lm else tf.Gemma3TextModel)(cfg)
 
 
 def attention_layer(family: str, model):

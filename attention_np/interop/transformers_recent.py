@@ -52,8 +52,11 @@ def prepare_recent_layer(layer, spec, impl: str) -> None:
                          f"(float64 throughout); transformers' sdpa drops them without an error, "
                          f"got {impl!r}")
     if impl == EAGER_FLOAT64:
+        # with eager's masks (a full model builds its own): float, 0 or finfo.min, never None
         import transformers
+        from transformers.masking_utils import eager_mask
         transformers.AttentionInterface.register(EAGER_FLOAT64, eager_float64_attention)
+        transformers.AttentionMaskInterface.register(EAGER_FLOAT64, eager_mask)
     if spec.qk_norm_eps is not None:
         for norm in (layer.q_norm, layer.k_norm):
             norm.forward = rms_norm_in_input_dtype(norm, QK_NORM[spec.family], spec.qk_norm_eps)
