@@ -32,6 +32,7 @@ def _assert_tight(report):
 
 
 # what each family's report must contain: a gradient for every parameter the layer has
+ALL_BIASES = {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v", "dW_o", "db_o"}
 EXPECTED = {
     "bert": {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v"},           # no W^O in BertSelfAttention
     "llama": {"dW_q", "dW_k", "dW_v", "dW_o"},                           # no biases
@@ -40,8 +41,15 @@ EXPECTED = {
     "t5": {"dW_q", "dW_k", "dW_v", "dW_o", "dbias_table"},             # no biases; the table
     "t5-decoder": {"dW_q", "dW_k", "dW_v", "dW_o", "dbias_table"},
     "t5-cross": {"dW_q", "dW_k", "dW_v", "dW_o"},                        # no table in cross
+    "qwen3": ALL_BIASES | {"dq_norm", "dk_norm"},                        # the QK-norm weights
+    "gemma2": {"dW_q", "dW_k", "dW_v", "dW_o"},
+    "gemma2-global": {"dW_q", "dW_k", "dW_v", "dW_o"},
+    "gemma3": {"dW_q", "dW_k", "dW_v", "dW_o", "dq_norm", "dk_norm"},
+    "gemma3-global": {"dW_q", "dW_k", "dW_v", "dW_o", "dq_norm", "dk_norm"},
+    "gpt_oss": ALL_BIASES | {"dsinks"},                                  # one sink logit per head
+    "gpt_oss-global": ALL_BIASES | {"dsinks"},
 }
-ALL = {"dW_q", "db_q", "dW_k", "db_k", "dW_v", "db_v", "dW_o", "db_o"}
+ALL = ALL_BIASES
 
 
 @pytest.mark.parametrize("family", cases.FAMILIES)
@@ -111,9 +119,13 @@ def _masks_the_model_builds(model, layer, input_ids, attention_mask):
     return m.numpy() if m.dtype == torch.bool else (m == 0).numpy()
 
 
-@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "mistral", "qwen2"])
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "mistral", "qwen2", "qwen3",
+                                    "gemma2", "gemma2-global", "gemma3", "gemma3-global",
+                                    "gpt_oss", "gpt_oss-global"])
 def test_build_mask_is_the_mask_the_model_builds_padding_causal_and_window(family):
-    model = cases.tiny_model(family, attn_implementation="eager").double()
+    model = cases.tiny_model(cases.MODELS.get(family, family), attn_implementation="eager")
+    if not family.startswith("gpt_oss"):           # gpt-oss's experts (grouped_mm) take no float64
+        model = model.double()
     layer = cases.attention_layer(family, model)
     B, L = 2, 6
     ids = np.arange(1, 1 + B * L).reshape(B, L) % 50 + 1
@@ -122,9 +134,101 @@ def test_build_mask_is_the_mask_the_model_builds_padding_causal_and_window(famil
     theirs = _masks_the_model_builds(model, layer, ids, pad)
     ours = itf.build_mask(itf.layer_spec(layer), B, L, L, pad)
     np.testing.assert_array_equal(np.broadcast_to(theirs, ours.shape), ours)
-    if family in ("mistral", "qwen2"):               # the window removes keys causal keeps
+    if itf.layer_spec(layer).window is not None:     # the window removes keys causal keeps
         causal = np.tril(np.ones((L, L), dtype=bool))
         assert (ours[0, 0] != causal).any() and not (ours[0, 0] & ~causal).any()
+
+
+def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta():
+    """What the recent layers add is read, and each changes the output (else a diff that
+    agrees would not show it was read)."""
+    from attention_np.core.multihead import mha_forward
+    specs = {f: itf.layer_spec(cases.case(f)[0]) for f in
+             ("qwen3", "gemma2", "gemma2-global", "gemma3", "gemma3-global")}
+    assert specs["qwen3"].qk_norm_eps == 1e-6 and specs["qwen3"].softcap is None
+    assert specs["gemma2"].softcap == cases.SOFTCAP and specs["gemma2"].qk_norm_eps is None
+    for f in ("gemma2", "gemma3"):                       # query_pre_attn_scalar, not head_dim
+        assert specs[f].scale == cases.PRE_ATTN ** -0.5 != 12 ** -0.5
+        assert specs[f].window == cases.WINDOW and specs[f + "-global"].window is None
+    # Gemma 3: RoPE theta per layer type (rope_local_base_freq for the sliding layers)
+    assert (specs["gemma3"].rope_theta, specs["gemma3-global"].rope_theta) == (1e4, 1e6)
+    gemma3, _ = cases.case("gemma3")
+    params, _ = itf.params_from_transformers(gemma3)     # Gemma3RMSNorm multiplies by (1 + w)
+    np.testing.assert_array_equal(params["q_norm"], 1 + gemma3.q_norm.weight.detach().double().numpy())
+    # the soft-cap of the case bends the scores: without it the output moves
+    gemma2, inputs = cases.case("gemma2")
+    params, spec = itf.params_from_transformers(gemma2)
+    x = inputs["hidden_states"]
+    kw = dict(num_heads=4, num_kv_heads=2, scale=spec.scale, is_causal=True,
+              rope={"theta": spec.rope_theta, "layout": "half"})
+    capped, _ = mha_forward(x, x, x, params, softcap=spec.softcap, **kw)
+    plain, _ = mha_forward(x, x, x, params, **kw)
+    assert np.abs(capped - plain).max() > 1e-2
+
+
+def test_gemma2_and_gpt_oss_with_sdpa_are_refused_before_running():
+    module, inputs = cases.case("gemma2")
+    inputs["attn_implementation"] = "sdpa"
+    with pytest.raises(ValueError, match="attn_logit_softcapping=2.0.*sdpa.*"
+                                         "attention_np_eager_float64"):
+        itf.compare_transformers_attention(module, **inputs)
+    module, inputs = cases.case("gpt_oss")
+    inputs["attn_implementation"] = "sdpa"
+    with pytest.raises(ValueError, match="GptOssAttention: only attn_implementation='eager'.*"
+                                         "got 'sdpa'"):
+        itf.compare_transformers_attention(module, **inputs)
+    assert module.config._attn_implementation == "eager"        # refused before any change
+
+
+def test_eager_float64_attention_is_gemma2_eager_attention_but_for_the_softmax_dtype():
+    """The Gemma 2 reference: transformers' own eager function on float32 inputs (where its
+    float32 softmax is the input's dtype) gives the same numbers; on float64 inputs only the
+    float32 softmax separates them."""
+    from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward
+
+    from attention_np.interop.transformers_recent import eager_float64_attention
+    module, _ = cases.case("gemma2")
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(s, generator=g) * 2 for s in ((2, 4, 5, 12), (2, 2, 5, 12),
+                                                           (2, 2, 5, 12)))
+    mask = torch.zeros(2, 1, 5, 5).masked_fill(torch.rand(2, 1, 5, 5, generator=g) < 0.3, -1e9)
+    kw = dict(scaling=0.25, softcap=cases.SOFTCAP)
+    for dtype, tol in ((torch.float32, 0.0), (torch.float64, 1e-5)):   # float32: the same ops
+        args = [t.to(dtype) for t in (q, k, v, mask)]
+        theirs, w_theirs = eager_attention_forward(module, *args, **kw)
+        ours, w_ours = eager_float64_attention(module, *args, **kw)
+        assert theirs.shape == ours.shape == (2, 5, 4, 12) and ours.dtype == dtype
+        err = (theirs - ours).abs().max().item()
+        assert err <= tol
+        if dtype == torch.float64:              # theirs float32-accurate: not float64 rounding
+            assert err > 1e-12
+    plain, _ = eager_float64_attention(module, *args, scaling=0.25)
+    assert (plain - ours).abs().max().item() > 1e-2    # the soft-cap acts on these scores
+
+
+@pytest.mark.parametrize("family", ["qwen3", "gemma3"])
+def test_the_float64_norm_of_the_copy_is_the_layers_own_norm_on_float32_inputs(family):
+    """The copy's q_norm/k_norm are replaced (transformers' cast to float32): the replacement
+    must be the layer's formula, w (Qwen3) or 1 + w (Gemma 3), else both sides of the diff could
+    agree on a wrong norm."""
+    from attention_np.interop.transformers_recent import QK_NORM, rms_norm_in_input_dtype
+    module, _ = cases.case(family)
+    spec = itf.layer_spec(module)
+    x = torch.randn((2, 4, 6, 12), generator=torch.Generator().manual_seed(0))   # float32
+    for norm in (module.q_norm, module.k_norm):
+        with torch.no_grad():
+            theirs = norm(x)
+            ours = rms_norm_in_input_dtype(norm, QK_NORM[family], spec.qk_norm_eps)(x)
+        assert ours.dtype == torch.float32
+        assert (theirs - ours).abs().max().item() <= 1e-6 * theirs.abs().max().item()
+
+
+def test_gpt_oss_reads_sinks_and_the_half_angle_rope():
+    module, _ = cases.case("gpt_oss")
+    params, spec = itf.params_from_transformers(module)
+    np.testing.assert_array_equal(params["sinks"], module.sinks.detach().double().numpy())
+    assert params["sinks"].shape == (4,) and spec.window == cases.WINDOW
+    assert itf.layer_spec(cases.case("gpt_oss-global")[0]).window is None
 
 
 def test_unsupported_module_names_the_supported_layers():
@@ -157,7 +261,7 @@ def test_missing_transformers_names_the_extra(monkeypatch):
 
 # ---------------------------------------------------------------- generate() replayed
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2"])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2"])
 def test_generate_replayed_step_by_step_on_the_kv_cache(family):
     from attention_np.interop.transformers_decode import replay_generate
     model = cases.tiny_model(family, seed=3, causal_lm=True)
@@ -173,7 +277,7 @@ def test_generate_replayed_step_by_step_on_the_kv_cache(family):
     assert next(model.parameters()).dtype == torch.float32        # the model is left as it was
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral"])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gemma2"])
 def test_left_padded_generate_replayed_with_the_padding_mask_and_shifted_positions(family):
     from attention_np.interop.transformers_decode import replay_generate
     model = cases.tiny_model(family, seed=5, causal_lm=True)
@@ -227,6 +331,26 @@ def test_min_filled_mask_gives_mean_v_on_a_fully_masked_row_and_from_torch_sdpa_
     # a large finite bias that is not a fill value stays a bias
     kw = itorch.from_torch_sdpa(torch.full((2, 2), -1e9, dtype=torch.float64))
     assert kw["mask"] is None and (kw["bias"] == -1e9).all()
+
+
+def test_qk_norm_of_qwen3_and_gemma3_is_float32_in_a_float64_model():
+    from attention_np.interop.transformers_known import qk_norm_float32
+    demo = qk_norm_float32(seed=3)
+    assert demo.explained, "\n".join(demo.lines)
+
+
+def test_gemma2_soft_cap_sdpa_refuses_flex_has_no_cpu_backward_eager_is_float32():
+    from attention_np.interop.transformers_known import softcap_backends
+    demo = softcap_backends(seed=3)
+    assert demo.explained, "\n".join(demo.lines)
+    assert len(demo.lines) == 5                       # sdpa, flex, eager, float64 eager, Gemma 3
+
+
+def test_sdpa_drops_gpt_oss_sinks_without_an_error_eager_applies_them():
+    from attention_np.interop.transformers_known import sdpa_drops_sinks
+    demo = sdpa_drops_sinks(seed=3)
+    assert demo.explained, "\n".join(demo.lines)
+    assert len(demo.lines) == 2
 
 
 def test_compare_notes_fully_masked_rows_left_padding():

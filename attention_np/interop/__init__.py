@@ -9,7 +9,8 @@ One submodule per framework, each importing its framework only when a function n
 - :mod:`attention_np.interop.compare`: :func:`compare_mha` / :func:`compare_flax_mha`, diff your
   own torch or Flax module
 - :mod:`attention_np.interop.transformers`: :func:`compare_transformers_attention`, diff one
-  attention layer of a Hugging Face model (BERT, ViT, GPT-2, BART, Llama, Mistral, Qwen2, T5)
+  attention layer of a Hugging Face model (BERT, ViT, GPT-2, BART, Llama, Mistral, Qwen2, T5,
+  Qwen3, Gemma 2, Gemma 3, gpt-oss)
 - :mod:`attention_np.interop.tolerance`: when two implementations agree
 
 ``python -m attention_np diff`` runs the whole matrix of cases; see ``docs/frameworks.md``.

@@ -32,6 +32,11 @@ from attention_np.core.rope import rope_angles
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers_recent import (
+    QK_NORM,
+    prepare_recent_layer,
+    recent_spec,
+)
 from attention_np.interop.transformers_rope import (
     check_rope_frequencies,
     rope_scaling_from_config,
@@ -43,8 +48,10 @@ SUPPORTED = {
     "BertSelfAttention": "bert", "ViTAttention": "vit", "GPT2Attention": "gpt2",
     "BartAttention": "bart", "LlamaAttention": "llama", "MistralAttention": "mistral",
     "Qwen2Attention": "qwen2", "T5Attention": "t5",
+    "Qwen3Attention": "qwen3", "Gemma2Attention": "gemma2", "Gemma3Attention": "gemma3",
+    "GptOssAttention": "gpt_oss",
 }
-ROPE = ("llama", "mistral", "qwen2")        # families with rotary position embeddings
+ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")   # rotary embeddings
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,8 @@ class LayerSpec:
     window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window)
     buckets: tuple | None = None     # T5: (num_buckets, max_distance, bidirectional) of its bias table
     rope_scaling: dict | None = None  # RoPE scaling type and parameters (rope_frequencies' scaling)
+    softcap: float | None = None     # Gemma 2: attn_logit_softcapping, c * tanh(scores / c)
+    qk_norm_eps: float | None = None  # Qwen3, Gemma 3: the eps of the q/k RMSNorm; None: no QK-norm
 
 
 def _family(module) -> str:
@@ -99,12 +108,14 @@ def layer_spec(module) -> LayerSpec:
         return LayerSpec(family, h, h, d, float(module.scaling), causal, True)
     h, h_kv = cfg.num_attention_heads, cfg.num_key_value_heads
     rope = getattr(cfg, "rope_parameters", None) or {}
+    rope = rope.get(getattr(module, "layer_type", None), rope)     # Gemma 3: one per layer type
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
     window = getattr(module, "sliding_window", None)
     if family == "mistral":
         window = getattr(cfg, "sliding_window", None)
     return LayerSpec(family, h, h_kv, module.head_dim, float(module.scaling), True, True, theta,
-                     window, rope_scaling=rope_scaling_from_config(rope, cfg, type(module).__name__))
+                     window, rope_scaling=rope_scaling_from_config(rope, cfg, type(module).__name__),
+                     **recent_spec(module, family))
 
 
 def _linear(lin, get) -> tuple:
@@ -141,6 +152,10 @@ def _tensors(module, family: str, get) -> dict:
         out[f"W_{n}"], b = _linear(lin, get)
         if b is not None:
             out[f"b_{n}"] = b
+    if family in QK_NORM:                           # RMSNorm weights (head_dim,)
+        out["q_norm"], out["k_norm"] = get(module.q_norm.weight), get(module.k_norm.weight)
+    if family == "gpt_oss":                         # one learned sink logit per head (h,)
+        out["sinks"] = get(module.sinks)
     return out
 
 
@@ -157,7 +172,9 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, Laye
     -------
     params : dict of float arrays, ``W_q (d_model, h*d_k)``, ``W_k``, ``W_v (.., h_kv*d)``,
         ``W_o (h*d_v, d_model)`` (absent for BERT, whose self-attention stops at the
-        concatenated heads) and the biases the layer has.
+        concatenated heads) and the biases the layer has; Qwen3 and Gemma 3 add ``q_norm``,
+        ``k_norm (head_dim,)``, what their RMSNorm multiplies by (Gemma's ``1 + w``; with
+        ``grads=True`` the gradient w.r.t. ``w``, the same number).
     spec : LayerSpec
     """
     spec = layer_spec(module)
@@ -168,7 +185,11 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, Laye
             raise ValueError(f"{type(module).__name__} has no .grad: run a backward pass first")
         return to_numpy(a).astype(np.float64)
 
-    return {n: np.ascontiguousarray(a) for n, a in _tensors(module, spec.family, get).items()}, spec
+    params = {n: np.ascontiguousarray(a) for n, a in _tensors(module, spec.family, get).items()}
+    if not grads and QK_NORM.get(spec.family):      # Gemma: the norm multiplies by (1 + w)
+        for n in ("q_norm", "k_norm"):              # d/dw = d/d(1 + w): gradients stay as read
+            params[n] = params[n] + QK_NORM[spec.family]
+    return params, spec
 
 
 def rope_cos_sin(positions, head_dim: int, theta: float,
@@ -224,8 +245,11 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     module : a layer of :data:`SUPPORTED`
         BERT, ViT, GPT-2, BART (self- and cross-attention), Llama, Mistral, Qwen2 or T5 (with
         its relative-position bias table, whose gradient is diffed as "dbias_table"); GPT-2's
-        cross-attention (``is_cross_attention=True``: ``q_attn`` for q, ``c_attn`` packs k, v). A copy is
-        cast to float64 and run in eval mode; the module itself is left untouched.
+        cross-attention (``is_cross_attention=True``: ``q_attn`` for q, ``c_attn`` packs k, v);
+        Qwen3 and Gemma 3 (QK-norm: "dq_norm", "dk_norm"), Gemma 2 (soft-cap), gpt-oss (sinks:
+        "dsinks"). A copy is cast to float64 and run in eval mode (Qwen3's and Gemma 3's
+        QK-norms in float64, see :mod:`~attention_np.interop.transformers_recent`); the module
+        itself is left untouched.
     hidden_states : (B, L, d_model) array or tensor
     key_value_states : (B, S, d_model), optional
         BART, T5 or GPT-2 cross-attention: the encoder output the keys and values come from
@@ -238,9 +262,12 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         RoPE positions, default ``arange(L)``. cos and sin are computed in float64 here, with the
         frequencies of the config's ``rope_type``, and passed to the layer as
         ``position_embeddings`` (transformers computes them in float32).
-    attn_implementation : {"sdpa", "eager", None}
+    attn_implementation : {"sdpa", "eager", "attention_np_eager_float64", None}
         The copy's ``config._attn_implementation``; ``None`` keeps the module's. "eager" runs
-        the softmax in float32 for ViT, Llama, Mistral and Qwen2 (see docs/frameworks.md).
+        the softmax in float32 for ViT, Llama, Mistral, Qwen2, Qwen3 and Gemma (see
+        docs/frameworks.md). Gemma 2 with a soft-cap needs "attention_np_eager_float64"
+        (transformers' eager with a float64 softmax) or "eager"; gpt-oss needs "eager" (float64
+        there): transformers' sdpa refuses the soft-cap and drops the sinks.
     seed : int
         Seed of the random upstream gradient.
 
@@ -289,6 +316,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if attn_implementation is not None:
         layer.config._attn_implementation = attn_implementation
     impl = layer.config._attn_implementation
+    prepare_recent_layer(layer, spec, impl)
     for p in layer.parameters():
         p.requires_grad_(True)
         p.grad = None
@@ -301,6 +329,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         kwargs["encoder_hidden_states" if gpt2_cross else "key_value_states"] = kvt
     if spec.family in ROPE:
         cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta, spec.rope_scaling)
+        if spec.family == "gpt_oss":          # gpt-oss takes the d/2 angles, not repeated
+            cos, sin = cos[..., :spec.head_dim // 2], sin[..., :spec.head_dim // 2]
         kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
     out_t = layer(xt, **kwargs)[0]
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
@@ -327,8 +357,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     rope = {} if spec.family not in ROPE else dict(
         rope={"theta": spec.rope_theta, "layout": "half", "scaling": spec.rope_scaling},
         positions=positions)                                                    # (B, L)
+    norm = {} if spec.qk_norm_eps is None else dict(qk_norm=True, qk_norm_eps=spec.qk_norm_eps)
     out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
-                             bias=bias, num_kv_heads=spec.num_kv_heads, **rope)
+                             bias=bias, num_kv_heads=spec.num_kv_heads, softcap=spec.softcap,
+                             sinks="sinks" in p, **rope, **norm)
     dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
     if table is not None:
         g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])
@@ -350,7 +382,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
             report.notes.append(f"{n_rows} query row(s) have every key masked: transformers' "
                                 "finfo.min mask gives them mean(V), attention_np 0; a known "
                                 "difference, see docs/frameworks.md")
-    if impl == "eager" and spec.family in ("vit", *ROPE):
+    if impl == "eager" and spec.family in ("vit", *ROPE) and spec.family != "gpt_oss":
         report.notes.append("eager attention of this family runs its softmax in float32 even "
                             "in float64: use attn_implementation='sdpa' for a float64 diff")
     return report

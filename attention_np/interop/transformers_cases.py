@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np.core.optional import import_optional
+from attention_np.interop.transformers_recent import EAGER_FLOAT64
 
 B, L, S, D_MODEL = 2, 6, 7, 32
 # the same shapes in every decoder: 4 query heads, 2 key/value heads, head_dim 12 != 32 / 4
@@ -61,6 +62,8 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
                           relative_attention_num_buckets=8, relative_attention_max_distance=20,
                           decoder_start_token_id=0, **kw)
         return _randomize((tf.T5ForConditionalGeneration if causal_lm else tf.T5Model)(cfg), seed)
+    if family in RECENT:
+        return _randomize(_recent_model(tf, family, attn_implementation, causal_lm), seed)
     extra = {"mistral": dict(sliding_window=WINDOW),
              "qwen2": dict(sliding_window=WINDOW, use_sliding_window=True, max_window_layers=0,
                            attention_bias=True)}.get(family, {})
@@ -71,6 +74,36 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
                                                  pad_token_id=0, **extra, **kw)
     cls = getattr(tf, f"{names[family]}{'ForCausalLM' if causal_lm else 'Model'}")
     return _randomize(cls(cfg), seed)
+
+
+RECENT = ("qwen3", "gemma2", "gemma3", "gpt_oss")   # QK-norm, soft-cap, (1 + w) QK-norm, sinks
+SOFTCAP = 2.0            # Gemma 2's attn_logit_softcapping: the scores here reach a few units
+PRE_ATTN = 16            # Gemma's query_pre_attn_scalar: scale 16^-1/2, not head_dim^-1/2
+
+
+def _recent_model(tf, family: str, attn_implementation: str, causal_lm: bool = False):
+    """Two layers, sliding window then full attention (Qwen3: both sliding), GQA, head_dim 12;
+    ``causal_lm``: with the language-model head (Qwen3, Gemma 2, Gemma 3)."""
+    head = "ForCausalLM" if causal_lm else "Model"
+    ids = dict(bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    two = {**DECODER, "num_hidden_layers": 2, "sliding_window": WINDOW, **ids}
+    if family == "gpt_oss":      # eager: transformers' gpt-oss declares no sdpa (the sinks)
+        cfg = tf.GptOssConfig(**two, attention_bias=True, num_local_experts=2,
+                              num_experts_per_tok=1, attn_implementation="eager",
+                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+        return tf.GptOssModel(cfg)
+    if family == "qwen3":
+        cfg = tf.Qwen3Config(**two, use_sliding_window=True, max_window_layers=0,
+                             attention_bias=True, attn_implementation=attn_implementation)
+        return getattr(tf, f"Qwen3{head}")(cfg)
+    layers = dict(layer_types=["sliding_attention", "full_attention"], query_pre_attn_scalar=PRE_ATTN)
+    if family == "gemma2":       # transformers' Gemma 2 declares no sdpa support (the soft-cap)
+        impl = "eager" if attn_implementation == "sdpa" else attn_implementation
+        cfg = tf.Gemma2Config(**two, **layers, attn_logit_softcapping=SOFTCAP,
+                              attn_implementation=impl)
+        return getattr(tf, f"Gemma2{head}")(cfg)
+    cfg = tf.Gemma3TextConfig(**two, **layers, attn_implementation=attn_implementation)
+    return (tf.Gemma3ForCausalLM if causal_lm else tf.Gemma3TextModel)(cfg)
 
 
 def attention_layer(family: str, model):
@@ -96,13 +129,17 @@ def attention_layer(family: str, model):
         return model.decoder.block[0].layer[0].SelfAttention
     if family == "t5-cross":
         return model.decoder.block[0].layer[1].EncDecAttention
+    if family.endswith("-global"):                 # Gemma: the second layer, full attention
+        return model.layers[1].self_attn
     return model.layers[0].self_attn
 
 
 # the cases: right padding in every (B, S) attention mask, so that no query row is fully masked
 FAMILIES = ("bert", "vit", "gpt2", "gpt2-cross", "bart", "bart-cross", "llama", "mistral",
-            "qwen2", "t5", "t5-decoder", "t5-cross")
-MODELS = {"bart-cross": "bart", "t5-decoder": "t5", "t5-cross": "t5"}   # the model a case reads
+            "qwen2", "t5", "t5-decoder", "t5-cross", "qwen3", "gemma2", "gemma2-global", "gemma3",
+            "gemma3-global", "gpt_oss", "gpt_oss-global")
+MODELS = {"bart-cross": "bart", "t5-decoder": "t5", "t5-cross": "t5",   # the model a case reads
+          "gemma2-global": "gemma2", "gemma3-global": "gemma3", "gpt_oss-global": "gpt_oss"}
 
 
 def case(family: str, seed: int = 0, attn_implementation: str = "sdpa"):
@@ -119,8 +156,13 @@ def case(family: str, seed: int = 0, attn_implementation: str = "sdpa"):
         padding = np.ones((B, S), dtype=np.int64)
         padding[0, -3:] = 0
     inputs["attention_mask"] = padding
-    if family in ("llama", "mistral", "qwen2"):
+    if family in ("llama", "mistral", "qwen2", *RECENT, "gemma2-global", "gemma3-global",
+                  "gpt_oss-global"):
         inputs["position_ids"] = np.arange(L)[None, :] + np.array([[0], [5]])   # an offset
+    if MODELS.get(family, family) == "gemma2":   # transformers' sdpa refuses Gemma 2's soft-cap
+        inputs["attn_implementation"] = EAGER_FLOAT64
+    if MODELS.get(family, family) == "gpt_oss":  # and drops gpt-oss's sinks; eager is float64
+        inputs["attn_implementation"] = "eager"
     return attention_layer(family, model), inputs
 
 

@@ -39,6 +39,7 @@ from attention_np.interop.transformers import (
     params_from_transformers,
     rope_cos_sin,
 )
+from attention_np.interop.transformers_recent import EAGER_FLOAT64, prepare_recent_layer
 from attention_np.interop.transformers_rope import check_rope_frequencies
 
 
@@ -107,7 +108,8 @@ def _float64_rotary(model, torch, positions_seen: list, rope_checks: list):
     rotary.forward = forward
 
 
-DECODERS = ("GPT2LMHeadModel", "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
+DECODERS = ("GPT2LMHeadModel", "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+            "Qwen3ForCausalLM", "Gemma2ForCausalLM")
 ENCODER_DECODERS = ("T5ForConditionalGeneration", "BartForConditionalGeneration")
 
 
@@ -135,10 +137,12 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     Parameters
     ----------
     model : transformers ``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``MistralForCausalLM``,
-        ``Qwen2ForCausalLM``, ``T5ForConditionalGeneration`` or ``BartForConditionalGeneration``
+        ``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``, ``Gemma2ForCausalLM``,
+        ``T5ForConditionalGeneration`` or ``BartForConditionalGeneration``
         A decoder's first attention layer is diffed; an encoder-decoder's decoder's first
         self-attention and cross-attention. Left untouched: a copy runs in float64 with
-        ``attn_implementation="sdpa"`` and a float64 rotary embedding.
+        ``attn_implementation="sdpa"`` (Gemma 2: ``"attention_np_eager_float64"``, its soft-cap),
+        a float64 rotary embedding (and QK-norms, Qwen3).
     input_ids : (B, L) int
         The prompts; for an encoder-decoder, the sources (the decoder starts from its
         ``decoder_start_token_id``).
@@ -180,6 +184,11 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     _float64_rotary(m, torch, positions, rope_checks)
     layer = _attention(m)
     spec = layer_spec(layer)
+    if spec.family in ("qwen3", "gemma2"):   # every layer: float64 QK-norms, Gemma 2's soft-cap
+        m.config._attn_implementation = EAGER_FLOAT64 if spec.family == "gemma2" else "sdpa"
+        for block in m.model.layers:
+            prepare_recent_layer(block.self_attn, layer_spec(block.self_attn),
+                                 m.config._attn_implementation)
     seen = []
 
     def hook(mod, args, kwargs, out):
@@ -215,6 +224,10 @@ def replay_generate(model, input_ids, *, attention_mask=None,
             options.update(rope={"theta": spec.rope_theta, "layout": "half",
                                  "scaling": spec.rope_scaling},
                            positions=positions[step])                      # (B, T)
+        if spec.qk_norm_eps is not None:   # Qwen3
+            options.update(qk_norm=True, qk_norm_eps=spec.qk_norm_eps)
+        if spec.softcap is not None:       # Gemma 2
+            options["softcap"] = spec.softcap
         ours = mha_decode_step(x, params, kv, num_heads=spec.num_heads,
                                num_kv_heads=spec.num_kv_heads, scale=spec.scale, **options)
         real = full[:, kv.length - x.shape[1]:kv.length].astype(bool)     # (B, T) query rows

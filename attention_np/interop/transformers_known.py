@@ -8,6 +8,7 @@ still holds (:class:`~attention_np.interop.known.Demo`); one that no longer repr
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 
@@ -19,16 +20,19 @@ from attention_np.core.position_bias import (
     relative_positions,
     t5_relative_buckets,
 )
+from attention_np.core.qk_norm import rms_norm_forward
 from attention_np.interop.known import Demo
 from attention_np.interop.tolerance import max_abs_error
 from attention_np.interop.torch import from_torch_sdpa, to_numpy
 from attention_np.interop.transformers import (
+    build_mask,
     compare_transformers_attention,
     layer_spec,
     params_from_transformers,
     rope_cos_sin,
 )
 from attention_np.interop.transformers_cases import case, tiny_model
+from attention_np.interop.transformers_recent import EAGER_FLOAT64
 
 
 def eager_float32_softmax(seed: int = 0) -> Demo:
@@ -117,4 +121,108 @@ def t5_decoder_bias_offset(seed: int = 0) -> Demo:
     return demo
 
 
-DEMOS = (eager_float32_softmax, rope_float32, min_filled_mask, t5_decoder_bias_offset)
+
+
+def qk_norm_float32(seed: int = 0) -> Demo:
+    """Qwen3RMSNorm and Gemma3RMSNorm (the QK-norm) normalise in float32 in a float64 model."""
+    import torch
+
+    demo = Demo("QK-norm of a .double() Qwen3 / Gemma 3 runs in float32 (max error of "
+                "q_norm(q) against attention_np's float64 RMSNorm)")
+    q = np.random.default_rng(seed).standard_normal((2, 4, 6, 12))     # (B, h, L, head_dim)
+    for family in ("qwen3", "gemma3"):
+        layer = copy.deepcopy(case(family, seed)[0]).double()
+        params, spec = params_from_transformers(layer)     # Gemma: q_norm = 1 + w
+        with torch.no_grad():
+            theirs = to_numpy(layer.q_norm(torch.from_numpy(q)))
+        ours, _ = rms_norm_forward(q, params["q_norm"], spec.qk_norm_eps)
+        err = max_abs_error(theirs, ours)
+        demo.observe(f"{type(layer.q_norm).__name__}", f"dtype {theirs.dtype}, {err:.1e}  "
+                     "(float32 level)", theirs.dtype == np.float64 and 1e-10 < err < 1e-5)
+    module, inputs = case("qwen3", seed)
+    r = compare_transformers_attention(module, **inputs, seed=seed)
+    worst = max(c.err for c in r.checks)
+    demo.observe("compare_transformers_attention qwen3", f"{worst:.1e}  (the copy's norms "
+                 "run in float64)", r.ok and worst < 1e-12)
+    return demo
+
+
+def softcap_backends(seed: int = 0) -> Demo:
+    """Gemma 2's soft-cap: sdpa refuses it, flex_attention has no CPU backward, eager's softmax
+    is float32; Gemma 3's layer ignores ``attn_logit_softcapping``."""
+    import torch
+
+    demo = Demo("Gemma 2's attn_logit_softcapping by attention implementation, float64 copy "
+                "(out: max error against attention_np float64)")
+    module, inputs = case("gemma2", seed)
+    layer = copy.deepcopy(module).double()
+    spec = layer_spec(layer)
+    x = torch.from_numpy(inputs["hidden_states"])
+    cos, sin = rope_cos_sin(inputs["position_ids"], spec.head_dim, spec.rope_theta)
+    kw = dict(position_embeddings=(torch.from_numpy(cos), torch.from_numpy(sin)),
+              attention_mask=None)
+    for impl, error, words in (("sdpa", ValueError, "does not support `softcap`"),
+                               ("flex_attention", NotImplementedError, "backward on CPU")):
+        layer.config._attn_implementation = impl
+        try:
+            with warnings.catch_warnings():      # torch.compile's import warns of torch.jit
+                warnings.simplefilter("ignore", DeprecationWarning)
+                layer(x, **kw)
+            seen = "runs"
+        except error as e:
+            seen = f"{type(e).__name__}: ...{words}..." if words in str(e) else str(e)
+        demo.observe(impl, seen, seen.startswith(error.__name__))
+    for impl in ("eager", EAGER_FLOAT64):
+        r = compare_transformers_attention(module, **{**inputs, "attn_implementation": impl},
+                                           seed=seed)
+        out = next(c.err for c in r.checks if c.name == "out")
+        float32 = impl == "eager"
+        demo.observe(impl, f"out {out:.1e}  ({'float32 softmax' if float32 else 'float64'})",
+                     (not r.ok and 1e-10 < out < 1e-5) if float32 else r.ok)
+    layer = copy.deepcopy(case("gemma3", seed)[0]).double()
+    with torch.no_grad():
+        before = layer(x, **kw)[0]
+        layer.attn_logit_softcapping = layer.config.attn_logit_softcapping = 2.0
+        after = layer(x, **kw)[0]
+    err = max_abs_error(to_numpy(before), to_numpy(after))
+    demo.observe("Gemma3Attention, softcapping 2.0", f"output changed by {err:.1e}  (ignored)",
+                 err == 0.0)
+    return demo
+
+
+def sdpa_drops_sinks(seed: int = 0) -> Demo:
+    """transformers' sdpa runs a gpt-oss layer without its sinks, and without an error."""
+    import torch
+
+    demo = Demo("gpt-oss's attention sinks by attention implementation, float64 copy (out: max "
+                "error against attention_np with sinks=True / sinks=False)")
+    module, inputs = case("gpt_oss", seed)
+    layer = copy.deepcopy(module).double()
+    params, spec = params_from_transformers(layer)
+    x, positions = inputs["hidden_states"], inputs["position_ids"]
+    B, L = x.shape[:2]
+    mask = build_mask(spec, B, L, L, inputs["attention_mask"])         # (B, 1, L, L)
+    cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
+    half = spec.head_dim // 2                                           # gpt-oss: d/2 angles
+    kw = dict(position_embeddings=(torch.from_numpy(cos[..., :half]),
+                                   torch.from_numpy(sin[..., :half])),
+              attention_mask=torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min)))
+    ours = {sinks: mha_forward(x, x, x, params, mask, num_heads=spec.num_heads,
+                               num_kv_heads=spec.num_kv_heads, scale=spec.scale,
+                               rope={"theta": spec.rope_theta, "layout": "half"},
+                               positions=positions, sinks=sinks)[0] for sinks in (True, False)}
+    for impl in ("eager", "sdpa"):
+        layer.config._attn_implementation = impl
+        with torch.no_grad():
+            out = to_numpy(layer(torch.from_numpy(x), **kw)[0])
+        with_, without = (max_abs_error(out, ours[s]) for s in (True, False))
+        applied = with_ < 1e-12 and without > 1e-3
+        dropped = without < 1e-12 and with_ > 1e-3
+        demo.observe(impl, f"sinks=True {with_:.1e}, sinks=False {without:.1e}  "
+                     f"({'sinks applied' if applied else 'sinks dropped, no error'})",
+                     applied if impl == "eager" else dropped)
+    return demo
+
+
+DEMOS = (eager_float32_softmax, rope_float32, min_filled_mask, t5_decoder_bias_offset,
+         qk_norm_float32, softcap_backends, sdpa_drops_sinks)
