@@ -60,7 +60,7 @@ def test_every_family_forward_and_every_gradient_agree_to_float64_rounding(famil
     names = {c.name for c in report.checks}
     cross = family.endswith("-cross")
     inputs_grads = {"out", "dhidden_states"} | ({"dkey_value"} if cross else set())
-    rope = {"inv_freq rel", "attn_factor"} if family in itf.ROPE else set()
+    rope = {"inv_freq rel", "attn_factor"} if cases.MODELS.get(family, family) in itf.ROPE else set()
     assert names == inputs_grads | EXPECTED.get(family, ALL) | rope
     assert not report.notes                      # no fully masked row, no float32 softmax
 

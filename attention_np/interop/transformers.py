@@ -39,8 +39,8 @@ from attention_np.interop.transformers_recent import (
 )
 from attention_np.interop.transformers_rope import (
     check_rope_frequencies,
+    model_frequencies,
     rope_scaling_from_config,
-    rotary_embedding,
 )
 
 # class name -> family; the layers compare_transformers_attention reads
@@ -371,10 +371,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
     report.checks = judge(got, ours)
     if spec.family in ROPE:        # the model's own frequencies, after a forward on positions
-        rotary = rotary_embedding(module)
-        with torch.no_grad():
-            rotary(torch.zeros(1), torch.from_numpy(np.ascontiguousarray(positions)))
-        report.checks += check_rope_frequencies(spec, rotary.inv_freq, rotary.attention_scaling,
+        inv_freq, attention_scaling = model_frequencies(module, positions, torch)
+        report.checks += check_rope_frequencies(spec, inv_freq, attention_scaling,
                                                 int(positions.max()) + 1)
     if mask is not None:
         n_rows = int((~mask.any(axis=-1)).sum())

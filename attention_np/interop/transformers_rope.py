@@ -70,3 +70,18 @@ def rotary_embedding(module):
     family_module = importlib.import_module(type(module).__module__)
     cls = getattr(family_module, type(module).__name__.replace("Attention", "RotaryEmbedding"))
     return cls(module.config)
+
+
+def model_frequencies(module, positions, torch) -> tuple:
+    """The ``(inv_freq, attention_scaling)`` a RoPE layer's model uses for ``positions (B, L)``:
+    a fresh rotary embedding (:func:`rotary_embedding`) run once on them, so that ``"dynamic"``
+    and ``"longrope"`` update theirs. Gemma 3 keeps one set per layer type
+    (``{layer_type}_inv_freq``); the layer's own type is read."""
+    rotary = rotary_embedding(module)
+    layer_type = getattr(module, "layer_type", None)
+    typed = layer_type is not None and hasattr(rotary, f"{layer_type}_inv_freq")
+    with torch.no_grad():
+        rotary(torch.zeros(1), torch.from_numpy(np.ascontiguousarray(positions)),
+               *((layer_type,) if typed else ()))
+    prefix = f"{layer_type}_" if typed else ""
+    return getattr(rotary, f"{prefix}inv_freq"), getattr(rotary, f"{prefix}attention_scaling")
