@@ -250,6 +250,14 @@ def test_unsupported_module_names_the_supported_layers():
     with pytest.raises(ValueError, match=r"key_value_states must be \(B, S, d_model\) with B = 1"):
         itf.compare_transformers_attention(bart, np.zeros((1, 2, 32)),
                                            key_value_states=np.zeros((2, 3, 32)))
+    # a d_model that is not the layer's: named before torch's matmul fails
+    with pytest.raises(ValueError, match=r"hidden_states must be \(B, L, d_model\) with "
+                                         r"d_model = 32 \(the layer's\), got shape \(1, 2, 16\)"):
+        itf.compare_transformers_attention(gpt2.h[0].attn, np.zeros((1, 2, 16)))
+    with pytest.raises(ValueError, match=r"key_value_states .* d_model = 32 \(the layer's\), "
+                                         r"got shape \(1, 3, 16\)"):
+        itf.compare_transformers_attention(bart, np.zeros((1, 2, 32)),
+                                           key_value_states=np.zeros((1, 3, 16)))
 
 
 def test_missing_transformers_names_the_extra(monkeypatch):
@@ -310,6 +318,30 @@ def test_eager_softmax_is_float32_in_a_float64_model_for_vit_llama_qwen2_not_ber
     out = next(c for c in eager.checks if c.name == "out")
     assert not eager.ok and 1e-10 < out.err < 1e-5          # float32-accurate, not float64
     assert any("float32" in n for n in eager.notes)
+
+
+def test_eager_note_of_a_soft_capped_gemma2_points_to_the_float64_eager_not_sdpa():
+    module, inputs = cases.case("gemma2")
+    inputs["attn_implementation"] = "eager"
+    eager = itf.compare_transformers_attention(module, **inputs)
+    note = next(n for n in eager.notes if "softmax in float32" in n)
+    assert "attn_implementation='attention_np_eager_float64'" in note, note   # sdpa refuses it
+    module, inputs = cases.case("llama")
+    eager = itf.compare_transformers_attention(module, **inputs, attn_implementation="eager")
+    assert any("attn_implementation='sdpa'" in n for n in eager.notes), eager.notes
+
+
+def test_the_model_frequencies_get_a_writable_positions_array(monkeypatch):
+    """torch.from_numpy warns on a read-only array (position_ids default to a broadcast view)."""
+    from attention_np.interop import transformers_rope
+    seen = []
+    from_numpy = torch.from_numpy
+    monkeypatch.setattr(torch, "from_numpy", lambda a: seen.append(a.flags.writeable) or
+                        from_numpy(a))
+    module, _ = cases.case("llama")
+    positions = np.broadcast_to(np.arange(5), (1, 5))                  # read-only, contiguous
+    transformers_rope.model_frequencies(module, positions, torch)
+    assert seen and all(seen)
 
 
 def test_rope_cos_sin_of_a_float64_llama_are_float32_accurate():

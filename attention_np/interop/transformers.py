@@ -33,6 +33,7 @@ from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers_recent import (
+    EAGER_FLOAT64,
     QK_NORM,
     prepare_recent_layer,
     recent_spec,
@@ -295,15 +296,20 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     x = to_numpy(hidden_states).astype(np.float64)
     if x.ndim != 3:
         raise ValueError(f"hidden_states must be (B, L, d_model), got shape {x.shape}")
+    weights, _ = params_from_transformers(module)          # d_model: the rows of W_q and W_k
+    if x.shape[-1] != weights["W_q"].shape[0]:
+        raise ValueError(f"hidden_states must be (B, L, d_model) with d_model = "
+                         f"{weights['W_q'].shape[0]} (the layer's), got shape {x.shape}")
     kv = None if key_value_states is None else to_numpy(key_value_states).astype(np.float64)
     B, L = x.shape[:2]
     S = L if kv is None else kv.shape[1]
     if attention_mask is not None and np.shape(to_numpy(attention_mask)) != (B, S):
         raise ValueError(f"attention_mask must be (B, S) = {(B, S)}, got "
                          f"{np.shape(to_numpy(attention_mask))}")
-    if kv is not None and (kv.ndim != 3 or kv.shape[0] != B):
-        raise ValueError(f"key_value_states must be (B, S, d_model) with B = {B}, got shape "
-                         f"{kv.shape}")
+    if kv is not None and (kv.ndim != 3 or kv.shape[0] != B
+                           or kv.shape[-1] != weights["W_k"].shape[0]):
+        raise ValueError(f"key_value_states must be (B, S, d_model) with B = {B}, d_model = "
+                         f"{weights['W_k'].shape[0]} (the layer's), got shape {kv.shape}")
     pad = None if attention_mask is None else to_numpy(attention_mask)
     positions = (np.broadcast_to(np.arange(L), (B, L)) if position_ids is None
                  else np.asarray(to_numpy(position_ids)))
@@ -381,8 +387,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                                 "finfo.min mask gives them mean(V), attention_np 0; a known "
                                 "difference, see docs/frameworks.md")
     if impl == "eager" and spec.family in ("vit", *ROPE) and spec.family != "gpt_oss":
+        instead = "'sdpa'" if spec.softcap is None else f"{EAGER_FLOAT64!r} (sdpa refuses the soft-cap)"
         report.notes.append("eager attention of this family runs its softmax in float32 even "
-                            "in float64: use attn_implementation='sdpa' for a float64 diff")
+                            f"in float64: use attn_implementation={instead} for a float64 diff")
     return report
 
 

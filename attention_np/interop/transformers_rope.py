@@ -81,7 +81,7 @@ def model_frequencies(module, positions, torch) -> tuple:
     layer_type = getattr(module, "layer_type", None)
     typed = layer_type is not None and hasattr(rotary, f"{layer_type}_inv_freq")
     with torch.no_grad():
-        rotary(torch.zeros(1), torch.from_numpy(np.ascontiguousarray(positions)),
+        rotary(torch.zeros(1), torch.from_numpy(np.array(positions)),
                *((layer_type,) if typed else ()))
     prefix = f"{layer_type}_" if typed else ""
     return getattr(rotary, f"{prefix}inv_freq"), getattr(rotary, f"{prefix}attention_scaling")
