@@ -260,6 +260,19 @@ def test_unsupported_module_names_the_supported_layers():
                                            key_value_states=np.zeros((1, 3, 16)))
 
 
+def test_a_bidirectional_gemma_is_refused_not_diffed_with_a_causal_mask():
+    import transformers
+    for Config, Model in ((transformers.Gemma3TextConfig, transformers.Gemma3TextModel),
+                          (transformers.Gemma2Config, transformers.Gemma2Model)):
+        cfg = Config(vocab_size=8, hidden_size=16, intermediate_size=16, num_hidden_layers=1,
+                     num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                     use_bidirectional_attention=True)
+        layer = Model(cfg).layers[0].self_attn
+        assert layer.is_causal is False                  # transformers builds no causal mask
+        with pytest.raises(ValueError, match=f"{type(layer).__name__} is bidirectional"):
+            itf.compare_transformers_attention(layer, np.zeros((1, 2, 16)))
+
+
 def test_missing_transformers_names_the_extra(monkeypatch):
     module, inputs = cases.case("bert")
     monkeypatch.setitem(sys.modules, "transformers", None)          # import fails
