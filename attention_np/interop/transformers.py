@@ -109,9 +109,8 @@ def layer_spec(module) -> LayerSpec:
         return LayerSpec(family, h, h, d, float(module.scaling), causal, True)
     h, h_kv = cfg.num_attention_heads, cfg.num_key_value_heads
     if not getattr(module, "is_causal", True):      # Gemma 2 and 3 (EmbeddingGemma) can be
-        raise ValueError(f"{type(module).__name__} is bidirectional (config."
-                         f"use_bidirectional_attention=True): its masks (every key, or "
-                         f"|i - j| < sliding_window) are not read; only causal layers are")
+        raise ValueError(f"{type(module).__name__} is bidirectional (is_causal False, config."
+                         f"use_bidirectional_attention=True): not read; only causal layers are")
     rope = getattr(cfg, "rope_parameters", None) or {}
     rope = rope.get(getattr(module, "layer_type", None), rope)     # Gemma 3: one per layer type
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
