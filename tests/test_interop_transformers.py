@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import sys
 
@@ -342,6 +343,24 @@ def test_eager_note_of_a_soft_capped_gemma2_points_to_the_float64_eager_not_sdpa
     module, inputs = cases.case("llama")
     eager = itf.compare_transformers_attention(module, **inputs, attn_implementation="eager")
     assert any("attn_implementation='sdpa'" in n for n in eager.notes), eager.notes
+
+
+def test_gpt2_reorder_and_upcast_attn_is_refused_with_eager_and_float64_with_sdpa():
+    """GPT-2's _upcast_and_reordered_attn (eager only) computes the scores in float32, and on the
+    float64 mask of a float64 copy raises transformers' RuntimeError: refused, sdpa named."""
+    import transformers
+    cfg = transformers.GPT2Config(vocab_size=8, n_embd=16, n_layer=1, n_head=2, n_positions=8,
+                                  reorder_and_upcast_attn=True)
+    layer = transformers.GPT2Model(cfg).h[0].attn
+    x = np.random.default_rng(0).standard_normal((1, 3, 16))
+    with pytest.raises(ValueError, match="reorder_and_upcast_attn=True.*'sdpa'"):
+        itf.compare_transformers_attention(layer, x, attn_implementation="eager")
+    twin = copy.deepcopy(layer).double()
+    twin.config._attn_implementation = "eager"
+    mask = torch.zeros(1, 1, 3, 3, dtype=torch.float64)         # what a float64 model passes
+    with pytest.raises(RuntimeError, match="Error with upcasting"):
+        twin(torch.from_numpy(x), attention_mask=mask)
+    _assert_tight(itf.compare_transformers_attention(layer, x))   # sdpa: float64 throughout
 
 
 def test_the_model_frequencies_get_a_writable_positions_array(monkeypatch):

@@ -325,6 +325,12 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if attn_implementation is not None:
         layer.config._attn_implementation = attn_implementation
     impl = layer.config._attn_implementation
+    if impl == "eager" and getattr(module, "reorder_and_upcast_attn", False):
+        # GPT-2's _upcast_and_reordered_attn: float32 scores, and a float64 mask makes its
+        # softmax float64, on which it raises RuntimeError("Error with upcasting ...")
+        raise ValueError("GPT2Attention with reorder_and_upcast_attn=True computes its scores "
+                         "in float32 under eager (and raises on a float64 mask): pass "
+                         "attn_implementation='sdpa' (float64, ignores reorder_and_upcast_attn)")
     prepare_recent_layer(layer, spec, impl)
     for p in layer.parameters():
         p.requires_grad_(True)
