@@ -36,7 +36,7 @@ def rope_scaling_from_config(rope: dict, cfg, name: str) -> dict | None:
             "original_max_position_embeddings" in scaling:     # Phi-3, DeepSeek: the ratio
         scaling["factor"] = cfg.max_position_embeddings / scaling["original_max_position_embeddings"]
     if t == "yarn" and "truncate" in scaling and scaling["truncate"] is None:
-        scaling["truncate"] = True
+        scaling["truncate"] = False    # transformers' `if truncate:` (only absent means True)
     return {"rope_type": t, **{k: v for k, v in scaling.items() if v is not None}}
 
 
