@@ -457,3 +457,9 @@ def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(mo
     assert main(["diff", "--framework", "transformers"]) == 1
     err = capsys.readouterr().err
     assert 'needs transformers, which is not installed (pip install "attention-np[transformers]"' in err
+
+
+def test_diff_framework_transformers_refuses_float32_rather_than_running_float64(capsys):
+    from attention_np.cli import main
+    assert main(["diff", "--framework", "transformers", "--dtype", "float32"]) == 2
+    assert "diffs in float64 only" in capsys.readouterr().err
