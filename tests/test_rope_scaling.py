@@ -120,6 +120,7 @@ SCALINGS = {
     "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 64},
     "proportional": {"partial_rotary_factor": 0.25},
+    "proportional-factor": {"partial_rotary_factor": 0.5, "factor": 2.0},   # all divided by it
 }
 
 
