@@ -363,6 +363,19 @@ def test_gpt2_reorder_and_upcast_attn_is_refused_with_eager_and_float64_with_sdp
     _assert_tight(itf.compare_transformers_attention(layer, x))   # sdpa: float64 throughout
 
 
+def test_position_ids_of_shape_1_L_are_shared_by_the_batch_as_in_transformers():
+    module, inputs = cases.case("llama")
+    B, L = inputs["hidden_states"].shape[:2]
+    shared = itf.compare_transformers_attention(
+        module, **{**inputs, "position_ids": np.arange(L)[None] + 3})
+    _assert_tight(shared)
+    explicit = itf.compare_transformers_attention(
+        module, **{**inputs, "position_ids": np.broadcast_to(np.arange(L) + 3, (B, L))})
+    assert [c.err for c in shared.checks] == [c.err for c in explicit.checks]
+    default = itf.compare_transformers_attention(module, **{**inputs, "position_ids": None})
+    assert [c.err for c in default.checks] != [c.err for c in shared.checks]   # 3 was used
+
+
 def test_the_model_frequencies_get_a_writable_positions_array(monkeypatch):
     """torch.from_numpy warns on a read-only array (position_ids default to a broadcast view)."""
     from attention_np.interop import transformers_rope

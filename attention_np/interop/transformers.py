@@ -262,10 +262,11 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         transformers' 2-D padding mask (1 = a real token). The layer gets the model's 4-D float
         mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
         layer folded in; attention_np gets the same as a bool mask.
-    position_ids : (B, L) int, optional
-        RoPE positions, default ``arange(L)``. cos and sin are computed in float64 here, with the
-        frequencies of the config's ``rope_type``, and passed to the layer as
-        ``position_embeddings`` (transformers computes them in float32).
+    position_ids : (B, L) or (1, L) int, optional
+        RoPE positions, default ``arange(L)`` (``(1, L)``: the same for every sequence). cos
+        and sin are computed in float64 here, with the frequencies of the config's
+        ``rope_type``, and passed to the layer as ``position_embeddings`` (transformers
+        computes them in float32).
     attn_implementation : {"sdpa", "eager", "attention_np_eager_float64", None}
         The copy's ``config._attn_implementation``; ``None`` keeps the module's. "eager" runs
         the softmax in float32 for ViT, Llama, Mistral, Qwen2, Qwen3 and Gemma (see
@@ -314,11 +315,12 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         raise ValueError(f"key_value_states must be (B, S, d_model) with B = {B}, d_model = "
                          f"{weights['W_k'].shape[0]} (the layer's), got shape {kv.shape}")
     pad = None if attention_mask is None else to_numpy(attention_mask)
-    positions = (np.broadcast_to(np.arange(L), (B, L)) if position_ids is None
-                 else np.asarray(to_numpy(position_ids)))
+    positions = np.arange(L) if position_ids is None else np.asarray(to_numpy(position_ids))
+    if positions.shape in ((L,), (1, L)):          # transformers' arange(L)[None]: every sequence
+        positions = np.broadcast_to(positions.reshape(1, L), (B, L))
     if positions.shape != (B, L) or not np.issubdtype(positions.dtype, np.integer):
-        raise ValueError(f"position_ids must be (B, L) = {(B, L)} integers, got "
-                         f"{positions.dtype} {positions.shape}")
+        raise ValueError(f"position_ids must be (B, L) = {(B, L)} integers (or (1, L), shared "
+                         f"by the batch), got {positions.dtype} {positions.shape}")
     mask = build_mask(spec if kv is None else _no_causal(spec), B, L, S, pad)
 
     layer = copy.deepcopy(module).double().eval()
