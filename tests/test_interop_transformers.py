@@ -251,6 +251,10 @@ def test_unsupported_module_names_the_supported_layers():
     with pytest.raises(ValueError, match=r"key_value_states must be \(B, S, d_model\) with B = 1"):
         itf.compare_transformers_attention(bart, np.zeros((1, 2, 32)),
                                            key_value_states=np.zeros((2, 3, 32)))
+    with pytest.raises(ValueError, match=r"attn_implementation must be one of \('sdpa', 'eager', "
+                                         r"'attention_np_eager_float64', None\).*got 'nonsense'"):
+        itf.compare_transformers_attention(gpt2.h[0].attn, np.zeros((1, 2, 32)),
+                                           attn_implementation="nonsense")
     # a d_model that is not the layer's: named before torch's matmul fails
     with pytest.raises(ValueError, match=r"hidden_states must be \(B, L, d_model\) with "
                                          r"d_model = 32 \(the layer's\), got shape \(1, 2, 16\)"):

@@ -52,6 +52,8 @@ SUPPORTED = {
     "Qwen3Attention": "qwen3", "Gemma2Attention": "gemma2", "Gemma3Attention": "gemma3",
     "GptOssAttention": "gpt_oss",
 }
+# what compare_transformers_attention runs the copy with (None: the module's own)
+IMPLEMENTATIONS = ("sdpa", "eager", EAGER_FLOAT64, None)
 ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")   # rotary embeddings
 
 
@@ -288,6 +290,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
     spec = layer_spec(module)
+    if attn_implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"attn_implementation must be one of {IMPLEMENTATIONS} (float64 forward "
+                         f"and backward on CPU), got {attn_implementation!r}")
     gpt2_cross = _gpt2_cross(module)
     if key_value_states is not None and not (spec.family in ("bart", "t5") or gpt2_cross):
         raise ValueError(f"key_value_states (cross-attention) is supported for BartAttention, "
