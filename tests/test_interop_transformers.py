@@ -380,6 +380,16 @@ def test_position_ids_of_shape_1_L_are_shared_by_the_batch_as_in_transformers():
     assert [c.err for c in default.checks] != [c.err for c in shared.checks]   # 3 was used
 
 
+def test_position_ids_given_to_a_layer_without_rope_are_noted_as_unused():
+    module, inputs = cases.case("gpt2")
+    report = itf.compare_transformers_attention(module, **inputs,
+                                                position_ids=np.arange(6)[None] + 7)
+    assert report.ok and any("position_ids not used: GPT2Attention" in n for n in report.notes)
+    module, inputs = cases.case("llama")
+    report = itf.compare_transformers_attention(module, **inputs)
+    assert not any("position_ids not used" in n for n in report.notes)
+
+
 def test_the_model_frequencies_get_a_writable_positions_array(monkeypatch):
     """torch.from_numpy warns on a read-only array (position_ids default to a broadcast view)."""
     from attention_np.interop import transformers_rope

@@ -402,6 +402,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
             report.notes.append(f"{n_rows} query row(s) have every key masked: transformers' "
                                 "finfo.min mask gives them mean(V), attention_np 0; a known "
                                 "difference, see docs/frameworks.md")
+    if position_ids is not None and spec.family not in ROPE:
+        report.notes.append(f"position_ids not used: {type(module).__name__} has no rotary "
+                            "embedding (its positions, if any, enter before the layer or, T5, "
+                            "as the relative bias)")
     if impl == "eager" and spec.family in ("vit", *ROPE) and spec.family != "gpt_oss":
         instead = "'sdpa'" if spec.softcap is None else f"{EAGER_FLOAT64!r} (sdpa refuses the soft-cap)"
         report.notes.append("eager attention of this family runs its softmax in float32 even "
