@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import sys
 
@@ -250,6 +251,31 @@ def test_unsupported_module_names_the_supported_layers():
     with pytest.raises(ValueError, match=r"key_value_states must be \(B, S, d_model\) with B = 1"):
         itf.compare_transformers_attention(bart, np.zeros((1, 2, 32)),
                                            key_value_states=np.zeros((2, 3, 32)))
+    with pytest.raises(ValueError, match=r"attn_implementation must be one of \('sdpa', 'eager', "
+                                         r"'attention_np_eager_float64', None\).*got 'nonsense'"):
+        itf.compare_transformers_attention(gpt2.h[0].attn, np.zeros((1, 2, 32)),
+                                           attn_implementation="nonsense")
+    # a d_model that is not the layer's: named before torch's matmul fails
+    with pytest.raises(ValueError, match=r"hidden_states must be \(B, L, d_model\) with "
+                                         r"d_model = 32 \(the layer's\), got shape \(1, 2, 16\)"):
+        itf.compare_transformers_attention(gpt2.h[0].attn, np.zeros((1, 2, 16)))
+    with pytest.raises(ValueError, match=r"key_value_states .* d_model = 32 \(the layer's\), "
+                                         r"got shape \(1, 3, 16\)"):
+        itf.compare_transformers_attention(bart, np.zeros((1, 2, 32)),
+                                           key_value_states=np.zeros((1, 3, 16)))
+
+
+def test_a_bidirectional_gemma_is_refused_not_diffed_with_a_causal_mask():
+    import transformers
+    for Config, Model in ((transformers.Gemma3TextConfig, transformers.Gemma3TextModel),
+                          (transformers.Gemma2Config, transformers.Gemma2Model)):
+        cfg = Config(vocab_size=8, hidden_size=16, intermediate_size=16, num_hidden_layers=1,
+                     num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                     use_bidirectional_attention=True)
+        layer = Model(cfg).layers[0].self_attn
+        assert layer.is_causal is False                  # transformers builds no causal mask
+        with pytest.raises(ValueError, match=f"{type(layer).__name__} is bidirectional"):
+            itf.compare_transformers_attention(layer, np.zeros((1, 2, 16)))
 
 
 def test_missing_transformers_names_the_extra(monkeypatch):
@@ -310,6 +336,71 @@ def test_eager_softmax_is_float32_in_a_float64_model_for_vit_llama_qwen2_not_ber
     out = next(c for c in eager.checks if c.name == "out")
     assert not eager.ok and 1e-10 < out.err < 1e-5          # float32-accurate, not float64
     assert any("float32" in n for n in eager.notes)
+
+
+def test_eager_note_of_a_soft_capped_gemma2_points_to_the_float64_eager_not_sdpa():
+    module, inputs = cases.case("gemma2")
+    inputs["attn_implementation"] = "eager"
+    eager = itf.compare_transformers_attention(module, **inputs)
+    note = next(n for n in eager.notes if "softmax in float32" in n)
+    assert "attn_implementation='attention_np_eager_float64'" in note, note   # sdpa refuses it
+    module, inputs = cases.case("llama")
+    eager = itf.compare_transformers_attention(module, **inputs, attn_implementation="eager")
+    assert any("attn_implementation='sdpa'" in n for n in eager.notes), eager.notes
+
+
+def test_gpt2_reorder_and_upcast_attn_is_refused_with_eager_and_float64_with_sdpa():
+    """GPT-2's _upcast_and_reordered_attn (eager only) computes the scores in float32, and on the
+    float64 mask of a float64 copy raises transformers' RuntimeError: refused, sdpa named."""
+    import transformers
+    cfg = transformers.GPT2Config(vocab_size=8, n_embd=16, n_layer=1, n_head=2, n_positions=8,
+                                  reorder_and_upcast_attn=True)
+    layer = transformers.GPT2Model(cfg).h[0].attn
+    x = np.random.default_rng(0).standard_normal((1, 3, 16))
+    with pytest.raises(ValueError, match="reorder_and_upcast_attn=True.*'sdpa'"):
+        itf.compare_transformers_attention(layer, x, attn_implementation="eager")
+    twin = copy.deepcopy(layer).double()
+    twin.config._attn_implementation = "eager"
+    mask = torch.zeros(1, 1, 3, 3, dtype=torch.float64)         # what a float64 model passes
+    with pytest.raises(RuntimeError, match="Error with upcasting"):
+        twin(torch.from_numpy(x), attention_mask=mask)
+    _assert_tight(itf.compare_transformers_attention(layer, x))   # sdpa: float64 throughout
+
+
+def test_position_ids_of_shape_1_L_are_shared_by_the_batch_as_in_transformers():
+    module, inputs = cases.case("llama")
+    B, L = inputs["hidden_states"].shape[:2]
+    shared = itf.compare_transformers_attention(
+        module, **{**inputs, "position_ids": np.arange(L)[None] + 3})
+    _assert_tight(shared)
+    explicit = itf.compare_transformers_attention(
+        module, **{**inputs, "position_ids": np.broadcast_to(np.arange(L) + 3, (B, L))})
+    assert [c.err for c in shared.checks] == [c.err for c in explicit.checks]
+    default = itf.compare_transformers_attention(module, **{**inputs, "position_ids": None})
+    assert [c.err for c in default.checks] != [c.err for c in shared.checks]   # 3 was used
+
+
+def test_position_ids_given_to_a_layer_without_rope_are_noted_as_unused():
+    module, inputs = cases.case("gpt2")
+    report = itf.compare_transformers_attention(module, **inputs,
+                                                position_ids=np.arange(6)[None] + 7)
+    assert report.ok and any("position_ids not used: GPT2Attention" in n for n in report.notes)
+    module, inputs = cases.case("llama")
+    report = itf.compare_transformers_attention(module, **inputs)
+    assert not any("position_ids not used" in n for n in report.notes)
+
+
+def test_the_model_frequencies_get_a_writable_positions_array(monkeypatch):
+    """torch.from_numpy warns on a read-only array (position_ids default to a broadcast view)."""
+    from attention_np.interop import transformers_rope
+    seen = []
+    from_numpy = torch.from_numpy
+    monkeypatch.setattr(torch, "from_numpy", lambda a: seen.append(a.flags.writeable) or
+                        from_numpy(a))
+    module, _ = cases.case("llama")
+    positions = np.broadcast_to(np.arange(5), (1, 5))                  # read-only, contiguous
+    transformers_rope.model_frequencies(module, positions, torch)
+    assert seen and all(seen)
 
 
 def test_rope_cos_sin_of_a_float64_llama_are_float32_accurate():
@@ -393,3 +484,9 @@ def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(mo
     assert main(["diff", "--framework", "transformers"]) == 1
     err = capsys.readouterr().err
     assert 'needs transformers, which is not installed (pip install "attention-np[transformers]"' in err
+
+
+def test_diff_framework_transformers_refuses_float32_rather_than_running_float64(capsys):
+    from attention_np.cli import main
+    assert main(["diff", "--framework", "transformers", "--dtype", "float32"]) == 2
+    assert "diffs in float64 only" in capsys.readouterr().err

@@ -120,6 +120,7 @@ SCALINGS = {
     "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 64},
     "proportional": {"partial_rotary_factor": 0.25},
+    "proportional-factor": {"partial_rotary_factor": 0.5, "factor": 2.0},   # all divided by it
 }
 
 
@@ -362,6 +363,31 @@ def test_layer_spec_fills_in_the_factor_transformers_derives_from_the_config(rop
     report = compare_transformers_attention(module, **cases.case("llama")[1])
     assert report.ok, str(report)
     assert {c.name: c for c in report.checks}["attn_factor"].size > 1.05   # a factor 4 scale
+
+
+@pytest.mark.parametrize("truncate", [None, True, False, "absent"])
+def test_layer_spec_reads_yarn_truncate_none_as_transformers_does_not_truncating(truncate):
+    """transformers: ``truncate = rope_parameters.get("truncate", True)``, then ``if truncate:``
+    floor/ceil, so an explicit None does not truncate; absent does."""
+    require("torch")
+    tf = require("transformers")
+    from attention_np.interop import transformers_cases as cases
+    from attention_np.interop.transformers import compare_transformers_attention, layer_spec
+    tf.logging.set_verbosity_error()
+    rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+            "rope_theta": 100.0, **({} if truncate == "absent" else {"truncate": truncate})}
+    cfg = tf.LlamaConfig(**{**cases.DECODER, "max_position_embeddings": 64},
+                         rope_parameters=rope, attn_implementation="sdpa")
+    module = cases.attention_layer("llama", tf.LlamaModel(cfg).eval())
+    spec = layer_spec(module)
+    assert spec.rope_scaling.get("truncate", True) is (truncate in (True, "absent"))
+    # with theta 100 and L 16 the two differ (else this test could not fail)
+    d = spec.head_dim
+    both = [an.rope_frequencies(d, theta=100.0, scaling={**spec.rope_scaling, "truncate": t})[0]
+            for t in (True, False)]
+    assert max_abs_diff(*both) > 1e-3
+    report = compare_transformers_attention(module, **cases.case("llama")[1])
+    assert report.ok, str(report)          # inv_freq within 8 float32 ulps of the model's
 
 
 def test_layer_spec_refuses_a_partial_rotary_factor_outside_proportional():

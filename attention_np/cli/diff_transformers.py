@@ -53,6 +53,10 @@ def _missing(module: str) -> str | None:
 
 def run(args) -> int:
     start = time.perf_counter()
+    if getattr(args, "dtype", "all") == "float32":     # the layers are diffed in float64 only
+        print("error: --framework transformers diffs in float64 only (a float64 copy of each "
+              "layer); drop --dtype float32", file=sys.stderr)
+        return 2
     missing = {f: why for f in ("torch", "transformers") if (why := _missing(f)) is not None}
     if missing:
         for f, why in missing.items():

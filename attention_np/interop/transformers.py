@@ -33,6 +33,7 @@ from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers_recent import (
+    EAGER_FLOAT64,
     QK_NORM,
     prepare_recent_layer,
     recent_spec,
@@ -51,6 +52,8 @@ SUPPORTED = {
     "Qwen3Attention": "qwen3", "Gemma2Attention": "gemma2", "Gemma3Attention": "gemma3",
     "GptOssAttention": "gpt_oss",
 }
+# what compare_transformers_attention runs the copy with (None: the module's own)
+IMPLEMENTATIONS = ("sdpa", "eager", EAGER_FLOAT64, None)
 ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")   # rotary embeddings
 
 
@@ -107,6 +110,9 @@ def layer_spec(module) -> LayerSpec:
         causal = bool(module.is_causal) and not getattr(module, "is_cross_attention", False)
         return LayerSpec(family, h, h, d, float(module.scaling), causal, True)
     h, h_kv = cfg.num_attention_heads, cfg.num_key_value_heads
+    if not getattr(module, "is_causal", True):      # Gemma 2 and 3 (EmbeddingGemma) can be
+        raise ValueError(f"{type(module).__name__} is bidirectional (is_causal False, config."
+                         f"use_bidirectional_attention=True): not read; only causal layers are")
     rope = getattr(cfg, "rope_parameters", None) or {}
     rope = rope.get(getattr(module, "layer_type", None), rope)     # Gemma 3: one per layer type
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
@@ -258,10 +264,11 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         transformers' 2-D padding mask (1 = a real token). The layer gets the model's 4-D float
         mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
         layer folded in; attention_np gets the same as a bool mask.
-    position_ids : (B, L) int, optional
-        RoPE positions, default ``arange(L)``. cos and sin are computed in float64 here, with the
-        frequencies of the config's ``rope_type``, and passed to the layer as
-        ``position_embeddings`` (transformers computes them in float32).
+    position_ids : (B, L) or (1, L) int, optional
+        RoPE positions, default ``arange(L)`` (``(1, L)``: the same for every sequence). cos
+        and sin are computed in float64 here, with the frequencies of the config's
+        ``rope_type``, and passed to the layer as ``position_embeddings`` (transformers
+        computes them in float32).
     attn_implementation : {"sdpa", "eager", "attention_np_eager_float64", None}
         The copy's ``config._attn_implementation``; ``None`` keeps the module's. "eager" runs
         the softmax in float32 for ViT, Llama, Mistral, Qwen2, Qwen3 and Gemma (see
@@ -283,6 +290,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
     spec = layer_spec(module)
+    if attn_implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"attn_implementation must be one of {IMPLEMENTATIONS} (float64 forward "
+                         f"and backward on CPU), got {attn_implementation!r}")
     gpt2_cross = _gpt2_cross(module)
     if key_value_states is not None and not (spec.family in ("bart", "t5") or gpt2_cross):
         raise ValueError(f"key_value_states (cross-attention) is supported for BartAttention, "
@@ -295,27 +305,39 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     x = to_numpy(hidden_states).astype(np.float64)
     if x.ndim != 3:
         raise ValueError(f"hidden_states must be (B, L, d_model), got shape {x.shape}")
+    weights, _ = params_from_transformers(module)          # d_model: the rows of W_q and W_k
+    if x.shape[-1] != weights["W_q"].shape[0]:
+        raise ValueError(f"hidden_states must be (B, L, d_model) with d_model = "
+                         f"{weights['W_q'].shape[0]} (the layer's), got shape {x.shape}")
     kv = None if key_value_states is None else to_numpy(key_value_states).astype(np.float64)
     B, L = x.shape[:2]
     S = L if kv is None else kv.shape[1]
     if attention_mask is not None and np.shape(to_numpy(attention_mask)) != (B, S):
         raise ValueError(f"attention_mask must be (B, S) = {(B, S)}, got "
                          f"{np.shape(to_numpy(attention_mask))}")
-    if kv is not None and (kv.ndim != 3 or kv.shape[0] != B):
-        raise ValueError(f"key_value_states must be (B, S, d_model) with B = {B}, got shape "
-                         f"{kv.shape}")
+    if kv is not None and (kv.ndim != 3 or kv.shape[0] != B
+                           or kv.shape[-1] != weights["W_k"].shape[0]):
+        raise ValueError(f"key_value_states must be (B, S, d_model) with B = {B}, d_model = "
+                         f"{weights['W_k'].shape[0]} (the layer's), got shape {kv.shape}")
     pad = None if attention_mask is None else to_numpy(attention_mask)
-    positions = (np.broadcast_to(np.arange(L), (B, L)) if position_ids is None
-                 else np.asarray(to_numpy(position_ids)))
+    positions = np.arange(L) if position_ids is None else np.asarray(to_numpy(position_ids))
+    if positions.shape in ((L,), (1, L)):          # transformers' arange(L)[None]: every sequence
+        positions = np.broadcast_to(positions.reshape(1, L), (B, L))
     if positions.shape != (B, L) or not np.issubdtype(positions.dtype, np.integer):
-        raise ValueError(f"position_ids must be (B, L) = {(B, L)} integers, got "
-                         f"{positions.dtype} {positions.shape}")
+        raise ValueError(f"position_ids must be (B, L) = {(B, L)} integers (or (1, L), shared "
+                         f"by the batch), got {positions.dtype} {positions.shape}")
     mask = build_mask(spec if kv is None else _no_causal(spec), B, L, S, pad)
 
     layer = copy.deepcopy(module).double().eval()
     if attn_implementation is not None:
         layer.config._attn_implementation = attn_implementation
     impl = layer.config._attn_implementation
+    if impl == "eager" and getattr(module, "reorder_and_upcast_attn", False):
+        # GPT-2's _upcast_and_reordered_attn: float32 scores, and a float64 mask makes its
+        # softmax float64, on which it raises RuntimeError("Error with upcasting ...")
+        raise ValueError("GPT2Attention with reorder_and_upcast_attn=True computes its scores "
+                         "in float32 under eager (and raises on a float64 mask): pass "
+                         "attn_implementation='sdpa' (float64, ignores reorder_and_upcast_attn)")
     prepare_recent_layer(layer, spec, impl)
     for p in layer.parameters():
         p.requires_grad_(True)
@@ -380,9 +402,14 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
             report.notes.append(f"{n_rows} query row(s) have every key masked: transformers' "
                                 "finfo.min mask gives them mean(V), attention_np 0; a known "
                                 "difference, see docs/frameworks.md")
+    if position_ids is not None and spec.family not in ROPE:
+        report.notes.append(f"position_ids not used: {type(module).__name__} has no rotary "
+                            "embedding (its positions, if any, enter before the layer or, T5, "
+                            "as the relative bias)")
     if impl == "eager" and spec.family in ("vit", *ROPE) and spec.family != "gpt_oss":
+        instead = "'sdpa'" if spec.softcap is None else f"{EAGER_FLOAT64!r} (sdpa refuses the soft-cap)"
         report.notes.append("eager attention of this family runs its softmax in float32 even "
-                            "in float64: use attn_implementation='sdpa' for a float64 diff")
+                            f"in float64: use attn_implementation={instead} for a float64 diff")
     return report
 
 

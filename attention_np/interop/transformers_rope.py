@@ -36,7 +36,7 @@ def rope_scaling_from_config(rope: dict, cfg, name: str) -> dict | None:
             "original_max_position_embeddings" in scaling:     # Phi-3, DeepSeek: the ratio
         scaling["factor"] = cfg.max_position_embeddings / scaling["original_max_position_embeddings"]
     if t == "yarn" and "truncate" in scaling and scaling["truncate"] is None:
-        scaling["truncate"] = True
+        scaling["truncate"] = False    # transformers' `if truncate:` (only absent means True)
     return {"rope_type": t, **{k: v for k, v in scaling.items() if v is not None}}
 
 
@@ -81,7 +81,7 @@ def model_frequencies(module, positions, torch) -> tuple:
     layer_type = getattr(module, "layer_type", None)
     typed = layer_type is not None and hasattr(rotary, f"{layer_type}_inv_freq")
     with torch.no_grad():
-        rotary(torch.zeros(1), torch.from_numpy(np.ascontiguousarray(positions)),
+        rotary(torch.zeros(1), torch.from_numpy(np.array(positions)),
                *((layer_type,) if typed else ()))
     prefix = f"{layer_type}_" if typed else ""
     return getattr(rotary, f"{prefix}inv_freq"), getattr(rotary, f"{prefix}attention_scaling")
