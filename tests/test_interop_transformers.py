@@ -287,7 +287,8 @@ def test_missing_transformers_names_the_extra(monkeypatch):
 
 # ---------------------------------------------------------------- generate() replayed
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2"])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2",
+                                    "gemma3", "gpt_oss"])
 def test_generate_replayed_step_by_step_on_the_kv_cache(family):
     from attention_np.interop.transformers_decode import replay_generate
     model = cases.tiny_model(family, seed=3, causal_lm=True)
@@ -303,7 +304,7 @@ def test_generate_replayed_step_by_step_on_the_kv_cache(family):
     assert next(model.parameters()).dtype == torch.float32        # the model is left as it was
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gemma2"])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gemma2", "gemma3", "gpt_oss"])
 def test_left_padded_generate_replayed_with_the_padding_mask_and_shifted_positions(family):
     from attention_np.interop.transformers_decode import replay_generate
     model = cases.tiny_model(family, seed=5, causal_lm=True)

@@ -109,3 +109,115 @@ def test_replay_names_the_supported_models():
         td.replay_generate(cases.tiny_model("t5"), SOURCES)
     with pytest.raises(TypeError, match=r"GPT2LMHeadModel.*got BartModel"):
         td.replay_generate(cases.tiny_model("bart"), SOURCES)
+
+
+# ---------------------------------------------------------------- Gemma 3 and gpt-oss decoders
+
+PROMPTS = np.array([[3, 5, 7, 9], [2, 4, 6, 8]])        # 4 + 4 tokens > WINDOW: the window acts
+
+
+def _decoder_steps(n, prompt=4):
+    return [f"step 0 (T={prompt})"] + [f"step {i} (T=1)" for i in range(1, n)]
+
+
+@pytest.mark.parametrize("family", ["gemma3", "gpt_oss"])
+def test_gemma3_and_gpt_oss_generate_replayed_per_step_to_float64_rounding(family):
+    model = cases.tiny_model(family, seed=1, causal_lm=True)
+    report = td.replay_generate(model, PROMPTS, max_new_tokens=5)
+    assert report.ok, str(report)
+    # the prompt, then one query at a time on the cache
+    assert [c.name for c in report.checks] == _decoder_steps(5)
+    for c in report.checks:
+        assert c.err <= TIGHT * max(1.0, c.size), (c.name, c.err)
+    # the replayed (sliding) layer's frequencies checked at every step
+    assert [c.name for c in report.rope_checks if c.name.startswith("inv_freq")] == \
+        [f"inv_freq {i} rel" for i in range(5)]
+    assert report.tokens.shape == (2, 9)
+    assert next(model.parameters()).dtype == torch.float32      # the model is left as it was
+    if family == "gpt_oss":
+        assert model.config._experts_implementation == "grouped_mm"     # not switched
+
+
+@pytest.mark.parametrize("family", ["gemma3", "gpt_oss"])
+def test_gemma3_and_gpt_oss_one_perturbed_weight_is_detected(monkeypatch, family):
+    model = cases.tiny_model(family, seed=1, causal_lm=True)
+    real = td.params_from_transformers
+
+    def perturbed(module, **kw):
+        params, spec = real(module, **kw)
+        params["W_v"] = params["W_v"].copy()
+        params["W_v"][0, 0] += 1e-6
+        return params, spec
+
+    monkeypatch.setattr(td, "params_from_transformers", perturbed)
+    report = td.replay_generate(model, PROMPTS, max_new_tokens=3)
+    assert not report.ok
+    assert not any(c.ok for c in report.checks)
+
+
+@pytest.mark.parametrize("family, option", [("gemma3", "window"), ("gpt_oss", "window"),
+                                            ("gpt_oss", "sinks")])
+def test_gemma3_and_gpt_oss_replay_needs_the_window_and_the_sinks(monkeypatch, family, option):
+    """Without the sliding window (W = 3) the steps whose cache exceeds it disagree; without
+    gpt-oss's sinks, every step does."""
+    model = cases.tiny_model(family, seed=1, causal_lm=True)
+    real = td.mha_decode_step
+
+    def without(*a, **kw):
+        kw.pop(option, None)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(td, "mha_decode_step", without)
+    report = td.replay_generate(model, PROMPTS, max_new_tokens=4)
+    assert not report.ok
+    # window: the prompt's last row sees 4 > 3 keys, so every step reaches past the window
+    assert not any(c.ok for c in report.checks), str(report)
+
+
+def test_gemma3_replay_checks_the_sliding_layers_own_rope_frequencies():
+    """Gemma 3 keeps one inv_freq per layer type (sliding: theta 10 000, full: 1 000 000); the
+    replayed first layer is a sliding one, and its type's buffer is the one checked."""
+    model = cases.tiny_model("gemma3", seed=1, causal_lm=True)
+    rotary = model.model.rotary_emb
+    assert model.model.layers[0].self_attn.layer_type == "sliding_attention"
+    with torch.no_grad():
+        rotary.sliding_attention_inv_freq.mul_(1 + 1e-5)     # 1e-5 relative: > 8 float32 ulps
+    report = td.replay_generate(model, PROMPTS, max_new_tokens=3)
+    assert all(c.ok for c in report.checks)        # the replay's own cos/sin are float64
+    assert not any(c.ok for c in report.rope_checks if c.name.startswith("inv_freq"))
+    assert not report.ok
+    # the full-attention type's buffer is another one: ours for theta 1e6 is far from sliding's
+    full = np.asarray(rotary.full_attention_inv_freq, dtype=np.float64)
+    sliding = np.asarray(rotary.sliding_attention_inv_freq, dtype=np.float64)
+    assert np.abs(full / sliding - 1).max() > 0.5
+
+
+def test_gpt_oss_eager_experts_equal_grouped_mm_in_float32():
+    """transformers' default experts (grouped_mm) refuse float64; the replay's float64 copy runs
+    experts_implementation="eager" (float64_experts). In float32 both are the same function:
+    each is as close to the float64 eager experts as float32 rounding allows the other."""
+    import copy
+
+    from attention_np.interop.tolerance import check_float32
+    from attention_np.interop.transformers_recent import float64_experts
+    model = cases.tiny_model("gpt_oss", seed=2, causal_lm=True)
+    assert model.config._experts_implementation == "grouped_mm"
+    eager = copy.deepcopy(model)
+    float64_experts(eager)
+    assert eager.config._experts_implementation == "eager"
+    oracle = copy.deepcopy(eager).double()
+    x = torch.from_numpy(np.random.default_rng(2).standard_normal((2, 20, cases.D_MODEL)))
+    with torch.no_grad():
+        with pytest.raises(RuntimeError, match="Float32, BFloat16 or Float16"):
+            copy.deepcopy(model).double().model.layers[0].mlp(x)   # grouped_mm in float64
+        out = {}
+        for name, m, xi in (("grouped_mm", model, x.float()), ("eager", eager, x.float()),
+                            ("oracle", oracle, x)):
+            y, scores = m.model.layers[0].mlp(xi)
+            out[name] = y.numpy().astype(np.float64)
+    # both experts are hit (top-1 of 2): the comparison covers each expert's weights
+    _, _, chosen = oracle.model.layers[0].mlp.router(x.reshape(-1, cases.D_MODEL))
+    assert set(chosen.flatten().tolist()) == {0, 1}
+    assert check_float32("grouped_mm", out["grouped_mm"], out["oracle"], out["eager"]).ok
+    assert check_float32("eager", out["eager"], out["oracle"], out["grouped_mm"]).ok
+    assert np.abs(out["oracle"]).max() > 0.1              # not a vanishing output

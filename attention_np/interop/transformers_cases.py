@@ -83,7 +83,7 @@ PRE_ATTN = 16            # Gemma's query_pre_attn_scalar: scale 16^-1/2, not hea
 
 def _recent_model(tf, family: str, attn_implementation: str, causal_lm: bool = False):
     """Two layers, sliding window then full attention (Qwen3: both sliding), GQA, head_dim 12;
-    ``causal_lm``: with the language-model head (Qwen3, Gemma 2, Gemma 3)."""
+    ``causal_lm``: with the language-model head (``...ForCausalLM``)."""
     head = "ForCausalLM" if causal_lm else "Model"
     ids = dict(bos_token_id=0, eos_token_id=0, pad_token_id=0)
     two = {**DECODER, "num_hidden_layers": 2, "sliding_window": WINDOW, **ids}
@@ -91,7 +91,7 @@ def _recent_model(tf, family: str, attn_implementation: str, causal_lm: bool = F
         cfg = tf.GptOssConfig(**two, attention_bias=True, num_local_experts=2,
                               num_experts_per_tok=1, attn_implementation="eager",
                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
-        return tf.GptOssModel(cfg)
+        return getattr(tf, f"GptOss{head}")(cfg)
     if family == "qwen3":
         cfg = tf.Qwen3Config(**two, use_sliding_window=True, max_window_layers=0,
                              attention_bias=True, attn_implementation=attn_implementation)

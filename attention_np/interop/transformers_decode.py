@@ -39,7 +39,11 @@ from attention_np.interop.transformers import (
     params_from_transformers,
     rope_cos_sin,
 )
-from attention_np.interop.transformers_recent import EAGER_FLOAT64, prepare_recent_layer
+from attention_np.interop.transformers_recent import (
+    EAGER_FLOAT64,
+    float64_experts,
+    prepare_recent_layer,
+)
 from attention_np.interop.transformers_rope import check_rope_frequencies
 
 
@@ -88,28 +92,42 @@ def _float64_rotary(model, torch, positions_seen: list, rope_checks: list):
     """Make the copy's rotary embedding compute cos and sin in float64 (transformers: float32),
     and record the ``position_ids`` of every forward (left padding shifts them). Its own forward
     still runs first, so that a ``"dynamic"`` or ``"longrope"`` type updates its ``inv_freq``
-    for the length seen; that and its ``attention_scaling`` are checked against ours."""
+    for the length seen; that and its ``attention_scaling`` are checked against ours.
+
+    Gemma 3's rotary embedding runs once per layer type, ``forward(x, position_ids, layer_type)``,
+    with ``{layer_type}_inv_freq`` buffers: each type gets the cos and sin of its own layers'
+    RoPE, and the replayed (first) layer's type is checked and recorded. gpt-oss takes the
+    ``d/2`` angles, not repeated."""
     rotary = getattr(getattr(model, "model", model), "rotary_emb", None)
     if rotary is None:
         return
-    spec = layer_spec(model.model.layers[0].self_attn)
+    layers = model.model.layers
+    specs = {getattr(b.self_attn, "layer_type", None): layer_spec(b.self_attn) for b in layers[::-1]}
+    replayed = getattr(layers[0].self_attn, "layer_type", None)         # (None: one type)
     own = rotary.forward
 
-    def forward(x, position_ids):
-        own(x, position_ids)                        # transformers' update of inv_freq
+    def forward(x, position_ids, *layer_type):
+        own(x, position_ids, *layer_type)          # transformers' update of inv_freq
+        kind = layer_type[0] if layer_type else None
+        spec = specs[kind if kind in specs else replayed]
         positions = to_numpy(position_ids).copy()
-        positions_seen.append(positions)
-        rope_checks.extend(check_rope_frequencies(
-            spec, rotary.inv_freq, rotary.attention_scaling, int(positions.max()) + 1,
-            f" {len(positions_seen) - 1}"))
+        if kind is None or kind == replayed:
+            positions_seen.append(positions)
+            prefix = f"{kind}_" if kind is not None else ""
+            rope_checks.extend(check_rope_frequencies(
+                spec, getattr(rotary, f"{prefix}inv_freq"),
+                getattr(rotary, f"{prefix}attention_scaling"), int(positions.max()) + 1,
+                f" {len(positions_seen) - 1}"))
         cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta, spec.rope_scaling)
+        if spec.family == "gpt_oss":                 # (B, L, d/2): the angles, not repeated
+            cos, sin = cos[..., :spec.head_dim // 2], sin[..., :spec.head_dim // 2]
         return torch.from_numpy(cos), torch.from_numpy(sin)
 
     rotary.forward = forward
 
 
 DECODERS = ("GPT2LMHeadModel", "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-            "Qwen3ForCausalLM", "Gemma2ForCausalLM")
+            "Qwen3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "GptOssForCausalLM")
 ENCODER_DECODERS = ("T5ForConditionalGeneration", "BartForConditionalGeneration")
 
 
@@ -184,8 +202,12 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     _float64_rotary(m, torch, positions, rope_checks)
     layer = _attention(m)
     spec = layer_spec(layer)
-    if spec.family in ("qwen3", "gemma2"):   # every layer: float64 QK-norms, Gemma 2's soft-cap
-        m.config._attn_implementation = EAGER_FLOAT64 if spec.family == "gemma2" else "sdpa"
+    if spec.family in ("qwen3", "gemma2", "gemma3", "gpt_oss"):
+        # every layer: float64 QK-norms, Gemma 2's soft-cap, gpt-oss's sinks (eager: float64)
+        m.config._attn_implementation = {"gemma2": EAGER_FLOAT64, "gpt_oss": "eager"}.get(
+            spec.family, "sdpa")
+        if spec.family == "gpt_oss":
+            float64_experts(m)                     # grouped_mm takes no float64
         for block in m.model.layers:
             prepare_recent_layer(block.self_attn, layer_spec(block.self_attn),
                                  m.config._attn_implementation)
@@ -228,6 +250,8 @@ def replay_generate(model, input_ids, *, attention_mask=None,
             options.update(qk_norm=True, qk_norm_eps=spec.qk_norm_eps)
         if spec.softcap is not None:       # Gemma 2
             options["softcap"] = spec.softcap
+        if spec.family == "gpt_oss":       # a learned sink logit per head, params["sinks"]
+            options["sinks"] = True
         ours = mha_decode_step(x, params, kv, num_heads=spec.num_heads,
                                num_kv_heads=spec.num_kv_heads, scale=spec.scale, **options)
         real = full[:, kv.length - x.shape[1]:kv.length].astype(bool)     # (B, T) query rows

@@ -10,7 +10,8 @@ And how the float64 copy of such a layer is run so that the diff is float64 thro
 transformers' ``Qwen3RMSNorm`` / ``Gemma3RMSNorm`` cast to float32, so the copy's norms are
 replaced by the same formula in the input's dtype; transformers' sdpa refuses Gemma 2's soft-cap
 and its eager softmax is float32, so Gemma 2 runs :data:`EAGER_FLOAT64`; sdpa drops gpt-oss's
-sinks without an error, so gpt-oss runs eager (float64 there). See docs/frameworks.md.
+sinks without an error, so gpt-oss runs eager (float64 there); a float64 gpt-oss model's experts
+run ``experts_implementation="eager"`` (:func:`float64_experts`). See docs/frameworks.md.
 """
 
 from __future__ import annotations
@@ -91,3 +92,18 @@ def eager_float64_attention(module, query, key, value, attention_mask, scaling=N
     weights = torch.softmax(scores, dim=-1)                     # in float64, not float32
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def float64_experts(model) -> None:
+    """Make a float64 copy of a mixture-of-experts model (gpt-oss) run its experts in float64.
+
+    transformers 5 dispatches ``GptOssExperts.forward`` on ``config._experts_implementation``
+    (``@use_experts_implementation``): the default ``"grouped_mm"`` calls
+    ``torch.nn.functional.grouped_mm``, which takes float32, bfloat16 or float16 only;
+    ``"eager"`` is the class's own forward (a loop over the experts hit, ``x @ gate_up_proj[e]``,
+    the clamped SwiGLU, ``@ down_proj[e]``, weighted by the router), any dtype. Its documented
+    switch, ``model.set_experts_implementation("eager")``, is used: the same function, in the
+    model's dtype (``test_gpt_oss_eager_experts_equal_grouped_mm_in_float32``).
+    """
+    if getattr(model.config, "_experts_implementation", None) not in (None, "eager"):
+        model.set_experts_implementation("eager")
