@@ -459,7 +459,7 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     from attention_np.cli import diff_transformers, main
     from attention_np.interop import transformers_known as known
     monkeypatch.setattr(cases, "FAMILIES", ("bart-cross", "qwen2"))      # a fast subset
-    monkeypatch.setattr(diff_transformers, "DECODERS", ("llama",))
+    monkeypatch.setattr(diff_transformers, "DECODERS", ("llama", "gpt_oss"))
     monkeypatch.setattr(diff_transformers, "ENCODER_DECODERS", ("t5",))
     monkeypatch.setattr(diff_transformers, "ROPE_TYPES", ("dynamic",))
     monkeypatch.setattr(known, "DEMOS", (known.min_filled_mask,))
@@ -470,11 +470,13 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     assert re.search(r"^qwen2 +Qwen2Attention +layer +\S+ +\S+ +d\w+ .* ok$", out, re.M)
     assert re.search(r"^llama +LlamaAttention +decode .* 4 steps .* ok$", out, re.M)
     assert re.search(r"^llama +LlamaAttention +leftpad .* 4 steps .* ok$", out, re.M)
+    assert re.search(r"^gpt_oss +GptOssAttention +decode .* 4 steps .* ok$", out, re.M)
+    assert re.search(r"^gpt_oss +GptOssAttention +leftpad .* 4 steps .* ok$", out, re.M)
     assert re.search(r"^t5 +T5Attention +decode .* 4 self \+ 4 cross .* ok$", out, re.M)
     assert re.search(r"^t5 +T5Attention +padsrc .* 4 self \+ 4 cross .* ok$", out, re.M)
     assert re.search(r"^rope:dynamic +LlamaAttention +layer .* ok$", out, re.M)
     assert re.search(r"^rope:dynamic +LlamaAttention +decode .* 7 steps .* ok$", out, re.M)
-    assert "8/8 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
+    assert "10/10 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
 
 
 def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(monkeypatch,

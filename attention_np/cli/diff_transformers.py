@@ -5,9 +5,9 @@ against attention_np.
 Runs :func:`~attention_np.interop.transformers.compare_transformers_attention` on the tiny random
 layers of :mod:`attention_np.interop.transformers_cases` (float64, forward and every gradient),
 :func:`~attention_np.interop.transformers_decode.replay_generate` on GPT-2, Llama, Mistral,
-Qwen2, Qwen3 and Gemma 2 (plain and left-padded prompts) and on T5 and BART (the decoder's self-
-and cross-attention; plain and padded sources), both again on a tiny Llama per RoPE scaling type
-(rows ``rope:<type>``), prints the largest differences per family, then demonstrates
+Qwen2, Qwen3, Gemma 2, Gemma 3 and gpt-oss (plain and left-padded prompts) and on T5 and BART
+(the decoder's self- and cross-attention; plain and padded sources), both again on a tiny Llama
+per RoPE scaling type (rows ``rope:<type>``), prints the largest differences per family, then demonstrates
 transformers' traps (:mod:`attention_np.interop.transformers_known`). Exit status 1 on a
 mismatch, on a trap that no longer reproduces as documented, or when torch or transformers is not
 installed (said on stderr, with the pip command).
@@ -26,7 +26,7 @@ import numpy as np
 from attention_np.cli.progress import ProgressBar
 from attention_np.core.optional import install_hint
 
-DECODERS = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2")
+DECODERS = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")
 ENCODER_DECODERS = ("t5", "bart")
 # RoPE scaling types (transformers_cases.ROPE_SCALINGS): a layer and a generate() of 4 + 7
 # tokens each, past the length 8 where "dynamic" and "longrope" change their frequencies

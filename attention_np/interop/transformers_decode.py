@@ -156,11 +156,13 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     ----------
     model : transformers ``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``MistralForCausalLM``,
         ``Qwen2ForCausalLM``, ``Qwen3ForCausalLM``, ``Gemma2ForCausalLM``,
-        ``T5ForConditionalGeneration`` or ``BartForConditionalGeneration``
+        ``Gemma3ForCausalLM``, ``GptOssForCausalLM``, ``T5ForConditionalGeneration`` or
+        ``BartForConditionalGeneration``
         A decoder's first attention layer is diffed; an encoder-decoder's decoder's first
         self-attention and cross-attention. Left untouched: a copy runs in float64 with
-        ``attn_implementation="sdpa"`` (Gemma 2: ``"attention_np_eager_float64"``, its soft-cap),
-        a float64 rotary embedding (and QK-norms, Qwen3).
+        ``attn_implementation="sdpa"`` (Gemma 2: ``"attention_np_eager_float64"``, its soft-cap;
+        gpt-oss: ``"eager"``, its sinks, and ``experts_implementation="eager"``), a float64
+        rotary embedding (Gemma 3: per layer type) and QK-norms (Qwen3, Gemma 3).
     input_ids : (B, L) int
         The prompts; for an encoder-decoder, the sources (the decoder starts from its
         ``decoder_start_token_id``).
