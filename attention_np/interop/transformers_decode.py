@@ -102,14 +102,15 @@ def _float64_rotary(model, torch, positions_seen: list, rope_checks: list):
     if rotary is None:
         return
     layers = model.model.layers
+    # layer type -> the spec of its first layer (Qwen3, gpt-oss: typed layers, one rotary)
     specs = {getattr(b.self_attn, "layer_type", None): layer_spec(b.self_attn) for b in layers[::-1]}
-    replayed = getattr(layers[0].self_attn, "layer_type", None)         # (None: one type)
+    replayed = getattr(layers[0].self_attn, "layer_type", None)
     own = rotary.forward
 
-    def forward(x, position_ids, *layer_type):
+    def forward(x, position_ids, *layer_type):      # Gemma 3: (x, position_ids, layer_type)
         own(x, position_ids, *layer_type)          # transformers' update of inv_freq
-        kind = layer_type[0] if layer_type else None
-        spec = specs[kind if kind in specs else replayed]
+        kind = layer_type[0] if layer_type else None                  # None: one rotary for all
+        spec = specs[kind if kind is not None else replayed]
         positions = to_numpy(position_ids).copy()
         if kind is None or kind == replayed:
             positions_seen.append(positions)
