@@ -192,6 +192,7 @@ def test_gemma3_replay_checks_the_sliding_layers_own_rope_frequencies():
     assert np.abs(full / sliding - 1).max() > 0.5
 
 
+@pytest.mark.float32
 def test_gpt_oss_eager_experts_equal_grouped_mm_in_float32():
     """transformers' default experts (grouped_mm) refuse float64; the replay's float64 copy runs
     experts_implementation="eager" (float64_experts). In float32 both are the same function:
