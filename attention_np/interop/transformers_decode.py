@@ -33,18 +33,13 @@ from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_
 from attention_np.efficient.kv_cache import KVCache, mha_decode_step
 from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
-from attention_np.interop.transformers import (
-    ROPE,
-    layer_spec,
-    params_from_transformers,
-    rope_cos_sin,
-)
+from attention_np.interop.transformers_layers import ROPE, layer_spec, params_from_transformers
 from attention_np.interop.transformers_recent import (
     EAGER_FLOAT64,
     float64_experts,
     prepare_recent_layer,
 )
-from attention_np.interop.transformers_rope import check_rope_frequencies
+from attention_np.interop.transformers_rope import float64_rotary
 
 
 @dataclass
@@ -86,45 +81,6 @@ class DecodeReport:
                          f"{self.cross_projections} time(s) in generate(), by attention_np once "
                          f"(cross_kv_cache)")
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
-
-
-def _float64_rotary(model, torch, positions_seen: list, rope_checks: list):
-    """Make the copy's rotary embedding compute cos and sin in float64 (transformers: float32),
-    and record the ``position_ids`` of every forward (left padding shifts them). Its own forward
-    still runs first, so that a ``"dynamic"`` or ``"longrope"`` type updates its ``inv_freq``
-    for the length seen; that and its ``attention_scaling`` are checked against ours.
-
-    Gemma 3's rotary embedding runs once per layer type, ``forward(x, position_ids, layer_type)``,
-    with ``{layer_type}_inv_freq`` buffers: each type gets the cos and sin of its own layers'
-    RoPE, and the replayed (first) layer's type is checked and recorded. gpt-oss takes the
-    ``d/2`` angles, not repeated."""
-    rotary = getattr(getattr(model, "model", model), "rotary_emb", None)
-    if rotary is None:
-        return
-    layers = model.model.layers
-    # layer type -> the spec of its first layer (Qwen3, gpt-oss: typed layers, one rotary)
-    specs = {getattr(b.self_attn, "layer_type", None): layer_spec(b.self_attn) for b in layers[::-1]}
-    replayed = getattr(layers[0].self_attn, "layer_type", None)
-    own = rotary.forward
-
-    def forward(x, position_ids, *layer_type):      # Gemma 3: (x, position_ids, layer_type)
-        own(x, position_ids, *layer_type)          # transformers' update of inv_freq
-        kind = layer_type[0] if layer_type else None                  # None: one rotary for all
-        spec = specs[kind if kind is not None else replayed]
-        positions = to_numpy(position_ids).copy()
-        if kind is None or kind == replayed:
-            positions_seen.append(positions)
-            prefix = f"{kind}_" if kind is not None else ""
-            rope_checks.extend(check_rope_frequencies(
-                spec, getattr(rotary, f"{prefix}inv_freq"),
-                getattr(rotary, f"{prefix}attention_scaling"), int(positions.max()) + 1,
-                f" {len(positions_seen) - 1}"))
-        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta, spec.rope_scaling)
-        if spec.family == "gpt_oss":                 # (B, L, d/2): the angles, not repeated
-            cos, sin = cos[..., :spec.head_dim // 2], sin[..., :spec.head_dim // 2]
-        return torch.from_numpy(cos), torch.from_numpy(sin)
-
-    rotary.forward = forward
 
 
 DECODERS = ("GPT2LMHeadModel", "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
@@ -202,7 +158,13 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     if type(m).__name__ in ENCODER_DECODERS:
         return _replay_encoder_decoder(m, ids, pad, max_new_tokens, torch)
     positions, rope_checks = [], []
-    _float64_rotary(m, torch, positions, rope_checks)
+    rotary = getattr(getattr(m, "model", m), "rotary_emb", None)       # GPT-2 has none
+    if rotary is not None:
+        blocks = m.model.layers      # layer type -> the spec of its first layer, and the replayed
+        specs = {getattr(b.self_attn, "layer_type", None): layer_spec(b.self_attn)
+                 for b in blocks[::-1]}
+        float64_rotary(rotary, specs, getattr(blocks[0].self_attn, "layer_type", None), torch,
+                       positions, rope_checks)
     layer = _attention(m)
     spec = layer_spec(layer)
     if spec.family in ("qwen3", "gemma2", "gemma3", "gpt_oss"):

@@ -2,7 +2,9 @@
 ``scaling`` (:func:`~attention_np.core.rope_scaling.rope_frequencies`), and the check of our
 frequencies against the model's rotary embedding (its ``inv_freq`` buffer is float32).
 
-Needs ``torch`` and ``transformers`` only for :func:`rotary_embedding`.
+Also transformers' ``position_embeddings`` in float64 (:func:`rope_cos_sin`) and a model's
+rotary embedding made to give them (:func:`float64_rotary`). Needs ``torch`` and
+``transformers`` only for :func:`rotary_embedding`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import importlib
 
 import numpy as np
 
+from attention_np.core.rope import rope_angles
 from attention_np.core.rope_scaling import ROPE_TYPES, rope_frequencies
 from attention_np.interop.tolerance import EPS32, Check, check_float64
 from attention_np.interop.torch import to_numpy
@@ -85,3 +88,52 @@ def model_frequencies(module, positions, torch) -> tuple:
                *((layer_type,) if typed else ()))
     prefix = f"{layer_type}_" if typed else ""
     return getattr(rotary, f"{prefix}inv_freq"), getattr(rotary, f"{prefix}attention_scaling")
+
+
+def rope_cos_sin(positions, head_dim: int, theta: float,
+                 scaling: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """transformers' ``position_embeddings`` for split-half RoPE, in float64.
+
+    positions : (B, L) int -> cos, sin : (B, L, head_dim), the ``d/2`` angles of
+    :func:`~attention_np.core.rope.rope_angles` repeated once (transformers' layout); with a
+    ``scaling`` type its frequencies (``seq_len = 1 + max(positions)``, as transformers'
+    ``dynamic_rope_update``) and its attention factor times cos and sin.
+    """
+    cos, sin = rope_angles(positions, head_dim, theta=theta, scaling=scaling)  # (B, L, d/2)
+    return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
+
+
+def float64_rotary(rotary, specs: dict, replayed, torch, positions_seen: list,
+                   rope_checks: list) -> None:
+    """Make a model copy's rotary embedding ``rotary`` compute cos and sin in float64
+    (transformers: float32), and record the ``position_ids`` of every forward (left padding
+    shifts them). Its own forward still runs first, so that a ``"dynamic"`` or ``"longrope"``
+    type updates its ``inv_freq`` for the length seen; that and its ``attention_scaling`` are
+    checked against ours and appended to ``rope_checks``.
+
+    ``specs`` maps a layer type (``None`` for a model without types) to the ``LayerSpec`` whose
+    RoPE it runs; ``replayed`` is the type of the layer being replayed. Gemma 3's rotary
+    embedding runs once per layer type, ``forward(x, position_ids, layer_type)``, with
+    ``{layer_type}_inv_freq`` buffers: each type gets the cos and sin of its own layers' RoPE,
+    and only the replayed layer's type is checked and recorded. gpt-oss takes the ``d/2``
+    angles, not repeated."""
+    own = rotary.forward
+
+    def forward(x, position_ids, *layer_type):      # Gemma 3: (x, position_ids, layer_type)
+        own(x, position_ids, *layer_type)          # transformers' update of inv_freq
+        kind = layer_type[0] if layer_type else None                  # None: one rotary for all
+        spec = specs[kind if kind is not None else replayed]
+        positions = to_numpy(position_ids).copy()
+        if kind is None or kind == replayed:
+            positions_seen.append(positions)
+            prefix = f"{kind}_" if kind is not None else ""
+            rope_checks.extend(check_rope_frequencies(
+                spec, getattr(rotary, f"{prefix}inv_freq"),
+                getattr(rotary, f"{prefix}attention_scaling"), int(positions.max()) + 1,
+                f" {len(positions_seen) - 1}"))
+        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta, spec.rope_scaling)
+        if spec.family == "gpt_oss":                 # (B, L, d/2): the angles, not repeated
+            cos, sin = cos[..., :spec.head_dim // 2], sin[..., :spec.head_dim // 2]
+        return torch.from_numpy(cos), torch.from_numpy(sin)
+
+    rotary.forward = forward
