@@ -42,6 +42,26 @@ def _float64_ratio(checks) -> float:
     return max(c.ratio for c in checks if c.rule == "float64")
 
 
+def _layer_row(family: str, module, report) -> tuple:
+    """A table row of a layer diff: its output error and its worst gradient."""
+    out = next(c for c in report.checks if c.name == "out")
+    worst = max((c for c in report.checks if c.name.startswith("d")), key=lambda c: c.err)
+    return (family, type(module).__name__, "layer", out.err, worst.err, worst.name,
+            _float64_ratio(report.checks), report.ok)
+
+
+def _replay_row(family: str, mode: str, report) -> tuple:
+    """A table row of a ``generate()`` replay: its worst step, and how many steps per layer."""
+    worst = max(report.checks, key=lambda c: c.err)
+    if len(report.layers) == 1:
+        steps = f"{len(report.checks)} steps"
+    else:                                                               # "4 self + 4 cross"
+        steps = " + ".join(f"{sum(c.name.startswith(n) for c in report.checks)} {n}"
+                           for n in report.layers)
+    return (family, report.module.split(" ")[0], mode, worst.err, float("nan"), steps,
+            _float64_ratio(report.checks), report.ok)
+
+
 def _missing(module: str) -> str | None:
     """Why ``module`` cannot be imported, or None when it can."""
     try:
@@ -78,51 +98,30 @@ def run(args) -> int:
     for family in cases.FAMILIES:
         bar.update(done, label=f"{family} layer")
         module, inputs = cases.case(family, args.seed)
-        report = compare_transformers_attention(module, **inputs, seed=args.seed)
-        out = next(c for c in report.checks if c.name == "out")
-        grads = [c for c in report.checks if c.name.startswith("d")]
-        worst_grad = max(grads, key=lambda c: c.err)
-        rows.append((family, type(module).__name__, "layer", out.err, worst_grad.err,
-                     worst_grad.name, _float64_ratio(report.checks), report.ok))
+        rows.append(_layer_row(family, module, compare_transformers_attention(
+            module, **inputs, seed=args.seed)))
         done += 1
     prompts = np.array([[3, 5, 7, 9], [2, 4, 6, 8]])
     left_pad = np.array([[1, 1, 1, 1], [0, 0, 1, 1]])
-    for family in DECODERS:
-        bar.update(done, label=f"{family} generate()")
-        model = cases.tiny_model(family, args.seed, causal_lm=True)
-        for mode, pad in (("decode", None), ("leftpad", left_pad)):
-            report = replay_generate(model, prompts, attention_mask=pad, max_new_tokens=4)
-            worst = max(report.checks, key=lambda c: c.err)
-            rows.append((family, report.module, mode, worst.err, float("nan"),
-                         f"{len(report.checks)} steps", _float64_ratio(report.checks),
-                         report.ok))
-        done += 1
     sources = np.array([[3, 5, 7, 9, 11], [2, 4, 6, 8, 10]])
     source_pad = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
-    for family in ENCODER_DECODERS:
+    replays = ([(f, prompts, "leftpad", left_pad) for f in DECODERS]
+               + [(f, sources, "padsrc", source_pad) for f in ENCODER_DECODERS])
+    for family, ids, padded_mode, pad in replays:
         bar.update(done, label=f"{family} generate()")
         model = cases.tiny_model(family, args.seed, causal_lm=True)
-        for mode, pad in (("decode", None), ("padsrc", source_pad)):
-            report = replay_generate(model, sources, attention_mask=pad, max_new_tokens=4)
-            worst = max(report.checks, key=lambda c: c.err)
-            steps = " + ".join(f"{sum(c.name.startswith(n) for c in report.checks)} {n}"
-                               for n in report.layers)                  # "4 self + 4 cross"
-            rows.append((family, report.module.split(" ")[0], mode, worst.err, float("nan"),
-                         steps, _float64_ratio(report.checks), report.ok))
+        for mode, mask in (("decode", None), (padded_mode, pad)):
+            rows.append(_replay_row(family, mode, replay_generate(
+                model, ids, attention_mask=mask, max_new_tokens=4)))
+        done += 1
     for rope_type in ROPE_TYPES:        # inv_freq and attention factor are among the checks
         bar.update(done, label=f"rope {rope_type}")
         module, inputs = cases.rope_case(rope_type, args.seed)
-        report = compare_transformers_attention(module, **inputs, seed=args.seed)
-        grads = [c for c in report.checks if c.name.startswith("d")]
-        worst_grad = max(grads, key=lambda c: c.err)
-        rows.append((f"rope:{rope_type}", type(module).__name__, "layer",
-                     next(c for c in report.checks if c.name == "out").err, worst_grad.err,
-                     worst_grad.name, _float64_ratio(report.checks), report.ok))
+        rows.append(_layer_row(f"rope:{rope_type}", module, compare_transformers_attention(
+            module, **inputs, seed=args.seed)))
         model = cases.rope_model(rope_type, args.seed, causal_lm=True)
-        report = replay_generate(model, prompts, max_new_tokens=7)
-        worst = max(report.checks, key=lambda c: c.err)
-        rows.append((f"rope:{rope_type}", report.module, "decode", worst.err, float("nan"),
-                     f"{len(report.checks)} steps", _float64_ratio(report.checks), report.ok))
+        rows.append(_replay_row(f"rope:{rope_type}", "decode",
+                                replay_generate(model, prompts, max_new_tokens=7)))
         done += 1
     demos = []
     for demo in known.DEMOS:
