@@ -93,3 +93,48 @@ def test_every_optional_import_names_what_installs_it():
     with pytest.raises(ImportError, match=r"^X needs no_such_module_xyz, which is not installed: "
                                           r"pip install no_such_module_xyz$"):
         import_optional("no_such_module_xyz", "X")
+
+
+def test_an_optional_dependency_older_than_its_minimum_names_both_versions(monkeypatch):
+    """Release numbers compare as numbers (5.9 < 5.15, not as text), and transformers' minimum
+    (core.optional.MINIMUM) applies to every import of it by default."""
+    import sys
+    import types
+
+    import pytest
+
+    from attention_np.core.optional import MINIMUM, import_optional, version_tuple
+
+    assert version_tuple("5.15.0.dev0") == (5, 15, 0) and version_tuple("5.9") < version_tuple("5.15")
+    fake = types.ModuleType("fakepkg_xyz")
+    monkeypatch.setitem(sys.modules, "fakepkg_xyz", fake)
+    for old in ("5.9.0", "5.14.1", "4.57.6"):
+        fake.__version__ = old
+        with pytest.raises(ImportError, match=rf"^X needs fakepkg_xyz >= 5\.15, found {old}: "
+                                              r"pip install -U fakepkg_xyz$"):
+            import_optional("fakepkg_xyz", "X", minimum="5.15")
+    for new in ("5.15", "5.15.0", "5.23.0", "6.0.0rc1"):
+        fake.__version__ = new
+        assert import_optional("fakepkg_xyz", "X", minimum="5.15") is fake
+    assert MINIMUM["transformers"] == "5.15"
+
+
+def test_transformers_older_than_the_minimum_is_refused_by_name(monkeypatch, capsys):
+    import sys
+
+    import pytest
+    pytest.importorskip("transformers")
+
+    from attention_np.cli import main
+    from attention_np.interop import transformers_cases as cases
+    from attention_np.interop.transformers import compare_transformers_attention
+
+    module, inputs = cases.case("bert")
+    # the module object import_module returns now (transformers replaces its lazy module)
+    monkeypatch.setattr(sys.modules["transformers"], "__version__", "5.14.1")
+    with pytest.raises(ImportError, match=r"needs transformers >= 5\.15, found 5\.14\.1: "
+                                          r'pip install -U "attention-np\[transformers\]"'):
+        compare_transformers_attention(module, **inputs)
+    assert main(["diff", "--framework", "transformers"]) == 1
+    assert ("error: --framework transformers needs transformers >= 5.15, found 5.14.1"
+            in capsys.readouterr().err)

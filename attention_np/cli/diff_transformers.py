@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from attention_np.cli.progress import ProgressBar
-from attention_np.core.optional import install_hint
+from attention_np.core.optional import import_optional, install_hint
 
 DECODERS = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")
 ENCODER_DECODERS = ("t5", "bart")
@@ -71,6 +71,15 @@ def _missing(module: str) -> str | None:
     return None
 
 
+def _too_old(module: str) -> str | None:
+    """The message when an installed ``module`` is older than :data:`MINIMUM` allows, or None."""
+    try:
+        import_optional(module, "--framework transformers")
+    except ImportError as e:
+        return str(e)
+    return None
+
+
 def run(args) -> int:
     start = time.perf_counter()
     if getattr(args, "dtype", "all") == "float32":     # the layers are diffed in float64 only
@@ -82,6 +91,9 @@ def run(args) -> int:
         for f, why in missing.items():
             print(f"error: --framework transformers needs {f}, which is not installed "
                   f"({install_hint('transformers')}; {why})", file=sys.stderr)
+        return 1
+    if (old := _too_old("transformers")) is not None:
+        print(f"error: {old}", file=sys.stderr)
         return 1
     import transformers
 

@@ -146,15 +146,16 @@ def qk_norm_float32(seed: int = 0) -> Demo:
 
 
 def softcap_backends(seed: int = 0) -> Demo:
-    """Gemma 2's soft-cap: sdpa refuses it, flex_attention has no CPU backward, eager's softmax
-    is float32; Gemma 3's layer ignores ``attn_logit_softcapping``."""
+    """Gemma 2's soft-cap: sdpa refuses it (transformers 5.17 to 5.20: runs without it, no error),
+    flex_attention has no CPU backward, eager's softmax is float32; Gemma 3's layer ignores
+    ``attn_logit_softcapping``."""
     import torch
 
     demo = Demo("Gemma 2's attn_logit_softcapping by attention implementation, float64 copy "
                 "(out: max error against attention_np float64)")
     module, inputs = case("gemma2", seed)
     layer = copy.deepcopy(module).double()
-    spec = layer_spec(layer)
+    params, spec = params_from_transformers(layer)
     x = torch.from_numpy(inputs["hidden_states"])
     cos, sin = rope_cos_sin(inputs["position_ids"], spec.head_dim, spec.rope_theta)
     kw = dict(position_embeddings=(torch.from_numpy(cos), torch.from_numpy(sin)),
@@ -165,11 +166,29 @@ def softcap_backends(seed: int = 0) -> Demo:
         try:
             with warnings.catch_warnings():      # torch.compile's import warns of torch.jit
                 warnings.simplefilter("ignore", DeprecationWarning)
-                layer(x, **kw)
-            seen = "runs"
+                out = to_numpy(layer(x, **kw)[0].detach())   # with grad: flex checks backward
         except error as e:
             seen = f"{type(e).__name__}: ...{words}..." if words in str(e) else str(e)
-        demo.observe(impl, seen, seen.startswith(error.__name__))
+            demo.observe(impl, seen, seen.startswith(error.__name__))
+            continue
+        if impl != "sdpa":
+            demo.observe(impl, "runs", False)
+            continue
+        # transformers 5.17 to 5.20: sdpa runs, and leaves the soft-cap out without an error
+        B, L = x.shape[:2]
+        mask = build_mask(spec, B, L, L, inputs["attention_mask"])     # causal, window, padding
+        fill = torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min))
+        with torch.no_grad():
+            out = to_numpy(layer(x, **{**kw, "attention_mask": fill})[0])
+        ours = {c: mha_forward(inputs["hidden_states"], inputs["hidden_states"],
+                               inputs["hidden_states"], params, mask, num_heads=spec.num_heads,
+                               num_kv_heads=spec.num_kv_heads, scale=spec.scale,
+                               rope={"theta": spec.rope_theta, "layout": "half"},
+                               positions=inputs["position_ids"], softcap=c)[0]
+                for c in (spec.softcap, None)}
+        capped, uncapped = (max_abs_error(out, ours[c]) for c in (spec.softcap, None))
+        demo.observe(impl, f"runs: softcap={spec.softcap:g} {capped:.1e}, none {uncapped:.1e}  "
+                     "(soft-cap dropped, no error)", uncapped < 1e-12 and capped > 1e-3)
     for impl in ("eager", EAGER_FLOAT64):
         r = compare_transformers_attention(module, **{**inputs, "attn_implementation": impl},
                                            seed=seed)
