@@ -1,0 +1,99 @@
+"""Tests that kill mutants which survived in the modules issue 12 added or split (tools/mutate.py).
+
+Each test names the change it catches (``module.py:line`` as in ``tools/mutation/*.json``); each
+compares against an independent computation (the dense path, a float64 oracle, or the definition).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from tests.helpers import randn
+
+
+def test_dropout_p_one_drops_even_the_weights_a_given_mask_keeps(rng):
+    """Catches dropout.py:51 ``0.0 -> 1.0``: at ``p = 1`` every weight is dropped (as
+    ``torch.nn.functional.dropout(x, p=1)`` gives zeros), even where an explicit keep-mask is
+    True; the factor ``1/(1-p)`` has no finite value there and the kept weights must not
+    pass through unscaled."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
+    keep = np.ones((3, 5), bool)
+    out, cache = an.sdpa_forward(q, k, v, dropout_p=1.0, dropout_mask=keep)
+    assert np.all(out == 0)
+    dq, dk, dv = an.sdpa_backward(randn(rng, 3, 2), cache)
+    assert np.all(dq == 0) and np.all(dk == 0) and np.all(dv == 0)
+
+
+def test_sinks_cache_is_frozen(rng):
+    """Catches sinks.py:40 ``frozen=True`` dropped: the backward reads the cache, so a caller
+    must not be able to rebind what it holds."""
+    q = randn(rng, 2, 3, 4)
+    _, cache = an.sdpa_sinks_forward(q, q, q, np.zeros(2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.S = 1
+
+
+def test_sinks_forward_takes_array_likes(rng):
+    """Catches sinks.py:79 ``check_qkv`` deleted: nested lists are inputs as for ``sdpa_forward``,
+    and give the numbers of the arrays they hold."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    sinks = np.array([0.5, -1.0])
+    want, _ = an.sdpa_sinks_forward(q, k, v, sinks)
+    out, _ = an.sdpa_sinks_forward(q.tolist(), k.tolist(), v.tolist(), sinks.tolist())
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("scale", [None, 0.3])
+def test_sinks_forward_default_is_not_causal_and_scale_is_used(rng, scale):
+    """Catches sinks.py:61 ``is_causal: bool = False`` -> ``True`` and sinks.py:108 ``scale=``
+    dropped: with no mask every query attends every key, by the definition
+    ``e^{scores} / (e^{s_n} + sum_j e^{scores_j})`` with ``scores = q kᵀ·scale``."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    sinks = np.array([0.5, -1.0])
+    s = 0.5 if scale is None else scale                                # 1/sqrt(d_k), d_k = 4
+    e = np.exp(q @ np.swapaxes(k, -1, -2) * s)                         # (2, 3, 5)
+    weights = e / (np.exp(sinks)[:, None, None] + e.sum(axis=-1, keepdims=True))
+    out, _ = an.sdpa_sinks_forward(q, k, v, sinks, scale=scale)
+    np.testing.assert_allclose(out, weights @ v, rtol=1e-12, atol=1e-14)
+
+
+def test_sinks_mask_of_more_batch_dims_than_q_with_a_dead_row(rng):
+    """Catches sinks.py:96 deleted (the dead-row flags of a mask that adds batch dims, summed back
+    to q's rows): q must keep its shape, so dq has q's shape and is the sum of the gradients of
+    the batch's masks run one at a time (the backward of broadcasting q over them)."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    sinks = np.array([0.3, -0.7])
+    mask = rng.random((2, 1, 3, 5)) > 0.3
+    mask[0, 0, 1] = False                       # query 1 sees no key in batch 0 (only the sink)
+    mask[1, 0, 1, 2] = True                     # but it sees key 2 in batch 1
+    dout = randn(rng, 2, 2, 3, 2)
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, mask)
+    dq, dk, dv, dsinks = an.sdpa_sinks_backward(dout, cache)
+    assert out.shape == (2, 2, 3, 2) and dq.shape == q.shape
+    parts = []
+    for b in range(2):
+        out_b, cache_b = an.sdpa_sinks_forward(q, k, v, sinks, mask[b])
+        np.testing.assert_allclose(out[b], out_b, rtol=1e-13, atol=1e-15)
+        parts.append(an.sdpa_sinks_backward(dout[b], cache_b))
+    for got, want in zip((dq, dk, dv, dsinks), (sum(p[i] for p in parts) for i in range(4)),
+                         strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"mask": np.ones((4, 3), bool)}, "mask of shape (4, 3)"),
+    ({"bias": np.zeros((5, 3, 3))}, "bias of shape (5, 3, 3)"),
+    ({"bias": np.zeros((3, 4))}, "bias of shape (3, 4)"),
+])
+def test_sinks_forward_names_a_mask_or_bias_that_does_not_fit(kw, words):
+    """A bug found reading sinks.py:89 (``allowed`` broadcast to the mask's shape): a mask or bias
+    that does not fit the scores raised NumPy's "shape mismatch: objects cannot be broadcast",
+    naming neither; now a ValueError names the argument, its shape and the scores' shape."""
+    q = np.zeros((2, 3, 4))
+    with pytest.raises(ValueError, match=re.escape(words) + ".*does not broadcast to scores"):
+        an.sdpa_sinks_forward(q, q, q, np.zeros(2), **kw)
