@@ -97,3 +97,20 @@ def test_sinks_forward_names_a_mask_or_bias_that_does_not_fit(kw, words):
     q = np.zeros((2, 3, 4))
     with pytest.raises(ValueError, match=re.escape(words) + ".*does not broadcast to scores"):
         an.sdpa_sinks_forward(q, q, q, np.zeros(2), **kw)
+
+
+def test_rope_frequencies_default_base_is_ten_thousand():
+    """Catches rope_scaling.py:97 ``theta=10000.0`` -> ``10001.0``: RoFormer's (and §3.5's)
+    ``w_m = 10000^(-2m/d)``."""
+    inv_freq, factor = an.rope_frequencies(8)
+    np.testing.assert_allclose(inv_freq, [1.0, 10000.0 ** -0.25, 10000.0 ** -0.5, 10000.0 ** -0.75],
+                               rtol=1e-15)
+    assert factor == 1.0
+
+
+def test_proportional_rotates_floor_of_half_the_rotated_width():
+    """Catches rope_scaling.py:202 ``// 2`` -> ``/ 2``: with ``partial_rotary_factor * d = 3``
+    (odd), ``floor(3 / 2) = 1`` pair turns (transformers' ``int(p * head_dim // 2)``), not 2."""
+    inv_freq, _ = an.rope_frequencies(8, theta=100.0, scaling={
+        "rope_type": "proportional", "partial_rotary_factor": 0.375})
+    np.testing.assert_array_equal(inv_freq, [1.0, 0.0, 0.0, 0.0])
