@@ -114,3 +114,51 @@ def test_proportional_rotates_floor_of_half_the_rotated_width():
     inv_freq, _ = an.rope_frequencies(8, theta=100.0, scaling={
         "rope_type": "proportional", "partial_rotary_factor": 0.375})
     np.testing.assert_array_equal(inv_freq, [1.0, 0.0, 0.0, 0.0])
+
+
+def test_rope_frequencies_of_the_smallest_width():
+    """Catches rope_scaling.py:151 ``d < 2`` -> ``d <= 2``: ``d = 2`` is one pair of features,
+    one frequency ``w_0 = theta^0 = 1``."""
+    inv_freq, factor = an.rope_frequencies(2)
+    np.testing.assert_array_equal(inv_freq, [1.0])
+    assert factor == 1.0
+
+
+@pytest.mark.parametrize("factor, want", [(0.5, 1.0), (1.0, 1.0), (4.0, 0.1 * np.log(4.0) + 1)])
+def test_yarn_attention_factor_default_is_eq_22(factor, want):
+    """Catches rope_scaling.py:92, 94 (``mscale = 1.0`` and the ``1.0``s of ``_yarn_mscale``
+    changed): YaRN's ``sqrt(1/t) = 0.1 ln(s) + 1`` (Peng et al. 2023, Eq. 22), and 1 for a
+    factor ``s <= 1`` (no interpolation)."""
+    _, a = an.rope_frequencies(8, scaling={"rope_type": "yarn", "factor": factor,
+                                           "original_max_position_embeddings": 64})
+    assert a == pytest.approx(want, rel=1e-15)
+
+
+def test_yarn_default_betas_are_the_papers():
+    """Catches rope_scaling.py:32 ``beta_fast: 32.0`` -> ``33.0`` (and ``beta_slow``): YaRN's
+    alpha = 1, beta = 32 (Peng et al. 2023, §3.2), which transformers also defaults to; unrounded
+    (``truncate=False``) so that any change of either bound moves the ramp."""
+    base = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256,
+            "truncate": False}
+    got, _ = an.rope_frequencies(32, scaling=base)
+    want, _ = an.rope_frequencies(32, scaling={**base, "beta_fast": 32.0, "beta_slow": 1.0})
+    np.testing.assert_array_equal(got, want)
+    other, _ = an.rope_frequencies(32, scaling={**base, "beta_fast": 33.0, "beta_slow": 1.0})
+    assert not np.array_equal(other, want)                  # the test can see a change of beta
+
+
+def test_proportional_default_factor_is_one():
+    """Catches rope_scaling.py:38 ``"factor": 1.0`` -> ``2.0``: without a factor the turning
+    frequencies are RoFormer's own, ``w_m = theta^(-2m/d)``."""
+    inv_freq, _ = an.rope_frequencies(8, theta=100.0, scaling={
+        "rope_type": "proportional", "partial_rotary_factor": 0.5})
+    np.testing.assert_allclose(inv_freq, [1.0, 100.0 ** -0.25, 0.0, 0.0], rtol=1e-15)
+
+
+def test_rope_frequencies_bad_theta_message_names_no_rope_type():
+    """Catches rope_scaling.py:48 ``rope_type is None`` -> ``is not None``: a bad ``theta`` is
+    not a parameter of a rope_type, a bad ``factor`` is."""
+    with pytest.raises(ValueError, match=r"^theta must be a positive finite number, got -1\.0$"):
+        an.rope_frequencies(8, theta=-1.0)
+    with pytest.raises(ValueError, match=r"^rope_type 'linear': factor must be a positive"):
+        an.rope_frequencies(8, scaling={"rope_type": "linear", "factor": -1.0})
