@@ -124,10 +124,10 @@ def test_rope_frequencies_of_the_smallest_width():
     assert factor == 1.0
 
 
-@pytest.mark.parametrize("factor, want", [(0.5, 1.0), (1.0, 1.0), (4.0, 0.1 * np.log(4.0) + 1)])
+@pytest.mark.parametrize("factor, want", [(0.5, 1.0), (1.0, 1.0), (1.5, 0.1 * np.log(1.5) + 1),
+                                         (4.0, 0.1 * np.log(4.0) + 1)])
 def test_yarn_attention_factor_default_is_eq_22(factor, want):
-    """Catches rope_scaling.py:92, 94 (``mscale = 1.0`` and the ``1.0``s of ``_yarn_mscale``
-    changed): YaRN's ``sqrt(1/t) = 0.1 ln(s) + 1`` (Peng et al. 2023, Eq. 22), and 1 for a
+    """Catches rope_scaling.py:94 (a ``1.0`` or the ``factor <= 1`` of ``_yarn_mscale`` changed): YaRN's ``sqrt(1/t) = 0.1 ln(s) + 1`` (Peng et al. 2023, Eq. 22), and 1 for a
     factor ``s <= 1`` (no interpolation)."""
     _, a = an.rope_frequencies(8, scaling={"rope_type": "yarn", "factor": factor,
                                            "original_max_position_embeddings": 64})
@@ -162,3 +162,12 @@ def test_rope_frequencies_bad_theta_message_names_no_rope_type():
         an.rope_frequencies(8, theta=-1.0)
     with pytest.raises(ValueError, match=r"^rope_type 'linear': factor must be a positive"):
         an.rope_frequencies(8, scaling={"rope_type": "linear", "factor": -1.0})
+
+
+def test_llama3_refuses_equal_frequency_factors():
+    """Catches rope_scaling.py:86 ``>`` -> ``>=``: with ``high_freq_factor == low_freq_factor``
+    the blend weight ``(L / lambda - low) / (high - low)`` divides by zero."""
+    with pytest.raises(ValueError, match="high_freq_factor must exceed low_freq_factor"):
+        an.rope_frequencies(8, scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 2.0,
+                                        "high_freq_factor": 2.0,
+                                        "original_max_position_embeddings": 64})
