@@ -127,8 +127,9 @@ def test_rope_frequencies_of_the_smallest_width():
 @pytest.mark.parametrize("factor, want", [(0.5, 1.0), (1.0, 1.0), (1.5, 0.1 * np.log(1.5) + 1),
                                          (4.0, 0.1 * np.log(4.0) + 1)])
 def test_yarn_attention_factor_default_is_eq_22(factor, want):
-    """Catches rope_scaling.py:94 (a ``1.0`` or the ``factor <= 1`` of ``_yarn_mscale`` changed): YaRN's ``sqrt(1/t) = 0.1 ln(s) + 1`` (Peng et al. 2023, Eq. 22), and 1 for a
-    factor ``s <= 1`` (no interpolation)."""
+    """Catches rope_scaling.py:94 (a ``1.0`` or the ``factor <= 1`` of ``_yarn_mscale`` changed):
+    YaRN's ``sqrt(1/t) = 0.1 ln(s) + 1`` (Peng et al. 2023, Eq. 22), and 1 for a factor
+    ``s <= 1`` (no interpolation)."""
     _, a = an.rope_frequencies(8, scaling={"rope_type": "yarn", "factor": factor,
                                            "original_max_position_embeddings": 64})
     assert a == pytest.approx(want, rel=1e-15)
