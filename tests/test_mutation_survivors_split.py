@@ -172,3 +172,36 @@ def test_llama3_refuses_equal_frequency_factors():
         an.rope_frequencies(8, scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 2.0,
                                         "high_freq_factor": 2.0,
                                         "original_max_position_embeddings": 64})
+
+
+def test_dynamic_at_the_original_length_one_is_the_default():
+    """Catches rope_scaling.py:82 ``v < 1`` -> ``v <= 1``: ``original_max_position_embeddings``
+    is a positive int, 1 included; dynamic NTK at ``n = L`` keeps ``theta' = theta``."""
+    inv_freq, _ = an.rope_frequencies(8, scaling={"rope_type": "dynamic", "factor": 2.0,
+                                                  "original_max_position_embeddings": 1})
+    np.testing.assert_allclose(inv_freq, 10000.0 ** (-np.arange(4) / 4), rtol=1e-14)
+
+
+def test_yarn_ramp_clipped_at_d_minus_one_from_a_nonzero_start():
+    """Catches rope_scaling.py:178 ``min(hi, d - 1)`` -> ``d - 2`` and 179 ``m - lo`` or
+    ``hi - lo`` -> ``+``: d = 8, theta = 10, L = 471 put YaRN's pair indices at
+    ``m(32) = 8 ln(471 / 64pi) / (2 ln 10) = 1.48`` and ``m(1) = 7.50``: lo = 1, hi = ceil(7.50) = 8
+    clipped to d - 1 = 7, so the ramp ``(m - 1) / 6`` is 0, 0, 1/6, 1/3 over m = 0..3."""
+    s = 4.0
+    inv_freq, _ = an.rope_frequencies(8, theta=10.0, scaling={
+        "rope_type": "yarn", "factor": s, "original_max_position_embeddings": 471})
+    w = 10.0 ** (-np.arange(4) / 4)
+    g = np.array([0.0, 0.0, 1 / 6, 1 / 3])
+    np.testing.assert_allclose(inv_freq, (1 - g) * w + g * w / s, rtol=1e-14)
+
+
+def test_sinks_mask_as_a_list_or_a_float_array(rng):
+    """Catches sinks.py:90 ``mask = as_bool_mask(mask)`` deleted: a nested list of bools is a
+    mask (the numbers of the array it holds); a float array is a TypeError naming ``mask``."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    mask = rng.random((3, 5)) > 0.4
+    want, _ = an.sdpa_sinks_forward(q, k, v, np.zeros(2), mask)
+    out, _ = an.sdpa_sinks_forward(q, k, v, np.zeros(2), mask.tolist())
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(TypeError, match="mask must be a bool array"):
+        an.sdpa_sinks_forward(q, k, v, np.zeros(2), mask.astype(float))
