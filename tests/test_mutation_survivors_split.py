@@ -205,3 +205,54 @@ def test_sinks_mask_as_a_list_or_a_float_array(rng):
     np.testing.assert_array_equal(out, want)
     with pytest.raises(TypeError, match="mask must be a bool array"):
         an.sdpa_sinks_forward(q, k, v, np.zeros(2), mask.astype(float))
+
+
+def test_yarn_deepseek_mscale_may_be_negative_and_needs_both():
+    """Catches rope_scaling.py:85 ``positive=`` dropped (``mscale`` and ``mscale_all_dim`` may be
+    0 or negative) and 184 ``and`` -> ``or``: only both give DeepSeek's
+    ``mscale(s, mscale) / mscale(s, mscale_all_dim)``, with ``mscale(s, a) = 0.1 a ln s + 1``;
+    one alone leaves Eq. 22's ``0.1 ln s + 1``."""
+    base = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+    _, a = an.rope_frequencies(8, scaling={**base, "mscale": -1.0, "mscale_all_dim": 1.0})
+    ln = np.log(4.0)
+    assert a == pytest.approx((1 - 0.1 * ln) / (1 + 0.1 * ln), rel=1e-15)
+    for one in ({"mscale": 0.707}, {"mscale_all_dim": 0.707}):
+        _, a = an.rope_frequencies(8, scaling={**base, **one})
+        assert a == pytest.approx(0.1 * ln + 1, rel=1e-15)
+
+
+def test_yarn_ramp_of_equal_bounds_is_a_step():
+    """Catches rope_scaling.py:179 ``or 0.001`` -> ``1.001``: with ``beta_fast = beta_slow``
+    unrounded, lo = hi = ``8 ln(15 / 2pi) / (2 ln 10) = 1.51``: the frequencies below are kept,
+    those above divided by s (transformers nudges ``hi`` by 0.001 alike)."""
+    s = 4.0
+    inv_freq, _ = an.rope_frequencies(8, theta=10.0, scaling={
+        "rope_type": "yarn", "factor": s, "original_max_position_embeddings": 15,
+        "beta_fast": 1.0, "beta_slow": 1.0, "truncate": False})
+    w = 10.0 ** (-np.arange(4) / 4)
+    np.testing.assert_allclose(inv_freq, w / [1, 1, s, s], rtol=1e-14)
+
+
+@pytest.mark.parametrize("factor", [0.5, 1.0])
+def test_longrope_attention_factor_is_one_without_extension(factor):
+    """Catches rope_scaling.py:194 ``1.0 if s <= 1`` -> ``2.0``: LongRoPE's
+    ``sqrt(1 + ln s / ln L)`` is 1 at s = 1, and 1 for a factor below."""
+    _, a = an.rope_frequencies(8, scaling={
+        "rope_type": "longrope", "factor": factor, "original_max_position_embeddings": 64,
+        "short_factor": [1.0] * 4, "long_factor": [2.0] * 4})
+    assert a == 1.0
+
+
+def test_llama3_three_bands_by_hand():
+    """Catches rope_scaling.py:200 a ``/`` -> ``*`` (``w / s``, ``L / low_freq_factor``): d = 8,
+    theta = 10 give wavelengths ``2pi 10^(m/4)`` = 6.3, 11.2, 19.9, 35.3; with L = 64 the bands
+    are below L / 8 = 8 (kept), above L / 2 = 32 (divided by s), and blended in between with
+    ``a = (L / lambda - 2) / (8 - 2)``."""
+    s = 4.0
+    inv_freq, _ = an.rope_frequencies(8, theta=10.0, scaling={
+        "rope_type": "llama3", "factor": s, "low_freq_factor": 2.0, "high_freq_factor": 8.0,
+        "original_max_position_embeddings": 64})
+    w = 10.0 ** (-np.arange(4) / 4)
+    a = (64 * w / (2 * np.pi) - 2) / 6
+    want = [w[0], (1 - a[1]) * w[1] / s + a[1] * w[1], (1 - a[2]) * w[2] / s + a[2] * w[2], w[3] / s]
+    np.testing.assert_allclose(inv_freq, want, rtol=1e-14)
