@@ -256,3 +256,14 @@ def test_llama3_three_bands_by_hand():
     a = (64 * w / (2 * np.pi) - 2) / 6
     want = [w[0], (1 - a[1]) * w[1] / s + a[1] * w[1], (1 - a[2]) * w[2] / s + a[2] * w[2], w[3] / s]
     np.testing.assert_allclose(inv_freq, want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("path", ["fused", "textbook"])
+def test_mha_sinks_of_the_wrong_length_are_refused(rng, path):
+    """Catches sinks.py:137 ``raise`` deleted: ``params["sinks"]`` must hold one logit per head."""
+    params = an.init_mha_params(8, 2, sinks=True, rng=0)
+    params["sinks"] = np.zeros(3)
+    x = randn(rng, 3, 8)
+    with pytest.raises(ValueError, match=re.escape("params['sinks'] has shape (3,), expected "
+                                                   "(num_heads,) = (2,)")):
+        an.mha_forward(x, x, x, params, num_heads=2, sinks=True, path=path)
