@@ -267,3 +267,15 @@ def test_mha_sinks_of_the_wrong_length_are_refused(rng, path):
     with pytest.raises(ValueError, match=re.escape("params['sinks'] has shape (3,), expected "
                                                    "(num_heads,) = (2,)")):
         an.mha_forward(x, x, x, params, num_heads=2, sinks=True, path=path)
+
+
+@pytest.mark.parametrize("bad", [["1.0"] * 4, ["a"] * 4, [True] * 4])
+def test_longrope_factors_must_be_numbers(bad):
+    """A bug found reading rope_scaling.py:77 (``dtype=float`` dropped survived): the list check
+    converted with ``np.asarray(v, dtype=float)``, which took ``["1.0", ...]`` and bools as
+    numbers and gave NumPy's "could not convert string to float" for ``["a", ...]``; now each
+    is a ValueError naming the parameter."""
+    with pytest.raises(ValueError, match="short_factor must be a list of positive numbers"):
+        an.rope_frequencies(8, scaling={"rope_type": "longrope", "factor": 2.0,
+                                        "original_max_position_embeddings": 64,
+                                        "short_factor": bad, "long_factor": [1.0] * 4})
