@@ -279,3 +279,16 @@ def test_longrope_factors_must_be_numbers(bad):
         an.rope_frequencies(8, scaling={"rope_type": "longrope", "factor": 2.0,
                                         "original_max_position_embeddings": 64,
                                         "short_factor": bad, "long_factor": [1.0] * 4})
+
+
+def test_sinks_forward_default_is_not_grouped_query_attention(rng):
+    """Catches sinks.py:62 ``enable_gqa: bool = False`` -> ``True``: as ``sdpa_forward`` (and
+    PyTorch SDPA), k and v of fewer heads than q are refused unless ``enable_gqa=True``, which
+    then gives query head n the key/value head n // 2 (here against k, v repeated by hand)."""
+    q, k, v = randn(rng, 4, 3, 8), randn(rng, 2, 5, 8), randn(rng, 2, 5, 2)
+    sinks = np.array([0.1, -0.2, 0.3, 0.0])
+    with pytest.raises(ValueError, match="batch dims do not broadcast"):
+        an.sdpa_sinks_forward(q, k, v, sinks)
+    out, _ = an.sdpa_sinks_forward(q, k, v, sinks, enable_gqa=True)
+    want, _ = an.sdpa_sinks_forward(q, np.repeat(k, 2, axis=0), np.repeat(v, 2, axis=0), sinks)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
