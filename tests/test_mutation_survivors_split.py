@@ -292,3 +292,23 @@ def test_sinks_forward_default_is_not_grouped_query_attention(rng):
     out, _ = an.sdpa_sinks_forward(q, k, v, sinks, enable_gqa=True)
     want, _ = an.sdpa_sinks_forward(q, np.repeat(k, 2, axis=0), np.repeat(v, 2, axis=0), sinks)
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
+
+
+def test_sinks_nan_query_in_a_row_that_sees_no_key(rng):
+    """Catches sinks.py:95 ``any(axis=-1)`` -> ``axis=1``: a query whose every key is masked (here
+    row 1 of head 0 under a per-head mask) attends the sink alone, value 0, so its output is 0
+    even when that query is NaN (the sink key's score is ``q · 0`` then); the other rows are
+    the definition's."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    sinks = np.array([0.5, -1.0])
+    mask = np.ones((2, 3, 5), bool)
+    mask[0, 1] = False
+    q[0, 1] = np.nan
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, mask)
+    assert np.all(out[0, 1] == 0)
+    e = np.exp(q @ np.swapaxes(k, -1, -2) / 2.0)
+    weights = e / (np.exp(sinks)[:, None, None] + e.sum(axis=-1, keepdims=True))
+    want = weights @ v
+    np.testing.assert_allclose(out[1], want[1], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out[0, [0, 2]], want[0, [0, 2]], rtol=1e-12, atol=1e-14)
+    assert all(np.isfinite(g).all() for g in an.sdpa_sinks_backward(randn(rng, 2, 3, 2), cache))
