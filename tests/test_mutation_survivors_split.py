@@ -312,3 +312,35 @@ def test_sinks_nan_query_in_a_row_that_sees_no_key(rng):
     np.testing.assert_allclose(out[1], want[1], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(out[0, [0, 2]], want[0, [0, 2]], rtol=1e-12, atol=1e-14)
     assert all(np.isfinite(g).all() for g in an.sdpa_sinks_backward(randn(rng, 2, 3, 2), cache))
+
+
+def test_causal_tiled_path_skips_the_key_blocks_above_the_diagonal():
+    """Catches tiles.py:29 (the causal bound ``right = 0`` deleted, or ``0 -> 1``) and tiles.py:34
+    ``Lt -> LtE``: under a top-left causal mask, query rows ``i < j0`` see nothing of the key
+    block ``[j0, j1)``, so the block is visited by rows ``[j0, L)`` only, and a block that starts
+    at or after row ``L`` (no row sees it) is not visited at all. The output would be the same;
+    what the issue asks ("skipping blocks that are fully masked") is the work not done."""
+    from attention_np.efficient import tiles
+
+    assert list(tiles.key_blocks(8, 8, 4, True)) == [(0, 4, 0, 8), (4, 8, 4, 8)]
+    # L = 8 queries, S = 16 keys: the block [8, 16) is above every query's diagonal
+    assert list(tiles.key_blocks(8, 16, 8, True)) == [(0, 8, 0, 8)]
+    # a right window wider than 0 does not undo causality
+    assert list(tiles.key_blocks(8, 8, 4, True, (None, 3))) == [(0, 4, 0, 8), (4, 8, 4, 8)]
+
+
+def test_tiled_path_with_a_scale_that_overflows_q_warns_nothing(rng):
+    """Catches tiles.py:91 ``over=`` dropped: ``q * scale`` overflowing (scale 1e30, q ~ 1e10 in
+    float32) is expected and handled (the scale is applied to the scores instead), so it must
+    not surface as a RuntimeWarning; the output equals the float64 dense path's."""
+    import warnings
+
+    q = (randn(rng, 2, 3, 4) * 1e10).astype(np.float32)
+    k = (randn(rng, 2, 5, 4) * 1e-30).astype(np.float32)
+    v = randn(rng, 2, 5, 3).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, _ = an.flash_attention_forward(q, k, v, scale=1e30, block_size=2)
+    ref, _ = an.sdpa_forward(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64),
+                             scale=1e30)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
