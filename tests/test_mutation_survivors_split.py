@@ -414,3 +414,108 @@ def test_cross_decode_mask_and_bias_are_checked_against_the_multihead_scores(rng
                 f"{name} of shape (2, 1, 3, 4) does not broadcast to scores (..., h, T, S) = "
                 f"(2, 2, 3, 5)")):
             mha_cross_decode_step(y, params, cache, num_heads=2, **{name: bad})
+
+
+def test_tiled_default_block_size_is_128(rng):
+    """Catches flash_forward.py:64 ``128 -> 129``: the documented default, recorded in the cache
+    (the backward walks the same blocks)."""
+    _, cache = an.flash_attention_forward(randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2))
+    assert cache.block_size == 128
+
+
+@pytest.mark.parametrize("shape", [(), (5,)])
+def test_tiled_backward_with_a_bias_of_fewer_than_two_dims(rng, shape):
+    """Catches flash_backward.py:81 (the bias not given its (L, S) dims before the tiles slice
+    it): a 0-d or a per-key (S,) bias, whose gradient comes back in its own shape, as the dense
+    path's."""
+    q, k, v, dout = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2), randn(rng, 3, 2)
+    bias = randn(rng, *shape) if shape else np.float64(0.3)
+    _, cache = an.flash_attention_forward(q, k, v, bias=bias, block_size=2)
+    got = an.flash_attention_backward(dout, cache, return_dbias=True)
+    _, dense = an.sdpa_forward(q, k, v, bias=bias)
+    want = an.sdpa_backward(dout, dense, return_dbias=True)
+    for g, w in zip(got, want, strict=True):
+        assert np.shape(g) == np.shape(w)
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("kind", ["mask", "causal", "window"])
+def test_tiled_garbage_reaches_only_the_rows_that_see_it_forward_and_backward(rng, kind):
+    """Catches flash_forward.py:143 and flash_backward.py:73 (when to sum over the attended
+    pairs only: any of a mask, causality or a window, with an input that is not finite): an inf
+    in the value of key 1, which rows 0 (causal, or masked) or 4 and 5 (window) do not see. Those
+    rows' outputs and gradients stay finite, the rest are what the dense path gives; NaN where
+    it has NaN. Without any warning, as the dense path (flash_backward.py:89; the backward's
+    ``D = rowsum(dout * out)`` warned "invalid value" here before this test)."""
+    import warnings
+
+    L = S = 6
+    q, k, v, dout = randn(rng, L, 4), randn(rng, S, 4), randn(rng, S, 2), randn(rng, L, 2)
+    v[1] = np.inf
+    opts = {"mask": dict(mask=np.arange(S) != np.where(np.arange(L) == 0, 1, -1)[:, None]),
+            "causal": dict(is_causal=True), "window": dict(window=(2, 0))}[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, cache = an.flash_attention_forward(q, k, v, block_size=2, **opts)
+        grads = an.flash_attention_backward(dout, cache)
+    with np.errstate(invalid="ignore"):
+        d_out, d_cache = an.sdpa_forward(q, k, v, **opts)
+        d_grads = an.sdpa_backward(dout, d_cache)
+    blind = {"mask": [0], "causal": [0], "window": [4, 5]}[kind]
+    assert np.isfinite(out[blind]).all() and np.isfinite(grads[0][blind]).all()
+    np.testing.assert_allclose(out, d_out, rtol=1e-12, atol=1e-13)          # NaN where NaN
+    for g, w in zip(grads, d_grads, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("block_size", [2, 128])
+def test_tiled_backward_when_q_times_scale_overflows_but_the_softmax_is_not_saturated(
+        rng, block_size):
+    """Catches flash_backward.py:91 (``post=`` dropped) and :113 (``dk *= post`` deleted or a
+    division): float32, scale 1e29, max |q| = 5e9 (q * scale = 5e38 overflows), k ~ 5e-39, so
+    the scores are ~1 and every gradient is far from 0 (unlike scale 1e30 with k ~ 1e-10, where
+    the weights are one-hot and dq = dk = 0). Against the float64 dense path on the same inputs;
+    no warning (flash_forward.py:145)."""
+    import warnings
+
+    q = randn(rng, 3, 4)
+    q = (q / np.abs(q).max() * 5e9).astype(np.float32)
+    k = (randn(rng, 5, 4) * 5e-39).astype(np.float32)
+    v = randn(rng, 5, 2, dtype=np.float32)
+    dout = (0.01 * randn(rng, 3, 2)).astype(np.float32)   # dk = scale dS^T q stays < 3.4e38
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(q * np.float32(1e29)).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, cache = an.flash_attention_forward(q, k, v, scale=1e29, block_size=block_size)
+        grads = an.flash_attention_backward(dout, cache)
+    ref, c64 = an.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), scale=1e29)
+    refs = an.sdpa_backward(dout.astype(np.float64), c64)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5 * np.abs(ref).max())
+    for g, r, name in zip(grads, refs, ("dq", "dk", "dv"), strict=True):
+        assert np.abs(r).max() > 0
+        np.testing.assert_allclose(g, r, rtol=1e-3, atol=1e-4 * np.abs(r).max(), err_msg=name)
+
+
+def test_tiled_values_near_float32_max_are_averaged_without_a_warning(rng):
+    """Catches flash_forward.py:145 (``over=``/``invalid=`` dropped from the first pass's errstate):
+    with every value 3e38 in float32 the running sum ``acc`` overflows, which the forward detects
+    and redoes as a running average; that is handled, so no RuntimeWarning may surface, and the
+    output is the values' weighted average (3e38, the dense path's)."""
+    import warnings
+
+    q, k = randn(rng, 3, 4, dtype=np.float32), randn(rng, 5, 4, dtype=np.float32)
+    v = np.full((5, 2), 3e38, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, _ = an.flash_attention_forward(q, k, v, block_size=2)
+    dense, _ = an.sdpa_forward(q, k, v)
+    np.testing.assert_allclose(out, dense, rtol=1e-6)
+    np.testing.assert_allclose(out, 3e38, rtol=1e-6)
+    # mixed signs, equal weights (q = 0): the first block's sum is +inf, the second's -inf, and
+    # inf + (-inf) is the "invalid" NaN the errstate hides; the average is 3e38 / 5
+    v = np.array([3e38, 3e38, -3e38, -3e38, 3e38], np.float32)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, _ = an.flash_attention_forward(np.zeros_like(q), k, v, block_size=2)
+    np.testing.assert_allclose(out, np.float32(3e38) / 5, rtol=1e-6)
