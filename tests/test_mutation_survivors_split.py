@@ -519,3 +519,27 @@ def test_tiled_values_near_float32_max_are_averaged_without_a_warning(rng):
         warnings.simplefilter("error")
         out, _ = an.flash_attention_forward(np.zeros_like(q), k, v, block_size=2)
     np.testing.assert_allclose(out, np.float32(3e38) / 5, rtol=1e-6)
+
+
+def test_tiled_backward_is_as_silent_as_the_dense_path_when_garbage_meets_an_overflow(rng):
+    """Catches flash_backward.py:77 and :90 (``over=`` dropped): with an inf in a value that
+    row 0 does not see (masked), the dense backward runs under ``errstate(over="ignore")`` as
+    well as ``invalid``, so where ``dout ~ 1e30`` times ``v ~ 1e10`` overflows float32 it gives
+    inf without a warning; the tiled backward gives the same numbers, equally silently."""
+    import warnings
+
+    q, k = randn(rng, 4, 3, dtype=np.float32), randn(rng, 4, 3, dtype=np.float32)
+    v = (randn(rng, 4, 2) * 1e10).astype(np.float32)
+    v[3] = np.inf
+    mask = np.ones((4, 4), bool)
+    mask[0, 3] = False                                    # key 3: seen by rows 1-3 only
+    dout = (randn(rng, 4, 2) * 1e30).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, dense = an.sdpa_forward(q, k, v, mask)
+        want = an.sdpa_backward(dout, dense)
+        _, cache = an.flash_attention_forward(q, k, v, mask, block_size=2)
+        got = an.flash_attention_backward(dout, cache)
+    assert not np.isfinite(want[0][0]).all()              # row 0's dq overflows
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5)
