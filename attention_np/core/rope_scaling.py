@@ -74,8 +74,8 @@ def check_scaling(scaling) -> dict | None:
         if k in ("rope_type", "truncate") or v is None:
             continue
         if k in _LISTS:
-            a = np.asarray(v, dtype=float) if np.ndim(v) == 1 else None
-            if a is None or not (np.all(np.isfinite(a)) and np.all(a > 0)):
+            a = np.asarray(v) if np.ndim(v) == 1 else None
+            if a is None or a.dtype.kind not in "iuf" or not (np.all(np.isfinite(a)) and np.all(a > 0)):
                 raise ValueError(f"rope_type {t!r}: {k} must be a list of positive numbers (one "
                                  f"per frequency), got {v!r}")
         elif k in _INTS:

@@ -30,6 +30,7 @@ from attention_np.core._checks import (
     as_bias,
     as_bool_mask,
     as_float_array,
+    check_broadcasts_to,
     check_cache,
     check_qkv,
     sum_to_shape,
@@ -86,8 +87,9 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     if window is not None:
         allowed &= sliding_window_mask(L, S, *check_window(window))
     if mask is not None:
-        allowed = np.broadcast_to(allowed, np.broadcast_shapes(np.shape(mask), (L, S)))
-        allowed = allowed & as_bool_mask(mask)
+        mask = as_bool_mask(mask)
+        allowed = np.broadcast_to(allowed, check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)"))
+        allowed = allowed & mask
     # A query that may attend no real key attends the sink alone (value 0): zero it, so that a NaN
     # or inf there cannot reach the answer through the sink's score 0 * NaN (see drop_masked).
     alive = allowed.any(axis=-1, keepdims=True)                          # (..., L, 1)
@@ -99,6 +101,7 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     mask_ext = np.concatenate([allowed, ones], axis=-1)                   # (..., L, S + 1)
     # The bias of the real keys (0 without one), then the sink logit of each head as a column.
     base = np.zeros((L, S), q.dtype) if bias is None else as_bias(bias).astype(q.dtype)
+    check_broadcasts_to(base, "bias", (q.shape[-3], L, S), "scores (..., h, L, S)")
     heads = np.broadcast_shapes(base.shape[:-2], (q.shape[-3],))
     sink_col = np.broadcast_to(sinks.astype(q.dtype)[:, None, None], heads + (L, 1))
     bias_ext = np.concatenate([np.broadcast_to(base, heads + (L, S)), sink_col], axis=-1)

@@ -74,7 +74,8 @@ def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
                and not all_finite(q, k, v, dout))
     ignore = "ignore" if garbage else None
     # rowsum(dP * P) = rowsum(dout * out), because out = P @ v: FlashAttention-2's D.
-    D = (dout * out).sum(axis=-1, keepdims=True)                         # (..., L, 1)
+    with np.errstate(invalid=ignore, over=ignore):       # a row that sees an inf: NaN, silently
+        D = (dout * out).sum(axis=-1, keepdims=True)                     # (..., L, 1)
     dq = np.zeros(batch + q.shape[-2:], q.dtype)
     dk = np.zeros(batch + k.shape[-2:], k.dtype)
     dv = np.zeros(batch + v.shape[-2:], v.dtype)
