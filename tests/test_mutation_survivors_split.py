@@ -543,3 +543,258 @@ def test_tiled_backward_is_as_silent_as_the_dense_path_when_garbage_meets_an_ove
     assert not np.isfinite(want[0][0]).all()              # row 0's dq overflows
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+# ---- core/blocked.py: the fused path walking blocks of query rows --------------------------------
+
+@pytest.fixture
+def blocked_two_rows(monkeypatch):
+    """Every sdpa_forward call blocked, two query rows per block when the batch is 1 and S = 8,
+    on two threads."""
+    from attention_np.core import blocked
+
+    monkeypatch.setenv("ATTENTION_NP_NUM_THREADS", "2")
+    monkeypatch.setattr(blocked, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(blocked, "BLOCK_ELEMENTS", 16)
+
+
+@pytest.mark.parametrize("mask_shape", [(), (8,), (1, 8)])
+def test_blocked_unbatched_with_a_mask_of_fewer_dims(rng, blocked_two_rows, mask_shape):
+    """Catches blocked.py:63 ``2 -> 3`` and blocked.py:64 (``2 - ndim`` as ``2 + ndim`` or
+    ``3 - ndim``): a 0-d, 1-D or 2-D mask with an unbatched ``q (L, d_k)`` adds no batch dim; the
+    output is ``(L, d_v)``, as the textbook's."""
+    from attention_np.core import attention as textbook
+
+    q, k, v = randn(rng, 6, 4), randn(rng, 8, 4), randn(rng, 8, 3)
+    mask = np.ones(mask_shape, bool) if mask_shape else np.True_
+    if mask_shape:
+        mask[..., 2] = False
+    out, cache = an.sdpa_forward(q, k, v, mask)
+    assert cache.blocks is not None
+    ref, _ = textbook.sdpa_forward(q, k, v, mask)
+    assert out.shape == ref.shape == (6, 3)
+    np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_blocked_garbage_in_a_block_whose_other_row_sees_it(rng, blocked_two_rows, bad):
+    """Catches blocked.py:110 and :155 (``mask is not None`` as ``is None``: the attended-pairs
+    sums left out), and the ``invalid=`` of blocked.py:121, 129 and 159 (a warning): batch 1,
+    two rows per block, causal, a NaN or inf at key 5. Rows 4 and 5 share a block whose key span
+    holds key 5, which row 4 does not see; row 4's output and gradient must equal the clean
+    input's, and no warning may surface (the fused path's behaviour)."""
+    import warnings
+
+    q, k, v, dout = randn(rng, 1, 8, 4), randn(rng, 1, 8, 4), randn(rng, 1, 8, 3), randn(rng, 1, 8, 3)
+    q[:, 6] = np.abs(q[:, 6])             # an inf key scores +inf: the softmax meets inf - inf
+    q[:, 7] = np.abs(q[:, 7]) * [1, -1, 1, -1]      # +inf - inf inside the product q @ k.T
+    kb, vb = k.copy(), v.copy()
+    kb[:, 5] = vb[:, 5] = bad
+    clean, c_cache = an.sdpa_forward(q, k, v, is_causal=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dirty, d_cache = an.sdpa_forward(q, kb, vb, is_causal=True)
+        grads = an.sdpa_backward(dout, d_cache)
+    assert d_cache.blocks is not None and any(b[:2] == (4, 6) for b in d_cache.blocks)
+    np.testing.assert_array_equal(dirty[:, :5], clean[:, :5])
+    np.testing.assert_array_equal(grads[0][:, :5], an.sdpa_backward(dout, c_cache)[0][:, :5])
+
+
+def test_blocked_backward_when_q_times_scale_overflows_but_the_softmax_is_not_saturated(
+        rng, blocked_two_rows):
+    """Catches blocked.py:191 (the recomputed ``dk`` deleted, or divided by the scale) and the
+    ``errstate`` of :186: float32, causal, scale 1e29, max |q| = 5e9, k ~ 5e-39 (scores ~1),
+    against the float64 textbook on the same inputs, without a warning."""
+    import warnings
+
+    from attention_np.core import attention as textbook
+
+    q = randn(rng, 1, 8, 4)
+    q = (q / np.abs(q).max() * 5e9).astype(np.float32)
+    k = (randn(rng, 1, 8, 4) * 5e-39).astype(np.float32)
+    v = randn(rng, 1, 8, 2, dtype=np.float32)
+    dout = (0.01 * randn(rng, 1, 8, 2)).astype(np.float32)
+    with warnings.catch_warnings():       # causal: masked pairs have dscores = 0, and 0 * inf
+        warnings.simplefilter("error")    # (q * scale) is the "invalid" the errstate hides
+        out, cache = an.sdpa_forward(q, k, v, scale=1e29, is_causal=True)
+        grads = an.sdpa_backward(dout, cache)
+    assert cache.blocks is not None
+    ref, c64 = textbook.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), scale=1e29,
+                                     is_causal=True)
+    refs = textbook.sdpa_backward(dout.astype(np.float64), c64)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5 * np.abs(ref).max())
+    for g, r, name in zip(grads, refs, ("dq", "dk", "dv"), strict=True):
+        assert np.abs(r).max() > 0
+        np.testing.assert_allclose(g, r, rtol=1e-3, atol=1e-4 * np.abs(r).max(), err_msg=name)
+
+
+def test_blocked_values_of_mixed_sign_near_float32_max_without_a_warning(blocked_two_rows):
+    """Catches blocked.py:133 and :137 (``over=``/``invalid=`` dropped): equal weights (q = 0) on
+    values +-3e38 overflow ``e @ v`` before the division by the row sum; the fallback gives the
+    average, 3e38 / 5 on every row, without a warning."""
+    import warnings
+
+    q = np.zeros((1, 6, 4), np.float32)
+    k = np.ones((1, 5, 4), np.float32)
+    v = np.array([3e38, 3e38, -3e38, -3e38, 3e38], np.float32).reshape(1, 5, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, cache = an.sdpa_forward(q, k, v)
+    assert cache.blocks is not None
+    np.testing.assert_allclose(out, np.float32(3e38) / 5, rtol=1e-6)
+
+
+def test_blocked_one_key_and_a_row_that_sees_none(rng, blocked_two_rows):
+    """Probes blocked.py:86 (``S == 0`` as ``S == 1``): with one key, a row that may not attend it
+    gives 0, and the others give v, forward and backward as the textbook."""
+    from attention_np.core import attention as textbook
+
+    q, k, v, dout = randn(rng, 4, 3), randn(rng, 1, 3), randn(rng, 1, 2), randn(rng, 4, 2)
+    mask = np.array([[True], [False], [True], [True]])
+    out, cache = an.sdpa_forward(q, k, v, mask)
+    assert cache.blocks is not None
+    ref, rc = textbook.sdpa_forward(q, k, v, mask)
+    np.testing.assert_array_equal(out[1], 0)
+    np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-14)
+    for g, r in zip(an.sdpa_backward(dout, cache), textbook.sdpa_backward(dout, rc), strict=True):
+        np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14)
+
+
+# ---- efficient/kv_cache.py after the split -------------------------------------------------------
+
+def _decode_setup(rng, B=2, T=3, d_model=8, h=2):
+    params = an.init_mha_params(d_model, h, rng=rng, qk_norm=True)
+    kv = an.KVCache(10)
+    an.mha_decode_step(randn(rng, B, 2, d_model), params, kv, num_heads=h)   # 2 cached positions
+    return params, kv, randn(rng, B, T, d_model)
+
+
+@pytest.mark.parametrize("bad", [
+    (dict(softcap=-1.0), ValueError, "softcap must be a positive finite number, got -1.0"),
+    (dict(qk_norm=True, q_norm=3), ValueError, "params['q_norm'] has shape (3,), expected (4,)"),
+])
+def test_decode_step_checks_softcap_and_qk_norm_before_the_cache_changes(rng, bad):
+    """Catches kv_cache.py:188 (``check_softcap`` deleted: sdpa_forward refuses it, but after the
+    cache has grown) and :191 (``check_qk_norm`` deleted, or ``d_k`` as ``W_q.shape[1] /
+    num_heads``, printed ``(4.0,)``)."""
+    kwargs, error, message = bad
+    params, kv, x = _decode_setup(rng)
+    if "q_norm" in kwargs:
+        params = {**params, "q_norm": np.ones(kwargs.pop("q_norm"))}
+    before = kv.k.copy(), kv.length
+    with pytest.raises(error, match=re.escape(message)):
+        an.mha_decode_step(x, params, kv, num_heads=2, **kwargs)
+    assert kv.length == before[1]
+    np.testing.assert_array_equal(kv.k, before[0])
+
+
+def test_decode_step_takes_a_list_bias_and_a_full_mask_of_the_batch(rng):
+    """Catches kv_cache.py:235 (``as_bias`` deleted: a list has no ``.shape``) and :194 (``x.shape
+    [:-3]``: the batch dim dropped from the scores the mask is checked against): a bias given as
+    a list and a full ``(B, h, T, S)`` mask give the last T rows of ``mha_forward`` on the whole
+    sequence with the same mask and bias."""
+    params = an.init_mha_params(8, 2, rng=rng)
+    xs = randn(rng, 2, 5, 8)
+    mask = rng.random((2, 2, 5, 5)) < 0.8
+    mask[..., 0] = True
+    bias = randn(rng, 2, 2, 5, 5)
+    ref, _ = an.mha_forward(xs, xs, xs, params, mask, num_heads=2, bias=bias, is_causal=True)
+    kv = an.KVCache(5)
+    an.mha_decode_step(xs[:, :2], params, kv, num_heads=2, mask=mask[..., :2, :2],
+                       bias=bias[..., :2, :2].tolist())
+    out = an.mha_decode_step(xs[:, 2:], params, kv, num_heads=2, mask=mask[..., 2:, :],
+                             bias=bias[..., 2:, :].tolist())
+    np.testing.assert_allclose(out, ref[:, 2:], rtol=1e-13, atol=1e-13)
+
+
+def test_decode_step_default_qk_norm_eps_is_mha_forwards(rng):
+    """Catches kv_cache.py:133 ``1e-06 -> 1.000001``: with both defaults, decoding with QK-norm
+    gives ``mha_forward``'s causal output (eps 1e-6 in both, transformers' Qwen3 default)."""
+    params = an.init_mha_params(8, 2, rng=rng, qk_norm=True)
+    params["q_norm"], params["k_norm"] = 0.5 + rng.random(4), 0.5 + rng.random(4)
+    xs = randn(rng, 2, 4, 8) * 1e-3          # small heads: the eps is not negligible against them
+    ref, _ = an.mha_forward(xs, xs, xs, params, num_heads=2, is_causal=True, qk_norm=True)
+    kv = an.KVCache(4)
+    out = np.concatenate([an.mha_decode_step(xs[:, t:t + 1], params, kv, num_heads=2, qk_norm=True)
+                          for t in range(4)], axis=1)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-15)
+
+
+def test_blocked_infinite_values_without_a_mask_give_nan_silently_as_the_fused_path(
+        rng, blocked_two_rows):
+    """Catches blocked.py:137 (``invalid=`` dropped from the fallback): values +inf and -inf, no
+    mask: ``e @ v`` is NaN (inf - inf), the fallback meets the same; NaN in, NaN out, without a
+    warning, as the fused path (which ignores invalid operations there)."""
+    import warnings
+
+    from attention_np.core import blocked
+
+    q, k = randn(rng, 1, 6, 4), randn(rng, 1, 5, 4)
+    v = randn(rng, 1, 5, 2)
+    v[0, 1], v[0, 3] = np.inf, -np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, cache = an.sdpa_forward(q, k, v)
+        assert cache.blocks is not None
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(blocked, "MIN_ELEMENTS", 1 << 40)          # the fused path, unblocked
+            fused, fcache = an.sdpa_forward(q, k, v)
+    assert fcache.blocks is None
+    np.testing.assert_array_equal(out, fused)                     # NaN where NaN
+
+
+def test_blocked_backward_is_as_silent_as_the_fused_path_when_garbage_meets_an_overflow(
+        rng, blocked_two_rows):
+    """Catches blocked.py:159 (``over=`` dropped): an inf in a value that rows 0-4 do not see
+    (causal), and ``dout ~ 1e30`` times ``v ~ 1e10`` overflowing float32: the fused backward
+    ignores overflows once an input is non-finite under a mask, and so does the blocked one;
+    the same numbers."""
+    import warnings
+
+    from attention_np.core import blocked
+
+    q, k = randn(rng, 1, 8, 3, dtype=np.float32), randn(rng, 1, 8, 3, dtype=np.float32)
+    v = (randn(rng, 1, 8, 2) * 1e10).astype(np.float32)
+    v[0, 5] = np.inf
+    dout = (randn(rng, 1, 8, 2) * 1e30).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, cache = an.sdpa_forward(q, k, v, is_causal=True)
+        got = an.sdpa_backward(dout, cache)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(blocked, "MIN_ELEMENTS", 1 << 40)
+            _, fcache = an.sdpa_forward(q, k, v, is_causal=True)
+            want = an.sdpa_backward(dout, fcache)
+    assert cache.blocks is not None and fcache.blocks is None
+    assert not np.isfinite(want[0][0, :5]).all()          # rows that never see key 5 overflow
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+def test_decode_step_refuses_a_mask_of_another_batch_before_the_cache_changes(rng):
+    """Catches kv_cache.py:194 ``2 -> 3`` (the scores checked without their batch dim): a mask
+    of batch 4 for a batch of 2 broadcasts against ``(h, T, S)`` but not ``(B, h, T, S)``; it is
+    named against the latter, and the cache keeps its length."""
+    params, kv, x = _decode_setup(rng)                     # B = 2, T = 3, h = 2, 2 cached
+    with pytest.raises(ValueError, match=re.escape(
+            "mask of shape (4, 1, 3, 5) does not broadcast to scores (..., h, T, S) after "
+            "appending = (2, 2, 3, 5)")):
+        an.mha_decode_step(x, params, kv, num_heads=2, mask=np.ones((4, 1, 3, 5), bool))
+    assert kv.length == 2
+
+
+def test_decode_step_with_sinks_passes_bias_and_scale(rng):
+    """Catches kv_cache.py:214 (``bias=`` or ``scale=`` dropped on the way to the sinks'
+    attention): decoding with sinks, a bias and a scale gives ``mha_forward``'s causal output
+    with the same."""
+    params = an.init_mha_params(8, 2, rng=rng, sinks=True)
+    params["sinks"] = randn(rng, 2)
+    xs = randn(rng, 2, 4, 8)
+    bias = randn(rng, 2, 4, 4)
+    ref, _ = an.mha_forward(xs, xs, xs, params, num_heads=2, is_causal=True, sinks=True,
+                            bias=bias, scale=0.7)
+    kv = an.KVCache(4)
+    out = np.concatenate([an.mha_decode_step(xs[:, t:t + 1], params, kv, num_heads=2, sinks=True,
+                                             bias=bias[:, t:t + 1, :t + 1], scale=0.7)
+                          for t in range(4)], axis=1)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-14)
