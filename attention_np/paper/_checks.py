@@ -81,8 +81,9 @@ def check_dout(dout, shape: tuple, dtype: np.dtype, name: str = "dout", out: str
 def check_cache(cache, cls: type, forward: str) -> None:
     """A backward's ``cache`` is the ``cls`` that ``forward`` returns."""
     if not isinstance(cache, cls):
+        got = type(cache)
         raise TypeError(f"cache must be the {cls.__name__} returned by {forward}, "
-                        f"got {type(cache).__name__}")
+                        f"got {got.__module__}.{got.__qualname__}")
 
 
 def check_scale(scale, d_k: int) -> float:
