@@ -31,12 +31,9 @@ from attention_np.paper.params import glorot_uniform, init_mha_params
 from attention_np.paper.softmax import softmax, softmax_backward
 
 __all__ = [
-    "softmax", "softmax_backward",
-    "causal_mask", "padding_mask", "mask_from_blocked",
+    "softmax", "softmax_backward", "causal_mask", "padding_mask", "mask_from_blocked",
     "sdpa_forward", "sdpa_backward", "scaled_dot_product_attention", "AttentionCache",
-    "linear_forward", "linear_backward",
-    "split_heads", "merge_heads",
-    "init_mha_params", "glorot_uniform",
-    "mha_forward", "mha_backward", "MHACache",
+    "linear_forward", "linear_backward", "split_heads", "merge_heads", "init_mha_params",
+    "glorot_uniform", "mha_forward", "mha_backward", "MHACache",
     "gradcheck", "numerical_gradient", "GradcheckResult",
 ]

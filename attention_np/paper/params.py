@@ -61,10 +61,9 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k=None, d_v=None, kdim=No
     vdim = check_int(d_model if vdim is None else vdim, "vdim")
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
-    if isinstance(rng, (int, np.integer)) or rng is None:
-        rng = np.random.default_rng(rng)
-    elif not isinstance(rng, np.random.Generator):
+    if not (rng is None or isinstance(rng, (int, np.integer, np.random.Generator))):
         raise TypeError(f"rng must be None, an int seed or a np.random.Generator, got {type(rng).__name__}")
+    rng = np.random.default_rng(rng)                # a Generator is returned as it is
     params = {"W_q": glorot_uniform(rng, d_model, h * d_k), "W_k": glorot_uniform(rng, kdim, h * d_k),
               "W_v": glorot_uniform(rng, vdim, h * d_v), "W_o": glorot_uniform(rng, h * d_v, d_model)}
     if bias:

@@ -45,7 +45,7 @@ def softmax(x, axis: int = -1, *, where=None) -> np.ndarray:
     m = np.where(m == -np.inf, 0, m)                        # nothing allowed: shift by 0 (-inf - -inf is NaN)
     e = np.exp(x - m)                                       # every entry in [0, 1]
     total = np.sum(e, axis=axis, keepdims=True)             # >= 1, or 0 when nothing is allowed
-    return e / np.where(total == 0, 1, total).astype(x.dtype)
+    return e / np.where(total == 0, 1, total)
 
 
 def softmax_backward(dp, p, axis: int = -1) -> np.ndarray:
