@@ -266,6 +266,18 @@ def test_fully_masked_row_gives_zero_output_weights_and_gradients(rng):
     assert np.all(dk[1, keys_nobody_sees] == 0) and np.all(dv[1, keys_nobody_sees] == 0)
 
 
+def test_nan_in_a_masked_value_is_not_isolated_here_as_the_docstring_says(rng):
+    q, k, v = randn(rng, 3, 2), randn(rng, 4, 2), randn(rng, 4, 3)
+    mask = np.ones((3, 4), bool)
+    mask[:, 2] = False
+    v[2] = np.nan                                          # garbage in a key nobody attends
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                    # 0 * NaN may warn on some CPUs
+        out, _ = paper.sdpa_forward(q, k, v, mask)
+    assert np.isnan(out).any()                             # the paper assumes finite inputs
+    assert np.isfinite(an.sdpa_forward(q, k, v, mask)[0]).all()   # the fast path isolates it
+
+
 def test_scaled_dot_product_attention_returns_the_weights(rng):
     q, k, v = randn(rng, 3, 2), randn(rng, 4, 2), randn(rng, 4, 5)
     out, weights = paper.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)

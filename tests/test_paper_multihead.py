@@ -174,6 +174,15 @@ def test_mha_bad_inputs_are_named(rng):
         paper.mha_forward(x, x, randn(rng, 2, 4, 8), p, num_heads=2)
     with pytest.raises(ValueError, match=r"params\['W_q'\] has 8 columns, not divisible by num_heads=3"):
         paper.mha_forward(x, x, x, p, num_heads=3)
+    with pytest.raises(TypeError, match="params must be a dict of arrays"):
+        paper.mha_forward(x, x, x, list(p.values()), num_heads=2)
+    with pytest.raises(ValueError, match=r"params\['W_o'\] has shape \(6, 8\) but the concatenated heads "
+                                         r"have 8 features"):
+        paper.mha_forward(x, x, x, {**p, "W_o": p["W_o"][:6]}, num_heads=2)
+    with pytest.raises(ValueError, match=r"params\['W_q'\] has 6 columns but params\['W_k'\] has 8"):
+        paper.mha_forward(x, x, x, {**p, "W_q": p["W_q"][:, :6], "b_q": p["b_q"][:6]}, num_heads=2)
+    with pytest.raises(ValueError, match=r"params\['b_v'\] has shape \(7,\), expected \(8,\)"):
+        paper.mha_forward(x, x, x, {**p, "b_v": p["b_v"][:7]}, num_heads=2)
     with pytest.raises(TypeError, match="query, key, value and params must share one dtype"):
         paper.mha_forward(x.astype(np.float32), x, x, p, num_heads=2)
     with pytest.raises(ValueError, match=r"mask of shape \(3, 4\) does not broadcast to multi-head scores"):

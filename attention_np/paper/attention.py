@@ -8,8 +8,9 @@ The backward walks the same lines in reverse, each step quoting the forward line
 Shapes: ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)`` -> ``out (..., L, d_v)``;
 leading batch dims broadcast, and each gradient is summed back to its input's shape.
 
-Inputs are assumed finite. A masked key's weight is exactly 0, but ``0 * NaN`` is NaN: a NaN or
-inf in a masked key or value would still reach the output here. The fast kernels isolate it.
+Inputs are assumed finite. A masked key's weight is exactly 0, but ``0 * NaN`` is NaN: a NaN in
+a masked value reaches the output here, and one in a masked key reaches ``dq``. The fast path
+(``attention_np.sdpa_forward``) isolates them.
 """
 
 from __future__ import annotations
