@@ -113,6 +113,16 @@ def test_backward_matches_finite_differences_for_inputs_and_params(rng):
     assert set(result.errors) == {"query", "key", "value"} | {f"params.{n}" for n in p}
 
 
+def test_unbatched_query_against_batched_keys_sums_its_gradient_back(rng):
+    p = random_params(rng, 4, 2)
+    query, kv = randn(rng, 3, 4), randn(rng, 2, 5, 4)             # query shared by both sequences
+    out, cache = paper.mha_forward(query, kv, kv, p, num_heads=2)
+    assert out.shape == (2, 3, 4) and cache.weights.shape == (2, 2, 3, 5)
+    result = paper.gradcheck(lambda q, k, v, p: paper.mha_forward(q, k, v, p, num_heads=2),
+                             paper.mha_backward, (query, kv, kv, p))
+    assert result.ok, str(result)
+
+
 def test_self_attention_gradient_is_the_sum_of_the_three(rng):
     p, x, dout = random_params(rng, 4, 2), randn(rng, 3, 4), randn(rng, 3, 4)
     out, cache = paper.mha_forward(x, x, x, p, num_heads=2, is_causal=True)

@@ -105,10 +105,11 @@ def sdpa_forward(q, k, v, mask=None, *, is_causal: bool = False, scale=None):
         and output 0 (never NaN).
     """
     q, k, v, mask, scale = _check_inputs(q, k, v, mask, is_causal, scale)
-    scores = q @ np.swapaxes(k, -1, -2)          # MatMul             (..., L, S)
-    scores = scores * scale                      # Scale              (..., L, S)
-    weights = softmax(scores, where=mask)        # Mask (opt.), SoftMax: a masked key gets 0
-    out = weights @ v                            # MatMul             (..., L, d_v)
+    scores = q @ np.swapaxes(k, -1, -2)          # MatMul    (..., L, S)
+    scores = scores * scale                      # Scale     (..., L, S)
+    # Mask (opt.): a masked score takes no part in the softmax, so its weight is exactly 0
+    weights = softmax(scores, where=mask)        # SoftMax   (..., L, S); a row left with no key: 0
+    out = weights @ v                            # MatMul    (..., L, d_v)
     return out, AttentionCache(q, k, v, weights, scale)
 
 

@@ -135,6 +135,7 @@ def mha_backward(dout, cache: MHACache):
     grads = {}
     # 5) forward: out = concat @ W_o + b_o  ->  dconcat = dout @ W_o.T, dW_o = concat.T @ dout
     dconcat, grads["W_o"], grads["b_o"] = linear_backward(dout, c.concat, p["W_o"], "b_o" in p)
+    # dconcat (..., L, h*d_v), dW_o (h*d_v, d_model), db_o (d_model,) or None
     # 4) forward: concat = merge_heads(heads)  ->  dheads = split_heads(dconcat)
     dheads = split_heads(dconcat, c.num_heads)                     # (..., h, L, d_v)
     # 3) forward: heads = Attention(q, k, v)  ->  Eq. (1)'s backward
@@ -142,6 +143,7 @@ def mha_backward(dout, cache: MHACache):
     # 2) forward: q = split_heads(q)  ->  dq = merge_heads(dq), and for k, v
     dq, dk, dv = merge_heads(dq), merge_heads(dk), merge_heads(dv)  # (..., L|S, h*d_k|h*d_v)
     # 1) forward: q = query @ W_q + b_q  ->  dquery = dq @ W_q.T, dW_q = query.T @ dq (and k, v)
+    # dquery (..., L, d_model), dkey (..., S, kdim), dvalue (..., S, vdim)
     dquery, grads["W_q"], grads["b_q"] = linear_backward(dq, c.query, p["W_q"], "b_q" in p)
     dkey, grads["W_k"], grads["b_k"] = linear_backward(dk, c.key, p["W_k"], "b_k" in p)
     dvalue, grads["W_v"], grads["b_v"] = linear_backward(dv, c.value, p["W_v"], "b_v" in p)

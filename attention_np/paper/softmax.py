@@ -74,4 +74,5 @@ def softmax_backward(dp, p, axis: int = -1) -> np.ndarray:
     p = as_float_array(p, "p")
     dp = check_dout(dp, p.shape, p.dtype, "dp", "p")
     _check_axis(axis, p, "p")
-    return p * (dp - np.sum(dp * p, axis=axis, keepdims=True))
+    # forward: p = e / sum(e)  ->  dx = p * (dp - sum(dp * p)), the sum along axis (keepdims)
+    return p * (dp - np.sum(dp * p, axis=axis, keepdims=True))      # p's shape
