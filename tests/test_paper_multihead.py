@@ -197,6 +197,9 @@ def test_mha_bad_inputs_are_named(rng):
         paper.mha_forward(x.astype(np.float32), x, x, p, num_heads=2)
     with pytest.raises(ValueError, match=r"mask of shape \(3, 4\) does not broadcast to multi-head scores"):
         paper.mha_forward(x, x, x, p, np.ones((3, 4), bool), num_heads=2)
+    with pytest.raises(ValueError, match=r"batch dims do not broadcast: query \(2,\), key \(2,\), "
+                                         r"value \(3,\)"):
+        paper.mha_forward(x, x, randn(rng, 3, 3, 8), p, num_heads=2)
     out, cache = paper.mha_forward(x, x, x, p, num_heads=2)
     with pytest.raises(ValueError, match=r"dout has shape \(3, 8\) but out has shape \(2, 3, 8\)"):
         paper.mha_backward(out[0], cache)

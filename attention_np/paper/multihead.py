@@ -47,10 +47,10 @@ class MHACache:
         return self.attention.weights
 
 
-def _check_mask(mask, query, key, h: int):
+def _check_mask(mask, query, key, value, h: int):
     """A bool mask broadcastable to the scores (..., h, L, S) on exactly one reading of its axes."""
     L, S = query.shape[-2], key.shape[-2]
-    batch = {"query": query.shape[:-2], "key": key.shape[:-2]}
+    batch = {"query": query.shape[:-2], "key": key.shape[:-2], "value": value.shape[:-2]}
     if mask is not None:
         mask = as_bool_mask(mask)
         if mask.ndim == 3 and mask.shape[0] > 1 and (query.ndim > 2 or key.ndim > 2):
@@ -98,7 +98,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int,
         raise ValueError(f"key has S={key.shape[-2]} positions but value has S={value.shape[-2]}")
     h = check_int(num_heads, "num_heads")
     check_params(params, query, key, value, h)
-    mask = _check_mask(mask, query, key, h)
+    mask = _check_mask(mask, query, key, value, h)
     p = params
     # 1) project: every head's W_i^Q (and W_i^K, W_i^V) at once, as column blocks of W_q
     q = linear_forward(query, p["W_q"], p.get("b_q"))              # (..., L, h*d_k)
