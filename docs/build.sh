@@ -33,5 +33,6 @@ cp -r "$font"/{chtml.js,chtml,package.json} "$assets/mathjax/fonts/mathjax-newcm
 
 start=$SECONDS
 sphinx-build -q -W --keep-going -b html "$docs" "$out"
+find "$out/_static" -name "*.map" -delete       # the theme's source maps: for its developers only
 python "$docs/check_links.py" "$out"
 echo "site built in $((SECONDS - start)) s: $out ($(du -sh "$out" | cut -f1))"

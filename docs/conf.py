@@ -105,8 +105,8 @@ def _outside_markdown_as_download(app, docname, source):
 # sidebars (MathJax typesets them), but the browser tab, the previous/next links and the search
 # index take plain text: there it reads "2. Why divide by √dₖ?", never raw TeX.
 
-_SUB = dict(zip("0123456789aehijklmnoprstuvx+-=()", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ₊₋₌₍₎"))
-_SUP = dict(zip("0123456789+-=()inT", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁱⁿᵀ"))
+_SUB = dict(zip("0123456789aehijklmnoprstuvx+-=()", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ₊₋₌₍₎", strict=True))
+_SUP = dict(zip("0123456789+-=()inT", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁱⁿᵀ", strict=True))
 _SYMBOLS = {"cdot": "·", "top": "ᵀ", "times": "×", "ldots": "…", "dots": "…", "cdots": "⋯",
             "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "ne": "≠", "approx": "≈", "infty": "∞",
             "sum": "Σ", "in": "∈", "to": "→", "alpha": "α", "beta": "β", "gamma": "γ",
