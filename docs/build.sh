@@ -32,7 +32,7 @@ cp -r "$mj"/{tex-chtml.js,input,output,ui,a11y,sre,adaptors,LICENSE,package.json
 cp -r "$font"/{chtml.js,chtml,package.json} "$assets/mathjax/fonts/mathjax-newcm-font/"   # Apache-2.0 (its package.json; mathjax/LICENSE has the text)
 
 start=$SECONDS
-sphinx-build -q -W --keep-going -b html "$docs" "$out"
+sphinx-build -q -E -W --keep-going -b html "$docs" "$out"   # -E: hooks in conf.py can change
 find "$out/_static" -name "*.map" -delete       # the theme's source maps: for its developers only
 python "$docs/check_links.py" "$out"
 echo "site built in $((SECONDS - start)) s: $out ($(du -sh "$out" | cut -f1))"

@@ -199,6 +199,7 @@ def _needs(notebook: Path) -> list[str]:
 def _launch_note(app, doctree):
     """Say under the title what the notebook needs and how to run it (offline, or on Colab)."""
     from docutils import nodes
+    from sphinx import addnodes
 
     docname = app.env.docname
     folder, _, name = docname.partition("/")
@@ -213,8 +214,8 @@ def _launch_note(app, doctree):
     uses = ["NumPy", "attention_np"] + (["matplotlib"] if kind == "lesson" else []) + needs
     para = nodes.paragraph()
     para += nodes.Text("Download it (the ⬇ button at the top, or ")
-    para += nodes.reference("", f"{name}.ipynb", internal=True,
-                            refuri=f"../_sources/{docname}.ipynb")
+    para += addnodes.download_reference("", "", nodes.literal("", f"{name}.ipynb"),
+                                        refuri=f"../_sources/{docname}.ipynb")   # <a download>
     para += nodes.Text(") and open it in Jupyter in a checkout of attention_np after ")
     para += nodes.literal("", install)
     para += nodes.Text(f"; no network needed. It uses {', '.join(uses[:-1])} and {uses[-1]}.")
