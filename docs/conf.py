@@ -225,8 +225,9 @@ def _launch_note(app, doctree):
                f"{app.config.launch_branch}/{src}/{name}.ipynb")
         para += nodes.Text(" With a network: ")
         para += nodes.reference("", "open it in Google Colab", refuri=url)
-        para += nodes.Text(f" (first run !pip install git+https://github.com/"
-                           f"{app.config.launch_repository} in a cell).")
+        para += nodes.Text(" (it needs the network; run ")
+        para += nodes.literal("", f"!pip install git+https://github.com/{app.config.launch_repository}")
+        para += nodes.Text(" in its first cell).")
     note = nodes.admonition("", nodes.title("", f"Run this {kind}"), para,
                             classes=["launch-note", "tip"])
     title = sections[0][0]
