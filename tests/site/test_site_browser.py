@@ -272,3 +272,26 @@ def test_search_results_show_no_raw_tex(server, browser):
         page.screenshot(path=SHOTS / "search-1280.png")
     finally:
         page.close()
+
+
+def test_a_lesson_page_has_what_a_course_page_needs(server, browser):
+    """Lesson 2: previous/next links to lessons 1 and 3, the favicon, a copy button on code, and
+    the note on how to run it (with its download link)."""
+    context, _ = browser
+    page, errors, _ = _open(context, server + "lessons/02_why_scale_by_sqrt_dk.html", DESKTOP)
+    try:
+        prev = page.locator(".prev-next-area a.left-prev")
+        nxt = page.locator(".prev-next-area a.right-next")
+        assert "01_scaled_dot_product_attention" in (prev.get_attribute("href") or "")
+        assert "03_multi_head_attention" in (nxt.get_attribute("href") or "")
+        icon = page.locator("link[rel='icon']").get_attribute("href")
+        assert icon and page.request.get(server + "lessons/" + icon).ok, f"favicon {icon} not served"
+        page.locator("div.highlight").first.hover()
+        assert page.locator("button.copybtn").count() > 0, "no copy buttons on code"
+        note = page.locator(".launch-note")
+        assert note.count() == 1 and "Run this lesson" in note.inner_text()
+        link = note.locator("a[download]")
+        assert link.count() == 1 and page.request.get(server + "lessons/" + link.get_attribute("href")).ok
+        assert not errors, errors
+    finally:
+        page.close()
