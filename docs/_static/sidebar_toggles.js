@@ -8,11 +8,13 @@
   function forward(selector) {
     const buttons = document.querySelectorAll(selector);
     for (const button of [...buttons].slice(1)) {
+      // capture phase, and no other handler of this button runs: should a later theme hook every
+      // toggle itself, the sidebar still opens once
       button.addEventListener("click", (event) => {
         event.preventDefault();
-        event.stopPropagation();
+        event.stopImmediatePropagation();
         buttons[0].click();
-      });
+      }, true);
     }
   }
   function hook() { forward(".primary-toggle"); forward(".secondary-toggle"); }
