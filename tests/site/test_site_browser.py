@@ -157,6 +157,20 @@ _IMAGES = """async () => {
   return imgs.filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.src);
 }"""
 
+# Code, outputs, tables and display math wider than the text column must scroll inside it: a box
+# whose content is wider than itself with no scrolling box between it and the article is cut off.
+_CUT_OFF = """() => {
+  const article = document.querySelector(".bd-article");
+  if (!article) return [];
+  const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
+  return [...article.querySelectorAll("pre, table, div.math, mjx-container")].filter(el => {
+    if (el.scrollWidth <= el.clientWidth + 1 && el.getBoundingClientRect().right <=
+        article.getBoundingClientRect().right + 1) return false;
+    for (let a = el; a && a !== article; a = a.parentElement) { if (scrolls(a)) return false; }
+    return true;
+  }).map(el => el.tagName + ": " + el.textContent.trim().slice(0, 60));
+}"""
+
 _TYPESET = """async () => {
   if (!window.MathJax || !window.MathJax.startup) return "no MathJax";
   await window.MathJax.startup.promise;
@@ -195,6 +209,9 @@ def test_page_reads_offline(name, server, browser):
                             f"e.g. {math['untypeset'][:3]}")
         if math["errors"]:
             problems.append(f"MathJax errors: {math['errors'][:3]}")
+        cut = page.evaluate(_CUT_OFF)
+        if cut:
+            problems.append(f"wider than the text column and not scrollable: {cut[:3]}")
         broken = page.evaluate(_IMAGES)
         if broken:
             problems.append(f"images not loaded: {broken}")
