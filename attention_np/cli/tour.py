@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np._args import nonnegative_int
 from attention_np.core.fused import sdpa_backward, sdpa_forward
 from attention_np.core.gradcheck import gradcheck
 from attention_np.core.masks import causal_mask
@@ -17,7 +18,7 @@ TOKENS = ["the", "cat", "sat", "down"]
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random embeddings")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random embeddings")
 
 
 def _table(weights: np.ndarray, rows, cols) -> str:

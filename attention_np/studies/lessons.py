@@ -72,7 +72,19 @@ def load_reversal_run(path: str):
                            heldout_size=int(f["heldout_size"]))
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv=None) -> int:
+    """``python -m attention_np.studies.lessons PATH``: train notebook 6's model, save it to PATH."""
+    import argparse
 
-    save_reversal_run(sys.argv[1])
+    from attention_np._args import output_file
+
+    parser = argparse.ArgumentParser(prog="python -m attention_np.studies.lessons",
+                                     description=save_reversal_run.__doc__.splitlines()[0])
+    parser.add_argument("path", type=output_file(".npz"),
+                        help="the .npz to write, e.g. notebooks/weights/reversal_seed0.npz")
+    save_reversal_run(parser.parse_args(argv).path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
