@@ -37,7 +37,8 @@ def add_arguments(parser) -> None:
                              "not part of 'all')")
     parser.add_argument("--dtype", choices=(*DTYPES, "all"), default="all",
                         help="dtype of the inputs (default: both)")
-    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of inputs and upstream gradients")
+    parser.add_argument("--seed", type=nonnegative_int, default=0,
+                        help="seed of inputs and upstream gradients (>= 0)")
 
 
 @dataclass

@@ -12,8 +12,15 @@ from __future__ import annotations
 import os
 import time
 
-from attention_np._args import check_heads, fraction, int_between, nonnegative_int, output_file
-from attention_np._args import positive_int, smoothing
+from attention_np._args import (
+    check_heads,
+    fraction,
+    int_between,
+    nonnegative_int,
+    output_file,
+    positive_int,
+    smoothing,
+)
 from attention_np.cli.progress import ProgressBar
 from attention_np.cli.train_dates import add_dates_arguments, run_dates
 from attention_np.nn.model import ModelConfig
@@ -26,7 +33,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--task", choices=("reverse", "dates"), default="reverse",
                         help="reverse digits with an encoder (default), or dates -> ISO with the "
                              "encoder-decoder")
-    parser.add_argument("--length", type=int_between(1, 18), default=10, help="reverse: digits per sequence, 1 to 18 (default 10)")
+    parser.add_argument("--length", type=int_between(1, 18), default=10,
+                        help="reverse: digits per sequence, 1 to 18 (default 10)")
     parser.add_argument("--steps", type=positive_int, default=None,
                         help="Adam steps (default 600 for reverse, 1200 for dates)")
     parser.add_argument("--batch-size", type=positive_int, default=None,
