@@ -40,7 +40,11 @@ def add_arguments(parser) -> None:
 
 def check(parser, args) -> None:
     """Make the output directory before any work, or say why it cannot be made (exit 2)."""
-    if importlib.util.find_spec("matplotlib") is None:
+    try:
+        found = importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
         return                       # run() names the missing extra; no directory is made
     try:
         os.makedirs(args.out, exist_ok=True)
