@@ -87,7 +87,7 @@ __all__ = [
 # Modules that lived at the top of the package before 0.2 (attention_np.scaling, ...), still
 # reachable as attributes, e.g. ``from attention_np import plot``.
 _MOVED = {
-    "attention": "attention_np.core.fused",
+    "attention": "attention_np.core.attention",     # the Eq. (1) file the README has students read
     "masks": "attention_np.core.masks", "heads": "attention_np.core.heads",
     "linear": "attention_np.core.linear", "multihead": "attention_np.core.multihead",
     "gqa": "attention_np.core.gqa", "flash": "attention_np.efficient.flash",
@@ -99,7 +99,19 @@ _MOVED = {
 }
 
 
+# Subpackages reachable as attributes (``an.viz``, ``an.interop``, ...), imported on first use
+# only: ``import attention_np`` stays NumPy-only (tests/test_lazy_subpackages.py).
+_SUBPACKAGES = ("core", "efficient", "nn", "studies", "pretrained", "interop", "viz", "cli",
+                "exercises")
+
+
 def __getattr__(name):
     if name in _MOVED:
         return _import_module(_MOVED[name])
+    if name in _SUBPACKAGES:
+        return _import_module(f"attention_np.{name}")
     raise AttributeError(f"module 'attention_np' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBPACKAGES))
