@@ -97,8 +97,11 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     backward : callable
         ``backward(dout, cache)`` returns one gradient per input, in the same structure
         (an array for an array, a dict for a dict of arrays), e.g. ``sdpa_backward`` or
-        ``mha_backward``. With a forward that returns no cache, ``cache`` is None.
-    inputs : sequence of float64 arrays or dicts of float64 arrays
+        ``mha_backward``. With a forward that returns ``out`` alone (no cache), ``backward``
+        gets ``(dout, out)``: ``gradcheck(softmax, softmax_backward, (x,))`` works as written,
+        ``softmax_backward(dp, p)`` taking the softmax output ``p``.
+    inputs : tuple (or list) of float64 arrays or dicts of float64 arrays
+        One item per positional argument of ``forward``: ``(x,)`` for one input, not ``x``.
         Copied; the caller's arrays are not modified.
     names : sequence of str, optional
         One name per input, used in the report (``"params.W_q"`` for a dict entry). Default:
@@ -121,6 +124,10 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     >>> an.gradcheck(an.sdpa_forward, an.sdpa_backward, (q, k, v)).ok
     True
     """
+    if not isinstance(inputs, (tuple, list)):
+        shape = f" of shape {np.shape(inputs)}" if hasattr(inputs, "shape") else ""
+        raise TypeError(f"inputs must be a tuple of the forward's inputs, one per positional "
+                        f"argument, e.g. (x,) for one input; got {type(inputs).__name__}{shape}")
     inputs = tuple({k: np.array(v) for k, v in x.items()} if isinstance(x, dict)
                    else np.array(x) for x in inputs)
     if names is None:
@@ -135,7 +142,7 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
 
     def run():
         result = forward(*inputs)
-        return result if isinstance(result, tuple) else (result, None)
+        return result if isinstance(result, tuple) else (result, result)   # no cache: out
 
     out, cache = run()
     dout = np.random.default_rng(seed).standard_normal(np.shape(out))
