@@ -148,8 +148,9 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
         (the default ``None`` exists only so that the old keyword can stand in for it).
     num_heads, num_kv_heads, scale : as in :func:`mha_forward`
     cache : KVCache, optional
-        Deprecated (0.2.0) keyword for ``kv_cache``, with a ``DeprecationWarning``: in the rest
-        of the package ``cache`` is what a forward returns for its backward (``MHACache``).
+        The 0.1 name of ``kv_cache``, deprecated since 0.2.0: still accepted, with a
+        ``DeprecationWarning``, for at least one minor version. In the rest of the package
+        ``cache`` is what a forward returns for its backward (``MHACache``).
     mask : bool, broadcastable to (..., h, T, S), optional
         ``S`` is the cached length after this step; ANDed with the bottom-right causal mask.
         E.g. the key padding mask of a left-padded batch, ``(B, 1, 1, S)``.
