@@ -53,9 +53,9 @@ CASES = [
      "argument --label-smoothing: got 1, expected a number from 0 up to (not including) 1"),
     (AN + ("train", "--task", "dates", "--lr-factor", "nan"), "argument --lr-factor: got 'nan', "
                                                               "expected a finite number"),
-    (("-m", "attention_np.studies.lessons"), "the following arguments are required: path"),
+    (("-m", "attention_np.studies.lessons"), "the following arguments are required: OUT.npz"),
     (("-m", "attention_np.studies.lessons", "{tmp}/no/such/dir/run.npz"),
-     "argument path: got '{tmp}/no/such/dir/run.npz', expected a file in an existing directory"),
+     "argument OUT.npz: got '{tmp}/no/such/dir/run.npz', expected a file in an existing directory"),
     (("-m", "attention_np.studies.scoring_in_model"), "the following arguments are required: --out"),
     (("-m", "attention_np.studies.scoring_in_model", "--out", "{tmp}/r.json", "--d-ks", "16", "0"),
      "argument --d-ks: got 0, expected a positive integer (>= 1)"),

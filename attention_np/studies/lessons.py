@@ -80,7 +80,7 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m attention_np.studies.lessons",
                                      description=save_reversal_run.__doc__.splitlines()[0])
-    parser.add_argument("path", type=output_file(".npz"),
+    parser.add_argument("path", type=output_file(".npz"), metavar="OUT.npz",
                         help="the .npz to write, e.g. notebooks/weights/reversal_seed0.npz")
     save_reversal_run(parser.parse_args(argv).path)
     return 0
