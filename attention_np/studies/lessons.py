@@ -6,6 +6,8 @@ a notebook and the figure it matches show the same numbers.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 # The sweeps behind the figures, shared with notebook 2 so the numbers agree.
@@ -53,11 +55,13 @@ def save_reversal_run(path: str) -> None:
     with blas_threads(1):
         r = train(config=ModelConfig(max_len=10), task=ReversalTask(length=10), **REVERSAL_RUN)
     steps = sorted(r.snapshots)
+    partial = f"{path}.partial.npz"          # a complete file or none: written aside, then renamed
     np.savez_compressed(
-        path, losses=r.losses, accuracy=r.accuracy, sequence_accuracy=r.sequence_accuracy,
+        partial, losses=r.losses, accuracy=r.accuracy, sequence_accuracy=r.sequence_accuracy,
         probe=r.probe, heldout_size=r.heldout_size, snapshot_steps=np.array(steps),
         snapshots=np.array([r.snapshots[s] for s in steps]),          # (steps, layers, h, L, L)
         **{f"params.{k}": v for k, v in r.params.items()})
+    os.replace(partial, path)
 
 
 def load_reversal_run(path: str):
