@@ -24,6 +24,8 @@ CASES = [
                                      "of d_model (d_k = d_model / heads, §3.2.2), e.g. [1, 2, 4, 8, 16]"),
     (AN + ("train", "--task", "dates", "--heads", "3"), "argument --heads: got 3 with --d-model 64, "
                                                         "expected a divisor of d_model"),
+    (AN + ("train", "--d-model", "32", "--heads", "3"), "argument --heads: got 3 with --d-model 32, "
+                                                        "expected a divisor of d_model"),
     (AN + ("train", "--d-model", "0"), "argument --d-model: got 0, expected a positive integer (>= 1)"),
     (AN + ("train", "--d-model", "6", "--heads", "1", "--d-model", "5"),
      "argument --d-model: got 5, expected an even number"),
@@ -91,5 +93,5 @@ def test_figures_makes_its_output_directory_before_drawing(tmp_path):
     parser = argparse.ArgumentParser()
     figures.add_arguments(parser)
     args = parser.parse_args(["--out", str(out)])
-    figures.check(parser, args)
+    figures.check_args(parser, args)
     assert out.is_dir() and list(out.iterdir()) == []

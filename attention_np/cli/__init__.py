@@ -1,7 +1,7 @@
 """The command line, ``python -m attention_np [COMMAND]``: the guided tour by default, or one of the commands.
 
 Each command lives in its own module with ``add_arguments(parser)`` and ``run(args) -> int``
-(and, when two arguments must agree, ``check(parser, args)``, called before ``run``); the
+(and, when two arguments must agree, ``check_args(parser, args)``, called before ``run``); the
 arguments are checked by the ``type=`` functions of :mod:`attention_np._args` before any work;
 those modules import only NumPy at the top, so the parser builds without the optional extras.
 """
@@ -40,8 +40,8 @@ def main(argv=None) -> int:
     if not argv or argv[0] not in (*COMMANDS, "-h", "--help"):
         argv.insert(0, "tour")           # `python -m attention_np --seed 3` is the tour's option
     args = parser.parse_args(argv)
-    check = getattr(modules[args.command], "check", None)
-    if check is not None:            # checks across arguments, before any work (exit 2 on error)
-        check(parsers[args.command], args)
+    check_args = getattr(modules[args.command], "check_args", None)
+    if check_args is not None:       # checks across arguments, before any work (exit 2 on error)
+        check_args(parsers[args.command], args)
     return modules[args.command].run(args) or 0
 

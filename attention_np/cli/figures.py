@@ -38,7 +38,7 @@ def add_arguments(parser) -> None:
                         help="resolution of the PNG files, 1 to 1000 dots per inch (default 100)")
 
 
-def check(parser, args) -> None:
+def check_args(parser, args) -> None:
     """Make the output directory before any work, or say why it cannot be made (exit 2)."""
     try:
         found = importlib.util.find_spec("matplotlib") is not None

@@ -55,7 +55,7 @@ def add_arguments(parser) -> None:
     add_dates_arguments(parser)
 
 
-def check(parser, args) -> None:
+def check_args(parser, args) -> None:
     """The checks that need two arguments, before any work (``parser.error`` exits with 2)."""
     if args.d_model % 2:
         parser.error(f"argument --d-model: got {args.d_model}, expected an even number (the "
