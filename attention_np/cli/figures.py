@@ -74,7 +74,7 @@ def run(args) -> int:
     from attention_np.studies.lessons import COMPARE_D_KS, SCALING_D_KS, SEED, example_sentence
     from attention_np.viz import plot
 
-    os.makedirs(args.out, exist_ok=True)   # made by check() already, unless called directly
+    os.makedirs(args.out, exist_ok=True)   # made by check_args() already, unless called directly
     written = []
     bar = ProgressBar(len(FIGURES))
 
