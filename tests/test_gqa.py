@@ -200,3 +200,22 @@ def test_tiled_gqa_accepts_nested_lists_like_the_dense_path(rng):
     out, _ = an.flash_attention_forward(q.tolist(), k.tolist(), v.tolist(), enable_gqa=True)
     want, _ = an.sdpa_forward(q.tolist(), k.tolist(), v.tolist(), enable_gqa=True)
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
+
+
+def test_grouped_query_shapes_without_the_flag_suggest_it():
+    """4 query heads over 2 key/value heads is grouped-query attention: the error says which flag
+    runs it (sdpa: enable_gqa=True; mha: num_kv_heads=); shapes that are not GQA get no hint."""
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(1, 4, 5, 8)), rng.normal(size=(1, 2, 5, 8))
+    for forward in (an.sdpa_forward, an.flash_attention_forward):
+        with pytest.raises(ValueError, match=r"q has 4 heads and k, v 2: for grouped-query "
+                                             r"attention pass enable_gqa=True$"):
+            forward(q, k, k)
+    with pytest.raises(ValueError, match=r"do not broadcast: q \(1, 4\), k \(1, 3\), v \(1, 3\)$"):
+        an.sdpa_forward(q, k[:, :1].repeat(3, 1), k[:, :1].repeat(3, 1))
+    params = an.init_mha_params(16, 4, rng=0)
+    params = {n: p[..., :8] if n[-1] in "kv" else p for n, p in params.items()}    # 2 kv heads
+    x = rng.normal(size=(2, 5, 16))
+    with pytest.raises(ValueError, match=r"pass num_kv_heads=2$"):
+        an.mha_forward(x, x, x, params, num_heads=4)
+    assert an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=2)[0].shape == (2, 5, 16)

@@ -4,6 +4,8 @@ finite differences and PyTorch (the window as a bool attn_mask) on random upstre
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -41,9 +43,13 @@ def test_equals_transformers_mistral_sliding_window_mask(W):
     cfg._attn_implementation = "sdpa"
     L = 7
     pad = torch.tensor([[1] * L, [0, 0] + [1] * (L - 2)])           # second sequence left-padded
+    # no cache: `cache=None` where transformers has it (past_key_values is deprecated there,
+    # to be removed in 5.40), `past_key_values=None` in the older releases we support (>= 5.15)
+    params = inspect.signature(create_sliding_window_causal_mask).parameters
+    no_cache = {"cache": None} if "cache" in params else {"past_key_values": None}
     theirs = create_sliding_window_causal_mask(
         config=cfg, inputs_embeds=torch.zeros(2, L, 16, dtype=torch.float64), attention_mask=pad,
-        past_key_values=None, position_ids=torch.arange(L)[None])
+        position_ids=torch.arange(L)[None], **no_cache)
     # Mistral's sliding_window=W counts the query itself: left = W - 1
     ours = sliding_window_mask(L, L, W - 1, 0) & an.padding_mask(np.array([L, L]))
     ours = ours & (np.arange(L) >= np.array([0, 2])[:, None])[:, None, :]

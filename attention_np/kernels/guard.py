@@ -29,7 +29,14 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
     if bias is not None:
         bias = as_bias(bias).astype(q.dtype, copy=False)
         batch["bias"] = check_broadcasts_to(bias, "bias", (L, S), "scores (..., L, S)")[:-2]
-    broadcast_batch(**batch)
+    try:
+        broadcast_batch(**batch)
+    except ValueError as e:
+        hq, hk = (q.shape[-3], k.shape[-3]) if min(q.ndim, k.ndim) >= 3 else (0, 0)
+        if hk and hq > hk and hq % hk == 0 and v.ndim >= 3 and v.shape[-3] == hk:
+            raise ValueError(f"{e}; q has {hq} heads and k, v {hk}: for grouped-query attention "
+                             f"pass enable_gqa=True") from None
+        raise
     if is_causal:
         causal = causal_mask(L, S)
         mask = causal if mask is None else mask & causal
