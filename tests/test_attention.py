@@ -17,12 +17,6 @@ from attention_np.core import fused
 from tests.helpers import randn
 
 
-@pytest.fixture(params=[textbook, fused], ids=["textbook", "fused"])
-def sdpa(request):
-    """The module that computes Eq. (1): core/attention.py, then core/fused.py."""
-    return request.param
-
-
 def attention_by_definition(q, k, v, allowed=None, bias=0.0, scale=None):
     """Eq. (1) written out the slow, obvious way, for small inputs."""
     scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
