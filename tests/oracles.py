@@ -41,6 +41,33 @@ def attention(q, k, v, mask=None, *, bias=None, is_causal=False, scale=None):
     return np.einsum("...ls,...sd->...ld", weights, v), weights
 
 
+def attention_and_gradients(q, k, v, dout, mask=None, *, bias=None, is_causal=False, scale=None,
+                            groups=1):
+    """Eq. (1) and its gradients by the chain rule, for an oracle of a framework's backward.
+
+    ``groups`` query heads share each key/value head (grouped-query attention: k and v are
+    repeated along the head axis, their gradients summed back over each group). With
+    ``w = softmax(s)``, ``s = scale * q k^T``, ``out = w v``::
+
+        dv = w^T dout,   dw = dout v^T,   ds = w * (dw - sum_keys(dw * w)),
+        dq = scale * ds k,   dk = scale * ds^T q
+
+    Returns [out, dq, dk, dv].
+    """
+    q, k, v, dout = (np.asarray(a, np.float64) for a in (q, k, v, dout))
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    kk, vv = np.repeat(k, groups, axis=-3), np.repeat(v, groups, axis=-3)
+    out, w = attention(q, kk, vv, mask, bias=bias, is_causal=is_causal, scale=scale)
+    dv = np.einsum("...ls,...ld->...sd", w, dout)
+    dw = np.einsum("...ld,...sd->...ls", dout, vv)
+    ds = w * (dw - np.sum(dw * w, axis=-1, keepdims=True))
+    dq = scale * np.einsum("...ls,...sd->...ld", ds, kk)
+    dk = scale * np.einsum("...ls,...ld->...sd", ds, q)
+    def ungroup(g):                                     # (..., H, S, d) -> (..., H_kv, S, d)
+        return g.reshape(*g.shape[:-3], g.shape[-3] // groups, groups, *g.shape[-2:]).sum(-3)
+    return [out, dq, ungroup(dk), ungroup(dv)]
+
+
 def multihead(query, key, value, p, h, mask=None, *, is_causal=False):
     """§3.2.2: ``Concat(head_1, ..., head_h) W^O + b_o``, ``head_i = Attention(Q W_i^Q, K W_i^K,
     V W_i^V)``, one head at a time with head i owning columns ``i*d_k:(i+1)*d_k`` (API.md).
