@@ -30,12 +30,12 @@ def require(module: str):
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        top = module.split(".")[0]
-        if top in ALLOW_MISSING or "all" in ALLOW_MISSING:
-            pytest.skip(f"{module} is not installed and ATTENTION_NP_ALLOW_MISSING={top!r} opts out "
-                        f"({e})")
-        pytest.fail(f"{module} is not installed ({e}); the test suite needs it: {INSTALL}\n"
-                    f"(to run without it, set ATTENTION_NP_ALLOW_MISSING={top})", pytrace=False)
+        error = e
+    top = module.split(".")[0]
+    if top in ALLOW_MISSING or "all" in ALLOW_MISSING:
+        pytest.skip(f"{module} is not installed and ATTENTION_NP_ALLOW_MISSING={top!r} opts out ({error})")
+    pytest.fail(f"{module} is not installed ({error}); the test suite needs it: {INSTALL}\n"
+                f"(to run without it, set ATTENTION_NP_ALLOW_MISSING={top})", pytrace=False)
 
 
 def randn(rng: np.random.Generator, *shape, dtype=np.float64) -> np.ndarray:
