@@ -46,6 +46,15 @@ def max_abs_diff(a, b) -> float:
     return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)), initial=0.0))
 
 
+def mha_params(rng, d_model, num_heads, *, bias_scale=1.0, **kwargs):
+    """``init_mha_params`` with random biases (``bias_scale`` x standard normal) instead of zeros,
+    so that bias gradients, and bugs in them, are visible. ``kwargs`` go to ``init_mha_params``."""
+    from attention_np import init_mha_params
+    p = init_mha_params(d_model, num_heads, rng=rng, **kwargs)
+    return {n: (bias_scale * randn(rng, *a.shape, dtype=a.dtype) if n.startswith("b_") else a)
+            for n, a in p.items()}
+
+
 def rounded(*arrays):
     """The float32 inputs and the float64 copies the oracle sees: ``([a32, ...], [a64, ...])``.
 

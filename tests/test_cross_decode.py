@@ -9,12 +9,11 @@ import pytest
 
 import attention_np as an
 from attention_np.efficient import cross_cache
-from tests.helpers import max_abs_diff, randn, require
+from tests.helpers import max_abs_diff, mha_params, randn, require
 
 
 def _params(rng, d_model=16, num_heads=4, num_kv_heads=None):
-    p = an.init_mha_params(d_model, num_heads, num_kv_heads=num_kv_heads, rng=rng)
-    return {name: w + 0.1 * randn(rng, *w.shape) for name, w in p.items()}   # nonzero biases
+    return mha_params(rng, d_model, num_heads, num_kv_heads=num_kv_heads, bias_scale=0.1)
 
 
 def _source_padding(B=3, S=7):

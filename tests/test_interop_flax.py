@@ -10,7 +10,7 @@ import attention_np as an
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from tests import torch_ref
-from tests.helpers import assert_float32_all, max_abs_diff, require, rounded
+from tests.helpers import assert_float32_all, max_abs_diff, mha_params, require, rounded
 
 jax = require("jax")
 require("flax")
@@ -18,9 +18,7 @@ jnp = jax.numpy
 
 
 def _params(rng, d_model=8, h=2, kdim=None, vdim=None, bias=True, d_k=None):
-    params = an.init_mha_params(d_model, h, kdim=kdim, vdim=vdim, bias=bias, d_k=d_k, d_v=d_k,
-                                rng=rng)
-    return {n: (rng.standard_normal(p.shape) if n.startswith("b") else p) for n, p in params.items()}
+    return mha_params(rng, d_model, h, kdim=kdim, vdim=vdim, bias=bias, d_k=d_k, d_v=d_k)
 
 
 def test_kernels_hold_one_head_per_middle_index(rng):

@@ -5,12 +5,7 @@ import pytest
 
 import attention_np as an
 from tests import oracles
-from tests.helpers import randn
-
-
-def with_random_biases(params, rng):
-    """Biases start at zero; random ones make their gradients (and bugs) visible."""
-    return {n: (randn(rng, *p.shape) if n.startswith("b_") else p) for n, p in params.items()}
+from tests.helpers import mha_params, randn
 
 
 def multihead_by_definition(query, key, value, p, h, mask=None, is_causal=False):
@@ -68,7 +63,7 @@ def test_init_is_reproducible_and_honours_bias_and_dtype():
 # --- forward -------------------------------------------------------------------------------
 
 def test_forward_is_the_papers_per_head_formula(rng):
-    p = with_random_biases(an.init_mha_params(12, 3, rng=0), rng)
+    p = mha_params(rng, 12, 3)
     x = randn(rng, 2, 5, 12)
     out, cache = an.mha_forward(x, x, x, p, num_heads=3)
     want_out, want_weights = oracles.multihead(x, x, x, p, 3)
@@ -77,7 +72,7 @@ def test_forward_is_the_papers_per_head_formula(rng):
 
 
 def test_cross_attention_with_kdim_vdim_and_explicit_d_k(rng):
-    p = with_random_biases(an.init_mha_params(6, 2, d_k=5, d_v=3, kdim=4, vdim=7, rng=0), rng)
+    p = mha_params(rng, 6, 2, d_k=5, d_v=3, kdim=4, vdim=7)
     query, key, value = randn(rng, 2, 3, 6), randn(rng, 2, 5, 4), randn(rng, 2, 5, 7)
     mask = rng.random((3, 5)) > 0.3
     out, cache = an.mha_forward(query, key, value, p, num_heads=2, mask=mask)
@@ -100,13 +95,13 @@ def test_padding_mask_with_a_head_axis_blocks_padded_keys_in_every_head(rng):
 # --- backward: finite differences on every input and parameter -----------------------------
 
 def test_grads_self_attention_every_input_and_parameter(rng):
-    p = with_random_biases(an.init_mha_params(6, 2, rng=0), rng)
+    p = mha_params(rng, 6, 2)
     x = randn(rng, 2, 3, 6)
     check_grads(rng, x, x.copy(), x.copy(), p, 2)
 
 
 def test_grads_cross_attention_kdim_vdim_d_k(rng):
-    p = with_random_biases(an.init_mha_params(4, 2, d_k=3, d_v=1, kdim=5, vdim=2, rng=1), rng)
+    p = mha_params(rng, 4, 2, d_k=3, d_v=1, kdim=5, vdim=2)
     check_grads(rng, randn(rng, 3, 4), randn(rng, 4, 5), randn(rng, 4, 2), p, 2)
 
 
@@ -119,7 +114,7 @@ def test_grads_without_bias_with_mask_and_causal(rng):
 
 def test_self_attention_gradient_is_the_sum_of_the_three(rng):
     # One array used as query, key and value: its gradient is dquery + dkey + dvalue.
-    p = with_random_biases(an.init_mha_params(4, 2, rng=0), rng)
+    p = mha_params(rng, 4, 2)
     x, dout = randn(rng, 3, 4), randn(rng, 3, 4)
 
     _, cache = an.mha_forward(x, x, x, p, num_heads=2)
@@ -142,7 +137,7 @@ def test_dtype_is_kept_through_every_gradient(rng, dtype):
 def test_key_bias_gradient_is_zero_because_a_softmax_ignores_a_shift_of_every_score(rng):
     # b_k adds q_i . b_k to every score of query i's row: the softmax cancels it, so db_k = 0
     # exactly (up to rounding) while db_q, which changes the scores unevenly, is not.
-    p = with_random_biases(an.init_mha_params(8, 2, rng=0), rng)
+    p = mha_params(rng, 8, 2)
     x, y = randn(rng, 2, 3, 8), randn(rng, 2, 5, 8)
     out, cache = an.mha_forward(x, y, y, p, num_heads=2)
     grads = an.mha_backward(randn(rng, *out.shape), cache)[3]

@@ -9,14 +9,13 @@ import pytest
 
 import attention_np as an
 from tests import torch_ref
-from tests.helpers import assert_float32_all, randn, require, rounded
+from tests.helpers import assert_float32_all, mha_params, randn, require, rounded
 
 NAMES = ("out", "weights", "dquery", "dkey", "dvalue")
 
 
 def params_with_random_biases(rng, *args, **kwargs):
-    p = an.init_mha_params(*args, rng=rng, **kwargs)
-    return {n: (randn(rng, *a.shape) * 0.5 if n.startswith("b_") else a) for n, a in p.items()}
+    return mha_params(rng, *args, bias_scale=0.5, **kwargs)
 
 
 def ours(query, key, value, params, h, dout, mask=None):
