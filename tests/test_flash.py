@@ -129,8 +129,13 @@ def test_tiled_float32_stays_float32_and_is_as_accurate_as_dense_float32(rng, is
     out32, cache32 = an.sdpa_forward(*f32[:3], is_causal=is_causal)
     dense32 = (out32, *an.sdpa_backward(f32[3], cache32))
     assert fcache.lse.dtype == np.float32
+    names = ("out", "dq", "dk", "dv")
     # the float32 rule, the dense path in the framework's place: each within 10x the other's error
-    assert_float32_all(("out", "dq", "dk", "dv"), tiled32, dense32, oracle, framework="dense")
+    assert_float32_all(names, tiled32, dense32, oracle, framework="dense")
+    # and both against torch's float32 error (two paths of ours could share a bug)
+    torch32 = torch_ref.sdpa(*f32, is_causal=is_causal)
+    assert_float32_all(names, tiled32, torch32, oracle, framework="torch")
+    assert_float32_all(names, dense32, torch32, oracle, framework="torch")
 
 
 def test_cache_keeps_inputs_output_and_lse_only(rng):
