@@ -89,8 +89,8 @@ def assert_float32_within_framework(ours32, theirs32, oracle64, *, name="value",
     Why the rule holds on any CPU: NumPy picks its SIMD kernels (and so its summation order and its
     exp/erf approximations) at run time, and so does the framework; either error can move by a
     small factor between CPUs. Measured over the 394 checks (both directions) of the 54
-    ``float32`` tests (``ATTENTION_NP_F32_LOG``, 2026-11, torch 2.13, NumPy 2.4.6, an AVX2
-    machine): one error is up to 4.4x the other's (torch's dv against ours), and the largest
+    ``float32`` tests (``ATTENTION_NP_F32_LOG``, 2026-11, torch 2.13, NumPy 2.4.6, an
+    AVX-512 machine): one error is up to 4.4x the other's (torch's dv against ours), and the largest
     error / tolerance is 0.327 with NumPy's default kernels and with
     ``NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR"`` alike: a 3x margin.
     A rule of 1x or 2x the framework's error does not hold (the gelu test failed at 1.17x); a
