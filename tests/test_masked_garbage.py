@@ -16,6 +16,7 @@ import pytest
 
 import attention_np as an
 from attention_np.core import attention as textbook
+from attention_np.core import blocked
 from attention_np.efficient.flash import flash_attention_backward, flash_attention_forward
 from attention_np.studies.additive import (
     additive_attention_backward,
@@ -61,8 +62,22 @@ def _dense(fwd, bwd):
     return run
 
 
+def _blocked(q, k, v, mask, dout, **kw):
+    """The fused path forced onto its blocked walk (core/blocked.py): two workers, blocks of a
+    few query rows, so that garbage meets block edges and per-worker partial sums."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(blocked, "MIN_ELEMENTS", 0)
+        mp.setattr(blocked, "BLOCK_ELEMENTS", 8)
+        mp.setenv("ATTENTION_NP_NUM_THREADS", "2")
+        out, cache = an.sdpa_forward(q, k, v, mask, **kw)
+        if not (kw.get("bias") is not None or kw.get("dropout_p")):
+            assert cache.blocks is not None                    # the blocked walk was taken
+        return (out, *an.sdpa_backward(dout, cache))
+
+
 PATHS = {
     "fused": _dense(an.sdpa_forward, an.sdpa_backward),
+    "blocked": _blocked,
     "textbook": _dense(textbook.sdpa_forward, textbook.sdpa_backward),
     "flash": _dense(lambda q, k, v, m, **kw: flash_attention_forward(q, k, v, m, block_size=2, **kw),
                     flash_attention_backward),
