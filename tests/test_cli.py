@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import require
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -133,7 +135,7 @@ def test_transformers_older_than_the_minimum_is_refused_by_name(monkeypatch, cap
     import sys
 
     import pytest
-    pytest.importorskip("transformers")
+    require("transformers")
 
     from attention_np.cli import main
     from attention_np.interop import transformers_cases as cases

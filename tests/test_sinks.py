@@ -9,7 +9,8 @@ import pytest
 
 import attention_np as an
 from attention_np.paper.gradcheck import numerical_gradient
-from tests.helpers import max_abs_diff, randn, require
+from tests import torch_ref
+from tests.helpers import assert_float32_all, max_abs_diff, randn, require, rounded
 
 R = np.random.default_rng(1260)
 
@@ -77,15 +78,11 @@ def test_bad_sinks_name_themselves():
 def test_sinks_float32():
     torch = require("torch")
     gpt_oss = require("transformers.models.gpt_oss.modeling_gpt_oss")
-    from attention_np.interop.tolerance import check_float32
-    q, k, v = (randn(R, 2, 4, 6, 8).astype(np.float32) for _ in range(3))
-    sinks = randn(R, 4).astype(np.float32)
-    dout = randn(R, 2, 4, 6, 8).astype(np.float32)
+    (q, k, v, sinks, dout), f64 = rounded(*(randn(R, 2, 4, 6, 8) for _ in range(3)), randn(R, 4),
+                                         randn(R, 2, 4, 6, 8))
     out, cache = an.sdpa_sinks_forward(q, k, v, sinks)
     ours = [out, *an.sdpa_sinks_backward(dout, cache)]
-    f64 = [a.astype(np.float64) for a in (q, k, v, sinks, dout)]
-    o64, c64 = an.sdpa_sinks_forward(*f64[:4])
-    oracle = [o64, *an.sdpa_sinks_backward(f64[4], c64)]
+    oracle = torch_ref.formula(f64[0], f64[1], f64[2], f64[4], sinks=f64[3])   # torch, float64
     module = torch.nn.Module()
     module.num_key_value_groups, module.training = 1, False
     module.sinks = torch.nn.Parameter(torch.tensor(sinks))
@@ -94,8 +91,7 @@ def test_sinks_float32():
     t_out.backward(torch.tensor(np.swapaxes(dout, 1, 2)))
     theirs = [np.swapaxes(t_out.detach().numpy(), 1, 2), tq.grad.numpy(), tk.grad.numpy(),
               tv.grad.numpy(), module.sinks.grad.numpy()]
-    for name, a, o, t in zip(("out", "dq", "dk", "dv", "dsinks"), ours, oracle, theirs, strict=True):
-        assert a.dtype == np.float32 and check_float32(name, a, o, peer=t).ok, name
+    assert_float32_all(("out", "dq", "dk", "dv", "dsinks"), ours, theirs, oracle, framework="gpt-oss")
 
 
 # --- sinks in multi-head attention and the decode step: params["sinks"] (h,), sinks=True ---
