@@ -181,7 +181,7 @@ def test_softmax_refuses_a_0d_array_and_an_axis_out_of_range():
     for axis in (2, 1.0):
         with pytest.raises(ValueError, match=r"axis must be an int in \[-2, 2\)"):
             an.softmax_backward(x, x, axis=axis)
-    with pytest.raises(ValueError, match=r"axis must be an int in \[-0, 0\)"):
+    with pytest.raises(ValueError, match="p must have at least 1 dim"):
         an.softmax_backward(np.float64(1.0), np.float64(0.5))
 
 

@@ -104,7 +104,7 @@ def test_softmax_bad_inputs_are_named():
         paper.softmax(np.arange(3))
     with pytest.raises(TypeError, match="where must be a bool array"):
         paper.softmax(np.zeros(3), where=np.ones(3))
-    with pytest.raises(ValueError, match=r"where of shape \(2,\) does not broadcast to the shape of x"):
+    with pytest.raises(ValueError, match=r"where of shape \(2,\) does not broadcast to x of shape \(3,\)"):
         paper.softmax(np.zeros(3), where=np.ones(2, bool))
     with pytest.raises(ValueError, match="axis must be an int in"):
         paper.softmax(np.zeros(3), axis=1)
