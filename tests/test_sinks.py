@@ -22,7 +22,8 @@ def test_sinks_equal_gpt_oss_forward_and_every_gradient(window):
     B, H, H_KV, L, D = 2, 4, 2, 5, 6
     q, k, v = randn(R, B, H, L, D), randn(R, B, H_KV, L, D), randn(R, B, H_KV, L, D)
     sinks = randn(R, H)
-    mask = an.causal_mask(L) if window is None else an.sliding_window_mask(L, L, *window)
+    mask = an.causal_mask(L) if window is None else an.sliding_window_mask(
+        L, L, left=window[0], right=window[1])
     module = torch.nn.Module()
     module.num_key_value_groups, module.training = H // H_KV, False
     module.sinks = torch.nn.Parameter(torch.tensor(sinks))
@@ -123,7 +124,8 @@ def test_mha_sinks_equal_gpt_oss_attention_forward_and_every_gradient(window):
     B, L = 2, 6
     x = randn(R, B, L, E)
     cos, sin = (torch.tensor(a)[None] for a in an.rope_angles(np.arange(L), D))   # gpt-oss: (1, L, D/2)
-    allowed = an.causal_mask(L) if window is None else an.sliding_window_mask(L, L, *window)
+    allowed = an.causal_mask(L) if window is None else an.sliding_window_mask(
+        L, L, left=window[0], right=window[1])
     additive = torch.zeros(1, 1, L, L, dtype=torch.float64).masked_fill(~torch.tensor(allowed),
                                                                          float("-inf"))
     tx = torch.tensor(x, requires_grad=True)

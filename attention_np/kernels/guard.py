@@ -9,7 +9,7 @@ import numpy as np
 
 from attention_np._checks import as_bias, as_bool_mask, broadcast_batch, check_broadcasts_to
 from attention_np.paper.masks import causal_mask
-from attention_np.variants.window import check_window, sliding_window_mask
+from attention_np.variants.window import window_mask
 
 
 def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
@@ -40,8 +40,8 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
     if is_causal:
         causal = causal_mask(L, S)
         mask = causal if mask is None else mask & causal
-    if window is not None:
-        local = sliding_window_mask(L, S, *check_window(window))
+    local = None if window is None else window_mask(L, S, window)
+    if local is not None:
         mask = local if mask is None else mask & local
     return mask, bias
 
