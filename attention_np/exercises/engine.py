@@ -51,14 +51,18 @@ class TimeLimit(BaseException):
 
 
 # ---------------------------------------------------------------- copies and calls
-def copy_tree(x):
-    """A deep copy of arrays, tuples, lists and dicts (everything else is shared)."""
+def copy_tree(x, memo=None):
+    """A deep copy of arrays, tuples, lists and dicts (everything else is shared). An array
+    that appears twice (self-attention: query is key is value) is one array in the copy too."""
+    memo = {} if memo is None else memo
     if isinstance(x, np.ndarray):
-        return x.copy()
+        if id(x) not in memo:
+            memo[id(x)] = x.copy()
+        return memo[id(x)]
     if isinstance(x, dict):
-        return {k: copy_tree(v) for k, v in x.items()}
+        return {k: copy_tree(v, memo) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return type(x)(copy_tree(v) for v in x)
+        return type(x)(copy_tree(v, memo) for v in x)
     return x
 
 
@@ -90,8 +94,8 @@ class Call:
 def call(fn, args, kwargs=None, names=None) -> Call:
     """``fn(*args, **kwargs)`` on fresh copies; reports the arguments it wrote into."""
     kwargs = kwargs or {}
-    given_a, given_k = copy_tree(tuple(args)), copy_tree(dict(kwargs))
-    kept_a, kept_k = copy_tree(tuple(args)), copy_tree(dict(kwargs))
+    given_a, given_k = copy_tree((tuple(args), dict(kwargs)))
+    kept_a, kept_k = copy_tree((tuple(args), dict(kwargs)))
     try:
         with np.errstate(all="ignore"):     # overflow in a wrong answer is reported, not warned
             out = fn(*given_a, **given_k)
@@ -375,8 +379,11 @@ def _mistake(exercise, results, finding, failures):
 def encode(x, arrays):
     """A JSON-able tree; arrays go into ``arrays`` (saved as .npz)."""
     if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        for key, a in arrays.items():       # the same array stored once: aliasing survives
+            if a is x:
+                return {"array": key}
         key = f"a{len(arrays)}"
-        arrays[key] = np.asarray(x)
+        arrays[key] = x if isinstance(x, np.ndarray) else np.asarray(x)
         return {"array": key}
     if isinstance(x, Raised):
         return {"raised": x.text}

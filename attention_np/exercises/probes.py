@@ -566,6 +566,41 @@ def merge_probe(fn, expected):
 
 
 # ======================================================================== multi-head
+def _mha_inputs():
+    rng = np.random.default_rng(RNG_SEED + 11)
+    d, h = 4, 2
+    p = {f"W_{n}": rng.normal(size=(d, d)) / 2 for n in "qkvo"}
+    p.update({f"b_{n}": 0.1 * rng.normal(size=(d,)) for n in "qkvo"})
+    return rng.normal(size=(2, 3, d)), rng.normal(size=(2, 5, d)), p, h
+
+
+def mha_probe(fn, expected):
+    x, y, p, h = _mha_inputs()
+    base = _arr(_run(fn, x, y, y, p, h))
+    if base is None or base.shape != x.shape or _nan(base):
+        return None
+    delta = np.array([0.5, -1.0, 2.0, 0.25])
+
+    def moved(name):
+        return _arr(_run(fn, x, y, y, dict(p, **{name: p[name] + delta}), h))
+    for name, want, what in (("b_o", delta, "b_o"), ("b_v", delta @ p["W_o"], "b_v")):
+        out = moved(name)
+        if out is not None and out.shape == base.shape and not _close(out - base, np.broadcast_to(
+                want, base.shape), 1e-6, 1e-9):
+            ignored = _close(out, base)
+            return Finding("projection biases forgotten" if ignored else f"{what} used wrongly",
+                           f"moving {what} by a vector moves your output by "
+                           f"{'nothing' if ignored else 'something else'} (it must move by "
+                           f"{'that vector' if name == 'b_o' else 'that vector times W_o'})",
+                           "params holds b_q, b_k, b_v, b_o: each projection is x W + b.")
+    one = expected.get("one_head")
+    if one is not None and _close(base, one):
+        return Finding("a single head (no split)", f"your output with num_heads = {h} is the output of "
+                       "one head", "With one head of width h*d_k the softmax averages over all "
+                       "features together; split into num_heads heads, each with its own softmax.")
+    return None
+
+
 def mha_backward_probe(fn, expected):
     inputs = INPUTS["mha_backward"]()["self"][0]
     out = _run(fn, *inputs)
@@ -626,7 +661,7 @@ def tiled_probe(fn, expected):
     outs = {B: _arr(_run(fn, q, k, v, B)) for B in (5, 10, 3, 4, 16)}
     if ref is not None and all(o is not None and o.shape == ref.shape for o in outs.values()):
         ok = {B: _close(o, ref, 1e-7, 1e-10) for B, o in outs.items()}
-        if ok[5] and ok[10] and ok[16] and not (ok[3] and ok[4]):
+        if ok[5] and ok[10] and not (ok[3] and ok[4]):
             return Finding("the last, partial block is mishandled", "block sizes that divide S = 10 "
                            "are right, 3 and 4 (a partial last block) are not", "range(0, S, B) with "
                            "slices k[..., j:j + B, :] handles a shorter last block; S // B loops drop it.")
@@ -752,6 +787,7 @@ def _decode_inputs():
 
 
 INPUTS["mha_backward"] = _mha_backward_inputs
+INPUTS["mha_forward"] = lambda: {"one_head": ((*_mha_inputs()[:2], _mha_inputs()[1], _mha_inputs()[2], 1), {})}
 INPUTS["decode_step"] = _decode_inputs
 
 #: exercise -> probes tried in order
@@ -765,7 +801,7 @@ PROBES = {
     "attention_backward": [attention_backward_probe],
     "split_heads": [split_probe],
     "merge_heads": [merge_probe],
-    "mha_forward": [],
+    "mha_forward": [mha_probe],
     "mha_backward": [mha_backward_probe],
     "tiled_attention": [tiled_probe],
     "decode_step": [decode_probe],

@@ -1,0 +1,8 @@
+# exercise: merge_heads
+# the student's slip: one reshape
+import numpy as np
+
+
+def merge_heads(x):
+    *b, h, L, d = x.shape
+    return x.reshape(*b, L, h * d)
