@@ -78,10 +78,11 @@ def _copy_checker(dest: pathlib.Path, bank: dict, stem: str) -> None:
 
 def _write_notebooks(dest: pathlib.Path, variant: str) -> list:
     signatures = {n: e.signature for n, e in EXERCISES.items()}
+    papers = {n: e.paper for n, e in EXERCISES.items()}
     paths = []
     for stem in NOTEBOOKS:
         path = dest / f"{stem}.ipynb"
-        path.write_text(json.dumps(notebook(stem, variant, signatures), indent=1) + "\n")
+        path.write_text(json.dumps(notebook(stem, variant, signatures, papers), indent=1) + "\n")
         paths.append(path)
     return paths
 

@@ -359,9 +359,10 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
     if all(r.why and "keep the input's dtype" in r.why for r in failures):
         return _mistake(exercise, results, Finding(
             "dtype not kept", "the output's dtype is not the input's",
-            "A float32 input gives a float32 output. float64 creeps in through np.float64 "
-            "constants, dtype=float arrays (np.zeros(n) is float64) or np.array(x, dtype=float); "
-            "compute in any precision you like, then cast back with .astype(x.dtype)."), failures)
+            "A float32 input gives a float32 output. float64 creeps in through NumPy float64 "
+            "scalars (np.sqrt(d_k) is one: use math.sqrt), dtype=float arrays (np.zeros(n) is "
+            "float64) or np.array(x, dtype=float); compute in any precision you like, then cast "
+            "back with .astype(x.dtype)."), failures)
     first = failures[0]
     return Report(exercise, "failed",
                   f"FAILED: {exercise}: {len(failures)} of {n} cases fail; first: {first.label}: "

@@ -291,11 +291,13 @@ def _code(text, **meta):
             "source": text}
 
 
-def notebook(stem: str, variant: str, signatures: dict) -> dict:
+def notebook(stem: str, variant: str, signatures: dict, papers: dict | None = None) -> dict:
     """Notebook ``stem`` (see :data:`NOTEBOOKS`) as an nbformat-4 dict.
 
-    ``variant`` is "repo", "student" or "solution"; ``signatures`` maps exercise -> signature.
+    ``variant`` is "repo", "student" or "solution"; ``signatures`` maps exercise -> signature,
+    ``papers`` exercise -> the paper's sentence it implements.
     """
+    papers = papers or {}
     title, lessons, exercises = NOTEBOOKS[stem]
     links = ", ".join(f"[{lesson}]({LESSONS}{lesson}.ipynb)" for lesson in lessons)
     how = {"repo": "run each check cell (it calls `attention_np.exercises.check`), or from a shell "
@@ -317,7 +319,8 @@ def notebook(stem: str, variant: str, signatures: dict) -> dict:
     cells.append(_code(setup, tags=["setup"]))
     for name, hints in exercises.items():
         sig = signatures[name]
-        cells.append(_md(f"## `{sig}`\n\n**Hints**\n\n" + "\n".join(f"- {h}" for h in hints)))
+        quote = f"> {papers[name]}\n\n" if name in papers else ""
+        cells.append(_md(f"## `{sig}`\n\n{quote}**Hints**\n\n" + "\n".join(f"- {h}" for h in hints)))
         if variant == "solution":
             cells.append(_code(solution_source(name), tags=["solution"], exercise=name))
         else:
