@@ -35,8 +35,9 @@ def _attention_cases(seed=2):
         Case("a fully masked row (its output must be 0)", (q, k, v, full)),
         Case("broadcasting: k, v shared across the batch", (qb, kb[0, 0], vb[0, 0])),
         Case("huge logits (|scores| ~ 1e3)", (30 * q, 30 * k, v)),
-        Case("a masked key scores far above the others", (np.array([[1.0]]), np.array([[800.0], [1.0]]),
-                                                          np.array([[5.0], [2.0]]), np.array([[False, True]]))),
+        Case("a masked key scores far above the others",
+             (np.array([[1.0]]), np.array([[800.0], [1.0]]), np.array([[5.0], [2.0]]),
+              np.array([[False, True]]))),
         Case("L = 1 (one query)", (q[:1], k, v, masked[:1])),
         Case("float32", _qkv(rng, 3, 5, 4, 2, dtype=np.float32), dtype=np.float32),
     ]

@@ -160,7 +160,7 @@ CAUSAL_MASK = Exercise(
 
 
 def ref_padding_mask(lengths, S):
-    """Bool (B, S): key j of sequence b is real (True) iff j < lengths[b]."""
+    """Bool (B, 1, S): key j of sequence b is real (True) iff j < lengths[b]."""
     return _lib_padding_mask(lengths, S)
 
 
@@ -181,14 +181,19 @@ PADDING_MASK = Exercise(
     "Padding keys must get zero weight: mask them out of the softmax, as for §3.2.3's causal mask.",
     ref_padding_mask, _padding_cases, hidden=_padding_hidden, mistakes=[
         Mistake("padding mask polarity flipped",
-                lambda n, S: np.arange(S)[None, :] >= np.asarray(n)[:, None],
+                lambda n, S: (np.arange(S)[None, :] >= np.asarray(n)[:, None])[:, None, :],
                 "True = may attend: the real keys, j < length, are the True ones."),
         Mistake("padding mask off by one",
-                lambda n, S: np.arange(S)[None, :] <= np.asarray(n)[:, None],
+                lambda n, S: (np.arange(S)[None, :] <= np.asarray(n)[:, None])[:, None, :],
                 "A sequence of length 3 has keys 0, 1, 2: is key 3 real?"),
         Mistake("padding mask transposed",
-                lambda n, S: (np.arange(S)[None, :] < np.asarray(n)[:, None]).T,
-                "One row per sequence, one column per key: (B, S)."),
+                lambda n, S: (np.arange(S)[None, :] < np.asarray(n)[:, None])[:, None, :].T,
+                "One entry per sequence on the first axis, one per key on the last: (B, 1, S), "
+                "the 1 broadcasting over the queries."),
+        Mistake("padding mask of shape (B, S) instead of (B, 1, S)",
+                lambda n, S: np.arange(S)[None, :] < np.asarray(n)[:, None],
+                "The contract is (B, 1, S): the middle 1 broadcasts over the L queries of scores "
+                "(B, L, S). Add it with [:, None, :]."),
     ])
 
 

@@ -13,7 +13,7 @@ the autograder, which hold no reference.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -130,7 +130,7 @@ def build_record(exercise: Exercise, hidden: bool = False) -> dict:
             "probe_expected": probe_expected}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _record(name: str):
     from attention_np.exercises import EXERCISES
     return build_record(EXERCISES[name])

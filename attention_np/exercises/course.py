@@ -70,7 +70,8 @@ the usual limit of Gradescope autograders.
 def _copy_checker(dest: pathlib.Path, bank: dict, stem: str) -> None:
     pkg = dest / "checker"
     pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text('"""The course checker (NumPy only), copied from attention_np.exercises."""\n')
+    (pkg / "__init__.py").write_text('"""The course checker (NumPy only), copied from '
+                                     'attention_np.exercises."""\n')
     for name in KIT_MODULES:
         shutil.copyfile(HERE / name, pkg / name)
     save_bank(bank, pkg / stem)

@@ -79,7 +79,8 @@ def _written(given, kept, name):
     if isinstance(kept, (list, tuple)):
         if not isinstance(given, (list, tuple)) or len(given) != len(kept):
             return [name]
-        return [w for i, (g, k) in enumerate(zip(given, kept)) for w in _written(g, k, f"{name}[{i}]")]
+        return [w for i, (g, k) in enumerate(zip(given, kept, strict=True))
+                for w in _written(g, k, f"{name}[{i}]")]
     return []
 
 
@@ -108,7 +109,8 @@ def call(fn, args, kwargs=None, names=None) -> Call:
     except Exception as e:          # noqa: BLE001 - a student's error is a result to report
         out = Raised(e)
     names = list(names or []) + [f"argument {i + 1}" for i in range(len(names or []), len(args))]
-    written = [w for i, (g, k) in enumerate(zip(given_a, kept_a)) for w in _written(g, k, names[i])]
+    written = [w for i, (g, k) in enumerate(zip(given_a, kept_a, strict=True))
+               for w in _written(g, k, names[i])]
     written += [w for key in kept_k for w in _written(given_k[key], kept_k[key], key)]
     return Call(out, written)
 
@@ -146,7 +148,7 @@ def compare(out, expected, dtype="float64", tol=None):
         if so == "array" or so[0] != "sequence":
             return f"returned {type(out).__name__}, expected a tuple of {se[1]}"
         return f"returned {so[1]} items, expected {se[1]}"
-    for (name, o), (_, e) in zip(leaves(out), leaves(expected)):
+    for (name, o), (_, e) in zip(leaves(out), leaves(expected), strict=False):
         e = np.asarray(e)
         try:
             o = np.asarray(o)
@@ -175,7 +177,8 @@ def compare(out, expected, dtype="float64", tol=None):
         if bad.any():
             with np.errstate(invalid="ignore", over="ignore"):
                 err = np.max(np.abs(o64 - e64)[bad])
-            return f"{name} differs from the answer at {int(bad.sum())} of {e.size} entries, by up to {err:.3g}"
+            return (f"{name} differs from the answer at {int(bad.sum())} of {e.size} entries, "
+                    f"by up to {err:.3g}")
     return None
 
 
@@ -184,7 +187,7 @@ def same(a, b, rtol=1e-6, atol=1e-9) -> bool:
     equals NaN, shapes and dtype kinds must match."""
     if isinstance(a, Raised) or isinstance(b, Raised) or _shape_of(a) != _shape_of(b):
         return False
-    for (_, x), (_, y) in zip(leaves(a), leaves(b)):
+    for (_, x), (_, y) in zip(leaves(a), leaves(b), strict=False):
         try:
             x, y = np.asarray(x), np.asarray(y)
         except Exception:           # noqa: BLE001
@@ -300,7 +303,7 @@ def match_fingerprint(results, cases, fingerprints):
     gives NaN, the student fails too; and at least one reproduced case is wrong."""
     for fp in fingerprints:
         informative, ok = 0, True
-        for r, case, m_out in zip(results, cases, fp.outputs):
+        for r, case, m_out in zip(results, cases, fp.outputs, strict=False):
             if finite_result(m_out):
                 if not same(r.out, m_out, rtol=1e-4, atol=1e-6):
                     ok = False
@@ -372,7 +375,9 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
 def _mistake(exercise, results, finding, failures):
     where = f" (first failing case: {failures[0].label}: {failures[0].why})" if failures else ""
     return Report(exercise, "mistake",
-                  f"MISTAKE: {exercise}: {finding.what}. Hint: {finding.hint}{where}",
+                  f"MISTAKE: {exercise}: {finding.name}"
+                  f"{'' if finding.what == finding.name else ': ' + finding.what}. "
+                  f"Hint: {finding.hint}{where}",
                   mistake=finding.name, cases=results)
 
 

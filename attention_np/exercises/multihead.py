@@ -100,7 +100,8 @@ def _mha_cases(seed=6):
         Case("cross-attention, L=3 != S=5", (x, y, y, p, 2)),
         Case("h=4 with d_k=3 (h*d_k != d_model)", (x, y, y, p3, 4)),
         Case("with a mask (L, S)", (x, y, y, p, 2, mask)),
-        Case("a padding mask (B, 1, 1, S)", (x, y, y, p, 2, np.arange(5) < np.array([5, 2])[:, None, None, None])),
+        Case("a padding mask (B, 1, 1, S)",
+             (x, y, y, p, 2, np.arange(5) < np.array([5, 2])[:, None, None, None])),
         Case("float32", (x.astype(np.float32), y.astype(np.float32), y.astype(np.float32),
                          {n: a.astype(np.float32) for n, a in p.items()}, 2), dtype=np.float32),
     ]

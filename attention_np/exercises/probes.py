@@ -39,8 +39,10 @@ def _arr(x):
 
 
 def _close(a, b, rtol=1e-6, atol=1e-9):
-    return a is not None and b is not None and np.shape(a) == np.shape(b) and bool(
-        np.all(np.abs(np.asarray(a, float) - np.asarray(b, float)) <= atol + rtol * np.abs(np.asarray(b, float))))
+    if a is None or b is None or np.shape(a) != np.shape(b):
+        return False
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return bool(np.all(np.abs(a - b) <= atol + rtol * np.abs(b)))
 
 
 def _nan(a):
@@ -193,7 +195,8 @@ def _offsets(m):
 
 
 def causal_probe(fn, expected):
-    for L, S, align in ((5, 5, "top_left"), (3, 6, "bottom_right"), (3, 6, "top_left"), (6, 3, "bottom_right")):
+    for L, S, align in ((5, 5, "top_left"), (3, 6, "bottom_right"), (3, 6, "top_left"),
+                        (6, 3, "bottom_right")):
         out = _run(fn, L, S, align)
         if isinstance(out, Raised):
             return None
@@ -319,7 +322,8 @@ def scale_finding(c, d_k, d_v):
 def _attention_inputs():
     rng = np.random.default_rng(RNG_SEED + 1)
     return {"q": rng.normal(size=(3, 16)), "k": rng.normal(size=(6, 16)), "v": rng.normal(size=(6, 2)),
-            "qb": rng.normal(size=(2, 3, 4)), "kb": rng.normal(size=(2, 5, 4)), "vb": rng.normal(size=(2, 5, 2))}
+            "qb": rng.normal(size=(2, 3, 4)), "kb": rng.normal(size=(2, 5, 4)),
+            "vb": rng.normal(size=(2, 5, 2))}
 
 
 def attention_shapes(fn, expected):
@@ -463,7 +467,7 @@ def attention_backward_probe(fn, expected):
         return Finding("dk = dS q instead of dS^T q", "dk has shape (L, d_k), expected k's shape "
                        "(S, d_k)", "dS is (L, S) and dk is (S, d_k): which transpose makes the key "
                        "axis come first?")
-    if any(a.shape != np.shape(b) for a, b in zip(g, ref)):
+    if any(a.shape != np.shape(b) for a, b in zip(g, ref, strict=True)):
         return None
     r = np.sqrt(q.shape[-1])
     if _close(dv, ref[2]):
@@ -652,7 +656,9 @@ def mha_backward_probe(fn, expected):
 def _tiled_inputs():
     rng = np.random.default_rng(RNG_SEED + 7)
     q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(10, 4)), rng.normal(size=(10, 2))
-    low = (np.full((2, 4), 1.0), np.full((6, 4), -55.0) + 0.1 * rng.normal(size=(6, 4)), rng.normal(size=(6, 2)))
+    # scores q k^T / sqrt(4) = 4 * (-55) / 2 = -110 (+- a little): exp(-110) is 0 in float32
+    low = (np.full((2, 4), 1.0), np.full((6, 4), -55.0) + 0.1 * rng.normal(size=(6, 4)),
+           rng.normal(size=(6, 2)))
     return {"q": q, "k": k, "v": v, "low": tuple(a.astype(np.float32) for a in low)}
 
 
@@ -708,7 +714,7 @@ def decode_probe(fn, expected):
                        "one key.")
     ref = expected.get("step")
     if isinstance(full, (tuple, list)) and len(full) == 3 and ref is not None:
-        kn, vn = _arr(full[1]), _arr(full[2])
+        kn = _arr(full[1])
         if kn is not None and kn.shape == ref[1].shape:
             if _close(kn[..., 1:, :], kc) and _close(kn[..., :1, :], ref[1][..., -1:, :]):
                 return Finding("new key and value prepended to the cache", "the new key is first in the "
@@ -765,8 +771,7 @@ INPUTS = {
     "split_heads": lambda: {"split": ((np.arange(24, dtype=float).reshape(4, 6), 2), {})},
     "merge_heads": lambda: {"merge": ((np.arange(24, dtype=float).reshape(2, 4, 3),), {})},
     "attention_backward": lambda: {"plain": _backward_inputs()["plain"]},
-    "tiled_attention": lambda: {"blocks": ((_tiled_inputs()["q"], _tiled_inputs()["k"], _tiled_inputs()["v"], 4),
-                                           {})},
+    "tiled_attention": lambda: {"blocks": ((*(_tiled_inputs()[n] for n in "qkv"), 4), {})},
 }
 
 
@@ -789,7 +794,8 @@ def _decode_inputs():
 
 
 INPUTS["mha_backward"] = _mha_backward_inputs
-INPUTS["mha_forward"] = lambda: {"one_head": ((*_mha_inputs()[:2], _mha_inputs()[1], _mha_inputs()[2], 1), {})}
+INPUTS["mha_forward"] = lambda: {"one_head": ((*_mha_inputs()[:2], _mha_inputs()[1], _mha_inputs()[2], 1),
+                                               {})}
 INPUTS["decode_step"] = _decode_inputs
 
 #: exercise -> probes tried in order

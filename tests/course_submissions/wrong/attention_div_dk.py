@@ -1,6 +1,5 @@
 # exercise: attention
 # the student's slip: divides by d_k
-import math
 
 import numpy as np
 

@@ -1,6 +1,5 @@
 # exercise: attention
 # the student's slip: forgot the scale
-import math
 
 import numpy as np
 

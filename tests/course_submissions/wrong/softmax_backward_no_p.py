@@ -1,6 +1,5 @@
 # exercise: softmax_backward
 # the student's slip: forgets the factor p in front
-import numpy as np
 
 
 def softmax_backward(dp, p):

@@ -1,6 +1,5 @@
 # exercise: softmax_backward
 # the student's slip: flips the order of the subtraction
-import numpy as np
 
 
 def softmax_backward(dp, p):

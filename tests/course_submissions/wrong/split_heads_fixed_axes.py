@@ -1,6 +1,5 @@
 # exercise: split_heads
 # the student's slip: transpose(1, 0, 2)
-import numpy as np
 
 
 def split_heads(x, num_heads):

@@ -1,6 +1,5 @@
 # exercise: split_heads
 # the student's slip: one reshape
-import numpy as np
 
 
 def split_heads(x, num_heads):

@@ -1,6 +1,5 @@
 # exercise: tiled_attention
 # the student's slip: no 1/sqrt(d_k)
-import math
 
 import numpy as np
 

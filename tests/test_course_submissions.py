@@ -1,0 +1,46 @@
+"""The checker tried as students would: correct solutions in different styles pass, realistic
+wrong ones (tests/course_submissions/wrong, each with the student's slip in its header) fail,
+and at least 75 % of the wrong ones are named by a MISTAKE line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import attention_np.exercises as ex
+from attention_np.exercises.loading import load_function
+
+HERE = Path(__file__).resolve().parent / "course_submissions"
+CORRECT = sorted((HERE / "correct").glob("*.py"))
+WRONG = sorted((HERE / "wrong").glob("*.py"))
+
+
+def _check(path):
+    name = re.search(r"# exercise: (\w+)", path.read_text()).group(1)
+    return ex.check(name, load_function(path, ex.function_name(name)))
+
+
+def test_the_corpus_is_large_and_covers_every_exercise():
+    assert len(CORRECT) >= 10 and len(WRONG) >= 30
+    names = {re.search(r"# exercise: (\w+)", p.read_text()).group(1) for p in CORRECT + WRONG}
+    assert names == set(ex.EXERCISES)
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
+def test_a_correct_solution_passes(path):
+    result = _check(path)
+    assert result.ok, str(result)
+
+
+@pytest.mark.parametrize("path", WRONG, ids=[p.stem for p in WRONG])
+def test_a_wrong_solution_fails(path):
+    result = _check(path)
+    assert not result.ok, str(result)
+    assert str(result).startswith(("MISTAKE: ", "FAILED: ")), str(result)
+
+
+def test_at_least_three_quarters_of_the_wrong_solutions_are_named():
+    named = [p.stem for p in WRONG if _check(p).status == "mistake"]
+    assert len(named) / len(WRONG) >= 0.75, sorted(set(p.stem for p in WRONG) - set(named))
