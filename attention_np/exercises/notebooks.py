@@ -311,11 +311,10 @@ def notebook(stem: str, variant: str, signatures: dict, papers: dict | None = No
                  "positions). The docstring of each stub is the contract the checker holds you to. "
                  f"To check: {how} When your answer is wrong, the checker says what is wrong and "
                  "gives a hint (`MISTAKE: ...`); `FAILED: ...` when it cannot say more.")]
-    setup = {"repo": "import numpy as np  # noqa: F401 (your solutions use it)\n\n"
-                     "from attention_np.exercises import check",
-             "student": "import numpy as np  # noqa: F401 (your solutions use it)\n\n"
-                        "from check import check",
-             "solution": "import numpy as np  # noqa: F401\n\nfrom check import check"}[variant]
+    imports = ("import math  # noqa: F401 (your solutions may use them)\n\n"
+               "import numpy as np  # noqa: F401\n\n")
+    setup = imports + {"repo": "from attention_np.exercises import check",
+                       "student": "from check import check", "solution": "from check import check"}[variant]
     cells.append(_code(setup, tags=["setup"]))
     for name, hints in exercises.items():
         sig = signatures[name]
