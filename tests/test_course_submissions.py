@@ -44,3 +44,23 @@ def test_a_wrong_solution_fails(path):
 def test_at_least_three_quarters_of_the_wrong_solutions_are_named():
     named = [p.stem for p in WRONG if _check(p).status == "mistake"]
     assert len(named) / len(WRONG) >= 0.75, sorted(set(p.stem for p in WRONG) - set(named))
+
+
+def test_the_instructors_guide_numbers():
+    import numpy as np
+
+    import attention_np as an
+    text = (Path(__file__).resolve().parents[1] / "docs" / "instructors.md").read_text()
+    r = an.softmax_saturation([16, 64, 256], n_keys=16, n_queries=2000, rng=0)
+    unscaled = ", ".join(f"{w:.3f}" for w in r["max_weight_unscaled"])
+    scaled = ", ".join(f"{w:.3f}" for w in r["max_weight_scaled"])
+    assert f"largest weight is {unscaled} unscaled and {scaled} scaled" in text
+    assert f"falls to {r['entropy_unscaled'][-1]:.3f} nats" in text
+    assert f"log 16 = {np.log(16):.3f}" in text
+    n = sum(len(e.mistakes) for e in ex.EXERCISES.values())
+    assert f"{len(ex.EXERCISES)} exercises, {n} catalogued mistakes" in text
+    for name, e in ex.EXERCISES.items():
+        assert f"| `{name}` | {len(e.mistakes)} |" in text, name
+    named = sum(_check(p).status == "mistake" for p in WRONG)
+    assert f"({len(CORRECT)} correct solutions in different styles, {len(WRONG)} realistic" in text
+    assert f"{named} of {len(WRONG)} wrong ones" in text
