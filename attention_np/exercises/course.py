@@ -23,11 +23,12 @@ import zipfile
 
 from attention_np.exercises import EXERCISES
 from attention_np.exercises.checker import build_record
-from attention_np.exercises.engine import save_bank
 from attention_np.exercises.notebooks import NOTEBOOKS, QUESTIONS, notebook
+from attention_np.exercises.storage import save_bank
 
 HERE = pathlib.Path(__file__).resolve().parent
-KIT_MODULES = ("engine.py", "probes.py", "loading.py")
+KIT_MODULES = ("engine.py", "storage.py", "loading.py", "probing.py", "probes.py", "probes_basics.py",
+               "probes_attention.py", "probes_heads.py")
 CONFIG = {"time_limit_per_case_s": 5.0, "time_limit_diagnosis_s": 30.0,
           "hidden_visibility": "after_due_date"}
 

@@ -19,14 +19,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from checker import engine, loading, probes  # noqa: E402 (after the path is set)
+from checker import engine, loading, probes, storage  # noqa: E402 (after the path is set)
 
 _BANK = {}
 
 
 def _bank() -> dict:
     if not _BANK:
-        _BANK.update(engine.load_bank(HERE / "checker" / "public"))
+        _BANK.update(storage.load_bank(HERE / "checker" / "public"))
     return _BANK
 
 

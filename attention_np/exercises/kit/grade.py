@@ -24,7 +24,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from checker import engine, loading, probes  # noqa: E402 (after the path is set)
+from checker import engine, loading, probes, storage  # noqa: E402 (after the path is set)
 
 
 def config() -> dict:
@@ -49,7 +49,7 @@ def worker(name: str, path: str, out: str) -> None:
     """Grade one exercise in this process; write {"cases": [...], "message": ...} to ``out``."""
     cfg = config()
     limit = float(cfg["time_limit_per_case_s"])
-    rec = engine.load_bank(HERE / "checker" / "bank")[name]
+    rec = storage.load_bank(HERE / "checker" / "bank")[name]
     cases = rec["cases"]
     state = {"cases": [], "message": None}
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -125,7 +125,7 @@ def _syntax_errors(submission: pathlib.Path) -> list:
 def grade(submission, results_path) -> dict:
     submission, cfg = pathlib.Path(submission), config()
     limit = float(cfg["time_limit_per_case_s"])
-    bank = engine.load_bank(HERE / "checker" / "bank")
+    bank = storage.load_bank(HERE / "checker" / "bank")
     syntax = _syntax_errors(submission)
     tests, summary = [], []
     for name, rec in bank.items():
