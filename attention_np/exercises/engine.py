@@ -358,9 +358,22 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
             finding = None
         if finding is not None:
             return _mistake(exercise, results, finding, failures)
+    if any("could not be broadcast" in (r.why or "") for r in failures) and all(
+            "could not be broadcast" in (r.why or "") or " has shape " in (r.why or "") for r in failures):
+        return _mistake(exercise, results, Finding(
+            "shapes that do not broadcast", "your function raises a broadcasting error (or returns "
+            "the wrong shape) on the failing cases",
+            "A reduction drops its axis: x.sum(-1) of (..., n) is (...), which no longer lines up "
+            "with x. Keep it with keepdims=True (or index [..., None]) so it broadcasts back."),
+            failures)
+    if all(r.why and r.why.startswith("returned ") for r in failures):
+        return _mistake(exercise, results, Finding(
+            "returns the wrong structure", f"it {failures[0].why}",
+            f"Return exactly what the contract of {signature} says (a tuple where it asks for "
+            "several results, in that order)."), failures)
     if all(r.why and "keep the input's dtype" in r.why for r in failures):
         return _mistake(exercise, results, Finding(
-            "dtype not kept", "the output's dtype is not the input's",
+            "dtype not kept", failures[0].why.split(" (keep")[0],
             "A float32 input gives a float32 output. float64 creeps in through NumPy float64 "
             "scalars (np.sqrt(d_k) is one: use math.sqrt), dtype=float arrays (np.zeros(n) is "
             "float64) or np.array(x, dtype=float); compute in any precision you like, then cast "

@@ -54,39 +54,39 @@ def attention_scale_axis(fn, expected):
 
 
 def attention_masks(fn, expected):
-    # a masked logit larger than the others: q k^T = [800, 1]
+    rng = np.random.default_rng(RNG_SEED + 2)
+    q, k = rng.normal(size=(2, 4)), rng.normal(size=(4, 4))
+    mask = np.array([[True, False, True, False], [True, True, True, False]])
+    w = _arr(_run(fn, q, k, np.eye(4), mask))          # v = I: the output is the weights
+    if w is not None and w.shape == (2, 4) and not _nan(w):
+        masked, allowed = w[~mask], w[mask]
+        if np.abs(allowed).max() < 1e-12 and masked.min() > 0:
+            return Finding("mask polarity flipped", "your weights are 0 on the keys the mask allows",
+                           "The convention is True = may attend. Which entries did you set to -inf?")
+        if np.abs(masked).max() > 1e-12:
+            return Finding("masked keys get weight", "keys the mask forbids get nonzero weight "
+                           f"(up to {np.abs(masked).max():.3g}): their score was set to 0 or another "
+                           "finite value, or the mask was ignored", "exp(0) = 1: a score of 0 still "
+                           "gets weight. What score gets weight exactly 0?")
+        if not _close(w.sum(-1), np.ones(2), 1e-6):
+            return Finding("masked after the softmax without renormalizing", "your weights are 0 on "
+                           "masked keys but a row sums to less than 1", "Zeroing weights after the "
+                           "softmax leaves rows that no longer sum to 1. Mask the scores, before the "
+                           "softmax.")
+    # a masked logit larger than the others: q k^T = [800, 1]; the answer is v[1] = 2
     out = _arr(_run(fn, np.array([[1.0]]), np.array([[800.0], [1.0]]), np.array([[5.0], [2.0]]),
                     np.array([[False, True]])))
     if out is not None and out.shape == (1, 1) and not _close(out, [[2.0]]):
         if _close(out, [[5.0]]):
-            return Finding("mask polarity flipped", "with mask [[False, True]] your output uses the key "
-                           "marked False", "The convention is True = may attend. Which entries did "
-                           "you set to -inf?")
+            return Finding("masked keys get weight", "a masked key that scores far above the others "
+                           "(800 vs 1) takes all the weight: the mask did not remove it",
+                           "A masked score must become -inf before the softmax (np.where(mask, s, "
+                           "-np.inf)); adding or multiplying by the bool mask does not do that.")
         return Finding("masked after the softmax", "when a masked key scores far above the others "
                        f"(800 vs 1) your output is {out.ravel()[0]:.4g}, not 2: the softmax ran before "
                        "the mask, so the masked key took all the weight and the others underflowed",
                        "Mask the SCORES (set them to -inf) before the softmax; then a masked key "
                        "cannot influence the others, however large its score.")
-    rng = np.random.default_rng(RNG_SEED + 2)
-    q, k = rng.normal(size=(2, 4)), rng.normal(size=(4, 4))
-    mask = np.array([[True, False, True, False], [True, True, True, False]])
-    w = _arr(_run(fn, q, k, np.eye(4), mask))
-    if w is None or w.shape != (2, 4) or _nan(w):
-        return None
-    masked, allowed = w[~mask], w[mask]
-    if np.abs(allowed).max() < 1e-12 and masked.min() > 0:
-        return Finding("mask polarity flipped", "your weights are 0 on the keys the mask allows",
-                       "The convention is True = may attend. Which entries did you set to -inf?")
-    if np.abs(masked).max() > 1e-12:
-        return Finding("masked keys get weight", "keys the mask forbids get nonzero weight "
-                       f"(up to {np.abs(masked).max():.3g}): their score was set to 0 or another "
-                       "finite value, or the mask was ignored", "exp(0) = 1: a score of 0 still "
-                       "gets weight. What score gets weight exactly 0?")
-    if not _close(w.sum(-1), np.ones(2), 1e-6):
-        return Finding("masked after the softmax without renormalizing", "your weights are 0 on "
-                       "masked keys but a row sums to less than 1", "Zeroing weights after the "
-                       "softmax leaves rows that no longer sum to 1. Mask the scores, before the "
-                       "softmax.")
     return None
 
 
@@ -218,6 +218,12 @@ def tiled_probe(fn, expected):
     outs = {B: _arr(_run(fn, q, k, v, B)) for B in (5, 10, 3, 4, 16)}
     if ref is not None and all(o is not None and o.shape == ref.shape for o in outs.values()):
         ok = {B: _close(o, ref, 1e-7, 1e-10) for B, o in outs.items()}
+        if ok[10] and ok[16] and not (ok[5] or ok[3] or ok[4]):
+            return Finding("the blocks are not combined correctly", "with one block (block_size >= S) "
+                           "your output is right, with several it is not", "Each block's exponents "
+                           "must be taken against ONE running max and summed into ONE running sum "
+                           "and output, rescaled by exp(m_old - m_new) when the max grows; averaging "
+                           "per-block softmaxes is not the softmax over all keys.")
         if ok[5] and ok[10] and not (ok[3] and ok[4]):
             return Finding("the last, partial block is mishandled", "block sizes that divide S = 10 "
                            "are right, 3 and 4 (a partial last block) are not", "range(0, S, B) with "

@@ -122,6 +122,14 @@ def softmax_backward_probe(fn, expected):
         return Finding("kept only the diagonal of the Jacobian", "with dp = e_0 your gradient is 0 "
                        "off the diagonal", "Each output p_i depends on every input x_j: the Jacobian "
                        "diag(p) - p p^T has off-diagonal terms.")
+    p3 = np.broadcast_to(_P, (2, 3, 4)).copy()
+    g3 = _run(fn, np.ones_like(p3), p3)
+    if isinstance(g3, Raised) or np.shape(g3) != p3.shape:
+        got = g3.text if isinstance(g3, Raised) else f"shape {np.shape(g3)}"
+        return Finding("does not work with batch axes", f"2-D inputs work but (2, 3, 4) gives {got}",
+                       "Write it for any number of leading axes: reduce over axis=-1 with "
+                       "keepdims=True, and never build the (n, n) Jacobian (np.diag, np.outer are "
+                       "2-D only).")
     pb = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]])
     gb = _arr(_run(fn, np.arange(12.0).reshape(3, 4), pb))
     if gb is not None and gb.shape == pb.shape and not _close(gb.sum(-1), np.zeros(3), 0, 1e-9):

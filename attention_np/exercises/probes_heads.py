@@ -30,13 +30,15 @@ def split_probe(fn, expected):
                        "into heads", "A reshape keeps the memory order: split the feature axis first, "
                        "(L, h, d), then move the head axis.")
     if _close(out, expected.get("split")):
-        xb = np.arange(2 * L * h * d, dtype=float).reshape(2, L, h * d)
+        xb = np.stack([x, x + x.size])                   # two copies, offset: the answer is known
         b = _run(fn, xb, h)
-        if _arr(b) is None or np.shape(b) != (2, h, L, d):
-            return Finding("does not work with batch axes", "(L, h*d) works but a batch (B, L, h*d) "
-                           f"gives {b.text if isinstance(b, Raised) else np.shape(b)}", "Count axes from "
-                           "the end (swapaxes(-2, -3), reshape(*x.shape[:-1], h, d)) so any leading "
-                           "axes pass through.")
+        want = np.stack([expected["split"], expected["split"] + x.size])
+        if not _close(_arr(b), want):
+            got = b.text if isinstance(b, Raised) else f"shape {np.shape(b)}"
+            return Finding("does not work with batch axes", f"(L, h*d) works but a batch (2, L, h*d) "
+                           f"gives {got}" + (" with the wrong values" if np.shape(b) == want.shape else ""),
+                           "Count axes from the end (swapaxes(-2, -3), reshape(*x.shape[:-1], h, d)) so "
+                           "any leading axes pass through.")
     return None
 
 
@@ -57,12 +59,15 @@ def merge_probe(fn, expected):
         return Finding("reshape without the transpose", "a plain reshape mixes positions and heads",
                        "Move the head axis next to the feature axis before the reshape.")
     if _close(out, expected.get("merge")):
-        xb = np.arange(2 * h * L * d, dtype=float).reshape(2, h, L, d)
+        xb = np.stack([x, x + x.size])
         b = _run(fn, xb)
-        if _arr(b) is None or np.shape(b) != (2, L, h * d):
-            return Finding("does not work with batch axes", "(h, L, d) works but a batch (B, h, L, d) "
-                           f"gives {b.text if isinstance(b, Raised) else np.shape(b)}", "Count axes from "
-                           "the end so any leading axes pass through.")
+        want = np.stack([expected["merge"], expected["merge"] + x.size])
+        if not _close(_arr(b), want):
+            got = b.text if isinstance(b, Raised) else f"shape {np.shape(b)}"
+            return Finding("does not work with batch axes", f"(h, L, d) works but a batch (2, h, L, d) "
+                           f"gives {got}" + (" with the wrong values" if np.shape(b) == want.shape else ""),
+                           "Count axes from the end (swapaxes(-2, -3)) so any leading axes pass "
+                           "through; list(x) and x[i] split the FIRST axis, which is the batch.")
     return None
 
 
