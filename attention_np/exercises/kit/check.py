@@ -43,8 +43,9 @@ def check(name: str, fn) -> engine.Report:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     usage = "usage: python check.py EXERCISE FILE.py   (python check.py --list shows the exercises)"
-    if argv in (["--list"], ["-l"]) or argv in (["-h"], ["--help"]):
-        print(usage if argv[0].startswith("-h") or argv[0] == "--help" else "")
+    if argv in (["--list"], ["-l"], ["-h"], ["--help"]):
+        if argv[0] in ("-h", "--help"):
+            print(usage)
         for name, rec in _bank().items():
             print(f"{name:20s} {rec['signature']}")
         return 0
