@@ -157,7 +157,14 @@ def test_kit_and_library_give_the_same_verdicts(built, monkeypatch):
 
 
 CRASH = "def attention(q, k, v, mask=None):\n    raise RuntimeError('boom')\n"
-LOOP = "def sinusoidal(length, d_model):\n    while True:\n        pass\n"
+LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
+# right on the public cases (length <= 50), wrong on the hidden length 100
+SHORT = ("import numpy as np\n\n\ndef sinusoidal(length, d_model):\n"
+         "    pos = np.arange(length)[:, None]\n"
+         "    ang = pos / 10000.0 ** (np.arange(0, d_model, 2) / d_model)\n"
+         "    pe = np.zeros((length, d_model))\n"
+         "    pe[:, 0::2], pe[:, 1::2] = np.sin(ang), np.cos(ang)\n"
+         "    return pe if length <= 50 else np.zeros((length, d_model))\n")
 SYNTAX = "def causal_mask(L, S, align)\n    return None\n"
 
 
@@ -217,18 +224,19 @@ def test_autograder_grades_sample_submissions_end_to_end(built, numpy_python, tm
         assert t["visibility"] == ("after_due_date" if hidden else "visible")
     assert any("hidden case" in t["name"] for t in result["tests"])
 
-    # one submission with a wrong softmax, a crashing attention, an endless sinusoidal and a
-    # causal_mask file that does not parse; the other exercises stay correct
+    # one submission with a wrong softmax, a crashing attention, an endless split_heads, a
+    # sinusoidal wrong on one hidden case only and a causal_mask file that does not parse
     mixed = subs / "mixed"
     shutil.copytree(correct, mixed)
     (mixed / "softmax_logsumexp.py").write_text((SUBMISSIONS / "wrong" / "softmax_in_place.py").read_text())
     (mixed / "attention_einsum.py").write_text(CRASH)
-    (mixed / "sinusoidal_loop_free.py").write_text(LOOP)
+    (mixed / "split_heads_swapaxes.py").write_text(LOOP)
+    (mixed / "sinusoidal_loop_free.py").write_text(SHORT)
     (mixed / "causal_mask_arange.py").write_text(SYNTAX)
     result, seconds = _grade(numpy_python, grader, mixed, tmp_path,
                              config={"time_limit_per_case_s": 0.5, "time_limit_diagnosis_s": 3})
     scores, feedback = _by_exercise(result)
-    broken = {"softmax", "attention", "sinusoidal", "causal_mask"}
+    broken = {"softmax", "attention", "split_heads", "sinusoidal", "causal_mask"}
     assert all(g == t for n, (g, t) in scores.items() if n not in broken), scores
     assert result["score"] == sum(g for g, _ in scores.values())
     got, top = scores["softmax"]
@@ -236,11 +244,15 @@ def test_autograder_grades_sample_submissions_end_to_end(built, numpy_python, tm
     assert feedback["softmax"].startswith("MISTAKE: softmax: wrote into an input: your function changed")
     assert scores["attention"][0] == 0 and feedback["attention"].startswith("FAILED: attention")
     assert "RuntimeError: boom" in feedback["attention"]
-    assert scores["sinusoidal"][0] == 0 and feedback["sinusoidal"].startswith("FAILED: sinusoidal")
-    outputs = [t["output"] for t in result["tests"] if t["name"].startswith("sinusoidal: ")
-               and t["name"] != "sinusoidal: feedback"]
+    assert scores["split_heads"][0] == 0 and feedback["split_heads"].startswith("FAILED: split_heads")
+    outputs = [t["output"] for t in result["tests"] if t["name"].startswith("split_heads: ")
+               and t["name"] != "split_heads: feedback"]
     assert outputs and all("time limit exceeded" in o for o in outputs), outputs
-    n_cases = len(outputs)
-    assert seconds < 60 + 0.5 * n_cases                    # the endless loop was stopped per case
+    assert seconds < 60 + 0.5 * len(outputs)               # the endless loop was stopped per case
+    sinusoidal = {t["name"]: t for t in result["tests"] if t["name"].startswith("sinusoidal: ")}
+    failed = [n for n, t in sinusoidal.items() if t["score"] < t["max_score"]]
+    assert failed == ["sinusoidal: hidden case 3"], failed  # (100, 6): one hidden case, its points
+    assert scores["sinusoidal"][0] == scores["sinusoidal"][1] - sinusoidal[failed[0]]["max_score"]
+    assert not feedback["sinusoidal"].startswith("PASSED"), feedback["sinusoidal"]
     assert scores["causal_mask"][0] == 0 and feedback["causal_mask"].startswith("FAILED: causal_mask")
     assert "syntax error at line 1" in feedback["causal_mask"], feedback["causal_mask"]

@@ -119,7 +119,9 @@ def build_record(exercise: Exercise, hidden: bool = False) -> dict:
     ``hidden``), what each catalogued mistake returns on them, the probes' expected values."""
     cases = [_engine_case(exercise, c, False) for c in exercise.cases()]
     if hidden:
-        cases += [_engine_case(exercise, c, True) for c in exercise.hidden_cases()]
+        for c in exercise.hidden_cases():
+            c.label = f"hidden: {c.label}"
+            cases.append(_engine_case(exercise, c, True))
     fingerprints = [engine.Fingerprint(m.name, m.hint, [_wrong_output(m, c) for c in cases])
                     for m in exercise.mistakes]
     probe_inputs = probes.INPUTS.get(exercise.name, lambda: {})()
