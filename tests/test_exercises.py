@@ -305,7 +305,7 @@ def test_the_three_wrong_answers_the_issue_found_accepted_are_caught():
 
 
 def test_the_padding_mask_contract_is_one():
-    from attention_np.core.masks import padding_mask as library_padding_mask
+    from attention_np import padding_mask as library_padding_mask
     from attention_np.exercises.notebooks import CONTRACTS, NOTEBOOKS
     assert library_padding_mask(np.array([2, 3]), 4).shape == (2, 1, 4)
     assert ex.reference("padding_mask")(np.array([2, 3]), 4).shape == (2, 1, 4)
