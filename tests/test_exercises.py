@@ -398,3 +398,17 @@ def test_db_k_is_zero():
     out, cache = an.mha_forward(x, y, y, p, num_heads=2)
     grads = an.mha_backward(rng.normal(size=out.shape), cache)[3]
     assert np.abs(grads["b_k"]).max() < 1e-12 < np.abs(grads["b_q"]).max()
+
+
+def test_the_references_run_the_paper_code_where_it_has_the_function():
+    # the student runs what they read: attention_np.paper, except the tiled forward (kernels) and
+    # the positional table (nn), which the paper code does not have
+    outside = {"tiled_attention": "attention_np.kernels", "sinusoidal": "attention_np.nn"}
+    for name in ex.EXERCISES:
+        ref = ex.reference(name)
+        called = {v.__module__ for k, v in ref.__globals__.items()
+                  if k in ref.__code__.co_names and callable(v) and getattr(v, "__module__", "")
+                  and v.__module__.startswith("attention_np") and not v.__module__.startswith(
+                      "attention_np.exercises")}
+        want = outside.get(name, "attention_np.paper")
+        assert called and all(m.startswith(want) for m in called), (name, called)

@@ -4,7 +4,8 @@
 >>> print(ex.check("softmax", ex.reference("softmax")))
 PASSED: softmax, all 8 cases
 
-Each exercise has a reference (the library's own implementation), cases with the edges (fully
+Each exercise has a reference (``attention_np.paper``, the code a student reads, where it has
+the function; the tiled forward and the positional table from the library), cases with the edges (fully
 masked rows, huge logits, broadcasting, L != S, L = 1, float32), a finite-difference gradcheck for
 the backward passes, hidden cases for the autograder, a catalogue of known mistakes
 (:data:`EXERCISES`, ``ex.mistakes``) and behaviour probes (:mod:`.probes`) that measure what a wrong

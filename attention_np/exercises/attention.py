@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np.exercises.checker import SCALE_HINT, UNWEIGHTED_HINT, Case, Exercise, Mistake
-from attention_np.kernels.fused import sdpa_backward, sdpa_forward
+from attention_np.paper.attention import sdpa_backward, sdpa_forward
 from attention_np.paper.gradcheck import numerical_gradient
 from attention_np.paper.softmax import softmax
 

@@ -1,6 +1,6 @@
 """The exercises' definitions and the bank of stored cases the engine checks against.
 
-An :class:`Exercise` holds a reference (the library's own implementation), its public cases,
+An :class:`Exercise` holds a reference (``attention_np.paper`` where it has the function), its public cases,
 its hidden cases (the autograder's), and a catalogue of known mistakes, each a wrong
 implementation with a name and a hint. :func:`build_record` runs the reference on every case
 (float32 cases in float64, from the same float32 inputs) and every catalogued mistake on the

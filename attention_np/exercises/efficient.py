@@ -6,8 +6,8 @@ import numpy as np
 
 from attention_np.exercises.checker import D_MODEL_HINT, SCALE_HINT, Case, Exercise, Mistake
 from attention_np.exercises.multihead import example_params
-from attention_np.kernels.fused import sdpa_forward
 from attention_np.kernels.tiled import flash_attention_forward
+from attention_np.paper.attention import sdpa_forward
 from attention_np.paper.heads import merge_heads, split_heads
 
 

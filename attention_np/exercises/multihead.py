@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.compose.multihead import init_mha_params, mha_backward, mha_forward
 from attention_np.exercises.checker import D_MODEL_HINT, Case, Exercise, Mistake
-from attention_np.kernels.fused import sdpa_forward
+from attention_np.paper.attention import sdpa_forward
 from attention_np.paper.gradcheck import numerical_gradient
 from attention_np.paper.heads import merge_heads, split_heads
+from attention_np.paper.multihead import mha_backward, mha_forward
+from attention_np.paper.params import init_mha_params
 
 
 def ref_split_heads(x, num_heads):
