@@ -45,7 +45,8 @@ def function_name(name: str) -> str:
 
 
 def reference(name: str):
-    """The library's own solution of exercise ``name`` (what the checker compares against)."""
+    """The reference of exercise ``name`` (what the checker compares against): ``attention_np.paper``
+    where it has the function, else the library's own."""
     return _exercise(name).reference
 
 
