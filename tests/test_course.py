@@ -256,3 +256,17 @@ def test_autograder_grades_sample_submissions_end_to_end(built, numpy_python, tm
     assert not feedback["sinusoidal"].startswith("PASSED"), feedback["sinusoidal"]
     assert scores["causal_mask"][0] == 0 and feedback["causal_mask"].startswith("FAILED: causal_mask")
     assert "syntax error at line 1" in feedback["causal_mask"], feedback["causal_mask"]
+
+
+def test_course_command_line_errors(tmp_path):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "attention_np", "course", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+    r = run()
+    assert r.returncode == 2 and "course build OUT" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "student").mkdir()
+    r = run("build", str(tmp_path))
+    assert r.returncode == 2 and "already exist" in r.stderr and "--force" in r.stderr
+    (tmp_path / "file").write_text("x")
+    r = run("build", str(tmp_path / "file"))
+    assert r.returncode == 2 and "is a file" in r.stderr and "Traceback" not in r.stderr
