@@ -54,8 +54,11 @@ def softmax_stability(fn, expected):
     big_bad = big is None or not np.all(np.isfinite(big)) or not _close(big, small, 1e-6)
     tiny_bad = tiny is None or not np.all(np.isfinite(tiny)) or not _close(tiny, small[:, ::-1], 1e-6)
     if big_bad and tiny_bad:
-        return Finding("no max subtraction (overflow)", "at logits ~1000 exp overflows to inf (inf/inf "
-                       "= NaN), and at ~-1000 every exp underflows to 0 (0/0 = NaN)",
+        def seen(out):
+            return "inf or NaN" if out is None or not np.all(np.isfinite(out)) else "wrong values"
+        return Finding("no max subtraction (overflow)", f"the row [1000, 1001, 1002] gives {seen(big)} "
+                       f"and [-1000, -1001, -1002] gives {seen(tiny)}, though both have the softmax of "
+                       "[1, 2, 3] (exp overflows to inf above 709, underflows to 0 below -745)",
                        "softmax(x) = softmax(x - c) for any constant c per row: which c makes every "
                        "exponent <= 0 and the largest exactly 0?")
     mixed = _arr(_run(fn, np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 802.0]])))
