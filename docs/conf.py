@@ -31,6 +31,10 @@ for src, dst in (("notebooks", "lessons"), ("exercises", "exercises")):
     out.mkdir()
     for nb in sorted((ROOT / src).glob("*.ipynb")):
         shutil.copy2(nb, out / nb.name)
+# An exercise links its lessons as ../notebooks/NAME.ipynb (right in the repository); on the site
+# the lessons are in lessons/.
+for nb in (DOCS / "exercises").glob("*.ipynb"):
+    nb.write_text(nb.read_text().replace("](../notebooks/", "](../lessons/"))
 
 project = "attention_np"
 author = "attention_np contributors"

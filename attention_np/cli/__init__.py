@@ -19,6 +19,7 @@ COMMANDS = {
     "train": ("attention_np.cli.train", "train a model in NumPy (--task reverse | dates)"),
     "diff": ("attention_np.cli.diff", "diff attention_np against PyTorch, JAX and Flax"),
     "check": ("attention_np.cli.check", "check a solution to an exercise; name the mistake"),
+    "course": ("attention_np.cli.course", "build a course: student kit, autograder, solutions"),
 }
 
 
