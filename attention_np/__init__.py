@@ -48,6 +48,7 @@ from attention_np.studies.scoring_attention import (
     scoring_mha_backward,
     scoring_mha_forward,
 )
+from attention_np.variants.lengths import lengths_mask
 from attention_np.variants.position_bias import (
     alibi_bias,
     alibi_slopes,
@@ -68,7 +69,7 @@ except _PackageNotFoundError:                   # run from a checkout that was n
 
 __all__ = [
     # 0.2: one description of everything beyond the paper
-    "AttentionSpec", "RoPE",
+    "AttentionSpec", "RoPE", "lengths_mask",
     # §3.2: core
     "softmax", "softmax_backward",
     "causal_mask", "padding_mask", "mask_from_blocked", "sliding_window_mask",
