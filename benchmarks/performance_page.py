@@ -43,7 +43,7 @@ What the paths are:
   without dropout or bias it walks blocks of at most 64 query rows whose scores fit in one
   core's cache, on a pool of threads (one per core, BLAS on one thread each; set
   `ATTENTION_NP_NUM_THREADS` to change it), and reads only the keys a block may attend
-  ([`core/blocked.py`](../attention_np/core/blocked.py)). Smaller calls run the fused path in one
+  ([`kernels/blocked.py`](../attention_np/core/blocked.py)). Smaller calls run the fused path in one
   piece.
 - **tiled** is `flash_attention_forward` / `flash_attention_backward` (block 128), the online
   softmax of FlashAttention: memory linear in L.

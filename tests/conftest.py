@@ -17,7 +17,7 @@ def rng():
 @pytest.fixture(params=["textbook", "fused"])
 def sdpa(request):
     """The module that computes Eq. (1), for tests that hold both paths to one expectation:
-    ``core/attention.py`` (the textbook, as the paper writes it), then ``core/fused.py`` (what
+    ``kernels/reference.py`` (the textbook, as the paper writes it), then ``kernels/fused.py`` (what
     ``attention_np.sdpa_forward`` runs). Each has ``sdpa_forward``, ``sdpa_backward`` and
     ``scaled_dot_product_attention``."""
     from attention_np.kernels import fused

@@ -1,4 +1,4 @@
-"""The blocked path (core/blocked.py): which blocks and key spans it plans, when sdpa_forward
+"""The blocked path (kernels/blocked.py): which blocks and key spans it plans, when sdpa_forward
 takes it, and that it gives the textbook's numbers with real block sizes on two threads, in the
 edge cases of its own (overflow fallbacks, thread settings; garbage at masked keys: the
 ``blocked`` path of tests/test_masked_garbage.py).

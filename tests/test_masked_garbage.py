@@ -63,7 +63,7 @@ def _dense(fwd, bwd):
 
 
 def _blocked(q, k, v, mask, dout, **kw):
-    """The fused path forced onto its blocked walk (core/blocked.py): two workers, blocks of a
+    """The fused path forced onto its blocked walk (kernels/blocked.py): two workers, blocks of a
     few query rows, so that garbage meets block edges and per-worker partial sums."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(blocked, "MIN_ELEMENTS", 0)

@@ -560,7 +560,7 @@ def test_tiled_backward_is_as_silent_as_the_dense_path_when_garbage_meets_an_ove
         np.testing.assert_allclose(g, w, rtol=1e-5)
 
 
-# ---- core/blocked.py: the fused path walking blocks of query rows --------------------------------
+# ---- kernels/blocked.py: the fused path walking blocks of query rows --------------------------------
 
 @pytest.fixture
 def blocked_two_rows(monkeypatch):
@@ -668,7 +668,7 @@ def test_blocked_one_key_and_a_row_that_sees_none(rng, blocked_two_rows):
         np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14)
 
 
-# ---- efficient/kv_cache.py after the split -------------------------------------------------------
+# ---- compose/decode.py after the split -------------------------------------------------------
 
 def _decode_setup(rng, B=2, T=3, d_model=8, h=2):
     params = an.init_mha_params(d_model, h, rng=rng, qk_norm=True)

@@ -1,4 +1,4 @@
-"""ALiBi and T5 relative-position buckets (core/position_bias.py) against transformers' BLOOM and T5,
+"""ALiBi and T5 relative-position buckets (variants/position_bias.py) against transformers' BLOOM and T5,
 the bias table's backward by finite differences and against torch autograd through T5's own
 ``compute_bias`` and ``scaled_dot_product_attention``."""
 

@@ -1,4 +1,4 @@
-"""QK-norm (core/qk_norm.py): RMSNorm per query and key head in mha_forward, against transformers'
+"""QK-norm (variants/qk_norm.py): RMSNorm per query and key head in mha_forward, against transformers'
 Qwen3Attention (GQA, RoPE, float64, forward and every gradient incl. the norm weights) and by
 finite differences."""
 

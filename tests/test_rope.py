@@ -1,4 +1,4 @@
-"""Rotary position embeddings (core/rope.py): the property RoPE exists for, its backward by finite
+"""Rotary position embeddings (variants/rope.py): the property RoPE exists for, its backward by finite
 differences, and both layouts against transformers' own implementations (Llama, GPT-J)."""
 
 from __future__ import annotations

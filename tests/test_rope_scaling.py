@@ -1,4 +1,4 @@
-"""RoPE scaling types (core/rope_scaling.py): each type's frequencies against the property its paper
+"""RoPE scaling types (variants/rope_scaling.py): each type's frequencies against the property its paper
 states and against transformers' ROPE_INIT_FUNCTIONS; the backward (rotation by -phi, times the
 attention factor) by finite differences; a tiny Llama of each type diffed layer and generate()
 replay (dynamic NTK across its recompute length); bad input."""

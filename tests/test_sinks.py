@@ -1,4 +1,4 @@
-"""Attention sinks (core/sinks.py): against transformers' gpt-oss eager attention with torch autograd
+"""Attention sinks (kernels/sinks.py): against transformers' gpt-oss eager attention with torch autograd
 on its ``sinks`` parameter (GQA, causal, sliding window, float64, random upstream gradients), and by
 finite differences."""
 

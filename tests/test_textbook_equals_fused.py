@@ -1,10 +1,10 @@
-"""The textbook Eq. (1) (core/attention.py) and the fused path (core/fused.py) give the same
+"""The textbook Eq. (1) (kernels/reference.py) and the fused path (kernels/fused.py) give the same
 numbers: outputs, weights and every gradient, to float64 rounding, over the attention test matrix
 (every mask broadcast shape, bias, causal with L < S, L = S and L > S, custom scale, d_k != d_v,
 broadcast batch dims, fully masked rows, S = 0).
 
 The fused path is run twice: as is (these shapes are too small for its blocked path), and with
-the blocked path (core/blocked.py) forced on, one query row per block, on two threads."""
+the blocked path (kernels/blocked.py) forced on, one query row per block, on two threads."""
 
 import numpy as np
 import pytest

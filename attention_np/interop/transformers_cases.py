@@ -166,7 +166,7 @@ def case(family: str, seed: int = 0, attn_implementation: str = "sdpa"):
     return attention_layer(family, model), inputs
 
 
-# RoPE scaling types (core/rope_scaling.py), each on a tiny Llama: rope_parameters besides
+# RoPE scaling types (variants/rope_scaling.py), each on a tiny Llama: rope_parameters besides
 # rope_type, and the config's max_position_embeddings. "dynamic" (from max_position_embeddings)
 # and "longrope" (from original_max_position_embeddings) switch above a length of 8, which the
 # positions of rope_case (up to 10) and a replayed generate() of 5 + 6 tokens cross.

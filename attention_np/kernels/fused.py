@@ -185,7 +185,7 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
                   k.reshape(inputs[1].shape), v.reshape(inputs[2].shape))
 
     if blocked.wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap):
-        # Big scores, plain Eq. (1): the same numbers, block by block (core/blocked.py).
+        # Big scores, plain Eq. (1): the same numbers, block by block (kernels/blocked.py).
         out, e, l, blocks, mask = blocked.attend(q, k, v, mask, scale)
         if groups > 1:
             out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
@@ -272,7 +272,7 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     # replaces every division of an (L, S) array: P.T @ dout = e.T @ (dout / l), and the
     # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
     if c.blocks is not None:
-        # The forward walked query blocks (core/blocked.py): so does the backward.
+        # The forward walked query blocks (kernels/blocked.py): so does the backward.
         dq, dk, dv = blocked.backward(q, k, v, e, l, out, dout, q.dtype.type(c.scale), c.blocks,
                                       c.mask)
         dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
