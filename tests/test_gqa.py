@@ -194,8 +194,9 @@ def test_tiled_gqa_accepts_nested_lists_like_the_dense_path(rng):
 
 
 def test_grouped_query_shapes_without_the_flag_suggest_it():
-    """4 query heads over 2 key/value heads is grouped-query attention: the error says which flag
-    runs it (sdpa: enable_gqa=True; mha: num_kv_heads=); shapes that are not GQA get no hint."""
+    """4 query heads over 2 key/value heads is grouped-query attention: the kernels' error says
+    which flag runs it (enable_gqa=True); shapes that are not GQA get no hint; multi-head attention
+    reads it from params."""
     rng = np.random.default_rng(0)
     q, k = rng.normal(size=(1, 4, 5, 8)), rng.normal(size=(1, 2, 5, 8))
     for forward in (an.sdpa_forward, an.flash_attention_forward):
@@ -207,6 +208,9 @@ def test_grouped_query_shapes_without_the_flag_suggest_it():
     params = an.init_mha_params(16, 4, rng=0)
     params = {n: p[..., :8] if n[-1] in "kv" else p for n, p in params.items()}    # 2 kv heads
     x = rng.normal(size=(2, 5, 16))
-    with pytest.raises(ValueError, match=r"pass num_kv_heads=2$"):
-        an.mha_forward(x, x, x, params, num_heads=4)
-    assert an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=2)[0].shape == (2, 5, 16)
+    # 0.2: W_k's width says 2 key/value heads, so mha_forward runs grouped-query attention as is
+    # (the 0.1 keyword, which had to say it, gives the same numbers with a DeprecationWarning)
+    out = an.mha_forward(x, x, x, params, num_heads=4)[0]
+    with pytest.warns(DeprecationWarning, match="num_kv_heads"):
+        old = an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=2)[0]
+    assert out.shape == (2, 5, 16) and np.array_equal(out, old)

@@ -80,9 +80,8 @@ def flax_mha(params: dict, num_heads: int):
     Returns ``(module, variables)``; call ``module.apply(variables, query, key, value,
     mask=mask)``. The dtype follows ``params`` (float64 needs :func:`attention_np.interop.jax.x64`).
     """
-    import_optional("flax", "attention_np.interop.flax.flax_mha")
-    import flax.linen as nn
-    import jax.numpy as jnp
+    jnp = import_optional("jax.numpy", "attention_np.interop.flax.flax_mha")   # flax needs jax
+    nn = import_optional("flax.linen", "attention_np.interop.flax.flax_mha")
 
     variables = params_to_flax(params, num_heads)
     dtype = jnp.dtype(np.asarray(params["W_q"]).dtype)
@@ -104,7 +103,7 @@ def forward_backward(module, variables, query, key, value, dout, mask=None):
     grads : dict, the parameter gradients in our names and layout (:func:`params_from_flax`)
     """
     jax = import_optional("jax", "attention_np.interop.flax.forward_backward")
-    import jax.numpy as jnp
+    jnp = import_optional("jax.numpy", "attention_np.interop.flax.forward_backward")
 
     mask = None if mask is None else jnp.asarray(mask)
 
