@@ -359,3 +359,23 @@ def test_timing_helper_measures_what_it_runs():
         best_times({"x": lambda: None}, threads=2)
     with pytest.raises(ValueError, match="clock"):
         best_times({"x": lambda: None}, clock="sundial")
+
+
+def test_sinusoids_do_not_extrapolate_the_shift_rule():
+    """nb 09 section 6: trained at length 10 on copy-the-left-neighbour (seed 1, not the notebook's
+    seed 0), the model learns the rule but stays far below that accuracy beyond position 9."""
+    from attention_np.studies import positions
+
+    r = positions.extrapolation(seed=1, test_lengths=(20, 40))
+    assert r["heldout_accuracy"] > 0.95
+    assert all(new < 0.6 for _, new in r["by_length"].values()), r["by_length"]
+
+
+def test_rope_scores_depend_on_the_offset_only():
+    """nb 09 section 5: with RoPE, q_m . k_n is unchanged when m and n shift together."""
+    import attention_np as an
+
+    q, k = np.random.default_rng(3).standard_normal((2, 1, 16))
+    scores = [float(an.apply_rope(q, np.array([7 + t]))[0] @ an.apply_rope(k, np.array([3 + t]))[0])
+              for t in range(0, 300, 7)]
+    assert np.ptp(scores) < 1e-9 * max(1.0, abs(scores[0]))
