@@ -58,7 +58,7 @@ def run(seed: int = 0) -> dict:
         for name, kwargs in CANDIDATES.items():
             r = train_seq2seq(task=task, seed=seed, dtype=np.float32, eval_every=100, **kwargs)
             runs[name] = {**kwargs, "curve": [[int(s), float(a)] for s, a in r.curve],
-                          "final": float(r.accuracy), "train_seconds": round(r.train_seconds, 1)}
+                          "final": float(r.exact_match), "train_seconds": round(r.train_seconds, 1)}
     return {"seed": seed, "validation_size": len(task.heldout().isos), "runs": runs}
 
 
