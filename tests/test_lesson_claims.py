@@ -379,3 +379,23 @@ def test_rope_scores_depend_on_the_offset_only():
     scores = [float(an.apply_rope(q, np.array([7 + t]))[0] @ an.apply_rope(k, np.array([3 + t]))[0])
               for t in range(0, 300, 7)]
     assert np.ptp(scores) < 1e-9 * max(1.0, abs(scores[0]))
+
+
+def test_dates_validation_split_is_disjoint_and_backs_the_schedule():
+    """docs/training.md: the validation dates are neither test nor training dates, and the committed
+    comparison on them chose the default schedule (cool-down) over Eq. (3) alone."""
+    import json
+
+    from attention_np.nn.dates import DatesTask
+    from attention_np.studies.dates_schedule import ValidationTask, validation_dates
+
+    val, test = validation_dates(), DatesTask().split()[1]
+    train = ValidationTask().split()[0]
+    assert len(val) == len(test) == 1000
+    assert not np.intersect1d(val, test).size and not np.intersect1d(val, train).size
+    assert not np.intersect1d(test, train).size
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "results" / "dates_schedule.json"
+    runs = json.loads(path.read_text())["runs"]
+    cool = next(r for r in runs.values() if r["cooldown"])
+    plain = next(r for r in runs.values() if not r["cooldown"])
+    assert cool["final"] >= 0.99 > plain["final"]
