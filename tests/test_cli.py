@@ -86,7 +86,7 @@ def test_diff_framework_torch_without_torch_says_so_on_stderr():
 def test_every_optional_import_names_what_installs_it():
     import pytest
 
-    from attention_np.core.optional import import_optional, install_hint
+    from attention_np._optional import import_optional, install_hint
 
     assert install_hint("matplotlib.pyplot") == 'pip install "attention-np[plots]"'
     assert install_hint("safetensors.numpy") == 'pip install "attention-np[pretrained]"'
@@ -103,7 +103,7 @@ def test_an_optional_dependency_older_than_its_minimum_names_both_versions(monke
 
     import pytest
 
-    from attention_np.core.optional import MINIMUM, import_optional, version_tuple
+    from attention_np._optional import MINIMUM, import_optional, version_tuple
 
     assert version_tuple("5.15.0.dev0") == (5, 15, 0) and version_tuple("5.9") < version_tuple("5.15")
     fake = types.ModuleType("fakepkg_xyz")

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.fused import sdpa_backward, sdpa_forward
-from attention_np.core.gradcheck import gradcheck
-from attention_np.core.masks import causal_mask
-from attention_np.core.multihead import init_mha_params, mha_forward
+from attention_np.compose.multihead import init_mha_params, mha_forward
+from attention_np.kernels.fused import sdpa_backward, sdpa_forward
+from attention_np.paper.gradcheck import gradcheck
+from attention_np.paper.masks import causal_mask
 
 TOKENS = ["the", "cat", "sat", "down"]
 

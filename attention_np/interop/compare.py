@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.core.masks import causal_mask
-from attention_np.core.multihead import mha_backward, mha_forward
+from attention_np.compose.multihead import mha_backward, mha_forward
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch
 from attention_np.interop.tolerance import FACTOR32, FLOOR_ULPS, RTOL64, judge
+from attention_np.paper.masks import causal_mask
 
 
 @dataclass

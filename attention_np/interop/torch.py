@@ -21,9 +21,9 @@ import functools
 
 import numpy as np
 
-from attention_np.core._checks import as_bool_mask
-from attention_np.core.masks import causal_mask, mask_from_blocked
-from attention_np.core.optional import import_optional
+from attention_np._checks import as_bool_mask
+from attention_np._optional import import_optional
+from attention_np.paper.masks import causal_mask, mask_from_blocked
 
 _IN_PROJ = ("W_q", "W_k", "W_v")
 _BIASES = ("b_q", "b_k", "b_v", "b_o")

@@ -3,16 +3,16 @@
 A float64 copy of the model generates greedily; a hook on one attention layer records what the
 layer receives and returns at every step (the prompt, then one token at a time). attention_np
 replays the same steps from the recorded inputs with
-:func:`~attention_np.efficient.kv_cache.mha_decode_step` and a
-:class:`~attention_np.efficient.kv_cache.KVCache`, with the layer's padding mask, sliding window
+:func:`~attention_np.compose.decode.mha_decode_step` and a
+:class:`~attention_np.compose.decode.KVCache`, with the layer's padding mask, sliding window
 and RoPE positions, and the per-step outputs are diffed.
 
 For an encoder-decoder (T5, BART) the decoder's first layer has two attention layers, and both
 are replayed: the causal **self-attention** on the KV cache (T5: with the row of its bias table
 at the new query's absolute position, ``relative_positions(T, S, align="bottom_right")``), and the
 **cross-attention** to the encoder output, projected once by
-:func:`~attention_np.efficient.cross_cache.cross_kv_cache` and attended by
-:func:`~attention_np.efficient.cross_cache.mha_cross_decode_step` (source padding as its mask).
+:func:`~attention_np.compose.cross_decode.cross_kv_cache` and attended by
+:func:`~attention_np.compose.cross_decode.mha_cross_decode_step` (source padding as its mask).
 """
 
 from __future__ import annotations
@@ -22,15 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.core._checks import check_int
-from attention_np.core.optional import import_optional
-from attention_np.core.position_bias import (
-    relative_position_bias,
-    relative_positions,
-    t5_relative_buckets,
-)
-from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
-from attention_np.efficient.kv_cache import KVCache, mha_decode_step
+from attention_np._checks import check_int
+from attention_np._optional import import_optional
+from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
+from attention_np.compose.decode import KVCache, mha_decode_step
 from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers_layers import ROPE, layer_spec, params_from_transformers
@@ -40,6 +35,12 @@ from attention_np.interop.transformers_recent import (
     prepare_recent_layer,
 )
 from attention_np.interop.transformers_rope import float64_rotary
+from attention_np.variants.position_bias import (
+    relative_position_bias,
+    relative_positions,
+    t5_relative_buckets,
+)
+from attention_np.variants.spec import AttentionSpec, RoPE
 
 
 @dataclass
@@ -205,20 +206,10 @@ def replay_generate(model, input_ids, *, attention_mask=None,
         options = {}
         if padded:        # key padding of the S cached positions, (B, 1, 1, S)
             options["mask"] = full[:, None, None, :S].astype(bool)
-        if spec.window is not None:        # Mistral's window W counts the query itself
-            options["window"] = (spec.window - 1, 0)
         if spec.family in ROPE:            # the positions generate() used (shifted by padding)
-            options.update(rope={"theta": spec.rope_theta, "layout": "half",
-                                 "scaling": spec.rope_scaling},
-                           positions=positions[step])                      # (B, T)
-        if spec.qk_norm_eps is not None:   # Qwen3
-            options.update(qk_norm=True, qk_norm_eps=spec.qk_norm_eps)
-        if spec.softcap is not None:       # Gemma 2
-            options["softcap"] = spec.softcap
-        if spec.family == "gpt_oss":       # a learned sink logit per head, params["sinks"]
-            options["sinks"] = True
-        ours = mha_decode_step(x, params, kv, num_heads=spec.num_heads,
-                               num_kv_heads=spec.num_kv_heads, scale=spec.scale, **options)
+            options["positions"] = positions[step]                          # (B, T)
+        # gpt-oss's sinks and Qwen3's QK-norm weights are in params: params decide them
+        ours = mha_decode_step(x, params, kv, spec=attention_spec(spec), **options)
         real = full[:, kv.length - x.shape[1]:kv.length].astype(bool)     # (B, T) query rows
         report.checks.append(check_float64(f"step {step} (T={x.shape[1]})", theirs[real],
                                            ours[real]))
@@ -297,3 +288,15 @@ def _replay_encoder_decoder(m, ids, pad, max_new_tokens: int, torch) -> DecodeRe
         report.notes.append(f"{int((pad == 0).sum())} padded source position(s) masked in the "
                             "cross-attention")
     return report
+
+
+def attention_spec(spec) -> AttentionSpec:
+    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers (its
+    ``LayerSpec``): one translation, so that no option is dropped on the way."""
+    return AttentionSpec(
+        num_heads=spec.num_heads, scale=spec.scale,
+        window=None if spec.window is None else (spec.window - 1, 0),   # Mistral's W counts the query
+        rope=RoPE(theta=spec.rope_theta, layout="half", scaling=spec.rope_scaling)
+        if spec.family in ROPE else None,
+        softcap=spec.softcap,
+        qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)

@@ -12,15 +12,7 @@ import warnings
 
 import numpy as np
 
-from attention_np.core.heads import split_heads
-from attention_np.core.linear import linear_forward
-from attention_np.core.multihead import mha_forward
-from attention_np.core.position_bias import (
-    relative_position_bias,
-    relative_positions,
-    t5_relative_buckets,
-)
-from attention_np.core.qk_norm import rms_norm_forward
+from attention_np.compose.multihead import mha_forward
 from attention_np.interop.known import Demo
 from attention_np.interop.tolerance import max_abs_error
 from attention_np.interop.torch import from_torch_sdpa, to_numpy
@@ -33,6 +25,15 @@ from attention_np.interop.transformers import (
 )
 from attention_np.interop.transformers_cases import case, tiny_model
 from attention_np.interop.transformers_recent import EAGER_FLOAT64
+from attention_np.paper.heads import split_heads
+from attention_np.paper.linear import linear_forward
+from attention_np.variants.position_bias import (
+    relative_position_bias,
+    relative_positions,
+    t5_relative_buckets,
+)
+from attention_np.variants.qk_norm import rms_norm_forward
+from attention_np.variants.spec import AttentionSpec, RoPE
 
 
 def eager_float32_softmax(seed: int = 0) -> Demo:
@@ -224,10 +225,11 @@ def sdpa_drops_sinks(seed: int = 0) -> Demo:
     kw = dict(position_embeddings=(torch.from_numpy(cos[..., :half]),
                                    torch.from_numpy(sin[..., :half])),
               attention_mask=torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min)))
-    ours = {sinks: mha_forward(x, x, x, params, mask, num_heads=spec.num_heads,
-                               num_kv_heads=spec.num_kv_heads, scale=spec.scale,
-                               rope={"theta": spec.rope_theta, "layout": "half"},
-                               positions=positions, sinks=sinks)[0] for sinks in (True, False)}
+    attention = AttentionSpec(num_heads=spec.num_heads, scale=spec.scale,
+                              rope=RoPE(theta=spec.rope_theta, layout="half"))
+    without = {n: w for n, w in params.items() if n != "sinks"}      # params decide the sinks
+    ours = {sinks: mha_forward(x, x, x, params if sinks else without, mask, spec=attention,
+                               positions=positions)[0] for sinks in (True, False)}
     for impl in ("eager", "sdpa"):
         layer.config._attn_implementation = impl
         with torch.no_grad():

@@ -1,4 +1,4 @@
-r"""The backward of the tiled path (:mod:`attention_np.efficient.flash` explains the algorithm):
+r"""The backward of the tiled path (:mod:`attention_np.kernels.tiled` explains the algorithm):
 each key block's weights recomputed from the saved log-sum-exp, used at once, never stored.
 
 With soft-capping, a tile's ``tanh`` is recomputed with its scores (the tiled path keeps no
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import check_cache, check_dout, sum_to_shape
-from attention_np.core.gqa import group_heads, group_kv, group_queries
-from attention_np.core.masks import all_finite, masked_matmul, tile, transpose_mask, zero_masked
-from attention_np.core.scores import softcap_backward
-from attention_np.efficient.flash_forward import FlashCache
-from attention_np.efficient.tiles import check_flash, key_blocks, scaled_q, tile_allowed, tile_scores
+from attention_np._checks import check_cache, check_dout, sum_to_shape
+from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask, zero_masked
+from attention_np.kernels.tiled_forward import FlashCache
+from attention_np.kernels.tiles import check_flash, key_blocks, scaled_q, tile_allowed, tile_scores
+from attention_np.variants.gqa import group_heads, group_kv, group_queries
+from attention_np.variants.softcap import softcap_backward
 
 
 def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = False):

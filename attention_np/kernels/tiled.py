@@ -22,7 +22,8 @@ walks over the key blocks. Here NumPy's vectorization plays the thread blocks: a
 (and all batch and head dims) walk over the key blocks together, so the Python loop runs over
 key blocks only, and the extra memory is a few (..., L, block_size) tiles, never (..., L, S).
 With ``is_causal``, the query rows that cannot see a key block are not computed at all.
-``enable_gqa=True`` groups query heads over shared key/value heads as :mod:`attention_np.core.gqa` explains.
+``enable_gqa=True`` groups query heads over shared key/value heads as
+:mod:`attention_np.variants.gqa` explains.
 
 Beyond the paper, as in the dense path: ``softcap`` caps each tile's scores (its ``tanh`` recomputed
 in the backward), and ``sinks`` (gpt-oss) start each row's online softmax from the sink logit
@@ -30,12 +31,12 @@ instead of appending a key.
 
 The code, one concept per module, imports pointing down:
 
-- :mod:`attention_np.efficient.tiles`: which key blocks (and query rows) to visit, and a tile's scores;
-- :mod:`attention_np.efficient.flash_forward`: the online softmax, :class:`FlashCache`;
-- :mod:`attention_np.efficient.flash_backward`: the backward, block by block.
+- :mod:`attention_np.kernels.tiles`: which key blocks (and query rows) to visit, and a tile's scores;
+- :mod:`attention_np.kernels.tiled_forward`: the online softmax, :class:`FlashCache`;
+- :mod:`attention_np.kernels.tiled_backward`: the backward, block by block.
 """
 
-from attention_np.efficient.flash_backward import flash_attention_backward
-from attention_np.efficient.flash_forward import FlashCache, flash_attention_forward
+from attention_np.kernels.tiled_backward import flash_attention_backward
+from attention_np.kernels.tiled_forward import FlashCache, flash_attention_forward, flash_plan
 
-__all__ = ["FlashCache", "flash_attention_forward", "flash_attention_backward"]
+__all__ = ["FlashCache", "flash_attention_forward", "flash_attention_backward", "flash_plan"]

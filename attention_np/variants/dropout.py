@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import as_bool_mask, as_generator, check_broadcasts_to, check_dropout_p
+from attention_np._checks import as_bool_mask, as_generator, check_broadcasts_to, check_dropout_p
 
 
 def dropout_keep(dropout_p, rng, dropout_mask, shape: tuple, dtype):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import as_float_array, check_dout, check_int, check_min_ndim, check_same_dtype
+from attention_np._checks import as_float_array, check_dout, check_int, check_min_ndim, check_same_dtype
 
 
 def glorot_uniform(rng: np.random.Generator, fan_in: int, fan_out: int,

@@ -6,7 +6,7 @@ writes it:
 The forward is Figure 2 (left), one line per box: MatMul, Scale, Mask (opt.), SoftMax, MatMul.
 The backward walks the same lines in reverse, each step quoting the forward line it undoes.
 
-This is the file to read next to the paper. :mod:`attention_np.core.fused` computes the same
+This is the file to read next to the paper. :mod:`attention_np.kernels.fused` computes the same
 numbers with fewer passes over the (L, S) arrays (and adds dropout and grouped-query
 attention); ``attention_np.sdpa_forward`` and multi-head attention run that one, and the tests
 hold the two equal to float64 rounding.
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core._checks import check_cache, check_dout, check_qkv, sum_to_shape
-from attention_np.core.masks import (
+from attention_np._checks import check_cache, check_dout, check_qkv, sum_to_shape
+from attention_np.kernels.guard import (
     attended,
     drop_masked,
     mask_and_bias,
@@ -30,7 +30,7 @@ from attention_np.core.masks import (
     transpose_mask,
     zero_masked,
 )
-from attention_np.core.softmax import softmax, softmax_backward
+from attention_np.paper.softmax import softmax, softmax_backward
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class AttentionCache:
     bias_shape: tuple | None = None
     mask: np.ndarray | None = None
 
-    made_by = "attention_np.core.attention.sdpa_forward"
+    made_by = "attention_np.kernels.reference.sdpa_forward"
 
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,

@@ -23,15 +23,15 @@ Shapes: ``x (..., L, d)``; ``positions`` int, ``(L,)`` or ``(..., L)`` broadcast
 left padding work.
 
 Models trained on short sequences and run on longer ones change the frequencies (Llama 3.1,
-YaRN, LongRoPE, ...): ``scaling=`` takes them from :mod:`attention_np.core.rope_scaling`.
+YaRN, LongRoPE, ...): ``scaling=`` takes them from :mod:`attention_np.variants.rope_scaling`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import as_float_array, check_min_ndim, sum_to_shape
-from attention_np.core.rope_scaling import check_scaling, rope_frequencies
+from attention_np._checks import as_float_array, check_min_ndim, sum_to_shape
+from attention_np.variants.rope_scaling import check_scaling, rope_frequencies
 
 LAYOUTS = ("half", "interleaved")
 
@@ -64,7 +64,7 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64, scaling=N
 
     Computed in float64 and rounded once to ``dtype`` (transformers computes them in float32,
     even in a float64 model: see docs/frameworks.md). With ``scaling`` the frequencies are
-    :func:`~attention_np.core.rope_scaling.rope_frequencies`' (``seq_len = 1 + max(positions)``)
+    :func:`~attention_np.variants.rope_scaling.rope_frequencies`' (``seq_len = 1 + max(positions)``)
     and cos and sin are multiplied by its attention factor, as transformers' rotary embeddings
     return them.
 
@@ -78,7 +78,7 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64, scaling=N
     dtype : the dtype of the result
     scaling : dict, optional
         A RoPE scaling type and its parameters (``{"rope_type": "yarn", ...}``, see
-        :func:`~attention_np.core.rope_scaling.rope_frequencies`); None: plain RoPE.
+        :func:`~attention_np.variants.rope_scaling.rope_frequencies`); None: plain RoPE.
 
     Returns
     -------
@@ -152,7 +152,7 @@ def apply_rope(x, positions, *, theta=10000.0, layout="half", rotary_dim=None, s
         Rotate only the first ``rotary_dim`` features (even); default all ``d``.
     scaling : dict, optional
         A RoPE scaling type (Llama 3.1, YaRN, LongRoPE, ...): ``{"rope_type": ..., **params}``
-        as :func:`~attention_np.core.rope_scaling.rope_frequencies` takes it. Its frequencies
+        as :func:`~attention_np.variants.rope_scaling.rope_frequencies` takes it. Its frequencies
         replace ``theta^(-2m/r)`` and its attention factor multiplies the result;
         ``"dynamic"`` and ``"longrope"`` depend on ``1 + max(positions)``.
 

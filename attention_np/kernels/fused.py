@@ -1,13 +1,13 @@
-r"""Eq. (1), fused: the same numbers as :mod:`attention_np.core.attention` in fewer passes.
+r"""Eq. (1), fused: the same numbers as :mod:`attention_np.kernels.reference` in fewer passes.
 
 This is what ``attention_np.sdpa_forward`` / ``sdpa_backward`` and multi-head attention run.
-Read :mod:`attention_np.core.attention` first; this file changes *how* Eq. (1) is computed,
+Read :mod:`attention_np.kernels.reference` first; this file changes *how* Eq. (1) is computed,
 never *what*, and the tests hold the two equal to float64 rounding. What it changes:
 
 - **deferred normalisation**: the softmax's division by the row sums ``l`` moves after the
   product with ``v`` (``out = (e @ v) / l``), dividing L*d_v numbers instead of L*S;
 - **one (L, S) buffer** reused in place for the scores, their exponentials and ``dscores``;
-- **grouped-query attention** (``enable_gqa``, see :mod:`attention_np.core.gqa`) by
+- **grouped-query attention** (``enable_gqa``, see :mod:`attention_np.variants.gqa`) by
   broadcasting, never copying the key/value heads;
 - **attention dropout**, its ``1/(1-p)`` folded onto the (L, d_v) output.
 
@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core import blocked
-from attention_np.core._checks import (
+from attention_np._checks import (
     as_bool_mask,
     check_cache,
     check_dout,
@@ -33,29 +32,22 @@ from attention_np.core._checks import (
     check_qkv,
     sum_to_shape,
 )
-from attention_np.core.dropout import dropout_keep
-from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import (
+from attention_np.kernels import blocked
+from attention_np.kernels.guard import (
     all_finite,
     attended,
     drop_masked,
     mask_and_bias,
     masked_matmul,
     transpose_mask,
-    with_lengths,
     zero_masked,
 )
-from attention_np.core.scores import (
-    add_bias,
-    bias_gradient,
-    check_softcap,
-    grow_to,
-    overflowed,
-    scaled_scores,
-    softcap_backward,
-    softcap_forward,
-)
-from attention_np.core.softmax import softmax_numerator_
+from attention_np.kernels.plan import Plan, plan_from
+from attention_np.kernels.scores import add_bias, bias_gradient, grow_to, overflowed, scaled_scores
+from attention_np.kernels.softmax_inplace import softmax_numerator_
+from attention_np.variants.dropout import dropout_keep
+from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
+from attention_np.variants.softcap import check_softcap, softcap_backward, softcap_forward
 
 
 @dataclass(frozen=True)
@@ -75,7 +67,7 @@ class SDPACache:
     bias_shape : the shape of the ``bias`` given to the forward (None without one): the shape
         ``sdpa_backward(..., return_dbias=True)`` sums its gradient to
     softcap, softcap_tanh : the cap ``c`` and ``tanh(QKᵀ·scale / c)`` (..., L, S), or None
-    blocks : the query blocks of the blocked path (:mod:`attention_np.core.blocked`), or None
+    blocks : the query blocks of the blocked path (:mod:`attention_np.kernels.blocked`), or None
     weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
         access as ``exp_scores / rowsum``
     mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended (a -inf
@@ -99,7 +91,7 @@ class SDPACache:
     mask: np.ndarray | None = None
     blocks: list | None = None
 
-    made_by = "attention_np.sdpa_forward (attention_np.core.fused)"
+    made_by = "attention_np.sdpa_forward (attention_np.kernels.fused)"
 
     @property
     def weights(self) -> np.ndarray:
@@ -108,7 +100,7 @@ class SDPACache:
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
                  dropout_p: float = 0.0, rng=None, dropout_mask=None, enable_gqa: bool = False,
-                 window=None, q_lengths=None, kv_lengths=None, softcap=None):
+                 spec=None, **deprecated):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
     .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
@@ -136,19 +128,18 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     dropout_mask : bool, broadcastable to (..., L, S), optional
         An explicit keep-mask (True = kept) instead of drawing one, e.g. to replay a framework's.
     enable_gqa : bool
-        Grouped-query attention (see :mod:`attention_np.core.gqa`): ``k`` and ``v`` may have fewer
+        Grouped-query attention (see :mod:`attention_np.variants.gqa`): ``k`` and ``v`` may have fewer
         heads than ``q``, ``(..., H_kv, S, d)`` with ``H % H_kv == 0``; query head ``n`` uses
         key/value head ``n // (H / H_kv)``, as PyTorch SDPA's ``enable_gqa=True``.
-    window : (left, right), optional
-        Sliding-window (local) attention: query ``i`` attends keys ``i - left <= j <= i + right``
-        (top-left aligned, as ``is_causal``; None leaves a side unbounded); ANDed with ``mask``.
-        See :func:`attention_np.core.masks.sliding_window_mask`.
-    q_lengths, kv_lengths : int (B,), optional
-        Per-sequence lengths along the first axis of ``q``, ``k`` (JAX's ``query_seq_lengths``,
-        ``key_value_seq_lengths``): positions at or beyond them are padding, masked here.
-    softcap : float > 0, optional
-        Logit soft-capping (Gemma 2, Grok): ``QKᵀ·scale -> c·tanh(QKᵀ·scale / c)``, before the
-        bias and the mask are applied (as Gemma 2 adds its mask after capping).
+    spec : AttentionSpec, optional
+        Beyond the paper: ``spec.window`` (sliding-window attention, top-left aligned, as
+        ``is_causal``; see :func:`attention_np.sliding_window_mask`) and ``spec.softcap`` (logit
+        soft-capping ``c·tanh(QKᵀ·scale / c)``, before the bias and the mask, as Gemma 2).
+        ``is_causal``, ``scale`` and ``dropout_p`` may be given here or in the spec.
+    **deprecated
+        The 0.1 keywords ``window=``, ``softcap=`` (now ``spec.window``, ``spec.softcap``) and
+        ``q_lengths=``, ``kv_lengths=`` (now ``mask=attention_np.lengths_mask(...)``), with a
+        ``DeprecationWarning``; removed in 0.3.
 
     Returns
     -------
@@ -157,10 +148,23 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         ``cache.weights`` is the (..., L, S) weight array. A query row with every key masked
         gets weights 0 and output 0 (never NaN).
     """
-    q, k, v, scale = check_qkv(q, k, v, scale)
-    dropout_p = check_dropout_p(dropout_p)
-    softcap = check_softcap(softcap)
-    mask = with_lengths(mask, q_lengths, kv_lengths, q.shape, k.shape)    # padding from lengths
+    caller = "sdpa_forward"
+    if spec is not None and getattr(spec, "kernel", "fused") != "fused":
+        raise ValueError(f"sdpa_forward is the fused kernel: spec.kernel={spec.kernel!r} runs "
+                         f"through attention_np.mha_forward or attention_np.kernels.registry.attend")
+    plan = plan_from(caller, spec, deprecated, q, k, mask, bias=bias, is_causal=is_causal, scale=scale,
+                     dropout_p=dropout_p, rng=rng, enable_gqa=enable_gqa)
+    return sdpa_plan(q, k, v, plan, dropout_mask)
+
+
+def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
+    """:func:`sdpa_forward` for a :class:`~attention_np.kernels.plan.Plan` (the kernel registry's
+    entry; ``dropout_mask`` fixes the dropout keep-mask, as in :func:`sdpa_forward`)."""
+    mask, bias, is_causal, window, enable_gqa, rng = (plan.mask, plan.bias, plan.is_causal, plan.window,
+                                                       plan.enable_gqa, plan.rng)
+    q, k, v, scale = check_qkv(q, k, v, plan.scale)
+    dropout_p = check_dropout_p(plan.dropout_p)
+    softcap = check_softcap(plan.softcap)
     inputs, given_keep = (q, k, v), dropout_mask
     bias_shape = None if bias is None else np.shape(bias)
     groups = kv_groups(q, k, v) if enable_gqa else 1

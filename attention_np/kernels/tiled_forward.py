@@ -1,7 +1,7 @@
-r"""The forward of the tiled path (:mod:`attention_np.efficient.flash` explains the algorithm):
+r"""The forward of the tiled path (:mod:`attention_np.kernels.tiled` explains the algorithm):
 an online softmax over the key blocks, keeping ``out`` and the per-row log-sum-exp only.
 
-An attention sink (gpt-oss, :mod:`attention_np.core.sinks`) is one more term ``e^{s_n}`` in every
+An attention sink (gpt-oss, :mod:`attention_np.kernels.sinks`) is one more term ``e^{s_n}`` in every
 row's softmax denominator, with value 0. The online softmax *starts* from it instead of from
 nothing: running max ``m = s_n``, running sum ``l = e^{s_n - m} = 1``, accumulator ``acc = 0``; no
 key column is appended. The blocks then update ``m``, ``l``, ``acc`` as usual, and ``lse = m +
@@ -14,17 +14,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core._checks import as_bias, as_bool_mask, check_qkv
-from attention_np.core.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
-from attention_np.core.masks import all_finite, check_window, drop_masked, masked_matmul, with_lengths
-from attention_np.core.scores import check_softcap
-from attention_np.core.sinks import check_sinks
-from attention_np.efficient.tiles import check_flash, key_blocks, scaled_q, tile_allowed, tile_scores
+from attention_np._checks import as_bias, as_bool_mask, check_qkv
+from attention_np.kernels.guard import all_finite, drop_masked, masked_matmul
+from attention_np.kernels.plan import Plan, plan_from
+from attention_np.kernels.sinks import check_sinks
+from attention_np.kernels.tiles import check_flash, key_blocks, scaled_q, tile_allowed, tile_scores
+from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
+from attention_np.variants.softcap import check_softcap
+from attention_np.variants.window import check_window
 
 
 @dataclass(frozen=True)
 class FlashCache:
-    """What :func:`~attention_np.efficient.flash.flash_attention_backward` needs: the inputs,
+    """What :func:`~attention_np.kernels.tiled.flash_attention_backward` needs: the inputs,
     ``out`` and the log-sum-exp.
 
     Attributes
@@ -57,12 +59,12 @@ class FlashCache:
     softcap: float | None = None
     sinks: np.ndarray | None = None
 
-    made_by = "attention_np.flash_attention_forward (attention_np.efficient.flash)"
+    made_by = "attention_np.flash_attention_forward (attention_np.kernels.tiled)"
 
 
 def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
-                            block_size: int = 128, enable_gqa: bool = False, window=None,
-                            q_lengths=None, kv_lengths=None, softcap=None, sinks=None):
+                            block_size: int = 128, enable_gqa: bool = False, sinks=None, spec=None,
+                            **deprecated):
     r"""Eq. (1) computed block by block with an online softmax (FlashAttention-2's forward).
 
     The same numbers as :func:`sdpa_forward` (to rounding), without an (L, S) array.
@@ -86,16 +88,16 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
     enable_gqa : bool
         Grouped-query attention, as in :func:`sdpa_forward`: ``k``, ``v`` may have ``H_kv``
         heads, ``H % H_kv == 0``; query head ``n`` uses key/value head ``n // (H / H_kv)``.
-    window : (left, right), optional
-        Sliding-window attention, as in :func:`sdpa_forward`: applied per tile, and the key
-        blocks (and query rows) outside every window are skipped.
-    q_lengths, kv_lengths : int (B,), optional
-        Per-sequence lengths, as in :func:`sdpa_forward`.
-    softcap : float > 0, optional
-        Logit soft-capping per tile, as in :func:`sdpa_forward` (before the bias and the mask).
     sinks : float (h,), optional
         Attention sinks, as in :func:`attention_np.sdpa_sinks_forward`: the initial state of each
         row's online softmax (``q`` needs a head axis, ``(..., h, L, d_k)``).
+    spec : AttentionSpec, optional
+        ``spec.window`` (sliding-window attention: applied per tile, and the key blocks and
+        query rows outside every window are skipped) and ``spec.softcap`` (per tile, before the
+        bias and the mask), as in :func:`sdpa_forward`.
+    **deprecated
+        The 0.1 keywords ``window=``, ``softcap=``, ``q_lengths=``, ``kv_lengths=``, as in
+        :func:`sdpa_forward`.
 
     Returns
     -------
@@ -104,11 +106,25 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = 
     cache : FlashCache
         ``q, k, v, out`` and the per-row log-sum-exp ``lse`` (..., L): nothing of size L·S.
     """
-    q, k, v, scale = check_qkv(q, k, v, scale)
-    softcap = check_softcap(softcap)
+    if spec is not None and getattr(spec, "kernel", "tiled") not in ("fused", "tiled"):
+        raise ValueError(f"flash_attention_forward is the tiled kernel: spec.kernel={spec.kernel!r} "
+                         f"runs through attention_np.mha_forward")
+    plan = plan_from("flash_attention_forward", spec, deprecated, q, k, mask, bias=bias,
+                     is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, sinks=sinks)
+    return flash_plan(q, k, v, plan, block_size)
+
+
+def flash_plan(q, k, v, plan: Plan, block_size: int = 128):
+    """:func:`flash_attention_forward` for a :class:`~attention_np.kernels.plan.Plan` (the kernel
+    registry's entry)."""
+    if plan.dropout_p:
+        raise ValueError("the tiled kernel has no attention dropout: use the fused kernel")
+    mask, bias, is_causal, sinks = plan.mask, plan.bias, plan.is_causal, plan.sinks
+    enable_gqa = plan.enable_gqa
+    q, k, v, scale = check_qkv(q, k, v, plan.scale)
+    softcap = check_softcap(plan.softcap)
     sink = None if sinks is None else check_sinks(sinks, q).astype(q.dtype)
-    mask = with_lengths(mask, q_lengths, kv_lengths, q.shape, k.shape)    # padding from lengths
-    window = (None, None) if window is None else check_window(window)
+    window = (None, None) if plan.window is None else check_window(plan.window)
     groups = kv_groups(q, k, v) if enable_gqa else 1
     given = None if bias is None else as_bias(bias).astype(q.dtype, copy=False)
     args = (is_causal, scale, block_size, window, softcap)

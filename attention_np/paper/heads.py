@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_int
+from attention_np._checks import check_int
 
 
 def split_heads(x, num_heads: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-r"""The tiles of the tiled path (:mod:`attention_np.efficient.flash`): which blocks to visit, and
+r"""The tiles of the tiled path (:mod:`attention_np.kernels.tiled`): which blocks to visit, and
 the scores of one block.
 
 The tiled forward and backward both walk the key blocks ``[j0, j1)`` that :func:`key_blocks`
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import check_int
-from attention_np.core.masks import mask_and_bias, tile
-from attention_np.core.scores import overflowed, softcap_forward
+from attention_np._checks import check_int
+from attention_np.kernels.guard import mask_and_bias, tile
+from attention_np.kernels.scores import overflowed
+from attention_np.variants.softcap import softcap_forward
 
 
 def key_blocks(L: int, S: int, block_size: int, is_causal: bool, window=(None, None)):
@@ -78,7 +79,7 @@ def tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window
 def tile_allowed(q, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None)):
     """The attended pairs of a tile, bool (..., R, Bk): where :func:`tile_scores` of zeros is not -inf.
 
-    Needed only when an input is NaN or inf (see :func:`attention_np.core.masks.masked_matmul`).
+    Needed only when an input is NaN or inf (see :func:`attention_np.kernels.guard.masked_matmul`).
     """
     zq, zk = np.zeros(q.shape[:-1] + (1,), q.dtype), np.zeros(k.shape[:-1] + (1,), k.dtype)
     return tile_scores(zq, zk, mask, is_causal, j0, j1, i0, i1, shape, bias, window)[0] > -np.inf

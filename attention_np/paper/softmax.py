@@ -12,38 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import as_bool_mask, as_float_array
-
-
-def softmax_numerator_(x: np.ndarray, axis: int = -1):
-    """``exp(x - max(x))`` in place along ``axis``, and its sums: the softmax before its division.
-
-    Returns ``(x, total)``, ``total`` with ``keepdims``, so that ``softmax(x) = x / total``.
-    Entries equal to ``-inf`` become 0. A slice whose entries are all ``-inf`` (a fully masked
-    query row) becomes all 0 with ``total = 1``, so dividing keeps 0 rather than 0/0 = NaN.
-    The attention forward stops here and divides its (L, d_v) output by ``total`` instead of
-    the (L, S) weights.
-    """
-    m = x.max(axis=axis, keepdims=True, initial=-np.inf)   # initial: a slice may be empty (S = 0)
-    # A fully masked slice has max -inf; shifting by it would give (-inf) - (-inf) = NaN.
-    # Shift it by 0 instead: its exp is then exp(-inf) = 0 everywhere.
-    m[m == -np.inf] = 0
-    x -= m
-    np.exp(x, out=x)                                   # every entry in [0, 1]
-    total = x.sum(axis=axis, keepdims=True)            # >= 1, or 0 for a fully masked slice
-    total[total == 0] = 1
-    return x, total
-
-
-def softmax_(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Softmax of ``x`` along ``axis``, computed in place; returns ``x``.
-
-    ``-inf`` entries get weight 0, and a slice of all ``-inf`` becomes all 0 (see
-    :func:`softmax_numerator_`).
-    """
-    x, total = softmax_numerator_(x, axis)
-    x /= total
-    return x
+from attention_np._checks import as_bool_mask, as_float_array
 
 
 def softmax(x, axis: int = -1, *, where=None) -> np.ndarray:
@@ -71,14 +40,20 @@ def softmax(x, axis: int = -1, *, where=None) -> np.ndarray:
         raise ValueError(f"axis must be an int in [-{x.ndim}, {x.ndim}) for x of shape "
                          f"{x.shape}, got {axis!r}")
     if where is None:
-        return softmax_(x.copy(), axis)
+        where = np.ones(x.shape, dtype=bool)
     where = as_bool_mask(where, "where")
     try:
-        np.broadcast_to(where, x.shape)
+        where = np.broadcast_to(where, x.shape)
     except ValueError:
         raise ValueError(f"where of shape {where.shape} does not broadcast to "
                          f"x of shape {x.shape}") from None
-    return softmax_(np.where(where, x, np.array(-np.inf, x.dtype)), axis)
+    where = where & (x != -np.inf)                       # a -inf entry gets weight 0 as well
+    # Subtracting the row maximum changes nothing (exp(-m) cancels) but keeps every exponent <= 0.
+    m = np.max(x, axis=axis, keepdims=True, where=where, initial=-np.inf)
+    m = np.where(np.isfinite(m), m, 0)                   # a slice with nothing allowed: shift by 0
+    e = np.exp(x - m, where=where, out=np.zeros_like(x))  # 0 where not allowed
+    total = e.sum(axis=axis, keepdims=True)
+    return e / np.where(total == 0, 1, total)            # a slice with nothing allowed stays 0
 
 
 def softmax_backward(dp, p, axis: int = -1) -> np.ndarray:

@@ -3,14 +3,14 @@ r"""The parameters of multi-head attention, §3.2.2: how they are made, and how 
 ``W_q`` holds every head's ``W_i^Q`` side by side as column blocks (``W_i^Q`` is columns
 ``[i*d_k, (i+1)*d_k)``), and the same for ``W_k``, ``W_v``; ``W_o`` maps the concatenated heads
 back to ``d_model``. Projections are ``y = x @ W + b``. :func:`check_mha_inputs` is what every
-multi-head forward (:mod:`attention_np.core.multihead`, the KV-cache decode step) runs first.
+multi-head forward (:mod:`attention_np.compose.multihead`, the KV-cache decode step) runs first.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import (
+from attention_np._checks import (
     as_float_array,
     as_generator,
     check_int,
@@ -18,8 +18,8 @@ from attention_np.core._checks import (
     check_params_dict,
     check_same_dtype,
 )
-from attention_np.core.linear import glorot_uniform
-from attention_np.core.qk_norm import NORMS
+from attention_np.paper.linear import glorot_uniform
+from attention_np.variants.qk_norm import NORMS
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 BIASES = ("b_q", "b_k", "b_v", "b_o")
@@ -49,15 +49,15 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
     dtype : float dtype of every array
     num_kv_heads : int, optional
         ``H_kv``, the number of key/value heads for grouped-query attention (beyond the paper,
-        see :mod:`attention_np.core.gqa`); ``1`` is multi-query attention. Default ``num_heads``.
+        see :mod:`attention_np.variants.gqa`); ``1`` is multi-query attention. Default ``num_heads``.
         Must divide ``num_heads``.
     qk_norm : bool
         Also make the QK-norm weights ``q_norm``, ``k_norm`` (beyond the paper, see
-        :mod:`attention_np.core.qk_norm`), each ``(d_k,)`` ones, as Qwen3 and OLMo 2 initialise
+        :mod:`attention_np.variants.qk_norm`), each ``(d_k,)`` ones, as Qwen3 and OLMo 2 initialise
         their RMSNorms; ``mha_forward(..., qk_norm=True)`` uses them.
     sinks : bool
         Also make the attention-sink logits ``sinks (h,)`` (beyond the paper, see
-        :mod:`attention_np.core.sinks`), zeros: each head starts with one extra key of score 0
+        :mod:`attention_np.kernels.sinks`), zeros: each head starts with one extra key of score 0
         (gpt-oss draws them from ``N(0, initializer_range²)``); ``mha_forward(..., sinks=True)``
         uses them.
 

@@ -7,7 +7,7 @@ learned logit ``s_n`` that joins every row of scores in the softmax and is then 
 
 so a row's weights sum to less than 1. That is exactly Eq. (1) with one extra key whose score is
 ``s_n`` and whose value is 0: the code appends that key (a zero key, a bias column ``s_n`` and a zero
-value) and runs :func:`attention_np.core.fused.sdpa_forward`; the gradient of the sink logit is the
+value) and runs :func:`attention_np.kernels.fused.sdpa_forward`; the gradient of the sink logit is the
 bias gradient of the extra column, ``dsinks_n = sum_i dscores[i, S]`` (summed over batch and rows).
 
 A row whose every real key is masked puts all its weight on the sink: output 0, as the project's
@@ -15,7 +15,7 @@ convention for a fully masked row (and as gpt-oss).
 
 In :func:`attention_np.mha_forward` (``sinks=True``) the logits are ``params["sinks"]``, ``(h,)``, as
 gpt-oss keeps ``self.sinks`` in its attention module; ``mha_backward`` returns their gradient in
-``grads["sinks"]``. The tiled path (:mod:`attention_np.efficient.flash`) starts its online softmax
+``grads["sinks"]``. The tiled path (:mod:`attention_np.kernels.tiled`) starts its online softmax
 from the sink instead of appending a key.
 """
 
@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core import fused
-from attention_np.core._checks import (
+from attention_np._checks import (
     as_bias,
     as_bool_mask,
     as_float_array,
@@ -35,14 +34,16 @@ from attention_np.core._checks import (
     check_qkv,
     sum_to_shape,
 )
-from attention_np.core.masks import causal_mask, check_window, sliding_window_mask
+from attention_np.kernels import fused
+from attention_np.paper.masks import causal_mask
+from attention_np.variants.window import check_window, sliding_window_mask
 
 
 @dataclass(frozen=True)
 class SinksCache:
     """What :func:`sdpa_sinks_backward` needs: the cache of the extended attention and the shapes.
 
-    ``attention`` is the :class:`~attention_np.core.fused.SDPACache` over ``S + 1`` keys (the sink
+    ``attention`` is the :class:`~attention_np.kernels.fused.SDPACache` over ``S + 1`` keys (the sink
     last); ``weights`` are the ``(..., L, S)`` weights of the real keys (each row sums to < 1).
     """
 
@@ -51,7 +52,7 @@ class SinksCache:
     sinks_shape: tuple
     bias_shape: tuple | None
 
-    made_by = "attention_np.sdpa_sinks_forward (attention_np.core.sinks)"
+    made_by = "attention_np.sdpa_sinks_forward (attention_np.kernels.sinks)"
 
     @property
     def weights(self) -> np.ndarray:

@@ -12,7 +12,7 @@ Feeding several positions at once (a prompt, "chunked prefill") needs the causal
 positions, so new query ``t`` sees keys ``j <= t + S - T``. The top-left ``is_causal`` of
 PyTorch and JAX would let the first new query see only the first cached key.
 
-An encoder-decoder's cross-attention caches differently: :mod:`attention_np.efficient.cross_cache`.
+An encoder-decoder's cross-attention caches differently: :mod:`attention_np.compose.cross_decode`.
 """
 
 from __future__ import annotations
@@ -21,25 +21,12 @@ import warnings
 
 import numpy as np
 
-from attention_np.core._checks import (
-    as_bias,
-    as_bool_mask,
-    as_float_array,
-    check_broadcasts_to,
-    check_int,
-    check_min_ndim,
-    check_same_dtype,
-    check_scale,
-)
-from attention_np.core.fused import sdpa_forward
-from attention_np.core.heads import merge_heads, split_heads
-from attention_np.core.linear import linear_forward
-from attention_np.core.masks import causal_mask, check_window, sliding_window_mask
-from attention_np.core.mha_params import check_mha_inputs
-from attention_np.core.qk_norm import check_qk_norm, rms_norm_forward
-from attention_np.core.rope import check_rope, head_positions, rotate_heads
-from attention_np.core.scores import check_softcap
-from attention_np.core.sinks import check_sinks_param, sdpa_sinks_forward
+from attention_np._checks import as_float_array, check_int, check_min_ndim, check_same_dtype
+from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
+from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
+from attention_np.paper.masks import causal_mask
+from attention_np.variants.rope import head_positions
+from attention_np.variants.window import sliding_window_mask
 
 
 class KVCache:
@@ -58,6 +45,8 @@ class KVCache:
         self.max_len = check_int(max_len, "max_len")
         self.length = 0
         self._k = self._v = None        # (..., H_kv, max_len, d_k), (..., H_kv, max_len, d_v)
+        # the QK-norm weight the keys were normalised with (cross_kv_cache sets it), or None
+        self.key_norm = None
 
     @property
     def k(self) -> np.ndarray:
@@ -127,111 +116,92 @@ class KVCache:
         return self.k, self.v
 
 
-def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int,
-                    num_kv_heads: int | None = None, scale=None, cache: KVCache | None = None,
-                    mask=None, bias=None, window=None, rope=None, positions=None,
-                    softcap=None, qk_norm: bool = False, qk_norm_eps: float = 1e-6,
-                    sinks: bool = False):
+def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int | None = None,
+                    scale=None, spec=None, mask=None, bias=None, positions=None, **deprecated):
     """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
 
     ``T = 1`` is one decoding step; ``T > 1`` is a chunk of a prompt (chunked prefill).
     Called on consecutive chunks of a sequence, the outputs are those of
-    ``mha_forward(x, x, x, params, num_heads=..., is_causal=True)`` on the whole sequence.
+    ``mha_forward(x, x, x, params, num_heads=..., is_causal=True)`` on the whole sequence, with
+    the same ``spec``. The steps are those of :func:`attention_np.mha_forward`
+    (:mod:`attention_np.compose.pipeline`), with keys and values appended to the cache between
+    the q/k transforms and the kernel.
 
     Parameters
     ----------
     x : (..., T, d_model)
         The new positions.
     params : dict from :func:`init_mha_params`
+        As in :func:`mha_forward`: it decides grouped-query attention, QK-norm and sinks.
     kv_cache : KVCache
         The keys and values of the earlier positions; the new ones are appended. Required
-        (the default ``None`` exists only so that the old keyword can stand in for it).
-    num_heads, num_kv_heads, scale : as in :func:`mha_forward`
-    cache : KVCache, optional
-        Deprecated (0.2.0) keyword for ``kv_cache``, with a ``DeprecationWarning``: in the rest
-        of the package ``cache`` is what a forward returns for its backward (``MHACache``).
+        (the default ``None`` exists only so that the old keyword ``cache`` can stand in for it).
+    num_heads, scale, spec : as in :func:`mha_forward`
+        The causal mask is implied (``spec.is_causal`` is not needed); ``spec.window`` is
+        bottom-right aligned as the causal mask: new query ``t`` (at position ``t + S - T``)
+        sees the ``left`` positions before it. ``spec.rope`` with ``"scaling"`` of type
+        ``"dynamic"`` or ``"longrope"`` uses, at each step, the frequencies of its length
+        ``1 + max(positions)``; cached keys keep the rotation they were appended with, as
+        transformers' ``generate()`` does.
     mask : bool, broadcastable to (..., h, T, S), optional
         ``S`` is the cached length after this step; ANDed with the bottom-right causal mask.
         E.g. the key padding mask of a left-padded batch, ``(B, 1, 1, S)``.
     bias : float, broadcastable to (..., h, T, S), optional
         Added to the scores (ALiBi, or T5's bias with ``align="bottom_right"``).
-    window : (left, right), optional
-        Sliding window, bottom-right aligned as the causal mask: new query ``t`` (at position
-        ``t + S - T``) sees the ``left`` positions before it.
-    rope : dict or True, optional
-        Rotary embeddings of the new queries and keys, as in :func:`mha_forward`; the cache
-        keeps rotated keys. With ``"scaling"`` of type ``"dynamic"`` or ``"longrope"`` each step
-        uses the frequencies of its length ``1 + max(positions)`` and cached keys keep the
-        rotation they were appended with, as transformers' ``generate()`` does.
     positions : int (T,) or (..., T), optional
         The positions RoPE rotates the new tokens by; default ``S - T .. S - 1`` (pass them for
         a left-padded batch, where each sequence counts from its first real token).
-    softcap, qk_norm, qk_norm_eps, sinks : as in :func:`mha_forward` (``sinks=True``: the
-        logits ``params["sinks"]``)
+    **deprecated
+        The 0.1 keywords, as in :func:`mha_forward` (``window``, ``rope``, ``softcap``,
+        ``qk_norm_eps``; ``num_kv_heads``, ``qk_norm``, ``sinks``), and ``cache`` for
+        ``kv_cache``, each with a ``DeprecationWarning``.
 
     Returns
     -------
     out : (..., T, d_model)
     """
-    if cache is not None:
+    caller = "mha_decode_step"
+    if "cache" in deprecated:
         if kv_cache is not None:
             raise TypeError("mha_decode_step got both kv_cache and its deprecated spelling "
                             "cache; pass kv_cache only")
         warnings.warn("mha_decode_step(cache=...) is deprecated: the keyword is kv_cache",
                       DeprecationWarning, stacklevel=2)
-        kv_cache = cache
+        kv_cache = deprecated.pop("cache")
     if not isinstance(kv_cache, KVCache):
         raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
-    x, _, _, h_kv = check_mha_inputs(x, x, x, params, num_heads, num_kv_heads)
-    check_scale(scale, 1)          # every check before cache.append changes the cache
-    rope = check_rope(rope)
-    check_softcap(softcap)
-    check_sinks_param(sinks, params, num_heads)
-    if qk_norm:
-        check_qk_norm(params, params["W_q"].shape[1] // num_heads)
+    spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, scale=scale)
+    if spec.dropout_p:
+        raise ValueError("mha_decode_step generates: it has no attention dropout (spec.dropout_p=0)")
+    x, _, _, layer = check_layer(caller, x, x, x, params, spec, deprecated)
+    h, h_kv = layer.num_heads, layer.num_kv_heads
     T = x.shape[-2]
     S = kv_cache.length + T                                          # positions after appending
-    mask, bias = _check_mask_bias(mask, bias, window, x.shape[:-2] + (num_heads, T, S))
-    h = num_heads
-    # 1) project only the new positions
-    q = linear_forward(x, params["W_q"], params.get("b_q"))          # (..., T, h*d_k)
-    k = linear_forward(x, params["W_k"], params.get("b_k"))          # (..., T, h_kv*d_k)
-    v = linear_forward(x, params["W_v"], params.get("b_v"))          # (..., T, h_kv*d_v)
-    # 2) split into heads, 3) append to the cache: keys and values of positions 0 .. S-1
-    q, k = split_heads(q, h), split_heads(k, h_kv)                   # (..., h | h_kv, T, d_k)
-    if qk_norm:
-        # (beyond the paper) QK-norm: RMSNorm on every new query and key head
-        q = rms_norm_forward(q, params["q_norm"], qk_norm_eps)[0]
-        k = rms_norm_forward(k, params["k_norm"], qk_norm_eps)[0]
-    if rope is not None:
-        # (beyond the paper) rotate the new queries and keys by their positions: RoPE
-        at = head_positions(positions, T, start=S - T)
-        q, k, _ = rotate_heads(q, k, at, at, rope)
-    k, v = kv_cache.append(k, split_heads(v, h_kv))                  # (..., h_kv, S, d)
-    # 4) attend: the T new queries are the last T of the S positions -> bottom-right causal
-    if sinks:
-        # (beyond the paper) a learned sink logit per head in every softmax denominator
-        heads, _ = sdpa_sinks_forward(q, k, v, params["sinks"], mask, bias=bias, scale=scale,
-                                      softcap=softcap, enable_gqa=h_kv != h)
-    else:
-        heads, _ = sdpa_forward(q, k, v, mask, bias=bias, scale=scale, softcap=softcap,
-                                enable_gqa=h_kv != h)                # (..., h, T, d_v)
-    # 5) concat and project with W^O
-    return linear_forward(merge_heads(heads), params["W_o"], params.get("b_o"))  # (..., T, d_model)
+    # every check before kv_cache.append changes the cache
+    mask, bias = _check_mask_bias(mask, bias, spec.window, x.shape[:-2], (h, T, S))
+    at = head_positions(positions, T, start=S - T)
+    # 1) project only the new positions, 2) split into heads
+    q = project_heads(x, params, "q", h)                             # (..., h, T, d_k)
+    k = project_heads(x, params, "k", h_kv)                          # (..., h_kv, T, d_k)
+    v = project_heads(x, params, "v", h_kv)                          # (..., h_kv, T, d_v)
+    # 2') (beyond the paper) QK-norm, RoPE of the new queries and keys, at their positions
+    q, k, _ = transform_qk(q, k, params, layer, at, at)
+    # 2'') append to the cache: the keys and values of positions 0 .. S-1
+    k, v = kv_cache.append(k, v)                                     # (..., h_kv, S, d)
+    # 3) attend: the T new queries are the last T of the S positions -> bottom-right causal
+    heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias)  # (..., h, T, d_v)
+    # 4) concat, 5) project with W^O
+    return output(heads, params)[0]                                  # (..., T, d_model)
 
 
-def _check_mask_bias(mask, bias, window, scores: tuple):
+def _check_mask_bias(mask, bias, window, batch: tuple, heads: tuple):
     """The decode step's mask (bottom-right causal, the window and ``mask`` ANDed) and bias,
-    checked against the scores ``(..., h, T, S)`` before the cache changes."""
-    T, S = scores[-2:]
+    checked against the scores ``(*batch, h, T, S)`` before the cache changes."""
+    T, S = heads[-2:]
+    scores, layout = batch + heads, "scores (..., h, T, S) after appending"
     allowed = causal_mask(T, S, align="bottom_right")                 # (T, S)
     if window is not None:
-        allowed = allowed & sliding_window_mask(T, S, *check_window(window), align="bottom_right")
-    if mask is not None:
-        mask = as_bool_mask(mask)
-        check_broadcasts_to(mask, "mask", scores, "scores (..., h, T, S) after appending")
-        allowed = mask & allowed
-    if bias is not None:
-        bias = as_bias(bias)
-        check_broadcasts_to(bias, "bias", scores, "scores (..., h, T, S) after appending")
-    return allowed, bias
+        allowed = allowed & sliding_window_mask(T, S, *window, align="bottom_right")
+    mask = check_heads_mask(mask, "mask", batch, scores, layout)
+    bias = check_heads_mask(bias, "bias", batch, scores, layout)
+    return allowed if mask is None else mask & allowed, bias

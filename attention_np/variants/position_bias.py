@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import as_float_array, check_int
-from attention_np.core.masks import ALIGNMENTS
+from attention_np._checks import as_float_array, check_int
+from attention_np.paper.masks import ALIGNMENTS
 
 
 def relative_positions(L: int, S: int | None = None, *, align: str = "top_left") -> np.ndarray:

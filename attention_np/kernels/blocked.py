@@ -1,6 +1,6 @@
 r"""Eq. (1), blocked: the fused path walking blocks of query rows, on every core.
 
-Read :mod:`attention_np.core.attention` (the textbook) and :mod:`attention_np.core.fused` first.
+Read :mod:`attention_np.kernels.reference` (the textbook) and :mod:`attention_np.kernels.fused` first.
 This file changes only the *order* in which the fused path's numbers are computed, never the
 numbers' formulas, and the tests hold it equal to the textbook to float64 rounding.
 
@@ -20,7 +20,7 @@ Two more savings fall out of blocking:
 - the backward walks the same blocks. Each worker sums its own ``dk`` and ``dv`` (rows of
   different blocks share keys), and the few partial sums are added at the end.
 
-The cache is the fused path's :class:`~attention_np.core.fused.SDPACache`, with ``exp_scores``
+The cache is the fused path's :class:`~attention_np.kernels.fused.SDPACache`, with ``exp_scores``
 written block by block (0 outside a block's key span, as the fused path's ``exp(-inf)``), so that
 ``cache.weights`` and every caller see the same thing. Used by :func:`attention_np.sdpa_forward`
 when there is no dropout and the scores are big enough (``MIN_ELEMENTS``) to gain from it.
@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.masks import all_finite, masked_matmul, tile, transpose_mask, zero_masked
-from attention_np.core.scores import overflowed, scaled_scores
-from attention_np.core.softmax import softmax_numerator_
-from attention_np.core.threads import deal, num_threads, parallel_map
+from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask, zero_masked
+from attention_np.kernels.scores import overflowed, scaled_scores
+from attention_np.kernels.softmax_inplace import softmax_numerator_
+from attention_np.kernels.threads import deal, num_threads, parallel_map
 
 #: Score entries per block: 2**18 float32 numbers are 1 MiB, about one core's L2 cache.
 BLOCK_ELEMENTS = 1 << 18
@@ -98,7 +98,7 @@ def forward(q, k, v, mask, scale_scores, blocks):
 
     ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, ``mask`` bool broadcastable to
     the scores or None; ``scale_scores(q_block, k_block)`` returns the scaled scores of a block
-    (:func:`~attention_np.core.scores.scaled_scores`, with its overflow fallback). Returns
+    (:func:`~attention_np.kernels.scores.scaled_scores`, with its overflow fallback). Returns
     ``out (..., L, d_v)``, ``exp_scores (..., L, S)`` (``exp(scores - rowmax)``, 0 on masked and
     skipped keys) and ``rowsum (..., L, 1)`` (1 on rows that attend nothing).
     """
