@@ -50,7 +50,7 @@ class ValidationTask(DatesTask):
 
 def run(seed: int = 0) -> dict:
     """Train both candidates on the training dates; validation exact match every 100 steps."""
-    from attention_np.core.threads import blas_threads
+    from attention_np.kernels.threads import blas_threads
     from attention_np.nn.seq2seq_trainer import train_seq2seq
 
     task, runs = ValidationTask(), {}

@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.linear import linear_backward, linear_forward
-from attention_np.core.mha_params import init_mha_params
-from attention_np.core.multihead import mha_backward, mha_forward
-from attention_np.core.threads import blas_threads
+from attention_np.compose.multihead import mha_backward, mha_forward
+from attention_np.compose.params import init_mha_params
+from attention_np.kernels.threads import blas_threads
 from attention_np.nn.adam import adam_init, adam_step
+from attention_np.paper.linear import linear_backward, linear_forward
 
 TASKS = ("two positions", "one position (control)")
 

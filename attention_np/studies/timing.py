@@ -3,7 +3,7 @@
 A timing in a notebook is only worth printing if a rerun on a loaded machine, or another CPU, gives
 the same verdict. Three things make that so here:
 
-- **one BLAS thread** (:func:`attention_np.core.threads.blas_threads`): with the default threads on a
+- **one BLAS thread** (:func:`attention_np.kernels.threads.blas_threads`): with the default threads on a
   busy 2-core machine, OpenBLAS threads wait for each other and one side of a comparison can be
   slowed ten-fold at random (we measured eight heads "11.4x slower", then "1.42x", for the same call);
 - **the CPU time of the calling thread** (``time.thread_time``), not the wall clock: with BLAS on
@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from attention_np.core.threads import blas_threads
+from attention_np.kernels.threads import blas_threads
 
 
 def _seconds_per_call(f: Callable[[], object], number: int, clock: Callable[[], float]) -> float:
