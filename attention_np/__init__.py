@@ -27,8 +27,9 @@ from attention_np.kernels.sinks import SinksCache, sdpa_sinks_backward, sdpa_sin
 from attention_np.kernels.tiled import FlashCache, flash_attention_backward, flash_attention_forward
 from attention_np.paper.gradcheck import GradcheckResult, gradcheck, numerical_gradient
 from attention_np.paper.heads import merge_heads, split_heads
-from attention_np.paper.linear import glorot_uniform, linear_backward, linear_forward
+from attention_np.paper.linear import linear_backward, linear_forward
 from attention_np.paper.masks import causal_mask, mask_from_blocked, padding_mask
+from attention_np.paper.params import glorot_uniform
 from attention_np.paper.softmax import softmax, softmax_backward
 from attention_np.studies.additive import (
     AdditiveCache,

@@ -8,62 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def check_int(n, name: str, minimum: int = 1) -> int:
-    """``n`` as an int >= ``minimum`` (a bool is not a count); ``ValueError`` naming ``name``."""
-    if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)) or n < minimum:
-        kind = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
-        raise ValueError(f"{name} must be a {kind} int, got {n!r}")
-    return int(n)
-
-
-def as_float_array(x, name: str) -> np.ndarray:
-    """``x`` as an ndarray of a floating dtype; ``TypeError`` naming ``name`` otherwise."""
-    x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.floating):
-        raise TypeError(f"{name} must be a floating-point array, got dtype {x.dtype}")
-    return x
+# the checks §3.2 needs, shared with attention_np.paper (which imports nothing else)
+from attention_np.paper._checks import (  # noqa: F401  (re-exported)
+    as_float_array,
+    broadcast_batch,
+    check_dout,
+    check_int,
+    check_same_dtype,
+    check_scale,
+)
 
 
 def check_min_ndim(x: np.ndarray, name: str, ndim: int, layout: str) -> None:
     if x.ndim < ndim:
         raise ValueError(f"{name} must have at least {ndim} dims {layout}, got shape {x.shape}")
-
-
-def check_same_dtype(label: str | None = None, **arrays: np.ndarray) -> np.dtype:
-    """All arrays share one dtype (as in PyTorch SDPA); returns it.
-
-    The error groups the names by dtype, e.g. "q, k, v must share one dtype: q is float32;
-    k, v are float64". ``label`` replaces the list of names at the start of the message.
-    """
-    by_dtype: dict = {}
-    for name, a in arrays.items():
-        by_dtype.setdefault(a.dtype, []).append(name)
-    if len(by_dtype) > 1:
-        listing = "; ".join(f"{', '.join(ns)} {'is' if len(ns) == 1 else 'are'} {dt}"
-                            for dt, ns in by_dtype.items())
-        raise TypeError(f"{label or ', '.join(arrays)} must share one dtype: {listing}")
-    return next(iter(by_dtype))
-
-
-def broadcast_batch(**shapes: tuple) -> tuple:
-    """Broadcast the given batch shapes together, naming them all on failure."""
-    try:
-        return np.broadcast_shapes(*shapes.values())
-    except ValueError:
-        listing = ", ".join(f"{n} {s}" for n, s in shapes.items())
-        raise ValueError(f"batch dims do not broadcast: {listing}") from None
-
-
-def check_dout(dout, shape: tuple, dtype: np.dtype, name: str = "dout", out: str = "out") -> np.ndarray:
-    """The upstream gradient of a backward: the output's shape and dtype (no silent upcast)."""
-    dout = as_float_array(dout, name)
-    if dout.shape != tuple(shape):
-        raise ValueError(f"{name} has shape {dout.shape} but {out} has shape {tuple(shape)}")
-    if dout.dtype != dtype:
-        raise TypeError(f"{name} has dtype {dout.dtype} but {out} has dtype {dtype} "
-                        f"(mixed float32/float64 is refused, not silently upcast)")
-    return dout
 
 
 def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
@@ -123,18 +81,6 @@ def as_generator(rng) -> np.random.Generator:
     if rng is None or isinstance(rng, (int, np.integer)):
         return np.random.default_rng(rng)
     raise TypeError(f"rng must be None, an int seed or a np.random.Generator, got {type(rng).__name__}")
-
-
-def check_scale(scale, d_k: int) -> float:
-    """The factor on ``QKᵀ``: ``1/sqrt(d_k)`` when ``scale`` is None, else a finite real number."""
-    if scale is None:
-        return 1.0 / float(np.sqrt(d_k))
-    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
-        raise TypeError(f"scale must be a real number (default 1/sqrt(d_k)), got {scale!r} "
-                        f"of type {type(scale).__name__}")
-    if not np.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale!r}")
-    return float(scale)
 
 
 def check_qkv(q, k, v, scale=None):

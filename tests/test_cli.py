@@ -138,3 +138,14 @@ def test_transformers_older_than_the_minimum_is_refused_by_name(monkeypatch, cap
     assert main(["diff", "--framework", "transformers"]) == 1
     assert ("error: --framework transformers needs transformers >= 5.15, found 5.14.1"
             in capsys.readouterr().err)
+
+
+def test_the_tour_runs_the_paper_code_and_shows_the_fast_path_agrees():
+    import re
+
+    out = run().stdout
+    assert "this is attention_np.paper.sdpa_forward" in out
+    found = re.search(r"attention_np.sdpa_forward returns the same out to max \|difference\| (\S+)\)", out)
+    assert found and float(found.group(1)) <= 1e-14
+    tour = (ROOT / "attention_np" / "cli" / "tour.py").read_text()
+    assert "from attention_np.paper import" in tour and "attention_np.core" not in tour

@@ -18,7 +18,7 @@ from attention_np._checks import (
     check_params_dict,
     check_same_dtype,
 )
-from attention_np.paper.linear import glorot_uniform
+from attention_np.paper.params import glorot_uniform
 from attention_np.variants.qk_norm import NORMS
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")

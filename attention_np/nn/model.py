@@ -24,7 +24,8 @@ from attention_np.nn.embedding import EmbeddingCache, embedding_backward, embedd
 from attention_np.nn.encoder import encoder_layer_backward, encoder_layer_forward, sub
 from attention_np.nn.feedforward import init_ffn_params
 from attention_np.nn.positional import sinusoidal_encoding
-from attention_np.paper.linear import glorot_uniform, linear_backward, linear_forward
+from attention_np.paper.linear import linear_backward, linear_forward
+from attention_np.paper.params import glorot_uniform
 
 
 @dataclass(frozen=True)

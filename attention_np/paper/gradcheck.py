@@ -1,13 +1,13 @@
-r"""Check any forward/backward pair against central finite differences.
+r"""Checking a hand-written backward against central finite differences, in float64.
 
-For a forward ``out = f(x)`` and a random upstream gradient ``dout``, the loss
-:math:`\ell = \sum \mathrm{out} \odot \mathrm{dout}` has gradient
+For ``out = f(x)`` and a random upstream gradient ``dout``, the loss
+:math:`\ell = \sum \mathrm{out} \odot \mathrm{dout}` has the gradient the backward returns, and
 
 .. math:: \frac{\partial \ell}{\partial x_i} \approx
           \frac{\ell(x + \varepsilon e_i) - \ell(x - \varepsilon e_i)}{2\varepsilon}
 
-with error :math:`O(\varepsilon^2)`. The upstream gradient is random, never ``ones``: the
-softmax backward of a constant upstream gradient is exactly zero and would hide bugs.
+with an error :math:`O(\varepsilon^2)`. ``dout`` is random, never ``ones``: the softmax backward
+of a constant upstream gradient is exactly 0 and would hide a bug.
 """
 
 from __future__ import annotations
@@ -20,12 +20,8 @@ import numpy as np
 
 @dataclass
 class GradcheckResult:
-    """Per-input comparison of an analytic gradient with a numerical one.
-
-    ``errors`` maps an input's name (``"q"``, ``"k"``, ... or ``"params.W_q"`` inside a dict; see
-    :func:`gradcheck` for where the names come from) to
-    ``(max_abs_error, max_abs_gradient)``.
-    """
+    """``errors[name] = (max |analytic - numerical|, max |numerical|)`` per input (``"params.W_q"``
+    for an entry of a dict input); ``failed`` lists the names out of tolerance; ``ok`` if none."""
 
     errors: dict = field(default_factory=dict)
     atol: float = 0.0
@@ -45,36 +41,14 @@ class GradcheckResult:
         return "\n".join(lines)
 
 
-def _leaves(tree, names):
-    """(name, index, array) for every array in a tuple whose items are arrays or dicts of arrays."""
-    for i, (item, name) in enumerate(zip(tree, names, strict=True)):
-        if isinstance(item, dict):
-            for key, value in item.items():
-                yield f"{name}.{key}", (i, key), value
-        else:
-            yield name, (i, None), item
-
-
-def input_names(forward, n: int) -> tuple:
-    """The names of ``forward``'s first ``n`` positional parameters (``("q", "k", "v")`` for
-    ``sdpa_forward``), or ``("0", "1", ...)`` when its signature does not give them."""
-    try:
-        params = list(inspect.signature(forward).parameters.values())
-    except (TypeError, ValueError):             # a builtin or callable without a signature
-        params = []
-    positional = [p.name for p in params[:n]
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return tuple(positional) if len(positional) == n else tuple(str(i) for i in range(n))
-
-
 def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """Central-difference gradient of the scalar function ``loss()`` w.r.t. the array ``x``.
+    """Central-difference gradient of the scalar ``loss()`` w.r.t. the array ``x``.
 
-    ``x`` is perturbed in place, one element at a time, and restored. A teaching tool:
-    it calls ``loss`` twice per element, so keep ``x`` small.
+    ``x`` is nudged in place one entry at a time and restored (two calls of ``loss`` per entry:
+    keep ``x`` small).
     """
     grad = np.zeros_like(x)
-    flat, gflat = x.reshape(-1), grad.reshape(-1)   # views: writing flat[i] writes x
+    flat, gflat = x.reshape(-1), grad.reshape(-1)      # views: writing flat[i] writes x
     for i in range(flat.size):
         old = flat[i]
         flat[i] = old + eps
@@ -86,46 +60,47 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     return grad
 
 
+def _leaves(inputs, names):
+    """``(name, (position, key), array)`` for each array, and each array inside a dict input."""
+    for i, (x, name) in enumerate(zip(inputs, names, strict=True)):
+        if isinstance(x, dict):
+            yield from ((f"{name}.{key}", (i, key), a) for key, a in x.items())
+        else:
+            yield name, (i, None), x
+
+
+def _positional_names(forward, n: int) -> tuple:
+    """The names of ``forward``'s first ``n`` positional parameters, else ``("0", "1", ...)``."""
+    try:
+        params = list(inspect.signature(forward).parameters.values())[:n]
+    except (TypeError, ValueError):                     # no signature to read
+        params = []
+    names = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    return names if len(names) == n else tuple(str(i) for i in range(n))
+
+
 def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: float = 1e-6,
               atol: float = 1e-8, rtol: float = 1e-6) -> GradcheckResult:
     """Compare ``backward`` with central differences of ``forward``, in float64.
 
     Parameters
     ----------
-    forward : callable
-        ``forward(*inputs)`` returns ``out`` or ``(out, cache)``.
-    backward : callable
-        ``backward(dout, cache)`` returns one gradient per input, in the same structure
-        (an array for an array, a dict for a dict of arrays), e.g. ``sdpa_backward`` or
-        ``mha_backward``. With a forward that returns no cache, ``cache`` is None.
-    inputs : sequence of float64 arrays or dicts of float64 arrays
-        Copied; the caller's arrays are not modified.
+    forward : callable, ``forward(*inputs)`` -> ``out`` or ``(out, cache)``
+    backward : callable, ``backward(dout, cache)`` -> one gradient per input, in the same
+        structure (a dict for a dict of arrays); ``cache`` is None if ``forward`` returns none
+    inputs : sequence of float64 arrays or dicts of them (copied, never modified)
     names : sequence of str, optional
-        One name per input, used in the report (``"params.W_q"`` for a dict entry). Default:
-        the names of ``forward``'s positional parameters (``q, k, v`` for ``sdpa_forward``),
-        or ``0, 1, 2, ...`` when it has none to give.
-    seed : int
-        Seed of the random upstream gradient.
+        Default: ``forward``'s positional parameter names (``q, k, v``), else ``0, 1, ...``.
+    seed : int, seed of the random upstream gradient
+    eps, atol, rtol : float, the step and ``|analytic - numerical| <= atol + rtol * |numerical|``
 
     Returns
     -------
-    GradcheckResult
-        ``result.ok`` is True when every analytic gradient matches; ``print(result)`` shows
-        the error of each input.
-
-    Examples
-    --------
-    >>> import numpy as np, attention_np as an
-    >>> rng = np.random.default_rng(0)
-    >>> q, k, v = rng.normal(size=(3, 2, 4, 3))
-    >>> an.gradcheck(an.sdpa_forward, an.sdpa_backward, (q, k, v)).ok
-    True
+    GradcheckResult, ``ok`` when every gradient matches; ``print`` it for each input's error.
     """
-    inputs = tuple({k: np.array(v) for k, v in x.items()} if isinstance(x, dict)
-                   else np.array(x) for x in inputs)
-    if names is None:
-        names = input_names(forward, len(inputs))
-    names = tuple(str(n) for n in names)
+    inputs = tuple({key: np.array(a) for key, a in x.items()} if isinstance(x, dict) else np.array(x)
+                   for x in inputs)
+    names = _positional_names(forward, len(inputs)) if names is None else tuple(map(str, names))
     if len(names) != len(inputs):
         raise ValueError(f"names has {len(names)} entries {names} for {len(inputs)} inputs")
     for name, _, x in _leaves(inputs, names):
@@ -140,8 +115,7 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     out, cache = run()
     dout = np.random.default_rng(seed).standard_normal(np.shape(out))
     analytic = backward(dout, cache)
-    if not isinstance(analytic, tuple):
-        analytic = (analytic,)
+    analytic = analytic if isinstance(analytic, tuple) else (analytic,)
     if len(analytic) != len(inputs):
         raise ValueError(f"backward returned {len(analytic)} gradients for {len(inputs)} inputs")
 
@@ -151,11 +125,11 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     result = GradcheckResult(atol=atol, rtol=rtol)
     for name, (i, key), x in _leaves(inputs, names):
         got = analytic[i] if key is None else analytic[i][key]
-        want = numerical_gradient(loss, x, eps)
+        want = numerical_gradient(loss, x, eps)        # nudges x, an array forward reads
         if np.shape(got) != want.shape:
             raise ValueError(f"gradient {name} has shape {np.shape(got)}, input has {want.shape}")
-        err = float(np.max(np.abs(got - want), initial=0.0))
-        result.errors[name] = (err, float(np.max(np.abs(want), initial=0.0)))
+        result.errors[name] = (float(np.max(np.abs(got - want), initial=0.0)),
+                               float(np.max(np.abs(want), initial=0.0)))
         if not np.allclose(got, want, atol=atol, rtol=rtol):
             result.failed.append(name)
     return result

@@ -42,7 +42,8 @@ from attention_np.kernels.guard import (
     zero_masked,
 )
 from attention_np.kernels.softmax_inplace import softmax_
-from attention_np.paper.linear import glorot_uniform, linear_backward
+from attention_np.paper.linear import linear_backward
+from attention_np.paper.params import glorot_uniform
 
 PARAMS = ("W_q", "W_k", "w_v")
 
