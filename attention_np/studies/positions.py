@@ -18,13 +18,13 @@ and what attention can do without them.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import combinations
 from math import comb
 
 import numpy as np
 
-from attention_np.nn.model import ModelConfig
+from attention_np.nn.model import ModelConfig, model_forward
 from attention_np.nn.tasks import ReversalTask
 from attention_np.nn.threads import blas_threads
 from attention_np.nn.trainer import train
@@ -218,3 +218,46 @@ def train_with_and_without_positions(seeds=(0,), *, config: ModelConfig = POSITI
             out[positional] = {s: train(config=cfg, task=task, steps=steps, batch_size=batch_size,
                                         seed=s, snapshot_at=snapshot_at) for s in seeds}
     return out
+
+
+@dataclass(frozen=True)
+class ShiftTask(ReversalTask):
+    """Copy the left neighbour: ``y_i = x_{i-1}`` (``y_0 = x_0``), a fixed relative offset.
+
+    Unlike reversal (whose target position ``L - 1 - i`` depends on the length), the rule is the
+    same at every length, so a model trained on short sequences can be scored on longer ones.
+    """
+
+    def targets(self, tokens: np.ndarray) -> np.ndarray:
+        out = tokens.copy()
+        out[..., 1:] = tokens[..., :-1]
+        return out
+
+
+def extrapolation(seed: int = 0, *, config: ModelConfig = POSITIONS_CONFIG, steps: int = POSITIONS_STEPS,
+                  test_lengths=(10, 20, 40, 80), n: int = 500) -> dict:
+    """§3.5's "may allow the model to extrapolate to sequence lengths longer than the ones encountered
+    during training", measured: train :class:`ShiftTask` at ``config.max_len``, score longer sequences.
+
+    The same parameters run at every length (only the sinusoid table grows). Token accuracy is
+    reported separately at the positions seen in training (``i < max_len``) and beyond them.
+
+    Returns
+    -------
+    dict with ``train_length``, ``heldout_accuracy`` (at the training length) and ``by_length``:
+    ``{L: (accuracy at i < train_length, accuracy at i >= train_length or nan)}``
+    """
+    task = ShiftTask(length=config.max_len, vocab_size=config.vocab_size)
+    with blas_threads(1):
+        r = train(config=config, task=task, steps=steps, batch_size=64, seed=seed)
+        rng = np.random.default_rng(10_000 + seed)
+        by_length = {}
+        for length in test_lengths:
+            tokens = rng.integers(0, config.vocab_size, size=(n, length))
+            targets = ShiftTask(length=1, vocab_size=config.vocab_size).targets(tokens)
+            logits, _ = model_forward(r.params, tokens, replace(config, max_len=length))
+            right = logits.argmax(-1) == targets                          # (n, length)
+            seen = config.max_len
+            by_length[length] = (float(right[:, :seen].mean()),
+                                 float(right[:, seen:].mean()) if length > seen else float("nan"))
+    return {"train_length": config.max_len, "heldout_accuracy": r.accuracy, "by_length": by_length}
