@@ -70,7 +70,8 @@ def test_an_interop_entry_without_its_framework_names_the_extra(monkeypatch, hid
 
 
 def test_import_optional_names_the_module_and_what_needs_it(monkeypatch):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    for name in ["matplotlib"] + [m for m in sys.modules if m.startswith("matplotlib.")]:
+        monkeypatch.setitem(sys.modules, name, None)     # as if not installed, even once imported
     with pytest.raises(ImportError, match=r'^figures needs matplotlib \(the \[plots\] extra\), which is '
                                           r'not installed: pip install "matplotlib>=3\.7"$'):
         import_optional("matplotlib.pyplot", "figures")
