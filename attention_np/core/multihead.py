@@ -29,7 +29,12 @@ from attention_np.core.mha_params import (
     check_mha_inputs,
     init_mha_params,  # noqa: F401  (re-exported: core.multihead.init_mha_params stays importable)
 )
-from attention_np.core.qk_norm import check_qk_norm, rms_norm_backward, rms_norm_forward
+from attention_np.core.qk_layernorm import (
+    check_qk_norm_kind,
+    check_qk_norm_params,
+    qk_norm_backward,
+    qk_norm_forward,
+)
 from attention_np.core.rope import check_rope, head_positions, rotate_heads, rotate_heads_backward
 from attention_np.core.sinks import (
     SinksCache,
@@ -62,7 +67,7 @@ class MHACache:
     concat: np.ndarray
     path: str = "fused"
     rope: tuple | None = None        # what rotate_heads_backward needs, None without RoPE
-    qk_norm: tuple | None = None     # the caches of the q and k RMSNorms, None without QK-norm
+    qk_norm: tuple | None = None     # the caches of the q and k norms, None without QK-norm
 
     made_by = "attention_np.mha_forward"
 
@@ -75,7 +80,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
                 is_causal: bool = False, scale=None, dropout_p: float = 0.0, rng=None,
                 num_kv_heads: int | None = None, path: str = "fused", window=None, rope=None,
                 positions=None, kv_positions=None, q_lengths=None, kv_lengths=None, softcap=None,
-                qk_norm: bool = False, qk_norm_eps: float = 1e-6, sinks: bool = False):
+                qk_norm: bool | str = False, qk_norm_eps: float = 1e-6, sinks: bool = False):
     """Multi-head attention, §3.2.2, forward pass.
 
     Parameters
@@ -117,10 +122,14 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
         built here (ANDed with ``mask``), as in :func:`sdpa_forward`.
     softcap : float, optional
         Logit soft-capping ``c·tanh(scores / c)`` on every head (fused path only).
-    qk_norm, qk_norm_eps : bool, float
-        QK-norm (Qwen3, Gemma 3): RMSNorm on every query and key head after the split, before
-        RoPE, with the ``(d_k,)`` weights ``params["q_norm"]``, ``params["k_norm"]``
-        (see :mod:`attention_np.core.qk_norm`).
+    qk_norm, qk_norm_eps : bool or {"rms", "layernorm"}, float
+        QK-norm (Qwen3, Gemma 3): RMSNorm (``True`` or ``"rms"``) on every query and key head
+        after the split, before RoPE, with the ``(d_k,)`` weights ``params["q_norm"]``,
+        ``params["k_norm"]`` (see :mod:`attention_np.core.qk_norm`); ``"layernorm"``: a
+        mean-centred LayerNorm instead (Cohere, Phi, StableLM, Flax ``normalize_qk``), with
+        optional ``params["q_norm_bias"]``, ``params["k_norm_bias"]`` (see
+        :mod:`attention_np.core.qk_layernorm`). Weights ``(d_k,)`` or one per head ``(h, d_k)``
+        (``(h_kv, d_k)`` for ``k_norm``).
     sinks : bool
         Attention sinks (gpt-oss): a learned logit per head in every softmax denominator, the
         ``(h,)`` array ``params["sinks"]`` (see :mod:`attention_np.core.sinks`; fused path, no
@@ -153,11 +162,12 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int, b
     q = split_heads(q, h)                                          # (..., h, L, d_k)
     k, v = split_heads(k, h_kv), split_heads(v, h_kv)              # (..., h_kv, S, d)
     normed = None
-    if qk_norm:
-        # 2a) (beyond the paper) QK-norm: RMSNorm on every query and key head
-        check_qk_norm(params, q.shape[-1])
-        q, q_norm_cache = rms_norm_forward(q, params["q_norm"], qk_norm_eps)
-        k, k_norm_cache = rms_norm_forward(k, params["k_norm"], qk_norm_eps)
+    kind = check_qk_norm_kind(qk_norm)
+    if kind is not None:
+        # 2a) (beyond the paper) QK-norm: RMSNorm or LayerNorm on every query and key head
+        check_qk_norm_params(params, h, h_kv, q.shape[-1])
+        q, q_norm_cache = qk_norm_forward(kind, q, params, "q_norm", qk_norm_eps)
+        k, k_norm_cache = qk_norm_forward(kind, k, params, "k_norm", qk_norm_eps)
         normed = (q_norm_cache, k_norm_cache)
     rotated = None
     if rope is not None:
@@ -247,9 +257,13 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
         # 2b) forward: q, k = RoPE(q), RoPE(k)  ->  rotate the gradients back
         dq, dk = rotate_heads_backward(dq, dk, c.rope)
     if c.qk_norm is not None:
-        # 2a) forward: q, k = RMSNorm(q), RMSNorm(k)
-        dq, grads["q_norm"] = rms_norm_backward(dq, c.qk_norm[0])
-        dk, grads["k_norm"] = rms_norm_backward(dk, c.qk_norm[1])
+        # 2a) forward: q, k = Norm(q), Norm(k)  (RMSNorm or LayerNorm)
+        for name, i in (("q_norm", 0), ("k_norm", 1)):
+            dx, g = qk_norm_backward(dq if i == 0 else dk, c.qk_norm[i])
+            dq, dk = (dx, dk) if i == 0 else (dq, dx)
+            grads[name] = g["w"]
+            if "b" in g:
+                grads[f"{name}_bias"] = g["b"]
     # 2) forward: q = split_heads(q_proj)  ->  its backward is merge_heads
     dq, dk, dv = merge_heads(dq), merge_heads(dk), merge_heads(dv)
     # 1) forward: q_proj = query @ W_q + b_q (and the same for k, v)

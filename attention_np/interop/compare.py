@@ -40,6 +40,7 @@ class MHAReport:
     dtype: str
     checks: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    excluded_rows: list = field(default_factory=list)   # (batch, position): left out, every key masked
 
     @property
     def ok(self) -> bool:
