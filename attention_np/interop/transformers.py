@@ -93,6 +93,9 @@ def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, to
     if spec.has_rope:
         cos, sin = spec_cos_sin(spec, positions)
         kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
+    elif "position_embeddings" in names:            # SmolLM3's NoPE layers take and ignore them
+        ones = torch.ones(positions.shape + (spec.head_dim,), dtype=torch.float64)
+        kwargs["position_embeddings"] = (ones, 0 * ones)
     if position_bias is not None:
         kwargs["position_bias"] = torch.from_numpy(position_bias)
     return kwargs
