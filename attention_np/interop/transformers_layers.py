@@ -192,7 +192,7 @@ def _rope(module, cfg, family: str, d: int) -> dict:
 def _rope_layout(module) -> str:
     """Which features a RoPE pair joins, probed from the family's ``rotate_half``: (0, 1, 2, 3)
     -> (-2, -3, 0, 1) pairs m with m + d/2 ("half"), -> (-1, 0, -3, 2) pairs 2m, 2m+1."""
-    rotate_half = getattr(sys.modules.get(type(module).__module__), "rotate_half", None)
+    rotate_half = family_function(module, "rotate_half")
     if rotate_half is None:
         _refuse(module, "a rotary embedding without a rotate_half function (pair layout unknown)")
     import torch
@@ -201,6 +201,16 @@ def _rope_layout(module) -> str:
     if tuple(got) not in layouts:
         _refuse(module, f"a rotary pair layout with rotate_half([0, 1, 2, 3]) = {got}")
     return layouts[tuple(got)]
+
+
+def family_function(module, name: str):
+    """A function of the layer's modeling module (``rotate_half``, ``apply_rotary_pos_emb``):
+    its class's, or for a subclass its nearest base's that has one; None if none has."""
+    for cls in type(module).__mro__:
+        fn = getattr(sys.modules.get(cls.__module__), name, None)
+        if fn is not None:
+            return fn
+    return None
 
 
 def _window(module, cfg) -> int | None:

@@ -281,12 +281,12 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         "attention_mask", bound.get("mask"))
     pb = bound.get("position_bias")
     p = dict(params)
-    if pb is not None:                   # T5: block 0's bias, the mask folded in
-        mask, bias = _mask(pb, spec, B, L, S, cross)
-        mask = np.broadcast_to(mask, (B, spec.num_heads, L, S))
+    mask, bias = _mask(arg, spec if not cross else no_causal(spec), B, L, S, cross)
+    if pb is not None:        # T5: the bias block 0 computed (older transformers: mask folded in)
+        keep, pb = _mask(pb, spec, B, L, S, cross)
+        mask = keep if mask is None else mask & keep
+        bias = pb if bias is None else bias + (0.0 if pb is None else pb)
         p.pop("bias_table", None)
-    else:
-        mask, bias = _mask(arg, spec if not cross else no_causal(spec), B, L, S, cross)
     positions = call["positions"]
     if spec.has_rope and positions is not None:
         positions = np.broadcast_to(positions, (B, L))

@@ -21,7 +21,7 @@ from attention_np.core.position_bias import (
     t5_relative_buckets,
 )
 from attention_np.core.qk_layernorm import layer_norm_backward, layer_norm_forward
-from attention_np.interop.transformers_layers import LayerSpec, mha_options
+from attention_np.interop.transformers_layers import LayerSpec, family_function, mha_options
 
 POST_NORM = ("post_norm_w", "post_norm_b")
 
@@ -106,8 +106,9 @@ def float64_rope_function(layer):
     """While inside: the layer's family's ``apply_rotary_pos_emb`` in float64, when it computes
     in float32 (Cohere: ``q.float()``); the same formula, ``q * cos + rotate_half(q) * sin`` on
     the first ``cos.shape[-1]`` features. Restored on exit."""
-    mod = sys.modules.get(type(layer).__module__)
-    fn, rotate_half = (getattr(mod, n, None) for n in ("apply_rotary_pos_emb", "rotate_half"))
+    fn, rotate_half = (family_function(layer, n) for n in ("apply_rotary_pos_emb", "rotate_half"))
+    mod = next((sys.modules[c.__module__] for c in type(layer).__mro__
+                if getattr(sys.modules.get(c.__module__), "apply_rotary_pos_emb", None) is fn), None)
     if fn is None or rotate_half is None or not _float32_rotary(fn, rotate_half):
         yield False
         return
