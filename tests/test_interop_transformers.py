@@ -212,14 +212,14 @@ def test_the_float64_norm_of_the_copy_is_the_layers_own_norm_on_float32_inputs(f
     """The copy's q_norm/k_norm are replaced (transformers' cast to float32): the replacement
     must be the layer's formula, w (Qwen3) or 1 + w (Gemma 3), else both sides of the diff could
     agree on a wrong norm."""
-    from attention_np.interop.transformers_recent import QK_NORM, rms_norm_in_input_dtype
+    from attention_np.interop.transformers_recent import norm_in_input_dtype
     module, _ = cases.case(family)
     spec = itf.layer_spec(module)
     x = torch.randn((2, 4, 6, 12), generator=torch.Generator().manual_seed(0))   # float32
     for norm in (module.q_norm, module.k_norm):
         with torch.no_grad():
             theirs = norm(x)
-            ours = rms_norm_in_input_dtype(norm, QK_NORM[family], spec.qk_norm_eps)(x)
+            ours = norm_in_input_dtype(norm, "rms", {"qwen3": 0.0, "gemma3": 1.0}[family], spec.qk_norm_eps)(x)
         assert ours.dtype == torch.float32
         assert (theirs - ours).abs().max().item() <= 1e-6 * theirs.abs().max().item()
 

@@ -62,7 +62,7 @@ def test_every_attention_layer_of_the_new_families_agrees_in_float64(name):
     x = R.standard_normal((2, 6, 32))
     pad = np.ones((2, 6), dtype=np.int64)
     pad[1, -2:] = 0
-    for _, module, spec in layers:
+    for _, module, _spec in layers:
         r = itf.compare_transformers_attention(module, x, attention_mask=pad, seed=3)
         assert r.ok, str(r)
         assert max(c.err for c in r.checks if c.rule == "float64") < 1e-12
@@ -219,3 +219,22 @@ def test_left_padding_in_one_layer_is_left_out_and_listed_not_a_mismatch():
     r = itf.compare_transformers_attention(module, **{**inputs, "attention_mask": pad})
     assert r.ok, str(r)
     assert r.excluded_rows == [(1, 0), (1, 1)]
+
+
+@pytest.mark.parametrize("name", ["llama", "bert", "cohere", "gpt_neox", "whisper", "qwen3"])
+def test_the_attention_interface_diffs_every_kernel_call_without_family_code(name):
+    from attention_np.interop.transformers_interface import compare_attention_kernels
+    model = fam.family_model(name, seed=1)
+    report = compare_attention_kernels(model, **fam.model_inputs(name, model))
+    assert report.ok and len(report.layers) == len(attention_layers(model)[0]), str(report)
+
+
+def test_diff_model_cli_runs_a_family_and_lists_the_known_ones_for_an_unknown(capsys):
+    from attention_np.__main__ import main
+    assert main(["diff", "--model", "phi"]) == 0
+    assert "AGREE" in capsys.readouterr().out
+    assert main(["diff", "--model", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "'nope' is not a known family" in err and "whisper" in err and "cohere" in err
+    assert main(["diff", "--model", "deberta-v2"]) == 1
+    assert "disentangled relative attention" in capsys.readouterr().out

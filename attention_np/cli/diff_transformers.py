@@ -172,3 +172,34 @@ def run(args) -> int:
           f"mismatches, {len(demos) - len(unexplained)}/{len(demos)} traps demonstrated as "
           f"documented  ({time.perf_counter() - start:.1f} s)")
     return 1 if bad or unexplained else 0
+
+
+def run_model(args) -> int:
+    """``diff --model NAME``: :func:`~attention_np.interop.transformers_model.
+    compare_transformers_model` on a tiny random model of family NAME, its report printed.
+    Exit 0 when every layer agrees, 1 otherwise (a refused layer included), 2 for an unknown
+    NAME (the known ones listed)."""
+    from attention_np.interop.transformers_families import KNOWN
+    if args.model not in KNOWN:
+        print(f"error: --model {args.model!r} is not a known family; the known ones are: "
+              f"{', '.join(KNOWN)}", file=sys.stderr)
+        return 2
+    missing = {f: why for f in ("torch", "transformers") if (why := _missing(f)) is not None}
+    if missing:
+        for f, why in missing.items():
+            print(f"error: --model needs {f}, which is not installed "
+                  f"({install_hint('transformers')}; {why})", file=sys.stderr)
+        return 1
+    if (old := _too_old("transformers")) is not None:
+        print(f"error: {old}", file=sys.stderr)
+        return 1
+    import transformers
+
+    from attention_np.interop import transformers_families as fam
+    from attention_np.interop.transformers_model import compare_transformers_model
+    transformers.logging.set_verbosity_error()
+    model = fam.family_model(args.model, args.seed)
+    report = compare_transformers_model(model, seed=args.seed,
+                                        **fam.model_inputs(args.model, model, seed=args.seed))
+    print(report)
+    return 0 if report.ok else 1

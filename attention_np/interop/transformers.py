@@ -33,13 +33,13 @@ from attention_np.interop.transformers_layers import (  # noqa: F401  (re-export
     no_causal,
     params_from_transformers,
 )
+from attention_np.interop.transformers_recent import EAGER_FLOAT64, prepare_recent_layer
 from attention_np.interop.transformers_replay import (
     dead_rows,
     float64_rope_function,
     leave_out_rows,
     replay,
 )
-from attention_np.interop.transformers_recent import EAGER_FLOAT64, prepare_recent_layer
 from attention_np.interop.transformers_rope import (  # noqa: F401  (rope_cos_sin re-exported)
     check_rope_frequencies,
     model_frequencies,

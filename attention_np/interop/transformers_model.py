@@ -106,7 +106,7 @@ class ModelReport:
         head = ("layer", "module", "out err", "grad err", "worst", "verdict", "rows")
         rows = [head, *self._rows()]
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
         if first is not None:
             lines.append(f"first disagreement: {first.name} ({first.module})")
         lines += [f"refused: {name}: {why}" for name, why in self.refused]

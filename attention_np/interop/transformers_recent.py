@@ -7,7 +7,8 @@
 - gpt-oss: a learned sink logit per head (``module.sinks`` -> ``params["sinks"]``).
 
 And how the float64 copy of such a layer is run so that the diff is float64 throughout:
-transformers' ``Qwen3RMSNorm`` / ``Gemma3RMSNorm`` / ``CohereLayerNorm`` cast to float32, so the copy's norms are
+transformers' ``Qwen3RMSNorm`` / ``Gemma3RMSNorm`` / ``CohereLayerNorm`` cast to float32, so the
+copy's norms are
 replaced by the same formula in the input's dtype; transformers' sdpa refuses Gemma 2's soft-cap
 and its eager softmax is float32, so Gemma 2 runs :data:`EAGER_FLOAT64`; sdpa drops gpt-oss's
 sinks without an error, so gpt-oss runs eager (float64 there); a float64 gpt-oss model's experts
