@@ -36,7 +36,11 @@ from attention_np.core.heads import merge_heads, split_heads
 from attention_np.core.linear import linear_forward
 from attention_np.core.masks import causal_mask, check_window, sliding_window_mask
 from attention_np.core.mha_params import check_mha_inputs
-from attention_np.core.qk_norm import check_qk_norm, rms_norm_forward
+from attention_np.core.qk_layernorm import (
+    check_qk_norm_kind,
+    check_qk_norm_params,
+    qk_norm_forward,
+)
 from attention_np.core.rope import check_rope, head_positions, rotate_heads
 from attention_np.core.scores import check_softcap
 from attention_np.core.sinks import check_sinks_param, sdpa_sinks_forward
@@ -130,7 +134,7 @@ class KVCache:
 def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int,
                     num_kv_heads: int | None = None, scale=None, cache: KVCache | None = None,
                     mask=None, bias=None, window=None, rope=None, positions=None,
-                    softcap=None, qk_norm: bool = False, qk_norm_eps: float = 1e-6,
+                    softcap=None, qk_norm: bool | str = False, qk_norm_eps: float = 1e-6,
                     sinks: bool = False):
     """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
 
@@ -187,8 +191,9 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     rope = check_rope(rope)
     check_softcap(softcap)
     check_sinks_param(sinks, params, num_heads)
+    qk_norm = check_qk_norm_kind(qk_norm)
     if qk_norm:
-        check_qk_norm(params, params["W_q"].shape[1] // num_heads)
+        check_qk_norm_params(params, num_heads, h_kv, params["W_q"].shape[1] // num_heads)
     T = x.shape[-2]
     S = kv_cache.length + T                                          # positions after appending
     mask, bias = _check_mask_bias(mask, bias, window, x.shape[:-2] + (num_heads, T, S))
@@ -200,9 +205,9 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     # 2) split into heads, 3) append to the cache: keys and values of positions 0 .. S-1
     q, k = split_heads(q, h), split_heads(k, h_kv)                   # (..., h | h_kv, T, d_k)
     if qk_norm:
-        # (beyond the paper) QK-norm: RMSNorm on every new query and key head
-        q = rms_norm_forward(q, params["q_norm"], qk_norm_eps)[0]
-        k = rms_norm_forward(k, params["k_norm"], qk_norm_eps)[0]
+        # (beyond the paper) QK-norm: RMSNorm or LayerNorm on every new query and key head
+        q = qk_norm_forward(qk_norm, q, params, "q_norm", qk_norm_eps)[0]
+        k = qk_norm_forward(qk_norm, k, params, "k_norm", qk_norm_eps)[0]
     if rope is not None:
         # (beyond the paper) rotate the new queries and keys by their positions: RoPE
         at = head_positions(positions, T, start=S - T)

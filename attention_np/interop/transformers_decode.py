@@ -33,7 +33,11 @@ from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_
 from attention_np.efficient.kv_cache import KVCache, mha_decode_step
 from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
-from attention_np.interop.transformers_layers import ROPE, layer_spec, params_from_transformers
+from attention_np.interop.transformers_layers import (
+    layer_spec,
+    mha_options,
+    params_from_transformers,
+)
 from attention_np.interop.transformers_recent import (
     EAGER_FLOAT64,
     float64_experts,
@@ -202,30 +206,21 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     for step, (x, theirs) in enumerate(seen):
         T = x.shape[1]
         S = kv.length + T
-        options = {}
+        options = mha_options(spec, positions[step] if spec.has_rope else None)
         if padded:        # key padding of the S cached positions, (B, 1, 1, S)
             options["mask"] = full[:, None, None, :S].astype(bool)
         if spec.window is not None:        # Mistral's window W counts the query itself
             options["window"] = (spec.window - 1, 0)
-        if spec.family in ROPE:            # the positions generate() used (shifted by padding)
-            options.update(rope={"theta": spec.rope_theta, "layout": "half",
-                                 "scaling": spec.rope_scaling},
-                           positions=positions[step])                      # (B, T)
-        if spec.qk_norm_eps is not None:   # Qwen3
-            options.update(qk_norm=True, qk_norm_eps=spec.qk_norm_eps)
-        if spec.softcap is not None:       # Gemma 2
-            options["softcap"] = spec.softcap
-        if spec.family == "gpt_oss":       # a learned sink logit per head, params["sinks"]
-            options["sinks"] = True
-        ours = mha_decode_step(x, params, kv, num_heads=spec.num_heads,
-                               num_kv_heads=spec.num_kv_heads, scale=spec.scale, **options)
+        # heads, scale, RoPE at the positions generate() used (shifted by padding), QK-norm,
+        # soft-cap, sinks: from the spec, as every diff takes them
+        ours = mha_decode_step(x, params, kv, **options)
         real = full[:, kv.length - x.shape[1]:kv.length].astype(bool)     # (B, T) query rows
         report.checks.append(check_float64(f"step {step} (T={x.shape[1]})", theirs[real],
                                            ours[real]))
     if padded:
         report.notes.append(f"{int((pad == 0).sum())} padded prompt position(s) left out of "
                             "the diff (transformers: mean(V) there, attention_np: 0)")
-    if spec.family in ROPE:
+    if spec.has_rope:
         report.notes.append("the copy's rotary embedding computes cos/sin in float64 "
                             "(transformers: float32, see docs/frameworks.md)")
     return report

@@ -32,7 +32,9 @@ from attention_np.interop.transformers import (
     rope_cos_sin,
 )
 from attention_np.interop.transformers_cases import case, tiny_model
+from attention_np.interop.transformers_layers import mha_options
 from attention_np.interop.transformers_recent import EAGER_FLOAT64
+from attention_np.interop.transformers_rope import spec_cos_sin
 
 
 def eager_float32_softmax(seed: int = 0) -> Demo:
@@ -180,11 +182,10 @@ def softcap_backends(seed: int = 0) -> Demo:
         fill = torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min))
         with torch.no_grad():
             out = to_numpy(layer(x, **{**kw, "attention_mask": fill})[0])
+        options = mha_options(spec, inputs["position_ids"])
         ours = {c: mha_forward(inputs["hidden_states"], inputs["hidden_states"],
-                               inputs["hidden_states"], params, mask, num_heads=spec.num_heads,
-                               num_kv_heads=spec.num_kv_heads, scale=spec.scale,
-                               rope={"theta": spec.rope_theta, "layout": "half"},
-                               positions=inputs["position_ids"], softcap=c)[0]
+                               inputs["hidden_states"], params, mask,
+                               **{**options, "softcap": c})[0]
                 for c in (spec.softcap, None)}
         capped, uncapped = (max_abs_error(out, ours[c]) for c in (spec.softcap, None))
         demo.observe(impl, f"runs: softcap={spec.softcap:g} {capped:.1e}, none {uncapped:.1e}  "
@@ -219,15 +220,12 @@ def sdpa_drops_sinks(seed: int = 0) -> Demo:
     x, positions = inputs["hidden_states"], inputs["position_ids"]
     B, L = x.shape[:2]
     mask = build_mask(spec, B, L, L, inputs["attention_mask"])         # (B, 1, L, L)
-    cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
-    half = spec.head_dim // 2                                           # gpt-oss: d/2 angles
-    kw = dict(position_embeddings=(torch.from_numpy(cos[..., :half]),
-                                   torch.from_numpy(sin[..., :half])),
+    cos, sin = spec_cos_sin(spec, positions)                            # gpt-oss: d/2 angles
+    kw = dict(position_embeddings=(torch.from_numpy(cos), torch.from_numpy(sin)),
               attention_mask=torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min)))
-    ours = {sinks: mha_forward(x, x, x, params, mask, num_heads=spec.num_heads,
-                               num_kv_heads=spec.num_kv_heads, scale=spec.scale,
-                               rope={"theta": spec.rope_theta, "layout": "half"},
-                               positions=positions, sinks=sinks)[0] for sinks in (True, False)}
+    options = mha_options(spec, positions)
+    ours = {sinks: mha_forward(x, x, x, params, mask, **{**options, "sinks": sinks})[0]
+            for sinks in (True, False)}
     for impl in ("eager", "sdpa"):
         layer.config._attn_implementation = impl
         with torch.no_grad():
