@@ -221,12 +221,31 @@ def test_left_padding_in_one_layer_is_left_out_and_listed_not_a_mismatch():
     assert r.excluded_rows == [(1, 0), (1, 1)]
 
 
-@pytest.mark.parametrize("name", ["llama", "bert", "cohere", "gpt_neox", "whisper", "qwen3"])
+@pytest.mark.parametrize("name", ["llama", "bert", "cohere", "gpt_neox", "whisper", "qwen3", "t5"])
 def test_the_attention_interface_diffs_every_kernel_call_without_family_code(name):
     from attention_np.interop.transformers_interface import compare_attention_kernels
     model = fam.family_model(name, seed=1)
     report = compare_attention_kernels(model, **fam.model_inputs(name, model))
     assert report.ok and len(report.layers) == len(attention_layers(model)[0]), str(report)
+
+
+def test_the_attention_interface_shows_sdpa_dropping_gpt_oss_sinks():
+    from attention_np.interop.transformers_interface import compare_attention_kernels
+    model = fam.family_model("gpt_oss")
+    inputs = fam.model_inputs("gpt_oss", model)
+    eager = compare_attention_kernels(model, reference="eager", **inputs)
+    assert eager.ok, str(eager)                      # gpt-oss's eager applies the sinks
+    sdpa = compare_attention_kernels(model, **inputs)
+    worst = sdpa.first_disagreement
+    assert worst is not None and next(c for c in worst.checks if c.name == "dsinks").err > 1e-3
+
+
+def test_the_attention_interface_diffs_gemma2_soft_cap_with_the_float64_eager():
+    from attention_np.interop.transformers_interface import compare_attention_kernels
+    model = fam.family_model("gemma2")
+    report = compare_attention_kernels(model, reference="attention_np_eager_float64",
+                                       **fam.model_inputs("gemma2", model))
+    assert report.ok and len(report.layers) == 2, str(report)
 
 
 def test_diff_model_cli_runs_a_family_and_lists_the_known_ones_for_an_unknown(capsys):

@@ -25,7 +25,11 @@ from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers_layers import family_function
 from attention_np.interop.transformers_model import LayerResult, ModelReport
-from attention_np.interop.transformers_recent import float64_experts
+from attention_np.interop.transformers_recent import (
+    EAGER_FLOAT64,
+    eager_float64_attention,
+    float64_experts,
+)
 from attention_np.interop.transformers_replay import dead_rows
 
 NAME = "attention_np_kernel_diff"
@@ -48,26 +52,29 @@ def _kernel(results, reference, rng, torch):
         extra = {k: v for k, v in (("softcap", softcap), ("s_aux", sinks)) if v is not None}
         if position_bias is not None:      # T5: passed on as given
             extra["position_bias"] = position_bias
+        own = getattr(module, "sinks", None)       # gpt-oss's eager reads module.sinks itself
+        if own is not None:
+            own.grad = None
         with torch.enable_grad():
             out, _ = ref(module, *leaves, attention_mask, scaling=scaling, dropout=0.0, **extra,
                          **kwargs)
-            mask = attention_mask
-            if position_bias is not None:  # ours: the bias added to the scores, mask kept
-                lowest = torch.tensor(torch.finfo(torch.float64).min, dtype=torch.float64)
-                zero = torch.zeros((), dtype=torch.float64)
-                mask = position_bias.double() if mask is None else position_bias.double() + (
-                    mask.double() if mask.dtype != torch.bool else torch.where(mask, zero, lowest))
             q, k, v = (_np(t) for t in (query, key, value))
             B, h, L, _ = q.shape
             S = k.shape[-2]
             keep, bias = None, None
-            if mask is not None:
-                m = _np(mask) if mask.dtype != torch.bool else to_numpy(mask)
+            if attention_mask is not None:
+                m = to_numpy(attention_mask) if attention_mask.dtype == torch.bool \
+                    else _np(attention_mask)
                 keep = m if m.dtype == bool else m > MIN
                 bias = None if m.dtype == bool else np.where(keep, m, 0.0)
-                keep = np.broadcast_to(keep, (B, keep.shape[1], L, S))
             elif getattr(module, "is_causal", False) and L > 1:
-                keep = np.broadcast_to(np.tril(np.ones((L, S), bool), S - L), (B, 1, L, S))
+                keep = np.tril(np.ones((L, S), bool), S - L)                  # bottom-right
+            if position_bias is not None:  # T5: added to the scores (any mask folded in kept)
+                pb = _np(position_bias)
+                keep = pb > MIN if keep is None else keep & (pb > MIN)
+                bias = np.where(pb > MIN, pb, 0.0) + (0.0 if bias is None else bias)
+            if keep is not None:
+                keep = np.broadcast_to(keep, np.broadcast_shapes(keep.shape, (B, 1, L, S)))
             rows = dead_rows(keep)
             dout = rng.standard_normal((B, L, h, v.shape[-1]))      # transformers: (B, L, h, d)
             if rows is not None:
@@ -86,7 +93,8 @@ def _kernel(results, reference, rng, torch):
         if sinks is not None:
             # a reference that drops the sinks (transformers' sdpa) leaves them without gradient
             ours["dsinks"] = dsinks
-            got["dsinks"] = np.zeros_like(dsinks) if sinks.grad is None else _np(sinks.grad)
+            grad = sinks.grad if sinks.grad is not None else getattr(own, "grad", None)
+            got["dsinks"] = np.zeros_like(dsinks) if grad is None else _np(grad)
         excluded = []
         if rows is not None and rows.any():
             got["out"] = np.where(rows[:, :, None, None], ours["out"], got["out"])
@@ -106,8 +114,11 @@ def compare_attention_kernels(model, *, reference: str = "sdpa", seed: int = 0,
     ----------
     model : a transformers model whose layers use the attention interface (left untouched)
     reference : str
-        The attention implementation diffed (a key of ``ALL_ATTENTION_FUNCTIONS``: "sdpa",
-        "eager", ...); its output is what the model continues with.
+        The attention implementation diffed: a key of ``ALL_ATTENTION_FUNCTIONS`` ("sdpa",
+        ...), "eager" (the family's own ``eager_attention_forward``) or
+        "attention_np_eager_float64" (Gemma 2's soft-cap; transformers' sdpa refuses it); its
+        output is what the model continues with. A model whose layers do not call the
+        interface (Falcon) gives an empty report with a note.
     seed : int
         Seed of the random upstream gradients.
     **inputs : the model's inputs.
@@ -122,6 +133,8 @@ def compare_attention_kernels(model, *, reference: str = "sdpa", seed: int = 0,
     tf = import_optional("transformers", "attention_np.interop.transformers_interface")
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
     results = []
+    if reference == EAGER_FLOAT64:        # Gemma 2's soft-cap: eager with a float64 softmax
+        tf.AttentionInterface.register(EAGER_FLOAT64, eager_float64_attention)
     tf.AttentionInterface.register(NAME, _kernel(results, reference, np.random.default_rng(seed),
                                                  torch))
     tf.AttentionMaskInterface.register(NAME, ALL_MASK_ATTENTION_FUNCTIONS[
