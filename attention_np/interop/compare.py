@@ -25,6 +25,9 @@ from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch
 from attention_np.interop.tolerance import FACTOR32, FLOOR_ULPS, RTOL64, judge
 
+# Flax's normalize_qk: nn.LayerNorm(use_bias=False) at its default epsilon
+FLAX_QK_NORM_EPS = 1e-6
+
 
 @dataclass
 class MHAReport:
@@ -218,8 +221,9 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
     Parameters
     ----------
     module : flax.linen.MultiHeadDotProductAttention
-        Without ``normalize_qk`` (attention_np has no layer norm on q and k); dropout is off
-        (``deterministic=True``).
+        With or without ``normalize_qk`` (a LayerNorm without bias, eps 1e-6, on every query and
+        key head: ``mha_forward(qk_norm="layernorm")``, "dq_norm", "dk_norm" its scales'
+        gradients); dropout is off (``deterministic=True``).
     variables : its variables, ``{"params": ...}``, float32 or float64
         float64 runs with JAX's x64 switched on for the call only.
     inputs_q, inputs_k, inputs_v : (..., L, E), (..., S, kdim), (..., S, vdim)
@@ -235,9 +239,6 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
     if not isinstance(module, nn.MultiHeadDotProductAttention):
         raise TypeError(f"module must be a flax.linen.MultiHeadDotProductAttention, "
                         f"got {type(module).__name__}")
-    if module.normalize_qk:
-        raise ValueError("module has normalize_qk=True (a layer norm on q and k), which "
-                         "attention_np does not have")
     params, num_heads = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, variables))
     np_dtype = params["W_q"].dtype
     if np_dtype not in (np.float32, np.float64):
@@ -257,7 +258,10 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
 
     def ours(dt):
         p = {n: a.astype(dt) for n, a in params.items()}
-        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, num_heads=num_heads, mask=mask)
+        norm = dict(qk_norm="layernorm", qk_norm_eps=FLAX_QK_NORM_EPS) if module.normalize_qk \
+            else {}
+        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, num_heads=num_heads, mask=mask,
+                               **norm)
         dq, dk, dv, g = mha_backward(dout.astype(dt), cache)
         return {"out": o, "dquery": dq, "dkey": dk, "dvalue": dv,
                 **{f"d{n}": a for n, a in g.items()}}
