@@ -183,10 +183,29 @@ def _rope(module, cfg, family: str, d: int) -> dict:
     r = int(r)
     if r % 2 or not 2 <= r <= d:
         _refuse(module, f"a rotated width of {r} features (head_dim {d})")
-    plain = {k: v for k, v in rope.items() if k != "partial_rotary_factor"} if r != d else rope
+    partial_ok = r != d and (hasattr(module, "rotary_ndims") or _rotates_part(module, d, r))
+    # a layer that rotates the whole head keeps the factor: rope_scaling_from_config refuses it
+    plain = {k: v for k, v in rope.items() if k != "partial_rotary_factor"} if partial_ok \
+        else rope
     scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
     return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout)
+
+
+def _rotates_part(module, d: int, r: int) -> bool:
+    """Whether the family's ``apply_rotary_pos_emb`` takes cos, sin narrower than the head
+    (GPT-NeoX's turns the first ``r`` features; Llama's broadcasts them against all ``d`` and
+    fails)."""
+    fn = family_function(module, "apply_rotary_pos_emb")
+    if fn is None:
+        return False
+    import torch
+    q, cs = torch.ones((1, 1, 2, d)), torch.ones((1, 2, r))
+    try:
+        out = fn(q, q, cs, cs)[0]
+    except (RuntimeError, ValueError):
+        return False
+    return tuple(out.shape) == (1, 1, 2, d)
 
 
 def _rope_layout(module) -> str:
