@@ -279,8 +279,7 @@ def _replay_encoder_decoder(m, ids, pad, max_new_tokens: int, torch) -> DecodeRe
                                          bidirectional=bidirectional, num_buckets=num_buckets,
                                          max_distance=max_distance)                 # (T, S)
             bias = relative_position_bias(table, bucket)                            # (h, T, S)
-        ours = mha_decode_step(x, p_self, kv, num_heads=self_spec.num_heads,
-                               scale=self_spec.scale, bias=bias)                    # (B, T, d)
+        ours = mha_decode_step(x, p_self, kv, bias=bias, **mha_options(self_spec))  # (B, T, d)
         report.checks.append(check_float64(f"self step {step} (T={T})", theirs, ours))
         if not np.array_equal(memory_t, memory):
             report.notes.append(f"step {step}: the cross-attention got another encoder output")
