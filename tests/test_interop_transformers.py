@@ -465,6 +465,7 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     monkeypatch.setattr(diff_transformers, "DECODERS", ("llama", "gpt_oss"))
     monkeypatch.setattr(diff_transformers, "ENCODER_DECODERS", ("t5",))
     monkeypatch.setattr(diff_transformers, "ROPE_TYPES", ("dynamic",))
+    monkeypatch.setattr(diff_transformers, "MODELS", ("cohere", "deberta-v2"))
     monkeypatch.setattr(known, "DEMOS", (known.min_filled_mask,))
     assert main(["diff", "--framework", "transformers"]) == 0
     out = capsys.readouterr().out
@@ -479,7 +480,11 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     assert re.search(r"^t5 +T5Attention +padsrc .* 4 self \+ 4 cross .* ok$", out, re.M)
     assert re.search(r"^rope:dynamic +LlamaAttention +layer .* ok$", out, re.M)
     assert re.search(r"^rope:dynamic +LlamaAttention +decode .* 7 steps .* ok$", out, re.M)
-    assert "10/10 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
+    assert re.search(r"^cohere +CohereAttention +model .* d\w+ \(2 l\.\) .* ok$", out, re.M)
+    assert re.search(r"^deberta-v2 +DisentangledSelfAt +model .* refused$", out, re.M)
+    assert "deberta-v2: DisentangledSelfAttention: disentangled relative attention" in out
+    assert ("11/12 diffs (family, mode) agree, 0 mismatches, 1 refused, 1/1 traps "
+            "demonstrated") in out
 
 
 def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(monkeypatch,
