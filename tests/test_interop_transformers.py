@@ -481,7 +481,7 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     assert re.search(r"^rope:dynamic +LlamaAttention +layer .* ok$", out, re.M)
     assert re.search(r"^rope:dynamic +LlamaAttention +decode .* 7 steps .* ok$", out, re.M)
     assert re.search(r"^cohere +CohereAttention +model .* d\w+ \(2 l\.\) .* ok$", out, re.M)
-    assert re.search(r"^deberta-v2 +DisentangledSelfAt +model .* refused$", out, re.M)
+    assert re.search(r"^deberta-v2 +DisentangledSelfAttention +model .* refused$", out, re.M)
     assert "deberta-v2: DisentangledSelfAttention: disentangled relative attention" in out
     assert ("11/12 diffs (family, mode) agree, 0 mismatches, 1 refused, 1/1 traps "
             "demonstrated") in out

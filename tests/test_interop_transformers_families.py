@@ -257,3 +257,16 @@ def test_diff_model_cli_runs_a_family_and_lists_the_known_ones_for_an_unknown(ca
     assert "'nope' is not a known family" in err and "whisper" in err and "cohere" in err
     assert main(["diff", "--model", "deberta-v2"]) == 1
     assert "disentangled relative attention" in capsys.readouterr().out
+
+
+def test_bad_model_or_inputs_are_named_before_any_work():
+    from attention_np.interop.transformers_interface import compare_attention_kernels
+    model = fam.family_model("llama")
+    with pytest.raises(TypeError, match="model must be a transformers model"):
+        compare_transformers_model("llama", input_ids=np.zeros((1, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="no inputs"):
+        compare_transformers_model(model)
+    with pytest.raises(TypeError, match=r"LlamaModel.forward takes no \['input_idz'\]"):
+        compare_transformers_model(model, input_idz=np.zeros((1, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="reference must be one of .*got 'fast'"):
+        compare_attention_kernels(model, reference="fast", input_ids=np.zeros((1, 3), np.int64))

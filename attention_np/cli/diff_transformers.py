@@ -72,7 +72,7 @@ def _replay_row(family: str, mode: str, report) -> tuple:
 def _model_row(family: str, report) -> tuple:
     """A table row of a whole-model diff: its worst layer; ``ok`` None when a layer was refused."""
     if report.refused:
-        return (family, report.refused[0][1].split(":")[0][:18], "model", float("nan"),
+        return (family, report.refused[0][1].split(":")[0], "model", float("nan"),
                 float("nan"), "refused", float("nan"), None)
     checks = [c for r in report.layers for c in r.checks]
     out = max(r.forward_error for r in report.layers)
@@ -186,14 +186,14 @@ def run(args) -> int:
           "err/tol: the worst ratio (< 1 passes); the verdict of a RoPE row also holds the "
           "model's inv_freq (a float32 buffer) to ours within 8 float32 ulps, relative, and "
           "its attention factor\n")
-    head = (f"{'family':<17} {'layer':<18} {'mode':<7} {'out err':>8} {'grad err':>9} "
-            f"{'worst':<17} {'err/tol':>8}  verdict")
+    head = (f"{'family':<17} {'layer':<25} {'mode':<7} {'out err':>8} {'grad err':>9} "
+            f"{'worst':<22} {'err/tol':>8}  verdict")
     lines = [head, "-" * len(head)]
     for family, layer, mode, out, grad, worst, ratio, ok in rows:
         g = _fmt(grad) if mode in ("layer", "model") and ok is not None else "-"
         verdict = "refused" if ok is None else "ok" if ok else "MISMATCH"
         o, r = ("-", "-") if ok is None else (_fmt(out), _fmt(ratio))
-        lines.append(f"{family:<17} {layer:<18} {mode:<7} {o:>8} {g:>9} {worst:<17} "
+        lines.append(f"{family:<17} {layer:<25} {mode:<7} {o:>8} {g:>9} {worst:<22} "
                      f"{r:>8}  {verdict}")
     print("\n".join(lines))
     if refused:

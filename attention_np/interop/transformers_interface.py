@@ -24,7 +24,7 @@ from attention_np.core.sinks import sdpa_sinks_backward, sdpa_sinks_forward
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers_layers import family_function
-from attention_np.interop.transformers_model import LayerResult, ModelReport
+from attention_np.interop.transformers_model import LayerResult, ModelReport, check_model_inputs
 from attention_np.interop.transformers_recent import (
     EAGER_FLOAT64,
     eager_float64_attention,
@@ -132,6 +132,12 @@ def compare_attention_kernels(model, *, reference: str = "sdpa", seed: int = 0,
     torch = import_optional("torch", "attention_np.interop.transformers_interface")
     tf = import_optional("transformers", "attention_np.interop.transformers_interface")
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    check_model_inputs(model, inputs, torch)
+    known = ("eager", EAGER_FLOAT64, *ALL_ATTENTION_FUNCTIONS)
+    if reference not in known or reference == NAME:
+        raise ValueError(f"reference must be one of {sorted(set(known) - {NAME})}, got "
+                         f"{reference!r}")
     results = []
     if reference == EAGER_FLOAT64:        # Gemma 2's soft-cap: eager with a float64 softmax
         tf.AttentionInterface.register(EAGER_FLOAT64, eager_float64_attention)

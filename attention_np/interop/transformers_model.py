@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import typing
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -183,6 +184,29 @@ def _rotary_patch(copy_model, specs, log, torch):
         module.forward = forward
 
 
+def check_model_inputs(model, inputs: dict, torch) -> None:
+    """A torch module, and keyword inputs its ``forward`` takes (before any work)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a transformers model (a torch.nn.Module), got "
+                        f"{type(model).__name__}")
+    if not inputs:
+        raise ValueError(f"no inputs: pass what {type(model).__name__} takes as keywords, e.g. "
+                         "input_ids=..., attention_mask=...")
+    params = inspect.signature(model.forward).parameters
+    allowed = {n for n, p in params.items() if p.kind != p.VAR_KEYWORD}
+    for p in params.values():            # transformers' **kwargs: Unpack[TransformersKwargs]
+        if p.kind == p.VAR_KEYWORD:
+            typed = typing.get_args(p.annotation)
+            keys = getattr(typed[0], "__annotations__", None) if typed else None
+            allowed = None if keys is None else allowed | set(keys)
+    if allowed is not None:
+        unknown = sorted(set(inputs) - allowed)
+        if unknown:
+            raise TypeError(f"{type(model).__name__}.forward takes no {unknown}; it takes "
+                            f"{sorted(n for n in params if n != 'kwargs')} (and transformers' "
+                            "keyword options)")
+
+
 def _implementation(specs) -> str:
     if any(s.sinks for _, _, s in specs):
         return "eager"                   # transformers' sdpa drops the sinks
@@ -212,6 +236,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
     """
     torch = import_optional("torch", "attention_np.interop.transformers_model")
     import_optional("transformers", "attention_np.interop.transformers_model")
+    check_model_inputs(model, inputs, torch)
     work = copy.deepcopy(model).double().eval()
     float64_experts(work)
     specs, refused = attention_layers(work)
