@@ -19,27 +19,18 @@ from importlib import import_module as _import_module
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
-from attention_np.core.fused import SDPACache, scaled_dot_product_attention, sdpa_backward, sdpa_forward
-from attention_np.core.gradcheck import GradcheckResult, gradcheck, numerical_gradient
-from attention_np.core.heads import merge_heads, split_heads
-from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
-from attention_np.core.masks import causal_mask, mask_from_blocked, padding_mask, sliding_window_mask
-from attention_np.core.multihead import MHACache, init_mha_params, mha_backward, mha_forward
-from attention_np.core.position_bias import (
-    alibi_bias,
-    alibi_slopes,
-    relative_position_bias,
-    relative_position_bias_backward,
-    relative_positions,
-    t5_relative_buckets,
-)
-from attention_np.core.rope import apply_rope, apply_rope_backward, rope_angles
-from attention_np.core.rope_scaling import rope_frequencies
-from attention_np.core.sinks import SinksCache, sdpa_sinks_backward, sdpa_sinks_forward
-from attention_np.core.softmax import softmax, softmax_backward
-from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
-from attention_np.efficient.flash import FlashCache, flash_attention_backward, flash_attention_forward
-from attention_np.efficient.kv_cache import KVCache, mha_decode_step
+from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
+from attention_np.compose.decode import KVCache, mha_decode_step
+from attention_np.compose.multihead import MHACache, init_mha_params, mha_backward, mha_forward
+from attention_np.kernels.fused import SDPACache, scaled_dot_product_attention, sdpa_backward, sdpa_forward
+from attention_np.kernels.sinks import SinksCache, sdpa_sinks_backward, sdpa_sinks_forward
+from attention_np.kernels.tiled import FlashCache, flash_attention_backward, flash_attention_forward
+from attention_np.paper.gradcheck import GradcheckResult, gradcheck, numerical_gradient
+from attention_np.paper.heads import merge_heads, split_heads
+from attention_np.paper.linear import linear_backward, linear_forward
+from attention_np.paper.masks import causal_mask, mask_from_blocked, padding_mask
+from attention_np.paper.params import glorot_uniform
+from attention_np.paper.softmax import softmax, softmax_backward
 from attention_np.studies.additive import (
     AdditiveCache,
     additive_attention,
@@ -54,6 +45,18 @@ from attention_np.studies.scoring_attention import (
     scoring_mha_backward,
     scoring_mha_forward,
 )
+from attention_np.variants.position_bias import (
+    alibi_bias,
+    alibi_slopes,
+    relative_position_bias,
+    relative_position_bias_backward,
+    relative_positions,
+    t5_relative_buckets,
+)
+from attention_np.variants.rope import apply_rope, apply_rope_backward, rope_angles
+from attention_np.variants.rope_scaling import rope_frequencies
+from attention_np.variants.spec import AttentionSpec, RoPE
+from attention_np.variants.window import sliding_window_mask
 
 try:
     __version__ = _version("attention-np")      # one source: pyproject.toml
@@ -61,6 +64,8 @@ except _PackageNotFoundError:                   # run from a checkout that was n
     __version__ = "0+unknown"
 
 __all__ = [
+    # 0.2: one description of everything beyond the paper
+    "AttentionSpec", "RoPE",
     # §3.2: core
     "softmax", "softmax_backward",
     "causal_mask", "padding_mask", "mask_from_blocked", "sliding_window_mask",
@@ -87,11 +92,11 @@ __all__ = [
 # Modules that lived at the top of the package before 0.2 (attention_np.scaling, ...), still
 # reachable as attributes, e.g. ``from attention_np import plot``.
 _MOVED = {
-    "attention": "attention_np.core.fused",
-    "masks": "attention_np.core.masks", "heads": "attention_np.core.heads",
-    "linear": "attention_np.core.linear", "multihead": "attention_np.core.multihead",
-    "gqa": "attention_np.core.gqa", "flash": "attention_np.efficient.flash",
-    "kv_cache": "attention_np.efficient.kv_cache", "scaling": "attention_np.studies.scaling",
+    "attention": "attention_np.kernels.fused",
+    "masks": "attention_np.paper.masks", "heads": "attention_np.paper.heads",
+    "linear": "attention_np.paper.linear", "multihead": "attention_np.compose.multihead",
+    "gqa": "attention_np.variants.gqa", "flash": "attention_np.kernels.tiled",
+    "kv_cache": "attention_np.compose.decode", "scaling": "attention_np.studies.scaling",
     "additive": "attention_np.studies.additive",
     "compare_scoring": "attention_np.studies.compare_scoring", "plot": "attention_np.viz.plot",
     "figures": "attention_np.cli.figures", "train": "attention_np.cli.train",

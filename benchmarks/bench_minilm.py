@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from attention_np.core.optional import import_optional
+from attention_np._optional import import_optional
 
 SUBJECTS = ["The cat", "A student", "The old machine", "My neighbour's dog", "The paper",
             "Every head of the model", "The river", "An engineer"]

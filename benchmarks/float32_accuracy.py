@@ -19,7 +19,7 @@ import argparse
 import numpy as np
 
 import attention_np as an
-from attention_np.core.optional import import_optional
+from attention_np._optional import import_optional
 
 NAMES = ("out", "dq", "dk", "dv")
 

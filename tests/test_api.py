@@ -134,7 +134,32 @@ def test_mask_follows_the_data_and_every_other_option_is_keyword_only(name, n_da
     params = list(inspect.signature(getattr(an, name)).parameters.values())
     assert all(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in params[:n_data])
     assert params[n_data].name == "mask" and params[n_data].kind is params[n_data].POSITIONAL_OR_KEYWORD
-    assert all(p.kind is p.KEYWORD_ONLY for p in params[n_data + 1:])
+    named = [p for p in params[n_data + 1:] if p.kind is not p.VAR_KEYWORD]
+    assert all(p.kind is p.KEYWORD_ONLY for p in named)
+    # a ``**deprecated`` catch-all, if any, is last and holds only the 0.1 keywords (warned)
+    assert all(p.name == "deprecated" for p in params if p.kind is p.VAR_KEYWORD)
+
+
+# Drivers and framework comparisons take every knob of a study; everything else stays narrow.
+WIDE_BY_DESIGN = {"train", "train_retrieval", "compare_attention", "compare_mha", "compare_jax",
+                  "compare_flax", "compare_transformers_attention", "replay_generate", "gradcheck"}
+
+
+def test_no_public_function_takes_more_than_twelve_parameters():
+    """Issue 22: the 0.1 API had mha_forward with 23 parameters; variants now go in the spec
+    (a ``**deprecated`` catch-all for the 0.1 keywords is not counted: it warns)."""
+    wide = {}
+    for name in an.__all__:
+        obj = getattr(an, name)
+        if not inspect.isfunction(obj) or name in WIDE_BY_DESIGN:
+            continue
+        params = [p for p in inspect.signature(obj).parameters.values() if p.kind is not p.VAR_KEYWORD]
+        if len(params) > 12:
+            wide[name] = len(params)
+    assert wide == {}
+    for name in ("mha_forward", "mha_decode_step", "sdpa_forward", "flash_attention_forward"):
+        assert len([p for p in inspect.signature(getattr(an, name)).parameters.values()
+                    if p.kind is not p.VAR_KEYWORD]) <= 12
 
 
 def test_mha_forward_takes_mask_by_position_or_by_name(rng):

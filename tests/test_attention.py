@@ -1,8 +1,8 @@
 """sdpa_forward / sdpa_backward: Eq. (1), its masks and its hand-written backward.
 
 Every test that takes the ``sdpa`` fixture runs twice: on the textbook Eq. (1)
-(``attention_np.core.attention``) and on the fused path that ``attention_np.sdpa_forward`` runs
-(``attention_np.core.fused``). Dropout exists on the fused path only: those tests call
+(``attention_np.kernels.reference``) and on the fused path that ``attention_np.sdpa_forward`` runs
+(``attention_np.kernels.fused``). Dropout exists on the fused path only: those tests call
 ``fused`` directly (section "dropout: fused path only").
 """
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core import attention as textbook
-from attention_np.core import fused
+from attention_np.kernels import fused
+from attention_np.kernels import reference as textbook
 from tests.helpers import randn
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core import attention as textbook
-from attention_np.core import blocked
-from attention_np.core.masks import causal_mask
-from attention_np.core.threads import blas_threads
+from attention_np.kernels import blocked
+from attention_np.kernels import reference as textbook
+from attention_np.kernels.threads import blas_threads
+from attention_np.paper.masks import causal_mask
 from tests.helpers import randn
 
 
@@ -116,7 +116,7 @@ def test_a_bad_thread_count_names_the_variable(rng, monkeypatch, value):
 
 
 def test_blas_threads_are_restored_after_a_blocked_call(rng, two_threads):
-    from attention_np.core.threads import _openblas
+    from attention_np.kernels.threads import _openblas
     funcs = _openblas()
     if funcs is None:
         pytest.skip("NumPy is not linked against OpenBLAS here")
@@ -185,7 +185,7 @@ def test_garbage_at_a_partly_masked_key_stays_out_of_the_rows_that_do_not_see_it
 
 
 def test_parallel_map_inside_a_worker_runs_inline_instead_of_waiting_for_itself(two_threads):
-    from attention_np.core.threads import parallel_map
+    from attention_np.kernels.threads import parallel_map
 
     def outer(part):
         return sum(parallel_map(lambda x: x * part, [1, 2, 3]))    # nested: no deadlock

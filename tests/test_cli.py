@@ -86,7 +86,7 @@ def test_diff_framework_torch_without_torch_says_so_on_stderr():
 def test_every_optional_import_names_what_installs_it():
     import pytest
 
-    from attention_np.core.optional import import_optional, install_hint
+    from attention_np._optional import import_optional, install_hint
 
     assert install_hint("matplotlib.pyplot") == 'pip install "attention-np[plots]"'
     assert install_hint("safetensors.numpy") == 'pip install "attention-np[pretrained]"'
@@ -103,7 +103,7 @@ def test_an_optional_dependency_older_than_its_minimum_names_both_versions(monke
 
     import pytest
 
-    from attention_np.core.optional import MINIMUM, import_optional, version_tuple
+    from attention_np._optional import MINIMUM, import_optional, version_tuple
 
     assert version_tuple("5.15.0.dev0") == (5, 15, 0) and version_tuple("5.9") < version_tuple("5.15")
     fake = types.ModuleType("fakepkg_xyz")
@@ -138,3 +138,14 @@ def test_transformers_older_than_the_minimum_is_refused_by_name(monkeypatch, cap
     assert main(["diff", "--framework", "transformers"]) == 1
     assert ("error: --framework transformers needs transformers >= 5.15, found 5.14.1"
             in capsys.readouterr().err)
+
+
+def test_the_tour_runs_the_paper_code_and_shows_the_fast_path_agrees():
+    import re
+
+    out = run().stdout
+    assert "this is attention_np.paper.sdpa_forward" in out
+    found = re.search(r"attention_np.sdpa_forward returns the same out to max \|difference\| (\S+)\)", out)
+    assert found and float(found.group(1)) <= 1e-14
+    tour = (ROOT / "attention_np" / "cli" / "tour.py").read_text()
+    assert "from attention_np.paper import" in tour and "attention_np.core" not in tour

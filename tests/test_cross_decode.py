@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.efficient import cross_cache
+from attention_np.compose import pipeline
 from tests.helpers import max_abs_diff, randn, require
 
 
@@ -69,13 +69,13 @@ def test_memory_is_projected_once_and_the_cache_never_grows(rng, monkeypatch):
     params = _params(rng)
     y, memory = randn(rng, 2, 5, 16), randn(rng, 2, 7, 16)
     weights = []
-    real = cross_cache.linear_forward
+    real = pipeline.linear_forward
 
     def counting(x, W, b=None):
         weights.append(next(n for n in ("W_q", "W_k", "W_v", "W_o") if W is params[n]))
         return real(x, W, b)
 
-    monkeypatch.setattr(cross_cache, "linear_forward", counting)
+    monkeypatch.setattr(pipeline, "linear_forward", counting)
     cache = an.cross_kv_cache(memory, params, num_heads=4)
     assert weights == ["W_k", "W_v"]
     k0, v0 = cache.k.copy(), cache.v.copy()
@@ -125,7 +125,7 @@ def test_cross_decode_bad_input_is_refused_before_anything_changes(rng):
     cache = an.cross_kv_cache(memory, params, num_heads=4)
     with pytest.raises(TypeError, match="kv_cache must be a KVCache.*got tuple"):
         an.mha_cross_decode_step(y, params, (cache.k, cache.v), num_heads=4)
-    with pytest.raises(ValueError, match=r"num_kv_heads=2 heads of d_k=4"):
+    with pytest.raises(ValueError, match=r"2 key/value heads of d_k=4"):
         an.mha_cross_decode_step(y, _params(rng, num_kv_heads=2), cache, num_heads=4,
                                  num_kv_heads=2)
     with pytest.raises(TypeError, match="x is float32 but kv_cache holds float64"):
@@ -138,7 +138,22 @@ def test_cross_decode_bad_input_is_refused_before_anything_changes(rng):
         an.mha_cross_decode_step(y, params, cache, num_heads=4, mask=np.ones((2, 1, 1, 6), bool))
     with pytest.raises(ValueError, match=r"memory has 8 features"):
         an.cross_kv_cache(randn(rng, 2, 7, 8), params, num_heads=4)
-    with pytest.raises(ValueError, match=r"\['k_norm', 'q_norm'\].*no QK-norm"):
-        an.cross_kv_cache(memory, {**params, "q_norm": np.ones(4), "k_norm": np.ones(4)},
-                          num_heads=4)
+    with pytest.raises(ValueError, match="no RoPE"):
+        an.cross_kv_cache(memory, params, spec=an.AttentionSpec(num_heads=4, rope=True))
+    with pytest.raises(ValueError, match="no causal mask"):
+        an.mha_cross_decode_step(y, params, cache, spec=an.AttentionSpec(num_heads=4, is_causal=True))
     assert cache.length == 7
+
+
+def test_cross_decode_with_qk_norm_equals_the_whole_target_forward(rng):
+    params = _params(rng)
+    params.update(q_norm=1 + 0.1 * randn(rng, 4), k_norm=1 + 0.1 * randn(rng, 4))
+    y, memory = randn(rng, 2, 5, 16), randn(rng, 2, 7, 16)
+    spec = an.AttentionSpec(num_heads=4, qk_norm_eps=1e-3)
+    full, _ = an.mha_forward(y, memory, memory, params, spec=spec)
+    cache = an.cross_kv_cache(memory, params, spec=spec)
+    step = np.concatenate([an.mha_cross_decode_step(y[:, t:t + 1], params, cache, spec=spec)
+                           for t in range(5)], axis=1)
+    assert max_abs_diff(step, full) < 1e-12
+    plain = {n: w for n, w in params.items() if n not in ("q_norm", "k_norm")}
+    assert max_abs_diff(an.mha_forward(y, memory, memory, plain, spec=spec)[0], full) > 1e-3

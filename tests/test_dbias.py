@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core import attention as textbook
-from attention_np.core import fused
-from attention_np.core.gradcheck import numerical_gradient
-from attention_np.efficient import flash
 from attention_np.interop.tolerance import check_float32
+from attention_np.kernels import fused
+from attention_np.kernels import reference as textbook
+from attention_np.kernels import tiled as flash
+from attention_np.paper.gradcheck import numerical_gradient
 from tests.helpers import max_abs_diff, randn, require
 
 R = np.random.default_rng(120)

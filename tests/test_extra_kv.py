@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core.extra_kv import mha_extra_kv_backward, mha_extra_kv_forward
-from attention_np.core.gradcheck import numerical_gradient
+from attention_np.compose.extra_kv import mha_extra_kv_backward, mha_extra_kv_forward
+from attention_np.paper.gradcheck import numerical_gradient
 from tests.helpers import max_abs_diff, require
 
 R = np.random.default_rng(2526)

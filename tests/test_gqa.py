@@ -142,9 +142,9 @@ def test_init_mha_params_gives_kv_projections_num_kv_heads_wide():
 def test_mha_forward_refuses_params_of_another_num_kv_heads(rng):
     p = an.init_mha_params(24, 6, num_kv_heads=2, rng=0)
     x = randn(rng, 2, 3, 24)
-    with pytest.raises(ValueError, match=r"params\['W_k'\] has 8 columns but num_kv_heads=1"):
+    with pytest.raises(ValueError, match=r"num_kv_heads=1 but params\['W_k'\] has 8 columns"):
         an.mha_forward(x, x, x, p, num_heads=6, num_kv_heads=1)
-    with pytest.raises(ValueError, match="not a multiple of num_kv_heads=4"):
+    with pytest.raises(ValueError, match=r"num_kv_heads=4 but params\[.W_k.\] has 8 columns"):
         an.mha_forward(x, x, x, p, num_heads=6, num_kv_heads=4)
 
 

@@ -184,7 +184,7 @@ def test_compare_flax_mha_notes_fully_masked_rows(rng):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_normalize_qk_is_a_bias_free_layer_norm_and_agrees_rms_norm_does_not(rng, dtype):
     """Flax's normalize_qk: LayerNorm over each head's d features, no bias, eps 1e-6, as
-    mha_forward(qk_norm="layernorm"); the RMSNorm QK-norm (not mean-centred) is another
+    AttentionSpec(qk_norm="layer"); the RMSNorm QK-norm (not mean-centred) is another
     function (its output differs by far more than rounding)."""
     import attention_np as an
     from attention_np.interop import compare_flax_mha
@@ -203,5 +203,5 @@ def test_normalize_qk_is_a_bias_free_layer_norm_and_agrees_rms_norm_does_not(rng
         theirs = np.asarray(module.apply(variables, x, kv))
     p64 = {n: a.astype(np.float64) for n, a in params.items()}
     x64, kv64 = x.astype(np.float64), kv.astype(np.float64)
-    rms = an.mha_forward(x64, kv64, kv64, p64, num_heads=h, qk_norm=True)[0]
+    rms = an.mha_forward(x64, kv64, kv64, p64, num_heads=h)[0]      # params' norms: RMSNorm
     assert np.abs(rms - theirs).max() > 1e-3

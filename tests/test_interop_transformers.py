@@ -143,7 +143,7 @@ def test_build_mask_is_the_mask_the_model_builds_padding_causal_and_window(famil
 def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta():
     """What the recent layers add is read, and each changes the output (else a diff that
     agrees would not show it was read)."""
-    from attention_np.core.multihead import mha_forward
+    from attention_np.compose.multihead import mha_forward
     specs = {f: itf.layer_spec(cases.case(f)[0]) for f in
              ("qwen3", "gemma2", "gemma2-global", "gemma3", "gemma3-global")}
     assert specs["qwen3"].qk_norm_eps == 1e-6 and specs["qwen3"].softcap is None

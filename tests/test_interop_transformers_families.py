@@ -9,8 +9,8 @@ import copy
 import numpy as np
 import pytest
 
-from attention_np.core.gradcheck import numerical_gradient
-from attention_np.core.qk_layernorm import layer_norm_backward, layer_norm_forward
+from attention_np.paper.gradcheck import numerical_gradient
+from attention_np.variants.qk_layernorm import layer_norm_backward, layer_norm_forward
 from tests.helpers import max_abs_diff, require
 
 torch = require("torch")
@@ -74,10 +74,10 @@ def test_what_the_reader_finds_in_each_family():
                       "albert", "roberta")}
     assert (spec["gpt_neox"].rotary_dim, spec["gpt_neox"].head_dim) == (4, 8)
     assert (spec["falcon"].num_heads, spec["falcon"].num_kv_heads) == (4, 2)
-    assert spec["phi"].qk_norm == "layernorm" and spec["phi"].rotary_dim == 4
+    assert spec["phi"].qk_norm == "layer" and spec["phi"].rotary_dim == 4
     assert spec["phi3"].num_kv_heads == 2
-    assert spec["stablelm"].qk_norm == "layernorm" and spec["stablelm"].rotary_dim == 4
-    assert (spec["cohere"].rope_layout, spec["cohere"].qk_norm) == ("interleaved", "layernorm")
+    assert spec["stablelm"].qk_norm == "layer" and spec["stablelm"].rotary_dim == 4
+    assert (spec["cohere"].rope_layout, spec["cohere"].qk_norm) == ("interleaved", "layer")
     assert spec["granite"].scale == 0.2
     assert spec["albert"].post_norm_eps is not None
     assert not spec["roberta"].has_w_o and not spec["roberta"].is_causal

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.efficient import flash
+from attention_np.kernels import tiled as flash
 from tests.helpers import max_abs_diff, randn, require
 
 R = np.random.default_rng(1205)

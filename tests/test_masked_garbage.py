@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core import attention as textbook
-from attention_np.efficient.flash import flash_attention_backward, flash_attention_forward
+from attention_np.kernels import reference as textbook
+from attention_np.kernels.tiled import flash_attention_backward, flash_attention_forward
 from attention_np.studies.additive import (
     additive_attention_backward,
     additive_attention_forward,

@@ -320,7 +320,7 @@ def test_causal_tiled_path_skips_the_key_blocks_above_the_diagonal():
     block ``[j0, j1)``, so the block is visited by rows ``[j0, L)`` only, and a block that starts
     at or after row ``L`` (no row sees it) is not visited at all. The output would be the same;
     what the issue asks ("skipping blocks that are fully masked") is the work not done."""
-    from attention_np.efficient import tiles
+    from attention_np.kernels import tiles
 
     assert list(tiles.key_blocks(8, 8, 4, True)) == [(0, 4, 0, 8), (4, 8, 4, 8)]
     # L = 8 queries, S = 16 keys: the block [8, 16) is above every query's diagonal
@@ -356,7 +356,7 @@ def test_cross_kv_cache_takes_a_list_and_an_unbatched_memory(rng):
     """Catches cross_cache.py:48 (``as_float_array`` deleted: a list has no ``.shape``) and
     cross_cache.py:49 ``2 -> 3`` (an unbatched ``(S, d_model)`` memory refused): both are the
     documented ``(..., S, d_model)``, and give the keys of ``mha_forward`` on the same memory."""
-    from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
+    from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
 
     params, memory, y = _cross_setup(rng)
     for mem, q in ((memory[0].tolist(), y[0]), (memory[0], y[0])):      # (S, d_model), (T, d)
@@ -369,23 +369,26 @@ def test_cross_kv_cache_takes_a_list_and_an_unbatched_memory(rng):
 def test_cross_kv_cache_names_a_memory_without_positions(rng):
     """Catches cross_cache.py:49 (the ndim check deleted): a 1-D memory is refused naming
     ``memory`` and the layout it must have."""
-    from attention_np.efficient.cross_cache import cross_kv_cache
+    from attention_np.compose.cross_decode import cross_kv_cache
 
     params, _, _ = _cross_setup(rng)
     with pytest.raises(ValueError, match=re.escape("memory") + r".*\(\.\.\., S, d_model\)"):
         cross_kv_cache(np.ones(8), params, num_heads=2)
 
 
-def test_cross_decode_step_refuses_qk_norm_params(rng):
-    """Catches cross_cache.py:95 (the check deleted in the decode step; cross_kv_cache's own is
-    passed by a cache built before the norms were added)."""
-    from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
+def test_cross_decode_step_refuses_qk_norm_params_its_cache_was_not_built_with(rng):
+    """0.2 applies QK-norm in cross-attention decoding; a cache built before the norms were added
+    holds keys that were never normalised, which the step must refuse, not mix."""
+    from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
 
     params, memory, y = _cross_setup(rng)
     cache = cross_kv_cache(memory, params, num_heads=2)
     normed = {**params, "q_norm": np.ones(4), "k_norm": np.ones(4)}
-    with pytest.raises(ValueError, match=re.escape("['k_norm', 'q_norm']")):
+    with pytest.raises(ValueError, match=re.escape("['k_norm', 'q_norm']") + ".*no k_norm"):
         mha_cross_decode_step(y, normed, cache, num_heads=2)
+    other = cross_kv_cache(memory, {**normed, "k_norm": np.full(4, 2.0)}, num_heads=2)
+    with pytest.raises(ValueError, match="another k_norm"):
+        mha_cross_decode_step(y, normed, other, num_heads=2)
 
 
 def test_cross_decode_mask_and_bias_are_checked_against_the_multihead_scores(rng):
@@ -394,7 +397,7 @@ def test_cross_decode_mask_and_bias_are_checked_against_the_multihead_scores(rng
     sdpa_forward's message, which names the per-head scores ``(..., L, S)`` without ``h``): a
     full ``(B, h, T, S)`` mask or bias, unbatched ones of ``(h, T, S)``, and lists are taken, and
     a wrong shape is named against ``scores (..., h, T, S) = (B, h, T, S)``."""
-    from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
+    from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
 
     params, memory, y = _cross_setup(rng)                     # B=2, T=3, S=5, h=2
     cache = cross_kv_cache(memory, params, num_heads=2)
@@ -453,7 +456,7 @@ def test_tiled_garbage_reaches_only_the_rows_that_see_it_forward_and_backward(rn
     q, k, v, dout = randn(rng, L, 4), randn(rng, S, 4), randn(rng, S, 2), randn(rng, L, 2)
     v[1] = np.inf
     opts = {"mask": dict(mask=np.arange(S) != np.where(np.arange(L) == 0, 1, -1)[:, None]),
-            "causal": dict(is_causal=True), "window": dict(window=(2, 0))}[kind]
+            "causal": dict(is_causal=True), "window": dict(spec=an.AttentionSpec(window=(2, 0)))}[kind]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out, cache = an.flash_attention_forward(q, k, v, block_size=2, **opts)
@@ -563,7 +566,7 @@ def test_tiled_backward_is_as_silent_as_the_dense_path_when_garbage_meets_an_ove
 def blocked_two_rows(monkeypatch):
     """Every sdpa_forward call blocked, two query rows per block when the batch is 1 and S = 8,
     on two threads."""
-    from attention_np.core import blocked
+    from attention_np.kernels import blocked
 
     monkeypatch.setenv("ATTENTION_NP_NUM_THREADS", "2")
     monkeypatch.setattr(blocked, "MIN_ELEMENTS", 0)
@@ -575,7 +578,7 @@ def test_blocked_unbatched_with_a_mask_of_fewer_dims(rng, blocked_two_rows, mask
     """Catches blocked.py:63 ``2 -> 3`` and blocked.py:64 (``2 - ndim`` as ``2 + ndim`` or
     ``3 - ndim``): a 0-d, 1-D or 2-D mask with an unbatched ``q (L, d_k)`` adds no batch dim; the
     output is ``(L, d_v)``, as the textbook's."""
-    from attention_np.core import attention as textbook
+    from attention_np.kernels import reference as textbook
 
     q, k, v = randn(rng, 6, 4), randn(rng, 8, 4), randn(rng, 8, 3)
     mask = np.ones(mask_shape, bool) if mask_shape else np.True_
@@ -619,7 +622,7 @@ def test_blocked_backward_when_q_times_scale_overflows_but_the_softmax_is_not_sa
     against the float64 textbook on the same inputs, without a warning."""
     import warnings
 
-    from attention_np.core import attention as textbook
+    from attention_np.kernels import reference as textbook
 
     q, k, v, dout = _q_times_scale_overflows(rng, (1,))
     with warnings.catch_warnings():       # causal: masked pairs have dscores = 0, and 0 * inf
@@ -652,7 +655,7 @@ def test_blocked_values_of_mixed_sign_near_float32_max_without_a_warning(blocked
 def test_blocked_one_key_and_a_row_that_sees_none(rng, blocked_two_rows):
     """Probes blocked.py:86 (``S == 0`` as ``S == 1``): with one key, a row that may not attend it
     gives 0, and the others give v, forward and backward as the textbook."""
-    from attention_np.core import attention as textbook
+    from attention_np.kernels import reference as textbook
 
     q, k, v, dout = randn(rng, 4, 3), randn(rng, 1, 3), randn(rng, 1, 2), randn(rng, 4, 2)
     mask = np.array([[True], [False], [True], [True]])
@@ -732,7 +735,7 @@ def test_blocked_infinite_values_without_a_mask_give_nan_silently_as_the_fused_p
     warning, as the fused path (which ignores invalid operations there)."""
     import warnings
 
-    from attention_np.core import blocked
+    from attention_np.kernels import blocked
 
     q, k = randn(rng, 1, 6, 4), randn(rng, 1, 5, 4)
     v = randn(rng, 1, 5, 2)
@@ -756,7 +759,7 @@ def test_blocked_backward_is_as_silent_as_the_fused_path_when_garbage_meets_an_o
     the same numbers."""
     import warnings
 
-    from attention_np.core import blocked
+    from attention_np.kernels import blocked
 
     q, k = randn(rng, 1, 8, 3, dtype=np.float32), randn(rng, 1, 8, 3, dtype=np.float32)
     v = (randn(rng, 1, 8, 2) * 1e10).astype(np.float32)

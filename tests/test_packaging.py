@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_np.core.optional import INSTALL
+from attention_np._optional import INSTALL
 
 ROOT = Path(__file__).resolve().parents[1]
 tomllib = pytest.importorskip("tomllib") if sys.version_info >= (3, 11) else pytest.importorskip("tomli")

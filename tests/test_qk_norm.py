@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core.gradcheck import numerical_gradient
-from attention_np.core.qk_norm import rms_norm_backward, rms_norm_forward
+from attention_np.paper.gradcheck import numerical_gradient
+from attention_np.variants.qk_norm import rms_norm_backward, rms_norm_forward
 from tests.helpers import max_abs_diff, randn, require
 
 R = np.random.default_rng(1270)
@@ -76,9 +76,11 @@ def test_mha_qk_norm_gradients_match_finite_differences():
         num = numerical_gradient(lambda: float(np.sum(an.mha_forward(x, x, x, params, **kw)[0] * dout)),
                                  params[n])
         assert max_abs_diff(grads[n], num) < 1e-8
-    # without qk_norm, the norm weights are unused: gradient 0
-    grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV)[1])[3]
-    assert np.all(grads["q_norm"] == 0)
+    # the weights in params switch QK-norm on (0.2); a 0.1 flag that says otherwise is refused
+    with pytest.raises(ValueError, match="qk_norm=False but params holds its weights"):
+        an.mha_forward(x, x, x, params, num_heads=H, qk_norm=False)
+    plain = {n: w for n, w in params.items() if n not in ("q_norm", "k_norm")}
+    assert "q_norm" not in an.mha_backward(dout, an.mha_forward(x, x, x, plain, num_heads=H)[1])[3]
 
 
 def test_qk_norm_without_weights_names_them():

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core.gradcheck import numerical_gradient
 from attention_np.interop.tolerance import check_float32
+from attention_np.paper.gradcheck import numerical_gradient
 from tests.helpers import max_abs_diff, randn, require
 
 R = np.random.default_rng(12)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core.gradcheck import numerical_gradient
-from attention_np.core.rope_scaling import ROPE_TYPES
+from attention_np.paper.gradcheck import numerical_gradient
+from attention_np.variants.rope_scaling import ROPE_TYPES
 from tests.helpers import max_abs_diff, randn, require
 
 R = np.random.default_rng(1212)

@@ -1,6 +1,6 @@
 """RoPE with the tiled path: rotate q and k, then attend block by block.
 
-The tiled path (:mod:`attention_np.efficient.flash`) takes queries and keys as they are; RoPE is
+The tiled path (:mod:`attention_np.kernels.tiled`) takes queries and keys as they are; RoPE is
 applied before it with :func:`attention_np.apply_rope` and undone after its backward with
 :func:`attention_np.apply_rope_backward`. These tests hold that recipe (docs/api.md) to the dense
 multi-head RoPE path, which tests/test_mha_positions.py diffs against transformers.

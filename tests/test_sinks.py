@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core.gradcheck import numerical_gradient
+from attention_np.paper.gradcheck import numerical_gradient
 from tests.helpers import max_abs_diff, randn, require
 
 R = np.random.default_rng(1260)
@@ -164,13 +164,15 @@ def test_mha_sink_gradients_match_finite_differences_with_softcap_and_bias():
         assert g.shape == x.shape and max_abs_diff(g, numerical_gradient(loss, x)) < 1e-8
 
 
-def test_mha_without_sinks_gives_their_gradient_zero_and_a_very_negative_sink_changes_nothing():
-    params, x, dout = _mha_params(), randn(R, 2, 4, E), randn(R, 2, 4, E)
-    kw = dict(num_heads=H, num_kv_heads=H_KV, is_causal=True)
-    plain, cache = an.mha_forward(x, x, x, params, **kw)
-    assert np.all(an.mha_backward(dout, cache)[3]["sinks"] == 0)
+def test_sinks_follow_params_and_a_very_negative_sink_changes_nothing():
+    params, x = _mha_params(), randn(R, 2, 4, E)
+    kw = dict(num_heads=H, is_causal=True)
+    without = {n: w for n, w in params.items() if n != "sinks"}
+    plain, cache = an.mha_forward(x, x, x, without, **kw)
+    with pytest.raises(ValueError, match="sinks=False but params holds its weights"):
+        an.mha_forward(x, x, x, params, sinks=False, **kw)
     params["sinks"] = np.full(H, -800.0)
-    assert max_abs_diff(an.mha_forward(x, x, x, params, sinks=True, **kw)[0], plain) < 1e-15
+    assert max_abs_diff(an.mha_forward(x, x, x, params, **kw)[0], plain) < 1e-15
 
 
 def test_decode_with_sinks_equals_the_whole_sequence_forward():
@@ -183,7 +185,8 @@ def test_decode_with_sinks_equals_the_whole_sequence_forward():
         for a, b in ((0, 3), (3, 4), (4, 7))]                        # a prompt chunk, then steps
     assert max_abs_diff(np.concatenate(steps, axis=1), want) < 1e-13
     # and the sinks matter: the same decode without them gives other numbers
-    no_sinks = an.mha_decode_step(x, params, an.KVCache(7), num_heads=H, num_kv_heads=H_KV,
+    without = {n: w for n, w in params.items() if n != "sinks"}
+    no_sinks = an.mha_decode_step(x, without, an.KVCache(7), num_heads=H, num_kv_heads=H_KV,
                                   window=(3, 0), rope=True, softcap=2.0)
     assert max_abs_diff(no_sinks, want) > 1e-3
 

@@ -9,8 +9,8 @@ the blocked path (core/blocked.py) forced on, one query row per block, on two th
 import numpy as np
 import pytest
 
-from attention_np.core import attention as textbook
-from attention_np.core import blocked, fused
+from attention_np.kernels import blocked, fused
+from attention_np.kernels import reference as textbook
 from tests.helpers import randn
 
 B, H, L, S, D_K, D_V = 2, 3, 4, 6, 5, 3
@@ -91,7 +91,7 @@ def test_each_backward_refuses_the_other_paths_cache_and_names_its_forward(rng):
     q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
     out_t, cache_t = textbook.sdpa_forward(q, k, v)
     out_f, cache_f = fused.sdpa_forward(q, k, v)
-    made_by = r"AttentionCache comes from attention_np\.core\.attention\.sdpa_forward"
+    made_by = r"AttentionCache comes from attention_np\.kernels\.reference\.sdpa_forward"
     with pytest.raises(TypeError, match=made_by):
         fused.sdpa_backward(out_t, cache_t)
     with pytest.raises(TypeError, match=r"SDPACache comes from attention_np\.sdpa_forward"):
@@ -115,11 +115,11 @@ def test_multihead_attention_through_either_path_agrees(rng, kw):
 def test_textbook_path_refuses_dropout_and_grouped_query_attention(rng):
     import attention_np as an
     x = randn(rng, 2, 6, 8)
-    with pytest.raises(ValueError, match="path='fused'"):
+    with pytest.raises(ValueError, match="kernel='reference' cannot do dropout"):
         an.mha_forward(x, x, x, an.init_mha_params(8, 2, rng=1), num_heads=2, dropout_p=0.1,
                        rng=0, path="textbook")
-    with pytest.raises(ValueError, match="path='fused'"):
+    with pytest.raises(ValueError, match="kernel='reference' cannot do gqa"):
         an.mha_forward(x, x, x, an.init_mha_params(8, 4, num_kv_heads=2, rng=1), num_heads=4,
                        num_kv_heads=2, path="textbook")
-    with pytest.raises(ValueError, match="path must be one of"):
+    with pytest.raises(ValueError, match="kernel must be one of"):
         an.mha_forward(x, x, x, an.init_mha_params(8, 2, rng=1), num_heads=2, path="fast")

@@ -4,8 +4,8 @@ float64: outputs and every gradient to 1e-10 relative (measured ~1e-15). float32
 a float64 oracle is held to torch's own float32 error against the same oracle.
 
 Every test runs twice, through the ``sdpa`` fixture: on the textbook Eq. (1)
-(``attention_np.core.attention``) and on the fused path that ``attention_np.sdpa_forward`` runs
-(``attention_np.core.fused``). Grouped-query attention, fused only, is diffed against torch's
+(``attention_np.kernels.reference``) and on the fused path that ``attention_np.sdpa_forward`` runs
+(``attention_np.kernels.fused``). Grouped-query attention, fused only, is diffed against torch's
 ``enable_gqa`` in tests/test_gqa.py; dropout, fused only, draws its own keep-mask and is checked
 by finite differences with a replayed mask in tests/test_attention.py.
 """
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core import attention as textbook
-from attention_np.core import fused
+from attention_np.kernels import fused
+from attention_np.kernels import reference as textbook
 from tests import torch_ref
 from tests.helpers import assert_float32_within_framework, randn, require
 

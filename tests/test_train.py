@@ -46,7 +46,7 @@ def test_training_lowers_the_loss_below_chance():
 
 
 def test_blas_threads_restores_the_previous_setting():
-    from attention_np.core.threads import _openblas
+    from attention_np.kernels.threads import _openblas
 
     funcs = _openblas()
     if funcs is None:                                     # NumPy not on OpenBLAS: a no-op

@@ -163,9 +163,12 @@ def test_gemma3_and_gpt_oss_replay_needs_the_window_and_the_sinks(monkeypatch, f
     model = cases.tiny_model(family, seed=1, causal_lm=True)
     real = td.mha_decode_step
 
-    def without(*a, **kw):
-        kw.pop(option, None)
-        return real(*a, **kw)
+    def without(x, params, kv, *, spec, **kw):
+        if option == "window":
+            spec = spec.replace(window=None)
+        else:                                  # gpt-oss: the sinks are in params
+            params = {n: w for n, w in params.items() if n != "sinks"}
+        return real(x, params, kv, spec=spec, **kw)
 
     monkeypatch.setattr(td, "mha_decode_step", without)
     report = td.replay_generate(model, PROMPTS, max_new_tokens=4)

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.core import attention as textbook
-from attention_np.core.gradcheck import numerical_gradient
-from attention_np.core.masks import sliding_window_mask
-from attention_np.efficient import flash, tiles
+from attention_np.kernels import reference as textbook
+from attention_np.kernels import tiled as flash
+from attention_np.kernels import tiles
+from attention_np.paper.gradcheck import numerical_gradient
+from attention_np.variants.window import sliding_window_mask
 from tests import torch_ref
 from tests.helpers import max_abs_diff, randn, require
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_np._optional import install_hint
 from attention_np.cli.progress import ProgressBar
-from attention_np.core.optional import install_hint
 
 FRAMEWORKS = ("torch", "jax", "flax")
 DTYPES = ("float32", "float64")

@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
+from attention_np._optional import import_optional, install_hint
 from attention_np.cli.progress import ProgressBar
-from attention_np.core.optional import import_optional, install_hint
 
 DECODERS = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")
 ENCODER_DECODERS = ("t5", "bart")

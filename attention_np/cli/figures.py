@@ -15,8 +15,8 @@ import sys
 
 import numpy as np
 
+from attention_np._optional import import_optional
 from attention_np.cli.progress import ProgressBar
-from attention_np.core.optional import import_optional
 
 # file name -> what it shows (the README's one sentence per figure comes from here)
 FIGURES = {
@@ -48,9 +48,9 @@ def run(args) -> int:
     matplotlib.use("Agg")            # files only, never a window
     import matplotlib.pyplot as plt
 
-    from attention_np.core.fused import sdpa_forward
-    from attention_np.core.masks import causal_mask, padding_mask
-    from attention_np.core.multihead import init_mha_params, mha_forward
+    from attention_np.compose.multihead import init_mha_params, mha_forward
+    from attention_np.kernels.fused import sdpa_forward
+    from attention_np.paper.masks import causal_mask, padding_mask
     from attention_np.studies import compare_scoring, scaling
     from attention_np.studies.lessons import COMPARE_D_KS, SCALING_D_KS, SEED, example_sentence
     from attention_np.viz import plot

@@ -1,8 +1,37 @@
-"""The paper's §3.2, and nothing beyond it: softmax, masks, projections, heads, Eq. (1) and
-multi-head attention, each a forward and a hand-written backward.
+"""Deprecated in 0.2.0: the modules of ``attention_np.core`` moved (see CHANGELOG.md).
 
-Read :mod:`attention_np.core.attention` first: Eq. (1) as the paper writes it.
-:mod:`attention_np.core.fused` computes the same numbers faster (and adds dropout and
-grouped-query attention); it is what ``attention_np.sdpa_forward`` and multi-head attention run,
-and the tests hold the two equal to float64 rounding.
+``attention_np.core.X`` is kept for one release as an alias of the module's new home, so old
+imports, and monkeypatching by the old dotted path, still work:
+
+- §3.2 of the paper: :mod:`attention_np.paper`
+- beyond the paper: :mod:`attention_np.variants`
+- the computations of Eq. (1): :mod:`attention_np.kernels`
+- where they meet (multi-head attention, decoding): :mod:`attention_np.compose`
 """
+
+import sys as _sys
+import warnings as _warnings
+from importlib import import_module as _import_module
+
+MOVED = {
+    "_checks": "attention_np._checks", "optional": "attention_np._optional",
+    "attention": "attention_np.kernels.reference", "blocked": "attention_np.kernels.blocked",
+    "fused": "attention_np.kernels.fused", "threads": "attention_np.kernels.threads",
+    "scores": "attention_np.kernels.scores", "sinks": "attention_np.kernels.sinks",
+    "dropout": "attention_np.variants.dropout", "gqa": "attention_np.variants.gqa",
+    "position_bias": "attention_np.variants.position_bias", "qk_norm": "attention_np.variants.qk_norm",
+    "rope": "attention_np.variants.rope", "rope_scaling": "attention_np.variants.rope_scaling",
+    "gradcheck": "attention_np.paper.gradcheck", "heads": "attention_np.paper.heads",
+    "linear": "attention_np.paper.linear", "masks": "attention_np.paper.masks",
+    "softmax": "attention_np.paper.softmax",
+    "mha_params": "attention_np.compose.params", "multihead": "attention_np.compose.multihead",
+}
+
+_warnings.warn("attention_np.core is deprecated since 0.2.0 and will be removed in 0.3: import from "
+               "attention_np.paper, .variants, .kernels or .compose (CHANGELOG.md lists each move)",
+               DeprecationWarning, stacklevel=2)
+
+for _old, _new in MOVED.items():
+    _module = _import_module(_new)
+    _sys.modules[f"{__name__}.{_old}"] = _module
+    globals()[_old] = _module

@@ -1,9 +1,25 @@
-"""Beyond the paper: the same attention computed in less memory or less work.
+"""Deprecated in 0.2.0: the modules of ``attention_np.efficient`` moved (see CHANGELOG.md).
 
-- :mod:`attention_np.efficient.flash`: tiled attention with an online softmax (FlashAttention-2);
-  its code in :mod:`~attention_np.efficient.tiles`, :mod:`~attention_np.efficient.flash_forward`,
-  :mod:`~attention_np.efficient.flash_backward`
-- :mod:`attention_np.efficient.kv_cache`: decoding one position at a time with a KV cache
-- :mod:`attention_np.efficient.cross_cache`: cross-attention decoding, the encoder's keys and
-  values projected once
+Tiled attention is in :mod:`attention_np.kernels` (``tiled``, ``tiled_forward``,
+``tiled_backward``, ``tiles``); decoding with a KV cache in :mod:`attention_np.compose`
+(``decode``, ``cross_decode``). ``attention_np.efficient.X`` stays an alias for one release.
 """
+
+import sys as _sys
+import warnings as _warnings
+from importlib import import_module as _import_module
+
+MOVED = {
+    "flash": "attention_np.kernels.tiled", "flash_forward": "attention_np.kernels.tiled_forward",
+    "flash_backward": "attention_np.kernels.tiled_backward", "tiles": "attention_np.kernels.tiles",
+    "kv_cache": "attention_np.compose.decode", "cross_cache": "attention_np.compose.cross_decode",
+}
+
+_warnings.warn("attention_np.efficient is deprecated since 0.2.0 and will be removed in 0.3: import "
+               "from attention_np.kernels or attention_np.compose (CHANGELOG.md lists each move)",
+               DeprecationWarning, stacklevel=2)
+
+for _old, _new in MOVED.items():
+    _module = _import_module(_new)
+    _sys.modules[f"{__name__}.{_old}"] = _module
+    globals()[_old] = _module

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.fused import sdpa_backward, sdpa_forward
-from attention_np.core.gradcheck import numerical_gradient
-from attention_np.core.softmax import softmax
 from attention_np.exercises.checker import Case, Exercise, Mistake
+from attention_np.kernels.fused import sdpa_backward, sdpa_forward
+from attention_np.paper.gradcheck import numerical_gradient
+from attention_np.paper.softmax import softmax
 
 
 def ref_attention(q, k, v, mask=None):

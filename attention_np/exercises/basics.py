@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.gradcheck import numerical_gradient
-from attention_np.core.masks import causal_mask as _lib_causal_mask
-from attention_np.core.masks import padding_mask as _lib_padding_mask
-from attention_np.core.softmax import softmax as _lib_softmax
-from attention_np.core.softmax import softmax_backward as _lib_softmax_backward
 from attention_np.exercises.checker import Case, Exercise, Mistake
 from attention_np.nn.positional import sinusoidal_encoding
+from attention_np.paper.gradcheck import numerical_gradient
+from attention_np.paper.masks import causal_mask as _lib_causal_mask
+from attention_np.paper.masks import padding_mask as _lib_padding_mask
+from attention_np.paper.softmax import softmax as _lib_softmax
+from attention_np.paper.softmax import softmax_backward as _lib_softmax_backward
 
 
 # ---------------------------------------------------------------- softmax

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.fused import sdpa_forward
-from attention_np.core.heads import merge_heads, split_heads
-from attention_np.efficient.flash import flash_attention_forward
 from attention_np.exercises.checker import Case, Exercise, Mistake
 from attention_np.exercises.multihead import example_params
+from attention_np.kernels.fused import sdpa_forward
+from attention_np.kernels.tiled import flash_attention_forward
+from attention_np.paper.heads import merge_heads, split_heads
 
 
 def ref_tiled_attention(q, k, v, block_size):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.fused import sdpa_forward
-from attention_np.core.gradcheck import numerical_gradient
-from attention_np.core.heads import merge_heads, split_heads
-from attention_np.core.multihead import init_mha_params, mha_backward, mha_forward
+from attention_np.compose.multihead import init_mha_params, mha_backward, mha_forward
 from attention_np.exercises.checker import Case, Exercise, Mistake
+from attention_np.kernels.fused import sdpa_forward
+from attention_np.paper.gradcheck import numerical_gradient
+from attention_np.paper.heads import merge_heads, split_heads
 
 
 def ref_split_heads(x, num_heads):

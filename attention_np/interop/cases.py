@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from attention_np.core.masks import causal_mask, padding_mask
-from attention_np.core.multihead import init_mha_params
+from attention_np.compose.multihead import init_mha_params
+from attention_np.paper.masks import causal_mask, padding_mask
 
 
 @dataclass(frozen=True)

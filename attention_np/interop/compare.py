@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.core.extra_kv import mha_extra_kv_backward, mha_extra_kv_forward
-from attention_np.core.masks import causal_mask
-from attention_np.core.multihead import mha_backward, mha_forward
+from attention_np.compose.extra_kv import mha_extra_kv_backward, mha_extra_kv_forward
+from attention_np.compose.multihead import mha_backward, mha_forward
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch
 from attention_np.interop.tolerance import FACTOR32, FLOOR_ULPS, RTOL64, judge
+from attention_np.paper.masks import causal_mask
+from attention_np.variants.spec import AttentionSpec
 
 # Flax's normalize_qk: nn.LayerNorm(use_bias=False) at its default epsilon
 FLAX_QK_NORM_EPS = 1e-6
@@ -117,7 +118,7 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         torch's given key (value) heads instead of the projection of ``key`` (``value``);
         their gradients are diffed as "dstatic_k", "dstatic_v". A module built with
         ``add_bias_kv`` (learned ``bias_k``, ``bias_v``: "dbias_k", "dbias_v") or
-        ``add_zero_attn`` is diffed with :mod:`attention_np.core.extra_kv`.
+        ``add_zero_attn`` is diffed with :mod:`attention_np.compose.extra_kv`.
     seed : int
         Seed of the random upstream gradient.
 
@@ -222,7 +223,7 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
     ----------
     module : flax.linen.MultiHeadDotProductAttention
         With or without ``normalize_qk`` (a LayerNorm without bias, eps 1e-6, on every query and
-        key head: ``mha_forward(qk_norm="layernorm")``, "dq_norm", "dk_norm" its scales'
+        key head: ``AttentionSpec(qk_norm="layer", qk_norm_eps=1e-6)``, "dq_norm", "dk_norm" its scales'
         gradients); dropout is off (``deterministic=True``).
     variables : its variables, ``{"params": ...}``, float32 or float64
         float64 runs with JAX's x64 switched on for the call only.
@@ -258,10 +259,10 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
 
     def ours(dt):
         p = {n: a.astype(dt) for n, a in params.items()}
-        norm = dict(qk_norm="layernorm", qk_norm_eps=FLAX_QK_NORM_EPS) if module.normalize_qk \
-            else {}
-        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, num_heads=num_heads, mask=mask,
-                               **norm)
+        norm = dict(spec=AttentionSpec(num_heads=num_heads, qk_norm="layer",
+                                        qk_norm_eps=FLAX_QK_NORM_EPS)) if module.normalize_qk \
+            else dict(num_heads=num_heads)
+        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, mask=mask, **norm)
         dq, dk, dv, g = mha_backward(dout.astype(dt), cache)
         return {"out": o, "dquery": dq, "dkey": dk, "dvalue": dv,
                 **{f"d{n}": a for n, a in g.items()}}

@@ -22,8 +22,8 @@ import contextlib
 
 import numpy as np
 
-from attention_np.core._checks import as_bool_mask
-from attention_np.core.optional import import_optional
+from attention_np._checks import as_bool_mask
+from attention_np._optional import import_optional
 
 
 def _jax():

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.core.fused import sdpa_forward
-from attention_np.core.masks import causal_mask
-from attention_np.core.multihead import init_mha_params, mha_forward
+from attention_np.compose.multihead import init_mha_params, mha_forward
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch
 from attention_np.interop.tolerance import check_float32, check_float64, max_abs_error
+from attention_np.kernels.fused import sdpa_forward
+from attention_np.paper.masks import causal_mask
 
 
 @dataclass

@@ -13,11 +13,11 @@ import contextlib
 
 import numpy as np
 
-from attention_np.core.fused import sdpa_backward, sdpa_forward
-from attention_np.core.multihead import mha_backward, mha_forward
+from attention_np.compose.multihead import mha_backward, mha_forward
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch
+from attention_np.kernels.fused import sdpa_backward, sdpa_forward
 
 FLOATS = ("q", "k", "v", "bias", "query", "key", "value")
 

@@ -21,9 +21,9 @@ import functools
 
 import numpy as np
 
-from attention_np.core._checks import as_bool_mask
-from attention_np.core.masks import causal_mask, mask_from_blocked
-from attention_np.core.optional import import_optional
+from attention_np._checks import as_bool_mask
+from attention_np._optional import import_optional
+from attention_np.paper.masks import causal_mask, mask_from_blocked
 
 _IN_PROJ = ("W_q", "W_k", "W_v")
 _BIASES = ("b_q", "b_k", "b_v", "b_o")
@@ -75,7 +75,7 @@ def params_from_torch_mha(module, *, grads: bool = False) -> tuple[dict, int]:
     module : torch.nn.MultiheadAttention
         Packed ``in_proj_weight`` or separate ``q/k/v_proj_weight`` (kdim/vdim != embed_dim),
         with or without bias; ``add_bias_kv`` gives ``bias_k``, ``bias_v`` ``(E,)`` (for
-        :func:`~attention_np.core.extra_kv.mha_extra_kv_forward`).
+        :func:`~attention_np.compose.extra_kv.mha_extra_kv_forward`).
     grads : bool
         Read the parameters' ``.grad`` instead of their values (same names, same layout), to
         compare torch's gradients with :func:`mha_backward`'s.

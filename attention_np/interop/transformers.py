@@ -18,8 +18,7 @@ import copy
 
 import numpy as np
 
-from attention_np.core.masks import sliding_window_mask
-from attention_np.core.optional import import_optional
+from attention_np._optional import import_optional
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
@@ -46,6 +45,7 @@ from attention_np.interop.transformers_rope import (  # noqa: F401  (rope_cos_si
     rope_cos_sin,
     spec_cos_sin,
 )
+from attention_np.variants.window import sliding_window_mask
 
 # what compare_transformers_attention runs the copy with (None: the module's own)
 IMPLEMENTATIONS = ("sdpa", "eager", EAGER_FLOAT64, None)

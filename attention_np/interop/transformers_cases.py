@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.optional import import_optional
+from attention_np._optional import import_optional
 from attention_np.interop.transformers_recent import EAGER_FLOAT64
 
 B, L, S, D_MODEL = 2, 6, 7, 32

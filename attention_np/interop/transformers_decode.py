@@ -3,16 +3,16 @@
 A float64 copy of the model generates greedily; a hook on one attention layer records what the
 layer receives and returns at every step (the prompt, then one token at a time). attention_np
 replays the same steps from the recorded inputs with
-:func:`~attention_np.efficient.kv_cache.mha_decode_step` and a
-:class:`~attention_np.efficient.kv_cache.KVCache`, with the layer's padding mask, sliding window
+:func:`~attention_np.compose.decode.mha_decode_step` and a
+:class:`~attention_np.compose.decode.KVCache`, with the layer's padding mask, sliding window
 and RoPE positions, and the per-step outputs are diffed.
 
 For an encoder-decoder (T5, BART) the decoder's first layer has two attention layers, and both
 are replayed: the causal **self-attention** on the KV cache (T5: with the row of its bias table
 at the new query's absolute position, ``relative_positions(T, S, align="bottom_right")``), and the
 **cross-attention** to the encoder output, projected once by
-:func:`~attention_np.efficient.cross_cache.cross_kv_cache` and attended by
-:func:`~attention_np.efficient.cross_cache.mha_cross_decode_step` (source padding as its mask).
+:func:`~attention_np.compose.cross_decode.cross_kv_cache` and attended by
+:func:`~attention_np.compose.cross_decode.mha_cross_decode_step` (source padding as its mask).
 """
 
 from __future__ import annotations
@@ -22,15 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.core._checks import check_int
-from attention_np.core.optional import import_optional
-from attention_np.core.position_bias import (
-    relative_position_bias,
-    relative_positions,
-    t5_relative_buckets,
-)
-from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
-from attention_np.efficient.kv_cache import KVCache, mha_decode_step
+from attention_np._checks import check_int
+from attention_np._optional import import_optional
+from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
+from attention_np.compose.decode import KVCache, mha_decode_step
 from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers_layers import (
@@ -44,6 +39,11 @@ from attention_np.interop.transformers_recent import (
     prepare_recent_layer,
 )
 from attention_np.interop.transformers_rope import float64_rotary
+from attention_np.variants.position_bias import (
+    relative_position_bias,
+    relative_positions,
+    t5_relative_buckets,
+)
 
 
 @dataclass
@@ -206,11 +206,9 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     for step, (x, theirs) in enumerate(seen):
         T = x.shape[1]
         S = kv.length + T
-        options = mha_options(spec, positions[step] if spec.has_rope else None)
+        options = mha_options(spec, positions[step] if spec.has_rope else None, window=True)
         if padded:        # key padding of the S cached positions, (B, 1, 1, S)
             options["mask"] = full[:, None, None, :S].astype(bool)
-        if spec.window is not None:        # Mistral's window W counts the query itself
-            options["window"] = (spec.window - 1, 0)
         # heads, scale, RoPE at the positions generate() used (shifted by padding), QK-norm,
         # soft-cap, sinks: from the spec, as every diff takes them
         ours = mha_decode_step(x, params, kv, **options)

@@ -14,7 +14,7 @@ layer without RoPE), Whisper (encoder, decoder, cross), CLIP (text: causal mask 
 
 from __future__ import annotations
 
-from attention_np.core.optional import import_optional
+from attention_np._optional import import_optional
 from attention_np.interop.transformers_cases import DECODER, _randomize, tiny_model
 
 ENC = dict(hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=40,

@@ -18,9 +18,7 @@ import copy
 
 import numpy as np
 
-from attention_np.core import fused
-from attention_np.core.optional import import_optional
-from attention_np.core.sinks import sdpa_sinks_backward, sdpa_sinks_forward
+from attention_np._optional import import_optional
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers_layers import family_function
@@ -31,6 +29,9 @@ from attention_np.interop.transformers_recent import (
     float64_experts,
 )
 from attention_np.interop.transformers_replay import dead_rows
+from attention_np.kernels import fused
+from attention_np.kernels.sinks import sdpa_sinks_backward, sdpa_sinks_forward
+from attention_np.variants.spec import AttentionSpec
 
 NAME = "attention_np_kernel_diff"
 MIN = np.finfo(np.float64).min / 2
@@ -82,8 +83,10 @@ def _kernel(results, reference, rng, torch):
             out.backward(torch.from_numpy(dout).to(out.dtype))
         kw = dict(bias=bias, scale=scaling, enable_gqa=k.shape[1] != h, softcap=softcap)
         d_heads = dout.transpose(0, 2, 1, 3)                              # (B, h, L, d)
-        if sinks is None:
-            heads, cache = fused.sdpa_forward(q, k, v, keep, **kw)
+        if sinks is None:            # the soft-cap is a spec field of the fused kernel
+            spec = AttentionSpec(scale=scaling, softcap=softcap)
+            heads, cache = fused.sdpa_forward(q, k, v, keep, bias=bias, spec=spec,
+                                              enable_gqa=kw["enable_gqa"])
             dq, dk, dv = fused.sdpa_backward(d_heads, cache)[:3]
         else:
             heads, cache = sdpa_sinks_forward(q, k, v, _np(s_aux), keep, **kw)

@@ -12,15 +12,7 @@ import warnings
 
 import numpy as np
 
-from attention_np.core.heads import split_heads
-from attention_np.core.linear import linear_forward
-from attention_np.core.multihead import mha_forward
-from attention_np.core.position_bias import (
-    relative_position_bias,
-    relative_positions,
-    t5_relative_buckets,
-)
-from attention_np.core.qk_norm import rms_norm_forward
+from attention_np.compose.multihead import mha_forward
 from attention_np.interop.known import Demo
 from attention_np.interop.tolerance import max_abs_error
 from attention_np.interop.torch import from_torch_sdpa, to_numpy
@@ -35,6 +27,14 @@ from attention_np.interop.transformers_cases import case, tiny_model
 from attention_np.interop.transformers_layers import mha_options
 from attention_np.interop.transformers_recent import EAGER_FLOAT64
 from attention_np.interop.transformers_rope import spec_cos_sin
+from attention_np.paper.heads import split_heads
+from attention_np.paper.linear import linear_forward
+from attention_np.variants.position_bias import (
+    relative_position_bias,
+    relative_positions,
+    t5_relative_buckets,
+)
+from attention_np.variants.qk_norm import rms_norm_forward
 
 
 def eager_float32_softmax(seed: int = 0) -> Demo:
@@ -185,7 +185,7 @@ def softcap_backends(seed: int = 0) -> Demo:
         options = mha_options(spec, inputs["position_ids"])
         ours = {c: mha_forward(inputs["hidden_states"], inputs["hidden_states"],
                                inputs["hidden_states"], params, mask,
-                               **{**options, "softcap": c})[0]
+                               **{**options, "spec": options["spec"].replace(softcap=c)})[0]
                 for c in (spec.softcap, None)}
         capped, uncapped = (max_abs_error(out, ours[c]) for c in (spec.softcap, None))
         demo.observe(impl, f"runs: softcap={spec.softcap:g} {capped:.1e}, none {uncapped:.1e}  "
@@ -224,7 +224,8 @@ def sdpa_drops_sinks(seed: int = 0) -> Demo:
     kw = dict(position_embeddings=(torch.from_numpy(cos), torch.from_numpy(sin)),
               attention_mask=torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min)))
     options = mha_options(spec, positions)
-    ours = {sinks: mha_forward(x, x, x, params, mask, **{**options, "sinks": sinks})[0]
+    without = {n: a for n, a in params.items() if n != "sinks"}        # params decide the sinks
+    ours = {sinks: mha_forward(x, x, x, params if sinks else without, mask, **options)[0]
             for sinks in (True, False)}
     for impl in ("eager", "sdpa"):
         layer.config._attn_implementation = impl

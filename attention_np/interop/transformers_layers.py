@@ -31,6 +31,7 @@ from attention_np.interop.transformers_weights import (
     params_from_transformers,  # noqa: F401  (re-exported)
     read_qk_norm,
 )
+from attention_np.variants.spec import AttentionSpec, RoPE
 
 # the families the docs list by name (a tag for messages and family-specific traps; a subclass
 # gets the tag of its nearest listed base). Support does not depend on it.
@@ -66,7 +67,7 @@ class LayerSpec:
     rope_scaling: dict | None = None  # RoPE scaling type and parameters (rope_frequencies' scaling)
     softcap: float | None = None     # Gemma 2: attn_logit_softcapping, c * tanh(scores / c)
     qk_norm_eps: float | None = None  # the eps of the QK-norm; None: no QK-norm
-    qk_norm: str | None = None       # "rms" or "layernorm"
+    qk_norm: str | None = None       # "rms" or "layer" (AttentionSpec.qk_norm)
     rotary_dim: int | None = None    # RoPE on the first rotary_dim features (None: all)
     rope_layout: str = "half"        # "half" (rotate_half) or "interleaved" (Cohere)
     sinks: bool = False              # gpt-oss: a learned sink logit per head
@@ -78,21 +79,32 @@ class LayerSpec:
         return self.rope_theta is not None
 
 
-def mha_options(spec: LayerSpec, positions=None, kv_positions=None) -> dict:
-    """The keyword arguments of :func:`attention_np.mha_forward` that ``spec`` implies: heads,
-    scale, soft-cap, sinks, QK-norm and RoPE (with ``positions``). The only translation of a
-    spec into keyword arguments (masks and biases are the caller's: they depend on the call)."""
-    kw = dict(num_heads=spec.num_heads, num_kv_heads=spec.num_kv_heads, scale=spec.scale,
-              softcap=spec.softcap, sinks=spec.sinks)
-    if spec.qk_norm is not None:
-        kw.update(qk_norm=spec.qk_norm, qk_norm_eps=spec.qk_norm_eps)
+def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
+    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers: heads, scale,
+    RoPE (theta, layout, rotated width, scaling), soft-cap, QK-norm kind and eps, and with
+    ``window=True`` the sliding window (``(W - 1, 0)``: transformers' ``W`` counts the query;
+    the full forward takes the window in its mask instead). Grouped-query attention, the
+    QK-norm weights and the sinks are in the parameters, which decide them."""
+    rope = None
     if spec.has_rope:
-        rope = {"theta": spec.rope_theta, "layout": spec.rope_layout, "scaling": spec.rope_scaling}
-        if spec.rotary_dim is not None and spec.rotary_dim != spec.head_dim:
-            rope["rotary_dim"] = spec.rotary_dim
-        kw.update(rope=rope, positions=positions)
-        if kv_positions is not None:
-            kw["kv_positions"] = kv_positions
+        r = spec.rotary_dim if spec.rotary_dim not in (None, spec.head_dim) else None
+        rope = RoPE(theta=spec.rope_theta, layout=spec.rope_layout, rotary_dim=r,
+                    scaling=spec.rope_scaling)
+    return AttentionSpec(
+        num_heads=spec.num_heads, scale=spec.scale, rope=rope, softcap=spec.softcap,
+        window=(spec.window - 1, 0) if window and spec.window is not None else None,
+        qk_norm=spec.qk_norm or "rms",
+        qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)
+
+
+def mha_options(spec: LayerSpec, positions=None, *, window: bool = False) -> dict:
+    """The keyword arguments of :func:`attention_np.mha_forward` (and the decode step) that
+    ``spec`` implies: ``spec=`` (:func:`attention_spec`) and, with RoPE, ``positions=``. The
+    only translation of a layer into keyword arguments (masks and biases are the caller's:
+    they depend on the call)."""
+    kw = {"spec": attention_spec(spec, window=window)}
+    if spec.has_rope:
+        kw["positions"] = positions
     return kw
 
 
@@ -287,5 +299,6 @@ def no_causal(spec: LayerSpec) -> LayerSpec:
     return replace(spec, is_causal=False, window=None)
 
 
-__all__ = ["LayerSpec", "UnsupportedLayer", "layer_spec", "mha_options", "no_causal",
+__all__ = ["LayerSpec", "UnsupportedLayer", "attention_spec", "layer_spec", "mha_options",
+           "no_causal",
            "params_from_transformers", "QK_NORMS", "SUPPORTED"]

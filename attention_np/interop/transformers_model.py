@@ -19,7 +19,7 @@ import typing
 
 import numpy as np
 
-from attention_np.core.optional import import_optional
+from attention_np._optional import import_optional
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers import build_mask

@@ -2,7 +2,7 @@
 :func:`~attention_np.interop.transformers.compare_transformers_attention`:
 
 - Qwen3, Gemma 3, Cohere, ...: QK-norm, an RMSNorm or a LayerNorm per head on q and k
-  (``mha_forward(qk_norm=...)``); Gemma's RMSNorm multiplies by ``(1 + w)``, Qwen3's by ``w``;
+  (``AttentionSpec(qk_norm="rms" | "layer")``); Gemma's RMSNorm multiplies by ``(1 + w)``, Qwen3's by ``w``;
 - Gemma 2: a soft-cap on the scores (``attn_logit_softcapping`` -> ``softcap``);
 - gpt-oss: a learned sink logit per head (``module.sinks`` -> ``params["sinks"]``).
 
@@ -59,7 +59,7 @@ def norm_in_input_dtype(norm, kind: str, offset: float, eps: float):
     import torch
 
     def forward(x):
-        if kind == "layernorm":
+        if kind == "layer":
             x = x - x.mean(-1, keepdim=True)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + norm.weight)
     return forward

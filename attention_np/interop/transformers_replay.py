@@ -13,15 +13,15 @@ import sys
 
 import numpy as np
 
-from attention_np.core.multihead import mha_backward, mha_forward
-from attention_np.core.position_bias import (
+from attention_np.compose.multihead import mha_backward, mha_forward
+from attention_np.interop.transformers_layers import LayerSpec, family_function, mha_options
+from attention_np.variants.position_bias import (
     relative_position_bias,
     relative_position_bias_backward,
     relative_positions,
     t5_relative_buckets,
 )
-from attention_np.core.qk_layernorm import layer_norm_backward, layer_norm_forward
-from attention_np.interop.transformers_layers import LayerSpec, family_function, mha_options
+from attention_np.variants.qk_layernorm import layer_norm_backward, layer_norm_forward
 
 POST_NORM = ("post_norm_w", "post_norm_b")
 

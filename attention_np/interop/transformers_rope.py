@@ -1,5 +1,5 @@
 """RoPE scaling types in transformers models: a config's ``rope_parameters`` as attention_np's
-``scaling`` (:func:`~attention_np.core.rope_scaling.rope_frequencies`), and the check of our
+``scaling`` (:func:`~attention_np.variants.rope_scaling.rope_frequencies`), and the check of our
 frequencies against the model's rotary embedding (its ``inv_freq`` buffer is float32).
 
 Also transformers' ``position_embeddings`` in float64 (:func:`rope_cos_sin`) and a model's
@@ -13,10 +13,10 @@ import importlib
 
 import numpy as np
 
-from attention_np.core.rope import rope_angles
-from attention_np.core.rope_scaling import ROPE_TYPES, rope_frequencies
 from attention_np.interop.tolerance import EPS32, Check, check_float64
 from attention_np.interop.torch import to_numpy
+from attention_np.variants.rope import rope_angles
+from attention_np.variants.rope_scaling import ROPE_TYPES, rope_frequencies
 
 
 def rope_scaling_from_config(rope: dict, cfg, name: str) -> dict | None:
@@ -100,7 +100,7 @@ def rope_cos_sin(positions, head_dim: int, theta: float,
     """transformers' ``position_embeddings`` for split-half RoPE, in float64.
 
     positions : (B, L) int -> cos, sin : (B, L, head_dim), the ``d/2`` angles of
-    :func:`~attention_np.core.rope.rope_angles` repeated once (transformers' layout); with a
+    :func:`~attention_np.variants.rope.rope_angles` repeated once (transformers' layout); with a
     ``scaling`` type its frequencies (``seq_len = 1 + max(positions)``, as transformers'
     ``dynamic_rope_update``) and its attention factor times cos and sin.
     """

@@ -127,7 +127,7 @@ def _linear(lin, get) -> tuple:
 
 @dataclass
 class NormRead:
-    kind: str                 # "rms" or "layernorm"
+    kind: str                 # "rms" or "layer"
     eps: float
     q: object                 # the q norm module (or a list of per-head LayerNorms)
     k: object
@@ -156,7 +156,7 @@ def read_qk_norm(module, h: int, h_kv: int, d: int) -> NormRead | None:
         inner = q[0]
         if type(inner).__name__ != "LayerNorm":
             _refuse(module, f"a per-head QK-norm of {type(inner).__name__}")
-        return NormRead("layernorm", float(inner.eps), q, k)
+        return NormRead("layer", float(inner.eps), q, k)
     shape = tuple(q.weight.shape)
     if shape not in ((d,), (h, d)):
         _refuse(module, f"a QK-norm over a width of {shape} (all heads together, as OLMo 2's, "
@@ -164,7 +164,7 @@ def read_qk_norm(module, h: int, h_kv: int, d: int) -> NormRead | None:
     eps = float(next(getattr(q, a) for a in ("variance_epsilon", "eps", "epsilon")
                      if hasattr(q, a)))
     if type(q).__name__ == "LayerNorm":       # torch.nn.LayerNorm (Phi): with its bias
-        return NormRead("layernorm", eps, q, k)
+        return NormRead("layer", eps, q, k)
     kind, offset = _probe_norm(module, q, eps)
     return NormRead(kind, eps, q, k, offset)
 
@@ -182,7 +182,7 @@ def _probe_norm(module, norm, eps: float) -> tuple:
     rms = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
     xc = x - x.mean(axis=-1, keepdims=True)
     ln = xc / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + eps)
-    for kind, xhat, offset in (("rms", rms, 0.0), ("rms", rms, 1.0), ("layernorm", ln, 0.0)):
+    for kind, xhat, offset in (("rms", rms, 0.0), ("rms", rms, 1.0), ("layer", ln, 0.0)):
         if np.max(np.abs(y - xhat * (offset + w))) < 1e-4 * max(1.0, np.max(np.abs(y))):
             return kind, offset
     _refuse(module, f"a QK-norm ({type(norm).__name__}) that is neither an RMSNorm nor a "
@@ -196,7 +196,7 @@ def _norm_tensors(norm: NormRead, get) -> dict:
         out[name] = np.stack([get(x.weight) for x in mods]) if isinstance(m, list) \
             else get(m.weight)
         biases = [getattr(x, "bias", None) for x in mods]
-        if all(b is not None for b in biases) and norm.kind == "layernorm":
+        if all(b is not None for b in biases) and norm.kind == "layer":
             out[f"{name}_bias"] = (np.stack([get(b) for b in biases]) if isinstance(m, list)
                                    else get(biases[0]))
     return out

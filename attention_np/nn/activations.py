@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from attention_np.core.threads import deal, num_threads, parallel_map
+from attention_np.kernels.threads import deal, num_threads, parallel_map
 
 _ERF_CLIP = 6.0           # 1 - erf(6) = 2.2e-17, below half an ulp of 1.0 in float64
 _GRID = 256               # erf is tabulated at the multiples of 1/256 in [0, 6]
@@ -55,7 +55,7 @@ def erf(x) -> np.ndarray:
 
     Computed in float64 even for float32 input (then rounded back), so that a float32 result is
     within one float32 ulp. Large arrays are cut into chunks that stay in cache, shared out to the
-    worker threads of :func:`attention_np.core.threads.parallel_map`.
+    worker threads of :func:`attention_np.kernels.threads.parallel_map`.
 
     Parameters
     ----------

@@ -3,12 +3,12 @@
 The encoder runs once. Each decoder step feeds one new target position through every decoder
 layer, with
 
-- the **KV cache** (:class:`attention_np.efficient.kv_cache.KVCache`) for masked self-attention:
+- the **KV cache** (:class:`attention_np.compose.decode.KVCache`) for masked self-attention:
   the keys and values of earlier positions never change, so only the new one is computed;
 - the **encoder's keys and values for cross-attention computed once**: ``memory @ W_k`` and
   ``memory @ W_v`` of every decoder layer do not depend on the step
-  (:func:`~attention_np.efficient.cross_cache.cross_kv_cache`,
-  :func:`~attention_np.efficient.cross_cache.mha_cross_decode_step`).
+  (:func:`~attention_np.compose.cross_decode.cross_kv_cache`,
+  :func:`~attention_np.compose.cross_decode.mha_cross_decode_step`).
 
 ``cached=False`` recomputes the whole prefix each step with :func:`seq2seq_forward` (the
 definition); the tests hold the two equal to float64 rounding.
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core.linear import linear_forward
-from attention_np.efficient.cross_cache import cross_kv_cache, mha_cross_decode_step
-from attention_np.efficient.kv_cache import KVCache, mha_decode_step
+from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
+from attention_np.compose.decode import KVCache, mha_decode_step
 from attention_np.nn.encoder import sub
 from attention_np.nn.feedforward import ffn_forward
 from attention_np.nn.layernorm import layernorm_forward
 from attention_np.nn.seq2seq import Seq2SeqConfig, embed, embed_names, encode, seq2seq_forward
+from attention_np.paper.linear import linear_forward
 
 
 def log_softmax(z: np.ndarray) -> np.ndarray:

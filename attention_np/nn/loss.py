@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core.softmax import softmax_numerator_
+from attention_np.kernels.softmax_inplace import softmax_numerator_
 
 
 @dataclass(frozen=True)

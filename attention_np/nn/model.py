@@ -18,13 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core._checks import as_generator
-from attention_np.core.linear import glorot_uniform, linear_backward, linear_forward
-from attention_np.core.multihead import init_mha_params
+from attention_np._checks import as_generator
+from attention_np.compose.multihead import init_mha_params
 from attention_np.nn.embedding import EmbeddingCache, embedding_backward, embedding_forward
 from attention_np.nn.encoder import encoder_layer_backward, encoder_layer_forward, sub
 from attention_np.nn.feedforward import init_ffn_params
 from attention_np.nn.positional import sinusoidal_encoding
+from attention_np.paper.linear import linear_backward, linear_forward
+from attention_np.paper.params import glorot_uniform
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core._checks import as_generator
+from attention_np._checks import as_generator
 
 
 @dataclass(frozen=True)

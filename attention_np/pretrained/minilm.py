@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_np.core.optional import import_optional
+from attention_np._optional import import_optional
 from attention_np.nn.encoder import encoder_layer_forward, sub
 from attention_np.nn.layernorm import layernorm_forward
 

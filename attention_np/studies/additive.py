@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core._checks import (
+from attention_np._checks import (
     as_float_array,
     as_generator,
     check_cache,
@@ -33,8 +33,7 @@ from attention_np.core._checks import (
     check_same_dtype,
     sum_to_shape,
 )
-from attention_np.core.linear import glorot_uniform, linear_backward
-from attention_np.core.masks import (
+from attention_np.kernels.guard import (
     all_finite,
     drop_masked,
     mask_and_bias,
@@ -42,7 +41,9 @@ from attention_np.core.masks import (
     transpose_mask,
     zero_masked,
 )
-from attention_np.core.softmax import softmax_
+from attention_np.kernels.softmax_inplace import softmax_
+from attention_np.paper.linear import linear_backward
+from attention_np.paper.params import glorot_uniform
 
 PARAMS = ("W_q", "W_k", "w_v")
 

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core._checks import as_generator, check_int
-from attention_np.core.fused import SDPACache, sdpa_backward, sdpa_forward
-from attention_np.core.linear import glorot_uniform, linear_backward
+from attention_np._checks import as_generator, check_int
+from attention_np.kernels.fused import SDPACache, sdpa_backward, sdpa_forward
 from attention_np.nn.adam import adam_init, adam_step
 from attention_np.nn.threads import blas_threads
+from attention_np.paper.linear import linear_backward
+from attention_np.paper.params import glorot_uniform
 from attention_np.studies.additive import (
     additive_attention_backward,
     additive_attention_forward,

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import as_generator, check_int
-from attention_np.core.fused import sdpa_backward, sdpa_forward
-from attention_np.core.softmax import softmax_backward
+from attention_np._checks import as_generator, check_int
+from attention_np.kernels.fused import sdpa_backward, sdpa_forward
+from attention_np.paper.softmax import softmax_backward
 
 
 def check_d_ks(d_ks) -> np.ndarray:

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core._checks import as_generator, check_int
-from attention_np.core.heads import merge_heads, split_heads
-from attention_np.core.linear import linear_backward
-from attention_np.core.softmax import softmax_, softmax_backward
+from attention_np._checks import as_generator, check_int
+from attention_np.kernels.softmax_inplace import softmax_
+from attention_np.paper.heads import merge_heads, split_heads
+from attention_np.paper.linear import linear_backward
+from attention_np.paper.softmax import softmax_backward
 
 SCORINGS = ("scaled", "unscaled", "additive")
 

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.core._checks import as_generator
-from attention_np.core.linear import linear_backward, linear_forward
+from attention_np._checks import as_generator
 from attention_np.nn.embedding import embedding_backward, embedding_forward
 from attention_np.nn.encoder import sub
 from attention_np.nn.feedforward import ffn_backward, ffn_forward, init_ffn_params
 from attention_np.nn.layernorm import layernorm_backward, layernorm_forward
 from attention_np.nn.positional import sinusoidal_encoding
+from attention_np.paper.linear import linear_backward, linear_forward
 from attention_np.studies.scoring_attention import (
     check_scoring,
     init_scoring_mha_params,

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.core._checks import as_generator
-from attention_np.core.softmax import softmax
+from attention_np._checks import as_generator
 from attention_np.nn.model import model_forward
+from attention_np.paper.softmax import softmax
 
 
 def _row_entropy(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:

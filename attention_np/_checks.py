@@ -1,0 +1,140 @@
+"""Input checks shared by every public function.
+
+Each check raises a ``ValueError`` or ``TypeError`` whose message names the argument and
+the numbers involved, so that a wrong call is understood from the message alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# the checks §3.2 needs, shared with attention_np.paper (which imports nothing else)
+from attention_np.paper._checks import (  # noqa: F401  (re-exported)
+    as_float_array,
+    broadcast_batch,
+    check_dout,
+    check_int,
+    check_same_dtype,
+    check_scale,
+)
+
+
+def check_min_ndim(x: np.ndarray, name: str, ndim: int, layout: str) -> None:
+    if x.ndim < ndim:
+        raise ValueError(f"{name} must have at least {ndim} dims {layout}, got shape {x.shape}")
+
+
+def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
+    """A boolean mask (True = may attend); a float or integer array is refused."""
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        hint = " (a float array is not a mask: pass it as bias)" if np.issubdtype(
+            mask.dtype, np.floating) else ""
+        raise TypeError(f"{name} must be a bool array (True = may attend), "
+                        f"got dtype {mask.dtype}{hint}")
+    return mask
+
+
+def as_bias(bias, name: str = "bias") -> np.ndarray:
+    bias = np.asarray(bias)
+    if not np.issubdtype(bias.dtype, np.floating):
+        hint = " (a bool array is a mask: pass it as mask)" if bias.dtype == np.bool_ else ""
+        raise TypeError(f"{name} must be a floating-point array added to the scores, "
+                        f"got dtype {bias.dtype}{hint}")
+    return bias
+
+
+def check_broadcasts_to(x: np.ndarray, name: str, target: tuple, layout: str) -> tuple:
+    """Check that ``x`` broadcasts against ``target`` without changing its last two dims.
+
+    Returns the broadcast shape (leading dims of ``x`` may add batch dims).
+    """
+    try:
+        shape = np.broadcast_shapes(x.shape, target)
+    except ValueError:
+        raise ValueError(f"{name} of shape {x.shape} does not broadcast to "
+                         f"{layout} = {target}") from None
+    if shape[-2:] != target[-2:]:
+        raise ValueError(f"{name} of shape {x.shape} does not broadcast to "
+                         f"{layout} = {target}")
+    return shape
+
+
+def sum_to_shape(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """Sum a gradient over the dims that broadcasting added or stretched.
+
+    The backward of broadcasting an input of ``shape`` up to ``g.shape`` (NumPy's rules).
+    """
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape)
+
+
+def as_generator(rng) -> np.random.Generator:
+    """A seed, a Generator or None (fresh entropy) as a ``np.random.Generator``."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (int, np.integer)):
+        return np.random.default_rng(rng)
+    raise TypeError(f"rng must be None, an int seed or a np.random.Generator, got {type(rng).__name__}")
+
+
+def check_qkv(q, k, v, scale=None):
+    """``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)`` of one floating dtype, and the scale.
+
+    Every attention forward starts here. Returns ``(q, k, v, scale)`` with ``scale`` a float.
+    """
+    q = as_float_array(q, "q")
+    k = as_float_array(k, "k")
+    v = as_float_array(v, "v")
+    check_min_ndim(q, "q", 2, "(..., L, d_k)")
+    check_min_ndim(k, "k", 2, "(..., S, d_k)")
+    check_min_ndim(v, "v", 2, "(..., S, d_v)")
+    check_same_dtype(q=q, k=k, v=v)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q has d_k={q.shape[-1]} but k has d_k={k.shape[-1]} "
+                         f"(q {q.shape}, k {k.shape})")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k has S={k.shape[-2]} positions but v has S={v.shape[-2]} "
+                         f"(k {k.shape}, v {v.shape})")
+    return q, k, v, check_scale(scale, q.shape[-1])
+
+
+def check_cache(cache, cls: type, forward: str) -> None:
+    """A backward's ``cache`` is the ``cls`` that ``forward`` returns; else a ``TypeError`` naming it.
+
+    A cache class may name the forward that makes it in a ``made_by`` class attribute; a cache
+    from another forward (the fused and textbook attention paths, say) is then named too.
+    """
+    if not isinstance(cache, cls):
+        got = type(cache).__name__
+        made_by = getattr(type(cache), "made_by", None)
+        hint = f" (a {got} comes from {made_by}; pass it to that forward's backward)" if made_by else ""
+        raise TypeError(f"cache must be the {cls.__name__} returned by {forward}, got {got}{hint}")
+
+
+def check_dropout_p(dropout_p) -> float:
+    """A dropout probability: a real number in [0, 1] (not a bool, not NaN)."""
+    if isinstance(dropout_p, (bool, np.bool_)) or not isinstance(
+            dropout_p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"dropout_p must be a real number in [0, 1], got {dropout_p!r} "
+                        f"of type {type(dropout_p).__name__}")
+    if not 0.0 <= dropout_p <= 1.0:                 # False for NaN too
+        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p!r}")
+    return float(dropout_p)
+
+
+def check_params_dict(params, name: str = "params", maker: str = "init_mha_params") -> dict:
+    """``params`` is a dict of ndarrays; a ``TypeError`` naming the bad entry otherwise."""
+    if not isinstance(params, dict):
+        raise TypeError(f"{name} must be a dict of arrays ({maker} makes one), "
+                        f"got {type(params).__name__}")
+    for key, p in params.items():
+        if not isinstance(p, np.ndarray) or not np.issubdtype(p.dtype, np.floating):
+            got = p.dtype if isinstance(p, np.ndarray) else type(p).__name__
+            raise TypeError(f"{name}[{key!r}] must be a floating-point ndarray, got {got}")
+    return params

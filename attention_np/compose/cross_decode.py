@@ -1,0 +1,147 @@
+"""Cross-attention decoding (§3.2.3), beyond the paper: the encoder's keys and values projected once.
+
+In an encoder-decoder, the decoder's cross-attention takes its keys and values from the encoder
+output ``memory``, projected by ``W_k`` and ``W_v``. Unlike self-attention's (see
+:mod:`attention_np.compose.decode`), they do not grow while decoding: they are the same at every
+step. Project them once into a full cache (:func:`cross_kv_cache`); every step projects only its
+new queries, attends them to all of the cached keys (no causal mask) and appends nothing
+(:func:`mha_cross_decode_step`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention_np._checks import as_float_array, check_min_ndim
+from attention_np.compose.decode import KVCache
+from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
+from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
+from attention_np.variants.qk_layernorm import qk_norm_forward
+
+
+def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=None,
+                   **deprecated) -> KVCache:
+    """Cross-attention's keys and values, projected from the encoder output once.
+
+    Parameters
+    ----------
+    memory : (..., S, d_model)
+        The encoder output the decoder attends to (as wide as the decoder's ``x``).
+    params : dict from :func:`init_mha_params`
+        The cross-attention's weights (only ``W_k``, ``b_k``, ``W_v``, ``b_v`` and, with QK-norm,
+        ``k_norm`` are used here).
+    num_heads, spec : as in :func:`mha_forward`
+        RoPE is refused: cross-attention has no relative position between a query and the
+        encoder's keys. QK-norm (``params["k_norm"]``) normalises the cached keys.
+    **deprecated
+        ``num_kv_heads`` (the width of ``params["W_k"]`` decides it), with a
+        ``DeprecationWarning``.
+
+    Returns
+    -------
+    KVCache
+        ``max_len = length = S``: full, so that appending to it raises. ``.k (..., H_kv, S, d_k)``,
+        ``.v (..., H_kv, S, d_v)``; pass it to :func:`mha_cross_decode_step` at every step.
+    """
+    memory = as_float_array(memory, "memory")
+    check_min_ndim(memory, "memory", 2, "(..., S, d_model)")
+    W_k = params.get("W_k") if isinstance(params, dict) else None
+    if W_k is not None and np.ndim(W_k) == 2 and memory.shape[-1] != np.shape(W_k)[0]:
+        raise ValueError(f"memory has {memory.shape[-1]} features but params['W_k'] has shape "
+                         f"{np.shape(W_k)}: its rows must match the encoder output's d_model")
+    layer, memory = _cross_layer("cross_kv_cache", memory, params, num_heads, spec, deprecated)
+    # 1) project the keys and values once, 2) split into heads
+    k = project_heads(memory, params, "k", layer.num_kv_heads)       # (..., h_kv, S, d_k)
+    v = project_heads(memory, params, "v", layer.num_kv_heads)       # (..., h_kv, S, d_v)
+    # 2') (beyond the paper) QK-norm of the keys, once
+    if layer.qk_norm:
+        k = qk_norm_forward(layer.spec.qk_norm, k, params, "k_norm", layer.spec.qk_norm_eps)[0]
+    kv_cache = KVCache(memory.shape[-2])
+    kv_cache.append(k, v)
+    if layer.qk_norm:
+        kv_cache.key_norm = (params["k_norm"].copy(), layer.spec.qk_norm_eps)
+    return kv_cache
+
+
+def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None = None,
+                          scale=None, spec=None, mask=None, bias=None, **deprecated):
+    """Multi-head cross-attention (§3.2.3) of ``T`` new decoder positions to a fixed memory.
+
+    The keys and values come from ``kv_cache`` (:func:`cross_kv_cache`, projected once); nothing
+    is appended, and there is no causal mask: every new query sees every source position. Called
+    on consecutive chunks of the decoder's input, the outputs are those of
+    ``mha_forward(y, memory, memory, params, mask, ...)`` on the whole target sequence ``y``,
+    through the same steps (:mod:`attention_np.compose.pipeline`).
+
+    Parameters
+    ----------
+    x : (..., T, d_model)
+        The decoder's new positions (the queries).
+    params : dict from :func:`init_mha_params`
+        The cross-attention's weights (``W_q``, ``b_q``, ``W_o``, ``b_o`` and, with QK-norm,
+        ``q_norm`` are used here).
+    kv_cache : KVCache
+        From :func:`cross_kv_cache` with the same params and spec; left unchanged.
+    num_heads, scale, spec : as in :func:`mha_forward` (no RoPE, no causal mask)
+    mask : bool, broadcastable to (..., h, T, S), optional
+        E.g. the source padding mask ``(B, 1, 1, S)``.
+    bias : float, broadcastable to (..., h, T, S), optional
+        Added to the scores.
+    **deprecated
+        ``num_kv_heads``, as in :func:`cross_kv_cache`.
+
+    Returns
+    -------
+    out : (..., T, d_model)
+    """
+    if not isinstance(kv_cache, KVCache):
+        raise TypeError(f"kv_cache must be a KVCache (from cross_kv_cache), got "
+                        f"{type(kv_cache).__name__}")
+    caller = "mha_cross_decode_step"
+    layer, x = _cross_layer(caller, x, params, num_heads, spec, deprecated, scale=scale)
+    if layer.spec.is_causal:
+        raise ValueError(f"{caller}: cross-attention has no causal mask (spec.is_causal=True)")
+    if layer.spec.dropout_p:
+        raise ValueError(f"{caller} generates: it has no attention dropout (spec.dropout_p=0)")
+    h, h_kv = layer.num_heads, layer.num_kv_heads
+    k, v = kv_cache.k, kv_cache.v                                    # (..., h_kv, S, d)
+    d_k = params["W_q"].shape[1] // h
+    if k.shape[-3] != h_kv or k.shape[-1] != d_k:
+        raise ValueError(f"kv_cache holds keys of shape {k.shape} (..., H_kv, S, d_k) but "
+                         f"{h_kv} key/value heads of d_k={d_k} are expected")
+    if k.dtype != x.dtype:
+        raise TypeError(f"x is {x.dtype} but kv_cache holds {k.dtype} keys and values: project "
+                        f"the memory with cross_kv_cache in the dtype of x")
+    if x.shape[:-2] != k.shape[:-3]:
+        raise ValueError(f"x {x.shape} (..., T, d_model) and the cached keys {k.shape} "
+                         f"(..., H_kv, S, d_k) must have the same batch dims")
+    if layer.qk_norm != (kv_cache.key_norm is not None) or (layer.qk_norm and not (
+            np.array_equal(kv_cache.key_norm[0], params["k_norm"])
+            and kv_cache.key_norm[1] == layer.spec.qk_norm_eps)):
+        raise ValueError(f"params has {sorted(n for n in ('q_norm', 'k_norm') if n in params)} but "
+                         f"kv_cache's keys were normalised with "
+                         f"{'no' if kv_cache.key_norm is None else 'another'} k_norm: build the "
+                         f"cache with cross_kv_cache from the same params and spec")
+    T, S = x.shape[-2], k.shape[-2]
+    batch = x.shape[:-2]
+    mask = check_heads_mask(mask, "mask", batch, batch + (h, T, S), "scores (..., h, T, S)")
+    bias = check_heads_mask(bias, "bias", batch, batch + (h, T, S), "scores (..., h, T, S)")
+    # 1) project only the new queries; the keys and values were projected once, 2) split
+    q = project_heads(x, params, "q", h)                             # (..., h, T, d_k)
+    # 2') (beyond the paper) QK-norm of the new queries
+    q, _, _ = transform_qk(q, None, params, layer, None, None)
+    # 3) attend to every source position: no causal mask, nothing appended
+    heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias,
+                            window=layer.spec.window)                 # (..., h, T, d_v)
+    # 4) concat, 5) project with W^O
+    return output(heads, params)[0]                                  # (..., T, d_model)
+
+
+def _cross_layer(caller, x, params, num_heads, spec, deprecated, scale=None):
+    """The checked :class:`Layer` of a cross-attention decoding call, and ``x`` as an array."""
+    spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, scale=scale)
+    if spec.rope is not None:
+        raise ValueError(f"{caller}: cross-attention decoding has no RoPE (spec.rope): a query and "
+                         f"the encoder's keys have no relative position")
+    x, _, _, layer = check_layer(caller, x, x, x, params, spec, deprecated)
+    return layer, x

@@ -1,0 +1,207 @@
+"""Incremental decoding with a KV cache, beyond the paper.
+
+The decoder generates one position at a time, and its masked self-attention (§3.2.3) lets
+position ``i`` attend to positions ``j <= i`` only. The keys and values of the earlier positions
+therefore never change once computed: keep them in a cache, and for each new position compute
+only its own query, key and value, append the key and value, and attend from the one new query
+to every cached key. The outputs are those of full causal multi-head attention over the whole
+sequence, at a cost per step that grows with the sequence length instead of its square.
+
+Feeding several positions at once (a prompt, "chunked prefill") needs the causal mask
+**bottom-right aligned**: the ``T`` new queries are the *last* ``T`` of the ``S`` cached
+positions, so new query ``t`` sees keys ``j <= t + S - T``. The top-left ``is_causal`` of
+PyTorch and JAX would let the first new query see only the first cached key.
+
+An encoder-decoder's cross-attention caches differently: :mod:`attention_np.compose.cross_decode`.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from attention_np._checks import as_float_array, check_int, check_min_ndim, check_same_dtype
+from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
+from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
+from attention_np.paper.masks import causal_mask
+from attention_np.variants.rope import head_positions
+from attention_np.variants.window import sliding_window_mask
+
+
+class KVCache:
+    """Keys and values of every position seen so far, for one attention layer.
+
+    The arrays are allocated once, for ``max_len`` positions, on the first :meth:`append`
+    (as inference engines do), so that appending a position copies only that position.
+
+    Parameters
+    ----------
+    max_len : int
+        The most positions the cache will hold.
+    """
+
+    def __init__(self, max_len: int):
+        self.max_len = check_int(max_len, "max_len")
+        self.length = 0
+        self._k = self._v = None        # (..., H_kv, max_len, d_k), (..., H_kv, max_len, d_v)
+        # the QK-norm weight the keys were normalised with (cross_kv_cache sets it), or None
+        self.key_norm = None
+
+    @property
+    def k(self) -> np.ndarray:
+        """(..., H_kv, length, d_k): the cached keys, a view."""
+        self._check_filled("k")
+        return self._k[..., :self.length, :]
+
+    @property
+    def v(self) -> np.ndarray:
+        """(..., H_kv, length, d_v): the cached values, a view."""
+        self._check_filled("v")
+        return self._v[..., :self.length, :]
+
+    def _check_filled(self, name: str) -> None:
+        if self._k is None:
+            raise ValueError(f"KVCache.{name}: the cache is empty (its shape and dtype come from "
+                             f"the first append(k_new, v_new)); append before reading it")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated for keys and values (what grouped-query attention shrinks)."""
+        return 0 if self._k is None else self._k.nbytes + self._v.nbytes
+
+    def _check_new(self, k_new, v_new) -> None:
+        """Every check of :meth:`append`, without changing the cache."""
+        k_new, v_new = as_float_array(k_new, "k_new"), as_float_array(v_new, "v_new")
+        check_min_ndim(k_new, "k_new", 2, "(..., H_kv, T, d_k)")
+        check_min_ndim(v_new, "v_new", 2, "(..., H_kv, T, d_v)")
+        if k_new.shape[:-1] != v_new.shape[:-1]:
+            raise ValueError(f"k_new {k_new.shape} and v_new {v_new.shape} must agree in all "
+                             f"but the last dim")
+        check_same_dtype(k_new=k_new, v_new=v_new)
+        if self._k is not None:
+            for name, new, old in (("k_new", k_new, self._k), ("v_new", v_new, self._v)):
+                if new.shape[:-2] != old.shape[:-2] or new.shape[-1] != old.shape[-1]:
+                    raise ValueError(f"{name} has shape {new.shape} but the cache holds "
+                                     f"{old.shape[:-2]} + (positions, {old.shape[-1]})")
+            if k_new.dtype != self._k.dtype:
+                raise TypeError(f"k_new is {k_new.dtype} and v_new {v_new.dtype} but the cache "
+                                f"holds {self._k.dtype}")
+        T = k_new.shape[-2]
+        if self.length + T > self.max_len:
+            raise ValueError(f"the cache holds {self.length} of max_len={self.max_len} positions; "
+                             f"{T} more do not fit")
+
+    def append(self, k_new, v_new):
+        """Store the keys and values of ``T`` new positions; return all cached ``(k, v)``.
+
+        Parameters
+        ----------
+        k_new : (..., H_kv, T, d_k)
+        v_new : (..., H_kv, T, d_v)
+
+        Returns
+        -------
+        k : (..., H_kv, length, d_k), v : (..., H_kv, length, d_v), views of the cache
+        """
+        self._check_new(k_new, v_new)
+        k_new, v_new = np.asarray(k_new), np.asarray(v_new)
+        T = k_new.shape[-2]
+        if self._k is None:              # every check passed: only now change the cache
+            self._k = np.empty(k_new.shape[:-2] + (self.max_len, k_new.shape[-1]), k_new.dtype)
+            self._v = np.empty(v_new.shape[:-2] + (self.max_len, v_new.shape[-1]), v_new.dtype)
+        self._k[..., self.length:self.length + T, :] = k_new
+        self._v[..., self.length:self.length + T, :] = v_new
+        self.length += T
+        return self.k, self.v
+
+
+def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int | None = None,
+                    scale=None, spec=None, mask=None, bias=None, positions=None, **deprecated):
+    """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
+
+    ``T = 1`` is one decoding step; ``T > 1`` is a chunk of a prompt (chunked prefill).
+    Called on consecutive chunks of a sequence, the outputs are those of
+    ``mha_forward(x, x, x, params, num_heads=..., is_causal=True)`` on the whole sequence, with
+    the same ``spec``. The steps are those of :func:`attention_np.mha_forward`
+    (:mod:`attention_np.compose.pipeline`), with keys and values appended to the cache between
+    the q/k transforms and the kernel.
+
+    Parameters
+    ----------
+    x : (..., T, d_model)
+        The new positions.
+    params : dict from :func:`init_mha_params`
+        As in :func:`mha_forward`: it decides grouped-query attention, QK-norm and sinks.
+    kv_cache : KVCache
+        The keys and values of the earlier positions; the new ones are appended. Required
+        (the default ``None`` exists only so that the old keyword ``cache`` can stand in for it).
+    num_heads, scale, spec : as in :func:`mha_forward`
+        The causal mask is implied (``spec.is_causal`` is not needed); ``spec.window`` is
+        bottom-right aligned as the causal mask: new query ``t`` (at position ``t + S - T``)
+        sees the ``left`` positions before it. ``spec.rope`` with ``"scaling"`` of type
+        ``"dynamic"`` or ``"longrope"`` uses, at each step, the frequencies of its length
+        ``1 + max(positions)``; cached keys keep the rotation they were appended with, as
+        transformers' ``generate()`` does.
+    mask : bool, broadcastable to (..., h, T, S), optional
+        ``S`` is the cached length after this step; ANDed with the bottom-right causal mask.
+        E.g. the key padding mask of a left-padded batch, ``(B, 1, 1, S)``.
+    bias : float, broadcastable to (..., h, T, S), optional
+        Added to the scores (ALiBi, or T5's bias with ``align="bottom_right"``).
+    positions : int (T,) or (..., T), optional
+        The positions RoPE rotates the new tokens by; default ``S - T .. S - 1`` (pass them for
+        a left-padded batch, where each sequence counts from its first real token).
+    **deprecated
+        The 0.1 keywords, as in :func:`mha_forward` (``window``, ``rope``, ``softcap``,
+        ``qk_norm_eps``; ``num_kv_heads``, ``qk_norm``, ``sinks``), and ``cache`` for
+        ``kv_cache``, each with a ``DeprecationWarning``.
+
+    Returns
+    -------
+    out : (..., T, d_model)
+    """
+    caller = "mha_decode_step"
+    if "cache" in deprecated:
+        if kv_cache is not None:
+            raise TypeError("mha_decode_step got both kv_cache and its deprecated spelling "
+                            "cache; pass kv_cache only")
+        warnings.warn("mha_decode_step(cache=...) is deprecated: the keyword is kv_cache",
+                      DeprecationWarning, stacklevel=2)
+        kv_cache = deprecated.pop("cache")
+    if not isinstance(kv_cache, KVCache):
+        raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
+    spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, scale=scale)
+    if spec.dropout_p:
+        raise ValueError("mha_decode_step generates: it has no attention dropout (spec.dropout_p=0)")
+    x, _, _, layer = check_layer(caller, x, x, x, params, spec, deprecated)
+    h, h_kv = layer.num_heads, layer.num_kv_heads
+    T = x.shape[-2]
+    S = kv_cache.length + T                                          # positions after appending
+    # every check before kv_cache.append changes the cache
+    mask, bias = _check_mask_bias(mask, bias, spec.window, x.shape[:-2], (h, T, S))
+    at = head_positions(positions, T, start=S - T)
+    # 1) project only the new positions, 2) split into heads
+    q = project_heads(x, params, "q", h)                             # (..., h, T, d_k)
+    k = project_heads(x, params, "k", h_kv)                          # (..., h_kv, T, d_k)
+    v = project_heads(x, params, "v", h_kv)                          # (..., h_kv, T, d_v)
+    # 2') (beyond the paper) QK-norm, RoPE of the new queries and keys, at their positions
+    q, k, _ = transform_qk(q, k, params, layer, at, at)
+    # 2'') append to the cache: the keys and values of positions 0 .. S-1
+    k, v = kv_cache.append(k, v)                                     # (..., h_kv, S, d)
+    # 3) attend: the T new queries are the last T of the S positions -> bottom-right causal
+    heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias)  # (..., h, T, d_v)
+    # 4) concat, 5) project with W^O
+    return output(heads, params)[0]                                  # (..., T, d_model)
+
+
+def _check_mask_bias(mask, bias, window, batch: tuple, heads: tuple):
+    """The decode step's mask (bottom-right causal, the window and ``mask`` ANDed) and bias,
+    checked against the scores ``(*batch, h, T, S)`` before the cache changes."""
+    T, S = heads[-2:]
+    scores, layout = batch + heads, "scores (..., h, T, S) after appending"
+    allowed = causal_mask(T, S, align="bottom_right")                 # (T, S)
+    if window is not None:
+        allowed = allowed & sliding_window_mask(T, S, *window, align="bottom_right")
+    mask = check_heads_mask(mask, "mask", batch, scores, layout)
+    bias = check_heads_mask(bias, "bias", batch, scores, layout)
+    return allowed if mask is None else mask & allowed, bias

@@ -1,0 +1,96 @@
+"""The steps of multi-head attention with its variants, shared by the full forward, the decode
+step and cross-attention decoding:
+
+1. project: ``x @ W + b`` for every head at once, then split into heads
+2. q/k transforms, before the kernel: QK-norm, then RoPE (as transformers' Llama and Qwen3 do)
+3. attend: a kernel of :mod:`attention_np.kernels.registry` on a :class:`Plan` of the call
+4. concat the heads, 5. project with ``W^O``
+
+Each step has its backward here; :func:`transform_qk` returns its steps as a tuple walked in
+reverse by :func:`transform_qk_backward`.
+"""
+
+from __future__ import annotations
+
+from attention_np.compose.layer_spec import Layer
+from attention_np.kernels.plan import Plan
+from attention_np.kernels.registry import attend
+from attention_np.paper.heads import merge_heads, split_heads
+from attention_np.paper.linear import linear_backward, linear_forward
+from attention_np.variants.qk_layernorm import qk_norm_backward, qk_norm_forward
+from attention_np.variants.rope import rotate_heads, rotate_heads_backward
+
+
+def project_heads(x, params: dict, which: str, heads: int):
+    """Step 1: ``split_heads(x @ W + b)`` with ``W = params["W_" + which]``:
+    ``(..., n, d_in) -> (..., heads, n, d)``."""
+    return split_heads(linear_forward(x, params[f"W_{which}"], params.get(f"b_{which}")), heads)
+
+
+def project_heads_backward(dheads, x, params: dict, which: str):
+    """Backward of :func:`project_heads`: ``(dx, dW, db)`` (``db`` None without a bias).
+
+    forward: ``heads = split_heads(x @ W + b)``  ->  ``dproj = merge_heads(dheads)``,
+    ``dx = dproj @ W.T``, ``dW = x.T @ dproj``, ``db = sum(dproj)``.
+    """
+    return linear_backward(merge_heads(dheads), x, params[f"W_{which}"], f"b_{which}" in params)
+
+
+def transform_qk(q, k, params: dict, layer: Layer, q_positions, k_positions):
+    """Step 2, beyond the paper: QK-norm (when ``params`` has its weights), then RoPE (when the
+    spec has it). ``q (..., h, L, d_k)``, ``k (..., h_kv, S, d_k)``; ``k`` may be None (cross-
+    attention decoding transforms its queries alone).
+
+    Returns ``q, k, steps``: ``steps`` is what :func:`transform_qk_backward` needs.
+    """
+    steps = []
+    if layer.qk_norm:           # the spec's kind: RMSNorm or (mean-centred) LayerNorm
+        kind, eps = layer.spec.qk_norm, layer.spec.qk_norm_eps
+        q, q_norm = qk_norm_forward(kind, q, params, "q_norm", eps)
+        k, k_norm = (None, None) if k is None else qk_norm_forward(kind, k, params, "k_norm", eps)
+        steps.append(("qk_norm", (q_norm, k_norm)))
+    if layer.spec.rope is not None:
+        q, k, saved = rotate_heads(q, k, q_positions, k_positions, layer.spec.rope.options())
+        steps.append(("rope", saved))
+    return q, k, tuple(steps)
+
+
+def transform_qk_backward(dq, dk, steps: tuple, grads: dict):
+    """Backward of :func:`transform_qk`, walking its steps in reverse; the norms' weight
+    gradients go into ``grads``."""
+    for name, saved in reversed(steps):
+        if name == "rope":
+            # forward: q, k = RoPE(q), RoPE(k)  ->  rotate the gradients back
+            dq, dk = rotate_heads_backward(dq, dk, saved)
+        else:
+            # forward: q, k = Norm(q), Norm(k)  (RMSNorm or LayerNorm; weights, optional bias)
+            for name, i in (("q_norm", 0), ("k_norm", 1)):
+                if saved[i] is None:                  # cross-attention decoding: q alone
+                    continue
+                d, g = qk_norm_backward(dq if i == 0 else dk, saved[i])
+                dq, dk = (d, dk) if i == 0 else (dq, d)
+                grads[name] = g["w"]
+                if "b" in g:
+                    grads[f"{name}_bias"] = g["b"]
+    return dq, dk
+
+
+def attend_heads(q, k, v, params: dict, layer: Layer, *, mask=None, bias=None, is_causal=False,
+                 window=None, rng=None):
+    """Step 3: Eq. (1) on every head by the spec's kernel; ``(heads, cache)``.
+
+    ``window`` and ``is_causal`` are given by the caller (top-left in a full forward; the decode
+    step aligns them bottom-right in ``mask`` instead).
+    """
+    spec = layer.spec
+    plan = Plan(mask=mask, is_causal=is_causal, scale=spec.scale, bias=bias, window=window,
+                softcap=spec.softcap, enable_gqa=layer.num_kv_heads != layer.num_heads,
+                dropout_p=spec.dropout_p, rng=rng, sinks=params["sinks"] if layer.sinks else None)
+    return attend(spec.kernel, q, k, v, plan)                       # (..., h, L, d_v)
+
+
+def output(heads, params: dict):
+    """Steps 4 and 5: ``concat = merge_heads(heads)``, ``out = concat @ W_o + b_o``;
+    returns ``(out, concat)``."""
+    concat = merge_heads(heads)                                      # (..., L, h*d_v)
+    return linear_forward(concat, params["W_o"], params.get("b_o")), concat

@@ -1,0 +1,199 @@
+r"""Eq. (1), blocked: the fused path walking blocks of query rows, on every core.
+
+Read :mod:`attention_np.kernels.reference` (the textbook) and :mod:`attention_np.kernels.fused` first.
+This file changes only the *order* in which the fused path's numbers are computed, never the
+numbers' formulas, and the tests hold it equal to the textbook to float64 rounding.
+
+Why. For (1, 8, 1024, 64) the scores ``q @ k.T`` are a 32 MiB float32 array: written by the
+product, read and written by the exp, read by ``@ v``. Each pass goes to main memory, and every
+elementwise pass runs on one core. Here the query rows are cut into blocks whose scores, of shape
+``(..., rows, keys)``, fit in one core's cache (``BLOCK_ELEMENTS``): each block goes through
+``q @ k.T``, the mask, the exp and ``@ v`` while it is still in cache, and the blocks are shared
+out to a pool of threads (NumPy releases the GIL inside ufuncs and matrix products), with BLAS on
+one thread per worker so that the two levels of threads do not fight over the cores.
+
+Two more savings fall out of blocking:
+
+- a block reads only the **span of keys** that some row of it may attend: under a causal mask the
+  block of rows ``i:j`` needs keys ``0:j`` only (about half the work), under a sliding window a
+  band, under padding the unpadded keys;
+- the backward walks the same blocks. Each worker sums its own ``dk`` and ``dv`` (rows of
+  different blocks share keys), and the few partial sums are added at the end.
+
+The cache is the fused path's :class:`~attention_np.kernels.fused.SDPACache`, with ``exp_scores``
+written block by block (0 outside a block's key span, as the fused path's ``exp(-inf)``), so that
+``cache.weights`` and every caller see the same thing. Used by :func:`attention_np.sdpa_forward`
+when there is no dropout and the scores are big enough (``MIN_ELEMENTS``) to gain from it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask, zero_masked
+from attention_np.kernels.scores import overflowed, scaled_scores
+from attention_np.kernels.softmax_inplace import softmax_numerator_
+from attention_np.kernels.threads import deal, num_threads, parallel_map
+
+#: Score entries per block: 2**18 float32 numbers are 1 MiB, about one core's L2 cache.
+BLOCK_ELEMENTS = 1 << 18
+#: At most this many query rows per block. The backward's ``dk`` and ``dv`` sum over the query
+#: rows; summed block by block, their float32 rounding error grows with the block's rows, not
+#: with L (benchmarks/float32_accuracy.py: with 256-row blocks our float32 dv error was up to
+#: 1.8x PyTorch's, with 64-row blocks below it).
+MAX_ROWS = 64
+#: Below this many score entries (all batch dims), one block on the calling thread.
+MIN_ELEMENTS = 1 << 17
+
+
+def wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap) -> bool:
+    """Whether :func:`attention_np.sdpa_forward` takes this path: at least ``MIN_ELEMENTS`` score
+    entries, and no dropout, bias or soft-capping (plain Eq. (1) with a mask)."""
+    if dropout_p > 0 or dropout_mask is not None or bias is not None or softcap is not None:
+        return False
+    n = int(np.prod(_batch(q, k, mask), dtype=np.int64)) * q.shape[-2] * k.shape[-2]
+    return n >= MIN_ELEMENTS
+
+
+def attend(q, k, v, mask, scale: float):
+    """:func:`plan` then :func:`forward`: ``out, exp_scores, rowsum, blocks, mask``.
+
+    ``mask`` (bool or None) is returned with at least two dims, as the backward reads it.
+    """
+    if mask is not None and mask.ndim < 2:
+        mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)        # (..., L or 1, S or 1)
+    blocks = plan(_batch(q, k, mask), q.shape[-2], k.shape[-2], mask)
+    out, e, l = forward(q, k, v, mask, lambda qb, kb: scaled_scores(qb, kb, scale), blocks)
+    return out, e, l, blocks, mask
+
+
+def _batch(q, k, mask) -> tuple:
+    """The scores' batch shape."""
+    return np.broadcast_shapes(q.shape[:-2], k.shape[:-2], () if mask is None else mask.shape[:-2])
+
+
+def plan(batch: tuple, L: int, S: int, mask) -> list[tuple[int, int, int, int]]:
+    """Cut the query rows into blocks: ``[(i, j, j0, j1), ...]``, rows ``i:j`` read keys ``j0:j1``.
+
+    ``batch`` is the scores' batch shape; ``mask`` is bool broadcastable to ``(*batch, L, S)``
+    (True = may attend) or None. A block whose rows may attend no key gets ``j0 = j1``.
+    """
+    n = int(np.prod(batch, dtype=np.int64))
+    rows = max(1, min(L, MAX_ROWS, BLOCK_ELEMENTS // max(1, n * S)))
+    blocks = []
+    for i in range(0, L, rows):
+        j = min(L, i + rows)
+        if mask is None or S == 0:
+            blocks.append((i, j, 0, S))
+            continue
+        m = tile(mask, i, j, 0, S)
+        seen = np.broadcast_to(m, m.shape[:-1] + (S,)).reshape(-1, S).any(axis=0)   # (S,)
+        hit = np.flatnonzero(seen)
+        blocks.append((i, j, int(hit[0]), int(hit[-1]) + 1) if hit.size else (i, j, 0, 0))
+    return blocks
+
+
+def forward(q, k, v, mask, scale_scores, blocks):
+    """The blocked forward: ``out, exp_scores, rowsum`` as :func:`attention_np.sdpa_forward` makes them.
+
+    ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, ``mask`` bool broadcastable to
+    the scores or None; ``scale_scores(q_block, k_block)`` returns the scaled scores of a block
+    (:func:`~attention_np.kernels.scores.scaled_scores`, with its overflow fallback). Returns
+    ``out (..., L, d_v)``, ``exp_scores (..., L, S)`` (``exp(scores - rowmax)``, 0 on masked and
+    skipped keys) and ``rowsum (..., L, 1)`` (1 on rows that attend nothing).
+    """
+    L, S = q.shape[-2], k.shape[-2]
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2],
+                                () if mask is None else mask.shape[:-2])
+    # A NaN or inf under a mask: sum over the attended pairs only (masks.masked_matmul), as the
+    # fused path does; a masked pair's 0 * NaN would otherwise reach rows that never see it.
+    garbage = mask is not None and not all_finite(q, k, v)
+    e = np.zeros(batch + (L, S), q.dtype)                                  # (..., L, S)
+    l = np.ones(batch + (L, 1), q.dtype)                                   # (..., L, 1)
+    out = np.zeros(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), q.dtype)
+
+    def work(my_blocks):
+        for i, j, j0, j1 in my_blocks:
+            if j0 == j1:
+                continue                      # rows that attend nothing: e = 0, l = 1, out = 0
+            rows, keys = slice(i, j), slice(j0, j1)
+            m = None if mask is None else tile(mask, i, j, j0, j1)
+            with np.errstate(invalid="ignore" if garbage else None):
+                s = scale_scores(q[..., rows, :], k[..., keys, :])         # (..., rows, keys)
+            if m is not None:
+                if not m.all():
+                    shape = np.broadcast_shapes(s.shape, m.shape)          # a mask may add batch dims
+                    if s.shape != shape:
+                        s = np.broadcast_to(s, shape).copy()
+                    np.copyto(s, -np.inf, where=~m)
+            with np.errstate(invalid="ignore" if garbage else None):    # inf - inf: NaN, as IEEE
+                eb, lb = softmax_numerator_(s)
+            vb = v[..., keys, :]
+            g = m if garbage else None
+            with np.errstate(over="ignore", invalid="ignore"):   # caught and redone below
+                ob = masked_matmul(eb, vb, g)                              # (..., rows, d_v)
+                ob /= lb
+            if not np.isfinite(ob).all():
+                with np.errstate(invalid="ignore"):   # e @ v overflowed before the division
+                    np.copyto(ob, masked_matmul(eb / lb, vb, g), where=~np.isfinite(ob))
+            e[..., rows, keys] = eb
+            l[..., rows, :] = lb
+            out[..., rows, :] = ob
+
+    parallel_map(work, deal(blocks, num_threads()))
+    return out, e, l
+
+
+def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
+    """The blocked backward (no dropout): full-batch ``dq, dk, dv`` before summing to the inputs.
+
+    Same formulas as :func:`attention_np.sdpa_backward`, block by block; the caller sums each
+    gradient back to its input's shape. ``scale`` is in the inputs' dtype; ``mask`` is the
+    forward's (used only when an input is NaN or inf, as in the fused path).
+    """
+    batch = e.shape[:-2]
+    garbage = mask is not None and not all_finite(q, k, v, dout)
+    ignore = "ignore" if garbage else None                 # NaN, inf expected: no warnings
+
+    def err():
+        return np.errstate(invalid=ignore, over=ignore)
+
+    dq = np.zeros(np.broadcast_shapes(batch, dout.shape[:-2]) + q.shape[-2:], q.dtype)
+    full_kv = np.broadcast_shapes(batch, dout.shape[:-2])
+
+    def work(my_blocks):
+        dk = np.zeros(full_kv + k.shape[-2:], k.dtype)                     # this worker's sums
+        dv = np.zeros(full_kv + v.shape[-2:], v.dtype)
+        for i, j, j0, j1 in my_blocks:
+            if j0 == j1:
+                continue                      # e = 0 on these rows: every gradient term is 0
+            rows, keys = slice(i, j), slice(j0, j1)
+            m = tile(mask, i, j, j0, j1) if garbage else None           # None: plain products
+            m_T = transpose_mask(m)
+            eb = e[..., rows, keys]                                        # (..., rows, keys)
+            with err():
+                dout_l = dout[..., rows, :] / l[..., rows, :]              # (..., rows, d_v)
+                # forward: out = (e / l) @ v  ->  dv = e.T @ (dout / l)
+                dv[..., keys, :] += masked_matmul(np.swapaxes(eb, -1, -2), dout_l, m_T)
+                # forward: weights = softmax(scores)  ->  dscores = e * (dout_l @ v.T - D_l)
+                dP_l = zero_masked(dout_l @ np.swapaxes(v[..., keys, :], -1, -2), m)
+                dP_l -= (dout_l * out[..., rows, :]).sum(axis=-1, keepdims=True)
+                dP_l *= eb
+                # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
+                #                                          dk = dscores.T @ (q * scale)
+                dq[..., rows, :] = masked_matmul(dP_l, k[..., keys, :], m) * scale
+            qb = q[..., rows, :]
+            with np.errstate(over="ignore", invalid="ignore"):
+                qs = qb * scale
+                dkb = masked_matmul(np.swapaxes(dP_l, -1, -2), qs, m_T)
+            if overflowed(qs, qb):                                       # q * scale overflowed
+                with err():
+                    dkb = masked_matmul(np.swapaxes(dP_l, -1, -2), qb, m_T) * scale
+            dk[..., keys, :] += dkb
+        return dk, dv
+
+    (dk, dv), *others = parallel_map(work, deal(blocks, num_threads()))
+    for dk_w, dv_w in others:                 # add up the workers' partial sums
+        dk += dk_w
+        dv += dv_w
+    return dq, dk, dv

@@ -1,0 +1,344 @@
+r"""Eq. (1), fused: the same numbers as :mod:`attention_np.kernels.reference` in fewer passes.
+
+This is what ``attention_np.sdpa_forward`` / ``sdpa_backward`` and multi-head attention run.
+Read :mod:`attention_np.kernels.reference` first; this file changes *how* Eq. (1) is computed,
+never *what*, and the tests hold the two equal to float64 rounding. What it changes:
+
+- **deferred normalisation**: the softmax's division by the row sums ``l`` moves after the
+  product with ``v`` (``out = (e @ v) / l``), dividing L*d_v numbers instead of L*S;
+- **one (L, S) buffer** reused in place for the scores, their exponentials and ``dscores``;
+- **grouped-query attention** (``enable_gqa``, see :mod:`attention_np.variants.gqa`) by
+  broadcasting, never copying the key/value heads;
+- **attention dropout**, its ``1/(1-p)`` folded onto the (L, d_v) output.
+
+Forward and hand-written backward, as a pair: ``out, cache = sdpa_forward(...)`` then
+``dq, dk, dv = sdpa_backward(dout, cache)``.
+
+Shapes: ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)`` -> ``out (..., L, d_v)``;
+leading batch dims broadcast, and each gradient is summed back to its input's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_np._checks import (
+    as_bool_mask,
+    check_cache,
+    check_dout,
+    check_dropout_p,
+    check_qkv,
+    sum_to_shape,
+)
+from attention_np.kernels import blocked
+from attention_np.kernels.guard import (
+    all_finite,
+    attended,
+    drop_masked,
+    mask_and_bias,
+    masked_matmul,
+    transpose_mask,
+    zero_masked,
+)
+from attention_np.kernels.plan import Plan, plan_from
+from attention_np.kernels.scores import add_bias, bias_gradient, grow_to, overflowed, scaled_scores
+from attention_np.kernels.softmax_inplace import softmax_numerator_
+from attention_np.variants.dropout import dropout_keep
+from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
+from attention_np.variants.softcap import check_softcap, softcap_backward, softcap_forward
+
+
+@dataclass(frozen=True)
+class SDPACache:
+    """What :func:`sdpa_backward` needs from the forward pass, and nothing else.
+
+    Attributes
+    ----------
+    q, k, v : the inputs (unscaled ``q``)
+    exp_scores : (..., L, S) ``exp(scores - rowmax)``, the softmax before its division
+    rowsum : (..., L, 1) the row sums of ``exp_scores`` (1 for a fully masked row)
+    out : (..., L, d_v) the output (its row sums with ``dout`` shortcut the softmax backward)
+    scale : the factor applied to ``QKᵀ``
+    dropout_mask : (..., L, S) bool, True = kept, or None without dropout
+    dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights
+    kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    bias_shape : the shape of the ``bias`` given to the forward (None without one): the shape
+        ``sdpa_backward(..., return_dbias=True)`` sums its gradient to
+    softcap, softcap_tanh : the cap ``c`` and ``tanh(QKᵀ·scale / c)`` (..., L, S), or None
+    blocks : the query blocks of the blocked path (:mod:`attention_np.kernels.blocked`), or None
+    weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
+        access as ``exp_scores / rowsum``
+    mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended (a -inf
+        bias removed when an input is NaN or inf), or None; the backward uses it only when an
+        input is NaN or inf (see :func:`masked_matmul`)
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    exp_scores: np.ndarray
+    rowsum: np.ndarray
+    out: np.ndarray
+    scale: float
+    dropout_mask: np.ndarray | None = None
+    dropout_scale: float = 1.0
+    kv_groups: int = 1
+    bias_shape: tuple | None = None
+    softcap: float | None = None
+    softcap_tanh: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    blocks: list | None = None
+
+    made_by = "attention_np.sdpa_forward (attention_np.kernels.fused)"
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.exp_scores / self.rowsum
+
+
+def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
+                 dropout_p: float = 0.0, rng=None, dropout_mask=None, enable_gqa: bool = False,
+                 spec=None, **deprecated):
+    r"""Scaled dot-product attention, Eq. (1), forward pass.
+
+    .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
+              \text{weights} = \mathrm{softmax}(\text{scores}),\quad
+              \text{out} = \text{weights}\, V
+
+    Parameters
+    ----------
+    q : (..., L, d_k) queries
+    k : (..., S, d_k) keys
+    v : (..., S, d_v) values
+    mask : bool, broadcastable to (..., L, S), optional
+        True = this query may attend to this key (PyTorch SDPA's bool ``attn_mask``).
+    bias : float, broadcastable to (..., L, S), optional
+        Added to the scaled scores (ALiBi, relative positions, PyTorch's float ``attn_mask``).
+    is_causal : bool
+        Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``.
+    scale : float, optional
+        Default ``1 / sqrt(d_k)``; ``scale=1.0`` is unscaled dot-product attention.
+    dropout_p : float
+        Attention dropout: each weight is zeroed with probability ``p``, kept ones scaled by
+        ``1 / (1 - p)``. The keep-mask is saved in the cache so that the backward replays it.
+    rng : int seed or np.random.Generator, optional
+        Source of the dropout keep-mask.
+    dropout_mask : bool, broadcastable to (..., L, S), optional
+        An explicit keep-mask (True = kept) instead of drawing one, e.g. to replay a framework's.
+    enable_gqa : bool
+        Grouped-query attention (see :mod:`attention_np.variants.gqa`): ``k`` and ``v`` may have fewer
+        heads than ``q``, ``(..., H_kv, S, d)`` with ``H % H_kv == 0``; query head ``n`` uses
+        key/value head ``n // (H / H_kv)``, as PyTorch SDPA's ``enable_gqa=True``.
+    spec : AttentionSpec, optional
+        Beyond the paper: ``spec.window`` (sliding-window attention, top-left aligned, as
+        ``is_causal``; see :func:`attention_np.sliding_window_mask`) and ``spec.softcap`` (logit
+        soft-capping ``c·tanh(QKᵀ·scale / c)``, before the bias and the mask, as Gemma 2).
+        ``is_causal``, ``scale`` and ``dropout_p`` may be given here or in the spec.
+    **deprecated
+        The 0.1 keywords ``window=``, ``softcap=`` (now ``spec.window``, ``spec.softcap``) and
+        ``q_lengths=``, ``kv_lengths=`` (now ``mask=attention_np.lengths_mask(...)``), with a
+        ``DeprecationWarning``; removed in 0.3.
+
+    Returns
+    -------
+    out : (..., L, d_v)
+    cache : SDPACache
+        ``cache.weights`` is the (..., L, S) weight array. A query row with every key masked
+        gets weights 0 and output 0 (never NaN).
+    """
+    caller = "sdpa_forward"
+    if spec is not None and getattr(spec, "kernel", "fused") != "fused":
+        raise ValueError(f"sdpa_forward is the fused kernel: spec.kernel={spec.kernel!r} runs "
+                         f"through attention_np.mha_forward or attention_np.kernels.registry.attend")
+    plan = plan_from(caller, spec, deprecated, q, k, mask, bias=bias, is_causal=is_causal, scale=scale,
+                     dropout_p=dropout_p, rng=rng, enable_gqa=enable_gqa)
+    return sdpa_plan(q, k, v, plan, dropout_mask)
+
+
+def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
+    """:func:`sdpa_forward` for a :class:`~attention_np.kernels.plan.Plan` (the kernel registry's
+    entry; ``dropout_mask`` fixes the dropout keep-mask, as in :func:`sdpa_forward`)."""
+    mask, bias, is_causal, window, enable_gqa, rng = (plan.mask, plan.bias, plan.is_causal, plan.window,
+                                                       plan.enable_gqa, plan.rng)
+    q, k, v, scale = check_qkv(q, k, v, plan.scale)
+    dropout_p = check_dropout_p(plan.dropout_p)
+    softcap = check_softcap(plan.softcap)
+    inputs, given_keep = (q, k, v), dropout_mask
+    bias_shape = None if bias is None else np.shape(bias)
+    groups = kv_groups(q, k, v) if enable_gqa else 1
+    if groups > 1:
+        # Group the query heads, (..., H_kv, G, L, d), so that k and v broadcast over each group.
+        H = q.shape[-3]
+        mask = group_heads(None if mask is None else as_bool_mask(mask), H, groups, "mask")
+        bias = group_heads(None if bias is None else np.asarray(bias), H, groups, "bias")
+        if dropout_mask is not None:
+            dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
+                                       "dropout_mask")
+        q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
+    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal, window)
+    if mask is not None:
+        # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
+        q, k, v = drop_masked(q, k, v, mask)
+        inputs = (ungroup_queries(q) if groups > 1 else q,
+                  k.reshape(inputs[1].shape), v.reshape(inputs[2].shape))
+
+    if blocked.wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap):
+        # Big scores, plain Eq. (1): the same numbers, block by block (core/blocked.py).
+        out, e, l, blocks, mask = blocked.attend(q, k, v, mask, scale)
+        if groups > 1:
+            out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+        return out, SDPACache(*inputs, e, l, out.copy(), scale, kv_groups=groups, mask=mask,
+                              blocks=blocks)
+
+    # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
+    scores = scaled_scores(q, k, scale)                                 # (..., L, S)
+    capped = None
+    if softcap is not None:
+        # (beyond the paper) soft-capping: scores -> c tanh(scores / c), the tanh kept for backward
+        scores, capped = softcap_forward(scores, softcap)                # (..., L, S) each
+    if bias is not None:
+        scores = add_bias(scores, bias)
+    if mask is not None:
+        # -inf gets exactly weight 0; an all -inf row becomes zeros, not NaN.
+        scores = grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
+        np.copyto(scores, -np.inf, where=~mask)
+    # The softmax, with its division moved to the end: weights = e / l, so
+    # out = weights @ v = (e @ v) / l divides L*d_v numbers instead of the L*S weights.
+    # (The tiled path, flash.py, ends the same way.) cache.weights forms e / l when asked.
+    e, l = softmax_numerator_(scores)                                    # (..., L, S), (..., L, 1)
+
+    keep, dropout_scale = dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
+    kept = e if keep is None else e * keep                               # (..., L, S)
+    # A key masked for row i but attended by others is not zeroed: if k, v or q holds a NaN or
+    # inf, 0 * NaN would carry it to row i. Only then (an O((L+S)d) check, no (L, S) pass)
+    # sum over the attended pairs alone (masked_matmul); the backward does the same.
+    garbage = None if (mask is None and bias is None) or all_finite(q, k, v, l) else attended(mask, bias)
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is caught and redone below
+        out = masked_matmul(kept, v, garbage)                            # (..., L, d_v)
+    out /= l                                                             # = weights @ v
+    if not np.isfinite(out).all():
+        # e @ v sums up to S values before dividing: it may overflow where weights @ v does
+        # not (v ~ 3e38 in float32). Only then, divide the (L, S) array first (for those entries).
+        with np.errstate(invalid="ignore"):
+            np.copyto(out, masked_matmul(kept / l, v, garbage), where=~np.isfinite(out))
+    if keep is not None:
+        out *= e.dtype.type(dropout_scale)     # 1/(1-p) on L*d_v numbers, not on the L*S weights
+    if groups > 1:
+        # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
+        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+        capped = None if capped is None else ungroup_queries(capped)
+        # The cache keeps the dropout keep-mask per query head too; sdpa_backward regroups it.
+        if keep is not None:
+            keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
+    # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
+    # whatever the caller does to the returned array.
+    return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
+                          bias_shape, softcap, capped, mask if garbage is None else garbage)
+
+
+def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
+    """Backward of :func:`sdpa_forward`: gradients of the loss w.r.t. ``q``, ``k`` and ``v``.
+
+    Parameters
+    ----------
+    dout : (..., L, d_v) gradient w.r.t. ``out``
+    cache : SDPACache from the forward pass
+    return_dbias : bool
+        Also return the gradient w.r.t. the forward's ``bias`` (opt-in, so that
+        ``dq, dk, dv = sdpa_backward(dout, cache)`` stays as it was).
+
+    Returns
+    -------
+    dq, dk, dv : each with the shape of its input (broadcast batch dims summed back)
+    dbias : the shape of ``bias``, summed over the dims it was broadcast along; None when the
+        forward had no bias. Only with ``return_dbias=True``.
+    """
+    check_cache(cache, SDPACache, SDPACache.made_by)
+    c = cache
+    dout = check_dout(dout, c.out.shape, c.out.dtype)
+    q, k, v, e, l, out, keep = c.q, c.k, c.v, c.exp_scores, c.rowsum, c.out, c.dropout_mask
+    if c.kv_groups > 1:
+        # Redo the forward's grouping (views): query heads (..., H_kv, G, L, .), k, v (..., H_kv, 1, S, .).
+        G = c.kv_groups
+        q, e, l, out, dout = (group_queries(x, G) for x in (q, e, l, out, dout))
+        k, v = group_kv(k), group_kv(v)
+        keep = group_heads(keep, c.q.shape[-3], G, "dropout_mask")
+        capped = None if c.softcap_tanh is None else group_queries(c.softcap_tanh, G)
+    else:
+        capped = c.softcap_tanh
+    # The weights are P = e / l (see sdpa_forward). Dividing dout, an (L, d_v) array, by l
+    # replaces every division of an (L, S) array: P.T @ dout = e.T @ (dout / l), and the
+    # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
+    if c.blocks is not None:
+        # The forward walked query blocks (core/blocked.py): so does the backward.
+        dq, dk, dv = blocked.backward(q, k, v, e, l, out, dout, q.dtype.type(c.scale), c.blocks,
+                                      c.mask)
+        dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
+        grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
+        return (*grads, None) if return_dbias else grads                 # no bias on this path
+    dout_l = dout / l                                                    # (..., L, d_v)
+    # With dropout, out = (P * keep * s) @ v, s = 1/(1-p): s rides on the (L, d_v) dout_l.
+    kept, dout_ls = e, dout_l
+    if keep is not None:
+        kept, dout_ls = e * keep, dout_l * dout_l.dtype.type(c.dropout_scale)
+    # As in the forward: only when something is NaN or inf, every product sums over the attended
+    # pairs alone (a masked pair's 0 * NaN would be NaN); else m is None and they are plain.
+    m = None if c.mask is None or all_finite(q, k, v, l, dout) else c.mask
+    m_T = transpose_mask(m)
+    ignore = "ignore" if m is not None else None           # NaN, inf expected: no warnings
+
+    def err():
+        return np.errstate(invalid=ignore, over=ignore)
+
+    # forward: out = ((e * keep) / l * s) @ v  ->  dv = (e * keep).T @ (dout / l * s),
+    #          dP = (dout @ v.T) * keep * s,  so dP_l = (dout_ls @ v.T) * keep
+    with err():
+        dv = masked_matmul(np.swapaxes(kept, -1, -2), dout_ls, m_T)      # (..., S, d_v)
+        dP_l = zero_masked(dout_ls @ np.swapaxes(v, -1, -2), m)          # (..., L, S)
+    if keep is not None:
+        dP_l *= keep
+
+    # forward: P = softmax(scores)  ->  dscores = P * (dP - D),  D = rowsum(dP * P)
+    # D = rowsum(dout * out), because out = sum_j P_j keep_j s v_j: an (L, d_v) sum, not (L, S).
+    # With P = e / l:  dscores = e * (dP_l - D_l).
+    with err():
+        D_l = (dout_l * out).sum(axis=-1, keepdims=True)                 # (..., L, 1)
+        dP_l -= D_l
+        dP_l *= e
+    dscores = dP_l                                                       # (..., L, S)
+    dbias_scores = dscores
+    if capped is not None:
+        # forward: scores = c tanh(raw / c) + bias  ->  draw = dscores * (1 - tanh^2)
+        dscores = softcap_backward(dscores, capped)
+
+    # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
+    #                                                 dk = dscores.T @ (q * scale)
+    scale = q.dtype.type(c.scale)
+    with err():
+        dq = masked_matmul(dscores, k, m) * scale                        # (..., L, d_k)
+    with np.errstate(over="ignore", invalid="ignore"):   # caught below
+        qs = q * scale
+        dk = masked_matmul(np.swapaxes(dscores, -1, -2), qs, m_T)        # (..., S, d_k)
+    if overflowed(qs, q):
+        with err():                                        # q * scale overflowed: scale after
+            dk = masked_matmul(np.swapaxes(dscores, -1, -2), q, m_T) * scale
+    # Broadcast batch dims are summed back; with grouped-query attention this sums the G
+    # query heads of a group into their shared key/value head: k was (..., H_kv, 1, S, d).
+    dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
+    grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
+    if not return_dbias:
+        return grads
+    # forward: scores = ... + bias  ->  dbias = dscores, summed to the bias's broadcast shape
+    return (*grads, bias_gradient(dbias_scores, c.bias_shape, c.kv_groups))
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,
+                                 scale=None):
+    """Eq. (1), returning the weights instead of the backward's cache: ``(out, weights)``.
+
+    Same arguments and conventions as :func:`sdpa_forward`; ``weights`` is (..., L, S).
+    """
+    out, cache = sdpa_forward(q, k, v, mask, bias=bias, is_causal=is_causal, scale=scale)
+    return out, cache.weights

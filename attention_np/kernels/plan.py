@@ -1,0 +1,128 @@
+"""The options of one call of Eq. (1), for any kernel: :class:`Plan`, built once by the caller.
+
+The public kernel functions (``sdpa_forward``, ``flash_attention_forward``) take the paper's
+options as keywords and everything beyond the paper in an :class:`attention_np.AttentionSpec`;
+:func:`plan_from` turns both into a plan, and maps the 0.1 keywords (``window=``, ``softcap=``,
+``q_lengths=``, ``kv_lengths=``) with a ``DeprecationWarning`` that names their new home.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_np.variants.lengths import with_lengths
+from attention_np.variants.spec import AttentionSpec
+
+OPTIONS = ("bias", "window", "softcap", "gqa", "dropout", "sinks")
+
+# 0.1 keywords of the kernel functions -> where they went in 0.2
+MOVED_TO_SPEC = {"window": "window", "softcap": "softcap"}
+MOVED_TO_MASK = ("q_lengths", "kv_lengths")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The options of one call of Eq. (1).
+
+    Attributes
+    ----------
+    mask : bool, broadcastable to (..., L, S), or None
+    is_causal : bool, top-left aligned
+    scale : float or None (``1 / sqrt(d_k)``)
+    bias : float, broadcastable to (..., L, S), or None
+    window : (left, right) or None
+    softcap : float or None
+    enable_gqa : bool, ``k`` and ``v`` may carry fewer heads than ``q``
+    dropout_p : float, with ``rng`` a seed or Generator
+    sinks : float (h,) or None, one sink logit per query head
+    """
+
+    mask: np.ndarray | None = None
+    is_causal: bool = False
+    scale: float | None = None
+    bias: np.ndarray | None = None
+    window: tuple | None = None
+    softcap: float | None = None
+    enable_gqa: bool = False
+    dropout_p: float = 0.0
+    rng: object = None
+    sinks: np.ndarray | None = None
+
+    def options(self) -> tuple:
+        """The names of :data:`OPTIONS` this plan uses."""
+        used = {"bias": self.bias is not None, "window": self.window is not None,
+                "softcap": self.softcap is not None, "gqa": bool(self.enable_gqa),
+                "dropout": bool(self.dropout_p), "sinks": self.sinks is not None}
+        return tuple(name for name in OPTIONS if used[name])
+
+
+def kernel_spec(caller: str, spec, deprecated: dict, *, stacklevel: int = 4) -> AttentionSpec:
+    """The spec a kernel function runs with: ``spec`` (or the default) with the 0.1 keywords of
+    ``deprecated`` mapped onto it. Fields that belong to multi-head attention are refused."""
+    spec = AttentionSpec() if spec is None else spec
+    if not isinstance(spec, AttentionSpec):
+        raise TypeError(f"{caller}: spec must be an attention_np.AttentionSpec, got "
+                        f"{type(spec).__name__}")
+    unknown = set(deprecated) - set(MOVED_TO_SPEC) - set(MOVED_TO_MASK)
+    if unknown:
+        raise TypeError(f"{caller}() got unexpected keyword argument(s) {sorted(unknown)}")
+    for old, new in MOVED_TO_SPEC.items():
+        if deprecated.get(old) is not None:
+            warnings.warn(f"{caller}({old}=...) is deprecated since 0.2.0: pass "
+                          f"spec=AttentionSpec({new}=...)", DeprecationWarning, stacklevel=stacklevel)
+            if getattr(spec, new) is not None:
+                raise TypeError(f"{caller} got both {old}= and spec.{new}; pass spec.{new} only")
+            spec = spec.replace(**{new: deprecated[old]})
+    layer_only = {"num_heads": None, "rope": None, "qk_norm": "rms", "qk_norm_eps": 1e-6}
+    for name, default in layer_only.items():
+        if getattr(spec, name) != default:
+            raise ValueError(f"{caller} computes Eq. (1) on heads already projected and split: "
+                             f"spec.{name} belongs to multi-head attention (attention_np.mha_forward)")
+    return spec
+
+
+def lengths_mask(caller: str, mask, deprecated: dict, q_shape: tuple, k_shape: tuple,
+                 *, stacklevel: int = 4):
+    """``mask`` with the deprecated ``q_lengths``/``kv_lengths`` keywords ANDed in."""
+    q_lengths, kv_lengths = (deprecated.get(name) for name in MOVED_TO_MASK)
+    if q_lengths is None and kv_lengths is None:
+        return mask
+    warnings.warn(f"{caller}(q_lengths=..., kv_lengths=...) is deprecated since 0.2.0: pass "
+                  f"mask=attention_np.lengths_mask(q_lengths, kv_lengths, L, S), ANDed with any "
+                  f"other mask", DeprecationWarning, stacklevel=stacklevel)
+    return with_lengths(mask, q_lengths, kv_lengths, q_shape, k_shape)
+
+
+def merged(caller: str, spec: AttentionSpec, name: str, value, default):
+    """A paper option given both as a keyword and in the spec: one of them, or an error."""
+    in_spec = getattr(spec, name)
+    if value is default or (default is not None and _same(value, default)):
+        return in_spec
+    if not (in_spec is default or _same(in_spec, default) or _same(in_spec, value)):
+        raise ValueError(f"{caller} got {name}={value!r} and spec.{name}={in_spec!r}; pass one")
+    return value
+
+
+def _same(a, b) -> bool:
+    """``a == b`` for scalars; False for anything that does not compare to one bool."""
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def plan_from(caller: str, spec, deprecated: dict, q, k, mask=None, **call) -> Plan:
+    """The plan of a kernel function's call: its keywords ``call`` (the fields of :class:`Plan`
+    given as keywords), its ``spec`` and its 0.1 keywords ``deprecated``, checked together.
+
+    ``is_causal``, ``scale`` and ``dropout_p`` may come from the call or the spec (not both,
+    differently); ``window`` and ``softcap`` come from the spec.
+    """
+    spec = kernel_spec(caller, spec, deprecated)
+    mask = lengths_mask(caller, mask, deprecated, np.shape(q), np.shape(k))
+    for name, default in (("is_causal", False), ("scale", None), ("dropout_p", 0.0)):
+        call[name] = merged(caller, spec, name, call.get(name, default), default)
+    return Plan(mask=mask, window=spec.window, softcap=spec.softcap, **call)

@@ -1,0 +1,136 @@
+"""Every computation of Eq. (1) behind one small protocol, each declaring what it can do.
+
+A kernel is called as ``out, cache = forward(q, k, v, plan)`` and ``grads = backward(dout,
+cache)``: ``plan`` (:class:`Plan`) carries the mask and every option of one call, built once by
+the caller (multi-head attention builds it from its :class:`attention_np.AttentionSpec`).
+Options a kernel cannot do are refused by name (:func:`check_supports`), never ignored, unlike
+transformers' attention interface, which drops keyword arguments a kernel does not use.
+
+=============  ===================================================================  =========
+kernel         what it is                                                           supports
+=============  ===================================================================  =========
+``reference``  Eq. (1) line by line (:mod:`.reference`), with bias and window       bias, window
+``fused``      fewer passes, one (L, S) buffer (:mod:`.fused`, :mod:`.blocked`);     everything
+               with sinks, Eq. (1) with one more key column (:mod:`.sinks`)         but sinks + dropout
+``tiled``      key blocks and an online softmax (:mod:`.tiled`), no (L, S) array     all but dropout
+=============  ===================================================================  =========
+
+The tests hold every kernel equal to :mod:`attention_np.paper` on one case matrix
+(``tests/test_kernels.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_np.kernels import fused, reference, sinks, tiled
+from attention_np.kernels.plan import OPTIONS, Plan
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One computation of Eq. (1): ``forward(q, k, v, plan) -> (out, cache)`` and
+    ``backward(dout, cache) -> (dq, dk, dv, extra)``, ``extra`` a dict with ``"bias"`` (the
+    gradient w.r.t. ``plan.bias``, when given) and ``"sinks"`` (when given)."""
+
+    name: str
+    forward: object
+    backward: object
+    supports: frozenset
+    refuses_together: tuple = ()       # pairs of options it does not combine
+
+
+def _reference_forward(q, k, v, p: Plan):
+    return reference.sdpa_forward(q, k, v, p.mask, bias=p.bias, is_causal=p.is_causal,
+                                  scale=p.scale, window=p.window)
+
+
+def _reference_backward(dout, cache):
+    dq, dk, dv, dbias = reference.sdpa_backward(dout, cache, return_dbias=True)
+    return dq, dk, dv, {"bias": dbias}
+
+
+def _fused_forward(q, k, v, p: Plan):
+    if p.sinks is not None:
+        return sinks.sdpa_sinks_forward(q, k, v, p.sinks, p.mask, bias=p.bias,
+                                        is_causal=p.is_causal, scale=p.scale,
+                                        enable_gqa=p.enable_gqa, window=p.window, softcap=p.softcap)
+    return fused.sdpa_plan(q, k, v, p)
+
+
+def _fused_backward(dout, cache):
+    if isinstance(cache, sinks.SinksCache):
+        dq, dk, dv, dsinks, dbias = sinks.sdpa_sinks_backward(dout, cache, return_dbias=True)
+        return dq, dk, dv, {"bias": dbias, "sinks": dsinks}
+    dq, dk, dv, dbias = fused.sdpa_backward(dout, cache, return_dbias=True)
+    return dq, dk, dv, {"bias": dbias}
+
+
+def _tiled_forward(q, k, v, p: Plan):
+    return tiled.flash_plan(q, k, v, p)
+
+
+def _tiled_backward(dout, cache):
+    dq, dk, dv, *rest = tiled.flash_attention_backward(dout, cache, return_dbias=True)
+    extra = {"bias": rest[-1]}
+    if len(rest) == 2:
+        extra["sinks"] = rest[0]
+    return dq, dk, dv, extra
+
+
+KERNELS = {
+    "reference": Kernel("reference", _reference_forward, _reference_backward,
+                        frozenset({"bias", "window"})),
+    "fused": Kernel("fused", _fused_forward, _fused_backward, frozenset(OPTIONS),
+                    refuses_together=(("sinks", "dropout"),)),
+    "tiled": Kernel("tiled", _tiled_forward, _tiled_backward, frozenset(OPTIONS) - {"dropout"}),
+}
+
+
+def get_kernel(name: str) -> Kernel:
+    """The kernel registered as ``name``."""
+    if not isinstance(name, str) or name not in KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {name!r}")
+    return KERNELS[name]
+
+
+def check_supports(kernel: Kernel, plan: Plan) -> None:
+    """Raise a ``ValueError`` naming every option of ``plan`` that ``kernel`` cannot do."""
+    used = plan.options()
+    missing = [name for name in used if name not in kernel.supports]
+    if missing:
+        able = sorted(n for n, kern in KERNELS.items() if set(used) <= kern.supports)
+        raise ValueError(f"kernel {kernel.name!r} cannot do {', '.join(missing)} (it supports "
+                         f"{', '.join(sorted(kernel.supports)) or 'the paper alone'}); "
+                         f"kernels that can: {able or 'none in one call'}")
+    for a, b in kernel.refuses_together:
+        if a in used and b in used:
+            raise ValueError(f"kernel {kernel.name!r} cannot combine {a} with {b}")
+
+
+def attend(kernel: str, q, k, v, plan: Plan):
+    """``out, cache`` of Eq. (1) by the kernel named ``kernel``, after checking it can do
+    ``plan``; the cache remembers its kernel for :func:`attend_backward`."""
+    kern = get_kernel(kernel)
+    check_supports(kern, plan)
+    out, cache = kern.forward(q, k, v, plan)
+    return out, KernelCache(kern.name, cache)
+
+
+@dataclass(frozen=True)
+class KernelCache:
+    """A kernel's cache with the kernel's name; ``.weights`` as the kernel's cache has it."""
+
+    kernel: str
+    cache: object
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.cache.weights
+
+
+def attend_backward(dout, cache: KernelCache):
+    """Backward of :func:`attend`: ``(dq, dk, dv, extra)``."""
+    return KERNELS[cache.kernel].backward(dout, cache.cache)

@@ -1,0 +1,122 @@
+r"""The backward of the tiled path (:mod:`attention_np.kernels.tiled` explains the algorithm):
+each key block's weights recomputed from the saved log-sum-exp, used at once, never stored.
+
+With soft-capping, a tile's ``tanh`` is recomputed with its scores (the tiled path keeps no
+``(L, S)`` array). With a sink, its weight in row ``i`` is ``p_sink_i = exp(s_n - lse_i)`` and its
+value is 0, so ``dP_sink_i = 0`` and the softmax backward gives
+``dsinks_n = sum_i p_sink_i (0 - D_i) = -sum_i p_sink_i D_i``, with ``D_i = rowsum(dout_i * out_i)``:
+an ``(L, 1)`` computation, no block visits it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention_np._checks import check_cache, check_dout, sum_to_shape
+from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask, zero_masked
+from attention_np.kernels.tiled_forward import FlashCache
+from attention_np.kernels.tiles import check_flash, key_blocks, scaled_q, tile_allowed, tile_scores
+from attention_np.variants.gqa import group_heads, group_kv, group_queries
+from attention_np.variants.softcap import softcap_backward
+
+
+def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = False):
+    """Backward of :func:`flash_attention_forward`, block by block (FlashAttention-2's backward).
+
+    Each key block's weights are recomputed from the saved log-sum-exp, ``P = exp(scores - lse)``,
+    and used at once; ``dk`` and ``dv`` of a block are complete after its one visit.
+
+    Parameters
+    ----------
+    dout : (..., L, d_v) gradient w.r.t. ``out``
+    cache : FlashCache from the forward pass
+    return_dbias : bool
+        Also return ``dbias``, the gradient w.r.t. the forward's ``bias``, accumulated block by block.
+
+    Returns
+    -------
+    dq, dk, dv : each with the shape of its input (broadcast batch dims summed back); the same
+        numbers as :func:`sdpa_backward`.
+    dsinks : (h,) the gradient w.r.t. the sink logits; only when the forward had ``sinks``
+    dbias : the shape of ``bias`` (None without one); only with ``return_dbias=True``
+    """
+    check_cache(cache, FlashCache, FlashCache.made_by)
+    c = cache
+    dout = check_dout(dout, c.out.shape, c.out.dtype)
+    q, k, v, out, lse, bias = c.q, c.k, c.v, c.out, c.lse, c.bias
+    sink = None if c.sinks is None else c.sinks[:, None, None]          # (h, 1, 1)
+    if c.kv_groups > 1:
+        # Regroup (views); the sum over broadcast dims then adds the G query heads of a group
+        # into their shared key/value head.
+        G, H = c.kv_groups, c.q.shape[-3]
+        q, out, dout = group_queries(q, G), group_queries(out, G), group_queries(dout, G)
+        k, v, lse = group_kv(k), group_kv(v), group_queries(lse[..., None], G)[..., 0]
+        bias, sink = group_heads(bias, H, G, "bias"), group_heads(sink, H, G, "sinks")
+    dq, dk, dv, dbias, dsink = backward_tiles(dout, q, k, v, out, lse, c.mask, bias, sink, c)
+    grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
+    if dsink is not None:
+        grads = (*grads, dsink.reshape(c.sinks.shape))
+    if not return_dbias:
+        return grads
+    return (*grads, None if dbias is None else dbias.reshape(c.bias.shape))
+
+
+def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
+    """The backward on (grouped) arrays: ``dq, dk, dv`` summed to the shapes of ``q, k, v``,
+    ``dbias`` (>= 2-D, or None) and ``dsink`` with the shape of ``sink`` (or None)."""
+    L, S = q.shape[-2], k.shape[-2]
+    batch = out.shape[:-2]
+    scale = q.dtype.type(c.scale)
+    qs, post = scaled_q(q, c.scale)                                      # (..., L, d_k)
+    lse = lse[..., None]                                                 # (..., L, 1)
+    # As in the forward: with a NaN or inf in an input, sum over the attended pairs only.
+    garbage = ((mask is not None or c.is_causal or c.window != (None, None))
+               and not all_finite(q, k, v, dout))
+    ignore = "ignore" if garbage else None
+    # rowsum(dP * P) = rowsum(dout * out), because out = P @ v: FlashAttention-2's D.
+    with np.errstate(invalid=ignore, over=ignore):       # a row that sees an inf: NaN, silently
+        D = (dout * out).sum(axis=-1, keepdims=True)                     # (..., L, 1)
+    dq = np.zeros(batch + q.shape[-2:], q.dtype)
+    dk = np.zeros(batch + k.shape[-2:], k.dtype)
+    dv = np.zeros(batch + v.shape[-2:], v.dtype)
+    bias = None if bias is None else check_flash(q, k, v, None, 1, bias)[1]   # >= 2-D
+    dbias = None if bias is None else np.zeros(bias.shape, q.dtype)
+
+    for j0, j1, i0, i1 in key_blocks(L, S, c.block_size, c.is_causal, c.window):
+        rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
+        tile_args = (mask, c.is_causal, j0, j1, i0, i1, batch, bias, c.window)
+        a = tile_allowed(q, k, *tile_args) if garbage else None
+        a_T = transpose_mask(a)
+        with np.errstate(invalid=ignore, over=ignore):
+            # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
+            P, capped = tile_scores(qs, k, *tile_args, post=post, softcap=c.softcap)  # (..., R, Bk)
+            P -= lse[rows]
+            np.exp(P, out=P)
+            # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
+            dv[cols] = masked_matmul(np.swapaxes(P, -1, -2), dout[rows], a_T)  # (..., Bk, d_v)
+            dP = zero_masked(dout[rows] @ np.swapaxes(v[cols], -1, -2), a)  # (..., R, Bk)
+            # forward: P = softmax(scores)  ->  dscores = P * (dP - D)
+            dP -= D[rows]
+            dP *= P
+            if dbias is not None:
+                # forward: scores = ... + bias  ->  dbias = dscores, summed where bias broadcast
+                block = tile(dbias, i0, i1, j0, j1)                     # a view into dbias
+                block += sum_to_shape(dP, block.shape)
+            if capped is not None:
+                # forward: scores = c tanh(raw / c) + bias  ->  draw = dscores * (1 - tanh^2)
+                dP = softcap_backward(dP, capped)
+            # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
+            #                                          dk = dscores.T @ (q * scale)
+            dq[rows] += masked_matmul(dP, k[cols], a)                    # (..., R, d_k)
+            dk[cols] = masked_matmul(np.swapaxes(dP, -1, -2), qs[rows], a_T)  # (..., Bk, d_k)
+
+    if post is not None:
+        dk *= post                           # q * scale overflowed: dk was dscores.T @ q
+    dq *= scale
+    dsink = None
+    if sink is not None:
+        # forward: the sink's weight p_sink = exp(s_n - lse), its value 0  ->  dP_sink = 0,
+        # dsinks = p_sink * (0 - D), summed over every row that shares the head's sink
+        dsink = sum_to_shape(-np.exp(sink - lse) * D, sink.shape)        # (h, 1, 1)
+    return (sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape),
+            dbias, dsink)

@@ -1,0 +1,223 @@
+r"""The forward of the tiled path (:mod:`attention_np.kernels.tiled` explains the algorithm):
+an online softmax over the key blocks, keeping ``out`` and the per-row log-sum-exp only.
+
+An attention sink (gpt-oss, :mod:`attention_np.kernels.sinks`) is one more term ``e^{s_n}`` in every
+row's softmax denominator, with value 0. The online softmax *starts* from it instead of from
+nothing: running max ``m = s_n``, running sum ``l = e^{s_n - m} = 1``, accumulator ``acc = 0``; no
+key column is appended. The blocks then update ``m``, ``l``, ``acc`` as usual, and ``lse = m +
+log l`` includes the sink.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_np._checks import as_bias, as_bool_mask, check_qkv
+from attention_np.kernels.guard import all_finite, drop_masked, masked_matmul
+from attention_np.kernels.plan import Plan, plan_from
+from attention_np.kernels.sinks import check_sinks
+from attention_np.kernels.tiles import check_flash, key_blocks, scaled_q, tile_allowed, tile_scores
+from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
+from attention_np.variants.softcap import check_softcap
+from attention_np.variants.window import check_window
+
+
+@dataclass(frozen=True)
+class FlashCache:
+    """What :func:`~attention_np.kernels.tiled.flash_attention_backward` needs: the inputs,
+    ``out`` and the log-sum-exp.
+
+    Attributes
+    ----------
+    q, k, v : the inputs
+    out : (..., L, d_v) the output
+    lse : (..., L) log-sum-exp of each query row's scores (and its sink), ``+inf`` for a fully
+        masked row without a sink
+    mask : the bool mask as given (broadcastable to (..., L, S); regrouped with ``enable_gqa``), or None
+    is_causal, scale, block_size : as passed to the forward
+    kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    window : ``(left, right)`` of the sliding window, ``(None, None)`` without one
+    bias : the float bias as given (broadcastable to (..., L, S), in the dtype of ``q``), or None
+    softcap : the cap ``c`` of ``c·tanh(QKᵀ·scale / c)``, or None (the tanh is recomputed per tile)
+    sinks : (h,) the sink logits in the dtype of ``q``, or None
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    out: np.ndarray
+    lse: np.ndarray
+    mask: np.ndarray | None
+    is_causal: bool
+    scale: float
+    block_size: int
+    kv_groups: int = 1
+    bias: np.ndarray | None = None
+    window: tuple = (None, None)
+    softcap: float | None = None
+    sinks: np.ndarray | None = None
+
+    made_by = "attention_np.flash_attention_forward (attention_np.kernels.tiled)"
+
+
+def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
+                            block_size: int = 128, enable_gqa: bool = False, sinks=None, spec=None,
+                            **deprecated):
+    r"""Eq. (1) computed block by block with an online softmax (FlashAttention-2's forward).
+
+    The same numbers as :func:`sdpa_forward` (to rounding), without an (L, S) array.
+
+    Parameters
+    ----------
+    q : (..., L, d_k) queries
+    k : (..., S, d_k) keys
+    v : (..., S, d_v) values
+    mask : bool, broadcastable to (..., L, S), optional
+        True = this query may attend to this key. Sliced per block, never expanded.
+    bias : float, broadcastable to (..., L, S), optional
+        Added to the scaled scores, as in :func:`sdpa_forward`; sliced per block.
+    is_causal : bool
+        Query ``i`` attends keys ``j <= i`` (top-left), ANDed with ``mask``; blocks above the
+        diagonal are skipped.
+    scale : float, optional
+        Default ``1 / sqrt(d_k)``.
+    block_size : int
+        Keys and values per block; need not divide ``S``.
+    enable_gqa : bool
+        Grouped-query attention, as in :func:`sdpa_forward`: ``k``, ``v`` may have ``H_kv``
+        heads, ``H % H_kv == 0``; query head ``n`` uses key/value head ``n // (H / H_kv)``.
+    sinks : float (h,), optional
+        Attention sinks, as in :func:`attention_np.sdpa_sinks_forward`: the initial state of each
+        row's online softmax (``q`` needs a head axis, ``(..., h, L, d_k)``).
+    spec : AttentionSpec, optional
+        ``spec.window`` (sliding-window attention: applied per tile, and the key blocks and
+        query rows outside every window are skipped) and ``spec.softcap`` (per tile, before the
+        bias and the mask), as in :func:`sdpa_forward`.
+    **deprecated
+        The 0.1 keywords ``window=``, ``softcap=``, ``q_lengths=``, ``kv_lengths=``, as in
+        :func:`sdpa_forward`.
+
+    Returns
+    -------
+    out : (..., L, d_v)
+        A fully masked query row gives 0, as in :func:`sdpa_forward`.
+    cache : FlashCache
+        ``q, k, v, out`` and the per-row log-sum-exp ``lse`` (..., L): nothing of size L·S.
+    """
+    if spec is not None and getattr(spec, "kernel", "tiled") not in ("fused", "tiled"):
+        raise ValueError(f"flash_attention_forward is the tiled kernel: spec.kernel={spec.kernel!r} "
+                         f"runs through attention_np.mha_forward")
+    plan = plan_from("flash_attention_forward", spec, deprecated, q, k, mask, bias=bias,
+                     is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, sinks=sinks)
+    return flash_plan(q, k, v, plan, block_size)
+
+
+def flash_plan(q, k, v, plan: Plan, block_size: int = 128):
+    """:func:`flash_attention_forward` for a :class:`~attention_np.kernels.plan.Plan` (the kernel
+    registry's entry)."""
+    if plan.dropout_p:
+        raise ValueError("the tiled kernel has no attention dropout: use the fused kernel")
+    mask, bias, is_causal, sinks = plan.mask, plan.bias, plan.is_causal, plan.sinks
+    enable_gqa = plan.enable_gqa
+    q, k, v, scale = check_qkv(q, k, v, plan.scale)
+    softcap = check_softcap(plan.softcap)
+    sink = None if sinks is None else check_sinks(sinks, q).astype(q.dtype)
+    window = (None, None) if plan.window is None else check_window(plan.window)
+    groups = kv_groups(q, k, v) if enable_gqa else 1
+    given = None if bias is None else as_bias(bias).astype(q.dtype, copy=False)
+    args = (is_causal, scale, block_size, window, softcap)
+    if groups > 1:
+        # As in sdpa_forward: query heads grouped (..., H_kv, G, L, d), k and v broadcast over G.
+        H = q.shape[-3]
+        mask = group_heads(None if mask is None else as_bool_mask(mask), H, groups, "mask")
+        sink_rows = None if sink is None else group_heads(sink[:, None, None], H, groups, "sinks")
+        out, lse, q_, k_, v_, mask = attend(group_queries(q, groups), group_kv(k), group_kv(v), mask,
+                                            group_heads(given, H, groups, "bias"), sink_rows, *args)
+        out, lse = ungroup_queries(out), ungroup_queries(lse[..., None])[..., 0]   # (..., H, L, .)
+        q, k, v = ungroup_queries(q_), k_.reshape(k.shape), v_.reshape(v.shape)
+    else:
+        sink_rows = None if sink is None else sink[:, None, None]                 # (h, 1, 1)
+        out, lse, q, k, v, mask = attend(q, k, v, mask, given, sink_rows, *args)
+    # The cache keeps its own copy of out: the backward's D = rowsum(dout * out) needs it unchanged.
+    return out, FlashCache(q, k, v, out.copy(), lse, mask, bool(is_causal), scale, int(block_size),
+                           groups, given, window, softcap, sink)
+
+
+def attend(q, k, v, mask, bias, sink, is_causal, scale, block_size, window, softcap):
+    """The tiled forward on checked (and, with grouped-query attention, grouped) inputs.
+
+    ``sink`` is None or the sink logits broadcastable to the rows ``(..., L, 1)``. Returns
+    ``out (..., L, d_v)``, ``lse (..., L)``, ``q, k, v`` with masked positions zeroed, and the
+    checked mask.
+    """
+    mask, bias, batch = check_flash(q, k, v, mask, block_size, bias)
+    q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
+    qs, post = scaled_q(q, scale)                   # (..., L, d_k): scale q, not every tile
+    # A NaN or inf in q, k or v: sum over the attended pairs only (0 * NaN = NaN), see masked_matmul.
+    garbage = (mask is not None or is_causal or window != (None, None)) and not all_finite(q, k, v)
+    args = (qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window, softcap, sink)
+    with np.errstate(over="ignore", invalid="ignore"):      # caught below, or NaN in, NaN out
+        m, l, acc = forward_tiles(*args, normalized=False)
+    redo = None if np.isfinite(acc).all() else ~np.isfinite(acc)
+    if redo is not None:
+        # acc sums up to S values before the division by l: it may overflow where out does not
+        # (v ~ 3e38 in float32). Only then, redo it keeping acc divided by l after every tile.
+        with np.errstate(over="ignore", invalid="ignore"):
+            _, _, avg = forward_tiles(*args, normalized=True)
+
+    # A fully masked row (without a sink) has l = 0 and acc = 0: divide by 1 to give out = 0 (the
+    # dense path's convention), and give it lse = +inf so that the backward's exp(scores - lse) is 0.
+    empty = l == 0                                                       # (..., L, 1)
+    l[empty] = 1
+    with np.errstate(invalid="ignore"):
+        out = np.divide(acc, l, out=acc)                                 # (..., L, d_v)
+        if redo is not None:
+            np.copyto(out, avg, where=redo)
+        lse = m + np.log(l)
+    lse[empty] = np.inf
+    return out, lse[..., 0], q, k, v, mask
+
+
+def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window,
+                  softcap, sink, normalized):
+    """The online softmax over the key blocks: ``(m, l, acc)``, each (..., L, .).
+
+    ``normalized``: keep ``acc`` divided by the running ``l`` (a weighted average, which cannot
+    overflow where ``out`` does not), instead of dividing once at the end.
+    """
+    *_, L, _ = qs.shape
+    S, d_v = v.shape[-2:]
+    dtype = qs.dtype
+    m = np.full(batch + (L, 1), -np.inf, dtype)     # running max of each row's scores
+    l = np.zeros(batch + (L, 1), dtype)             # running sum of exp(scores - m)
+    acc = np.zeros(batch + (L, d_v), dtype)         # running sum of exp(scores - m) @ v
+    if sink is not None:
+        # the sink is the first "key" every row has seen: score s_n, exp(s_n - m) = 1, value 0
+        m[...] = sink
+        l[...] = 1
+
+    for j0, j1, i0, i1 in key_blocks(L, S, block_size, is_causal, window):
+        rows = np.s_[..., i0:i1, :]
+        tile_args = (mask, is_causal, j0, j1, i0, i1, batch, bias, window)
+        p, _ = tile_scores(qs, k, *tile_args, post=post, softcap=softcap)  # (..., R, Bk) scores
+        allowed = tile_allowed(qs, k, *tile_args) if garbage else None
+        m_new = np.maximum(m[rows], p.max(axis=-1, keepdims=True))      # (..., R, 1)
+        # A row that has seen only masked keys has max -inf; shift it by 0 instead, so that
+        # exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = NaN.
+        shift = np.where(m_new == -np.inf, dtype.type(0), m_new)        # (..., R, 1)
+        p -= shift
+        np.exp(p, out=p)                                                 # (..., R, Bk) = exp(s - m_new)
+        alpha = np.exp(m[rows] - shift)      # (..., R, 1): corrects what used the old max; 0 at first
+        l_old = l[rows] * alpha
+        l[rows] = l_old + p.sum(axis=-1, keepdims=True)
+        if normalized:                       # acc = (l_old acc + p @ v) / l, a weighted average
+            l_safe = np.where(l[rows] == 0, dtype.type(1), l[rows])
+            acc[rows] *= l_old / l_safe
+            acc[rows] += masked_matmul(p / l_safe, v[..., j0:j1, :], allowed)
+        else:
+            acc[rows] *= alpha
+            acc[rows] += masked_matmul(p, v[..., j0:j1, :], allowed)     # (..., R, d_v)
+        m[rows] = m_new
+    return m, l, acc

@@ -1,0 +1,112 @@
+r"""The tiles of the tiled path (:mod:`attention_np.kernels.tiled`): which blocks to visit, and
+the scores of one block.
+
+The tiled forward and backward both walk the key blocks ``[j0, j1)`` that :func:`key_blocks`
+plans (skipping what the causal mask or the sliding window hides from every query row), and both
+form a tile's scores with :func:`tile_scores`: ``(q·scale) @ k_blockᵀ``, soft-capped, plus the
+bias's block, ``-inf`` where masked. Nothing here is ever ``(L, S)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention_np._checks import check_int
+from attention_np.kernels.guard import mask_and_bias, tile
+from attention_np.kernels.scores import overflowed
+from attention_np.variants.softcap import softcap_forward
+
+
+def key_blocks(L: int, S: int, block_size: int, is_causal: bool, window=(None, None)):
+    """``(j0, j1, i0, i1)`` for each key block ``[j0, j1)``; query rows ``[i0, i1)`` can see it.
+
+    Causal (top-left): query ``i`` sees key ``j`` iff ``j <= i``, so rows ``i < j0`` see none of
+    the block; a block starting at or after row ``L`` is seen by no row and skipped. A sliding
+    ``window = (left, right)`` (query ``i`` sees ``i - left <= j <= i + right``) narrows the rows
+    to ``[j0 - right, j1 + left)``; a block no row can see is skipped.
+    """
+    left, right = window
+    if is_causal:
+        right = 0 if right is None else min(right, 0)
+    for j0 in range(0, S, block_size):
+        j1 = min(j0 + block_size, S)
+        i0 = 0 if right is None else max(0, j0 - right)
+        i1 = L if left is None else min(L, j1 + left)
+        if i0 < i1:
+            yield j0, j1, i0, i1
+
+
+def tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None),
+                post=None, softcap=None):
+    """Scores of query rows ``[i0, i1)`` against keys ``[j0, j1)``, ``-inf`` where masked.
+
+    ``qs`` is ``q * scale`` (or ``q``, with the scale as ``post`` when ``q * scale`` overflows);
+    ``shape`` is the broadcast batch shape. Returns the scores ``(*shape, i1 - i0, j1 - j0)`` and, with
+    ``softcap``, the ``tanh(QKᵀ·scale / c)`` of the tile (the backward's ``1 - tanh²``), else None.
+    """
+    s = qs[..., i0:i1, :] @ np.swapaxes(k[..., j0:j1, :], -1, -2)        # (..., R, Bk)
+    if post is not None:
+        s *= post
+    capped = None
+    if softcap is not None:
+        # (beyond the paper) soft-capping, before the bias and the mask as in the dense path
+        s, capped = softcap_forward(s, softcap)                           # (..., R, Bk) each
+    if s.shape[:-2] != shape:                 # a mask that adds batch dims: grow the tile
+        s = np.broadcast_to(s, shape + s.shape[-2:]).copy()
+    if bias is not None:
+        s += tile(bias, i0, i1, j0, j1)          # the bias's block, as the dense path adds it
+    if mask is not None:
+        # Slice only the mask dims that are not broadcast (size 1), never a full (L, S) copy.
+        np.copyto(s, -np.inf, where=~tile(mask, i0, i1, j0, j1))
+    if is_causal:
+        # Only the first rows of the tile straddle the diagonal: row i0 + r blocks keys j > i0 + r.
+        r = min(j1, s.shape[-2] + i0) - i0
+        blocked = np.arange(j0, j1) > np.arange(i0, i0 + r)[:, None]    # (r, Bk)
+        np.copyto(s[..., :r, :], -np.inf, where=blocked)
+    if window != (None, None):
+        # key minus query position in the tile; outside [-left, right] is blocked
+        rel = np.arange(j0, j1) - np.arange(i0, i1)[:, None]                # (R, Bk)
+        left, right = window
+        outside = np.zeros(rel.shape, bool)
+        if left is not None:
+            outside |= rel < -left
+        if right is not None:
+            outside |= rel > right
+        np.copyto(s, -np.inf, where=outside)
+    return s, capped
+
+
+def tile_allowed(q, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None)):
+    """The attended pairs of a tile, bool (..., R, Bk): where :func:`tile_scores` of zeros is not -inf.
+
+    Needed only when an input is NaN or inf (see :func:`attention_np.kernels.guard.masked_matmul`).
+    """
+    zq, zk = np.zeros(q.shape[:-1] + (1,), q.dtype), np.zeros(k.shape[:-1] + (1,), k.dtype)
+    return tile_scores(zq, zk, mask, is_causal, j0, j1, i0, i1, shape, bias, window)[0] > -np.inf
+
+
+def scaled_q(q, scale):
+    """``(q * scale, None)``, or ``(q, scale)`` when ``q * scale`` overflows where ``q`` does not
+    (scale 1e30, q ~ 1e10 in float32: the scores ``q @ k.T * scale`` may still be representable)."""
+    s = q.dtype.type(scale)
+    with np.errstate(over="ignore"):
+        qs = q * s
+    return (q, s) if overflowed(qs, q) else (qs, None)
+
+
+def check_flash(q, k, v, mask, block_size, bias=None):
+    """The checked mask and bias (causal is applied per tile, not here) and the broadcast batch shape."""
+    if mask is not None and np.ndim(mask) < 2:
+        # a 0-d or 1-D mask (valid for sdpa_forward): give it the (L, S) dims the tiles slice
+        mask = np.reshape(mask, (1,) * (2 - np.ndim(mask)) + np.shape(mask))
+    if bias is not None and np.ndim(bias) < 2:
+        bias = np.reshape(bias, (1,) * (2 - np.ndim(bias)) + np.shape(bias))
+    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal=False)
+    check_int(block_size, "block_size")
+    L, S = q.shape[-2], k.shape[-2]
+    shapes = [x.shape[:-2] for x in (q, k, v)]
+    for x in (mask, bias):
+        if x is not None:
+            shapes.append(np.broadcast_shapes(x.shape, (L, S))[:-2])
+    return mask, bias, np.broadcast_shapes(*shapes)
+

@@ -1,0 +1,98 @@
+"""Input checks for :mod:`attention_np.paper`: each error names the argument and the shapes or
+values, so that a wrong call is understood from the message alone. Every check runs before any
+work. The dtype rule: float32 in, float32 out; float64 stays float64; no silent upcast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def check_int(n, name: str, minimum: int = 1) -> int:
+    """``n`` as an int >= ``minimum`` (a bool is not a count)."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)) or n < minimum:
+        kind = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
+        raise ValueError(f"{name} must be a {kind} int, got {n!r}")
+    return int(n)
+
+
+def as_float_array(x, name: str, ndim: int = 0, layout: str = "") -> np.ndarray:
+    """``x`` as an ndarray of a floating dtype with at least ``ndim`` dims ``layout``."""
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        raise TypeError(f"{name} must be a floating-point array, got dtype {x.dtype}")
+    if x.ndim < ndim:
+        raise ValueError(f"{name} must have at least {ndim} dims {layout}, got shape {x.shape}")
+    return x
+
+
+def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
+    """A boolean mask, True = may attend; a float or integer array is refused."""
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        hint = " (a float array is not a mask)" if np.issubdtype(mask.dtype, np.floating) else ""
+        raise TypeError(f"{name} must be a bool array (True = may attend), got dtype {mask.dtype}{hint}")
+    return mask
+
+
+def check_same_dtype(label: str | None = None, **arrays: np.ndarray) -> np.dtype:
+    """One dtype for all, as in PyTorch ("q, k, v must share one dtype: q is float32; k, v are float64")."""
+    by_dtype: dict = {}
+    for name, a in arrays.items():
+        by_dtype.setdefault(a.dtype, []).append(name)
+    if len(by_dtype) > 1:
+        listing = "; ".join(f"{', '.join(ns)} {'is' if len(ns) == 1 else 'are'} {dt}"
+                            for dt, ns in by_dtype.items())
+        raise TypeError(f"{label or ', '.join(arrays)} must share one dtype: {listing}")
+    return next(iter(by_dtype))
+
+
+def check_broadcasts_to(x: np.ndarray, name: str, target: tuple, layout: str) -> tuple:
+    """``x`` broadcasts to ``target``, leaving its dims unchanged (``x`` may add leading dims)."""
+    try:
+        shape = np.broadcast_shapes(x.shape, target)
+    except ValueError:
+        shape = None
+    if shape is None or shape[len(shape) - len(target):] != tuple(target):
+        raise ValueError(f"{name} of shape {x.shape} does not broadcast to {layout} = {tuple(target)}")
+    return shape
+
+
+def broadcast_batch(**shapes: tuple) -> tuple:
+    """The batch shapes broadcast together, all named on failure."""
+    try:
+        return np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        listing = ", ".join(f"{n} {s}" for n, s in shapes.items())
+        raise ValueError(f"batch dims do not broadcast: {listing}") from None
+
+
+def check_dout(dout, shape: tuple, dtype: np.dtype, name: str = "dout", out: str = "out") -> np.ndarray:
+    """The upstream gradient of a backward: the output's shape and dtype."""
+    dout = as_float_array(dout, name)
+    if dout.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {dout.shape} but {out} has shape {tuple(shape)}")
+    if dout.dtype != dtype:
+        raise TypeError(f"{name} has dtype {dout.dtype} but {out} has dtype {dtype} "
+                        f"(mixed float32/float64 is refused, not silently upcast)")
+    return dout
+
+
+def check_cache(cache, cls: type, forward: str) -> None:
+    """A backward's ``cache`` is the ``cls`` that ``forward`` returns."""
+    if not isinstance(cache, cls):
+        got = type(cache)
+        raise TypeError(f"cache must be the {cls.__name__} returned by {forward}, "
+                        f"got {got.__module__}.{got.__qualname__}")
+
+
+def check_scale(scale, d_k: int) -> float:
+    """The factor on ``QKᵀ``: ``1/sqrt(d_k)`` when None, else a finite real number."""
+    if scale is None:
+        return 1.0 / float(np.sqrt(d_k))
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
+        raise TypeError(f"scale must be a real number (default 1/sqrt(d_k)), got {scale!r} "
+                        f"of type {type(scale).__name__}")
+    if not np.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale!r}")
+    return float(scale)

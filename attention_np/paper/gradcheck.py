@@ -1,0 +1,135 @@
+r"""Checking a hand-written backward against central finite differences, in float64.
+
+For ``out = f(x)`` and a random upstream gradient ``dout``, the loss
+:math:`\ell = \sum \mathrm{out} \odot \mathrm{dout}` has the gradient the backward returns, and
+
+.. math:: \frac{\partial \ell}{\partial x_i} \approx
+          \frac{\ell(x + \varepsilon e_i) - \ell(x - \varepsilon e_i)}{2\varepsilon}
+
+with an error :math:`O(\varepsilon^2)`. ``dout`` is random, never ``ones``: the softmax backward
+of a constant upstream gradient is exactly 0 and would hide a bug.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class GradcheckResult:
+    """``errors[name] = (max |analytic - numerical|, max |numerical|)`` per input (``"params.W_q"``
+    for an entry of a dict input); ``failed`` lists the names out of tolerance; ``ok`` if none."""
+
+    errors: dict = field(default_factory=dict)
+    atol: float = 0.0
+    rtol: float = 0.0
+    failed: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def __str__(self) -> str:
+        lines = [f"gradcheck {'passed' if self.ok else 'FAILED'} "
+                 f"(|analytic - numerical| <= {self.atol:g} + {self.rtol:g} * |numerical|)"]
+        for name, (err, size) in self.errors.items():
+            flag = "  <-- FAILED" if name in self.failed else ""
+            lines.append(f"  {name:>10}: max abs error {err:.3e} (max |grad| {size:.3e}){flag}")
+        return "\n".join(lines)
+
+
+def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """Central-difference gradient of the scalar ``loss()`` w.r.t. the array ``x``.
+
+    ``x`` is nudged in place one entry at a time and restored (two calls of ``loss`` per entry:
+    keep ``x`` small).
+    """
+    grad = np.zeros_like(x)
+    flat, gflat = x.reshape(-1), grad.reshape(-1)      # views: writing flat[i] writes x
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        plus = loss()
+        flat[i] = old - eps
+        minus = loss()
+        flat[i] = old
+        gflat[i] = (plus - minus) / (2 * eps)
+    return grad
+
+
+def _leaves(inputs, names):
+    """``(name, (position, key), array)`` for each array, and each array inside a dict input."""
+    for i, (x, name) in enumerate(zip(inputs, names, strict=True)):
+        if isinstance(x, dict):
+            yield from ((f"{name}.{key}", (i, key), a) for key, a in x.items())
+        else:
+            yield name, (i, None), x
+
+
+def _positional_names(forward, n: int) -> tuple:
+    """The names of ``forward``'s first ``n`` positional parameters, else ``("0", "1", ...)``."""
+    try:
+        params = list(inspect.signature(forward).parameters.values())[:n]
+    except (TypeError, ValueError):                     # no signature to read
+        params = []
+    names = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    return names if len(names) == n else tuple(str(i) for i in range(n))
+
+
+def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: float = 1e-6,
+              atol: float = 1e-8, rtol: float = 1e-6) -> GradcheckResult:
+    """Compare ``backward`` with central differences of ``forward``, in float64.
+
+    Parameters
+    ----------
+    forward : callable, ``forward(*inputs)`` -> ``out`` or ``(out, cache)``
+    backward : callable, ``backward(dout, cache)`` -> one gradient per input, in the same
+        structure (a dict for a dict of arrays); ``cache`` is None if ``forward`` returns none
+    inputs : sequence of float64 arrays or dicts of them (copied, never modified)
+    names : sequence of str, optional
+        Default: ``forward``'s positional parameter names (``q, k, v``), else ``0, 1, ...``.
+    seed : int, seed of the random upstream gradient
+    eps, atol, rtol : float, the step and ``|analytic - numerical| <= atol + rtol * |numerical|``
+
+    Returns
+    -------
+    GradcheckResult, ``ok`` when every gradient matches; ``print`` it for each input's error.
+    """
+    inputs = tuple({key: np.array(a) for key, a in x.items()} if isinstance(x, dict) else np.array(x)
+                   for x in inputs)
+    names = _positional_names(forward, len(inputs)) if names is None else tuple(map(str, names))
+    if len(names) != len(inputs):
+        raise ValueError(f"names has {len(names)} entries {names} for {len(inputs)} inputs")
+    for name, _, x in _leaves(inputs, names):
+        if x.dtype != np.float64:
+            raise TypeError(f"gradcheck needs float64 inputs (central differences in lower "
+                            f"precision are noise); input {name} is {x.dtype}")
+
+    def run():
+        result = forward(*inputs)
+        return result if isinstance(result, tuple) else (result, None)
+
+    out, cache = run()
+    dout = np.random.default_rng(seed).standard_normal(np.shape(out))
+    analytic = backward(dout, cache)
+    analytic = analytic if isinstance(analytic, tuple) else (analytic,)
+    if len(analytic) != len(inputs):
+        raise ValueError(f"backward returned {len(analytic)} gradients for {len(inputs)} inputs")
+
+    def loss():
+        return float(np.sum(run()[0] * dout))
+
+    result = GradcheckResult(atol=atol, rtol=rtol)
+    for name, (i, key), x in _leaves(inputs, names):
+        got = analytic[i] if key is None else analytic[i][key]
+        want = numerical_gradient(loss, x, eps)        # nudges x, an array forward reads
+        if np.shape(got) != want.shape:
+            raise ValueError(f"gradient {name} has shape {np.shape(got)}, input has {want.shape}")
+        result.errors[name] = (float(np.max(np.abs(got - want), initial=0.0)),
+                               float(np.max(np.abs(want), initial=0.0)))
+        if not np.allclose(got, want, atol=atol, rtol=rtol):
+            result.failed.append(name)
+    return result
