@@ -65,7 +65,7 @@ def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
         mask = np.asarray(attention_mask).astype(bool)[:, None, None, :]      # (B, 1, 1, S)
     if spec.is_causal:        # the L queries are the last L of the S positions; W counts i itself
         left = None if spec.window is None else spec.window - 1
-        keep = sliding_window_mask(L, S, left, 0, align="bottom_right")        # (L, S)
+        keep = sliding_window_mask(L, S, left=left, right=0, align="bottom_right")   # (L, S)
         mask = keep if mask is None else mask & keep
     if mask is None:
         return None
