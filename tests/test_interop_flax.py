@@ -167,7 +167,7 @@ def test_compare_flax_mha_reports_an_attention_fn_without_the_scale(rng):
     assert not report.ok and not next(c for c in report.checks if c.name == "out").ok
 
 
-def test_compare_flax_mha_notes_fully_masked_rows_and_refuses_qk_norm(rng):
+def test_compare_flax_mha_notes_fully_masked_rows(rng):
     from attention_np.interop import compare_flax_mha
 
     module, variables, x, kv = _flax_module_and_variables(rng)
@@ -175,6 +175,29 @@ def test_compare_flax_mha_notes_fully_masked_rows_and_refuses_qk_norm(rng):
     mask[0, :, 2] = False
     report = compare_flax_mha(module, variables, x, kv, mask=mask)
     assert not report.ok and any("2 (batch, head, query) row(s)" in n for n in report.notes)
-    module, variables, x, kv = _flax_module_and_variables(rng, normalize_qk=True)
-    with pytest.raises(ValueError, match="normalize_qk"):
-        compare_flax_mha(module, variables, x, kv)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_normalize_qk_is_a_bias_free_layer_norm_and_agrees_rms_norm_does_not(rng, dtype):
+    """Flax's normalize_qk: LayerNorm over each head's d features, no bias, eps 1e-6, as
+    AttentionSpec(qk_norm="layer"); the RMSNorm QK-norm (not mean-centred) is another
+    function (its output differs by far more than rounding)."""
+    import attention_np as an
+    from attention_np.interop import compare_flax_mha
+    from attention_np.interop import flax as iflax
+
+    module, variables, x, kv = _flax_module_and_variables(rng, dtype, normalize_qk=True)
+    p = jax.tree_util.tree_map(np.asarray, variables)["params"]
+    for ln in ("query_ln", "key_ln"):                   # scales away from their init of 1
+        p[ln]["scale"] = (1 + 0.5 * rng.standard_normal(p[ln]["scale"].shape)).astype(dtype)
+    variables = {"params": p}
+    report = compare_flax_mha(module, variables, x, kv)
+    assert report.ok, str(report)
+    assert {"dq_norm", "dk_norm"} <= {c.name for c in report.checks}
+    params, h = iflax.params_from_flax(variables)
+    with ijax.x64(dtype == np.float64):
+        theirs = np.asarray(module.apply(variables, x, kv))
+    p64 = {n: a.astype(np.float64) for n, a in params.items()}
+    x64, kv64 = x.astype(np.float64), kv.astype(np.float64)
+    rms = an.mha_forward(x64, kv64, kv64, p64, num_heads=h)[0]      # params' norms: RMSNorm
+    assert np.abs(rms - theirs).max() > 1e-3

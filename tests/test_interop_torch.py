@@ -86,10 +86,19 @@ def test_params_to_torch_refuses_some_biases_only(rng):
         itorch.params_to_torch_mha(params, 2)
 
 
-def test_params_from_torch_refuses_add_bias_kv():
-    module = torch.nn.MultiheadAttention(8, 2, add_bias_kv=True)
-    with pytest.raises(ValueError, match="add_bias_kv"):
-        itorch.params_from_torch_mha(module)
+def test_params_from_torch_reads_add_bias_kv_and_mha_forward_refuses_them():
+    """add_bias_kv's (1, 1, E) biases read as bias_k, bias_v (E,) and written back; they are
+    core.extra_kv's parameters, not mha_forward's (an unknown key there)."""
+    module = torch.nn.MultiheadAttention(8, 2, add_bias_kv=True, batch_first=True)
+    params, h = itorch.params_from_torch_mha(module)
+    assert params["bias_k"].shape == params["bias_v"].shape == (8,)
+    np.testing.assert_array_equal(params["bias_k"], module.bias_k.detach().numpy().reshape(-1))
+    other = torch.nn.MultiheadAttention(8, 2, add_bias_kv=True, batch_first=True)
+    itorch.params_to_torch_mha(params, h, module=other)
+    assert torch.equal(other.bias_v, module.bias_v)
+    with pytest.raises(ValueError, match="unknown keys"):
+        an.mha_forward(np.zeros((1, 2, 8), np.float32), np.zeros((1, 2, 8), np.float32),
+                       np.zeros((1, 2, 8), np.float32), params, num_heads=2)
 
 
 def _diff_with_masks(rng, params, torch_masks, L=4, S=6):

@@ -212,14 +212,15 @@ def test_the_float64_norm_of_the_copy_is_the_layers_own_norm_on_float32_inputs(f
     """The copy's q_norm/k_norm are replaced (transformers' cast to float32): the replacement
     must be the layer's formula, w (Qwen3) or 1 + w (Gemma 3), else both sides of the diff could
     agree on a wrong norm."""
-    from attention_np.interop.transformers_recent import QK_NORM, rms_norm_in_input_dtype
+    from attention_np.interop.transformers_recent import norm_in_input_dtype
     module, _ = cases.case(family)
     spec = itf.layer_spec(module)
     x = torch.randn((2, 4, 6, 12), generator=torch.Generator().manual_seed(0))   # float32
     for norm in (module.q_norm, module.k_norm):
         with torch.no_grad():
             theirs = norm(x)
-            ours = rms_norm_in_input_dtype(norm, QK_NORM[family], spec.qk_norm_eps)(x)
+            offset = {"qwen3": 0.0, "gemma3": 1.0}[family]
+            ours = norm_in_input_dtype(norm, "rms", offset, spec.qk_norm_eps)(x)
         assert ours.dtype == torch.float32
         assert (theirs - ours).abs().max().item() <= 1e-6 * theirs.abs().max().item()
 
@@ -233,12 +234,12 @@ def test_gpt_oss_reads_sinks_and_the_half_angle_rope():
 
 
 def test_unsupported_module_names_the_supported_layers():
-    with pytest.raises(TypeError, match="BertSelfAttention.*got MultiheadAttention"):
+    with pytest.raises(TypeError, match="MultiheadAttention is not an attention layer attention_np "
+                                        "can read: no q, k, v projections"):
         itf.compare_transformers_attention(torch.nn.MultiheadAttention(8, 2), np.zeros((1, 2, 8)))
     gpt2 = cases.tiny_model("gpt2")
-    with pytest.raises(ValueError, match=r"key_value_states.*BartAttention.*"
-                                         r"GPT2Attention\(is_cross_attention=True\) only, got "
-                                         r"GPT2Attention \(a self-attention\)"):
+    with pytest.raises(ValueError, match=r"key_value_states \(cross-attention\) needs a layer "
+                                         r"whose forward takes key_value_states.*GPT2Attention"):
         itf.compare_transformers_attention(gpt2.h[0].attn, np.zeros((1, 2, 32)),
                                            key_value_states=np.zeros((1, 3, 32)))
     with pytest.raises(ValueError, match=r"attention_mask must be \(B, S\) = \(1, 2\)"):
@@ -445,12 +446,14 @@ def test_sdpa_drops_gpt_oss_sinks_without_an_error_eager_applies_them():
     assert len(demo.lines) == 2
 
 
-def test_compare_notes_fully_masked_rows_left_padding():
+def test_compare_leaves_fully_masked_rows_of_left_padding_out_and_lists_them():
     module, inputs = cases.case("gpt2")
     inputs["attention_mask"] = np.array([[1] * 6, [0, 0, 1, 1, 1, 1]])   # left padding
     report = itf.compare_transformers_attention(module, **inputs)
-    assert not report.ok                             # rows 0, 1 of batch 1: mean(V) vs 0
-    assert any("2 query row(s) have every key masked" in n for n in report.notes)
+    assert report.ok, str(report)                    # rows 0, 1 of batch 1: mean(V) vs 0, left out
+    assert report.excluded_rows == [(1, 0), (1, 1)]
+    assert any("2 query row(s) (batch, position) have every key masked and are left out" in n
+               for n in report.notes)
 
 
 # ---------------------------------------------------------------- python -m attention_np diff
@@ -462,6 +465,7 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     monkeypatch.setattr(diff_transformers, "DECODERS", ("llama", "gpt_oss"))
     monkeypatch.setattr(diff_transformers, "ENCODER_DECODERS", ("t5",))
     monkeypatch.setattr(diff_transformers, "ROPE_TYPES", ("dynamic",))
+    monkeypatch.setattr(diff_transformers, "MODELS", ("cohere", "deberta-v2"))
     monkeypatch.setattr(known, "DEMOS", (known.min_filled_mask,))
     assert main(["diff", "--framework", "transformers"]) == 0
     out = capsys.readouterr().out
@@ -476,7 +480,11 @@ def test_diff_framework_transformers_prints_a_row_per_family_and_exits_zero(monk
     assert re.search(r"^t5 +T5Attention +padsrc .* 4 self \+ 4 cross .* ok$", out, re.M)
     assert re.search(r"^rope:dynamic +LlamaAttention +layer .* ok$", out, re.M)
     assert re.search(r"^rope:dynamic +LlamaAttention +decode .* 7 steps .* ok$", out, re.M)
-    assert "10/10 diffs (family, mode) agree, 0 mismatches, 1/1 traps demonstrated" in out
+    assert re.search(r"^cohere +CohereAttention +model .* d\w+ \(2 l\.\) .* ok$", out, re.M)
+    assert re.search(r"^deberta-v2 +DisentangledSelfAttention +model .* refused$", out, re.M)
+    assert "deberta-v2: DisentangledSelfAttention: disentangled relative attention" in out
+    assert ("11/12 diffs (family, mode) agree, 0 mismatches, 1 refused, 1/1 traps "
+            "demonstrated") in out
 
 
 def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(monkeypatch,

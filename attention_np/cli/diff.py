@@ -39,6 +39,10 @@ def add_arguments(parser) -> None:
                         help="dtype of the inputs (default: both)")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
                         help="seed of inputs and upstream gradients (>= 0)")
+    parser.add_argument("--model", metavar="NAME", default=None,
+                        help="diff every attention layer of a tiny random transformers model of "
+                             "family NAME (bert, llama, t5, whisper, ...), run once, layer by "
+                             "layer (float64); an unknown NAME lists the known ones")
 
 
 @dataclass
@@ -140,6 +144,9 @@ def format_table(rows, dtypes=DTYPES) -> str:
 
 
 def run(args) -> int:
+    if getattr(args, "model", None) is not None:
+        from attention_np.cli import diff_transformers
+        return diff_transformers.run_model(args)
     if args.framework == "transformers":
         from attention_np.cli import diff_transformers
         return diff_transformers.run(args)

@@ -7,7 +7,10 @@ layers of :mod:`attention_np.interop.transformers_cases` (float64, forward and e
 :func:`~attention_np.interop.transformers_decode.replay_generate` on GPT-2, Llama, Mistral,
 Qwen2, Qwen3, Gemma 2, Gemma 3 and gpt-oss (plain and left-padded prompts) and on T5 and BART
 (the decoder's self- and cross-attention; plain and padded sources), both again on a tiny Llama
-per RoPE scaling type (rows ``rope:<type>``), prints the largest differences per family, then demonstrates
+per RoPE scaling type (rows ``rope:<type>``), and a whole tiny model of each family of
+:data:`MODELS` (mode "model", :func:`~attention_np.interop.transformers_model.
+compare_transformers_model`; a refused one says why and is no mismatch), prints the largest
+differences per family, then demonstrates
 transformers' traps (:mod:`attention_np.interop.transformers_known`). Exit status 1 on a
 mismatch, on a trap that no longer reproduces as documented, or when torch or transformers is not
 installed (said on stderr, with the pip command).
@@ -31,6 +34,10 @@ ENCODER_DECODERS = ("t5", "bart")
 # RoPE scaling types (transformers_cases.ROPE_SCALINGS): a layer and a generate() of 4 + 7
 # tokens each, past the length 8 where "dynamic" and "longrope" change their frequencies
 ROPE_TYPES = ("linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
+# whole models of the families read by what they compute (transformers_families.NEW), mode "model"
+MODELS = ("roberta", "distilbert", "deberta-v2", "albert", "opt", "gpt_neox", "falcon", "phi",
+          "phi3", "stablelm", "gemma", "cohere", "mixtral", "olmo", "granite", "smollm3",
+          "whisper", "clip")
 
 
 def _fmt(e: float) -> str:
@@ -60,6 +67,19 @@ def _replay_row(family: str, mode: str, report) -> tuple:
                            for n in report.layers)
     return (family, report.module.split(" ")[0], mode, worst.err, float("nan"), steps,
             _float64_ratio(report.checks), report.ok)
+
+
+def _model_row(family: str, report) -> tuple:
+    """A table row of a whole-model diff: its worst layer; ``ok`` None when a layer was refused."""
+    if report.refused:
+        return (family, report.refused[0][1].split(":")[0], "model", float("nan"),
+                float("nan"), "refused", float("nan"), None)
+    checks = [c for r in report.layers for c in r.checks]
+    out = max(r.forward_error for r in report.layers)
+    worst = max((c for c in checks if c.name.startswith("d")), key=lambda c: c.err)
+    module = report.layers[0].module
+    return (family, module, "model", out, worst.err, f"{worst.name} ({len(report.layers)} l.)",
+            _float64_ratio(checks), report.ok)
 
 
 def _missing(module: str) -> str | None:
@@ -104,8 +124,11 @@ def run(args) -> int:
     from attention_np.interop.transformers_decode import replay_generate
 
     transformers.logging.set_verbosity_error()
+    from attention_np.interop import transformers_families as fam
+    from attention_np.interop.transformers_model import compare_transformers_model
+
     bar = ProgressBar(len(cases.FAMILIES) + len(DECODERS) + len(ENCODER_DECODERS)
-                      + len(ROPE_TYPES) + len(known.DEMOS))
+                      + len(ROPE_TYPES) + len(MODELS) + len(known.DEMOS))
     rows, done = [], 0
     for family in cases.FAMILIES:
         bar.update(done, label=f"{family} layer")
@@ -135,6 +158,15 @@ def run(args) -> int:
         rows.append(_replay_row(f"rope:{rope_type}", "decode",
                                 replay_generate(model, prompts, max_new_tokens=7)))
         done += 1
+    refused = []
+    for family in MODELS:
+        bar.update(done, label=f"{family} model")
+        model = fam.family_model(family, args.seed)
+        report = compare_transformers_model(model, seed=args.seed,
+                                            **fam.model_inputs(family, model, seed=args.seed))
+        rows.append(_model_row(family, report))
+        refused += [f"{family}: {why}" for _, why in report.refused[:1]]
+        done += 1
     demos = []
     for demo in known.DEMOS:
         bar.update(done, label=f"trap: {demo.__name__}")
@@ -154,21 +186,57 @@ def run(args) -> int:
           "err/tol: the worst ratio (< 1 passes); the verdict of a RoPE row also holds the "
           "model's inv_freq (a float32 buffer) to ours within 8 float32 ulps, relative, and "
           "its attention factor\n")
-    head = (f"{'family':<17} {'layer':<18} {'mode':<7} {'out err':>8} {'grad err':>9} "
-            f"{'worst':<17} {'err/tol':>8}  verdict")
+    head = (f"{'family':<17} {'layer':<25} {'mode':<7} {'out err':>8} {'grad err':>9} "
+            f"{'worst':<22} {'err/tol':>8}  verdict")
     lines = [head, "-" * len(head)]
     for family, layer, mode, out, grad, worst, ratio, ok in rows:
-        g = _fmt(grad) if mode == "layer" else "-"
-        lines.append(f"{family:<17} {layer:<18} {mode:<7} {_fmt(out):>8} {g:>9} {worst:<17} "
-                     f"{_fmt(ratio):>8}  {'ok' if ok else 'MISMATCH'}")
+        g = _fmt(grad) if mode in ("layer", "model") and ok is not None else "-"
+        verdict = "refused" if ok is None else "ok" if ok else "MISMATCH"
+        o, r = ("-", "-") if ok is None else (_fmt(out), _fmt(ratio))
+        lines.append(f"{family:<17} {layer:<25} {mode:<7} {o:>8} {g:>9} {worst:<22} "
+                     f"{r:>8}  {verdict}")
     print("\n".join(lines))
+    if refused:
+        print("\nRefused, with the feature attention_np cannot express:\n" + "\n".join(refused))
     print("\nKnown traps (docs/frameworks.md), demonstrated:")
     for demo in demos:
         print(f"\n{demo.title}")
         print("\n".join(demo.lines))
-    bad = [r for r in rows if not r[-1]]
+    bad = [r for r in rows if r[-1] is False]
+    n_refused = sum(r[-1] is None for r in rows)
     unexplained = [d for d in demos if not d.explained]
-    print(f"\n{len(rows) - len(bad)}/{len(rows)} diffs (family, mode) agree, {len(bad)} "
-          f"mismatches, {len(demos) - len(unexplained)}/{len(demos)} traps demonstrated as "
-          f"documented  ({time.perf_counter() - start:.1f} s)")
+    print(f"\n{len(rows) - len(bad) - n_refused}/{len(rows)} diffs (family, mode) agree, "
+          f"{len(bad)} mismatches, {n_refused} refused, {len(demos) - len(unexplained)}/"
+          f"{len(demos)} traps demonstrated as documented  ({time.perf_counter() - start:.1f} s)")
     return 1 if bad or unexplained else 0
+
+
+def run_model(args) -> int:
+    """``diff --model NAME``: :func:`~attention_np.interop.transformers_model.
+    compare_transformers_model` on a tiny random model of family NAME, its report printed.
+    Exit 0 when every layer agrees, 1 otherwise (a refused layer included), 2 for an unknown
+    NAME (the known ones listed)."""
+    from attention_np.interop.transformers_families import KNOWN
+    if args.model not in KNOWN:
+        print(f"error: --model {args.model!r} is not a known family; the known ones are: "
+              f"{', '.join(KNOWN)}", file=sys.stderr)
+        return 2
+    missing = {f: why for f in ("torch", "transformers") if (why := _missing(f)) is not None}
+    if missing:
+        for f, why in missing.items():
+            print(f"error: --model needs {f}, which is not installed "
+                  f"({install_hint('transformers')}; {why})", file=sys.stderr)
+        return 1
+    if (old := _too_old("transformers")) is not None:
+        print(f"error: {old}", file=sys.stderr)
+        return 1
+    import transformers
+
+    from attention_np.interop import transformers_families as fam
+    from attention_np.interop.transformers_model import compare_transformers_model
+    transformers.logging.set_verbosity_error()
+    model = fam.family_model(args.model, args.seed)
+    report = compare_transformers_model(model, seed=args.seed,
+                                        **fam.model_inputs(args.model, model, seed=args.seed))
+    print(report)
+    return 0 if report.ok else 1

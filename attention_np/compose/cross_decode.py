@@ -16,7 +16,7 @@ from attention_np._checks import as_float_array, check_min_ndim
 from attention_np.compose.decode import KVCache
 from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
-from attention_np.variants.qk_norm import rms_norm_forward
+from attention_np.variants.qk_layernorm import qk_norm_forward
 
 
 def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=None,
@@ -55,7 +55,7 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
     v = project_heads(memory, params, "v", layer.num_kv_heads)       # (..., h_kv, S, d_v)
     # 2') (beyond the paper) QK-norm of the keys, once
     if layer.qk_norm:
-        k = rms_norm_forward(k, params["k_norm"], layer.spec.qk_norm_eps)[0]
+        k = qk_norm_forward(layer.spec.qk_norm, k, params, "k_norm", layer.spec.qk_norm_eps)[0]
     kv_cache = KVCache(memory.shape[-2])
     kv_cache.append(k, v)
     if layer.qk_norm:

@@ -96,12 +96,16 @@ def check_layer(caller: str, query, key, value, params, spec: AttentionSpec, dep
     query, key, value, h_kv = check_mha_inputs(query, key, value, params, h,
                                                None if h_kv == h else h_kv)
     qk_norm = _switched_on(caller, "qk_norm", all(n in params for n in NORMS), deprecated)
-    if qk_norm:
+    if qk_norm:       # (d_k,) shared, or one per head: (h, d_k) for q, (h_kv, d_k) for k
         d_k = params["W_q"].shape[1] // h
-        for name in NORMS:
-            if np.shape(params[name]) != (d_k,):
-                raise ValueError(f"params[{name!r}] has shape {np.shape(params[name])}, expected "
-                                 f"({d_k},)")
+        for name, heads in (("q_norm", h), ("k_norm", h_kv)):
+            for entry in (name, f"{name}_bias"):
+                if entry in params and np.shape(params[entry]) not in ((d_k,), (heads, d_k)):
+                    raise ValueError(f"params[{entry!r}] has shape {np.shape(params[entry])}, "
+                                     f"expected ({d_k},) or ({heads}, {d_k})")
+        if spec.qk_norm == "rms" and any(f"{n}_bias" in params for n in NORMS):
+            raise ValueError("params has a QK-norm bias (q_norm_bias/k_norm_bias), which only "
+                             "a LayerNorm has: pass spec=AttentionSpec(..., qk_norm='layer')")
     elif any(n in params for n in NORMS):
         raise ValueError(f"params has {[n for n in NORMS if n in params]} but not both of {NORMS}: "
                          f"QK-norm needs both")

@@ -137,7 +137,8 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     missing = [w for w in WEIGHTS if w not in params]
     if missing:
         raise ValueError(f"params is missing {missing}; init_mha_params makes a complete dict")
-    unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES) - set(NORMS) - {"sinks"})
+    unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES) - set(NORMS) - {"sinks"}
+                     - {f"{n}_bias" for n in NORMS})               # a LayerNorm QK-norm's bias
     if unknown:
         raise ValueError(f"params has unknown keys {unknown}")
     check_int(num_heads, "num_heads")

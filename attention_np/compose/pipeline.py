@@ -17,7 +17,7 @@ from attention_np.kernels.plan import Plan
 from attention_np.kernels.registry import attend
 from attention_np.paper.heads import merge_heads, split_heads
 from attention_np.paper.linear import linear_backward, linear_forward
-from attention_np.variants.qk_norm import rms_norm_backward, rms_norm_forward
+from attention_np.variants.qk_layernorm import qk_norm_backward, qk_norm_forward
 from attention_np.variants.rope import rotate_heads, rotate_heads_backward
 
 
@@ -44,10 +44,10 @@ def transform_qk(q, k, params: dict, layer: Layer, q_positions, k_positions):
     Returns ``q, k, steps``: ``steps`` is what :func:`transform_qk_backward` needs.
     """
     steps = []
-    if layer.qk_norm:
-        eps = layer.spec.qk_norm_eps
-        q, q_norm = rms_norm_forward(q, params["q_norm"], eps)
-        k, k_norm = (None, None) if k is None else rms_norm_forward(k, params["k_norm"], eps)
+    if layer.qk_norm:           # the spec's kind: RMSNorm or (mean-centred) LayerNorm
+        kind, eps = layer.spec.qk_norm, layer.spec.qk_norm_eps
+        q, q_norm = qk_norm_forward(kind, q, params, "q_norm", eps)
+        k, k_norm = (None, None) if k is None else qk_norm_forward(kind, k, params, "k_norm", eps)
         steps.append(("qk_norm", (q_norm, k_norm)))
     if layer.spec.rope is not None:
         q, k, saved = rotate_heads(q, k, q_positions, k_positions, layer.spec.rope.options())
@@ -63,9 +63,15 @@ def transform_qk_backward(dq, dk, steps: tuple, grads: dict):
             # forward: q, k = RoPE(q), RoPE(k)  ->  rotate the gradients back
             dq, dk = rotate_heads_backward(dq, dk, saved)
         else:
-            # forward: q, k = RMSNorm(q), RMSNorm(k)
-            dq, grads["q_norm"] = rms_norm_backward(dq, saved[0])
-            dk, grads["k_norm"] = rms_norm_backward(dk, saved[1])
+            # forward: q, k = Norm(q), Norm(k)  (RMSNorm or LayerNorm; weights, optional bias)
+            for name, i in (("q_norm", 0), ("k_norm", 1)):
+                if saved[i] is None:                  # cross-attention decoding: q alone
+                    continue
+                d, g = qk_norm_backward(dq if i == 0 else dk, saved[i])
+                dq, dk = (d, dk) if i == 0 else (dq, d)
+                grads[name] = g["w"]
+                if "b" in g:
+                    grads[f"{name}_bias"] = g["b"]
     return dq, dk
 
 

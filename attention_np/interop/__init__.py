@@ -9,8 +9,12 @@ One submodule per framework, each importing its framework only when a function n
 - :mod:`attention_np.interop.compare`: :func:`compare_mha` / :func:`compare_flax_mha`, diff your
   own torch or Flax module
 - :mod:`attention_np.interop.transformers`: :func:`compare_transformers_attention`, diff one
-  attention layer of a Hugging Face model (BERT, ViT, GPT-2, BART, Llama, Mistral, Qwen2, T5,
-  Qwen3, Gemma 2, Gemma 3, gpt-oss)
+  attention layer of a Hugging Face model, read by what it computes (29 families agree, see
+  ``docs/frameworks.md``)
+- :mod:`attention_np.interop.transformers_model`: :func:`compare_transformers_model`, every
+  attention layer of a model run once, layer by layer
+- :mod:`attention_np.interop.transformers_interface`: :func:`compare_attention_kernels`, the
+  attention kernel of every layer through transformers' attention interface
 - :mod:`attention_np.interop.tolerance`: when two implementations agree
 
 ``python -m attention_np diff`` runs the whole matrix of cases; see ``docs/frameworks.md``.
@@ -18,5 +22,8 @@ One submodule per framework, each importing its framework only when a function n
 
 from attention_np.interop.compare import MHAReport, compare_flax_mha, compare_mha
 from attention_np.interop.transformers import compare_transformers_attention
+from attention_np.interop.transformers_interface import compare_attention_kernels
+from attention_np.interop.transformers_model import compare_transformers_model
 
-__all__ = ["compare_mha", "compare_flax_mha", "compare_transformers_attention", "MHAReport"]
+__all__ = ["compare_mha", "compare_flax_mha", "compare_transformers_attention",
+           "compare_transformers_model", "compare_attention_kernels", "MHAReport"]

@@ -18,12 +18,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attention_np._optional import import_optional
+from attention_np.compose.extra_kv import mha_extra_kv_backward, mha_extra_kv_forward
 from attention_np.compose.multihead import mha_backward, mha_forward
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch
 from attention_np.interop.tolerance import FACTOR32, FLOOR_ULPS, RTOL64, judge
 from attention_np.paper.masks import causal_mask
+from attention_np.variants.spec import AttentionSpec
+
+# Flax's normalize_qk: nn.LayerNorm(use_bias=False) at its default epsilon
+FLAX_QK_NORM_EPS = 1e-6
 
 
 @dataclass
@@ -41,6 +46,7 @@ class MHAReport:
     dtype: str
     checks: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    excluded_rows: list = field(default_factory=list)   # (batch, position): left out, every key masked
 
     @property
     def ok(self) -> bool:
@@ -92,7 +98,8 @@ def _restore(module, saved, training):
 
 def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, attn_mask=None,
                 is_causal: bool = False, need_weights: bool = True,
-                average_attn_weights: bool = True, seed: int = 0) -> MHAReport:
+                average_attn_weights: bool = True, static_k=None, static_v=None,
+                seed: int = 0) -> MHAReport:
     """Run ``module`` and :func:`mha_forward` on the same inputs, forward and backward, and diff.
 
     Parameters
@@ -108,6 +115,11 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         Passed to the module as they are; converted with
         :func:`~attention_np.interop.torch.masks_from_torch_mha` for attention_np
         (``is_causal`` is torch's hint that ``attn_mask`` is causal, so ours uses ``attn_mask``).
+    static_k, static_v : (N*num_heads, S, head_dim), optional
+        torch's given key (value) heads instead of the projection of ``key`` (``value``);
+        their gradients are diffed as "dstatic_k", "dstatic_v". A module built with
+        ``add_bias_kv`` (learned ``bias_k``, ``bias_v``: "dbias_k", "dbias_v") or
+        ``add_zero_attn`` is diffed with :mod:`attention_np.compose.extra_kv`.
     seed : int
         Seed of the random upstream gradient.
 
@@ -120,6 +132,12 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     if not isinstance(module, torch.nn.MultiheadAttention):
         raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}")
     dtype = next(module.parameters()).dtype
+    if dtype.is_complex or any(np.iscomplexobj(itorch.to_numpy(a))
+                               for a in (query, key, value, static_k, static_v) if a is not None):
+        raise TypeError("complex inputs or weights are not supported: attention_np is real-valued "
+                        "(a softmax over complex scores is not defined); got module dtype "
+                        f"{dtype} and input dtypes "
+                        f"{[str(itorch.to_numpy(a).dtype) for a in (query, key, value) if a is not None]}")
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"module dtype must be float32 or float64, got {dtype}")
     np_dtype = np.float64 if dtype == torch.float64 else np.float32
@@ -137,12 +155,14 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")
     shape = arrays[0].shape[:-1] + (module.embed_dim,)                  # out, in the module's layout
     dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
+    statics = {n: torch.tensor(itorch.to_numpy(a).astype(np_dtype), requires_grad=True)
+               for n, a in (("static_k", static_k), ("static_v", static_v)) if a is not None}
     try:
         module.train(False)
         out, weights, dinputs, grads = itorch.mha_forward_backward(
             module, *arrays, dout, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
             need_weights=need_weights, average_attn_weights=average_attn_weights,
-            is_causal=is_causal)
+            is_causal=is_causal, **statics)
         params, num_heads = itorch.params_from_torch_mha(module)
     finally:
         _restore(module, saved, training)
@@ -151,6 +171,10 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         got["weights"] = weights
     got.update({n: ours_layout(d) for n, d in zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)})
     got.update({f"d{n}": g for n, g in grads.items()})
+    N = arrays[0].shape[0 if module.batch_first or arrays[0].ndim == 2 else 1]
+    head = (N, num_heads, -1, module.head_dim)                      # torch (N*h, S, d) -> ours
+    got.update({f"d{n}": itorch.to_numpy(t.grad).reshape(head) for n, t in statics.items()})
+    extra = module.bias_k is not None or module.add_zero_attn or bool(statics)
 
     mask, bias = itorch.masks_from_torch_mha(key_padding_mask, attn_mask, num_heads=num_heads)
 
@@ -158,11 +182,18 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         x = [ours_layout(a).astype(dt) for a in arrays]
         p = {n: a.astype(dt) for n, a in params.items()}
         b = None if bias is None else bias.astype(dt)
-        o, cache = mha_forward(*x, p, num_heads=num_heads, mask=mask, bias=b)
-        dq, dk, dv, g = mha_backward(ours_layout(dout).astype(dt), cache)
+        if extra:           # add_bias_kv, add_zero_attn, static_k/v: appended key positions
+            st = {n: itorch.to_numpy(t).reshape(head).astype(dt) for n, t in statics.items()}
+            o, cache = mha_extra_kv_forward(*x, p, mask, num_heads=num_heads, bias=b,
+                                            zero_attn=module.add_zero_attn, **st)
+            dq, dk, dv, g = mha_extra_kv_backward(ours_layout(dout).astype(dt), cache)
+        else:
+            o, cache = mha_forward(*x, p, num_heads=num_heads, mask=mask, bias=b)
+            dq, dk, dv, g = mha_backward(ours_layout(dout).astype(dt), cache)
         result = {"out": o}
         if weights is not None:   # torch averages over heads unless average_attn_weights=False
-            w = cache.weights.mean(axis=-3) if average_attn_weights else cache.weights
+            w = cache.attention.weights
+            w = w.mean(axis=-3) if average_attn_weights else w
             result["weights"] = w
         result.update(dquery=dq, dkey=dk, dvalue=dv, **{f"d{n}": a for n, a in g.items()})
         return result
@@ -192,8 +223,9 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
     Parameters
     ----------
     module : flax.linen.MultiHeadDotProductAttention
-        Without ``normalize_qk`` (attention_np has no layer norm on q and k); dropout is off
-        (``deterministic=True``).
+        With or without ``normalize_qk`` (a LayerNorm without bias, eps 1e-6, on every query and
+        key head: ``AttentionSpec(qk_norm="layer", qk_norm_eps=1e-6)``, "dq_norm", "dk_norm" its scales'
+        gradients); dropout is off (``deterministic=True``).
     variables : its variables, ``{"params": ...}``, float32 or float64
         float64 runs with JAX's x64 switched on for the call only.
     inputs_q, inputs_k, inputs_v : (..., L, E), (..., S, kdim), (..., S, vdim)
@@ -210,9 +242,6 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
     if not isinstance(module, nn.MultiHeadDotProductAttention):
         raise TypeError(f"module must be a flax.linen.MultiHeadDotProductAttention, "
                         f"got {type(module).__name__}")
-    if module.normalize_qk:
-        raise ValueError("module has normalize_qk=True (a layer norm on q and k), which "
-                         "attention_np does not have")
     params, num_heads = iflax.params_from_flax(jax.tree_util.tree_map(np.asarray, variables))
     np_dtype = params["W_q"].dtype
     if np_dtype not in (np.float32, np.float64):
@@ -232,7 +261,10 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
 
     def ours(dt):
         p = {n: a.astype(dt) for n, a in params.items()}
-        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, num_heads=num_heads, mask=mask)
+        norm = dict(spec=AttentionSpec(num_heads=num_heads, qk_norm="layer",
+                                        qk_norm_eps=FLAX_QK_NORM_EPS)) if module.normalize_qk \
+            else dict(num_heads=num_heads)
+        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, mask=mask, **norm)
         dq, dk, dv, g = mha_backward(dout.astype(dt), cache)
         return {"out": o, "dquery": dq, "dkey": dk, "dvalue": dv,
                 **{f"d{n}": a for n, a in g.items()}}

@@ -55,6 +55,9 @@ def params_to_flax(params: dict, num_heads: int) -> dict:
     flax_params["out"] = {"kernel": W_o.reshape(h, d, W_o.shape[1])}           # (h, d, E)
     if biases:
         flax_params["out"]["bias"] = np.asarray(params["b_o"])
+    for ln, norm in (("query_ln", "q_norm"), ("key_ln", "k_norm")):   # normalize_qk=True
+        if norm in params:
+            flax_params[ln] = {"scale": np.asarray(params[norm])}
     return {"params": flax_params}
 
 
@@ -71,6 +74,11 @@ def params_from_flax(variables: dict) -> tuple[dict, int]:
     params["W_o"] = out.reshape(-1, out.shape[-1])                          # (h*d, E)
     if "bias" in p["out"]:
         params["b_o"] = np.asarray(p["out"]["bias"])
+    for ln, norm in (("query_ln", "q_norm"), ("key_ln", "k_norm")):   # normalize_qk=True:
+        if ln in p:                                        # LayerNorm over d, no bias
+            params[norm] = np.asarray(p[ln]["scale"])
+            if "bias" in p[ln]:
+                params[f"{norm}_bias"] = np.asarray(p[ln]["bias"])
     return params, int(np.asarray(p["query"]["kernel"]).shape[1])
 
 
@@ -88,7 +96,7 @@ def flax_mha(params: dict, num_heads: int):
     module = nn.MultiHeadDotProductAttention(
         num_heads=num_heads, qkv_features=np.asarray(params["W_q"]).shape[1],
         out_features=np.asarray(params["W_o"]).shape[1], use_bias="b_q" in params,
-        dtype=dtype, param_dtype=dtype)
+        normalize_qk="q_norm" in params, dtype=dtype, param_dtype=dtype)
     return module, variables
 
 

@@ -47,9 +47,6 @@ def to_numpy(x) -> np.ndarray | None:
 def _torch_mha_tensors(module, attr: str = "data") -> dict:
     """Our parameter names -> the module's tensors (or their ``.grad``), in torch's layout."""
     E = module.embed_dim
-    if module.bias_k is not None or module.add_zero_attn:
-        raise ValueError("module uses add_bias_kv or add_zero_attn (an extra learned or zero "
-                         "key/value position), which attention_np does not have")
 
     def get(t):
         return None if t is None else getattr(t, attr)
@@ -65,6 +62,8 @@ def _torch_mha_tensors(module, attr: str = "data") -> dict:
         packed = get(module.in_proj_bias)                          # (3E,)
         weights.update(b_q=packed[:E], b_k=packed[E:2 * E], b_v=packed[2 * E:],
                        b_o=get(module.out_proj.bias))
+    if module.bias_k is not None:                                  # add_bias_kv: (1, 1, E) each
+        weights.update(bias_k=get(module.bias_k), bias_v=get(module.bias_v))
     return weights
 
 
@@ -75,7 +74,8 @@ def params_from_torch_mha(module, *, grads: bool = False) -> tuple[dict, int]:
     ----------
     module : torch.nn.MultiheadAttention
         Packed ``in_proj_weight`` or separate ``q/k/v_proj_weight`` (kdim/vdim != embed_dim),
-        with or without bias. ``add_bias_kv`` / ``add_zero_attn`` are refused.
+        with or without bias; ``add_bias_kv`` gives ``bias_k``, ``bias_v`` ``(E,)`` (for
+        :func:`~attention_np.compose.extra_kv.mha_extra_kv_forward`).
     grads : bool
         Read the parameters' ``.grad`` instead of their values (same names, same layout), to
         compare torch's gradients with :func:`mha_backward`'s.
@@ -94,7 +94,8 @@ def params_from_torch_mha(module, *, grads: bool = False) -> tuple[dict, int]:
     params = {}
     for name, t in tensors.items():
         a = to_numpy(t)
-        params[name] = a.T.copy() if name.startswith("W") else a.copy()   # (out, in) -> (in, out)
+        params[name] = a.T.copy() if name.startswith("W") else a.reshape(-1).copy() \
+            if name.startswith("bias_") else a.copy()                  # (out, in) -> (in, out)
     return params, module.num_heads
 
 
@@ -140,6 +141,7 @@ def params_to_torch_mha(params: dict, num_heads: int, *, batch_first: bool = Tru
         for name, t in targets.items():
             value = np.asarray(params[name])
             value = value.T if name.startswith("W") else value             # (in, out) -> (out, in)
+            value = value.reshape(tuple(t.shape)) if name.startswith("bias_") else value
             if tuple(t.shape) != value.shape:
                 raise ValueError(f"params['{name}'] gives torch shape {value.shape}, module "
                                  f"expects {tuple(t.shape)}")
@@ -165,10 +167,33 @@ def mha_forward_backward(module, query, key, value, dout, **kwargs):
     torch = _torch()
     module.zero_grad(set_to_none=True)
     leaves = [torch.tensor(np.asarray(a), requires_grad=True) for a in (query, key, value)]
-    out, weights = module(*leaves, **kwargs)
+    if kwargs.get("static_k") is not None or kwargs.get("static_v") is not None:
+        out, weights = _functional_mha(module, *leaves, **kwargs)
+    else:
+        out, weights = module(*leaves, **kwargs)
     out.backward(torch.from_numpy(np.ascontiguousarray(dout)))
     grads, _ = params_from_torch_mha(module, grads=True)
-    return to_numpy(out), to_numpy(weights), tuple(to_numpy(t.grad) for t in leaves), grads
+    dinputs = tuple(np.zeros(t.shape, dtype=to_numpy(t).dtype) if t.grad is None   # static_k/v
+                    else to_numpy(t.grad) for t in leaves)
+    return to_numpy(out), to_numpy(weights), dinputs, grads
+
+
+def _functional_mha(module, query, key, value, **kwargs):
+    """``module``'s forward through ``F.multi_head_attention_forward``, the one entry point
+    that takes ``static_k``/``static_v`` (``nn.MultiheadAttention.forward`` does not)."""
+    torch = _torch()
+    if module.batch_first and query.dim() == 3:                 # F takes (L, N, E)
+        query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+    separate = not module._qkv_same_embed_dim
+    out, weights = torch.nn.functional.multi_head_attention_forward(
+        query, key, value, module.embed_dim, module.num_heads, module.in_proj_weight,
+        module.in_proj_bias, module.bias_k, module.bias_v, module.add_zero_attn, 0.0,
+        module.out_proj.weight, module.out_proj.bias, training=False,
+        use_separate_proj_weight=separate, q_proj_weight=module.q_proj_weight,
+        k_proj_weight=module.k_proj_weight, v_proj_weight=module.v_proj_weight, **kwargs)
+    if module.batch_first and query.dim() == 3:
+        out = out.transpose(0, 1)
+    return out, weights
 
 
 # ---------------------------------------------------------------- masks

@@ -19,7 +19,6 @@ import copy
 import numpy as np
 
 from attention_np._optional import import_optional
-from attention_np.compose.multihead import mha_backward, mha_forward
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
@@ -27,22 +26,24 @@ from attention_np.interop.transformers_layers import (  # noqa: F401  (re-export
     ROPE,
     SUPPORTED,
     LayerSpec,
-    attention_spec,
-    gpt2_cross,
+    UnsupportedLayer,
+    forward_parameters,
     layer_spec,
+    no_causal,
     params_from_transformers,
 )
 from attention_np.interop.transformers_recent import EAGER_FLOAT64, prepare_recent_layer
+from attention_np.interop.transformers_replay import (
+    dead_rows,
+    float64_rope_function,
+    leave_out_rows,
+    replay,
+)
 from attention_np.interop.transformers_rope import (  # noqa: F401  (rope_cos_sin re-exported)
     check_rope_frequencies,
     model_frequencies,
     rope_cos_sin,
-)
-from attention_np.variants.position_bias import (
-    relative_position_bias,
-    relative_position_bias_backward,
-    relative_positions,
-    t5_relative_buckets,
+    spec_cos_sin,
 )
 from attention_np.variants.window import sliding_window_mask
 
@@ -64,7 +65,7 @@ def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
         mask = np.asarray(attention_mask).astype(bool)[:, None, None, :]      # (B, 1, 1, S)
     if spec.is_causal:        # the L queries are the last L of the S positions; W counts i itself
         left = None if spec.window is None else spec.window - 1
-        keep = sliding_window_mask(L, S, left=left, right=0, align="bottom_right")        # (L, S)
+        keep = sliding_window_mask(L, S, left=left, right=0, align="bottom_right")   # (L, S)
         mask = keep if mask is None else mask & keep
     if mask is None:
         return None
@@ -79,41 +80,64 @@ def _torch_mask(mask, torch):
     return torch.from_numpy(np.ascontiguousarray(fill))
 
 
+def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, torch) -> dict:
+    """The keyword arguments of the layer's own ``forward``, by its parameter names."""
+    names = forward_parameters(module)
+    kwargs = {("attention_mask" if "attention_mask" in names else "mask"): _torch_mask(mask, torch)}
+    if spec.cross:                                  # GPT-2: the encoder output and its mask
+        kwargs = {"encoder_attention_mask": kwargs.pop("attention_mask"), "encoder_hidden_states": kv}
+    elif kv is not None:
+        kwargs["key_value_states"] = kv
+    if "alibi" in names:                            # Falcon: positional, None without ALiBi
+        kwargs["alibi"] = None
+    if spec.has_rope:
+        cos, sin = spec_cos_sin(spec, positions)
+        kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
+    elif "position_embeddings" in names:            # SmolLM3's NoPE layers take and ignore them
+        ones = torch.ones(positions.shape + (spec.head_dim,), dtype=torch.float64)
+        kwargs["position_embeddings"] = (ones, 0 * ones)
+    if position_bias is not None:
+        kwargs["position_bias"] = torch.from_numpy(position_bias)
+    return kwargs
+
+
 def compare_transformers_attention(module, hidden_states, *, key_value_states=None,
-                                   attention_mask=None, position_ids=None,
+                                   attention_mask=None, position_ids=None, position_bias=None,
                                    attn_implementation: str | None = "sdpa",
                                    seed: int = 0) -> MHAReport:
     """Run a transformers attention layer and attention_np in float64, forward and backward, and diff.
 
     Parameters
     ----------
-    module : a layer of :data:`SUPPORTED`
-        BERT, ViT, GPT-2, BART (self- and cross-attention), Llama, Mistral, Qwen2 or T5 (with
-        its relative-position bias table, whose gradient is diffed as "dbias_table"); GPT-2's
-        cross-attention (``is_cross_attention=True``: ``q_attn`` for q, ``c_attn`` packs k, v);
-        Qwen3 and Gemma 3 (QK-norm: "dq_norm", "dk_norm"), Gemma 2 (soft-cap), gpt-oss (sinks:
-        "dsinks"). A copy is cast to float64 and run in eval mode (Qwen3's and Gemma 3's
-        QK-norms in float64, see :mod:`~attention_np.interop.transformers_recent`); the module
-        itself is left untouched.
+    module : an attention layer
+        Any layer :func:`~attention_np.interop.transformers_layers.layer_spec` reads, by what it
+        computes (BERT, RoBERTa, DistilBERT, ALBERT, ViT, CLIP, GPT-2, BART, OPT, Whisper, T5,
+        Llama, Mistral, Mixtral, Qwen2, Qwen3, Gemma 1-3, Cohere, OLMo, Granite, SmolLM3,
+        GPT-NeoX, Falcon, Phi, Phi-3, StableLM, gpt-oss, subclasses included); one that
+        computes what attention_np cannot express raises
+        :class:`~attention_np.interop.transformers_layers.UnsupportedLayer` naming it. A copy is
+        cast to float64 and run in eval mode (QK-norms and rotary functions that compute in
+        float32 are run in float64, see :mod:`~attention_np.interop.transformers_recent`); the
+        module itself is left untouched. Parameter gradients are diffed as "dW_q", ...,
+        "dq_norm", "dbias_table" (T5), "dsinks" (gpt-oss).
     hidden_states : (B, L, d_model) array or tensor
     key_value_states : (B, S, d_model), optional
-        BART, T5 or GPT-2 cross-attention: the encoder output the keys and values come from
-        (GPT-2's ``encoder_hidden_states``; its padding goes in as ``encoder_attention_mask``).
+        Cross-attention (BART, T5, Whisper, GPT-2's ``is_cross_attention`` layer): the encoder
+        output the keys and values come from.
     attention_mask : (B, S) 0/1, optional
         transformers' 2-D padding mask (1 = a real token). The layer gets the model's 4-D float
         mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
-        layer folded in; attention_np gets the same as a bool mask.
+        layer folded in; attention_np gets the same as a bool mask. Query rows left with no
+        key (left padding in a causal layer) are left out of the verdict and listed in
+        ``report.excluded_rows``.
     position_ids : (B, L) or (1, L) int, optional
-        RoPE positions, default ``arange(L)`` (``(1, L)``: the same for every sequence). cos
-        and sin are computed in float64 here, with the frequencies of the config's
-        ``rope_type``, and passed to the layer as ``position_embeddings`` (transformers
-        computes them in float32).
+        RoPE positions, default ``arange(L)``; cos and sin are computed in float64 here, over the
+        layer's rotated width and in its pair layout, and passed as ``position_embeddings``.
+    position_bias : (B | 1, h, L, S) float, optional
+        T5 blocks after the first: the bias block 0 computed (mask folded in). Without it such
+        a layer runs without any position bias, and the report says so.
     attn_implementation : {"sdpa", "eager", "attention_np_eager_float64", None}
-        The copy's ``config._attn_implementation``; ``None`` keeps the module's. "eager" runs
-        the softmax in float32 for ViT, Llama, Mistral, Qwen2, Qwen3 and Gemma (see
-        docs/frameworks.md). Gemma 2 with a soft-cap needs "attention_np_eager_float64"
-        (transformers' eager with a float64 softmax) or "eager"; gpt-oss needs "eager" (float64
-        there): transformers' sdpa refuses the soft-cap and drops the sinks.
+        The copy's ``config._attn_implementation``; ``None`` keeps the module's.
     seed : int
         Seed of the random upstream gradient.
 
@@ -121,10 +145,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     -------
     MHAReport
         ``checks`` for "out", "dhidden_states" (and "dkey_value"), and "dW_q", ... in
-        attention_np's layout; for RoPE layers also "inv_freq rel" (our frequencies against
-        the family's rotary embedding's after a forward on ``position_ids``, relative, within
-        :data:`~attention_np.interop.transformers_rope.RTOL_INV_FREQ`) and "attn_factor" (its
-        ``attention_scaling``).
+        attention_np's layout; for RoPE layers also "inv_freq rel" and "attn_factor" (the
+        family's rotary embedding against ours, when it can be built from the config).
     """
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
@@ -132,15 +154,16 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if attn_implementation not in IMPLEMENTATIONS:
         raise ValueError(f"attn_implementation must be one of {IMPLEMENTATIONS} (float64 forward "
                          f"and backward on CPU), got {attn_implementation!r}")
-    is_gpt2_cross = gpt2_cross(module)
-    if key_value_states is not None and not (spec.family in ("bart", "t5") or is_gpt2_cross):
-        raise ValueError(f"key_value_states (cross-attention) is supported for BartAttention, "
-                         f"T5Attention and GPT2Attention(is_cross_attention=True) only, got "
-                         f"{type(module).__name__}"
-                         f"{' (a self-attention)' if spec.family == 'gpt2' else ''}")
-    if is_gpt2_cross and key_value_states is None:
-        raise ValueError("GPT2Attention(is_cross_attention=True) needs key_value_states, the "
-                         "encoder output (B, S, d_model) its keys and values come from")
+    names = forward_parameters(module)
+    takes_kv = spec.cross or "key_value_states" in names
+    if key_value_states is not None and not takes_kv:
+        raise ValueError(f"key_value_states (cross-attention) needs a layer whose forward takes "
+                         f"key_value_states (BART, T5, Whisper) or GPT2Attention(is_cross_attention"
+                         f"=True); {type(module).__name__} takes {names}")
+    if spec.cross and key_value_states is None:
+        raise ValueError(f"{type(module).__name__}(is_cross_attention=True) needs "
+                         "key_value_states, the encoder output (B, S, d_model) its keys and "
+                         "values come from")
     x = to_numpy(hidden_states).astype(np.float64)
     if x.ndim != 3:
         raise ValueError(f"hidden_states must be (B, L, d_model), got shape {x.shape}")
@@ -165,7 +188,16 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if positions.shape != (B, L) or not np.issubdtype(positions.dtype, np.integer):
         raise ValueError(f"position_ids must be (B, L) = {(B, L)} integers (or (1, L), shared "
                          f"by the batch), got {positions.dtype} {positions.shape}")
-    mask = build_mask(spec if kv is None else _no_causal(spec), B, L, S, pad)
+    bias = None
+    if position_bias is not None:
+        if "position_bias" not in names or spec.buckets is not None:
+            raise ValueError(f"position_bias is for a T5 layer without its own bias table; "
+                             f"{type(module).__name__} {'has one' if spec.buckets else 'takes none'}")
+        bias = np.asarray(to_numpy(position_bias), dtype=np.float64)
+        if bias.ndim != 4 or bias.shape[1:] != (spec.num_heads, L, S) or bias.shape[0] not in (1, B):
+            raise ValueError(f"position_bias must be (B or 1, h, L, S) = ({B}, {spec.num_heads}, "
+                             f"{L}, {S}), got {bias.shape}")
+    mask = build_mask(spec if kv is None else no_causal(spec), B, L, S, pad)
 
     layer = copy.deepcopy(module).double().eval()
     if attn_implementation is not None:
@@ -183,18 +215,13 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         p.grad = None
     xt = torch.tensor(x, requires_grad=True)
     kvt = None if kv is None else torch.tensor(kv, requires_grad=True)
-    mask_name = {"t5": "mask", "gpt2": "encoder_attention_mask" if is_gpt2_cross else None}.get(
-        spec.family) or "attention_mask"
-    kwargs = {mask_name: _torch_mask(mask, torch)}
-    if kvt is not None:                   # GPT-2 names the encoder output differently
-        kwargs["encoder_hidden_states" if is_gpt2_cross else "key_value_states"] = kvt
-    if spec.family in ROPE:
-        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta, spec.rope_scaling)
-        if spec.family == "gpt_oss":          # gpt-oss takes the d/2 angles, not repeated
-            cos, sin = cos[..., :spec.head_dim // 2], sin[..., :spec.head_dim // 2]
-        kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
-    out_t = layer(xt, **kwargs)[0]
+    kwargs = _call_kwargs(module, spec, mask, kvt, positions, bias, torch)
+    with float64_rope_function(layer):
+        out_t = layer(xt, **kwargs)[0]
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
+    rows = dead_rows(mask)
+    if rows is not None:                # rows that attend nothing: no upstream gradient there
+        dout = np.where(rows[..., None], 0.0, dout)
     out_t.backward(torch.from_numpy(dout))
     got = {"out": to_numpy(out_t), "dhidden_states": to_numpy(xt.grad)}
     if kvt is not None:
@@ -202,52 +229,36 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     params, _ = params_from_transformers(layer)
     grads, _ = params_from_transformers(layer, grads=True)
     got.update({f"d{n}": g for n, g in grads.items()})
-
-    p = dict(params)
-    if not spec.has_w_o:        # BERT stops at the concatenated heads: W^O = I
-        p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
-    table = p.pop("bias_table", None)
-    bias = bucket = None
-    if table is not None:      # T5: bias[n, i, j] = table[bucket(j - i), n]
-        num_buckets, max_distance, bidirectional = spec.buckets
-        bucket = t5_relative_buckets(relative_positions(L, S, align="bottom_right"),
-                                     bidirectional=bidirectional, num_buckets=num_buckets,
-                                     max_distance=max_distance)                 # (L, S)
-        bias = relative_position_bias(table, bucket)                         # (h, L, S)
-    src = x if kv is None else kv
-    # QK-norm weights and gpt-oss's sinks are in p: params decide them
-    out, cache = mha_forward(x, src, src, p, mask, spec=attention_spec(spec), bias=bias,
-                             positions=positions if spec.family in ROPE else None)
-    dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
-    if table is not None:
-        g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])
-    ours = {"out": out, "dhidden_states": dq if kv is not None else dq + dk + dv}
-    if kv is not None:
-        ours["dkey_value"] = dk + dv
-    ours.update({f"d{n}": g[n] for n in params})
+    if bias is not None:                # the mask is folded into T5's bias: keep it out of ours
+        bias = np.where(bias > np.finfo(np.float64).min / 2, bias, 0.0)
+    ours = replay(spec, params, x, kv, mask, dout, positions=positions, bias=bias)
+    excluded = leave_out_rows(got, ours, rows)
     report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
     report.checks = judge(got, ours)
-    if spec.family in ROPE:        # the model's own frequencies, after a forward on positions
-        inv_freq, attention_scaling = model_frequencies(module, positions, torch)
-        report.checks += check_rope_frequencies(spec, inv_freq, attention_scaling,
-                                                int(positions.max()) + 1)
-    if mask is not None:
-        n_rows = int((~mask.any(axis=-1)).sum())
-        if n_rows:
-            report.notes.append(f"{n_rows} query row(s) have every key masked: transformers' "
-                                "finfo.min mask gives them mean(V), attention_np 0; a known "
-                                "difference, see docs/frameworks.md")
-    if position_ids is not None and spec.family not in ROPE:
+    report.excluded_rows = excluded
+    if spec.has_rope:        # the model's own frequencies, after a forward on positions
+        freqs = model_frequencies(module, positions, torch)
+        if freqs is None:
+            report.notes.append("RoPE frequencies not checked: no rotary embedding class of "
+                                f"{type(module).__name__}'s family found")
+        else:
+            report.checks += check_rope_frequencies(spec, *freqs, int(positions.max()) + 1)
+    if excluded:
+        report.notes.append(f"{len(excluded)} query row(s) (batch, position) have every key "
+                            f"masked and are left out of the verdict: {excluded} (transformers' "
+                            "finfo.min mask gives them mean(V), attention_np 0; see "
+                            "docs/frameworks.md)")
+    if "position_bias" in names and spec.buckets is None and bias is None and kv is None:
+        report.notes.append(f"{type(module).__name__} has no bias table of its own: inside the "
+                            "model it gets the position bias block 0 computed, which this diff "
+                            "did not get (pass position_bias=, or diff the whole model with "
+                            "compare_transformers_model)")
+    if position_ids is not None and not spec.has_rope:
         report.notes.append(f"position_ids not used: {type(module).__name__} has no rotary "
                             "embedding (its positions, if any, enter before the layer or, T5, "
                             "as the relative bias)")
-    if impl == "eager" and spec.family in ("vit", *ROPE) and spec.family != "gpt_oss":
+    if impl == "eager" and (spec.family == "vit" or spec.has_rope) and not spec.sinks:
         instead = "'sdpa'" if spec.softcap is None else f"{EAGER_FLOAT64!r} (sdpa refuses the soft-cap)"
         report.notes.append("eager attention of this family runs its softmax in float32 even "
                             f"in float64: use attn_implementation={instead} for a float64 diff")
     return report
-
-
-def _no_causal(spec: LayerSpec) -> LayerSpec:
-    """Cross-attention: every query sees every (unpadded) key."""
-    return LayerSpec(**{**spec.__dict__, "is_causal": False, "window": None})

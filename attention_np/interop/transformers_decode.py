@@ -29,9 +29,8 @@ from attention_np.compose.decode import KVCache, mha_decode_step
 from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers_layers import (
-    ROPE,
-    attention_spec,
     layer_spec,
+    mha_options,
     params_from_transformers,
 )
 from attention_np.interop.transformers_recent import (
@@ -207,20 +206,19 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     for step, (x, theirs) in enumerate(seen):
         T = x.shape[1]
         S = kv.length + T
-        options = {}
+        options = mha_options(spec, positions[step] if spec.has_rope else None, window=True)
         if padded:        # key padding of the S cached positions, (B, 1, 1, S)
             options["mask"] = full[:, None, None, :S].astype(bool)
-        if spec.family in ROPE:            # the positions generate() used (shifted by padding)
-            options["positions"] = positions[step]                          # (B, T)
-        # gpt-oss's sinks and Qwen3's QK-norm weights are in params: params decide them
-        ours = mha_decode_step(x, params, kv, spec=attention_spec(spec), **options)
+        # heads, scale, RoPE at the positions generate() used (shifted by padding), QK-norm,
+        # soft-cap, sinks: from the spec, as every diff takes them
+        ours = mha_decode_step(x, params, kv, **options)
         real = full[:, kv.length - x.shape[1]:kv.length].astype(bool)     # (B, T) query rows
         report.checks.append(check_float64(f"step {step} (T={x.shape[1]})", theirs[real],
                                            ours[real]))
     if padded:
         report.notes.append(f"{int((pad == 0).sum())} padded prompt position(s) left out of "
                             "the diff (transformers: mean(V) there, attention_np: 0)")
-    if spec.family in ROPE:
+    if spec.has_rope:
         report.notes.append("the copy's rotary embedding computes cos/sin in float64 "
                             "(transformers: float32, see docs/frameworks.md)")
     return report
@@ -279,8 +277,7 @@ def _replay_encoder_decoder(m, ids, pad, max_new_tokens: int, torch) -> DecodeRe
                                          bidirectional=bidirectional, num_buckets=num_buckets,
                                          max_distance=max_distance)                 # (T, S)
             bias = relative_position_bias(table, bucket)                            # (h, T, S)
-        ours = mha_decode_step(x, p_self, kv, num_heads=self_spec.num_heads,
-                               scale=self_spec.scale, bias=bias)                    # (B, T, d)
+        ours = mha_decode_step(x, p_self, kv, bias=bias, **mha_options(self_spec))  # (B, T, d)
         report.checks.append(check_float64(f"self step {step} (T={T})", theirs, ours))
         if not np.array_equal(memory_t, memory):
             report.notes.append(f"step {step}: the cross-attention got another encoder output")
@@ -292,4 +289,3 @@ def _replay_encoder_decoder(m, ids, pad, max_new_tokens: int, torch) -> DecodeRe
         report.notes.append(f"{int((pad == 0).sum())} padded source position(s) masked in the "
                             "cross-attention")
     return report
-

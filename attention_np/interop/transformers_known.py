@@ -17,7 +17,6 @@ from attention_np.interop.known import Demo
 from attention_np.interop.tolerance import max_abs_error
 from attention_np.interop.torch import from_torch_sdpa, to_numpy
 from attention_np.interop.transformers import (
-    attention_spec,
     build_mask,
     compare_transformers_attention,
     layer_spec,
@@ -25,7 +24,9 @@ from attention_np.interop.transformers import (
     rope_cos_sin,
 )
 from attention_np.interop.transformers_cases import case, tiny_model
+from attention_np.interop.transformers_layers import mha_options
 from attention_np.interop.transformers_recent import EAGER_FLOAT64
+from attention_np.interop.transformers_rope import spec_cos_sin
 from attention_np.paper.heads import split_heads
 from attention_np.paper.linear import linear_forward
 from attention_np.variants.position_bias import (
@@ -181,9 +182,10 @@ def softcap_backends(seed: int = 0) -> Demo:
         fill = torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min))
         with torch.no_grad():
             out = to_numpy(layer(x, **{**kw, "attention_mask": fill})[0])
-        x64 = inputs["hidden_states"]
-        ours = {c: mha_forward(x64, x64, x64, params, mask, spec=attention_spec(spec).replace(softcap=c),
-                               positions=inputs["position_ids"])[0]
+        options = mha_options(spec, inputs["position_ids"])
+        ours = {c: mha_forward(inputs["hidden_states"], inputs["hidden_states"],
+                               inputs["hidden_states"], params, mask,
+                               **{**options, "spec": options["spec"].replace(softcap=c)})[0]
                 for c in (spec.softcap, None)}
         capped, uncapped = (max_abs_error(out, ours[c]) for c in (spec.softcap, None))
         demo.observe(impl, f"runs: softcap={spec.softcap:g} {capped:.1e}, none {uncapped:.1e}  "
@@ -218,15 +220,13 @@ def sdpa_drops_sinks(seed: int = 0) -> Demo:
     x, positions = inputs["hidden_states"], inputs["position_ids"]
     B, L = x.shape[:2]
     mask = build_mask(spec, B, L, L, inputs["attention_mask"])         # (B, 1, L, L)
-    cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
-    half = spec.head_dim // 2                                           # gpt-oss: d/2 angles
-    kw = dict(position_embeddings=(torch.from_numpy(cos[..., :half]),
-                                   torch.from_numpy(sin[..., :half])),
+    cos, sin = spec_cos_sin(spec, positions)                            # gpt-oss: d/2 angles
+    kw = dict(position_embeddings=(torch.from_numpy(cos), torch.from_numpy(sin)),
               attention_mask=torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min)))
-    attention = attention_spec(spec)
-    without = {n: w for n, w in params.items() if n != "sinks"}      # params decide the sinks
-    ours = {sinks: mha_forward(x, x, x, params if sinks else without, mask, spec=attention,
-                               positions=positions)[0] for sinks in (True, False)}
+    options = mha_options(spec, positions)
+    without = {n: a for n, a in params.items() if n != "sinks"}        # params decide the sinks
+    ours = {sinks: mha_forward(x, x, x, params if sinks else without, mask, **options)[0]
+            for sinks in (True, False)}
     for impl in ("eager", "sdpa"):
         layer.config._attn_implementation = impl
         with torch.no_grad():

@@ -1,26 +1,40 @@
-"""Read a Hugging Face ``transformers`` attention layer: its family, what it computes, its weights.
+"""Read a Hugging Face ``transformers`` attention layer by what it computes, not by its class name.
 
-:func:`layer_spec` gives the :class:`LayerSpec` (heads, scale, causality, RoPE, window, T5's
-buckets, soft-cap, QK-norm); :func:`params_from_transformers` gives the weights, or their
-gradients, in attention_np's layout (``W (d_model, h*d)``, ``x @ W + b``), from ``nn.Linear``,
-GPT-2's packed ``Conv1D``, T5's bias table, the QK-norm weights and gpt-oss's sinks.
-:func:`~attention_np.interop.transformers.compare_transformers_attention` diffs the layer with them.
+:func:`layer_spec` is the one place a layer is read: its projections (separate, GPT-2's packed
+``Conv1D``, a fused ``qkv`` Linear in any of its three layouts), head counts, scale, causality,
+RoPE (rotated width, pair layout, probed from the family's ``rotate_half``), sliding window,
+soft-cap, QK-norm (its kind probed: RMSNorm, ``(1 + w)`` RMSNorm or mean-centred LayerNorm,
+shared or one per head), sinks, T5's bucketed bias, ALBERT's residual LayerNorm. Any
+``nn.Module`` whose computation these describe is accepted, subclasses and unknown classes
+included; one that adds what they cannot describe is refused with the feature named
+(:class:`UnsupportedLayer`). :func:`params_from_transformers` gives the weights, or their
+gradients, in attention_np's layout (:mod:`~attention_np.interop.transformers_weights`).
 
-Reads attributes only: imports neither torch nor transformers.
+The :class:`LayerSpec` is what ``attention_np.AttentionSpec`` will describe; every consumer
+(``compare_transformers_attention``, the ``generate()`` replay, the whole-model diff, the
+attention-interface diff) takes its keyword arguments from :func:`mha_options` only.
+
+Reads attributes (and probes two small functions of the layer's family): imports neither torch
+nor transformers itself.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+import sys
+from dataclasses import dataclass, replace
 
-import numpy as np
-
-from attention_np.interop.torch import to_numpy
-from attention_np.interop.transformers_recent import QK_NORM, recent_spec
 from attention_np.interop.transformers_rope import rope_scaling_from_config
+from attention_np.interop.transformers_weights import (
+    QK_NORMS,
+    find_projections,
+    params_from_transformers,  # noqa: F401  (re-exported)
+    read_qk_norm,
+)
 from attention_np.variants.spec import AttentionSpec, RoPE
 
-# class name -> family; the layers compare_transformers_attention reads
+# the families the docs list by name (a tag for messages and family-specific traps; a subclass
+# gets the tag of its nearest listed base). Support does not depend on it.
 SUPPORTED = {
     "BertSelfAttention": "bert", "ViTAttention": "vit", "GPT2Attention": "gpt2",
     "BartAttention": "bart", "LlamaAttention": "llama", "MistralAttention": "mistral",
@@ -28,12 +42,17 @@ SUPPORTED = {
     "Qwen3Attention": "qwen3", "Gemma2Attention": "gemma2", "Gemma3Attention": "gemma3",
     "GptOssAttention": "gpt_oss",
 }
-ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")   # rotary embeddings
+ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")   # (legacy tags)
+
+
+class UnsupportedLayer(TypeError):
+    """A module that is not an attention layer attention_np can express; the message names what
+    it computes that the spec cannot."""
 
 
 @dataclass(frozen=True)
 class LayerSpec:
-    """What a layer computes besides its weights: heads, scale, causality, RoPE, window."""
+    """What a layer computes besides its weights (one description; ``AttentionSpec`` to be)."""
 
     family: str
     num_heads: int
@@ -42,143 +61,244 @@ class LayerSpec:
     scale: float
     is_causal: bool
     has_w_o: bool                    # BERT's self-attention ends before W^O
-    rope_theta: float | None = None
+    rope_theta: float | None = None  # None: no rotary embedding
     window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window)
     buckets: tuple | None = None     # T5: (num_buckets, max_distance, bidirectional) of its bias table
     rope_scaling: dict | None = None  # RoPE scaling type and parameters (rope_frequencies' scaling)
     softcap: float | None = None     # Gemma 2: attn_logit_softcapping, c * tanh(scores / c)
-    qk_norm_eps: float | None = None  # Qwen3, Gemma 3: the eps of the q/k RMSNorm; None: no QK-norm
+    qk_norm_eps: float | None = None  # the eps of the QK-norm; None: no QK-norm
+    qk_norm: str | None = None       # "rms" or "layer" (AttentionSpec.qk_norm)
+    rotary_dim: int | None = None    # RoPE on the first rotary_dim features (None: all)
+    rope_layout: str = "half"        # "half" (rotate_half) or "interleaved" (Cohere)
+    sinks: bool = False              # gpt-oss: a learned sink logit per head
+    post_norm_eps: float | None = None  # ALBERT: LayerNorm(x + out) inside the layer
+    cross: bool = False              # keys and values from another sequence (encoder output)
+
+    @property
+    def has_rope(self) -> bool:
+        return self.rope_theta is not None
+
+
+def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
+    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers: heads, scale,
+    RoPE (theta, layout, rotated width, scaling), soft-cap, QK-norm kind and eps, and with
+    ``window=True`` the sliding window (``(W - 1, 0)``: transformers' ``W`` counts the query;
+    the full forward takes the window in its mask instead). Grouped-query attention, the
+    QK-norm weights and the sinks are in the parameters, which decide them."""
+    rope = None
+    if spec.has_rope:
+        r = spec.rotary_dim if spec.rotary_dim not in (None, spec.head_dim) else None
+        rope = RoPE(theta=spec.rope_theta, layout=spec.rope_layout, rotary_dim=r,
+                    scaling=spec.rope_scaling)
+    return AttentionSpec(
+        num_heads=spec.num_heads, scale=spec.scale, rope=rope, softcap=spec.softcap,
+        window=(spec.window - 1, 0) if window and spec.window is not None else None,
+        qk_norm=spec.qk_norm or "rms",
+        qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)
+
+
+def mha_options(spec: LayerSpec, positions=None, *, window: bool = False) -> dict:
+    """The keyword arguments of :func:`attention_np.mha_forward` (and the decode step) that
+    ``spec`` implies: ``spec=`` (:func:`attention_spec`) and, with RoPE, ``positions=``. The
+    only translation of a layer into keyword arguments (masks and biases are the caller's:
+    they depend on the call)."""
+    kw = {"spec": attention_spec(spec, window=window)}
+    if spec.has_rope:
+        kw["positions"] = positions
+    return kw
 
 
 def _family(module) -> str:
-    name = type(module).__name__
-    if name not in SUPPORTED:
-        raise TypeError(f"module must be one of the transformers attention layers "
-                        f"{sorted(SUPPORTED)}, got {name}")
-    return SUPPORTED[name]
+    for cls in type(module).__mro__:
+        if cls.__name__ in SUPPORTED:
+            return SUPPORTED[cls.__name__]
+    return type(module).__name__.replace("Attention", "").lower() or type(module).__name__
 
 
 def gpt2_cross(module) -> bool:
-    return type(module).__name__ == "GPT2Attention" and bool(module.is_cross_attention)
+    return _family(module) == "gpt2" and bool(getattr(module, "is_cross_attention", False))
 
 
-def layer_spec(module) -> LayerSpec:
-    """Read the :class:`LayerSpec` of a supported attention layer (see :data:`SUPPORTED`)."""
-    family = _family(module)
-    cfg = getattr(module, "config", None)
-    if family == "bert":
-        h, d = module.num_attention_heads, module.attention_head_size
-        causal = bool(getattr(module, "is_causal", False))
-        return LayerSpec(family, h, h, d, float(module.scaling), causal, False)
-    if family == "vit":
-        h = module.num_attention_heads
-        return LayerSpec(family, h, h, module.head_dim, float(module.scaling), False, True)
-    if family == "t5":
-        h, d = module.n_heads, module.key_value_proj_dim
-        buckets = ((module.relative_attention_num_buckets, module.relative_attention_max_distance,
-                    not module.is_decoder) if module.has_relative_attention_bias else None)
-        return LayerSpec(family, h, h, d, float(module.scaling), bool(module.is_decoder), True,
-                         buckets=buckets)
-    if family in ("gpt2", "bart"):
-        h, d = module.num_heads, module.head_dim
-        causal = bool(module.is_causal) and not getattr(module, "is_cross_attention", False)
-        return LayerSpec(family, h, h, d, float(module.scaling), causal, True)
-    h, h_kv = cfg.num_attention_heads, cfg.num_key_value_heads
-    if not getattr(module, "is_causal", True):      # Gemma 2 and 3 (EmbeddingGemma) can be
-        raise ValueError(f"{type(module).__name__} is bidirectional (is_causal False, config."
-                         f"use_bidirectional_attention=True): not read; only causal layers are")
+def forward_parameters(module) -> tuple:
+    """The names of the layer's ``forward`` parameters."""
+    return tuple(inspect.signature(module.forward).parameters)
+
+
+def _source(module) -> str:
+    try:
+        return inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return ""
+
+
+def _refuse(module, feature: str):
+    raise UnsupportedLayer(f"{type(module).__name__}: {feature} is not supported (attention_np "
+                           f"reads a layer by what it computes; see docs/frameworks.md)")
+
+
+def _unsupported_features(module, cfg) -> None:
+    """Refuse what the spec cannot express, naming it."""
+    if getattr(module, "relative_attention", False):            # DeBERTa-v2 / v3
+        _refuse(module, "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + "
+                        "k.r_q(j-i) from relative-position embeddings, content-to-position and "
+                        "position-to-content, scaled by 1/sqrt(3 d))")
+    if getattr(cfg, "alibi", False) and "alibi" in forward_parameters(module):
+        _refuse(module, "ALiBi (Falcon alibi=True: a per-head linear bias added before the "
+                        "scale)")
+    if getattr(cfg, "clip_qkv", None) is not None and "clip_qkv" in _source(module):
+        _refuse(module, f"clamping q, k, v to +-{cfg.clip_qkv} (clip_qkv)")
+
+
+def _heads(module, cfg, projections) -> tuple:
+    """``(h, h_kv, head_dim)``: heads from the layer (or its config), widths from its weights."""
+    def attr(names):
+        return next((int(getattr(module, a)) for a in names
+                     if isinstance(getattr(module, a, None), int)
+                     and not isinstance(getattr(module, a), bool)), None)
+    h = attr(("num_heads", "num_attention_heads", "n_heads", "n_head"))
+    h = h if h is not None else getattr(cfg, "num_attention_heads", None)
+    d = attr(("head_dim", "attention_head_size", "head_size", "key_value_proj_dim"))
+    if h is None:
+        _refuse(module, "a layer whose number of heads is not readable (no num_heads, "
+                        "num_attention_heads, n_heads attribute or config.num_attention_heads)")
+    if d is None:
+        if projections.fused is not None:
+            _refuse(module, "a fused q/k/v projection without a readable head_dim")
+        d = projections.widths(h, 1)["q"] // h
+    widths = projections.widths(h, d)
+    if widths["q"] != h * d:
+        _refuse(module, f"a query projection of width {widths['q']} != heads {h} x head_dim {d}")
+    return h, widths["k"] // d, d
+
+
+def _scale(module, d: int) -> float:
+    for a in ("scaling", "scale", "inv_norm_factor"):
+        v = getattr(module, a, None)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    _refuse(module, "a layer whose score scale is not readable (no scaling, scale or "
+                    f"inv_norm_factor attribute; 1/sqrt({d}) is not assumed)")
+
+
+def _rope(module, cfg, family: str, d: int) -> dict:
+    """RoPE of a layer that takes ``position_embeddings``: theta, scaling, width, layout."""
+    if "position_embeddings" not in forward_parameters(module) or \
+            not getattr(module, "use_rope", True):                   # SmolLM3's NoPE layers
+        return {}
     rope = getattr(cfg, "rope_parameters", None) or {}
     rope = rope.get(getattr(module, "layer_type", None), rope)     # Gemma 3: one per layer type
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
-    window = getattr(module, "sliding_window", None)
-    if family == "mistral":
-        window = getattr(cfg, "sliding_window", None)
-    return LayerSpec(family, h, h_kv, module.head_dim, float(module.scaling), True, True, theta,
-                     window, rope_scaling=rope_scaling_from_config(rope, cfg, type(module).__name__),
-                     **recent_spec(module, family))
+    partial = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 1.0))
+    r = getattr(module, "rotary_ndims", None)
+    if r is None:
+        r = int(d * partial) if rope.get("rope_type", "default") != "proportional" else d
+    r = int(r)
+    if r % 2 or not 2 <= r <= d:
+        _refuse(module, f"a rotated width of {r} features (head_dim {d})")
+    partial_ok = r != d and (hasattr(module, "rotary_ndims") or _rotates_part(module, d, r))
+    # a layer that rotates the whole head keeps the factor: rope_scaling_from_config refuses it
+    plain = {k: v for k, v in rope.items() if k != "partial_rotary_factor"} if partial_ok \
+        else rope
+    scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
+    layout = "half" if family == "gpt_oss" else _rope_layout(module)
+    return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout)
 
 
-def _linear(lin, get) -> tuple:
-    """An ``nn.Linear`` (weight (out, in), ``x @ W.T + b``) as ours ``(W (in, out), b)``."""
-    W = get(lin.weight).T
-    return W, None if lin.bias is None else get(lin.bias)
+def _rotates_part(module, d: int, r: int) -> bool:
+    """Whether the family's ``apply_rotary_pos_emb`` takes cos, sin narrower than the head
+    (GPT-NeoX's turns the first ``r`` features; Llama's broadcasts them against all ``d`` and
+    fails)."""
+    fn = family_function(module, "apply_rotary_pos_emb")
+    if fn is None:
+        return False
+    import torch
+    q, cs = torch.ones((1, 1, 2, d)), torch.ones((1, 2, r))
+    try:
+        out = fn(q, q, cs, cs)[0]
+    except (RuntimeError, ValueError):
+        return False
+    return tuple(out.shape) == (1, 1, 2, d)
 
 
-def _tensors(module, family: str, get) -> dict:
-    """Our parameter names -> arrays (values or gradients, by ``get``) in our layout."""
-    out = {}
-    if family == "bert":
-        pairs = {"q": module.query, "k": module.key, "v": module.value}
-    elif family == "gpt2":
-        E = module.embed_dim
-        W, b = get(module.c_attn.weight), get(module.c_attn.bias)     # Conv1D: x @ W + b
-        names = "qkv"
-        if gpt2_cross(module):       # q_attn (E, E) of the decoder; c_attn (E, 2E) of memory
-            out["W_q"], out["b_q"] = get(module.q_attn.weight), get(module.q_attn.bias)
-            names = "kv"
-        for i, n in enumerate(names):                          # columns [q | k | v] or [k | v]
-            out[f"W_{n}"], out[f"b_{n}"] = W[:, i * E:(i + 1) * E], b[i * E:(i + 1) * E]
-        out["W_o"], out["b_o"] = get(module.c_proj.weight), get(module.c_proj.bias)
-        return out
-    elif family == "bart":
-        pairs = {"q": module.q_proj, "k": module.k_proj, "v": module.v_proj, "o": module.out_proj}
-    elif family == "t5":
-        pairs = {"q": module.q, "k": module.k, "v": module.v, "o": module.o}
-        if module.has_relative_attention_bias:       # nn.Embedding (num_buckets, h)
-            out["bias_table"] = get(module.relative_attention_bias.weight)
-    else:
-        pairs = {"q": module.q_proj, "k": module.k_proj, "v": module.v_proj, "o": module.o_proj}
-    for n, lin in pairs.items():
-        out[f"W_{n}"], b = _linear(lin, get)
-        if b is not None:
-            out[f"b_{n}"] = b
-    if family in QK_NORM:                           # RMSNorm weights (head_dim,)
-        out["q_norm"], out["k_norm"] = get(module.q_norm.weight), get(module.k_norm.weight)
-    if family == "gpt_oss":                         # one learned sink logit per head (h,)
-        out["sinks"] = get(module.sinks)
-    return out
+def _rope_layout(module) -> str:
+    """Which features a RoPE pair joins, probed from the family's ``rotate_half``: (0, 1, 2, 3)
+    -> (-2, -3, 0, 1) pairs m with m + d/2 ("half"), -> (-1, 0, -3, 2) pairs 2m, 2m+1."""
+    rotate_half = family_function(module, "rotate_half")
+    if rotate_half is None:
+        _refuse(module, "a rotary embedding without a rotate_half function (pair layout unknown)")
+    import torch
+    got = rotate_half(torch.arange(4.0)).tolist()
+    layouts = {(-2.0, -3.0, 0.0, 1.0): "half", (-1.0, 0.0, -3.0, 2.0): "interleaved"}
+    if tuple(got) not in layouts:
+        _refuse(module, f"a rotary pair layout with rotate_half([0, 1, 2, 3]) = {got}")
+    return layouts[tuple(got)]
 
 
-def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, LayerSpec]:
-    """Read a transformers attention layer as ``(params, spec)`` for attention_np.
-
-    Parameters
-    ----------
-    module : one of :data:`SUPPORTED`
-    grads : bool
-        Read the parameters' ``.grad`` instead of their values (same names and layout).
-
-    Returns
-    -------
-    params : dict of float arrays, ``W_q (d_model, h*d_k)``, ``W_k``, ``W_v (.., h_kv*d)``,
-        ``W_o (h*d_v, d_model)`` (absent for BERT, whose self-attention stops at the
-        concatenated heads) and the biases the layer has; Qwen3 and Gemma 3 add ``q_norm``,
-        ``k_norm (head_dim,)``, what their RMSNorm multiplies by (Gemma's ``1 + w``; with
-        ``grads=True`` the gradient w.r.t. ``w``, the same number).
-    spec : LayerSpec
-    """
-    spec = layer_spec(module)
-
-    def get(t):
-        a = t.grad if grads else t.data
-        if a is None:
-            raise ValueError(f"{type(module).__name__} has no .grad: run a backward pass first")
-        return to_numpy(a).astype(np.float64)
-
-    params = {n: np.ascontiguousarray(a) for n, a in _tensors(module, spec.family, get).items()}
-    if not grads and QK_NORM.get(spec.family):      # Gemma: the norm multiplies by (1 + w)
-        for n in ("q_norm", "k_norm"):              # d/dw = d/d(1 + w): gradients stay as read
-            params[n] = params[n] + QK_NORM[spec.family]
-    return params, spec
+def family_function(module, name: str):
+    """A function of the layer's modeling module (``rotate_half``, ``apply_rotary_pos_emb``):
+    its class's, or for a subclass its nearest base's that has one; None if none has."""
+    for cls in type(module).__mro__:
+        fn = getattr(sys.modules.get(cls.__module__), name, None)
+        if fn is not None:
+            return fn
+    return None
 
 
-def attention_spec(spec) -> AttentionSpec:
-    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers (its
-    ``LayerSpec``): one translation, so that no option is dropped on the way."""
-    return AttentionSpec(
-        num_heads=spec.num_heads, scale=spec.scale,
-        window=None if spec.window is None else (spec.window - 1, 0),   # Mistral's W counts the query
-        rope=RoPE(theta=spec.rope_theta, layout="half", scaling=spec.rope_scaling)
-        if spec.family in ROPE else None,
-        softcap=spec.softcap,
-        qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)
+def _window(module, cfg) -> int | None:
+    if hasattr(module, "sliding_window"):
+        return module.sliding_window
+    if getattr(cfg, "use_sliding_window", True) is False:
+        return None
+    return getattr(cfg, "sliding_window", None)
+
+
+def _softcap(module) -> float | None:
+    cap = getattr(module, "attn_logit_softcapping", None)
+    # Gemma 3 keeps attn_logit_softcapping but passes no softcap to its attention function
+    return float(cap) if cap is not None and "softcap=" in _source(module) else None
+
+
+def layer_spec(module) -> LayerSpec:
+    """Read the :class:`LayerSpec` of an attention layer by its modules and config.
+
+    Raises :class:`UnsupportedLayer` (a ``TypeError``) naming the feature the spec cannot
+    express, or why the module is not an attention layer."""
+    cfg = getattr(module, "config", None)
+    family = _family(module)
+    projections = find_projections(module)           # refuses a module without q, k, v
+    _unsupported_features(module, cfg)
+    h, h_kv, d = _heads(module, cfg, projections)
+    if h_kv == 0 or h % h_kv:
+        _refuse(module, f"{h} query heads over {h_kv} key/value heads (not a whole number of "
+                        "groups)")
+    cross = bool(getattr(module, "is_cross_attention", False))
+    causal = bool(getattr(module, "is_causal", False)) and not cross
+    if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \
+            and not getattr(module, "is_causal", True):    # Gemma 2 / 3 bidirectional
+        raise ValueError(f"{type(module).__name__} is bidirectional (is_causal False, config."
+                         f"use_bidirectional_attention=True): not read; only causal layers are")
+    buckets = None
+    if getattr(module, "has_relative_attention_bias", False):       # T5: nn.Embedding (buckets, h)
+        buckets = (module.relative_attention_num_buckets, module.relative_attention_max_distance,
+                   not module.is_decoder)
+        causal = bool(module.is_decoder)
+    norm = read_qk_norm(module, h, h_kv, d)
+    post = getattr(module, "LayerNorm", None)                          # ALBERT
+    return LayerSpec(
+        family, h, h_kv, d, _scale(module, d), causal, projections.has_o,
+        window=_window(module, cfg), buckets=buckets, softcap=_softcap(module),
+        qk_norm=None if norm is None else norm.kind,
+        qk_norm_eps=None if norm is None else norm.eps,
+        sinks=getattr(module, "sinks", None) is not None,
+        post_norm_eps=None if post is None else float(post.eps), cross=cross,
+        **_rope(module, cfg, family, d))
+
+
+def no_causal(spec: LayerSpec) -> LayerSpec:
+    """Cross-attention: every query sees every (unpadded) key."""
+    return replace(spec, is_causal=False, window=None)
+
+
+__all__ = ["LayerSpec", "UnsupportedLayer", "attention_spec", "layer_spec", "mha_options",
+           "no_causal",
+           "params_from_transformers", "QK_NORMS", "SUPPORTED"]

@@ -1,13 +1,14 @@
 """What the recent open models add to a transformers attention layer, for
 :func:`~attention_np.interop.transformers.compare_transformers_attention`:
 
-- Qwen3 and Gemma 3: QK-norm, an RMSNorm per head on q and k (``mha_forward(qk_norm=True)``);
-  Gemma's RMSNorm multiplies by ``(1 + w)``, Qwen3's by ``w``;
+- Qwen3, Gemma 3, Cohere, ...: QK-norm, an RMSNorm or a LayerNorm per head on q and k
+  (``AttentionSpec(qk_norm="rms" | "layer")``); Gemma's RMSNorm multiplies by ``(1 + w)``, Qwen3's by ``w``;
 - Gemma 2: a soft-cap on the scores (``attn_logit_softcapping`` -> ``softcap``);
 - gpt-oss: a learned sink logit per head (``module.sinks`` -> ``params["sinks"]``).
 
 And how the float64 copy of such a layer is run so that the diff is float64 throughout:
-transformers' ``Qwen3RMSNorm`` / ``Gemma3RMSNorm`` cast to float32, so the copy's norms are
+transformers' ``Qwen3RMSNorm`` / ``Gemma3RMSNorm`` / ``CohereLayerNorm`` cast to float32, so the
+copy's norms are
 replaced by the same formula in the input's dtype; transformers' sdpa refuses Gemma 2's soft-cap
 and its eager softmax is float32, so Gemma 2 runs :data:`EAGER_FLOAT64`; sdpa drops gpt-oss's
 sinks without an error, so gpt-oss runs eager (float64 there); a float64 gpt-oss model's experts
@@ -16,24 +17,9 @@ run ``experts_implementation="eager"`` (:func:`float64_experts`). See docs/frame
 
 from __future__ import annotations
 
-# QK-norm families -> what their RMSNorm multiplies by besides its weight w: Qwen3 ``w``,
-# Gemma 3 ``(1 + w)``; attention_np's params["q_norm"] is the multiplier, ``offset + w``
-QK_NORM = {"qwen3": 0.0, "gemma3": 1.0}
 # transformers' eager attention with its softmax in the input's dtype instead of float32: the
 # float64 reference for Gemma 2, whose soft-cap transformers' sdpa refuses (docs/frameworks.md)
 EAGER_FLOAT64 = "attention_np_eager_float64"
-
-
-def recent_spec(module, family: str) -> dict:
-    """Qwen3, Gemma 2, Gemma 3: the soft-cap and the QK-norm's eps, as LayerSpec fields."""
-    out = {}
-    if family == "gemma2" and module.attn_logit_softcapping is not None:
-        # (Gemma 3's layer keeps attn_logit_softcapping but passes it to no attention function)
-        out["softcap"] = float(module.attn_logit_softcapping)
-    if family in QK_NORM:    # Qwen3RMSNorm.variance_epsilon, Gemma3RMSNorm.eps
-        norm = module.q_norm
-        out["qk_norm_eps"] = float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 0.0)))
-    return out
 
 
 def prepare_recent_layer(layer, spec, impl: str) -> None:
@@ -48,7 +34,7 @@ def prepare_recent_layer(layer, spec, impl: str) -> None:
                          f"transformers' sdpa attention refuses a soft-cap: pass "
                          f"attn_implementation={EAGER_FLOAT64!r} (eager in float64) or 'eager' "
                          f"(its softmax in float32)")
-    if spec.family == "gpt_oss" and impl != "eager":
+    if spec.sinks and impl != "eager":
         raise ValueError(f"GptOssAttention: only attn_implementation='eager' applies its sinks "
                          f"(float64 throughout); transformers' sdpa drops them without an error, "
                          f"got {impl!r}")
@@ -58,17 +44,23 @@ def prepare_recent_layer(layer, spec, impl: str) -> None:
         from transformers.masking_utils import eager_mask
         transformers.AttentionInterface.register(EAGER_FLOAT64, eager_float64_attention)
         transformers.AttentionMaskInterface.register(EAGER_FLOAT64, eager_mask)
-    if spec.qk_norm_eps is not None:
-        for norm in (layer.q_norm, layer.k_norm):
-            norm.forward = rms_norm_in_input_dtype(norm, QK_NORM[spec.family], spec.qk_norm_eps)
+    if spec.qk_norm is not None:
+        from attention_np.interop.transformers_weights import read_qk_norm
+        read = read_qk_norm(layer, spec.num_heads, spec.num_kv_heads, spec.head_dim)
+        for norm in (read.q, read.k):
+            if not isinstance(norm, list) and type(norm).__name__ != "LayerNorm":
+                norm.forward = norm_in_input_dtype(norm, read.kind, read.offset, read.eps)
 
 
-def rms_norm_in_input_dtype(norm, offset: float, eps: float):
-    """``Qwen3RMSNorm.forward`` / ``Gemma3RMSNorm.forward`` without their cast to float32:
-    ``x * rsqrt(mean(x^2) + eps) * (offset + w)`` in the dtype of ``x`` (..., head_dim)."""
+def norm_in_input_dtype(norm, kind: str, offset: float, eps: float):
+    """A QK-norm's forward (``Qwen3RMSNorm``, ``Gemma3RMSNorm``, ``CohereLayerNorm``, ...)
+    without its cast to float32: ``xhat * (offset + w)`` in the dtype of ``x`` (..., head_dim),
+    ``xhat`` the RMS- or mean-centred normalised ``x``."""
     import torch
 
     def forward(x):
+        if kind == "layer":
+            x = x - x.mean(-1, keepdim=True)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + norm.weight)
     return forward
 

@@ -55,7 +55,7 @@ def check_rope_frequencies(spec, inv_freq, attention_scaling,
     ``rope_scaling``) against a transformers rotary embedding's
     ``inv_freq`` (float32 buffer: each entry within :data:`RTOL_INV_FREQ` relative) and
     ``attention_scaling`` (a Python float: the float64 rule)."""
-    ours, factor = rope_frequencies(spec.head_dim, theta=spec.rope_theta,
+    ours, factor = rope_frequencies(spec.rotary_dim or spec.head_dim, theta=spec.rope_theta,
                                     scaling=spec.rope_scaling, seq_len=seq_len)
     theirs = np.asarray(to_numpy(inv_freq), dtype=np.float64)
     if theirs.shape != ours.shape:
@@ -70,17 +70,22 @@ def check_rope_frequencies(spec, inv_freq, attention_scaling,
 def rotary_embedding(module):
     """A fresh rotary embedding of a RoPE layer's family (``LlamaRotaryEmbedding``, ...), built
     from the layer's config: the module the model runs once per forward."""
-    family_module = importlib.import_module(type(module).__module__)
-    cls = getattr(family_module, type(module).__name__.replace("Attention", "RotaryEmbedding"))
-    return cls(module.config)
+    for base in type(module).__mro__:               # a subclass: its nearest base's family
+        family_module = importlib.import_module(base.__module__)
+        cls = getattr(family_module, base.__name__.replace("Attention", "RotaryEmbedding"), None)
+        if cls is not None:
+            return cls(module.config)
+    return None
 
 
 def model_frequencies(module, positions, torch) -> tuple:
     """The ``(inv_freq, attention_scaling)`` a RoPE layer's model uses for ``positions (B, L)``:
     a fresh rotary embedding (:func:`rotary_embedding`) run once on them, so that ``"dynamic"``
-    and ``"longrope"`` update theirs. Gemma 3 keeps one set per layer type
+    and ``"longrope"`` update theirs (None when the family has none). Gemma 3 keeps one set per layer type
     (``{layer_type}_inv_freq``); the layer's own type is read."""
     rotary = rotary_embedding(module)
+    if rotary is None:
+        return None
     layer_type = getattr(module, "layer_type", None)
     typed = layer_type is not None and hasattr(rotary, f"{layer_type}_inv_freq")
     with torch.no_grad():
@@ -100,6 +105,20 @@ def rope_cos_sin(positions, head_dim: int, theta: float,
     ``dynamic_rope_update``) and its attention factor times cos and sin.
     """
     cos, sin = rope_angles(positions, head_dim, theta=theta, scaling=scaling)  # (B, L, d/2)
+    return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
+
+
+def spec_cos_sin(spec, positions) -> tuple[np.ndarray, np.ndarray]:
+    """The ``position_embeddings`` a layer of ``spec`` takes, in float64: cos, sin
+    ``(B, L, r)`` over the rotated width ``r`` (partial rotary: GPT-NeoX, Phi, StableLM), the
+    ``r/2`` angles repeated as its pair layout needs (``"half"``: concatenated, transformers'
+    Llama; ``"interleaved"``: each twice in turn, Cohere); gpt-oss takes the ``r/2`` angles."""
+    r = spec.rotary_dim or spec.head_dim
+    cos, sin = rope_angles(positions, r, theta=spec.rope_theta, scaling=spec.rope_scaling)
+    if spec.family == "gpt_oss":
+        return cos, sin
+    if spec.rope_layout == "interleaved":
+        return np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
     return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
 
 
@@ -131,9 +150,7 @@ def float64_rotary(rotary, specs: dict, replayed, torch, positions_seen: list,
                 spec, getattr(rotary, f"{prefix}inv_freq"),
                 getattr(rotary, f"{prefix}attention_scaling"), int(positions.max()) + 1,
                 f" {len(positions_seen) - 1}"))
-        cos, sin = rope_cos_sin(positions, spec.head_dim, spec.rope_theta, spec.rope_scaling)
-        if spec.family == "gpt_oss":                 # (B, L, d/2): the angles, not repeated
-            cos, sin = cos[..., :spec.head_dim // 2], sin[..., :spec.head_dim // 2]
+        cos, sin = spec_cos_sin(spec, positions)
         return torch.from_numpy(cos), torch.from_numpy(sin)
 
     rotary.forward = forward

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 NORMS = ("q_norm", "k_norm")
-QK_NORMS = ("rms",)   # the kinds of norm AttentionSpec.qk_norm names
+QK_NORMS = ("rms", "layer")   # the kinds of norm AttentionSpec.qk_norm names
 
 
 def rms_norm_forward(x, w, eps: float = 1e-6):

@@ -1,0 +1,114 @@
+r"""QK-norm with a LayerNorm (beyond the paper): mean-centred, then scaled, on each query and key head.
+
+Where :mod:`attention_np.core.qk_norm` divides by the root mean square, a LayerNorm first
+subtracts the mean (Cohere, Phi with ``qk_layernorm``, StableLM, OLMo-style models, Flax's
+``normalize_qk=True``):
+
+.. math:: \mathrm{LayerNorm}(x) = \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} \odot w + b,
+          \qquad \mu = \mathrm{mean}(x),\ \sigma^2 = \mathrm{mean}((x - \mu)^2),
+
+over the last axis (``d_k``). ``w`` and the optional ``b`` are ``(d_k,)`` (shared by the heads:
+Phi, Flax) or ``(h, 1, d_k)`` against heads ``(..., h, L, d_k)`` (one per head: Cohere,
+StableLM). Flax's ``normalize_qk`` is a LayerNorm without bias, ``eps = 1e-6``.
+
+The same forward/backward pair signature as :func:`~attention_np.core.qk_norm.rms_norm_forward`;
+:func:`qk_norm_forward` picks one by kind (``"rms"`` or ``"layer"``: ``AttentionSpec.qk_norm``)
+for :func:`attention_np.mha_forward` and the decode step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention_np._checks import sum_to_shape
+from attention_np.variants.qk_norm import rms_norm_backward, rms_norm_forward
+
+KINDS = ("rms", "layer")
+
+
+def layer_norm_forward(x, w, b=None, eps: float = 1e-5):
+    """``y = (x - mean) / sqrt(var + eps) * w + b`` over the last axis; returns ``(y, cache)``.
+
+    ``x (..., d)``; ``w``, ``b`` broadcast against ``x`` (``(d,)`` or ``(h, 1, d)``);
+    ``cache = (xhat, r, w, b_shape)`` with ``xhat = (x - mean) * r``, ``r (..., 1)``.
+    """
+    mu = np.mean(x, axis=-1, keepdims=True)                                     # (..., 1)
+    xc = x - mu                                                                  # (..., d)
+    r = 1.0 / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + x.dtype.type(eps))
+    xhat = xc * r                                                                # (..., d)
+    y = xhat * w if b is None else xhat * w + b
+    return y, (xhat, r, w, None if b is None else np.shape(b))
+
+
+def layer_norm_backward(dy, cache):
+    """Backward of :func:`layer_norm_forward`: ``(dx, dw, db)`` (``db`` None without a bias).
+
+    forward: ``y = xhat * w + b``  ->  ``dw = sum(dy * xhat)``, ``db = sum(dy)``,
+    ``dxhat = dy * w``; forward: ``xhat = (x - mean(x)) * r``, ``r = var^(-1/2)``  ->
+    ``dx = r * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))``.
+    """
+    xhat, r, w, b_shape = cache
+    dw = sum_to_shape(dy * xhat, np.shape(w))
+    db = None if b_shape is None else sum_to_shape(dy, b_shape)
+    dxhat = dy * w                                                               # (..., d)
+    dx = r * (dxhat - np.mean(dxhat, axis=-1, keepdims=True)
+              - xhat * np.mean(dxhat * xhat, axis=-1, keepdims=True))
+    return dx, dw, db
+
+
+def qk_norm_forward(kind: str, x, params: dict, name: str, eps: float):
+    """The QK-norm ``kind`` of heads ``x (..., h, L, d_k)`` with ``params[name]`` (and, for a
+    LayerNorm, ``params[name + "_bias"]`` when present); returns ``(y, cache)``."""
+    w = _per_head(params[name], x)
+    if kind == "rms":
+        y, cache = rms_norm_forward(x, w, eps)
+        return y, ("rms", cache, np.shape(params[name]))
+    b = params.get(f"{name}_bias")
+    y, cache = layer_norm_forward(x, w, None if b is None else _per_head(b, x), eps)
+    return y, ("layer", cache, np.shape(params[name]))
+
+
+def qk_norm_backward(dy, cache) -> tuple:
+    """Backward of :func:`qk_norm_forward`: ``(dx, {name: grad})`` with the weight's gradient as
+    ``"w"`` and a LayerNorm bias's as ``"b"``, in the shapes of the parameters."""
+    kind, inner, shape = cache
+    if kind == "rms":
+        xhat, r, w = inner
+        dx, _ = rms_norm_backward(dy, inner)
+        return dx, {"w": sum_to_shape(dy * xhat, w.shape).reshape(shape)}
+    dx, dw, db = layer_norm_backward(dy, inner)
+    out = {"w": dw.reshape(shape)}
+    if db is not None:
+        out["b"] = db.reshape(shape)
+    return dx, out
+
+
+def _per_head(a, x):
+    """A ``(d,)`` weight as is; an ``(h, d)`` one (one per head) as ``(h, 1, d)`` against
+    heads ``(..., h, L, d)``."""
+    a = np.asarray(a)
+    return a[:, None, :] if a.ndim == 2 else a
+
+
+def check_qk_norm_kind(qk_norm) -> str | None:
+    """A QK-norm kind: False/None -> None, True -> "rms", or one of :data:`KINDS`."""
+    if qk_norm is None or qk_norm is False:
+        return None
+    if qk_norm is True:
+        return "rms"
+    if isinstance(qk_norm, str) and qk_norm in KINDS:
+        return qk_norm
+    raise ValueError(f"qk_norm must be False, True (RMSNorm) or one of {KINDS}, got {qk_norm!r}")
+
+
+def check_qk_norm_params(params: dict, num_heads: int, num_kv_heads: int, d_k: int) -> None:
+    """``params["q_norm"]`` is ``(d_k,)`` or ``(num_heads, d_k)``, ``params["k_norm"]``
+    ``(d_k,)`` or ``(num_kv_heads, d_k)``; their ``_bias`` the same shape when present."""
+    for name, h in (("q_norm", num_heads), ("k_norm", num_kv_heads)):
+        if name not in params:
+            raise ValueError(f"qk_norm needs params[{name!r}], the (d_k,) = ({d_k},) or "
+                             f"per-head ({h}, {d_k}) norm weight")
+        for key in (name, f"{name}_bias"):
+            if key in params and np.shape(params[key]) not in ((d_k,), (h, d_k)):
+                raise ValueError(f"params[{key!r}] has shape {np.shape(params[key])}, expected "
+                                 f"({d_k},) or ({h}, {d_k})")
