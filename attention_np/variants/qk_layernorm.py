@@ -1,6 +1,6 @@
 r"""QK-norm with a LayerNorm (beyond the paper): mean-centred, then scaled, on each query and key head.
 
-Where :mod:`attention_np.core.qk_norm` divides by the root mean square, a LayerNorm first
+Where :mod:`attention_np.variants.qk_norm` divides by the root mean square, a LayerNorm first
 subtracts the mean (Cohere, Phi with ``qk_layernorm``, StableLM, OLMo-style models, Flax's
 ``normalize_qk=True``):
 
@@ -11,7 +11,7 @@ over the last axis (``d_k``). ``w`` and the optional ``b`` are ``(d_k,)`` (share
 Phi, Flax) or ``(h, 1, d_k)`` against heads ``(..., h, L, d_k)`` (one per head: Cohere,
 StableLM). Flax's ``normalize_qk`` is a LayerNorm without bias, ``eps = 1e-6``.
 
-The same forward/backward pair signature as :func:`~attention_np.core.qk_norm.rms_norm_forward`;
+The same forward/backward pair signature as :func:`~attention_np.variants.qk_norm.rms_norm_forward`;
 :func:`qk_norm_forward` picks one by kind (``"rms"`` or ``"layer"``: ``AttentionSpec.qk_norm``)
 for :func:`attention_np.mha_forward` and the decode step.
 """
