@@ -100,21 +100,29 @@ def _too_old(module: str) -> str | None:
     return None
 
 
+def _not_ready(option: str) -> int | None:
+    """Exit status 1, with the install line printed, when torch or transformers is missing or
+    too old for ``option``; None when both are there."""
+    missing = {f: why for f in ("torch", "transformers") if (why := _missing(f)) is not None}
+    for f, why in missing.items():
+        print(f"error: {option} needs {f}, which is not installed "
+              f"({install_hint('transformers')}; {why})", file=sys.stderr)
+    if missing:
+        return 1
+    if (old := _too_old("transformers")) is not None:
+        print(f"error: {old}", file=sys.stderr)
+        return 1
+    return None
+
+
 def run(args) -> int:
     start = time.perf_counter()
     if getattr(args, "dtype", "all") == "float32":     # the layers are diffed in float64 only
         print("error: --framework transformers diffs in float64 only (a float64 copy of each "
               "layer); drop --dtype float32", file=sys.stderr)
         return 2
-    missing = {f: why for f in ("torch", "transformers") if (why := _missing(f)) is not None}
-    if missing:
-        for f, why in missing.items():
-            print(f"error: --framework transformers needs {f}, which is not installed "
-                  f"({install_hint('transformers')}; {why})", file=sys.stderr)
-        return 1
-    if (old := _too_old("transformers")) is not None:
-        print(f"error: {old}", file=sys.stderr)
-        return 1
+    if (status := _not_ready("--framework transformers")) is not None:
+        return status
     import transformers
 
     from attention_np.interop import transformers_cases as cases
@@ -221,15 +229,8 @@ def run_model(args) -> int:
         print(f"error: --model {args.model!r} is not a known family; the known ones are: "
               f"{', '.join(KNOWN)}", file=sys.stderr)
         return 2
-    missing = {f: why for f in ("torch", "transformers") if (why := _missing(f)) is not None}
-    if missing:
-        for f, why in missing.items():
-            print(f"error: --model needs {f}, which is not installed "
-                  f"({install_hint('transformers')}; {why})", file=sys.stderr)
-        return 1
-    if (old := _too_old("transformers")) is not None:
-        print(f"error: {old}", file=sys.stderr)
-        return 1
+    if (status := _not_ready("--model")) is not None:
+        return status
     import transformers
 
     from attention_np.interop import transformers_families as fam
