@@ -1,0 +1,189 @@
+"""Eq. (1) against NumPy's own floor: each kernel's time over its matrix products' time alone.
+
+The floor of Eq. (1) in NumPy is its matrix products: forward ``q @ k.T`` and ``w @ v``;
+forward+backward those and the backward's four (``dout @ v.T``, ``w.T @ dout``, ``dS @ k``,
+``dS.T @ q``), at the same dtype and thread count. Everything else a kernel does (scale, mask,
+exp, row sums, Python) is overhead over that floor. This script times, in one run, every case
+interleaved with every other (each round runs each case once, so that a burst of load from
+elsewhere hits them all), keeps the minimum of the rounds, and prints
+
+- dense forward / floor forward, dense forward+backward / floor forward+backward, tiled
+  forward+backward / floor forward+backward, causal as information rows (a causal kernel skips
+  masked blocks, so it can beat the dense floor: those rows also show the *causal floor*, the
+  same products restricted to the blocks on or below the diagonal);
+- PyTorch SDPA (forward under ``no_grad``, forward+backward with autograd) over the same floor;
+
+at one and at two threads: BLAS through :func:`attention_np.kernels.threads.blas_threads`, the
+kernels' worker pool through ``ATTENTION_NP_NUM_THREADS``, torch through ``set_num_threads``.
+
+Usage (from the repository root)::
+
+    python benchmarks/floor.py                      # (1, 8, 1024, 64), float32, 1 and 2 threads
+    python benchmarks/floor.py --rounds 30 --threads 1
+    python benchmarks/floor.py --shape 1 8 512 64 --no-torch
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+import attention_np as an
+from attention_np.kernels.threads import blas_threads
+
+TARGETS = {"dense fwd": 1.4, "dense f+b": 1.2, "tiled f+b": 1.3}
+
+
+def floor_cases(q, k, v, dout, causal_block: int | None = None) -> dict:
+    """The matrix products alone; with ``causal_block``, only the blocks on or below the diagonal
+    (rows ``i:i+b`` against keys ``0:i+b``), the products a causal kernel cannot skip."""
+    kT, vT = np.swapaxes(k, -1, -2), np.swapaxes(v, -1, -2)
+    L = q.shape[-2]
+
+    def fwd(i=0, j=L):
+        s = q[..., i:j, :] @ kT[..., :j]                        # (..., R, S') scores
+        return s, s @ v[..., :j, :]
+
+    def fwd_bwd(i=0, j=L):
+        s, out = fwd(i, j)
+        dP = dout[..., i:j, :] @ vT[..., :j]                    # (..., R, S')
+        return (out, np.swapaxes(s, -1, -2) @ dout[..., i:j, :], dP @ k[..., :j, :],
+                np.swapaxes(dP, -1, -2) @ q[..., i:j, :])
+
+    if causal_block is None:
+        return {"floor fwd": lambda: fwd()[1], "floor f+b": fwd_bwd}
+    b = causal_block
+    return {"causal floor fwd": lambda: [fwd(i, min(i + b, L))[1] for i in range(0, L, b)],
+            "causal floor f+b": lambda: [fwd_bwd(i, min(i + b, L)) for i in range(0, L, b)]}
+
+
+def kernel_cases(q, k, v, dout, causal: bool, block_size: int) -> dict:
+    def dense_fwd():
+        return an.sdpa_forward(q, k, v, is_causal=causal)
+
+    def dense_fwd_bwd():
+        out, cache = an.sdpa_forward(q, k, v, is_causal=causal)
+        return an.sdpa_backward(dout, cache)
+
+    def tiled_fwd_bwd():
+        out, cache = an.flash_attention_forward(q, k, v, is_causal=causal, block_size=block_size)
+        return an.flash_attention_backward(dout, cache)
+
+    return {"dense fwd": dense_fwd, "dense f+b": dense_fwd_bwd, "tiled f+b": tiled_fwd_bwd}
+
+
+def torch_cases(torch, q, k, v, dout, causal: bool) -> dict:
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    tq, tk, tv, tdout = (torch.from_numpy(x) for x in (q, k, v, dout))
+    leaves = [x.clone().requires_grad_() for x in (tq, tk, tv)]
+
+    def fwd():
+        with torch.no_grad():
+            return sdpa(tq, tk, tv, is_causal=causal)
+
+    def fwd_bwd():
+        for x in leaves:
+            x.grad = None
+        sdpa(*leaves, is_causal=causal).backward(tdout)
+
+    return {"torch fwd": fwd, "torch f+b": fwd_bwd}
+
+
+def min_times(cases: dict, rounds: int) -> dict:
+    """Minimum time (ms) of each case over ``rounds`` rounds, every case once per round."""
+    for f in cases.values():       # warm-up: first-call allocations, thread pools
+        f()
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(rounds):
+        for name, f in cases.items():
+            t0 = time.perf_counter()
+            f()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {name: 1e3 * t for name, t in best.items()}
+
+
+def measure(shape, threads: int, causal: bool, rounds: int, block_size: int, torch) -> dict:
+    """Times (ms) of the kernels, the floors and torch, at ``threads`` threads."""
+    rng = np.random.default_rng(0)
+    q, k, v, dout = (rng.standard_normal(shape).astype(np.float32) for _ in range(4))
+    cases = {**kernel_cases(q, k, v, dout, causal, block_size), **floor_cases(q, k, v, dout)}
+    if causal:
+        cases.update(floor_cases(q, k, v, dout, causal_block=block_size))
+    if torch is not None:
+        cases.update(torch_cases(torch, q, k, v, dout, causal))
+        torch_before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+    env_before = os.environ.get("ATTENTION_NP_NUM_THREADS")
+    os.environ["ATTENTION_NP_NUM_THREADS"] = str(threads)
+    try:
+        with blas_threads(threads):
+            return min_times(cases, rounds)
+    finally:
+        if env_before is None:
+            del os.environ["ATTENTION_NP_NUM_THREADS"]
+        else:
+            os.environ["ATTENTION_NP_NUM_THREADS"] = env_before
+        if torch is not None:
+            torch.set_num_threads(torch_before)
+
+
+def ratios(t: dict, causal: bool) -> dict:
+    """Each kernel (and torch) over the floor; causal rows also over the causal floor."""
+    fwd, fb = "floor fwd", "floor f+b"
+    r = {"dense fwd": t["dense fwd"] / t[fwd], "dense f+b": t["dense f+b"] / t[fb],
+         "tiled f+b": t["tiled f+b"] / t[fb]}
+    if "torch fwd" in t:
+        r["torch fwd"] = t["torch fwd"] / t[fwd]
+        r["torch f+b"] = t["torch f+b"] / t[fb]
+    if causal:
+        r.update({f"{name} / causal floor": t[name] / t["causal " + (fwd if "fwd" in name else fb)]
+                  for name in ("dense fwd", "dense f+b", "tiled f+b")})
+    return r
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", type=int, nargs=4, default=(1, 8, 1024, 64),
+                        metavar=("B", "H", "L", "d"))
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds; min is kept")
+    parser.add_argument("--block-size", type=int, default=128, help="tiled kernel's key block")
+    parser.add_argument("--no-torch", action="store_true")
+    args = parser.parse_args(argv)
+    torch = None
+    if not args.no_torch:
+        try:
+            import torch
+        except ImportError:
+            print("(torch is not installed: no torch column)")
+    shape = tuple(args.shape)
+    print(f"{shape} float32, min of {args.rounds} interleaved rounds; numpy {np.__version__}, "
+          f"{os.cpu_count()} logical cores; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("\n| case | threads | ours / floor | torch / floor | target | floor ms |")
+    print("|---|---|---|---|---|---|")
+    for causal in (False, True):
+        for n in args.threads:
+            t = measure(shape, n, causal, args.rounds, args.block_size, torch)
+            r = ratios(t, causal)
+            for name in ("dense fwd", "dense f+b", "tiled f+b"):
+                floor = "floor fwd" if "fwd" in name else "floor f+b"
+                tname = "torch fwd" if "fwd" in name else "torch f+b"
+                tr = f"{r[tname]:.2f}x" if tname in r and name != "tiled f+b" else ""
+                goal = f"<= {TARGETS[name]}x" if not causal else "(info)"
+                label = name + (" causal" if causal else "")
+                print(f"| {label} | {n} | {r[name]:.2f}x | {tr} | {goal} | {t[floor]:.1f} |", flush=True)
+                if causal:
+                    cf = "causal " + floor
+                    print(f"| {label}, over the causal floor | {n} | {r[name + ' / causal floor']:.2f}x "
+                          f"| {t[tname] / t[cf]:.2f}x | (info) | {t[cf]:.1f} |" if tname in t else
+                          f"| {label}, over the causal floor | {n} | {r[name + ' / causal floor']:.2f}x "
+                          f"| | (info) | {t[cf]:.1f} |", flush=True)
+    print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
