@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask, zero_masked
+from attention_np.kernels.batch_split import flat, slices
+from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask
 from attention_np.kernels.scores import overflowed, scaled_scores
 from attention_np.kernels.softmax_inplace import softmax_numerator_
 from attention_np.kernels.threads import deal, num_threads, parallel_map
@@ -164,11 +165,16 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
     dq = np.zeros(full + q.shape[-2:], q.dtype)
     qf, kf, vf, ef, lf, of, df, dqf = (flat(x, full) for x in (q, k, v, e, l, out, dout, dq))
     mf = flat(mask, full) if garbage else None
+    # v with a column of ones, (N, S, d_v + 1): [dout_l, -D_l] @ [v, 1].T = dout_l @ v.T - D_l,
+    # the softmax backward's subtraction done inside the product instead of one more (L, S) pass.
+    v1 = np.concatenate([vf, np.ones(vf.shape[:-1] + (1,), vf.dtype)], axis=-1)   # (N, S, d_v + 1)
 
     def work(my_units):
         dk_all = np.zeros(full + kf.shape[-2:], kf.dtype)                  # this worker's sums
         dv_all = np.zeros(full + vf.shape[-2:], vf.dtype)
         dkf, dvf = flat(dk_all, full), flat(dv_all, full)
+        # One (rows, keys) buffer for every unit's dP_l: no new pages for each block.
+        buf = np.empty(max(scratch(b, blk) for b, blk in my_units), ef.dtype)
         for b, (i, j, j0, j1) in my_units:
             if j0 == j1:
                 continue                      # e = 0 on these rows: every gradient term is 0
@@ -183,8 +189,12 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
                 # forward: out = (e / l) @ v  ->  dv = e.T @ (dout / l)
                 dv[..., keys, :] += masked_matmul(np.swapaxes(eb, -1, -2), dout_l, m_T)
                 # forward: weights = softmax(scores)  ->  dscores = e * (dout_l @ v.T - D_l)
-                dP_l = zero_masked(dout_l @ np.swapaxes(v[..., keys, :], -1, -2), m)
-                dP_l -= (dout_l * out[..., rows, :]).sum(axis=-1, keepdims=True)
+                D_l = (dout_l * out[..., rows, :]).sum(axis=-1, keepdims=True)   # (..., rows, 1)
+                dP_l = buf[:eb.size].reshape(eb.shape)                     # (..., rows, keys)
+                np.matmul(np.concatenate([dout_l, -D_l], axis=-1),
+                          np.swapaxes(v1[b][..., keys, :], -1, -2), out=dP_l)
+                if m is not None:
+                    np.copyto(dP_l, 0, where=~m)             # as zero_masked: no NaN from masked keys
                 dP_l *= eb
                 # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
                 #                                          dk = dscores.T @ (q * scale)
@@ -206,18 +216,14 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
     return dq, dk, dv
 
 
-def flat(x: np.ndarray, batch: tuple) -> np.ndarray:
-    """``x (..., a, b)`` broadcast to ``batch`` and seen as ``(N, a, b)``, ``N = prod(batch)``:
-    a view when ``x`` has the whole batch (or broadcasts along leading size-1 dims only)."""
-    x = np.broadcast_to(x, batch + x.shape[-2:]) if x.shape[:-2] != batch else x
-    return x.reshape((int(np.prod(batch, dtype=np.int64)),) + x.shape[-2:])
+def scratch(b: slice, block: tuple) -> int:
+    """Entries of the (batch slice, rows, keys) block of a unit of work (at least 1)."""
+    i, j, j0, j1 = block
+    return max(1, (b.stop - b.start) * (j - i) * (j1 - j0))
 
 
 def units(batch: tuple, blocks: list) -> list:
-    """The work: ``(batch slice, block)`` pairs, each of the ``N = prod(batch)`` batch entries
-    cut into as many slices as there are worker threads (heads run in parallel, each on big
-    products), and each slice walking the blocks of query rows."""
-    n = int(np.prod(batch, dtype=np.int64))
-    parts = max(1, min(n, num_threads()))
-    edges = [n * p // parts for p in range(parts + 1)]
-    return [(slice(a, b), block) for block in blocks for a, b in zip(edges, edges[1:], strict=False)]
+    """The work: ``(batch slice, block)`` pairs, the batch entries cut into one slice per worker
+    thread (heads run in parallel, each on big products), each slice walking the row blocks.
+    Dealt like cards to the workers, worker ``w`` gets slice ``w``."""
+    return [(sl, block) for block in blocks for sl in slices(batch)]
