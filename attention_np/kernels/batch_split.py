@@ -16,6 +16,9 @@ import numpy as np
 
 from attention_np.kernels.threads import num_threads, parallel_map
 
+#: Below this many score entries in all (batch × L × S), one thread: a pool costs more than it saves.
+MIN_ELEMENTS = 1 << 17
+
 
 def flat(x: np.ndarray, batch: tuple) -> np.ndarray:
     """``x (..., a, b)`` broadcast to ``batch`` and seen as ``(N, a, b)``, ``N = prod(batch)``:
@@ -24,10 +27,12 @@ def flat(x: np.ndarray, batch: tuple) -> np.ndarray:
     return x.reshape((int(np.prod(batch, dtype=np.int64)),) + x.shape[-2:])
 
 
-def slices(batch: tuple) -> list[slice]:
-    """``N = prod(batch)`` batch entries cut into at most :func:`num_threads` near-equal slices."""
+def slices(batch: tuple, entries: int | None = None) -> list[slice]:
+    """``N = prod(batch)`` batch entries cut into at most :func:`num_threads` near-equal slices;
+    one slice when ``entries`` (the work's score entries, if given) is below ``MIN_ELEMENTS``."""
     n = int(np.prod(batch, dtype=np.int64))
-    parts = max(1, min(n, num_threads()))
+    small = entries is not None and entries < MIN_ELEMENTS
+    parts = 1 if small else max(1, min(n, num_threads()))
     edges = [n * p // parts for p in range(parts + 1)]
     return [slice(a, b) for a, b in zip(edges, edges[1:], strict=False)]
 
@@ -40,7 +45,7 @@ def shared(x) -> np.ndarray | None:
     return x
 
 
-def map_slices(work, batch: tuple, arrays: tuple) -> tuple:
+def map_slices(work, batch: tuple, arrays: tuple, entries: int | None = None) -> tuple:
     """``work(*arrays)`` on one slice of the batch entries per worker, results stacked back.
 
     ``arrays`` broadcast over ``batch`` (each ``(..., a, b)``); ``work(*parts, sub)`` gets each
@@ -49,6 +54,6 @@ def map_slices(work, batch: tuple, arrays: tuple) -> tuple:
     """
     flats = [flat(x, batch) for x in arrays]
     results = parallel_map(lambda sl: work(*(x[sl] for x in flats), (sl.stop - sl.start,)),
-                           slices(batch))
+                           slices(batch, entries))
     return tuple(np.concatenate(parts).reshape(batch + parts[0].shape[-2:])
                  for parts in zip(*results, strict=True))

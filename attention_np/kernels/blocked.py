@@ -111,19 +111,24 @@ def forward(q, k, v, mask, scale_scores, blocks):
     # A NaN or inf under a mask: sum over the attended pairs only (masks.masked_matmul), as the
     # fused path does; a masked pair's 0 * NaN would otherwise reach rows that never see it.
     garbage = mask is not None and not all_finite(q, k, v)
-    e = np.zeros(batch + (L, S), q.dtype)                                  # (..., L, S)
+    # np.empty, not np.zeros: every block writes its own entries (and zeroes the keys it skips),
+    # so the (L, S) array is not written twice.
+    e = np.empty(batch + (L, S), q.dtype)                                  # (..., L, S)
     l = np.ones(batch + (L, 1), q.dtype)                                   # (..., L, 1)
-    out = np.zeros(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), q.dtype)
+    out = np.empty(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), q.dtype)
     # One batch axis of N = prod(batch) (views, unless an input broadcasts over some batch dims).
     qf, kf, vf, mf, ef, lf, of = (None if x is None else flat(x, batch)
                                   for x in (q, k, v, mask, e, l, out))
 
     def work(units):
         for b, (i, j, j0, j1) in units:
-            if j0 == j1:
-                continue                      # rows that attend nothing: e = 0, l = 1, out = 0
             rows, keys = slice(i, j), slice(j0, j1)
             q, k, v, e, l, out = (x[b] for x in (qf, kf, vf, ef, lf, of))
+            e[..., rows, :j0] = 0                # keys outside the block's span: weight 0
+            e[..., rows, j1:] = 0
+            if j0 == j1:
+                out[..., rows, :] = 0            # rows that attend nothing: e = 0, l = 1, out = 0
+                continue
             m = None if mask is None else tile(mf[b], i, j, j0, j1)
             s = e[..., rows, keys]             # the block's scores, written where e keeps them
             with np.errstate(invalid="ignore" if garbage else None):

@@ -84,14 +84,15 @@ def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
     dbias = None if bias is None else np.zeros(bias.shape, q.dtype)
 
     mask1 = shared(mask)
-    if len(slices(batch)) < 2 or dbias is not None or mask1 is mask is not None:
+    entries = int(np.prod(batch, dtype=np.int64)) * qs.shape[-2] * k.shape[-2]
+    if len(slices(batch, entries)) < 2 or dbias is not None or mask1 is mask is not None:
         backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c, batch, post, garbage, dq, dk, dv)
     else:
         # Heads in parallel (batch_split.py): each worker walks the key blocks of its heads.
         flats = [flat(x, batch) for x in (dout, qs, k, v, lse, D, dq, dk, dv)]
         parallel_map(lambda sl: backward_loop(
             *(x[sl] for x in flats[:6]), mask1, None, None, c, (sl.stop - sl.start,), post, garbage,
-            *(x[sl] for x in flats[6:])), slices(batch))
+            *(x[sl] for x in flats[6:])), slices(batch, entries))
 
     if post is not None:
         dk *= post                           # q * scale overflowed: dk was dscores.T @ q

@@ -186,12 +186,14 @@ def tiles_on_threads(qs, k, v, mask, is_causal, block_size, batch, post, garbage
     """:func:`forward_tiles`, the batch entries (heads) shared out to the worker threads when
     there are several of both and the mask and bias are the same for every entry (no sinks)."""
     mask1, bias1 = shared(mask), shared(bias)
-    if len(slices(batch)) < 2 or sink is not None or mask1 is mask is not None or bias1 is bias is not None:
+    entries = int(np.prod(batch, dtype=np.int64)) * qs.shape[-2] * k.shape[-2]
+    varies = mask1 is mask is not None or bias1 is bias is not None     # differs along the batch
+    if len(slices(batch, entries)) < 2 or sink is not None or varies:
         return forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias,
                              window, softcap, sink, normalized)
     return map_slices(lambda qs, k, v, sub: forward_tiles(
         qs, k, v, mask1, is_causal, block_size, sub, post, garbage, bias1, window, softcap, None,
-        normalized), batch, (qs, k, v))
+        normalized), batch, (qs, k, v), entries)
 
 
 def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window,
