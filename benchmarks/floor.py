@@ -32,8 +32,7 @@ import time
 import numpy as np
 
 import attention_np as an
-from attention_np.kernels.batch_split import flat, slices
-from attention_np.kernels.threads import blas_threads, parallel_map
+from attention_np.kernels.threads import blas_threads, num_threads, parallel_map
 
 TARGETS = {"dense fwd": 1.4, "dense f+b": 1.2, "tiled f+b": 1.3}
 
@@ -65,8 +64,10 @@ def heads_floor_cases(q, k, v, dout) -> dict:
     """The same products with the heads shared out to the worker threads, BLAS on one thread in
     each (what the kernels do on several threads): a floor that two threads can beat the plain
     one by, where a head's products are too small to split well inside BLAS."""
-    batch = q.shape[:-2]
-    parts = [tuple(flat(x, batch)[sl] for x in (q, k, v, dout)) for sl in slices(batch)]
+    flats = [x.reshape((-1,) + x.shape[-2:]) for x in (q, k, v, dout)]     # (N, ., .) each
+    n, workers = len(flats[0]), num_threads()
+    edges = [n * w // workers for w in range(workers + 1)]
+    parts = [tuple(x[a:b] for x in flats) for a, b in zip(edges, edges[1:], strict=False) if b > a]
 
     def run(products):
         return parallel_map(lambda p: products(*p), parts)
@@ -114,20 +115,21 @@ def torch_cases(torch, q, k, v, dout, causal: bool) -> dict:
     return {"torch fwd": fwd, "torch f+b": fwd_bwd}
 
 
-def min_times(cases: dict, rounds: int) -> dict:
+def min_times(cases: dict, rounds: int, clock=time.perf_counter) -> dict:
     """Minimum time (ms) of each case over ``rounds`` rounds, every case once per round."""
     for f in cases.values():       # warm-up: first-call allocations, thread pools
         f()
     best = dict.fromkeys(cases, float("inf"))
     for _ in range(rounds):
         for name, f in cases.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             f()
-            best[name] = min(best[name], time.perf_counter() - t0)
+            best[name] = min(best[name], clock() - t0)
     return {name: 1e3 * t for name, t in best.items()}
 
 
-def measure(shape, threads: int, causal: bool, rounds: int, block_size: int, torch) -> dict:
+def measure(shape, threads: int, causal: bool, rounds: int, block_size: int, torch,
+            clock=time.perf_counter) -> dict:
     """Times (ms) of the kernels, the floors and torch, at ``threads`` threads."""
     rng = np.random.default_rng(0)
     q, k, v, dout = (rng.standard_normal(shape).astype(np.float32) for _ in range(4))
@@ -144,7 +146,7 @@ def measure(shape, threads: int, causal: bool, rounds: int, block_size: int, tor
             cases.update(torch_cases(torch, q, k, v, dout, causal))
             torch.set_num_threads(threads)
         with blas_threads(threads):
-            return min_times(cases, rounds)
+            return min_times(cases, rounds, clock)
     finally:
         if env_before is None:
             del os.environ["ATTENTION_NP_NUM_THREADS"]
@@ -183,6 +185,9 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds; min is kept")
     parser.add_argument("--block-size", type=int, default=128, help="tiled kernel's key block")
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="wall time (default), or the process's CPU time: on one thread, a "
+                             "comparison that load from other processes barely changes")
     args = parser.parse_args(argv)
     torch = None
     if not args.no_torch:
@@ -191,14 +196,16 @@ def main(argv=None) -> int:
         except ImportError:
             print("(torch is not installed: no torch column)")
     shape = tuple(args.shape)
-    print(f"{shape} float32, min of {args.rounds} interleaved rounds; numpy {np.__version__}, "
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    print(f"{shape} float32, {args.clock} time, min of {args.rounds} interleaved rounds; "
+          f"numpy {np.__version__}, "
           f"{os.cpu_count()} logical cores; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("\n| case | threads | ours / floor | ours / lowest floor | torch / floor | target | floor ms "
           "| ours ms |")
     print("|---|---|---|---|---|---|---|---|")
     for causal in (False, True):
         for n in args.threads:
-            t = measure(shape, n, causal, args.rounds, args.block_size, torch)
+            t = measure(shape, n, causal, args.rounds, args.block_size, torch, clock)
             for row in rows(t, causal, n):
                 print(row, flush=True)
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
