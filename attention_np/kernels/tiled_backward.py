@@ -113,12 +113,6 @@ def backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c: FlashCache, batc
     L, S = qs.shape[-2], k.shape[-2]
     ignore = "ignore" if garbage else None
     dout_D = np.concatenate([dout, -D], axis=-1)                         # (..., L, d_v + 1)
-    # Without a soft-cap or a late scale, the scores need nothing between the product and "- lse".
-    fold = post is None and c.softcap is None
-    if fold:
-        qs_b = np.broadcast_to(qs, lse.shape[:-2] + qs.shape[-2:])       # a mask may add batch dims
-        qs_lse = np.concatenate([qs_b, -lse], axis=-1)                   # (..., L, d_k + 1)
-        k1 = np.concatenate([k, np.ones(k.shape[:-1] + (1,), k.dtype)], axis=-1)   # (..., S, d_k + 1)
     v1 = np.concatenate([v, np.ones(v.shape[:-1] + (1,), v.dtype)], axis=-1)   # (..., S, d_v + 1)
     for j0, j1, i0, i1 in key_blocks(L, S, c.block_size, c.is_causal, c.window):
         rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
@@ -127,11 +121,8 @@ def backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c: FlashCache, batc
         a_T = transpose_mask(a)
         with np.errstate(invalid=ignore, over=ignore):
             # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
-            if fold:        # [qs, -lse] @ [k, 1].T = scores - lse, the subtraction in the product
-                P, capped = tile_scores(qs_lse, k1, *tile_args)                  # (..., R, Bk)
-            else:
-                P, capped = tile_scores(qs, k, *tile_args, post=post, softcap=c.softcap)
-                P -= lse[rows]
+            P, capped = tile_scores(qs, k, *tile_args, post=post, softcap=c.softcap)  # (..., R, Bk)
+            P -= lse[rows]
             np.exp(P, out=P)
             # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
             dv[cols] = masked_matmul(np.swapaxes(P, -1, -2), dout[rows], a_T)  # (..., Bk, d_v)
