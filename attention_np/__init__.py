@@ -7,8 +7,11 @@ gives output 0, weights 0 and gradients 0.
 
 The package is layered; each layer imports only the ones below it:
 
-- :mod:`attention_np.core`: the paper's §3.2 (read ``core/attention.py`` first)
-- :mod:`attention_np.efficient`: tiled attention and the KV cache
+- :mod:`attention_np.paper`: the paper's §3.2 and nothing else (read ``paper/attention.py`` first)
+- :mod:`attention_np.variants`: each feature beyond the paper, described together by
+  :class:`AttentionSpec`
+- :mod:`attention_np.kernels`: the computations of Eq. (1) (reference, fused, tiled), one registry
+- :mod:`attention_np.compose`: multi-head attention with the variants, decoding with a KV cache
 - :mod:`attention_np.nn`: layers and a Transformer trained in NumPy
 - :mod:`attention_np.studies`: footnote 4 and additive attention, measured
 - :mod:`attention_np.pretrained`, :mod:`attention_np.interop`: a real model, other frameworks
@@ -45,6 +48,7 @@ from attention_np.studies.scoring_attention import (
     scoring_mha_backward,
     scoring_mha_forward,
 )
+from attention_np.variants.lengths import lengths_mask
 from attention_np.variants.position_bias import (
     alibi_bias,
     alibi_slopes,
@@ -65,7 +69,7 @@ except _PackageNotFoundError:                   # run from a checkout that was n
 
 __all__ = [
     # 0.2: one description of everything beyond the paper
-    "AttentionSpec", "RoPE",
+    "AttentionSpec", "RoPE", "lengths_mask",
     # §3.2: core
     "softmax", "softmax_backward",
     "causal_mask", "padding_mask", "mask_from_blocked", "sliding_window_mask",
@@ -92,7 +96,7 @@ __all__ = [
 # Modules that lived at the top of the package before 0.2 (attention_np.scaling, ...), still
 # reachable as attributes, e.g. ``from attention_np import plot``.
 _MOVED = {
-    "attention": "attention_np.kernels.fused",
+    "attention": "attention_np.paper.attention",   # the Eq. (1) file students read
     "masks": "attention_np.paper.masks", "heads": "attention_np.paper.heads",
     "linear": "attention_np.paper.linear", "multihead": "attention_np.compose.multihead",
     "gqa": "attention_np.variants.gqa", "flash": "attention_np.kernels.tiled",
@@ -104,7 +108,19 @@ _MOVED = {
 }
 
 
+# Subpackages reachable as attributes (``an.viz``, ``an.interop``, ...), imported on first use
+# only: ``import attention_np`` stays NumPy-only (tests/test_lazy_subpackages.py).
+_SUBPACKAGES = ("paper", "variants", "kernels", "compose", "core", "efficient", "nn", "studies",
+                "pretrained", "interop", "viz", "cli", "exercises")
+
+
 def __getattr__(name):
     if name in _MOVED:
         return _import_module(_MOVED[name])
+    if name in _SUBPACKAGES:
+        return _import_module(f"attention_np.{name}")
     raise AttributeError(f"module 'attention_np' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBPACKAGES))

@@ -35,7 +35,9 @@ def _parse(path: Path) -> _Links:
 
 def broken_links(site: Path) -> list[str]:
     """``"page: link"`` for every internal link of ``site`` that does not resolve."""
-    pages = {p.resolve(): _parse(p) for p in site.rglob("*.html")}
+    # _static/ holds the theme's assets, among them Jinja macro files named *.html: not pages
+    pages = {p.resolve(): _parse(p) for p in site.rglob("*.html")
+             if p.relative_to(site).parts[0] != "_static"}
     broken = []
     for page, parsed in pages.items():
         for link in parsed.links:

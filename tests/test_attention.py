@@ -14,24 +14,13 @@ import pytest
 import attention_np as an
 from attention_np.kernels import fused
 from attention_np.kernels import reference as textbook
+from tests import oracles
 from tests.helpers import randn
 
 
-@pytest.fixture(params=[textbook, fused], ids=["textbook", "fused"])
-def sdpa(request):
-    """The module that computes Eq. (1): core/attention.py, then core/fused.py."""
-    return request.param
-
-
-def attention_by_definition(q, k, v, allowed=None, bias=0.0, scale=None):
-    """Eq. (1) written out the slow, obvious way, for small inputs."""
-    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    scores = np.einsum("...ld,...sd->...ls", q, k) * scale + bias
-    if allowed is not None:
-        scores = np.where(allowed, scores, -np.inf)
-    e = np.exp(scores - scores.max(-1, keepdims=True))
-    w = e / e.sum(-1, keepdims=True)
-    return np.einsum("...ls,...sd->...ld", w, v), w
+def attention_by_definition(q, k, v, allowed=None, bias=None, scale=None):
+    """Eq. (1) written out the slow, obvious way, for small inputs (tests/oracles.py)."""
+    return oracles.attention(q, k, v, allowed, bias=bias, scale=scale)
 
 
 def check_grads(sdpa, rng, q, k, v, **kwargs):
@@ -208,7 +197,10 @@ def test_dropout_scales_kept_weights_by_one_over_keep_probability(rng):
     q, k, v = randn(rng, 2, 3), randn(rng, 4, 3), randn(rng, 4, 2)
     keep = np.array([[True, False, True, True], [False, True, True, False]])
     out, cache = fused.sdpa_forward(q, k, v, dropout_p=0.25, dropout_mask=keep)
-    np.testing.assert_allclose(out, (cache.weights * keep / 0.75) @ v, rtol=1e-14)
+    # the definition: the weights of Eq. (1), dropped where keep is False, the rest / (1 - p)
+    weights = attention_by_definition(q, k, v)[1]
+    np.testing.assert_allclose(out, (weights * keep / 0.75) @ v, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(cache.weights, weights, rtol=1e-13, atol=1e-15)
 
 
 def test_dropout_preserves_the_output_in_expectation(rng):

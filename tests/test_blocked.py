@@ -1,6 +1,7 @@
 """The blocked path (core/blocked.py): which blocks and key spans it plans, when sdpa_forward
 takes it, and that it gives the textbook's numbers with real block sizes on two threads, in the
-edge cases of its own (overflow fallbacks, garbage at masked keys, thread settings).
+edge cases of its own (overflow fallbacks, thread settings; garbage at masked keys: the
+``blocked`` path of tests/test_masked_garbage.py).
 
 The whole textbook-equals-fused matrix also runs on it (tests/test_textbook_equals_fused.py).
 """
@@ -92,18 +93,21 @@ def test_real_block_sizes_on_two_threads_give_the_textbook_numbers(rng, dtype, t
                                    err_msg=what)
 
 
-def test_one_thread_and_two_give_the_same_forward_bit_for_bit(rng, monkeypatch):
+def test_one_thread_and_two_give_the_same_forward_and_backward(rng, monkeypatch):
+    # The blocks are the same on any number of workers, so the forward's formulas and summation
+    # order are too; only BLAS may differ (one worker: BLAS on its own threads, which some vendors
+    # split into another order), hence a few ulps rather than bit for bit. dk, dv: the workers'
+    # partial sums are added in another order.
     q, k, v = randn(rng, 4, 300, 16), randn(rng, 4, 300, 16), randn(rng, 4, 300, 16)
     dout = randn(rng, 4, 300, 16)
     results = {}
     for n in ("1", "2"):
         monkeypatch.setenv("ATTENTION_NP_NUM_THREADS", n)
         out, cache = an.sdpa_forward(q, k, v, is_causal=True)
-        results[n] = (out, an.sdpa_backward(dout, cache))
-    np.testing.assert_array_equal(results["1"][0], results["2"][0])
-    # dk, dv: the workers' partial sums are added in another order, so not bit for bit
-    for a, b in zip(results["1"][1], results["2"][1], strict=True):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-13)
+        results[n] = (out, *an.sdpa_backward(dout, cache))
+    eps = np.finfo(np.float64).eps
+    for name, a, b in zip(("out", "dq", "dk", "dv"), results["1"], results["2"], strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=64 * eps * max(1.0, np.abs(b).max()), err_msg=name)
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "two"])
@@ -146,42 +150,9 @@ def test_q_times_scale_may_overflow_where_the_scores_do_not(forced, rng):
     np.testing.assert_allclose(out, np.broadcast_to(v.mean(axis=1, keepdims=True), out.shape), rtol=1e-6)
 
 
-@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_garbage_in_padding_slots_does_not_reach_the_answer(forced, rng, bad):
-    q, k, v = randn(rng, 2, 6, 4), randn(rng, 2, 8, 4), randn(rng, 2, 8, 3)
-    mask = np.ones((2, 1, 8), bool)
-    mask[0, :, 5:] = False
-    kb, vb = k.copy(), v.copy()
-    kb[0, 5:] = vb[0, 5:] = bad
-    dout = randn(rng, 2, 6, 3)
-    clean = an.sdpa_forward(q, k, v, mask, is_causal=True)
-    dirty = an.sdpa_forward(q, kb, vb, mask, is_causal=True)
-    np.testing.assert_array_equal(clean[0], dirty[0])
-    for a, b in zip(an.sdpa_backward(dout, clean[1]), an.sdpa_backward(dout, dirty[1]), strict=True):
-        np.testing.assert_array_equal(a, b)
-
-
 def test_the_old_import_path_of_blas_threads_still_works():
     from attention_np.nn.threads import blas_threads as old
     assert old is blas_threads
-
-
-@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_garbage_at_a_partly_masked_key_stays_out_of_the_rows_that_do_not_see_it(forced, rng, bad):
-    q, k, v = randn(rng, 2, 8, 4), randn(rng, 2, 8, 4), randn(rng, 2, 8, 3)
-    kb, vb = k.copy(), v.copy()
-    kb[:, 5] = vb[:, 5] = bad            # causal: rows 0..4 do not see key 5, rows 5..7 do
-    dout = randn(rng, 2, 8, 3)
-    clean = an.sdpa_forward(q, k, v, is_causal=True)
-    with np.errstate(invalid="ignore", over="ignore"):
-        dirty = an.sdpa_forward(q, kb, vb, is_causal=True)
-        grads = an.sdpa_backward(dout, dirty[1])
-    assert dirty[1].blocks is not None
-    np.testing.assert_array_equal(dirty[0][:, :5], clean[0][:, :5])
-    dq, dk, dv = grads
-    dq_c, dk_c, dv_c = an.sdpa_backward(dout, clean[1])
-    np.testing.assert_array_equal(dq[:, :5], dq_c[:, :5])        # rows that never see key 5
-    assert not np.isfinite(dirty[0][:, 5:]).all()                # rows that do see it
 
 
 def test_parallel_map_inside_a_worker_runs_inline_instead_of_waiting_for_itself(two_threads):

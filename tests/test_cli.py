@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import require
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -43,8 +45,15 @@ def test_an_unknown_command_lists_the_commands():
 
 
 def test_the_tour_says_how_to_install_what_its_last_line_suggests():
-    last = run().stdout.rstrip().splitlines()[-1]
-    assert 'pip install -e ".[test]" && python -m pytest' in last
+    """The README's commands, torch from its CPU index first (from PyPI: the CUDA build)."""
+    from attention_np.cli.tour import NOTEBOOKS_COMMAND, TEST_COMMAND
+
+    lines = [line.strip() for line in run().stdout.rstrip().splitlines()]
+    assert lines[-1] == TEST_COMMAND and NOTEBOOKS_COMMAND in lines
+    readme = (ROOT / "README.md").read_text()
+    cpu = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu && "
+    for command in (TEST_COMMAND, NOTEBOOKS_COMMAND):
+        assert command.startswith(cpu) and command in readme
 
 
 def test_the_tour_gradcheck_names_q_k_v():
@@ -70,15 +79,15 @@ def run_without(module, *args):
 def test_figures_without_matplotlib_names_the_plots_extra(tmp_path):
     result = run_without("matplotlib", "figures", "--out", str(tmp_path))
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert ('error: python -m attention_np figures needs matplotlib, which is not installed: '
-            'pip install "attention-np[plots]"') in result.stderr
+    assert ('error: python -m attention_np figures needs matplotlib (the [plots] extra), which is '
+            'not installed: pip install "matplotlib>=3.7"') in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 
 def test_diff_framework_torch_without_torch_says_so_on_stderr():
     result = run_without("torch", "diff", "--framework", "torch", "--dtype", "float64")
     assert result.returncode == 1
-    assert "--framework torch was asked for but is not installed (pip install torch " \
+    assert "--framework torch was asked for but is not installed (pip install torch==2.13.0 " \
         "--index-url https://download.pytorch.org/whl/cpu)" in result.stderr
     assert "asked for" not in result.stdout
 
@@ -88,8 +97,11 @@ def test_every_optional_import_names_what_installs_it():
 
     from attention_np._optional import import_optional, install_hint
 
-    assert install_hint("matplotlib.pyplot") == 'pip install "attention-np[plots]"'
-    assert install_hint("safetensors.numpy") == 'pip install "attention-np[pretrained]"'
+    assert install_hint("matplotlib.pyplot") == 'pip install "matplotlib>=3.7"'
+    assert install_hint("safetensors.numpy") == 'pip install "safetensors>=0.4" "tokenizers>=0.15"'
+    cpu = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    assert install_hint("torch.nn") == cpu
+    assert install_hint("flax.linen") == cpu + ' && pip install "jax>=0.4.30" "flax>=0.10"'
     with pytest.raises(ImportError, match=r"^X needs no_such_module_xyz, which is not installed: "
                                           r"pip install no_such_module_xyz$"):
         import_optional("no_such_module_xyz", "X")
@@ -111,7 +123,7 @@ def test_an_optional_dependency_older_than_its_minimum_names_both_versions(monke
     for old in ("5.9.0", "5.14.1", "4.57.6"):
         fake.__version__ = old
         with pytest.raises(ImportError, match=rf"^X needs fakepkg_xyz >= 5\.15, found {old}: "
-                                              r"pip install -U fakepkg_xyz$"):
+                                              r'pip install -U "fakepkg_xyz>=5\.15"$'):
             import_optional("fakepkg_xyz", "X", minimum="5.15")
     for new in ("5.15", "5.15.0", "5.23.0", "6.0.0rc1"):
         fake.__version__ = new
@@ -123,7 +135,7 @@ def test_transformers_older_than_the_minimum_is_refused_by_name(monkeypatch, cap
     import sys
 
     import pytest
-    pytest.importorskip("transformers")
+    require("transformers")
 
     from attention_np.cli import main
     from attention_np.interop import transformers_cases as cases
@@ -133,7 +145,7 @@ def test_transformers_older_than_the_minimum_is_refused_by_name(monkeypatch, cap
     # the module object import_module returns now (transformers replaces its lazy module)
     monkeypatch.setattr(sys.modules["transformers"], "__version__", "5.14.1")
     with pytest.raises(ImportError, match=r"needs transformers >= 5\.15, found 5\.14\.1: "
-                                          r'pip install -U "attention-np\[transformers\]"'):
+                                          r'pip install -U "transformers>=5\.15"'):
         compare_transformers_attention(module, **inputs)
     assert main(["diff", "--framework", "transformers"]) == 1
     assert ("error: --framework transformers needs transformers >= 5.15, found 5.14.1"

@@ -9,12 +9,12 @@ import pytest
 
 import attention_np as an
 from attention_np.compose import pipeline
-from tests.helpers import max_abs_diff, randn, require
+from tests import torch_ref
+from tests.helpers import assert_float32_within_framework, max_abs_diff, mha_params, randn, require, rounded
 
 
 def _params(rng, d_model=16, num_heads=4, num_kv_heads=None):
-    p = an.init_mha_params(d_model, num_heads, num_kv_heads=num_kv_heads, rng=rng)
-    return {name: w + 0.1 * randn(rng, *w.shape) for name, w in p.items()}   # nonzero biases
+    return mha_params(rng, d_model, num_heads, num_kv_heads=num_kv_heads, bias_scale=0.1)
 
 
 def _source_padding(B=3, S=7):
@@ -104,19 +104,20 @@ def test_cross_decoding_equals_torch_multihead_attention_with_key_padding(rng):
 
 
 @pytest.mark.float32
-def test_cross_decoding_float32_stays_float32_and_is_as_accurate_as_mha_forward(rng):
-    from attention_np.interop.tolerance import check_float32
+def test_cross_decoding_float32_stays_float32_and_is_as_accurate_as_torch(rng):
     params = _params(rng)
-    y, memory = randn(rng, 2, 4, 16), randn(rng, 2, 7, 16)
-    mask = _source_padding()[:2, None, None, :]                              # (2, 1, 1, S)
-    p32 = {n: w.astype(np.float32) for n, w in params.items()}
-    y32, memory32 = y.astype(np.float32), memory.astype(np.float32)
-    step32, cache = _cross_decode(y32, memory32, p32, [1] * 4, mask, num_heads=4)
-    assert step32.dtype == np.float32 and cache.k.dtype == np.float32
-    oracle, _ = an.mha_forward(y, memory, memory, params, mask, num_heads=4)        # float64
-    peer, _ = an.mha_forward(y32, memory32, memory32, p32, mask, num_heads=4)       # float32
-    check = check_float32("cross decode", step32, oracle, peer)
-    assert check.ok, check
+    names = list(params)
+    pad = _source_padding()[:2]                                              # (2, S), True = real
+    f32, f64 = rounded(*params.values(), randn(rng, 2, 4, 16), randn(rng, 2, 7, 16),
+                       randn(rng, 2, 4, 16))
+    (p32, p64), n = (dict(zip(names, a, strict=False)) for a in (f32, f64)), len(names)
+    (y32, memory32), (y64, memory64) = f32[n:n + 2], f64[n:n + 2]
+    step32, cache = _cross_decode(y32, memory32, p32, [1] * 4, pad[:, None, None, :], num_heads=4)
+    assert cache.k.dtype == np.float32
+    # nn.MultiheadAttention: float64 the oracle, float32 the peer
+    oracle, theirs = (torch_ref.mha(y, m, m, p, 4, d, key_padding_mask=~pad)[0]
+                      for y, m, p, d in ((y64, memory64, p64, f64[-1]), (y32, memory32, p32, f32[-1])))
+    assert_float32_within_framework(step32, theirs, oracle, name="cross decode", framework="torch")
 
 
 def test_cross_decode_bad_input_is_refused_before_anything_changes(rng):

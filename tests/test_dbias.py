@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.interop.tolerance import check_float32
 from attention_np.kernels import fused
 from attention_np.kernels import reference as textbook
 from attention_np.kernels import tiled as flash
 from attention_np.paper.gradcheck import numerical_gradient
-from tests.helpers import max_abs_diff, randn, require
+from tests import torch_ref
+from tests.helpers import assert_float32_all, max_abs_diff, randn, require, rounded
 
 R = np.random.default_rng(120)
 B, H, L, S, D = 2, 3, 4, 7, 5
@@ -32,14 +32,7 @@ BIAS_SHAPES = [(B, H, L, S), (L, S), (H, 1, S), (B, 1, 1, S), (1, L, 1), ()]
 
 
 def _torch_dbias(q, k, v, bias, dout, mask=None, enable_gqa=False):
-    torch = require("torch")
-    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
-    tb = torch.tensor(np.asarray(bias), requires_grad=True)
-    attn = tb if mask is None else tb.masked_fill(~torch.tensor(mask), float("-inf"))
-    out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, attn_mask=attn,
-                                                           enable_gqa=enable_gqa)
-    out.backward(torch.tensor(dout))
-    return out.detach().numpy(), tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy(), tb.grad.numpy()
+    return torch_ref.sdpa(q, k, v, dout, mask=mask, bias=bias, enable_gqa=enable_gqa, return_dbias=True)
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -144,14 +137,11 @@ def test_mha_backward_returns_dbias_for_every_path():
 @pytest.mark.float32
 @pytest.mark.parametrize("path", PATHS)
 def test_dbias_float32(path):
-    torch = require("torch")  # noqa: F841
     forward, backward = PATHS[path]
-    q, k, v = (randn(R, B, H, n, D, dtype=np.float32) for n in (L, S, S))
-    bias = randn(R, H, L, S, dtype=np.float32)
-    dout = randn(R, B, H, L, D, dtype=np.float32)
-    *_, dbias = backward(dout, forward(q, k, v, bias=bias)[1], return_dbias=True)
-    assert dbias.dtype == np.float32
-    f64 = [a.astype(np.float64) for a in (q, k, v, bias, dout)]
-    *_, oracle = backward(f64[4], forward(*f64[:3], bias=f64[3])[1], return_dbias=True)
-    theirs = _torch_dbias(q, k, v, bias, dout)[-1]
-    assert check_float32("dbias", dbias, oracle, peer=theirs).ok
+    (q, k, v, bias, dout), f64 = rounded(*(randn(R, B, H, n, D) for n in (L, S, S)), randn(R, H, L, S),
+                                         randn(R, B, H, L, D))
+    ours = list(backward(dout, forward(q, k, v, bias=bias)[1], return_dbias=True))
+    ours.insert(0, forward(q, k, v, bias=bias)[0])
+    oracle = _torch_dbias(*f64[:4], f64[4])                       # torch, float64: not ours
+    theirs = _torch_dbias(q, k, v, bias, dout)
+    assert_float32_all(("out", "dq", "dk", "dv", "dbias"), ours, theirs, oracle, framework="torch")

@@ -108,10 +108,12 @@ def test_framework_not_installed_is_skipped_under_all_but_fails_when_named(small
     monkeypatch.setattr(known, "DEMOS", ALL_DEMOS)
     assert main(["diff", "--framework", "all", "--dtype", "float64"]) == 0
     out = capsys.readouterr().out
-    assert "skipped: not installed (pip install \"attention-np[frameworks]\"; No module named 'jax')" in out
+    hint = ("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu && "
+            'pip install "jax>=0.4.30" "flax>=0.10"')         # torch stays on its CPU build
+    assert f"skipped: not installed ({hint}; No module named 'jax')" in out
     assert "skipped: jax, flax" in out
     # the JAX demonstration did not run, and the summary says so instead of counting it
-    assert "(not run: jax not installed (pip install \"attention-np[frameworks]\"))" in out
+    assert f"(not run: jax not installed ({hint}))" in out
     assert "2/2 known differences demonstrated as documented (1 not run)" in out
     assert main(["diff", "--framework", "flax", "--dtype", "float64"]) == 1
     captured = capsys.readouterr()
@@ -128,7 +130,7 @@ def test_diff_with_no_framework_installed_fails_and_says_how_to_install(small_ma
     assert "0/0 diffs" in captured.out and "1/1 known differences demonstrated as documented " \
         "(2 not run)" in captured.out
     assert "not selected" not in captured.out
-    assert "torch is not installed: pip install torch --index-url " \
+    assert "torch is not installed: pip install torch==2.13.0 --index-url " \
         "https://download.pytorch.org/whl/cpu" in captured.out
     assert "no framework to diff against is installed" in captured.err
 

@@ -31,3 +31,12 @@ def test_a_clean_site_has_no_broken_links(tmp_path):
     (tmp_path / "index.html").write_text('<a href="a.html">a</a>')
     (tmp_path / "a.html").write_text('<a href="index.html#">back</a>')
     assert _check_links().broken_links(tmp_path) == []
+
+
+def test_theme_templates_in_static_are_not_pages(tmp_path):
+    # pydata-sphinx-theme copies Jinja macro files named *.html into _static/: their "links" are
+    # template code, not the site's; a page that links to a missing file of _static/ still counts
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "webpack-macros.html").write_text('<link href="{{ pathto(x) }}">')
+    (tmp_path / "index.html").write_text('<script src="_static/gone.js"></script>')
+    assert _check_links().broken_links(tmp_path) == ["index.html: _static/gone.js"]

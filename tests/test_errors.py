@@ -22,7 +22,7 @@ def test_softmax_refuses_integer_input():
 
 
 def test_softmax_refuses_a_non_bool_where():
-    raises(TypeError, r"where must be a bool array .*float64.*pass it as bias", an.softmax,
+    raises(TypeError, r"where must be a bool array .*float64.*a float array is not a mask", an.softmax,
            np.zeros(3), where=np.ones(3))
 
 

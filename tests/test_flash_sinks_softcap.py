@@ -1,6 +1,7 @@
 """Soft-capping and attention sinks in the tiled path (efficient/flash*.py): equal to the dense paths
 (sdpa_forward(softcap=), sdpa_sinks_forward) to float64 rounding with masks, windows, GQA and biases,
-checked by finite differences, and in float32 against the formula in torch (check_float32)."""
+checked by finite differences, and in float32 against the formula in torch (the float32 rule of
+tests/helpers.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 import attention_np as an
 from attention_np.paper.gradcheck import numerical_gradient
-from tests.helpers import max_abs_diff, randn, require
+from tests import torch_ref
+from tests.helpers import assert_float32_all, max_abs_diff, randn, rounded
 
 R = np.random.default_rng(1280)
 B, H, L, S, D = 2, 4, 6, 9, 5
@@ -109,26 +111,14 @@ def test_the_sink_is_the_initial_state_not_a_key():
 
 @pytest.mark.float32
 def test_tiled_softcap_and_sinks_float32_against_torch():
-    torch = require("torch")
-    from attention_np.interop.tolerance import check_float32
     q, k, v = 2 * randn(R, B, H, L, D), 2 * randn(R, B, 2, S, D), randn(R, B, 2, S, 3)
     sinks, dout = randn(R, H), randn(R, B, H, L, 3)
     mask, cap = an.causal_mask(L, S), 1.5
-    kw = dict(softcap=cap, enable_gqa=True, block_size=4)
-    f32 = [a.astype(np.float32) for a in (q, k, v, sinks, dout)]
-    out, cache = an.flash_attention_forward(*f32[:3], mask, sinks=f32[3], **kw)
+    f32, f64 = rounded(q, k, v, sinks, dout)
+    out, cache = an.flash_attention_forward(*f32[:3], mask, sinks=f32[3], softcap=cap,
+                                            enable_gqa=True, block_size=4)
     ours = [out, *an.flash_attention_backward(f32[4], cache)]
-    f64 = [a.astype(np.float64) for a in f32]                     # the oracle: float32 inputs, float64
-    o64, c64 = an.sdpa_sinks_forward(*f64[:3], f64[3], mask, softcap=cap, enable_gqa=True)
-    oracle = [o64, *an.sdpa_sinks_backward(f64[4], c64)]
-    # the same formula in torch, float32, autograd
-    tq, tk, tv, ts = (torch.tensor(a, requires_grad=True) for a in f32[:4])
-    s = tq @ tk.repeat_interleave(2, -3).transpose(-1, -2) / np.float32(np.sqrt(D))
-    s = (cap * torch.tanh(s / cap)).masked_fill(~torch.tensor(mask), float("-inf"))
-    s = torch.cat([s, ts.reshape(1, H, 1, 1).expand(B, H, L, 1)], -1)
-    t_out = torch.softmax(s, -1)[..., :-1] @ tv.repeat_interleave(2, -3)
-    t_out.backward(torch.tensor(f32[4]))
-    theirs = [t_out.detach().numpy(), *(t.grad.numpy() for t in (tq, tk, tv, ts))]
-    for name, a, o, t in zip(("out", "dq", "dk", "dv", "dsinks"), ours, oracle, theirs, strict=True):
-        check = check_float32(name, a, o, peer=t)
-        assert a.dtype == np.float32 and check.ok, check
+    # the same formula in torch with autograd: float64 (the oracle) and float32 (the peer)
+    oracle, theirs = (torch_ref.formula(*a[:3], a[4], mask=mask, softcap=cap, sinks=a[3], groups=2)
+                      for a in (f64, f32))
+    assert_float32_all(("out", "dq", "dk", "dv", "dsinks"), ours, theirs, oracle, framework="torch")

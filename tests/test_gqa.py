@@ -6,20 +6,15 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from tests.helpers import assert_float32_within_framework, max_abs_diff, randn, require
+from tests import torch_ref
+from tests.helpers import assert_float32_all, max_abs_diff, randn, require, rounded
 
 # (H, H_kv): grouped-query, multi-query (H_kv = 1), and the trivial grouping H_kv = H
 HEADS = [(6, 2), (4, 1), (3, 3)]
 
 
 def _torch_sdpa(q, k, v, dout, mask=None, is_causal=False):
-    torch = require("torch")
-    tq, tk, tv = (torch.tensor(x, requires_grad=True) for x in (q, k, v))
-    out = torch.nn.functional.scaled_dot_product_attention(
-        tq, tk, tv, attn_mask=None if mask is None else torch.tensor(mask),
-        is_causal=is_causal, enable_gqa=True)
-    out.backward(torch.tensor(dout))
-    return out.detach().numpy(), tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy()
+    return torch_ref.sdpa(q, k, v, dout, mask=mask, is_causal=is_causal, enable_gqa=True)
 
 
 @pytest.mark.parametrize("H,H_kv", HEADS)
@@ -47,17 +42,13 @@ def test_gqa_forward_and_gradients_match_torch_enable_gqa_float64(rng, H, H_kv, 
 @pytest.mark.parametrize("H,H_kv", HEADS[:2])
 def test_gqa_float32_error_is_no_larger_than_torch_float32(rng, H, H_kv):
     B, L, S, d = 2, 16, 24, 8
-    q64, k64, v64 = randn(rng, B, H, L, d), randn(rng, B, H_kv, S, d), randn(rng, B, H_kv, S, d)
-    dout64 = randn(rng, B, H, L, d)
-    oracle = (an.sdpa_forward(q64, k64, v64, is_causal=True, enable_gqa=True),)
-    oracle = (oracle[0][0], *an.sdpa_backward(dout64, oracle[0][1]))
-    f32 = [x.astype(np.float32) for x in (q64, k64, v64, dout64)]
+    f32, f64 = rounded(randn(rng, B, H, L, d), randn(rng, B, H_kv, S, d), randn(rng, B, H_kv, S, d),
+                       randn(rng, B, H, L, d))
+    oracle = _torch_sdpa(*f64, is_causal=True)                    # torch, float64: not ours
     out, cache = an.sdpa_forward(*f32[:3], is_causal=True, enable_gqa=True)
     ours = (out, *an.sdpa_backward(f32[3], cache))
     theirs = _torch_sdpa(*f32, is_causal=True)
-    for a, t, o in zip(ours, theirs, oracle, strict=True):
-        assert a.dtype == np.float32
-        assert_float32_within_framework(a, t, o)
+    assert_float32_all(("out", "dq", "dk", "dv"), ours, theirs, oracle, framework="torch")
 
 
 @pytest.mark.parametrize("H,H_kv", HEADS)
@@ -200,3 +191,22 @@ def test_tiled_gqa_accepts_nested_lists_like_the_dense_path(rng):
     out, _ = an.flash_attention_forward(q.tolist(), k.tolist(), v.tolist(), enable_gqa=True)
     want, _ = an.sdpa_forward(q.tolist(), k.tolist(), v.tolist(), enable_gqa=True)
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
+
+
+def test_grouped_query_shapes_without_the_flag_suggest_it():
+    """4 query heads over 2 key/value heads is grouped-query attention: the error says which flag
+    runs it (sdpa: enable_gqa=True; mha: num_kv_heads=); shapes that are not GQA get no hint."""
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(1, 4, 5, 8)), rng.normal(size=(1, 2, 5, 8))
+    for forward in (an.sdpa_forward, an.flash_attention_forward):
+        with pytest.raises(ValueError, match=r"q has 4 heads and k, v 2: for grouped-query "
+                                             r"attention pass enable_gqa=True$"):
+            forward(q, k, k)
+    with pytest.raises(ValueError, match=r"do not broadcast: q \(1, 4\), k \(1, 3\), v \(1, 3\)$"):
+        an.sdpa_forward(q, k[:, :1].repeat(3, 1), k[:, :1].repeat(3, 1))
+    params = an.init_mha_params(16, 4, rng=0)
+    params = {n: p[..., :8] if n[-1] in "kv" else p for n, p in params.items()}    # 2 kv heads
+    x = rng.normal(size=(2, 5, 16))
+    with pytest.raises(ValueError, match=r"pass num_kv_heads=2$"):
+        an.mha_forward(x, x, x, params, num_heads=4)
+    assert an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=2)[0].shape == (2, 5, 16)

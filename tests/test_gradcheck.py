@@ -59,3 +59,18 @@ def test_numerical_gradient_of_a_quadratic_is_exact_to_rounding():
     x = np.array([1.0, -2.0, 3.0])
     g = an.numerical_gradient(lambda: float(np.sum(x ** 2)), x)
     np.testing.assert_allclose(g, 2 * x, rtol=1e-9)
+
+
+def test_softmax_and_its_backward_check_as_written():
+    """``softmax`` returns no cache: its output stands in, which is what ``softmax_backward(dp, p)``
+    takes; a wrong backward still fails."""
+    x = np.random.default_rng(1).normal(size=(3, 5))
+    assert an.gradcheck(an.softmax, an.softmax_backward, (x,)).ok
+    assert not an.gradcheck(an.softmax, lambda dp, p: dp * p, (x,)).ok
+
+
+def test_a_bare_array_for_inputs_says_to_pass_a_tuple():
+    x = np.random.default_rng(1).normal(size=(3, 5))
+    with pytest.raises(TypeError, match=r"inputs must be a tuple .* e\.g\. \(x,\) for one input; "
+                                        r"got ndarray of shape \(3, 5\)"):
+        an.gradcheck(an.softmax, an.softmax_backward, x)

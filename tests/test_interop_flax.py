@@ -9,7 +9,8 @@ import pytest
 import attention_np as an
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
-from tests.helpers import assert_float32_within_framework, max_abs_diff, require
+from tests import torch_ref
+from tests.helpers import assert_float32_all, max_abs_diff, mha_params, require, rounded
 
 jax = require("jax")
 require("flax")
@@ -17,9 +18,7 @@ jnp = jax.numpy
 
 
 def _params(rng, d_model=8, h=2, kdim=None, vdim=None, bias=True, d_k=None):
-    params = an.init_mha_params(d_model, h, kdim=kdim, vdim=vdim, bias=bias, d_k=d_k, d_v=d_k,
-                                rng=rng)
-    return {n: (rng.standard_normal(p.shape) if n.startswith("b") else p) for n, p in params.items()}
+    return mha_params(rng, d_model, h, kdim=kdim, vdim=vdim, bias=bias, d_k=d_k, d_v=d_k)
 
 
 def test_kernels_hold_one_head_per_middle_index(rng):
@@ -99,23 +98,20 @@ def test_flax_module_matches_mha_forward_and_vjp_in_float64(rng, case):
 @pytest.mark.float32
 def test_flax_module_matches_within_float32_error(rng):
     params, query, key, value, mask = _case_inputs(rng, CASES["cross kdim/vdim L!=S"])
-    params32 = {n: p.astype(np.float32) for n, p in params.items()}
-    x32 = [a.astype(np.float32) for a in (query, key, value)]
-    out, cache = an.mha_forward(*(a.astype(np.float64) for a in x32),
-                                {n: p.astype(np.float64) for n, p in params32.items()}, num_heads=2)
-    dout = rng.standard_normal(out.shape).astype(np.float32)
-    *dinputs, grads = an.mha_backward(dout.astype(np.float64), cache)
+    names = list(params)
+    f32, f64 = rounded(*params.values(), query, key, value)
+    params32, params64 = dict(zip(names, f32, strict=False)), dict(zip(names, f64, strict=False))
+    x32, x64 = f32[len(names):], f64[len(names):]
+    dout = rng.standard_normal((*query.shape[:-1], params["W_o"].shape[1])).astype(np.float32)
+    # the float64 oracle: torch's nn.MultiheadAttention in float64 (independent of ours and flax)
+    o = torch_ref.mha(*x64, params64, 2, dout.astype(np.float64))
     f_out, f_dinputs, f_grads = _flax_forward_backward(params32, 2, *x32, dout)
-    assert f_out.dtype == np.float32
     out32, cache32 = an.mha_forward(*x32, params32, num_heads=2)
     *dinputs32, grads32 = an.mha_backward(dout, cache32)
-    # the float32 rule both ways (as the diff command judges): flax held to our error, ours to flax's
-    for name, got, mine, want in zip(["out", "dq", "dk", "dv", *f_grads],
-                                     [f_out, *f_dinputs, *f_grads.values()],
-                                     [out32, *dinputs32, *(grads32[n] for n in f_grads)],
-                                     [out, *dinputs, *(grads[n] for n in f_grads)], strict=True):
-        assert_float32_within_framework(got, mine, want, name=f"flax {name}")
-        assert_float32_within_framework(mine, got, want, name=name)
+    assert_float32_all(["out", "dq", "dk", "dv", *f_grads],
+                       [out32, *dinputs32, *(grads32[n] for n in f_grads)],
+                       [f_out, *f_dinputs, *f_grads.values()],
+                       [o[0], *o[2:5], *(o[5][n] for n in f_grads)], framework="flax")
 
 
 def test_fully_masked_row_gives_projected_mean_of_values_in_flax_and_b_o_here(rng):

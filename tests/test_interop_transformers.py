@@ -281,7 +281,7 @@ def test_a_bidirectional_gemma_is_refused_not_diffed_with_a_causal_mask():
 def test_missing_transformers_names_the_extra(monkeypatch):
     module, inputs = cases.case("bert")
     monkeypatch.setitem(sys.modules, "transformers", None)          # import fails
-    with pytest.raises(ImportError, match=r'attention-np\[transformers\]'):
+    with pytest.raises(ImportError, match=r'needs transformers \(the \[transformers\] extra\)'):
         itf.compare_transformers_attention(module, **inputs)
 
 
@@ -486,7 +486,8 @@ def test_diff_framework_transformers_fails_with_the_install_hint_when_missing(mo
                         lambda m: "No module named 'transformers'" if m == "transformers" else None)
     assert main(["diff", "--framework", "transformers"]) == 1
     err = capsys.readouterr().err
-    assert 'needs transformers, which is not installed (pip install "attention-np[transformers]"' in err
+    assert ("needs transformers, which is not installed (pip install torch==2.13.0 --index-url "
+            'https://download.pytorch.org/whl/cpu && pip install "transformers>=5.15"') in err
 
 
 def test_diff_framework_transformers_refuses_float32_rather_than_running_float64(capsys):

@@ -69,3 +69,21 @@ def test_bad_lengths_name_themselves(kw, words):
             forward(q, k, v, **kw)
     with pytest.raises(ValueError, match="batch axis"):
         an.sdpa_forward(q[0, 0], k[0, 0], v[0, 0], q_lengths=QL)
+
+
+def test_lengths_mask_is_the_padding_of_the_lengths_and_replaces_the_keywords():
+    """0.2: the 0.1 keywords q_lengths=/kv_lengths= become a mask; both give the same numbers."""
+    import warnings
+
+    rng = np.random.default_rng(5)
+    q, k, v = rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 5, 2)), rng.standard_normal((3, 5, 3))
+    ql, kl = np.array([4, 2, 0]), np.array([5, 1, 3])
+    m = an.lengths_mask(ql, kl, 4, 5)
+    i, j = np.arange(4)[:, None], np.arange(5)
+    assert np.array_equal(m, (i < ql[:, None, None]) & (j < kl[:, None, None]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old, _ = an.sdpa_forward(q, k, v, q_lengths=ql, kv_lengths=kl)
+    assert any("lengths_mask" in str(w.message) for w in caught)
+    new, _ = an.sdpa_forward(q, k, v, m)
+    assert np.array_equal(old, new) and not new[2].any()

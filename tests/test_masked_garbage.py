@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
+from attention_np.kernels import blocked
 from attention_np.kernels import reference as textbook
 from attention_np.kernels.tiled import flash_attention_backward, flash_attention_forward
 from attention_np.studies.additive import (
@@ -23,7 +24,7 @@ from attention_np.studies.additive import (
     init_additive_params,
 )
 from tests import torch_ref
-from tests.helpers import randn, require
+from tests.helpers import randn
 
 B, L, S, D = 2, 4, 5, 3
 GARBAGE = (np.nan, np.inf, -np.inf)
@@ -61,8 +62,22 @@ def _dense(fwd, bwd):
     return run
 
 
+def _blocked(q, k, v, mask, dout, **kw):
+    """The fused path forced onto its blocked walk (core/blocked.py): two workers, blocks of a
+    few query rows, so that garbage meets block edges and per-worker partial sums."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(blocked, "MIN_ELEMENTS", 0)
+        mp.setattr(blocked, "BLOCK_ELEMENTS", 8)
+        mp.setenv("ATTENTION_NP_NUM_THREADS", "2")
+        out, cache = an.sdpa_forward(q, k, v, mask, **kw)
+        if not (kw.get("bias") is not None or kw.get("dropout_p")):
+            assert cache.blocks is not None                    # the blocked walk was taken
+        return (out, *an.sdpa_backward(dout, cache))
+
+
 PATHS = {
     "fused": _dense(an.sdpa_forward, an.sdpa_backward),
+    "blocked": _blocked,
     "textbook": _dense(textbook.sdpa_forward, textbook.sdpa_backward),
     "flash": _dense(lambda q, k, v, m, **kw: flash_attention_forward(q, k, v, m, block_size=2, **kw),
                     flash_attention_backward),
@@ -162,12 +177,10 @@ def test_mask_of_any_rank_in_flash_like_sdpa(rng):
 
 def test_values_near_float32_max_do_not_overflow(rng):
     """(e @ v) / l would sum S values of 3e38 first; torch returns 3e38 here."""
-    torch = require("torch")
     q, k = randn(rng, 3, 4, dtype=np.float32), randn(rng, 5, 4, dtype=np.float32)
     v = np.full((5, 2), 3e38, np.float32)
     out, _ = an.sdpa_forward(q, k, v)
-    want = torch.nn.functional.scaled_dot_product_attention(
-        torch.tensor(q), torch.tensor(k), torch.tensor(v)).numpy()
+    want = torch_ref.sdpa(q, k, v, np.zeros_like(out))[0]
     assert np.isfinite(want).all()
     np.testing.assert_allclose(out, want, rtol=1e-6)
     np.testing.assert_allclose(out, 3e38, rtol=1e-6)   # a convex combination of 3e38s
@@ -175,14 +188,11 @@ def test_values_near_float32_max_do_not_overflow(rng):
 
 def test_q_times_scale_overflow_with_representable_scores(rng):
     """scale 1e30, q ~ 1e10, k ~ 1e-10 in float32: q * scale = inf, the scores ~ 1e30 are not."""
-    torch = require("torch")
     q = (randn(rng, 3, 4) * 1e10).astype(np.float32)
     k = (randn(rng, 5, 4) * 1e-10).astype(np.float32)
     v, dout = randn(rng, 5, 2, dtype=np.float32), randn(rng, 3, 2, dtype=np.float32)
-    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
-    t_out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, scale=1e30)
-    t_out.backward(torch.tensor(dout))
-    assert np.isfinite(t_out.detach().numpy()).all()
+    t_out = torch_ref.sdpa(q, k, v, dout, scale=1e30)[0]
+    assert np.isfinite(t_out).all()
     out, cache = an.sdpa_forward(q, k, v, scale=1e30)
     dq, dk, dv = an.sdpa_backward(dout, cache)
     # float64 oracle on the same float32 inputs
@@ -190,7 +200,7 @@ def test_q_times_scale_overflow_with_representable_scores(rng):
     g64 = an.sdpa_backward(dout.astype(np.float64), c64)
     assert np.isfinite(out).all() and np.isfinite(dk).all() and np.isfinite(dv).all()
     # the weights are nearly one-hot at scores ~ 1e30: out matches torch to a few float32 ulps
-    np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out, t_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out, out64, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(dv, g64[2], rtol=1e-5, atol=1e-6)
 
@@ -354,20 +364,17 @@ def test_garbage_in_a_prefill_chunk_reaches_only_later_positions(bad, rng):
 def test_flash_values_near_float32_max_do_not_overflow(block_size, rng):
     """The tiled path's acc sums up to S values of 3e38 before dividing: the fallback keeps it an
     average. Forward and backward as the dense path, and torch where torch is finite."""
-    torch = require("torch")
     q, k = randn(rng, 3, 4, dtype=np.float32), randn(rng, 5, 4, dtype=np.float32)
     v = np.full((5, 2), 3e38, np.float32)
     dout = (0.1 * randn(rng, 3, 2)).astype(np.float32)      # dout . v stays below the maximum
-    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
-    t_out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv)
-    t_out.backward(torch.tensor(dout))
+    t_out, _, _, t_dv = torch_ref.sdpa(q, k, v, dout)
     out, cache = flash_attention_forward(q, k, v, block_size=block_size)
     dq, dk, dv = flash_attention_backward(dout, cache)
     d_out, d_cache = an.sdpa_forward(q, k, v)
     d_dq, d_dk, d_dv = an.sdpa_backward(dout, d_cache)
-    np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out, t_out, rtol=1e-6)
     np.testing.assert_allclose(out, d_out, rtol=1e-6)
-    np.testing.assert_allclose(dv, tv.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dv, t_dv, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(dv, d_dv, rtol=1e-5, atol=1e-6)
     # dq, dk are P * (dP - D) with dP, D ~ 3e38 * |dout|: the true value is 0 (every v equal),
     # what is left is rounding of dP - D, a few float32 ulps of 3e38 * |dout| times |k| or |q|.
@@ -380,23 +387,20 @@ def test_flash_values_near_float32_max_do_not_overflow(block_size, rng):
 @pytest.mark.parametrize("block_size", [2, 128])
 def test_flash_q_times_scale_overflow_with_representable_scores(block_size, rng):
     """scale 1e30, q ~ 1e10, k ~ 1e-10 in float32: the tiled path as the dense path and torch."""
-    torch = require("torch")
     q = (randn(rng, 3, 4) * 1e10).astype(np.float32)
     k = (randn(rng, 5, 4) * 1e-10).astype(np.float32)
     v, dout = randn(rng, 5, 2, dtype=np.float32), randn(rng, 3, 2, dtype=np.float32)
-    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
-    t_out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, scale=1e30)
-    t_out.backward(torch.tensor(dout))
+    t_out, _, _, t_dv = torch_ref.sdpa(q, k, v, dout, scale=1e30)
     out, cache = flash_attention_forward(q, k, v, scale=1e30, block_size=block_size)
     grads = flash_attention_backward(dout, cache)
     d_out, d_cache = an.sdpa_forward(q, k, v, scale=1e30)
     d_grads = an.sdpa_backward(dout, d_cache)
     assert np.isfinite(out).all() and all(np.isfinite(g).all() for g in grads)
-    np.testing.assert_allclose(out, t_out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out, t_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out, d_out, rtol=1e-5, atol=1e-6)
     for g, dg, name in zip(grads, d_grads, ("dq", "dk", "dv"), strict=True):
         np.testing.assert_allclose(g, dg, rtol=1e-4, atol=1e-6 * np.abs(dg).max(), err_msg=name)
-    np.testing.assert_allclose(grads[2], tv.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grads[2], t_dv, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("path", ["fused", "flash"])

@@ -10,17 +10,16 @@ import pytest
 
 import attention_np as an
 from attention_np.paper.gradcheck import numerical_gradient
-from tests.helpers import max_abs_diff, randn, require
+from tests.helpers import max_abs_diff, mha_params, randn, require
 
 R = np.random.default_rng(1206)
 E, H, H_KV = 16, 4, 2
 
 
 def _params(bias=False):
-    p = an.init_mha_params(E, H, num_kv_heads=H_KV, bias=bias, rng=R)
     if bias:
-        p = {n: a + 0.1 * randn(R, *a.shape) for n, a in p.items()}
-    return p
+        return mha_params(R, E, H, num_kv_heads=H_KV, bias_scale=0.1)
+    return an.init_mha_params(E, H, num_kv_heads=H_KV, bias=False, rng=R)
 
 
 def test_mha_rope_equals_llama_attention_forward_and_gradients():

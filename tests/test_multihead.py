@@ -4,32 +4,29 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from tests.helpers import randn
+from tests import oracles
+from tests.helpers import mha_params, randn
 
 
-def with_random_biases(params, rng):
-    """Biases start at zero; random ones make their gradients (and bugs) visible."""
-    return {n: (randn(rng, *p.shape) if n.startswith("b_") else p) for n, p in params.items()}
-
-
-def multihead_by_definition(query, key, value, p, h, mask=None):
+def multihead_by_definition(query, key, value, p, h, mask=None, is_causal=False):
     """MultiHead = Concat(head_1..head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V),
-    one head at a time with explicit column blocks (the paper's formula, slowly)."""
-    d_k, d_v = p["W_q"].shape[1] // h, p["W_v"].shape[1] // h
-    heads = []
-    for i in range(h):
-        cq, cv = slice(i * d_k, (i + 1) * d_k), slice(i * d_v, (i + 1) * d_v)
-        q = query @ p["W_q"][:, cq] + p.get("b_q", np.zeros(h * d_k))[cq]
-        k = key @ p["W_k"][:, cq] + p.get("b_k", np.zeros(h * d_k))[cq]
-        v = value @ p["W_v"][:, cv] + p.get("b_v", np.zeros(h * d_v))[cv]
-        heads.append(an.scaled_dot_product_attention(q, k, v, mask)[0])
-    return np.concatenate(heads, axis=-1) @ p["W_o"] + p.get("b_o", 0.0)
+    one head at a time with explicit column blocks (the paper's formula, slowly; tests/oracles.py)."""
+    return oracles.multihead(query, key, value, p, h, mask, is_causal=is_causal)[0]
 
 
-def check_grads(rng, query, key, value, params, **kwargs):
-    result = an.gradcheck(lambda q, k, v, p: an.mha_forward(q, k, v, p, **kwargs), an.mha_backward,
-                          (query, key, value, params), seed=int(rng.integers(1 << 30)))
-    assert result.ok, result
+def check_grads(rng, query, key, value, params, num_heads, mask=None, is_causal=False):
+    """mha_backward against central differences of the by-definition forward (not of ours)."""
+    out, cache = an.mha_forward(query, key, value, params, num_heads=num_heads, mask=mask,
+                                is_causal=is_causal)
+    dout = randn(rng, *out.shape)
+    dquery, dkey, dvalue, grads = an.mha_backward(dout, cache)
+    names = list(params)
+    want = oracles.gradients_by_definition(
+        lambda: multihead_by_definition(query, key, value, params, num_heads, mask, is_causal),
+        [query, key, value, *(params[n] for n in names)], dout)
+    for name, got, w in zip(["dquery", "dkey", "dvalue", *names],
+                            [dquery, dkey, dvalue, *(grads[n] for n in names)], want, strict=True):
+        np.testing.assert_allclose(got, w, rtol=1e-6, atol=1e-8, err_msg=name)
 
 
 # --- parameters ----------------------------------------------------------------------------
@@ -66,15 +63,16 @@ def test_init_is_reproducible_and_honours_bias_and_dtype():
 # --- forward -------------------------------------------------------------------------------
 
 def test_forward_is_the_papers_per_head_formula(rng):
-    p = with_random_biases(an.init_mha_params(12, 3, rng=0), rng)
+    p = mha_params(rng, 12, 3)
     x = randn(rng, 2, 5, 12)
     out, cache = an.mha_forward(x, x, x, p, num_heads=3)
-    np.testing.assert_allclose(out, multihead_by_definition(x, x, x, p, 3), rtol=1e-12, atol=1e-13)
-    assert cache.weights.shape == (2, 3, 5, 5)
+    want_out, want_weights = oracles.multihead(x, x, x, p, 3)
+    np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(cache.weights, want_weights, rtol=1e-12, atol=1e-14)
 
 
 def test_cross_attention_with_kdim_vdim_and_explicit_d_k(rng):
-    p = with_random_biases(an.init_mha_params(6, 2, d_k=5, d_v=3, kdim=4, vdim=7, rng=0), rng)
+    p = mha_params(rng, 6, 2, d_k=5, d_v=3, kdim=4, vdim=7)
     query, key, value = randn(rng, 2, 3, 6), randn(rng, 2, 5, 4), randn(rng, 2, 5, 7)
     mask = rng.random((3, 5)) > 0.3
     out, cache = an.mha_forward(query, key, value, p, num_heads=2, mask=mask)
@@ -87,42 +85,41 @@ def test_padding_mask_with_a_head_axis_blocks_padded_keys_in_every_head(rng):
     p = an.init_mha_params(8, 2, rng=0)
     x = randn(rng, 2, 4, 8)
     mask = an.padding_mask([4, 2])[:, None]            # (B, 1, 1, S)
-    _, cache = an.mha_forward(x, x, x, p, num_heads=2, mask=mask)
+    out, cache = an.mha_forward(x, x, x, p, num_heads=2, mask=mask)
     assert np.all(cache.weights[1, :, :, 2:] == 0)
-    np.testing.assert_allclose(cache.weights.sum(-1), 1.0)
+    want_out, want_weights = oracles.multihead(x, x, x, p, 2, mask)
+    np.testing.assert_allclose(cache.weights, want_weights, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-13)
 
 
 # --- backward: finite differences on every input and parameter -----------------------------
 
 def test_grads_self_attention_every_input_and_parameter(rng):
-    p = with_random_biases(an.init_mha_params(6, 2, rng=0), rng)
+    p = mha_params(rng, 6, 2)
     x = randn(rng, 2, 3, 6)
-    check_grads(rng, x, x.copy(), x.copy(), p, num_heads=2)
+    check_grads(rng, x, x.copy(), x.copy(), p, 2)
 
 
 def test_grads_cross_attention_kdim_vdim_d_k(rng):
-    p = with_random_biases(an.init_mha_params(4, 2, d_k=3, d_v=1, kdim=5, vdim=2, rng=1), rng)
-    check_grads(rng, randn(rng, 3, 4), randn(rng, 4, 5), randn(rng, 4, 2), p, num_heads=2)
+    p = mha_params(rng, 4, 2, d_k=3, d_v=1, kdim=5, vdim=2)
+    check_grads(rng, randn(rng, 3, 4), randn(rng, 4, 5), randn(rng, 4, 2), p, 2)
 
 
 def test_grads_without_bias_with_mask_and_causal(rng):
     p = an.init_mha_params(4, 2, bias=False, rng=2)
     mask = an.padding_mask([3, 2])[:, None]
-    check_grads(rng, randn(rng, 2, 3, 4), randn(rng, 2, 3, 4), randn(rng, 2, 3, 4), p,
-                num_heads=2, mask=mask, is_causal=True)
+    check_grads(rng, randn(rng, 2, 3, 4), randn(rng, 2, 3, 4), randn(rng, 2, 3, 4), p, 2,
+                mask=mask, is_causal=True)
 
 
 def test_self_attention_gradient_is_the_sum_of_the_three(rng):
     # One array used as query, key and value: its gradient is dquery + dkey + dvalue.
-    p = with_random_biases(an.init_mha_params(4, 2, rng=0), rng)
+    p = mha_params(rng, 4, 2)
     x, dout = randn(rng, 3, 4), randn(rng, 3, 4)
-
-    def loss(x):
-        return float(np.sum(an.mha_forward(x, x, x, p, num_heads=2)[0] * dout))
 
     _, cache = an.mha_forward(x, x, x, p, num_heads=2)
     dq, dk, dv, _ = an.mha_backward(dout, cache)
-    numerical = an.numerical_gradient(lambda: loss(x), x)
+    numerical, = oracles.gradients_by_definition(lambda: multihead_by_definition(x, x, x, p, 2), [x], dout)
     np.testing.assert_allclose(dq + dk + dv, numerical, rtol=1e-6, atol=1e-8)
 
 
@@ -135,3 +132,13 @@ def test_dtype_is_kept_through_every_gradient(rng, dtype):
     assert out.dtype == dtype
     assert all(g.dtype == dtype for g in (dq, dk, dv, *grads.values()))
     assert set(grads) == set(p)
+
+
+def test_key_bias_gradient_is_zero_because_a_softmax_ignores_a_shift_of_every_score(rng):
+    # b_k adds q_i . b_k to every score of query i's row: the softmax cancels it, so db_k = 0
+    # exactly (up to rounding) while db_q, which changes the scores unevenly, is not.
+    p = mha_params(rng, 8, 2)
+    x, y = randn(rng, 2, 3, 8), randn(rng, 2, 5, 8)
+    out, cache = an.mha_forward(x, y, y, p, num_heads=2)
+    grads = an.mha_backward(randn(rng, *out.shape), cache)[3]
+    assert np.abs(grads["b_k"]).max() < 1e-12 < np.abs(grads["b_q"]).max()

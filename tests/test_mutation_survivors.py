@@ -105,7 +105,6 @@ def _softmax_rows(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
 def test_attention_caches_are_frozen(rng, sdpa):
     """Catches ``@dataclass(frozen=True)`` -> ``frozen=False`` (or the keyword dropped): the
     backward reads the cache, so a caller must not be able to rebind its arrays."""
@@ -115,7 +114,6 @@ def test_attention_caches_are_frozen(rng, sdpa):
         cache.q = np.zeros_like(q)
 
 
-@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
 def test_sdpa_forward_default_is_not_causal(rng, sdpa):
     """Catches ``is_causal: bool = False`` -> ``True`` in either sdpa_forward: with no mask every
     query attends to every key, the definition softmax(q k^T / sqrt(d_k)) @ v."""
@@ -183,7 +181,7 @@ def test_softmax_refuses_a_0d_array_and_an_axis_out_of_range():
     for axis in (2, 1.0):
         with pytest.raises(ValueError, match=r"axis must be an int in \[-2, 2\)"):
             an.softmax_backward(x, x, axis=axis)
-    with pytest.raises(ValueError, match=r"axis must be an int in \[-0, 0\)"):
+    with pytest.raises(ValueError, match="p must have at least 1 dim"):
         an.softmax_backward(np.float64(1.0), np.float64(0.5))
 
 
@@ -330,7 +328,6 @@ def test_drop_masked_returns_inputs_with_nothing_to_zero_as_they_are(rng):
     assert all(a is b for a, b in zip(out, (q, k, v), strict=True))
 
 
-@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
 @pytest.mark.parametrize("k_batch, v_batch", [((2,), (1,)), ((2, 2, 2), (2, 2))])
 def test_masked_key_with_k_and_v_of_different_batch_dims(rng, sdpa, k_batch, v_batch):
     """Catches the batch reduction of ``drop_masked``'s ``zero`` (``!=`` -> ``==``, deleted, or
@@ -483,7 +480,6 @@ def test_dense_grouped_query_attention_with_per_head_mask_bias_and_dropout(rng, 
                                    rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
 def test_masked_garbage_with_a_mask_of_more_batch_dims_than_k(rng, sdpa):
     """k, v (2, 1, S, d) under a mask (5, 2, 3, L, S): a key slot of k is dead when every query
     of every broadcast copy (5 x 3) masks it. Catches the axes ``_alive_in`` reduces over
@@ -534,7 +530,6 @@ def test_mha_key_dead_only_under_mask_and_causal(rng):
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
 
 
-@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
 def test_masked_garbage_in_v_of_fewer_batch_dims_than_k(rng, sdpa):
     """k (2, 2, 2, S, d), v (2, 2, S, d): key 2 is dead for v[0] (all of its broadcast copies),
     alive for v[1]. A NaN in v[0]'s slot must not reach the answer (catches the reduction to
@@ -554,7 +549,6 @@ def test_masked_garbage_in_v_of_fewer_batch_dims_than_k(rng, sdpa):
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
 
 
-@pytest.mark.parametrize("sdpa", [textbook, fused], ids=["textbook", "fused"])
 def test_masked_key_with_v_whose_first_dims_equal_the_kv_batch(rng, sdpa):
     """k (2, 2, S=2, d) and v (2, S=2, d_v): v's first two dims (2, 2) equal the k, v batch
     (2, 2), so ``x.shape[:-2]`` -> ``x.shape[:2]`` in ``zero``'s test would skip reducing the

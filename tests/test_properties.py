@@ -6,6 +6,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import attention_np as an
+from attention_np.kernels import reference as textbook
+from tests import oracles
 
 dims = st.integers(1, 6)
 seeds = st.integers(0, 2**32 - 1)
@@ -28,6 +30,20 @@ def test_weight_rows_sum_to_one_or_zero_when_fully_masked(seed, L, S, d_k, B, de
     np.testing.assert_allclose(sums[has_key], 1.0, rtol=1e-12)
     assert np.all(sums[~has_key] == 0)
     assert np.all(w >= 0)
+
+
+@given(seeds, dims, dims, dims, dims, st.floats(0.0, 1.0), st.booleans())
+def test_every_path_is_equation_one_by_definition(seed, L, S, d_k, B, density, is_causal):
+    # held to tests/oracles.py, not to another path of ours: a shared bug fails here
+    q, k, v, rng = random_qkv(seed, B, L, S, d_k, 2)
+    mask = rng.random((B, L, S)) < density
+    want_out, want_w = oracles.attention(q, k, v, mask, is_causal=is_causal)
+    for forward in (an.sdpa_forward, textbook.sdpa_forward):
+        out, cache = forward(q, k, v, mask, is_causal=is_causal)
+        np.testing.assert_allclose(cache.weights, want_w, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-13)
+    out, _ = an.flash_attention_forward(q, k, v, mask, is_causal=is_causal, block_size=2)
+    np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-13)
 
 
 @given(seeds, dims, st.integers(2, 8), dims)

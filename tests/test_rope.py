@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.interop.tolerance import check_float32
 from attention_np.paper.gradcheck import numerical_gradient
-from tests.helpers import max_abs_diff, randn, require
+from tests.helpers import assert_float32_within_framework, max_abs_diff, randn, require
 
 R = np.random.default_rng(12)
 
@@ -123,9 +122,12 @@ def test_float32_against_llama():
     theirs, _ = llama.apply_rotary_pos_emb(torch.tensor(q)[None], torch.tensor(q)[None], tc, ts,
                                            unsqueeze_dim=0)
     ours = an.apply_rope(q, pos)
-    assert ours.dtype == np.float32
-    oracle = an.apply_rope(q.astype(np.float64), pos)
-    assert check_float32("rope", ours, oracle, peer=theirs[0].numpy()).ok
+    # the oracle by definition (RoFormer, half layout): pair feature i with i + d/2 and turn it by
+    # pos * theta^(-2i/d), theta = 10000
+    x1, x2 = np.split(q.astype(np.float64), 2, axis=-1)
+    phi = pos[:, None] * 10000.0 ** (-np.arange(8) / 8)
+    oracle = np.concatenate([x1 * np.cos(phi) - x2 * np.sin(phi), x2 * np.cos(phi) + x1 * np.sin(phi)], -1)
+    assert_float32_within_framework(ours, theirs[0].numpy(), oracle, name="rope", framework="llama")
 
 
 @pytest.mark.parametrize("call,exc,words", [

@@ -9,7 +9,8 @@ import pytest
 
 import attention_np as an
 from attention_np.paper.gradcheck import numerical_gradient
-from tests.helpers import max_abs_diff, randn, require
+from tests import torch_ref
+from tests.helpers import assert_float32_all, max_abs_diff, randn, require, rounded
 
 R = np.random.default_rng(1260)
 
@@ -21,7 +22,8 @@ def test_sinks_equal_gpt_oss_forward_and_every_gradient(window):
     B, H, H_KV, L, D = 2, 4, 2, 5, 6
     q, k, v = randn(R, B, H, L, D), randn(R, B, H_KV, L, D), randn(R, B, H_KV, L, D)
     sinks = randn(R, H)
-    mask = an.causal_mask(L) if window is None else an.sliding_window_mask(L, L, *window)
+    mask = an.causal_mask(L) if window is None else an.sliding_window_mask(
+        L, L, left=window[0], right=window[1])
     module = torch.nn.Module()
     module.num_key_value_groups, module.training = H // H_KV, False
     module.sinks = torch.nn.Parameter(torch.tensor(sinks))
@@ -77,15 +79,11 @@ def test_bad_sinks_name_themselves():
 def test_sinks_float32():
     torch = require("torch")
     gpt_oss = require("transformers.models.gpt_oss.modeling_gpt_oss")
-    from attention_np.interop.tolerance import check_float32
-    q, k, v = (randn(R, 2, 4, 6, 8).astype(np.float32) for _ in range(3))
-    sinks = randn(R, 4).astype(np.float32)
-    dout = randn(R, 2, 4, 6, 8).astype(np.float32)
+    (q, k, v, sinks, dout), f64 = rounded(*(randn(R, 2, 4, 6, 8) for _ in range(3)), randn(R, 4),
+                                         randn(R, 2, 4, 6, 8))
     out, cache = an.sdpa_sinks_forward(q, k, v, sinks)
     ours = [out, *an.sdpa_sinks_backward(dout, cache)]
-    f64 = [a.astype(np.float64) for a in (q, k, v, sinks, dout)]
-    o64, c64 = an.sdpa_sinks_forward(*f64[:4])
-    oracle = [o64, *an.sdpa_sinks_backward(f64[4], c64)]
+    oracle = torch_ref.formula(f64[0], f64[1], f64[2], f64[4], sinks=f64[3])   # torch, float64
     module = torch.nn.Module()
     module.num_key_value_groups, module.training = 1, False
     module.sinks = torch.nn.Parameter(torch.tensor(sinks))
@@ -94,8 +92,7 @@ def test_sinks_float32():
     t_out.backward(torch.tensor(np.swapaxes(dout, 1, 2)))
     theirs = [np.swapaxes(t_out.detach().numpy(), 1, 2), tq.grad.numpy(), tk.grad.numpy(),
               tv.grad.numpy(), module.sinks.grad.numpy()]
-    for name, a, o, t in zip(("out", "dq", "dk", "dv", "dsinks"), ours, oracle, theirs, strict=True):
-        assert a.dtype == np.float32 and check_float32(name, a, o, peer=t).ok, name
+    assert_float32_all(("out", "dq", "dk", "dv", "dsinks"), ours, theirs, oracle, framework="gpt-oss")
 
 
 # --- sinks in multi-head attention and the decode step: params["sinks"] (h,), sinks=True ---
@@ -127,7 +124,8 @@ def test_mha_sinks_equal_gpt_oss_attention_forward_and_every_gradient(window):
     B, L = 2, 6
     x = randn(R, B, L, E)
     cos, sin = (torch.tensor(a)[None] for a in an.rope_angles(np.arange(L), D))   # gpt-oss: (1, L, D/2)
-    allowed = an.causal_mask(L) if window is None else an.sliding_window_mask(L, L, *window)
+    allowed = an.causal_mask(L) if window is None else an.sliding_window_mask(
+        L, L, left=window[0], right=window[1])
     additive = torch.zeros(1, 1, L, L, dtype=torch.float64).masked_fill(~torch.tensor(allowed),
                                                                          float("-inf"))
     tx = torch.tensor(x, requires_grad=True)

@@ -9,26 +9,10 @@ import pytest
 
 import attention_np as an
 from attention_np.paper.gradcheck import numerical_gradient
-from tests.helpers import max_abs_diff, randn, require
+from tests import torch_ref
+from tests.helpers import assert_float32_all, max_abs_diff, randn, require, rounded
 
 R = np.random.default_rng(1250)
-
-
-def _torch_softcap(q, k, v, dout, cap, mask=None, bias=None, groups=1):
-    torch = require("torch")
-    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
-    tb = None if bias is None else torch.tensor(bias, requires_grad=True)
-    kk, vv = tk.repeat_interleave(groups, -3), tv.repeat_interleave(groups, -3)
-    s = tq @ kk.transpose(-1, -2) / np.sqrt(q.shape[-1])
-    s = cap * torch.tanh(s / cap)
-    if tb is not None:
-        s = s + tb
-    if mask is not None:
-        s = s.masked_fill(~torch.tensor(mask), float("-inf"))
-    out = torch.softmax(s, -1) @ vv
-    out.backward(torch.tensor(dout))
-    grads = [t.grad.numpy() for t in (tq, tk, tv)] + ([] if tb is None else [tb.grad.numpy()])
-    return [out.detach().numpy()] + grads
 
 
 def test_softcap_equals_the_formula_in_torch_with_bias_mask_and_gqa():
@@ -37,7 +21,7 @@ def test_softcap_equals_the_formula_in_torch_with_bias_mask_and_gqa():
     out, cache = an.sdpa_forward(q, k, v, mask, bias=bias, softcap=2.0, enable_gqa=True)
     dout = randn(R, *out.shape)
     ours = [out, *an.sdpa_backward(dout, cache, return_dbias=True)]
-    theirs = _torch_softcap(q, k, v, dout, 2.0, mask=mask, bias=bias, groups=2)
+    theirs = torch_ref.formula(q, k, v, dout, mask=mask, bias=bias, softcap=2.0, groups=2)
     for name, a, b in zip(("out", "dq", "dk", "dv", "dbias"), ours, theirs, strict=True):
         assert a.shape == b.shape and max_abs_diff(a, b) < 1e-12, name
     # the cap changes the answer: the scores reach |s| > 2
@@ -85,15 +69,9 @@ def test_mha_softcap_and_bad_values():
 
 @pytest.mark.float32
 def test_softcap_float32():
-    from attention_np.interop.tolerance import check_float32
-    q, k, v = (3 * randn(R, 2, 3, n, 8).astype(np.float32) for n in (5, 7, 7))
-    dout = randn(R, 2, 3, 5, 8).astype(np.float32)
+    (q, k, v, dout), f64 = rounded(*(3 * randn(R, 2, 3, n, 8) for n in (5, 7, 7)), randn(R, 2, 3, 5, 8))
     out, cache = an.sdpa_forward(q, k, v, softcap=2.0)
     ours = [out, *an.sdpa_backward(dout, cache)]
-    assert all(a.dtype == np.float32 for a in ours)
-    f64 = [a.astype(np.float64) for a in (q, k, v, dout)]
-    o64, c64 = an.sdpa_forward(*f64[:3], softcap=2.0)
-    oracle = [o64, *an.sdpa_backward(f64[3], c64)]
-    theirs = _torch_softcap(q, k, v, dout, np.float32(2.0))
-    for name, a, o, t in zip(("out", "dq", "dk", "dv"), ours, oracle, theirs, strict=True):
-        assert check_float32(name, a, o, peer=t).ok, name
+    oracle = torch_ref.formula(*f64, softcap=2.0)                 # torch, float64: not ours
+    theirs = torch_ref.formula(q, k, v, dout, softcap=2.0)
+    assert_float32_all(("out", "dq", "dk", "dv"), ours, theirs, oracle, framework="torch")

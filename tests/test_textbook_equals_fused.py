@@ -121,5 +121,5 @@ def test_textbook_path_refuses_dropout_and_grouped_query_attention(rng):
     with pytest.raises(ValueError, match="kernel='reference' cannot do gqa"):
         an.mha_forward(x, x, x, an.init_mha_params(8, 4, num_kv_heads=2, rng=1), num_heads=4,
                        num_kv_heads=2, path="textbook")
-    with pytest.raises(ValueError, match="kernel must be one of"):
+    with pytest.raises(ValueError, match="path must be one of"):
         an.mha_forward(x, x, x, an.init_mha_params(8, 2, rng=1), num_heads=2, path="fast")

@@ -9,14 +9,13 @@ import pytest
 
 import attention_np as an
 from tests import torch_ref
-from tests.helpers import assert_float32_within_framework, randn, require
+from tests.helpers import assert_float32_all, mha_params, randn, require, rounded
 
 NAMES = ("out", "weights", "dquery", "dkey", "dvalue")
 
 
 def params_with_random_biases(rng, *args, **kwargs):
-    p = an.init_mha_params(*args, rng=rng, **kwargs)
-    return {n: (randn(rng, *a.shape) * 0.5 if n.startswith("b_") else a) for n, a in p.items()}
+    return mha_params(rng, *args, bias_scale=0.5, **kwargs)
 
 
 def ours(query, key, value, params, h, dout, mask=None):
@@ -91,17 +90,14 @@ def test_self_attention_input_gradient_matches_torch_with_one_tensor(rng):
 @pytest.mark.float32
 def test_float32_error_is_within_torchs_own(rng):
     p64 = params_with_random_biases(rng, 16, 4, kdim=8, vdim=12)
-    p32 = {n: a.astype(np.float32) for n, a in p64.items()}
-    p64 = {n: a.astype(np.float64) for n, a in p32.items()}   # oracle sees the rounded params
-    inputs32 = [randn(rng, 2, 6, 16, dtype=np.float32), randn(rng, 2, 9, 8, dtype=np.float32),
-                randn(rng, 2, 9, 12, dtype=np.float32)]
-    dout32 = randn(rng, 2, 6, 16, dtype=np.float32)
-    oracle = ours(*(a.astype(np.float64) for a in inputs32), p64, 4, dout32.astype(np.float64))
-    mine = ours(*inputs32, p32, 4, dout32)
-    theirs = torch_ref.mha(*inputs32, p32, 4, dout32)
-    for name, o, t, r in zip(NAMES, mine[:5], theirs[:5], oracle[:5], strict=True):
-        assert o.dtype == np.float32
-        assert_float32_within_framework(o, t, r, name=name)
-    for name in p32:
-        assert mine[5][name].dtype == np.float32
-        assert_float32_within_framework(mine[5][name], theirs[5][name], oracle[5][name], name=name)
+    names = list(p64)
+    f32, f64 = rounded(*p64.values(), randn(rng, 2, 6, 16), randn(rng, 2, 9, 8),
+                       randn(rng, 2, 9, 12), randn(rng, 2, 6, 16))
+    p32, p64 = dict(zip(names, f32, strict=False)), dict(zip(names, f64, strict=False))
+    query32, key32, value32, dout32 = f32[len(names):]
+    oracle = torch_ref.mha(*f64[len(names):len(names) + 3], p64, 4, f64[-1])   # torch, float64
+    mine = ours(query32, key32, value32, p32, 4, dout32)
+    theirs = torch_ref.mha(query32, key32, value32, p32, 4, dout32)
+    assert_float32_all(NAMES, mine[:5], theirs[:5], oracle[:5], framework="torch")
+    assert_float32_all(names, [mine[5][n] for n in names], [theirs[5][n] for n in names],
+                       [oracle[5][n] for n in names], framework="torch")

@@ -4,6 +4,8 @@ finite differences and PyTorch (the window as a bool attn_mask) on random upstre
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -14,20 +16,23 @@ from attention_np.kernels import tiles
 from attention_np.paper.gradcheck import numerical_gradient
 from attention_np.variants.window import sliding_window_mask
 from tests import torch_ref
-from tests.helpers import max_abs_diff, randn, require
+from tests.helpers import assert_float32_all, max_abs_diff, randn, require, rounded
 
 R = np.random.default_rng(123)
 
 
 def test_window_mask_examples_and_its_limits_are_causal_masks():
-    assert sliding_window_mask(3, 4, 0, 1).astype(int).tolist() == [[1, 1, 0, 0], [0, 1, 1, 0],
+    assert sliding_window_mask(3, 4, left=0, right=1).astype(int).tolist() == [[1, 1, 0, 0], [0, 1, 1, 0],
                                                                      [0, 0, 1, 1]]
     for align in ("top_left", "bottom_right"):
-        assert np.array_equal(sliding_window_mask(4, 6, None, 0, align=align),
+        assert np.array_equal(sliding_window_mask(4, 6, left=None, right=0, align=align),
                               an.causal_mask(4, 6, align=align))
-    assert sliding_window_mask(3, 5).all()                         # (None, None): everything
+    with pytest.raises(ValueError, match=r"sliding_window_mask\(4, 2\) has no window"):
+        sliding_window_mask(4, 2)                                   # the 0.1 trap: 2 is S, not a window
+    with pytest.raises(TypeError):
+        sliding_window_mask(4, 4, 2)                                # left and right are keyword-only
     # bottom right: the last query sits at the last key
-    assert sliding_window_mask(2, 5, 1, 0, align="bottom_right").astype(int).tolist() == [
+    assert sliding_window_mask(2, 5, left=1, right=0, align="bottom_right").astype(int).tolist() == [
         [0, 0, 1, 1, 0], [0, 0, 0, 1, 1]]
 
 
@@ -41,11 +46,15 @@ def test_equals_transformers_mistral_sliding_window_mask(W):
     cfg._attn_implementation = "sdpa"
     L = 7
     pad = torch.tensor([[1] * L, [0, 0] + [1] * (L - 2)])           # second sequence left-padded
+    # no cache: `cache=None` where transformers has it (past_key_values is deprecated there,
+    # to be removed in 5.40), `past_key_values=None` in the older releases we support (>= 5.15)
+    params = inspect.signature(create_sliding_window_causal_mask).parameters
+    no_cache = {"cache": None} if "cache" in params else {"past_key_values": None}
     theirs = create_sliding_window_causal_mask(
         config=cfg, inputs_embeds=torch.zeros(2, L, 16, dtype=torch.float64), attention_mask=pad,
-        past_key_values=None, position_ids=torch.arange(L)[None])
+        position_ids=torch.arange(L)[None], **no_cache)
     # Mistral's sliding_window=W counts the query itself: left = W - 1
-    ours = sliding_window_mask(L, L, W - 1, 0) & an.padding_mask(np.array([L, L]))
+    ours = sliding_window_mask(L, L, left=W - 1, right=0) & an.padding_mask(np.array([L, L]))
     ours = ours & (np.arange(L) >= np.array([0, 2])[:, None])[:, None, :]
     assert np.array_equal(theirs.numpy()[:, 0], ours)
 
@@ -58,7 +67,7 @@ def test_bottom_right_equals_transformers_mask_function_for_decoding():
     fn = sliding_window_causal_mask_function(W)
     q_idx, kv_idx = torch.arange(S - L, S)[:, None], torch.arange(S)[None]
     theirs = fn(0, 0, q_idx, kv_idx).numpy()
-    assert np.array_equal(theirs, sliding_window_mask(L, S, W - 1, 0, align="bottom_right"))
+    assert np.array_equal(theirs, sliding_window_mask(L, S, left=W - 1, right=0, align="bottom_right"))
 
 
 PATHS = {
@@ -77,7 +86,7 @@ def test_window_equals_torch_with_the_window_as_a_mask(path, window, is_causal):
     q, k, v = randn(R, 2, 3, 6, 4), randn(R, 2, 3, 9, 4), randn(R, 2, 3, 9, 5)
     out, cache = forward(q, k, v, window=window, is_causal=is_causal)
     dout = randn(R, *out.shape)
-    mask = sliding_window_mask(6, 9, *window)
+    mask = sliding_window_mask(6, 9, left=window[0], right=window[1])
     if is_causal:
         mask = mask & an.causal_mask(6, 9)
     want = torch_ref.sdpa(q, k, v, dout, mask=mask)
@@ -121,7 +130,7 @@ def test_mha_forward_window_equals_the_mask():
     dout = randn(R, 2, 7, 8)
     for path in ("fused", "textbook"):
         a, ca = an.mha_forward(x, x, x, params, num_heads=2, window=(2, 0), path=path)
-        b, cb = an.mha_forward(x, x, x, params, sliding_window_mask(7, 7, 2, 0), num_heads=2)
+        b, cb = an.mha_forward(x, x, x, params, sliding_window_mask(7, 7, left=2, right=0), num_heads=2)
         assert max_abs_diff(a, b) < 1e-15
         ga, gb = an.mha_backward(dout, ca), an.mha_backward(dout, cb)
         assert max(max_abs_diff(ga[3][n], gb[3][n]) for n in params) < 1e-14
@@ -157,15 +166,11 @@ def test_bad_window_names_itself(window, exc):
 @pytest.mark.float32
 @pytest.mark.parametrize("path", ["fused", "flash"])
 def test_window_float32(path):
-    from attention_np.interop.tolerance import check_float32
     forward, backward = PATHS[path]
-    q, k, v = (randn(R, 2, 3, 9, 8).astype(np.float32) for _ in range(3))
-    dout = randn(R, 2, 3, 9, 8).astype(np.float32)
+    (q, k, v, dout), f64 = rounded(*(randn(R, 2, 3, 9, 8) for _ in range(4)))
     out, cache = forward(q, k, v, window=(3, 1))
     ours = [out, *backward(dout, cache)]
-    f64 = [a.astype(np.float64) for a in (q, k, v, dout)]
-    o64, c64 = forward(*f64[:3], window=(3, 1))
-    oracle = [o64, *backward(f64[3], c64)]
-    theirs = torch_ref.sdpa(q, k, v, dout, mask=sliding_window_mask(9, 9, 3, 1))
-    for name, a, o, t in zip(("out", "dq", "dk", "dv"), ours, oracle, theirs, strict=True):
-        assert a.dtype == np.float32 and check_float32(name, a, o, peer=t).ok, name
+    window = sliding_window_mask(9, 9, left=3, right=1)
+    oracle = torch_ref.sdpa(*f64, mask=window)                    # torch, float64: not ours
+    theirs = torch_ref.sdpa(q, k, v, dout, mask=window)
+    assert_float32_all(("out", "dq", "dk", "dv"), ours, theirs, oracle, framework="torch")

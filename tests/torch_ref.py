@@ -7,20 +7,55 @@ import numpy as np
 from tests.helpers import require
 
 
-def sdpa(q, k, v, dout, mask=None, bias=None, is_causal=False, scale=None):
-    """torch.nn.functional.scaled_dot_product_attention forward and autograd backward."""
+def sdpa(q, k, v, dout, mask=None, bias=None, is_causal=False, scale=None, enable_gqa=False,
+         return_dbias=False):
+    """torch.nn.functional.scaled_dot_product_attention forward and autograd backward.
+
+    Returns (out, dq, dk, dv), and dbias after them if ``return_dbias``. Run it on float64 inputs
+    for an oracle independent of attention_np, on float32 ones for torch's float32 result.
+    """
     torch = require("torch")
     tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
-    attn_mask = None
+    attn_mask = tb = None
     if mask is not None:
         attn_mask = torch.tensor(mask)                       # same polarity: True = attend
     if bias is not None:                                     # a float attn_mask is added;
-        both = bias if mask is None else np.where(mask, bias, -np.inf)   # -inf removes a key
-        attn_mask = torch.tensor(both)
+        tb = torch.tensor(np.asarray(bias), requires_grad=True)   # -inf removes a key
+        attn_mask = tb if mask is None else tb.masked_fill(~torch.tensor(mask), float("-inf"))
     out = torch.nn.functional.scaled_dot_product_attention(
-        tq, tk, tv, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+        tq, tk, tv, attn_mask=attn_mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
     out.backward(torch.tensor(dout))
-    return out.detach().numpy(), tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy()
+    result = (out.detach().numpy(), tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy())
+    return (*result, tb.grad.numpy()) if return_dbias else result
+
+
+def formula(q, k, v, dout, mask=None, bias=None, softcap=None, sinks=None, groups=1):
+    """Eq. (1) with the extensions torch's sdpa lacks, written out in torch ops (autograd backward):
+    ``s = cap * tanh(q k^T / sqrt(d_k) / cap) + bias``, masked keys ``-inf``, one sink logit per
+    head appended to each row's softmax and dropped after it, each key/value head used by
+    ``groups`` query heads.
+
+    Returns [out, dq, dk, dv] then dbias if ``bias`` is given, then dsinks if ``sinks`` is.
+    """
+    torch = require("torch")
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    tb = None if bias is None else torch.tensor(np.asarray(bias), requires_grad=True)
+    ts = None if sinks is None else torch.tensor(sinks, requires_grad=True)
+    kk, vv = tk.repeat_interleave(groups, -3), tv.repeat_interleave(groups, -3)
+    s = tq @ kk.transpose(-1, -2) / np.sqrt(q.shape[-1]).astype(q.dtype)
+    if softcap is not None:
+        s = softcap * torch.tanh(s / softcap)
+    if tb is not None:
+        s = s + tb
+    if mask is not None:
+        s = s.masked_fill(~torch.tensor(mask), float("-inf"))
+    if ts is not None:
+        s = torch.cat([s, ts.reshape(-1, 1, 1).expand(*s.shape[:-1], 1)], -1)
+        out = torch.softmax(s, -1)[..., :-1] @ vv
+    else:
+        out = torch.softmax(s, -1) @ vv
+    out.backward(torch.tensor(dout))
+    return [out.detach().numpy(), *(t.grad.numpy() for t in (tq, tk, tv, tb, ts) if t is not None)]
 
 
 def mha_module(params, num_heads):

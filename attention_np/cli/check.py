@@ -1,9 +1,11 @@
-"""``python -m attention_np check NAME solution.py``: check a student's solution to an exercise."""
+"""``python -m attention_np check NAME solution.py``: check a student's solution to an exercise.
+
+The solution may be a ``.py`` file or a notebook (its code cells, without the check cells). Exit
+code 0: passed; 1: wrong; 2: the file cannot run (one line says why, never a traceback).
+"""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import sys
 
 
@@ -30,18 +32,14 @@ def run(args) -> int:
         print("error: give the solution file: python -m attention_np check NAME solution.py",
               file=sys.stderr)
         return 2
-    path = pathlib.Path(args.solution)
-    if not path.is_file():
-        print(f"error: solution file {str(path)!r} not found", file=sys.stderr)
-        return 2
-    spec = importlib.util.spec_from_file_location("student_solution", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from attention_np.exercises.loading import CannotRun, load_function
+
     fn_name = args.function or ex.function_name(args.name)
-    fn = getattr(module, fn_name, None)
-    if not callable(fn):
-        print(f"error: {path} defines no function {fn_name!r} "
-              f"(expected {ex.EXERCISES[args.name].signature}; or pass --function)", file=sys.stderr)
+    try:
+        fn = load_function(args.solution, fn_name, ex.EXERCISES[args.name].signature)
+    except CannotRun as e:
+        print(f"error: {e}" + ("" if args.function else " (or pass --function)")
+              if "defines no function" in str(e) else f"error: {e}", file=sys.stderr)
         return 2
     result = ex.check(args.name, fn)
     print(result)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_np._args import nonnegative_int
 from attention_np._optional import install_hint
 from attention_np.cli.progress import ProgressBar
 
@@ -36,7 +37,8 @@ def add_arguments(parser) -> None:
                              "not part of 'all')")
     parser.add_argument("--dtype", choices=(*DTYPES, "all"), default="all",
                         help="dtype of the inputs (default: both)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of inputs and upstream gradients")
+    parser.add_argument("--seed", type=nonnegative_int, default=0,
+                        help="seed of inputs and upstream gradients (>= 0)")
 
 
 @dataclass

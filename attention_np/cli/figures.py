@@ -10,11 +10,13 @@ The lessons' example data (the sentence of notebook 1, the d_k sweeps of noteboo
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
 import numpy as np
 
+from attention_np._args import int_between, output_dir
 from attention_np._optional import import_optional
 from attention_np.cli.progress import ProgressBar
 
@@ -30,8 +32,25 @@ FIGURES = {
 }
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--out", default="figures", help="output directory (default: figures/)")
-    parser.add_argument("--dpi", type=int, default=100, help="resolution of the PNG files")
+    parser.add_argument("--out", type=output_dir, default="figures",
+                        help="output directory, made if absent (default: figures/)")
+    parser.add_argument("--dpi", type=int_between(1, 1000), default=100,
+                        help="resolution of the PNG files, 1 to 1000 dots per inch (default 100)")
+
+
+def check_args(parser, args) -> None:
+    """Make the output directory before any work, or say why it cannot be made (exit 2)."""
+    try:
+        found = importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return                       # run() names the missing extra; no directory is made
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        parser.error(f"argument --out: got {args.out!r}, which cannot be made ({e.strerror}); "
+                     f"expected a directory that exists or can be made")
 
 
 def _save(fig, out_dir: str, name: str, dpi: int) -> None:
@@ -55,7 +74,7 @@ def run(args) -> int:
     from attention_np.studies.lessons import COMPARE_D_KS, SCALING_D_KS, SEED, example_sentence
     from attention_np.viz import plot
 
-    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)   # made by check_args() already, unless called directly
     written = []
     bar = ProgressBar(len(FIGURES))
 

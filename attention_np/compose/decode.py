@@ -26,7 +26,7 @@ from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
-from attention_np.variants.window import sliding_window_mask
+from attention_np.variants.window import window_mask
 
 
 class KVCache:
@@ -200,8 +200,9 @@ def _check_mask_bias(mask, bias, window, batch: tuple, heads: tuple):
     T, S = heads[-2:]
     scores, layout = batch + heads, "scores (..., h, T, S) after appending"
     allowed = causal_mask(T, S, align="bottom_right")                 # (T, S)
-    if window is not None:
-        allowed = allowed & sliding_window_mask(T, S, *window, align="bottom_right")
+    local = None if window is None else window_mask(T, S, window, align="bottom_right")
+    if local is not None:
+        allowed = allowed & local
     mask = check_heads_mask(mask, "mask", batch, scores, layout)
     bias = check_heads_mask(bias, "bias", batch, scores, layout)
     return allowed if mask is None else mask & allowed, bias

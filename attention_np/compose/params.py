@@ -150,8 +150,12 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
                      **{f"params['{name}']": p for name, p in params.items()})
     h_kv = check_kv_heads(num_kv_heads, num_heads)
     if h_kv == num_heads and W_q.shape[1] != W_k.shape[1]:
+        gqa = (f"; for grouped-query attention with {num_heads * W_k.shape[1] // W_q.shape[1]} "
+               f"key/value heads pass num_kv_heads={num_heads * W_k.shape[1] // W_q.shape[1]}"
+               if W_q.shape[1] % W_k.shape[1] == 0 and num_heads * W_k.shape[1] % W_q.shape[1] == 0
+               else "")
         raise ValueError(f"params['W_q'] has {W_q.shape[1]} columns but params['W_k'] has "
-                         f"{W_k.shape[1]}: queries and keys need the same width h*d_k")
+                         f"{W_k.shape[1]}: queries and keys need the same width h*d_k{gqa}")
     v_heads = "num_heads" if num_kv_heads is None else "num_kv_heads"
     for W, name, n in (("W_q", "num_heads", num_heads), ("W_v", v_heads, h_kv)):
         if params[W].shape[1] % n:

@@ -2,13 +2,17 @@
 
 >>> import attention_np.exercises as ex
 >>> print(ex.check("softmax", ex.reference("softmax")))
-[softmax] PASSED: all 8 cases pass
+PASSED: softmax, all 8 cases
 
-Each exercise has a reference (the library's own implementation), cases with the edges (fully
-masked rows, huge logits, broadcasting, L != S, float32), a finite-difference gradcheck for the
-backward passes, and a catalogue of known mistakes (:data:`EXERCISES`, ``ex.mistakes``): a wrong
-answer that matches one of them is named, with a hint. The student notebooks are in
-``exercises/``; ``python -m attention_np check NAME solution.py`` checks a file.
+Each exercise has a reference (``attention_np.paper``, the code a student reads, where it has
+the function; the tiled forward and the positional table from the library), cases with the edges (fully
+masked rows, huge logits, broadcasting, L != S, L = 1, float32), a finite-difference gradcheck for
+the backward passes, hidden cases for the autograder, a catalogue of known mistakes
+(:data:`EXERCISES`, ``ex.mistakes``) and behaviour probes (:mod:`.probes`) that measure what a wrong
+answer does and name what is wrong, with a hint. The checking engine (:mod:`.engine`) and the
+probes need NumPy alone: ``python -m attention_np course build OUT`` copies them into a student
+kit with the cases' expected values (:mod:`.course`). The student notebooks are in ``exercises/``;
+``python -m attention_np check NAME solution.py`` checks a file or a notebook.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ def function_name(name: str) -> str:
 
 
 def reference(name: str):
-    """The library's own solution of exercise ``name`` (what the checker compares against)."""
+    """The reference of exercise ``name`` (what the checker compares against): ``attention_np.paper``
+    where it has the function, else the library's own."""
     return _exercise(name).reference
 
 
@@ -60,8 +65,9 @@ def check(name: str, student_fn) -> CheckResult:
     CheckResult
         ``result.ok`` is True when every case passes; ``result.status`` is "passed",
         "not implemented yet" (the stub still raises NotImplementedError), "mistake"
-        (``result.mistake`` names the catalogued mistake, the message gives a hint) or
-        "failed"; ``print(result)`` explains.
+        (``result.mistake`` names what is wrong, the message gives a hint) or "failed";
+        ``print(result)`` explains in one message that begins with ``PASSED``, ``MISTAKE:`` or
+        ``FAILED:``.
     """
     exercise = _exercise(name)
     if not callable(student_fn):

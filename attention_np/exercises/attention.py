@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.exercises.checker import Case, Exercise, Mistake
-from attention_np.kernels.fused import sdpa_backward, sdpa_forward
+from attention_np.exercises.checker import SCALE_HINT, UNWEIGHTED_HINT, Case, Exercise, Mistake
+from attention_np.paper.attention import sdpa_backward, sdpa_forward
 from attention_np.paper.gradcheck import numerical_gradient
 from attention_np.paper.softmax import softmax
 
@@ -20,8 +20,8 @@ def _qkv(rng, L, S, d_k, d_v, batch=(), dtype=np.float64):
     return tuple(rng.normal(size=(*batch, n, d)).astype(dtype) for n, d in ((L, d_k), (S, d_k), (S, d_v)))
 
 
-def _attention_cases():
-    rng = np.random.default_rng(2)
+def _attention_cases(seed=2):
+    rng = np.random.default_rng(seed)
     q, k, v = _qkv(rng, 3, 5, 4, 2)
     masked = rng.random((3, 5)) < 0.7
     masked[:, 0] = True
@@ -35,6 +35,10 @@ def _attention_cases():
         Case("a fully masked row (its output must be 0)", (q, k, v, full)),
         Case("broadcasting: k, v shared across the batch", (qb, kb[0, 0], vb[0, 0])),
         Case("huge logits (|scores| ~ 1e3)", (30 * q, 30 * k, v)),
+        Case("a masked key scores far above the others",
+             (np.array([[1.0]]), np.array([[800.0], [1.0]]), np.array([[5.0], [2.0]]),
+              np.array([[False, True]]))),
+        Case("L = 1 (one query)", (q[:1], k, v, masked[:1])),
         Case("float32", _qkv(rng, 3, 5, 4, 2, dtype=np.float32), dtype=np.float32),
     ]
 
@@ -42,7 +46,7 @@ def _attention_cases():
 def _attn(q, k, v, mask=None, *, scale=None, axis=-1, fill=-np.inf, stable=True,
           polarity=True, weights=False):
     d_k = q.shape[-1]
-    s = q @ np.swapaxes(k, -1, -2) * (1 / np.sqrt(d_k) if scale is None else scale)
+    s = q @ np.swapaxes(k, -1, -2) * float(1 / np.sqrt(d_k) if scale is None else scale)
     if mask is not None:
         keep = mask if polarity else ~mask
         s = np.where(keep, s, fill)
@@ -58,9 +62,7 @@ ATTENTION = Exercise(
     "attention", "attention(q, k, v, mask=None)",
     "Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V   (Eq. (1), §3.2.1)",
     ref_attention, _attention_cases, [
-        Mistake("no 1/sqrt(d_k)", lambda q, k, v, m=None: _attn(q, k, v, m, scale=1.0),
-                "§3.2.1: for large d_k the dot products grow large and push the softmax into "
-                "regions with tiny gradients. What keeps their variance at 1?"),
+        Mistake("no 1/sqrt(d_k)", lambda q, k, v, m=None: _attn(q, k, v, m, scale=1.0), SCALE_HINT),
         Mistake("divided by d_k instead of sqrt(d_k)",
                 lambda q, k, v, m=None: _attn(q, k, v, m, scale=1 / q.shape[-1]),
                 "q . k sums d_k products of unit variance: its variance is d_k. Dividing by what "
@@ -113,8 +115,8 @@ def _fd(q, k, v, mask, dout):
     return tuple(numerical_gradient(loss, x) for x in (q, k, v))
 
 
-def _backward_cases():
-    rng = np.random.default_rng(3)
+def _backward_cases(seed=3):
+    rng = np.random.default_rng(seed)
     q, k, v = _qkv(rng, 3, 5, 4, 2)
     dout = rng.normal(size=(3, 2))
     mask = rng.random((3, 5)) < 0.6
@@ -134,15 +136,16 @@ def _backward_cases():
 
 
 def _bwd(dout, q, k, v, m=None, *, scale_q=True, scale_k=True, full_jacobian=True,
-         sum_back=True, dk_from_s=True):
-    s_ = 1 / np.sqrt(q.shape[-1])
+         sum_back=True, dk_from_s=True, weighted=True):
+    s_ = float(1 / np.sqrt(q.shape[-1]))
     s = q @ np.swapaxes(k, -1, -2) * s_
     if m is not None:
         s = np.where(m, s, -np.inf)
     p = softmax(s)
     dv = np.swapaxes(p, -1, -2) @ dout
     dp = dout @ np.swapaxes(v, -1, -2)
-    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) if full_jacobian else p * (1 - p) * dp
+    ds = p * (dp - ((dp * p) if weighted else dp).sum(-1, keepdims=True)) if full_jacobian \
+        else p * (1 - p) * dp
     dq = ds @ k * (s_ if scale_q else 1.0)
     dk = (np.swapaxes(ds, -1, -2) @ q if dk_from_s else ds @ q) * (s_ if scale_k else 1.0)
     if sum_back:
@@ -164,6 +167,7 @@ ATTENTION_BACKWARD = Exercise(
         Mistake("softmax backward kept only the diagonal",
                 lambda *a: _bwd(*a, full_jacobian=False),
                 "dS = P * (dP - rowsum(dP * P)): every weight in a row shares the normalizer."),
+        Mistake("sum without the weights p", lambda *a: _bwd(*a, weighted=False), UNWEIGHTED_HINT),
         Mistake("broadcast gradients not summed back", lambda *a: _bwd(*a, sum_back=False),
                 "k and v were broadcast across the batch in the forward; a broadcast copies, so "
                 "its backward sums: dk must have k's shape."),

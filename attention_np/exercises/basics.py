@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.exercises.checker import Case, Exercise, Mistake
+from attention_np.exercises.checker import UNWEIGHTED_HINT, Case, Exercise, Mistake
 from attention_np.nn.positional import sinusoidal_encoding
 from attention_np.paper.gradcheck import numerical_gradient
 from attention_np.paper.masks import causal_mask as _lib_causal_mask
@@ -19,8 +19,8 @@ def ref_softmax(x):
     return _lib_softmax(x, axis=-1)
 
 
-def _softmax_cases():
-    rng = np.random.default_rng(0)
+def _softmax_cases(seed=0):
+    rng = np.random.default_rng(seed)
     x = rng.normal(size=(4, 5))
     return [
         Case("random (4, 5)", (x,)),
@@ -51,8 +51,10 @@ SOFTMAX = Exercise(
                 lambda x: _sm(np.exp(x - x.max())),
                 "With rows on different scales, one row's max makes another row's exponents all "
                 "underflow to 0. The shift must be per row."),
-        Mistake("subtracted the min instead of the max", lambda x: _sm(np.exp(x - x.min(-1, keepdims=True))),
-                "After the shift, the largest exponent should be 0, not the smallest."),
+        Mistake("the shift does not make the largest exponent 0",
+                lambda x: _sm(np.exp(x - x.min(-1, keepdims=True))),
+                "Subtract each row's MAX (not its min or mean, not a constant): then every "
+                "exponent is <= 0 and the largest is exactly 0."),
         Mistake("normalized over the whole array",
                 lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(),
                 "Does every row of your result sum to 1? Normalize each row by its own sum."),
@@ -61,7 +63,7 @@ SOFTMAX = Exercise(
         Mistake("returned log-softmax", lambda x: (x - x.max(-1, keepdims=True)) - np.log(
             np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True)),
                 "Your values are negative: softmax returns probabilities in [0, 1]."),
-        Mistake("upcast float32 to float64",
+        Mistake("dtype not kept",
                 lambda x: _lib_softmax(np.asarray(x, dtype=np.float64)),
                 "Keep the input's dtype: a float32 model should stay float32 (avoid float64 "
                 "constants or dtype=np.float64 in intermediate arrays)."),
@@ -79,8 +81,8 @@ def _fd_softmax_grad(x, dp):
     return numerical_gradient(lambda: float((dp * _lib_softmax(x)).sum()), x)
 
 
-def _softmax_backward_cases():
-    rng = np.random.default_rng(1)
+def _softmax_backward_cases(seed=1):
+    rng = np.random.default_rng(seed)
     x, dp = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
     x4, dp4 = rng.normal(size=(2, 2, 3, 4)), rng.normal(size=(2, 2, 3, 4))
     xm = np.where(rng.random((3, 5)) < 0.4, -np.inf, rng.normal(size=(3, 5)))
@@ -112,7 +114,7 @@ SOFTMAX_BACKWARD = Exercise(
                 "Differentiate exp(x_i) / Z: the derivative of exp is exp, which brings p_i "
                 "in front."),
         Mistake("sum without the weights p", lambda dp, p: p * (dp - dp.sum(-1, keepdims=True)),
-                "The sum is an expectation under p: weight each dp_j by p_j."),
+                UNWEIGHTED_HINT),
         Mistake("sign flipped", lambda dp, p: p * ((dp * p).sum(-1, keepdims=True) - dp),
                 "Raising x_i raises p_i: with dp = e_i, the gradient at i should be positive."),
         Mistake("summed over the wrong axis", lambda dp, p: p * (dp - (dp * p).sum(0, keepdims=True)),
@@ -126,16 +128,16 @@ def ref_causal_mask(L, S, align):
     return _lib_causal_mask(L, S, align=align)
 
 
-def _causal_cases():
-    return [Case(f"L={L}, S={S}, {a}", (L, S, a))
-            for (L, S) in ((4, 4), (2, 5), (5, 2), (1, 6), (3, 3)) for a in ("top_left", "bottom_right")]
+def _causal_cases(sizes=((4, 4), (2, 5), (5, 2), (1, 6), (3, 3))):
+    return [Case(f"L={L}, S={S}, {a}", (L, S, a)) for (L, S) in sizes for a in ("top_left", "bottom_right")]
 
 
 CAUSAL_MASK = Exercise(
     "causal_mask", "causal_mask(L, S, align)",
     "We ... prevent leftward information flow in the decoder ... by masking out (setting to "
     "-inf) all values in the input of the softmax which correspond to illegal connections (§3.2.3)",
-    ref_causal_mask, _causal_cases, [
+    ref_causal_mask, _causal_cases, hidden=lambda: _causal_cases(((6, 6), (3, 7), (7, 3), (1, 1))),
+    mistakes=[
         Mistake("causal mask off by one (diagonal excluded)",
                 lambda L, S, a: np.tri(L, S, k=(0 if a == "top_left" else S - L) - 1, dtype=bool),
                 "May a position attend to itself? Look at entry (0, 0)."),
@@ -158,7 +160,7 @@ CAUSAL_MASK = Exercise(
 
 
 def ref_padding_mask(lengths, S):
-    """Bool (B, S): key j of sequence b is real (True) iff j < lengths[b]."""
+    """Bool (B, 1, S): key j of sequence b is real (True) iff j < lengths[b]."""
     return _lib_padding_mask(lengths, S)
 
 
@@ -168,19 +170,30 @@ def _padding_cases():
             Case("one sequence, full length", (np.array([4]), 4))]
 
 
+def _padding_hidden():
+    return [Case("lengths [0, 2], S=3 (an empty sequence)", (np.array([0, 2]), 3)),
+            Case("lengths [1, 1, 1], S=4", (np.array([1, 1, 1]), 4)),
+            Case("lengths [5, 3], S=8", (np.array([5, 3]), 8))]
+
+
 PADDING_MASK = Exercise(
     "padding_mask", "padding_mask(lengths, S)",
     "Padding keys must get zero weight: mask them out of the softmax, as for §3.2.3's causal mask.",
-    ref_padding_mask, _padding_cases, [
+    ref_padding_mask, _padding_cases, hidden=_padding_hidden, mistakes=[
         Mistake("padding mask polarity flipped",
-                lambda n, S: np.arange(S)[None, :] >= np.asarray(n)[:, None],
+                lambda n, S: (np.arange(S)[None, :] >= np.asarray(n)[:, None])[:, None, :],
                 "True = may attend: the real keys, j < length, are the True ones."),
         Mistake("padding mask off by one",
-                lambda n, S: np.arange(S)[None, :] <= np.asarray(n)[:, None],
+                lambda n, S: (np.arange(S)[None, :] <= np.asarray(n)[:, None])[:, None, :],
                 "A sequence of length 3 has keys 0, 1, 2: is key 3 real?"),
         Mistake("padding mask transposed",
-                lambda n, S: (np.arange(S)[None, :] < np.asarray(n)[:, None]).T,
-                "One row per sequence, one column per key: (B, S)."),
+                lambda n, S: (np.arange(S)[None, :] < np.asarray(n)[:, None])[:, None, :].T,
+                "One entry per sequence on the first axis, one per key on the last: (B, 1, S), "
+                "the 1 broadcasting over the queries."),
+        Mistake("padding mask of shape (B, S) instead of (B, 1, S)",
+                lambda n, S: np.arange(S)[None, :] < np.asarray(n)[:, None],
+                "The contract is (B, 1, S): the middle 1 broadcasts over the L queries of scores "
+                "(B, L, S). Add it with [:, None, :]."),
     ])
 
 
@@ -205,7 +218,9 @@ SINUSOIDAL = Exercise(
     "sinusoidal", "sinusoidal(length, d_model)",
     "PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))  (§3.5)",
     ref_sinusoidal,
-    lambda: [Case(f"length={n}, d_model={d}", (n, d)) for n, d in ((6, 8), (50, 16), (3, 2))], [
+    lambda: [Case(f"length={n}, d_model={d}", (n, d)) for n, d in ((6, 8), (50, 16), (3, 2))],
+    hidden=lambda: [Case(f"length={n}, d_model={d}", (n, d)) for n, d in ((1, 4), (20, 32), (100, 6))],
+    mistakes=[
         Mistake("sin and cos swapped", lambda n, d: _pe(n, d, swap=True),
                 "Row 0 should start 0, 1, 0, 1, ...: which of sin and cos is 0 at pos = 0?"),
         Mistake("exponent i/d_model instead of 2i/d_model", lambda n, d: _pe(n, d, rate=1),

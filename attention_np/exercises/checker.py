@@ -1,27 +1,25 @@
-"""The checker: run a student's function on the cases of an exercise and name the mistake.
+"""The exercises' definitions and the bank of stored cases the engine checks against.
 
-An :class:`Exercise` holds a reference (the library's own implementation), its cases (edges
-included: fully masked rows, huge logits, broadcasting, L != S, float32) and a catalogue of
-known mistakes, each a wrong implementation with a name and a hint. When the student's answer
-is wrong, every catalogued wrong variant is run on the same inputs; a variant that reproduces
-the student's outputs on every case names the mistake.
-
-Tolerances: float64 outputs must agree with the float64 reference to ``1e-9`` (relative, plus
-``1e-12`` absolute; any correct order of summation is within ~1e-14). float32 outputs must be
-float32 and agree with the float64 reference within ``2e-5 * (1 + |ref|)``, about 170 float32
-ulps of 1: a fixed error budget that holds on any CPU.
+An :class:`Exercise` holds a reference (``attention_np.paper`` where it has the function), its public cases,
+its hidden cases (the autograder's), and a catalogue of known mistakes, each a wrong
+implementation with a name and a hint. :func:`build_record` runs the reference on every case
+(float32 cases in float64, from the same float32 inputs) and every catalogued mistake on the
+same cases, and stores the outputs: that record is all the checking engine
+(:mod:`attention_np.exercises.engine`, NumPy only) and the behaviour probes
+(:mod:`attention_np.exercises.probes`) need; the course build saves it for the student kit and
+the autograder, which hold no reference.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
+from attention_np.exercises import engine, probes
 
-class CheckError(Exception):
-    """A result has the wrong type, shape or dtype (a message for the student)."""
+CheckResult = engine.Report
 
 
 @dataclass
@@ -34,7 +32,8 @@ class Case:
     kwargs: dict = field(default_factory=dict)
     dtype: object = np.float64
     expected: object = None
-    tol: tuple | None = None        # (rtol, atol); default by dtype, see the module docstring
+    tol: tuple | None = None        # (rtol, atol); default by dtype, see engine's docstring
+    points: float = 1.0
 
 
 @dataclass
@@ -50,7 +49,8 @@ class Mistake:
 @dataclass
 class Exercise:
     """An exercise: ``name``, the function signature, the paper's sentence, the reference
-    implementation, a ``cases()`` factory and the catalogue of ``mistakes``."""
+    implementation, a ``cases(seed)`` factory (``hidden`` gives the autograder's cases; by default
+    the same factory with another seed) and the catalogue of ``mistakes``."""
 
     name: str
     signature: str
@@ -58,150 +58,92 @@ class Exercise:
     reference: object
     cases: object
     mistakes: list
-
-
-@dataclass
-class CheckResult:
-    """What :func:`check` found. ``status`` is one of "passed", "not implemented yet",
-    "mistake" (``mistake`` names it), "failed"; ``message`` explains it to the student."""
-
-    exercise: str
-    status: str
-    message: str
-    mistake: str | None = None
+    hidden: object = None
 
     @property
-    def ok(self) -> bool:
-        return self.status == "passed"
+    def function(self) -> str:
+        return self.signature.split("(")[0]
 
-    def __str__(self) -> str:
-        return f"[{self.exercise}] {self.status.upper()}: {self.message}"
+    @property
+    def arg_names(self) -> list:
+        inner = self.signature[self.signature.index("(") + 1:-1]
+        return [a.split("=")[0].strip() for a in inner.split(",") if a.strip()]
 
-
-_RAISED = object()
-
-
-def _call(fn, case: Case):
-    args, kwargs = copy.deepcopy(case.args), copy.deepcopy(case.kwargs)
-    try:
-        with np.errstate(all="ignore"):     # overflow in a wrong answer is reported, not warned
-            return fn(*args, **kwargs)
-    except NotImplementedError:
-        raise
-    except Exception as e:          # noqa: BLE001 - a student's error is a result to report
-        return (_RAISED, f"{type(e).__name__}: {e}")
-
-
-def _leaves(x, prefix="output"):
-    if isinstance(x, dict):
-        for k in sorted(x):
-            yield from _leaves(x[k], f"{prefix}[{k!r}]")
-    elif isinstance(x, (tuple, list)):
-        for i, item in enumerate(x):
-            yield from _leaves(item, f"{prefix}[{i}]")
-    else:
-        yield prefix, x
-
-
-def _structure(x):
-    if isinstance(x, dict):
-        return ("dict", tuple(sorted(x)))
-    if isinstance(x, (tuple, list)):
-        return ("seq", len(x))
-    return "leaf"
-
-
-def compare(out, ref, dtype=np.float64, tol=None):
-    """None when ``out`` matches ``ref``; otherwise a sentence saying how it differs."""
-    if isinstance(out, tuple) and out and out[0] is _RAISED:
-        return f"raised {out[1]}"
-    if _structure(out) != _structure(ref) and not (isinstance(out, (tuple, list))
-                                                   and isinstance(ref, (tuple, list))
-                                                   and len(out) == len(ref)):
-        return f"returned {type(out).__name__} of the wrong structure (expected like {_structure(ref)})"
-    for (name, o), (_, r) in zip(_leaves(out), _leaves(ref), strict=False):
-        r = np.asarray(r)
+    def hidden_cases(self):
+        if self.hidden is not None:
+            return self.hidden()
         try:
-            o = np.asarray(o)
-        except Exception:           # noqa: BLE001
-            return f"{name} is not an array"
-        if o.shape != r.shape:
-            return f"{name} has shape {o.shape}, expected {r.shape}"
-        if r.dtype == bool:
-            if o.dtype != bool:
-                return f"{name} has dtype {o.dtype}, expected a bool mask"
-            if not np.array_equal(o, r):
-                return f"{name} differs at {int((o != r).sum())} of {r.size} entries"
-            continue
-        if np.issubdtype(r.dtype, np.floating) and o.dtype != np.dtype(dtype):
-            return f"{name} has dtype {o.dtype}, expected {np.dtype(dtype)} (keep the input's dtype)"
-        o64, r64 = o.astype(np.float64), r.astype(np.float64)
-        if not np.array_equal(np.isnan(o64), np.isnan(r64)):
-            return f"{name} has NaN where the answer has none" if np.isnan(o64).any() else \
-                f"{name} has numbers where the answer has NaN"
-        if tol is None:
-            tol = (1e-9, 1e-12) if np.dtype(dtype) == np.float64 else (2e-5, 2e-5)
-        if not np.allclose(o64, r64, rtol=tol[0], atol=tol[1], equal_nan=True):
-            with np.errstate(invalid="ignore"):
-                err = np.nanmax(np.abs(o64 - r64))
-            return f"{name} differs from the answer by up to {err:.3g}"
-    return None
+            return self.cases(seed=100 + _seed_of(self.cases))
+        except TypeError:
+            return []
 
 
-def _same(a, b) -> bool:
-    """Do two results (possibly raised errors) agree, loosely (to diagnose, not to grade)?"""
-    a_raised = isinstance(a, tuple) and a and a[0] is _RAISED
-    b_raised = isinstance(b, tuple) and b and b[0] is _RAISED
-    if a_raised or b_raised:
-        return a_raised and b_raised
-    if _structure(a) != _structure(b) and not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
-        return False
-    la, lb = list(_leaves(a)), list(_leaves(b))
-    if len(la) != len(lb):
-        return False
-    for (_, x), (_, y) in zip(la, lb, strict=True):
-        x, y = np.asarray(x), np.asarray(y)
-        if x.shape != y.shape:
-            return False
-        if x.dtype == bool or y.dtype == bool:
-            if not np.array_equal(x, y):
-                return False
-            continue
-        x, y = x.astype(np.float64), y.astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            if not np.allclose(x, y, rtol=1e-4, atol=1e-6, equal_nan=True):
-                return False
-    return True
+def _seed_of(factory) -> int:
+    defaults = factory.__defaults__ or (0,)
+    return int(defaults[0])
 
 
-def run_check(exercise: Exercise, student_fn) -> CheckResult:
+# ---------------------------------------------------------------- shared catalogue entries
+SCALE_HINT = ("§3.2.1: for large d_k the dot products grow large and push the softmax into regions "
+              "with tiny gradients. What keeps their variance at 1?")
+D_MODEL_HINT = "Each head computes dot products of width d_k = d_model / h, not d_model."
+UNWEIGHTED_HINT = "The sum is an expectation under p: weight each dp_j by p_j."
+
+
+def _upcast(x):
+    if isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
+        return x.astype(np.float64)
+    if isinstance(x, dict):
+        return {k: _upcast(v) for k, v in x.items()}
+    if isinstance(x, (tuple, list)):
+        return type(x)(_upcast(v) for v in x)
+    return x
+
+
+def _engine_case(exercise, case: Case, hidden: bool) -> engine.Case:
+    if case.expected is not None:
+        expected = case.expected
+    else:
+        expected = exercise.reference(*engine.copy_tree(_upcast(case.args)),
+                                      **engine.copy_tree(_upcast(case.kwargs)))
+    return engine.Case(case.label, tuple(case.args), dict(case.kwargs), expected,
+                       np.dtype(case.dtype).name, case.tol, case.points, hidden)
+
+
+def _wrong_output(mistake, case: engine.Case):
+    return engine.call(mistake.wrong, case.args, case.kwargs).out
+
+
+def build_record(exercise: Exercise, hidden: bool = False) -> dict:
+    """The stored form of ``exercise``: its cases with expected values (the hidden ones too when
+    ``hidden``), what each catalogued mistake returns on them, the probes' expected values."""
+    cases = [_engine_case(exercise, c, False) for c in exercise.cases()]
+    if hidden:
+        for c in exercise.hidden_cases():
+            c.label = f"hidden: {c.label}"
+            cases.append(_engine_case(exercise, c, True))
+    fingerprints = [engine.Fingerprint(m.name, m.hint, [_wrong_output(m, c) for c in cases])
+                    for m in exercise.mistakes]
+    probe_inputs = probes.INPUTS.get(exercise.name, lambda: {})()
+    probe_expected = {k: exercise.reference(*engine.copy_tree(a), **engine.copy_tree(kw))
+                      for k, (a, kw) in probe_inputs.items()}
+    return {"signature": exercise.signature, "function": exercise.function,
+            "arg_names": exercise.arg_names, "cases": cases, "fingerprints": fingerprints,
+            "probe_expected": probe_expected}
+
+
+@cache
+def _record(name: str):
+    from attention_np.exercises import EXERCISES
+    return build_record(EXERCISES[name])
+
+
+def run_check(exercise: Exercise, student_fn) -> engine.Report:
     """Check ``student_fn`` against ``exercise`` (see :func:`attention_np.exercises.check`)."""
-    cases = exercise.cases()
-    outs = []
-    try:
-        for case in cases:
-            outs.append(_call(student_fn, case))
-    except NotImplementedError:
-        return CheckResult(exercise.name, "not implemented yet",
-                           f"{exercise.signature} still raises NotImplementedError: write it, "
-                           "then run the check again.")
-    failures = []
-    for case, out in zip(cases, outs, strict=True):
-        ref = case.expected if case.expected is not None else exercise.reference(
-            *copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
-        if isinstance(ref, tuple) and ref and ref[0] is _RAISED:
-            raise RuntimeError(f"the reference failed on case {case.label}: {ref[1]}")
-        why = compare(out, ref, case.dtype, case.tol)
-        if why is not None:
-            failures.append((case, why))
-    if not failures:
-        return CheckResult(exercise.name, "passed", f"all {len(cases)} cases pass")
-    for m in exercise.mistakes:
-        if all(_same(out, _call(m.wrong, case)) for case, out in zip(cases, outs, strict=True)):
-            case, why = failures[0]
-            return CheckResult(exercise.name, "mistake",
-                               f"{m.name}. Hint: {m.hint} (first failing case: {case.label}: {why})",
-                               mistake=m.name)
-    case, why = failures[0]
-    return CheckResult(exercise.name, "failed",
-                       f"{len(failures)} of {len(cases)} cases fail; first: {case.label}: {why}")
+    rec = _record(exercise.name)
+    return check_record(exercise.name, rec, student_fn)
+
+
+def check_record(name: str, rec: dict, student_fn, cases=None) -> engine.Report:
+    """The engine's verdict on ``student_fn`` from a stored record (the kits call the same)."""
+    return probes.check_record(name, rec, student_fn, cases)

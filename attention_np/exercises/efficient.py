@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.exercises.checker import Case, Exercise, Mistake
+from attention_np.exercises.checker import D_MODEL_HINT, SCALE_HINT, Case, Exercise, Mistake
 from attention_np.exercises.multihead import example_params
-from attention_np.kernels.fused import sdpa_forward
 from attention_np.kernels.tiled import flash_attention_forward
+from attention_np.paper.attention import sdpa_forward
 from attention_np.paper.heads import merge_heads, split_heads
 
 
@@ -17,8 +17,8 @@ def ref_tiled_attention(q, k, v, block_size):
     return flash_attention_forward(q, k, v, block_size=block_size)[0]
 
 
-def _tiled_cases():
-    rng = np.random.default_rng(8)
+def _tiled_cases(seed=8):
+    rng = np.random.default_rng(seed)
     q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(10, 4)), rng.normal(size=(10, 2))
     qb, kb, vb = (rng.normal(size=(2, 5, 3)) for _ in range(3))
     grow = np.linspace(0, 40, 10)[:, None] * np.ones((1, 4))        # later keys score higher
@@ -30,11 +30,22 @@ def _tiled_cases():
         Case("huge logits", (30 * q, 30 * k, v, 4)),
         Case("float32", (q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), 4),
              dtype=np.float32),
+        Case("float32, every score of a row near -110", _low_scores(rng, -110.0), dtype=np.float32),
+        Case("float32, scores near -240", _low_scores(rng, -240.0), dtype=np.float32),
+        Case("L = 1 (one query)", (q[:1], k, v, 3)),
     ]
 
 
-def _tiled(q, k, v, B, *, rescale_l=True, rescale_acc=True, update_max=True, divide=True):
-    scale = 1 / np.sqrt(q.shape[-1])
+def _low_scores(rng, level, L=2, S=6, d=4):
+    """float32 q, k, v whose scores q k^T / sqrt(d) are all within ~1 of ``level``."""
+    q = np.ones((L, d))
+    k = level * np.sqrt(d) / d + 0.2 * rng.normal(size=(S, d))
+    return (q.astype(np.float32), k.astype(np.float32), rng.normal(size=(S, 2)).astype(np.float32), 2)
+
+
+def _tiled(q, k, v, B, *, rescale_l=True, rescale_acc=True, update_max=True, divide=True,
+           scaled=True):
+    scale = float(1 / np.sqrt(q.shape[-1])) if scaled else 1.0
     S = k.shape[-2]
     m = np.full(q.shape[:-1] + (1,), -np.inf, dtype=q.dtype)   # running max   (..., L, 1)
     l = np.zeros_like(m)                                       # running sum   (..., L, 1)
@@ -66,6 +77,7 @@ TILED_ATTENTION = Exercise(
                 lambda *a: _tiled(*a, update_max=False),
                 "A later block can hold larger scores than the first: exp overflows unless the "
                 "max keeps up."),
+        Mistake("no 1/sqrt(d_k)", lambda *a: _tiled(*a, scaled=False), SCALE_HINT),
         Mistake("forgot the final division by the running sum",
                 lambda *a: _tiled(*a, divide=False),
                 "The accumulator holds sum_j exp(s_j - m) v_j; softmax divides by sum_j exp(s_j - m)."),
@@ -88,8 +100,8 @@ def ref_decode_step(x, k_cache, v_cache, params, num_heads):
     return merge_heads(heads) @ p["W_o"] + p["b_o"], k, v
 
 
-def _decode_cases():
-    rng = np.random.default_rng(9)
+def _decode_cases(seed=9):
+    rng = np.random.default_rng(seed)
     p = example_params(rng, 8, 2)
     x = rng.normal(size=(2, 1, 8))
     kc, vc = rng.normal(size=(2, 2, 4, 4)), rng.normal(size=(2, 2, 4, 4))
@@ -99,15 +111,19 @@ def _decode_cases():
                              {n: a.astype(np.float32) for n, a in p.items()}, 2), dtype=np.float32)]
 
 
-def _decode(x, kc, vc, p, h, *, append=True, top_left=False, out_proj=True, prepend=False):
+def _decode(x, kc, vc, p, h, *, append=True, top_left=False, out_proj=True, prepend=False,
+            scale_dm=False):
     q = split_heads(x @ p["W_q"] + p["b_q"], h)
     kn, vn = split_heads(x @ p["W_k"] + p["b_k"], h), split_heads(x @ p["W_v"] + p["b_v"], h)
     k = np.concatenate([kn, kc] if prepend else [kc, kn], axis=-2)
     v = np.concatenate([vn, vc] if prepend else [vc, vn], axis=-2)
+    scale = float(1 / np.sqrt(x.shape[-1])) if scale_dm else None
     if append:
-        heads = sdpa_forward(q, k, v, is_causal=top_left)[0]
+        heads = sdpa_forward(q, k, v, is_causal=top_left, scale=scale)[0]
     else:
-        heads = sdpa_forward(q, kc, vc)[0] if kc.shape[-2] else np.zeros_like(q)
+        if not kc.shape[-2]:
+            raise ValueError("attention over an empty cache")
+        heads = sdpa_forward(q, kc, vc)[0]
     out = merge_heads(heads)
     return (out @ p["W_o"] + p["b_o"] if out_proj else out), k, v
 
@@ -124,6 +140,8 @@ DECODE_STEP = Exercise(
                 lambda *a: _decode(*a, top_left=True),
                 "With L = 1 query and S = t + 1 keys, a top-left causal mask lets the query see "
                 "key 0 only. The one query is the LAST position: bottom-right, i.e. no mask."),
+        Mistake("scaled by sqrt(d_model) instead of sqrt(d_k)", lambda *a: _decode(*a, scale_dm=True),
+                D_MODEL_HINT),
         Mistake("output projection forgotten", lambda *a: _decode(*a, out_proj=False),
                 "The decode step computes the same MultiHead(...) as the full forward: ... W^O."),
         Mistake("new key and value prepended to the cache", lambda *a: _decode(*a, prepend=True),

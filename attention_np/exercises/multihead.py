@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.compose.multihead import init_mha_params, mha_backward, mha_forward
-from attention_np.exercises.checker import Case, Exercise, Mistake
-from attention_np.kernels.fused import sdpa_forward
+from attention_np.exercises.checker import D_MODEL_HINT, Case, Exercise, Mistake
+from attention_np.paper.attention import sdpa_forward
 from attention_np.paper.gradcheck import numerical_gradient
 from attention_np.paper.heads import merge_heads, split_heads
+from attention_np.paper.multihead import mha_backward, mha_forward
+from attention_np.paper.params import init_mha_params
 
 
 def ref_split_heads(x, num_heads):
@@ -21,15 +22,15 @@ def ref_merge_heads(x):
     return merge_heads(x)
 
 
-def _split_cases():
-    rng = np.random.default_rng(4)
+def _split_cases(seed=4):
+    rng = np.random.default_rng(seed)
     return [Case("(5, 6), h=2", (rng.normal(size=(5, 6)), 2)),
             Case("(2, 3, 8), h=4", (rng.normal(size=(2, 3, 8)), 4)),
             Case("(4, 4), h=2 (square)", (rng.normal(size=(4, 4)), 2))]
 
 
-def _merge_cases():
-    rng = np.random.default_rng(5)
+def _merge_cases(seed=5):
+    rng = np.random.default_rng(seed)
     return [Case("(2, 5, 3)", (rng.normal(size=(2, 5, 3)),)),
             Case("(2, 4, 3, 2)", (rng.normal(size=(2, 4, 3, 2)),)),
             Case("(2, 2, 2)", (rng.normal(size=(2, 2, 2)),))]
@@ -88,8 +89,8 @@ def example_params(rng, d_model, h, d_k=None, dtype=np.float64):
     return {n: a.astype(dtype) for n, a in p.items()}
 
 
-def _mha_cases():
-    rng = np.random.default_rng(6)
+def _mha_cases(seed=6):
+    rng = np.random.default_rng(seed)
     x, y = rng.normal(size=(2, 3, 8)), rng.normal(size=(2, 5, 8))
     p = example_params(rng, 8, 2)
     p3 = example_params(rng, 8, 4, d_k=3)
@@ -99,7 +100,9 @@ def _mha_cases():
         Case("self-attention, B=2, L=3, h=2", (x, x, x, p, 2)),
         Case("cross-attention, L=3 != S=5", (x, y, y, p, 2)),
         Case("h=4 with d_k=3 (h*d_k != d_model)", (x, y, y, p3, 4)),
-        Case("with a mask", (x, y, y, p, 2, mask)),
+        Case("with a mask (L, S)", (x, y, y, p, 2, mask)),
+        Case("a padding mask (B, 1, 1, S)",
+             (x, y, y, p, 2, np.arange(5) < np.array([5, 2])[:, None, None, None])),
         Case("float32", (x.astype(np.float32), y.astype(np.float32), y.astype(np.float32),
                          {n: a.astype(np.float32) for n, a in p.items()}, 2), dtype=np.float32),
     ]
@@ -111,7 +114,7 @@ def _mha(query, key, value, p, h, mask=None, *, out_proj=True, scale_dm=False, s
     q = split(query @ p["W_q"] + b("b_q"), h)
     k = split(key @ p["W_k"] + b("b_k"), h)
     v = split(value @ p["W_v"] + b("b_v"), h)
-    scale = 1 / np.sqrt(query.shape[-1]) if scale_dm else None
+    scale = float(1 / np.sqrt(query.shape[-1])) if scale_dm else None
     heads = sdpa_forward(q, k, v, mask, scale=scale)[0]
     concat = merge_heads(heads)
     return concat @ p["W_o"] + b("b_o") if out_proj else concat
@@ -125,7 +128,7 @@ MHA_FORWARD = Exercise(
         Mistake("output projection forgotten", lambda *a: _mha(*a, out_proj=False),
                 "The formula ends with '... W^O': the concatenated heads are projected once more."),
         Mistake("scaled by sqrt(d_model) instead of sqrt(d_k)", lambda *a: _mha(*a, scale_dm=True),
-                "Each head computes dot products of width d_k = d_model / h, not d_model."),
+                D_MODEL_HINT),
         Mistake("head split transposed (heads interleaved)", lambda *a: _mha(*a, split=_split_interleaved),
                 "Head i owns a contiguous block of d_k columns of Q W^Q."),
         Mistake("projection biases forgotten", lambda *a: _mha(*a, biases=False),
@@ -154,8 +157,8 @@ def _fd_mha(dout, query, key, value, p, h):
     return g["query"], g["key"], g["value"], {n: g[n] for n in p}
 
 
-def _mha_backward_cases():
-    rng = np.random.default_rng(7)
+def _mha_backward_cases(seed=7):
+    rng = np.random.default_rng(seed)
     x, y = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
     p = example_params(rng, 4, 2)
     dout = rng.normal(size=(2, 3, 4))

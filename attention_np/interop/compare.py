@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_np._optional import import_optional
 from attention_np.compose.multihead import mha_backward, mha_forward
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
@@ -114,7 +115,7 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     -------
     MHAReport
     """
-    import torch
+    torch = import_optional("torch", "attention_np.interop.compare_mha")
 
     if not isinstance(module, torch.nn.MultiheadAttention):
         raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}")
@@ -202,8 +203,9 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
     seed : int
         Seed of the random upstream gradient.
     """
+    import_optional("flax", "attention_np.interop.compare_flax_mha")
+    jax = import_optional("jax", "attention_np.interop.compare_flax_mha")
     import flax.linen as nn
-    import jax
 
     if not isinstance(module, nn.MultiHeadDotProductAttention):
         raise TypeError(f"module must be a flax.linen.MultiHeadDotProductAttention, "

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np._optional import import_optional
+
 _NAMES = (("query", "W_q", "b_q"), ("key", "W_k", "b_k"), ("value", "W_v", "b_v"))
 
 
@@ -78,6 +80,7 @@ def flax_mha(params: dict, num_heads: int):
     Returns ``(module, variables)``; call ``module.apply(variables, query, key, value,
     mask=mask)``. The dtype follows ``params`` (float64 needs :func:`attention_np.interop.jax.x64`).
     """
+    import_optional("flax", "attention_np.interop.flax.flax_mha")
     import flax.linen as nn
     import jax.numpy as jnp
 
@@ -100,7 +103,7 @@ def forward_backward(module, variables, query, key, value, dout, mask=None):
     dinputs : (dquery, dkey, dvalue), NumPy arrays
     grads : dict, the parameter gradients in our names and layout (:func:`params_from_flax`)
     """
-    import jax
+    jax = import_optional("jax", "attention_np.interop.flax.forward_backward")
     import jax.numpy as jnp
 
     mask = None if mask is None else jnp.asarray(mask)

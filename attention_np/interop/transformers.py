@@ -27,6 +27,7 @@ from attention_np.interop.transformers_layers import (  # noqa: F401  (re-export
     ROPE,
     SUPPORTED,
     LayerSpec,
+    attention_spec,
     gpt2_cross,
     layer_spec,
     params_from_transformers,
@@ -63,7 +64,7 @@ def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
         mask = np.asarray(attention_mask).astype(bool)[:, None, None, :]      # (B, 1, 1, S)
     if spec.is_causal:        # the L queries are the last L of the S positions; W counts i itself
         left = None if spec.window is None else spec.window - 1
-        keep = sliding_window_mask(L, S, left, 0, align="bottom_right")        # (L, S)
+        keep = sliding_window_mask(L, S, left=left, right=0, align="bottom_right")        # (L, S)
         mask = keep if mask is None else mask & keep
     if mask is None:
         return None
@@ -214,13 +215,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                                      max_distance=max_distance)                 # (L, S)
         bias = relative_position_bias(table, bucket)                         # (h, L, S)
     src = x if kv is None else kv
-    rope = {} if spec.family not in ROPE else dict(
-        rope={"theta": spec.rope_theta, "layout": "half", "scaling": spec.rope_scaling},
-        positions=positions)                                                    # (B, L)
-    norm = {} if spec.qk_norm_eps is None else dict(qk_norm=True, qk_norm_eps=spec.qk_norm_eps)
-    out, cache = mha_forward(x, src, src, p, mask, num_heads=spec.num_heads, scale=spec.scale,
-                             bias=bias, num_kv_heads=spec.num_kv_heads, softcap=spec.softcap,
-                             sinks="sinks" in p, **rope, **norm)
+    # QK-norm weights and gpt-oss's sinks are in p: params decide them
+    out, cache = mha_forward(x, src, src, p, mask, spec=attention_spec(spec), bias=bias,
+                             positions=positions if spec.family in ROPE else None)
     dq, dk, dv, g, dbias = mha_backward(dout, cache, return_dbias=True)
     if table is not None:
         g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])

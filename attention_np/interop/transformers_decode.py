@@ -28,7 +28,12 @@ from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_s
 from attention_np.compose.decode import KVCache, mha_decode_step
 from attention_np.interop.tolerance import RTOL64, check_float64
 from attention_np.interop.torch import to_numpy
-from attention_np.interop.transformers_layers import ROPE, layer_spec, params_from_transformers
+from attention_np.interop.transformers_layers import (
+    ROPE,
+    attention_spec,
+    layer_spec,
+    params_from_transformers,
+)
 from attention_np.interop.transformers_recent import (
     EAGER_FLOAT64,
     float64_experts,
@@ -40,7 +45,6 @@ from attention_np.variants.position_bias import (
     relative_positions,
     t5_relative_buckets,
 )
-from attention_np.variants.spec import AttentionSpec, RoPE
 
 
 @dataclass
@@ -289,14 +293,3 @@ def _replay_encoder_decoder(m, ids, pad, max_new_tokens: int, torch) -> DecodeRe
                             "cross-attention")
     return report
 
-
-def attention_spec(spec) -> AttentionSpec:
-    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers (its
-    ``LayerSpec``): one translation, so that no option is dropped on the way."""
-    return AttentionSpec(
-        num_heads=spec.num_heads, scale=spec.scale,
-        window=None if spec.window is None else (spec.window - 1, 0),   # Mistral's W counts the query
-        rope=RoPE(theta=spec.rope_theta, layout="half", scaling=spec.rope_scaling)
-        if spec.family in ROPE else None,
-        softcap=spec.softcap,
-        qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)

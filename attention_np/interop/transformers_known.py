@@ -17,6 +17,7 @@ from attention_np.interop.known import Demo
 from attention_np.interop.tolerance import max_abs_error
 from attention_np.interop.torch import from_torch_sdpa, to_numpy
 from attention_np.interop.transformers import (
+    attention_spec,
     build_mask,
     compare_transformers_attention,
     layer_spec,
@@ -33,7 +34,6 @@ from attention_np.variants.position_bias import (
     t5_relative_buckets,
 )
 from attention_np.variants.qk_norm import rms_norm_forward
-from attention_np.variants.spec import AttentionSpec, RoPE
 
 
 def eager_float32_softmax(seed: int = 0) -> Demo:
@@ -181,11 +181,9 @@ def softcap_backends(seed: int = 0) -> Demo:
         fill = torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min))
         with torch.no_grad():
             out = to_numpy(layer(x, **{**kw, "attention_mask": fill})[0])
-        ours = {c: mha_forward(inputs["hidden_states"], inputs["hidden_states"],
-                               inputs["hidden_states"], params, mask, num_heads=spec.num_heads,
-                               num_kv_heads=spec.num_kv_heads, scale=spec.scale,
-                               rope={"theta": spec.rope_theta, "layout": "half"},
-                               positions=inputs["position_ids"], softcap=c)[0]
+        x64 = inputs["hidden_states"]
+        ours = {c: mha_forward(x64, x64, x64, params, mask, spec=attention_spec(spec).replace(softcap=c),
+                               positions=inputs["position_ids"])[0]
                 for c in (spec.softcap, None)}
         capped, uncapped = (max_abs_error(out, ours[c]) for c in (spec.softcap, None))
         demo.observe(impl, f"runs: softcap={spec.softcap:g} {capped:.1e}, none {uncapped:.1e}  "
@@ -225,8 +223,7 @@ def sdpa_drops_sinks(seed: int = 0) -> Demo:
     kw = dict(position_embeddings=(torch.from_numpy(cos[..., :half]),
                                    torch.from_numpy(sin[..., :half])),
               attention_mask=torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min)))
-    attention = AttentionSpec(num_heads=spec.num_heads, scale=spec.scale,
-                              rope=RoPE(theta=spec.rope_theta, layout="half"))
+    attention = attention_spec(spec)
     without = {n: w for n, w in params.items() if n != "sinks"}      # params decide the sinks
     ours = {sinks: mha_forward(x, x, x, params if sinks else without, mask, spec=attention,
                                positions=positions)[0] for sinks in (True, False)}

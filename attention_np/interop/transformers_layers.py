@@ -18,6 +18,7 @@ import numpy as np
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers_recent import QK_NORM, recent_spec
 from attention_np.interop.transformers_rope import rope_scaling_from_config
+from attention_np.variants.spec import AttentionSpec, RoPE
 
 # class name -> family; the layers compare_transformers_attention reads
 SUPPORTED = {
@@ -169,3 +170,15 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple[dict, Laye
         for n in ("q_norm", "k_norm"):              # d/dw = d/d(1 + w): gradients stay as read
             params[n] = params[n] + QK_NORM[spec.family]
     return params, spec
+
+
+def attention_spec(spec) -> AttentionSpec:
+    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers (its
+    ``LayerSpec``): one translation, so that no option is dropped on the way."""
+    return AttentionSpec(
+        num_heads=spec.num_heads, scale=spec.scale,
+        window=None if spec.window is None else (spec.window - 1, 0),   # Mistral's W counts the query
+        rope=RoPE(theta=spec.rope_theta, layout="half", scaling=spec.rope_scaling)
+        if spec.family in ROPE else None,
+        softcap=spec.softcap,
+        qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)

@@ -9,7 +9,7 @@ import numpy as np
 
 from attention_np._checks import as_bias, as_bool_mask, broadcast_batch, check_broadcasts_to
 from attention_np.paper.masks import causal_mask
-from attention_np.variants.window import check_window, sliding_window_mask
+from attention_np.variants.window import window_mask
 
 
 def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
@@ -29,12 +29,19 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
     if bias is not None:
         bias = as_bias(bias).astype(q.dtype, copy=False)
         batch["bias"] = check_broadcasts_to(bias, "bias", (L, S), "scores (..., L, S)")[:-2]
-    broadcast_batch(**batch)
+    try:
+        broadcast_batch(**batch)
+    except ValueError as e:
+        hq, hk = (q.shape[-3], k.shape[-3]) if min(q.ndim, k.ndim) >= 3 else (0, 0)
+        if hk and hq > hk and hq % hk == 0 and v.ndim >= 3 and v.shape[-3] == hk:
+            raise ValueError(f"{e}; q has {hq} heads and k, v {hk}: for grouped-query attention "
+                             f"pass enable_gqa=True") from None
+        raise
     if is_causal:
         causal = causal_mask(L, S)
         mask = causal if mask is None else mask & causal
-    if window is not None:
-        local = sliding_window_mask(L, S, *check_window(window))
+    local = None if window is None else window_mask(L, S, window)
+    if local is not None:
         mask = local if mask is None else mask & local
     return mask, bias
 

@@ -45,8 +45,8 @@ class AttentionCache:
     weights : (..., L, S) ``softmax(scores)``; 0 at masked keys, all 0 on a fully masked row
     scale : the factor applied to ``QKᵀ``
     bias_shape : the shape of ``bias`` (None without one), for ``return_dbias=True``
-    mask : bool, broadcastable to (..., L, S), the attended pairs (causal ANDed in, a -inf bias
-        removed), or None
+    mask : bool, broadcastable to (..., L, S), or None
+        The attended pairs (causal ANDed in, a -inf bias removed).
     """
 
     q: np.ndarray

@@ -36,7 +36,7 @@ from attention_np._checks import (
 )
 from attention_np.kernels import fused
 from attention_np.paper.masks import causal_mask
-from attention_np.variants.window import check_window, sliding_window_mask
+from attention_np.variants.window import window_mask
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,9 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     allowed = np.ones((L, S), bool)
     if is_causal:
         allowed &= causal_mask(L, S)
-    if window is not None:
-        allowed &= sliding_window_mask(L, S, *check_window(window))
+    local = None if window is None else window_mask(L, S, window)
+    if local is not None:
+        allowed &= local
     if mask is not None:
         mask = as_bool_mask(mask)
         allowed = np.broadcast_to(allowed, check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)"))

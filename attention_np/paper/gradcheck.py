@@ -87,8 +87,10 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     ----------
     forward : callable, ``forward(*inputs)`` -> ``out`` or ``(out, cache)``
     backward : callable, ``backward(dout, cache)`` -> one gradient per input, in the same
-        structure (a dict for a dict of arrays); ``cache`` is None if ``forward`` returns none
-    inputs : sequence of float64 arrays or dicts of them (copied, never modified)
+        structure (a dict for a dict of arrays). A ``forward`` that returns ``out`` alone gives
+        ``backward(dout, out)``: ``gradcheck(softmax, softmax_backward, (x,))`` works as written
+    inputs : tuple of float64 arrays or dicts of them, one per positional argument of
+        ``forward`` (``(x,)`` for one input); copied, never modified
     names : sequence of str, optional
         Default: ``forward``'s positional parameter names (``q, k, v``), else ``0, 1, ...``.
     seed : int, seed of the random upstream gradient
@@ -98,6 +100,10 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     -------
     GradcheckResult, ``ok`` when every gradient matches; ``print`` it for each input's error.
     """
+    if not isinstance(inputs, (tuple, list)):
+        shape = f" of shape {np.shape(inputs)}" if hasattr(inputs, "shape") else ""
+        raise TypeError(f"inputs must be a tuple of the forward's inputs, one per positional "
+                        f"argument, e.g. (x,) for one input; got {type(inputs).__name__}{shape}")
     inputs = tuple({key: np.array(a) for key, a in x.items()} if isinstance(x, dict) else np.array(x)
                    for x in inputs)
     names = _positional_names(forward, len(inputs)) if names is None else tuple(map(str, names))
@@ -110,7 +116,7 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
 
     def run():
         result = forward(*inputs)
-        return result if isinstance(result, tuple) else (result, None)
+        return result if isinstance(result, tuple) else (result, result)   # no cache: out
 
     out, cache = run()
     dout = np.random.default_rng(seed).standard_normal(np.shape(out))

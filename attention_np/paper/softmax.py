@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.paper._checks import as_bool_mask, as_float_array, check_broadcasts_to, check_dout
+from attention_np.paper._checks import as_bool_mask, as_float_array, check_dout
 
 
 def _check_axis(axis, x: np.ndarray, name: str) -> None:
-    if x.ndim == 0 or not isinstance(axis, (int, np.integer)) or not -x.ndim <= axis < x.ndim:
+    if x.ndim == 0:
+        raise ValueError(f"{name} must have at least 1 dim (the axis that sums to 1), got a 0-d array")
+    if not isinstance(axis, (int, np.integer)) or not -x.ndim <= axis < x.ndim:
         raise ValueError(f"axis must be an int in [-{x.ndim}, {x.ndim}) for {name} of shape "
                          f"{x.shape}, got {axis!r}")
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
 
 
 def softmax(x, axis: int = -1, *, where=None) -> np.ndarray:
@@ -39,7 +48,8 @@ def softmax(x, axis: int = -1, *, where=None) -> np.ndarray:
     _check_axis(axis, x, "x")
     if where is not None:
         where = as_bool_mask(where, "where")
-        check_broadcasts_to(where, "where", x.shape, "the shape of x")
+        if not _broadcasts_to(where.shape, x.shape):
+            raise ValueError(f"where of shape {where.shape} does not broadcast to x of shape {x.shape}")
         x = np.where(where, x, x.dtype.type(-np.inf))       # a left-out entry: exp(-inf) = 0
     m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     m = np.where(m == -np.inf, 0, m)                        # nothing allowed: shift by 0 (-inf - -inf is NaN)

@@ -65,8 +65,9 @@ def init_additive_params(d_q: int, kdim: int | None = None, d_hidden: int | None
     rng : int seed or np.random.Generator, optional
     dtype : float dtype of every array
     d_k : int, optional
-        Deprecated (0.2.0) spelling of ``kdim``: it emits a ``DeprecationWarning``. ``d_k`` means
-        the per-head query/key width everywhere else in the package.
+        The 0.1 name of ``kdim``, deprecated since 0.2.0: still accepted, with a
+        ``DeprecationWarning``, for at least one minor version. ``d_k`` means the per-head
+        query/key width everywhere else in the package.
 
     Returns
     -------

@@ -6,6 +6,8 @@ a notebook and the figure it matches show the same numbers.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 # The sweeps behind the figures, shared with notebook 2 so the numbers agree.
@@ -53,11 +55,13 @@ def save_reversal_run(path: str) -> None:
     with blas_threads(1):
         r = train(config=ModelConfig(max_len=10), task=ReversalTask(length=10), **REVERSAL_RUN)
     steps = sorted(r.snapshots)
+    partial = f"{path}.partial.npz"          # a complete file or none: written aside, then renamed
     np.savez_compressed(
-        path, losses=r.losses, accuracy=r.accuracy, sequence_accuracy=r.sequence_accuracy,
+        partial, losses=r.losses, accuracy=r.accuracy, sequence_accuracy=r.sequence_accuracy,
         probe=r.probe, heldout_size=r.heldout_size, snapshot_steps=np.array(steps),
         snapshots=np.array([r.snapshots[s] for s in steps]),          # (steps, layers, h, L, L)
         **{f"params.{k}": v for k, v in r.params.items()})
+    os.replace(partial, path)
 
 
 def load_reversal_run(path: str):
@@ -72,7 +76,19 @@ def load_reversal_run(path: str):
                            heldout_size=int(f["heldout_size"]))
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv=None) -> int:
+    """``python -m attention_np.studies.lessons PATH``: train notebook 6's model, save it to PATH."""
+    import argparse
 
-    save_reversal_run(sys.argv[1])
+    from attention_np._args import output_file
+
+    parser = argparse.ArgumentParser(prog="python -m attention_np.studies.lessons",
+                                     description=save_reversal_run.__doc__.splitlines()[0])
+    parser.add_argument("path", type=output_file(".npz"), metavar="OUT.npz",
+                        help="the .npz to write, e.g. notebooks/weights/reversal_seed0.npz")
+    save_reversal_run(parser.parse_args(argv).path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -26,6 +26,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from attention_np._args import output_file, positive_int
 from attention_np.nn.adam import adam_init, adam_step
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
 from attention_np.nn.tasks import ReversalTask
@@ -167,11 +168,15 @@ def load(path) -> dict:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="where to write the JSON results")
-    parser.add_argument("--d-ks", type=int, nargs="+", default=[4, 16, 64, 128])
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser = argparse.ArgumentParser(prog="python -m attention_np.studies.scoring_in_model",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=output_file(".json"),
+                        help="where to write the JSON results, e.g. notebooks/results/claim6.json "
+                             "(rewritten after each configuration; 'complete' says when it is done)")
+    parser.add_argument("--d-ks", type=positive_int, nargs="+", default=[4, 16, 64, 128],
+                        help="the d_k values (default 4 16 64 128)")
+    parser.add_argument("--steps", type=positive_int, default=400, help="Adam steps (default 400)")
+    parser.add_argument("--seeds", type=positive_int, default=3, help="seeds 0..N-1 (default 3)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     command = "python -m attention_np.studies.scoring_in_model " + " ".join(argv or [])

@@ -41,3 +41,27 @@ def with_lengths(mask, q_lengths, kv_lengths, q_shape: tuple, k_shape: tuple):
     return allowed if mask is None else as_bool_mask(mask) & allowed
 
 
+def lengths_mask(q_lengths=None, kv_lengths=None, L: int | None = None, S: int | None = None):
+    """The padding mask of per-sequence lengths: bool ``(B, L, S)``, True where query ``i`` of
+    sequence ``b`` (``i < q_lengths[b]``) may attend key ``j`` (``j < kv_lengths[b]``).
+
+    A padded query row is fully masked (output 0, gradients 0). For multi-head attention pass
+    ``lengths_mask(...)[:, None]``, ``(B, 1, L, S)``. ``L`` and ``S`` default to the largest
+    length given. Replaces the 0.1 keywords ``q_lengths=`` and ``kv_lengths=`` of the kernels.
+
+    Examples
+    --------
+    >>> lengths_mask(kv_lengths=np.array([1, 2]), L=1, S=3).astype(int).tolist()
+    [[[1, 0, 0]], [[1, 1, 0]]]
+    """
+    if q_lengths is None and kv_lengths is None:
+        raise ValueError("lengths_mask needs q_lengths or kv_lengths (int arrays (B,))")
+    given = q_lengths if q_lengths is not None else kv_lengths
+    B = np.shape(given)[0] if np.ndim(given) == 1 else -1
+    if B < 0:
+        raise ValueError(f"q_lengths and kv_lengths must be int arrays (B,), got shape {np.shape(given)}")
+    if L is None:
+        L = 1 if q_lengths is None else int(np.max(q_lengths, initial=0))
+    if S is None:
+        S = 1 if kv_lengths is None else int(np.max(kv_lengths, initial=0))
+    return with_lengths(None, q_lengths, kv_lengths, (B, L, 1), (B, S, 1))

@@ -19,7 +19,7 @@ def check_window(window) -> tuple:
                  for w, side in zip(window, ("left", "right"), strict=True))
 
 
-def sliding_window_mask(L: int, S: int | None = None, left=None, right=None, *,
+def sliding_window_mask(L: int, S: int | None = None, *, left=None, right=None,
                         align: str = "top_left") -> np.ndarray:
     """Sliding-window (local) attention: query ``i`` sees keys ``i - left <= j <= i + right``.
 
@@ -34,8 +34,9 @@ def sliding_window_mask(L: int, S: int | None = None, left=None, right=None, *,
         Number of queries.
     S : int, optional
         Number of keys (default ``L``).
-    left, right : int >= 0 or None
-        How many keys before and after the query's own position it may see.
+    left, right : int >= 0 or None, keyword-only
+        How many keys before and after the query's own position it may see; at least one
+        (``sliding_window_mask(4, 2)`` is 4 queries and 2 keys with no window, an error).
     align : {"top_left", "bottom_right"}
         Where query ``i`` sits among the keys when ``L != S``, as in :func:`causal_mask`:
         position ``i`` (top left), or ``i + S - L`` (bottom right: the queries are the last ``L``
@@ -56,6 +57,9 @@ def sliding_window_mask(L: int, S: int | None = None, left=None, right=None, *,
     L = check_int(L, "L", minimum=0)
     S = L if S is None else check_int(S, "S", minimum=0)
     left, right = check_window((left, right))
+    if left is None and right is None:
+        raise ValueError(f"sliding_window_mask({L}, {S}) has no window: pass left= and/or right= "
+                         f"(keyword-only since 0.2.0; the second argument is S, the number of keys)")
     if align not in ALIGNMENTS:
         raise ValueError(f"align must be one of {ALIGNMENTS}, got {align!r}")
     offset = 0 if align == "top_left" else S - L
@@ -68,3 +72,10 @@ def sliding_window_mask(L: int, S: int | None = None, left=None, right=None, *,
     return mask
 
 
+def window_mask(L: int, S: int, window, *, align: str = "top_left") -> np.ndarray | None:
+    """The mask of a ``window = (left, right)`` option (checked), or None when it bounds neither
+    side: what the kernels and the decode step AND into their masks."""
+    left, right = check_window(window)
+    if left is None and right is None:
+        return None
+    return sliding_window_mask(L, S, left=left, right=right, align=align)

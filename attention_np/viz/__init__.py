@@ -1,1 +1,2 @@
-"""Plots (matplotlib is imported only in this package): ``pip install "attention-np[plots]"``."""
+"""Plots (matplotlib is imported only in this package): the ``[plots]`` extra,
+``pip install "matplotlib>=3.7"``."""

@@ -1,7 +1,7 @@
 """Pictures of attention: weight heatmaps, a grid of heads, masks, the scaling-study curves.
 
-Needs matplotlib (``pip install attention-np[plots]``); the core package never imports this
-module. Every function draws into an ``Axes`` you pass (or a new figure) and returns it, so
+Needs matplotlib, the ``[plots]`` extra (``pip install "matplotlib>=3.7"``); the core package
+never imports this module. Every function draws into an ``Axes`` you pass (or a new figure) and returns it, so
 the pictures compose into larger figures.
 """
 

@@ -1,7 +1,7 @@
 """Pictures of MiniLM's attention (matplotlib, imported only inside these functions).
 
 :func:`save_readme_figure` regenerates ``docs/img/minilm_heads.png``, the README figure:
-``python -m attention_np.viz.pretrained`` (from the repository root).
+``python -m attention_np.viz.pretrained`` (from the repository root; ``--out PNG`` writes elsewhere).
 """
 
 from __future__ import annotations
@@ -92,9 +92,9 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
 
 def save_readme_figure(path="docs/img/minilm_heads.png", dpi: int = 100) -> Path:
     """Run MiniLM on :data:`SENTENCES` and save the recognizable heads; returns the path."""
-    import matplotlib
+    from attention_np._optional import import_optional
 
-    matplotlib.use("Agg")
+    import_optional("matplotlib", "attention_np.viz.pretrained").use("Agg")
     from attention_np.pretrained.minilm import MiniLM
 
     out, batch = MiniLM()(SENTENCES)
@@ -105,5 +105,27 @@ def save_readme_figure(path="docs/img/minilm_heads.png", dpi: int = 100) -> Path
     return path
 
 
+def main(argv=None) -> int:
+    """``python -m attention_np.viz.pretrained [--out PNG] [--dpi N]``: the README figure."""
+    import argparse
+    import sys
+
+    from attention_np._args import int_between, output_file
+
+    parser = argparse.ArgumentParser(prog="python -m attention_np.viz.pretrained",
+                                     description=save_readme_figure.__doc__.splitlines()[0])
+    parser.add_argument("--out", type=output_file(".png"), default="docs/img/minilm_heads.png",
+                        help="the PNG to write (default docs/img/minilm_heads.png)")
+    parser.add_argument("--dpi", type=int_between(1, 1000), default=100,
+                        help="resolution, 1 to 1000 dots per inch (default 100)")
+    args = parser.parse_args(argv)
+    try:
+        print(save_readme_figure(args.out, dpi=args.dpi))
+    except ImportError as e:         # a missing extra, or the weights package: one line, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    print(save_readme_figure())
+    raise SystemExit(main())

@@ -1,0 +1,33 @@
+"""``python -m attention_np course build OUT``: the student kit, the autograder and the solutions."""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION")
+    build = sub.add_parser("build", help="write OUT/student, OUT/autograder and OUT/solutions",
+                           description="Write OUT/student (notebooks and a NumPy-only checker, no "
+                                       "solution), OUT/autograder (Gradescope: hidden cases, points, "
+                                       "time limits, results.json) and OUT/solutions (model "
+                                       "solutions, answers and rubrics).")
+    build.add_argument("out", help="the folder to write into (created if missing)")
+    build.add_argument("--force", action="store_true", help="replace the three folders if they exist")
+
+
+def run(args) -> int:
+    if getattr(args, "action", None) != "build":
+        print("error: give an action: python -m attention_np course build OUT", file=sys.stderr)
+        return 2
+    from attention_np.exercises import course
+
+    try:
+        folders = course.build(args.out, force=args.force)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for kind, path in folders.items():
+        print(f"wrote {path}/ ({kind})")
+    print(f"upload {folders['autograder']}/gradescope.zip to Gradescope; hand out {folders['student']}/")
+    return 0

@@ -1,0 +1,341 @@
+"""The exercise notebooks as data: titles, the lesson each one practises, hints, the contract
+each stub states, and the written questions with their answers and rubrics.
+
+:func:`notebook` builds one notebook (nbformat 4 JSON, as a dict) in three variants: ``"repo"``
+(``exercises/``, checked with ``attention_np.exercises.check``), ``"student"`` (the course kit,
+checked with the kit's ``check.py``) and ``"solution"`` (model solutions, answers and rubrics).
+"""
+
+from __future__ import annotations
+
+from attention_np.exercises.solutions import solution_source
+
+#: the rules every stub states (the checker holds every exercise to them)
+COMMON_RULES = """\
+    Rules the checker holds you to (every exercise):
+    - Do not write into the inputs: the checker keeps a copy of every argument and compares it
+      after your call (x -= m or np.exp(x, out=x) on an input is a mistake).
+    - dtype: a float32 input gives a float32 output, a float64 input a float64 output. Compute
+      inside in any precision, then cast back (beware np.sqrt(n) and np.zeros(n): float64).
+      float64 answers must agree to 1e-9 (relative); float32 ones within 1e-4 * (1 + |answer|)
+      of the exact answer for the same float32 inputs.
+    - Returning a view of an input is allowed (nobody writes into your result)."""
+
+#: exercise -> the stub's docstring: exactly what the checker holds a student to
+CONTRACTS = {
+    "softmax": """Stable softmax over the last axis.
+
+    x : float array (..., n), finite or -inf entries; every row has at least one finite entry
+        (a row of all -inf is never given: its softmax is 0/0; `attention` handles that case).
+        Logits may be huge (~1e3) or tiny (~-1e3).
+    Returns p of x's shape and dtype: each row (last axis) is >= 0 and sums to 1.""",
+    "softmax_backward": """dL/dx from dL/dp, where p = softmax(x) over the last axis.
+
+    dp : float array (..., n), the gradient of the loss with respect to p.
+    p  : float array (..., n), p = softmax(x); it may hold exact zeros (masked entries).
+    Returns dx of p's shape and dtype.""",
+    "causal_mask": """Causal mask, True = may attend.
+
+    L, S : int >= 1, the numbers of queries and keys.
+    align : "top_left" (query i sees keys 0..i) or "bottom_right" (the L queries are the LAST
+        L of S positions: query i sees keys 0..i + S - L).
+    Returns a bool array (L, S).""",
+    "padding_mask": """Key padding mask from lengths, True = may attend.
+
+    lengths : int array (B,), 0 <= lengths[b] <= S (a length may be 0).
+    S : int, the padded length.
+    Returns a bool array (B, 1, S): [b, 0, j] is True iff j < lengths[b]. The 1 broadcasts over
+    the L queries of scores (B, L, S); for multi-head scores (B, h, L, S) pass mask[:, None].""",
+    "attention": """Eq. (1): softmax(q k^T / sqrt(d_k)) v.
+
+    q : (..., L, d_k); k : (..., S, d_k); v : (..., S, d_v). L != S and L = 1 happen. Leading
+        axes broadcast: k and v may have fewer of them (shared across a batch of queries).
+    mask : None or a bool array broadcastable to (..., L, S), True = may attend. Masked keys get
+        weight exactly 0, however large their scores. A query with no allowed key returns 0.
+        q, k, v are finite everywhere, masked keys included (no NaN or inf are given).
+    Returns (..., L, d_v).""",
+    "attention_backward": """(dq, dk, dv) of out = attention(q, k, v, mask).
+
+    dout : (..., L, d_v), the gradient of the loss with respect to out; q, k, v, mask as in
+        `attention` (finite; a query may have no allowed key: its gradients are 0, never NaN).
+    Returns (dq, dk, dv), each with its input's shape: sum over the axes that broadcasting
+    added in the forward (k shared across a batch gets ONE gradient of k's shape).""",
+    "split_heads": """(..., L, h*d) -> (..., h, L, d): head i owns feature columns [i*d, (i+1)*d).
+
+    x : (..., L, h*d) with any number of leading axes; num_heads : int h.""",
+    "merge_heads": """(..., h, L, d) -> (..., L, h*d), the paper's Concat(head_1, ..., head_h).
+
+    The inverse of split_heads; any number of leading axes.""",
+    "mha_forward": """MultiHead(Q, K, V) = Concat(head_1..head_h) W_o + b_o (§3.2.2).
+
+    query : (B, L, d_model); key, value : (B, S, d_model).
+    params : dict, W_q and W_k (d_model, h*d_k), W_v (d_model, h*d_v), W_o (h*d_v, d_model),
+        b_q and b_k (h*d_k,), b_v (h*d_v,), b_o (d_model,); d_k = W_q.shape[1] // num_heads,
+        which need not be d_model / h. head_i = attention(query W_q + b_q, ...) on head i's
+        columns.
+    mask : None or a bool array broadcastable to the scores (B, h, L, S), True = may attend:
+        (L, S), or with a head axis (B, 1, L, S) or (B, 1, 1, S). A (B, L, S) mask is not valid
+        here (it would line B up with the heads): add the head axis, mask[:, None].
+    Returns (B, L, d_model).""",
+    "mha_backward": """The backward of mha_forward (no mask).
+
+    dout : (B, L, d_model); query, key, value, params, num_heads as in mha_forward.
+    Returns (dquery, dkey, dvalue, grads): each d* has its input's shape; grads is a dict with
+    the keys of params, each gradient of its parameter's shape (biases summed over batch and
+    positions). When query, key and value are one array (self-attention), still return the
+    three gradients separately, each through its own argument (the caller adds them).""",
+    "tiled_attention": """Eq. (1) (no mask) one key block at a time, with an online softmax.
+
+    q : (..., L, d_k); k : (..., S, d_k); v : (..., S, d_v).
+    block_size : int >= 1; it need not divide S and may exceed it.
+    Loop over key blocks only; never build the (L, S) scores at once. Scores may be huge or
+    all very negative (e.g. every score of a row near -110 in float32).
+    Returns (..., L, d_v).""",
+    "decode_step": """One decoding step of causal multi-head self-attention with a KV cache.
+
+    x : (B, 1, d_model), the new position; params, num_heads as in mha_forward.
+    k_cache : (B, h, t, d_k), v_cache : (B, h, t, d_v): the projected, split keys and values
+        of the t earlier positions; t = 0 at the first step.
+    Returns (out (B, 1, d_model), k_cache (B, h, t+1, d_k), v_cache (B, h, t+1, d_v)), the new
+    position appended LAST; the new query sees every cached key and itself.""",
+    "sinusoidal": """Sinusoidal positional encodings (§3.5).
+
+    length : int >= 1; d_model : even int.
+    Returns float64 (length, d_model): PE[pos, 2i] = sin(pos / 10000^(2i/d_model)),
+    PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)), pos = 0, 1, ...""",
+}
+
+LESSONS = "../notebooks/"
+
+#: stem -> (title, lessons it practises, {exercise: hints})
+NOTEBOOKS = {
+    "01_softmax": ("The stable softmax and its backward", ["01_scaled_dot_product_attention"], {
+        "softmax": ["Subtracting any constant from a row leaves its softmax unchanged.",
+                    "Which constant makes the largest exponent exactly 0?",
+                    "Keep the input's dtype: a float32 input gives a float32 output."],
+        "softmax_backward": ["Write the Jacobian of one row, dp_i/dx_j, on paper first.",
+                             "Never build it: the product with dp collapses to one row sum.",
+                             "The checker also compares with central differences of softmax."]}),
+    "02_masks": ("Causal and padding masks", ["01_scaled_dot_product_attention",
+                                              "05_tiling_and_kv_cache"], {
+        "causal_mask": ["Convention: True = may attend.",
+                        "With L != S, 'bottom_right' treats the L queries as the last L positions.",
+                        "np.tri has an offset argument k."],
+        "padding_mask": ["One row per sequence, one column per key, and a 1 for the queries.",
+                         "Compare np.arange(S) with the lengths, broadcast."]}),
+    "03_attention": ("Eq. (1), forward and backward", ["01_scaled_dot_product_attention",
+                                                       "02_why_scale_by_sqrt_dk", "04_backward_passes"], {
+        "attention": ["Scores are (..., L, S); the softmax runs over the keys.",
+                      "Masked scores must get weight exactly 0, and a row with no allowed key "
+                      "returns 0, not NaN.",
+                      "k and v may have fewer leading axes than q (broadcasting): np.swapaxes, "
+                      "not .T."],
+        "attention_backward": ["Undo the forward lines last to first: out = P v, P = softmax(S), "
+                               "S = q k^T * scale.",
+                               "A gradient has the shape of its input: sum over axes that were "
+                               "broadcast."]}),
+    "04_multihead": ("Multi-head attention", ["03_multi_head_attention", "04_backward_passes"], {
+        "split_heads": ["Head i owns feature columns [i*d, (i+1)*d).",
+                        "reshape, then swap two axes."],
+        "merge_heads": ["The inverse of split_heads."],
+        "mha_forward": ["Project, split, attend per head, merge, project again.",
+                        "d_k is the width of one head."],
+        "mha_backward": ["The backward of a split is a merge, and vice versa.",
+                         "A bias added at every position gets the sum of the gradients over "
+                         "every position."]}),
+    "05_tiled_attention": ("The online-softmax tiled forward (beyond the paper)",
+                           ["05_tiling_and_kv_cache"], {
+        "tiled_attention": ["Loop over key blocks only; everything inside is vectorized.",
+                            "Keep per query: the running max m, the running sum l and the running "
+                            "output.",
+                            "When m grows, whatever was computed against the old m must be "
+                            "rescaled."]}),
+    "06_kv_cache": ("One decoding step with a KV cache (beyond the paper)", ["05_tiling_and_kv_cache"], {
+        "decode_step": ["Project only the new position; the cache holds the earlier keys and "
+                        "values, already projected and split into heads.",
+                        "The new query is the last position: which keys may it see?"]}),
+    "07_positions": ("Sinusoidal positional encodings (§3.5)", ["09_positional_encoding"], {
+        "sinusoidal": ["Columns 2i and 2i+1 share one frequency.",
+                       "Build the (length, d_model/2) table of angles by broadcasting."]}),
+}
+
+#: stem -> [(question, model answer, rubric)]; the rubric's points add up to 3 per question
+QUESTIONS = {
+    "01_softmax": [
+        ("Why subtract each row's max before exp, and why does it not change the answer?",
+         "softmax(x) = softmax(x - c) for any constant c per row: the factor exp(-c) cancels between "
+         "numerator and denominator. With c = the row max, every exponent is <= 0 so exp cannot "
+         "overflow, and the largest term is exp(0) = 1 so the sum cannot underflow to 0.",
+         "1 pt: shift invariance (exp(-c) cancels); 1 pt: no overflow (exponents <= 0); 1 pt: the "
+         "sum is >= 1, so no 0/0."),
+        ("softmax_backward(dp=ones, p) must return 0 for every p. Why?",
+         "Each row of p sums to 1 whatever x is, so the loss L = sum_j 1 * p_j is constant and its "
+         "gradient is 0. In the formula p * (dp - sum_j dp_j p_j) = p * (1 - 1) = 0.",
+         "2 pts: the loss sum_j p_j = 1 does not depend on x; 1 pt: shown on the formula."),
+    ],
+    "02_masks": [
+        ("Top-left or bottom-right: which alignment does a decode step with one query and t + 1 "
+         "keys need, and what does the other one do?",
+         "Bottom-right: the one query is the last position, so it sees every key (no key is in its "
+         "future; the mask is all True). Top-left (PyTorch's and JAX's is_causal) lines query 0 up "
+         "with key 0, so the single query would see key 0 only.",
+         "1 pt: bottom-right; 1 pt: the last query sees all keys; 1 pt: top-left lets it see key 0 "
+         "only."),
+        ("Why is the padding mask (B, 1, S) and not (B, S)?",
+         "Scores are (B, L, S). Broadcasting aligns shapes from the right: a (B, S) mask is read as "
+         "(1, B, S), lining the batch up with the queries: an error when B != L, and silently wrong "
+         "when B == L. The 1 puts the batch on the first axis and broadcasts over the L queries. For "
+         "multi-head scores (B, h, L, S) one more axis is needed: mask[:, None].",
+         "1 pt: broadcasting aligns from the right; 1 pt: B would line up with L (wrong or an "
+         "error); 1 pt: the head axis for multi-head scores."),
+    ],
+    "03_attention": [
+        ("Predict the largest softmax weight of 16 keys when q and k have N(0, 1) entries, "
+         "d_k = 256, without the 1/sqrt(d_k). Then with it.",
+         "An unscaled score q . k sums d_k products of unit variance: variance 256, standard "
+         "deviation 16, so scores of 16 keys differ by tens and the softmax is nearly one-hot (the "
+         "mean largest weight is about 0.92). Scaled, the scores have variance 1 and the largest "
+         "weight is about 0.24 (uniform would be 1/16 = 0.0625). Measured by "
+         "attention_np.softmax_saturation([16, 64, 256], n_keys=16, n_queries=2000, rng=0) "
+         "(see docs/instructors.md).",
+         "1 pt: variance d_k (std 16); 1 pt: nearly one-hot unscaled (close to 1); 1 pt: scaled "
+         "weights well below 1 (order 0.2)."),
+        ("What must a query that may attend to no key return, and what do -inf and -1e9 fills "
+         "give instead?",
+         "Its scores are all -inf: the max subtraction gives -inf - (-inf) = NaN. The contract "
+         "(and the library) return 0: it attends to nothing. A finite fill such as -1e9 instead "
+         "makes the row's softmax uniform over keys it may not see.",
+         "1 pt: NaN from -inf - (-inf); 1 pt: the answer is 0; 1 pt: a finite fill gives uniform "
+         "weights over masked keys."),
+        ("Masking after the softmax and renormalising is the same formula as masking before. Why "
+         "does it fail when a masked key scores 800 and an allowed one 1?",
+         "The softmax of [800, 1] is [1, exp(-799)] and exp(-799) underflows to 0: the allowed key's "
+         "weight is lost before the mask is applied, and renormalising divides 0 by 0. Masking the "
+         "scores first removes the large score before exp is taken.",
+         "1 pt: underflow of the allowed weights; 1 pt: 0/0 (or 0) after renormalising; 1 pt: "
+         "mask the scores first."),
+    ],
+    "04_multihead": [
+        ("Why is dL/db_k exactly 0?",
+         "The key bias adds q_i . b_k to every score of row i: the same constant for every key. "
+         "Softmax is invariant to adding a constant to a row, so the weights, the output and the "
+         "loss do not depend on b_k.",
+         "1 pt: q_i . b_k is the same for every key of row i; 1 pt: softmax shift invariance; "
+         "1 pt: so the loss does not depend on b_k."),
+        ("Why must a multi-head mask have a head axis ((B, 1, L, S), not (B, L, S))?",
+         "The scores are (B, h, L, S). A (B, L, S) mask is aligned from the right as (1, B, L, S): "
+         "its batch axis lines up with the heads, an error when B != h and silently wrong when "
+         "B == h.",
+         "1 pt: scores are (B, h, L, S); 1 pt: B lines up with h; 1 pt: silently wrong when B == h."),
+    ],
+    "05_tiled_attention": [
+        ("When the running max grows, why must both the running sum and the running output be "
+         "rescaled?",
+         "Both were accumulated as sums of exp(s - m_old) (times v for the output). Multiplying by "
+         "exp(m_old - m_new) puts every earlier term on the new max, so that the final division "
+         "compares like with like.",
+         "1 pt: both are sums of exp(s - m_old); 1 pt: the factor exp(m_old - m_new); 1 pt: "
+         "forgetting one makes the ratio wrong."),
+        ("Why start the running max at -inf rather than 0?",
+         "With m = 0, a row whose scores are all below about -104 (float32) has exp(s - 0) = 0 "
+         "for every key: the sum is 0 and the output 0/0. Starting at -inf, the first block sets m "
+         "to its own max, so the largest exponent is exp(0) = 1 whatever the scores.",
+         "1 pt: exp of very negative scores underflows; 1 pt: 0/0; 1 pt: -inf lets the first "
+         "block set m."),
+    ],
+    "06_kv_cache": [
+        ("The decode step applies no causal mask. Why is that right?",
+         "The new query is the last position t; every cached key is at a position < t and its own "
+         "key is at t, so none is in its future: the causal (bottom-right) mask row is all True.",
+         "1 pt: the query is the last position; 1 pt: every key is at j <= t; 1 pt: so the "
+         "bottom-right mask is all True."),
+        ("What does the cache save at step t, compared with recomputing the keys and values of "
+         "the whole prefix?",
+         "The projections of the t earlier positions: without a cache each step projects t + 1 "
+         "positions (O(t d_model^2) work), with it only the new one (O(d_model^2)). The attention "
+         "itself still reads all t + 1 keys (O(t d_model)).",
+         "1 pt: earlier keys/values are not re-projected; 1 pt: O(t d^2) -> O(d^2) per step; "
+         "1 pt: the attention over t + 1 keys remains."),
+    ],
+    "07_positions": [
+        ("Why pairs of sin and cos with the same frequency?",
+         "For each frequency w, (sin(w(pos + k)), cos(w(pos + k))) is a rotation by the angle w k "
+         "of (sin(w pos), cos(w pos)): PE(pos + k) is a linear function of PE(pos) that depends "
+         "only on k, which §3.5 suggests lets the model attend by relative position.",
+         "1 pt: the angle-addition formulas; 1 pt: a rotation depending only on k; 1 pt: relative "
+         "positions as a linear map."),
+        ("What range of wavelengths do the columns cover?",
+         "Column pair i has wavelength 2 pi * 10000^(2i/d_model): from 2 pi (i = 0) up to almost "
+         "10000 * 2 pi, a geometric progression.",
+         "2 pts: 2 pi to 10000 * 2 pi; 1 pt: geometric."),
+    ],
+}
+
+
+def exercise_notebook_of(name: str) -> str:
+    """The stem of the notebook that holds exercise ``name``."""
+    return next(stem for stem, (_, _, ex) in NOTEBOOKS.items() if name in ex)
+
+
+def stub_source(name: str, signature: str) -> str:
+    doc = CONTRACTS[name] + "\n\n" + COMMON_RULES + "\n    "
+    return f'def {signature}:\n    """{doc}"""\n    raise NotImplementedError  # your code here'
+
+
+def _md(text, **meta):
+    return {"cell_type": "markdown", "metadata": dict(meta), "source": text}
+
+
+def _code(text, **meta):
+    return {"cell_type": "code", "execution_count": None, "metadata": dict(meta), "outputs": [],
+            "source": text}
+
+
+def notebook(stem: str, variant: str, signatures: dict, papers: dict | None = None) -> dict:
+    """Notebook ``stem`` (see :data:`NOTEBOOKS`) as an nbformat-4 dict.
+
+    ``variant`` is "repo", "student" or "solution"; ``signatures`` maps exercise -> signature,
+    ``papers`` exercise -> the paper's sentence it implements.
+    """
+    papers = papers or {}
+    title, lessons, exercises = NOTEBOOKS[stem]
+    links = ", ".join(f"[{lesson}]({LESSONS}{lesson}.ipynb)" for lesson in lessons)
+    how = {"repo": "run each check cell (it calls `attention_np.exercises.check`), or from a shell "
+                   "`python -m attention_np check NAME your_file.py`.",
+           "student": "run each check cell, or from a shell `python check.py NAME your_file.py` "
+                      "(exit 0: passed, 1: wrong, 2: cannot run). The checker needs NumPy alone.",
+           "solution": "the model solutions below pass every check."}[variant]
+    cells = [_md(f"# Exercise {stem[:2]}: {title}\n\n"
+                 f"**Lesson:** {links} (read it first; it links back here).\n\n"
+                 "Write each function below in vectorized NumPy (no loops over batch, heads or "
+                 "positions). The docstring of each stub is the contract the checker holds you to. "
+                 f"To check: {how} When your answer is wrong, the checker says what is wrong and "
+                 "gives a hint (`MISTAKE: ...`); `FAILED: ...` when it cannot say more.")]
+    imports = ("import math  # noqa: F401 (your solutions may use them)\n\n"
+               "import numpy as np  # noqa: F401\n\n")
+    setup = imports + {"repo": "from attention_np.exercises import check",
+                       "student": "from check import check", "solution": "from check import check"}[variant]
+    cells.append(_code(setup, tags=["setup"]))
+    for name, hints in exercises.items():
+        sig = signatures[name]
+        quote = f"> {papers[name]}\n\n" if name in papers else ""
+        cells.append(_md(f"## `{sig}`\n\n{quote}**Hints**\n\n" + "\n".join(f"- {h}" for h in hints)))
+        if variant == "solution":
+            cells.append(_code(solution_source(name), tags=["solution"], exercise=name))
+        else:
+            cells.append(_code(stub_source(name, sig), tags=["stub"], exercise=name))
+        fn = sig.split("(")[0]
+        cells.append(_code(f'print(check("{name}", {fn}))', tags=["check"], exercise=name))
+    cells.append(_md("## Questions\n\nAnswer in the cell under each question (a few sentences; "
+                     "they are graded by hand with a rubric)."))
+    for i, (question, answer, rubric) in enumerate(QUESTIONS[stem], 1):
+        cells.append(_md(f"**Question {i}.** {question}", tags=["question"]))
+        text = (f"**Answer.** {answer}\n\n**Rubric (3 pts).** {rubric}" if variant == "solution"
+                else "*Your answer here.*")
+        cells.append(_md(text, tags=["answer"], question=i))
+    for i, cell in enumerate(cells):
+        cell["id"] = f"{stem}-{variant}-{i}"
+    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                        "language": "python"},
+                                         "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}

@@ -1,0 +1,89 @@
+"""Behaviour probes: call a wrong submission on inputs built to expose one property, measure it
+and name what is wrong.
+
+NumPy only and no import of ``attention_np`` (the course build copies this file into the
+student kit and the autograder). A probe never holds a solution: it measures (which axis sums to
+one, the scale actually applied, where a mask lets weight through, what a fully masked row
+returns) or compares with values stored at build time (``expected[probe_id]``, computed by the
+library's references from :data:`INPUTS`).
+
+``PROBES[exercise]`` lists functions ``probe(fn, expected) -> Finding | None``, tried in order
+after a case failed; the first finding names the mistake. The probes themselves are in
+:mod:`probes_basics`, :mod:`probes_attention` and :mod:`probes_heads`; their tools in :mod:`probing`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .probes_attention import (
+    _backward_inputs,
+    _tiled_inputs,
+    attention_backward_probe,
+    attention_full_row,
+    attention_masks,
+    attention_scale_axis,
+    attention_shapes,
+    attention_stability,
+    tiled_probe,
+)
+from .probes_basics import (
+    causal_probe,
+    padding_probe,
+    sinusoidal_probe,
+    softmax_axis,
+    softmax_backward_probe,
+    softmax_stability,
+)
+from .probes_heads import (
+    _decode_inputs,
+    _mha_backward_inputs,
+    _mha_inputs,
+    decode_probe,
+    merge_probe,
+    mha_backward_probe,
+    mha_probe,
+    split_probe,
+)
+
+# ======================================================================== the table
+#: exercise -> {probe_id: ((args), {kwargs})}: the inputs whose reference outputs the build stores
+INPUTS = {
+    "split_heads": lambda: {"split": ((np.arange(24, dtype=float).reshape(4, 6), 2), {})},
+    "merge_heads": lambda: {"merge": ((np.arange(24, dtype=float).reshape(2, 4, 3),), {})},
+    "attention_backward": lambda: {"plain": _backward_inputs()["plain"]},
+    "tiled_attention": lambda: {"blocks": ((*(_tiled_inputs()[n] for n in "qkv"), 4), {})},
+    "mha_backward": _mha_backward_inputs,
+    "decode_step": _decode_inputs,
+    "mha_forward": lambda: {"one_head": ((*_mha_inputs()[:2], _mha_inputs()[1], _mha_inputs()[2], 1), {})},
+}
+
+#: exercise -> probes tried in order
+PROBES = {
+    "softmax": [softmax_axis, softmax_stability],
+    "softmax_backward": [softmax_backward_probe],
+    "causal_mask": [causal_probe],
+    "padding_mask": [padding_probe],
+    "attention": [attention_shapes, attention_scale_axis, attention_stability, attention_masks,
+                  attention_full_row],
+    "attention_backward": [attention_backward_probe],
+    "split_heads": [split_probe],
+    "merge_heads": [merge_probe],
+    "mha_forward": [mha_probe],
+    "mha_backward": [mha_backward_probe],
+    "tiled_attention": [tiled_probe],
+    "decode_step": [decode_probe],
+    "sinusoidal": [sinusoidal_probe],
+}
+
+
+def bound(name, expected):
+    """The probes of exercise ``name`` as ``probe(fn)``, with their stored expected values."""
+    return [lambda fn, p=p: p(fn, expected) for p in PROBES.get(name, [])]
+
+
+def check_record(name, rec, fn, cases=None):
+    """The verdict on ``fn`` for exercise ``name`` from its stored record (see engine.verdict)."""
+    from .engine import verdict
+    return verdict(name, fn, rec["cases"] if cases is None else cases, rec["fingerprints"],
+                   bound(name, rec["probe_expected"]), rec["arg_names"], rec["signature"])

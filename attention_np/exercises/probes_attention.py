@@ -1,0 +1,258 @@
+"""Behaviour probes of Eq. (1), its backward and the tiled forward (see probes.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engine import Finding, Raised
+from .probing import RNG_SEED, _arr, _close, _nan, _run, measure_scale, scale_finding
+
+
+def _attention_inputs():
+    rng = np.random.default_rng(RNG_SEED + 1)
+    return {"q": rng.normal(size=(3, 16)), "k": rng.normal(size=(6, 16)), "v": rng.normal(size=(6, 2)),
+            "qb": rng.normal(size=(2, 3, 4)), "kb": rng.normal(size=(2, 5, 4)),
+            "vb": rng.normal(size=(2, 5, 2))}
+
+
+def attention_shapes(fn, expected):
+    x = _attention_inputs()
+    out = _run(fn, x["q"], x["k"], x["v"])
+    if isinstance(out, Raised):
+        return None
+    a = _arr(out)
+    if a is not None and a.shape == (3, 6):
+        return Finding("returned the attention weights instead of the output", "your output has shape "
+                       "(L, S) = (3, 6), expected (L, d_v) = (3, 2)", "Eq. (1) ends with '... V': the "
+                       "weights average the values.")
+    if a is None or a.shape != (3, 2):
+        return None
+    batched = _run(fn, x["qb"], x["kb"], x["vb"])
+    shared = _run(fn, x["qb"], x["kb"][0], x["vb"][0])
+    for out, what in ((batched, "batched inputs (2, L, d)"), (shared, "k and v shared across the batch")):
+        b = _arr(out)
+        if b is None or b.shape != (2, 3, 2):
+            got = out.text if isinstance(out, Raised) else f"shape {getattr(b, 'shape', None)}"
+            return Finding("does not broadcast over batch axes", f"it works unbatched but on {what} it "
+                           f"gives {got}", "k.T reverses EVERY axis: on (B, S, d_k) it gives (d_k, S, "
+                           "B). Use np.swapaxes(k, -1, -2) and index axes from the end, so leading "
+                           "batch axes broadcast.")
+    return None
+
+
+def attention_scale_axis(fn, expected):
+    x = _attention_inputs()
+    q, k = x["q"], x["k"]
+    w = _arr(_run(fn, q, k, np.eye(6)))            # v = I: the output is the weights
+    if w is None or w.shape != (3, 6) or _nan(w):
+        return None
+    if not _close(w.sum(-1), np.ones(3), 1e-6) and _close(w.sum(0), np.ones(6), 1e-6):
+        return Finding("softmax over the wrong axis (over queries)", "your weights sum to 1 over the "
+                       "queries (axis -2), not over the keys", "Each query distributes its attention "
+                       "over the keys: the weights of one query (one row) sum to 1.")
+    return scale_finding(measure_scale(w, q, k), 16, 6)
+
+
+def attention_masks(fn, expected):
+    rng = np.random.default_rng(RNG_SEED + 2)
+    q, k = rng.normal(size=(2, 4)), rng.normal(size=(4, 4))
+    mask = np.array([[True, False, True, False], [True, True, True, False]])
+    w = _arr(_run(fn, q, k, np.eye(4), mask))          # v = I: the output is the weights
+    if w is not None and w.shape == (2, 4) and not _nan(w):
+        masked, allowed = w[~mask], w[mask]
+        if np.abs(allowed).max() < 1e-12 and masked.min() > 0:
+            return Finding("mask polarity flipped", "your weights are 0 on the keys the mask allows",
+                           "The convention is True = may attend. Which entries did you set to -inf?")
+        if np.abs(masked).max() > 1e-12:
+            return Finding("masked keys get weight", "keys the mask forbids get nonzero weight "
+                           f"(up to {np.abs(masked).max():.3g}): their score was set to 0 or another "
+                           "finite value, or the mask was ignored", "exp(0) = 1: a score of 0 still "
+                           "gets weight. What score gets weight exactly 0?")
+        if not _close(w.sum(-1), np.ones(2), 1e-6):
+            return Finding("masked after the softmax without renormalizing", "your weights are 0 on "
+                           "masked keys but a row sums to less than 1", "Zeroing weights after the "
+                           "softmax leaves rows that no longer sum to 1. Mask the scores, before the "
+                           "softmax.")
+    # a masked logit larger than the others: q k^T = [800, 1]; the answer is v[1] = 2
+    out = _arr(_run(fn, np.array([[1.0]]), np.array([[800.0], [1.0]]), np.array([[5.0], [2.0]]),
+                    np.array([[False, True]])))
+    if out is not None and out.shape == (1, 1) and not _close(out, [[2.0]]):
+        if _close(out, [[5.0]]):
+            return Finding("masked keys get weight", "a masked key that scores far above the others "
+                           "(800 vs 1) takes all the weight: the mask did not remove it",
+                           "A masked score must become -inf before the softmax (np.where(mask, s, "
+                           "-np.inf)); adding or multiplying by the bool mask does not do that.")
+        return Finding("masked after the softmax", "when a masked key scores far above the others "
+                       f"(800 vs 1) your output is {out.ravel()[0]:.4g}, not 2: the softmax ran before "
+                       "the mask, so the masked key took all the weight and the others underflowed",
+                       "Mask the SCORES (set them to -inf) before the softmax; then a masked key "
+                       "cannot influence the others, however large its score.")
+    return None
+
+
+def attention_full_row(fn, expected):
+    rng = np.random.default_rng(RNG_SEED + 3)
+    q, k, v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
+    mask = np.array([[True, True, False], [False, False, False]])
+    if isinstance(_run(fn, q, k, v, np.array([[True, True, False], [True, False, False]])), Raised):
+        return None                             # it raises anyway: not about the full row
+    out = _run(fn, q, k, v, mask)
+    a = _arr(out)
+    if isinstance(out, Raised):
+        return Finding("error on a fully masked row", f"a query that may attend to nothing makes your "
+                       f"function raise {out.text}", "A row of all -inf scores must give an output of "
+                       "0 (the contract): special-case rows whose max is -inf.")
+    if a is None or a.shape != (2, 2):
+        return None
+    if _nan(a[1]):
+        return Finding("NaN on a fully masked row", "a query that may attend to nothing gives NaN",
+                       "A row that may attend to nothing is all -inf: its max is -inf and -inf - "
+                       "(-inf) is NaN. The contract: such a row returns 0; special-case it.")
+    if _close(a[1], v.mean(0), 1e-6):
+        return Finding("a fully masked row attends uniformly (finite fill like -1e9)", "a query that may "
+                       "attend to nothing returns the mean of the values", "With a finite fill, a row "
+                       "with every key masked softmaxes to uniform weights over keys it may not see. "
+                       "It should attend to nothing (output 0).")
+    if not _close(a[1], np.zeros(2), 0, 1e-12):
+        return Finding("a fully masked row is not 0", "a query that may attend to nothing returns "
+                       f"{a[1]}", "The contract: a row with no allowed key returns 0.")
+    return None
+
+
+def attention_stability(fn, expected):
+    rng = np.random.default_rng(RNG_SEED + 4)
+    q, k, v = 60 * rng.normal(size=(2, 4)), 60 * rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
+    for dtype, f in ((np.float64, 1.0), (np.float32, 0.3)):
+        out = _arr(_run(fn, (q * f).astype(dtype), (k * f).astype(dtype), v.astype(dtype)))
+        if out is not None and out.shape == (2, 2) and not np.all(np.isfinite(out)):
+            return Finding("no max subtraction (overflow)", f"with large scores ({np.dtype(dtype).name}, "
+                           "|scores| ~ 10^2-10^3) your output has inf or NaN", "exp overflows (above 709 "
+                           "in float64, 88 in float32) and inf/inf is NaN: shift each row by its max "
+                           "first.")
+    return None
+
+
+# ======================================================================== attention backward
+def _backward_inputs():
+    rng = np.random.default_rng(RNG_SEED + 5)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    mask = np.ones((3, 5), bool)
+    mask[:, 2] = False
+    return {"plain": ((rng.normal(size=(3, 2)), q, k, v), {}),
+            "masked_key": ((rng.normal(size=(3, 2)), q, k, v, mask), {})}
+
+
+def attention_backward_probe(fn, expected):
+    (dout, q, k, v), _ = _backward_inputs()["plain"]
+    out = _run(fn, dout, q, k, v)
+    if isinstance(out, Raised) or not isinstance(out, (tuple, list)) or len(out) != 3:
+        return None
+    g = [_arr(x) for x in out]
+    ref = expected.get("plain")
+    if ref is None or any(x is None for x in g):
+        return None
+    dq, dk, dv = g
+    if dk.shape == (3, 4):
+        return Finding("dk = dS q instead of dS^T q", "dk has shape (L, d_k), expected k's shape "
+                       "(S, d_k)", "dS is (L, S) and dk is (S, d_k): which transpose makes the key "
+                       "axis come first?")
+    if any(a.shape != np.shape(b) for a, b in zip(g, ref, strict=True)):
+        return None
+    r = np.sqrt(q.shape[-1])
+    if _close(dv, ref[2]):
+        if _close(dq, ref[0] * r) and _close(dk, ref[1] * r):
+            return Finding("forgot 1/sqrt(d_k) in dq and dk", "dq and dk are sqrt(d_k) times too "
+                           "large", "The forward line s = q k^T * scale multiplies by a constant: its "
+                           "backward multiplies by it too.")
+        if _close(dq, ref[0]) and _close(dk, ref[1] * r):
+            return Finding("forgot 1/sqrt(d_k) in dk only", "dk is sqrt(d_k) times too large",
+                           "Both q and k enter the scores through the same scaled product.")
+        if _close(dq, ref[0] * r) and _close(dk, ref[1]):
+            return Finding("forgot 1/sqrt(d_k) in dq only", "dq is sqrt(d_k) times too large",
+                           "Both q and k enter the scores through the same scaled product.")
+        if not _close(dq, ref[0]) and not _close(dk, ref[1]):
+            return Finding("the softmax backward is wrong", "dv is right but dq and dk are not: the "
+                           "step from dP to dS", "dS = P * (dP - rowsum(dP * P)): every weight in a "
+                           "row shares the normalizer. Check it alone with the softmax_backward "
+                           "exercise.")
+    (dout, q, k, v, mask), _ = _backward_inputs()["masked_key"]
+    out = _run(fn, dout, q, k, v, mask)
+    if isinstance(out, (tuple, list)) and len(out) == 3:
+        gk, gv = _arr(out[1]), _arr(out[2])
+        if gk is not None and gv is not None and gk.shape == k.shape and gv.shape == v.shape and (
+                np.abs(gk[2]).max() > 1e-12 or np.abs(gv[2]).max() > 1e-12):
+            return Finding("gradient flows into a masked key", "a key that no query may see gets a "
+                           "nonzero dk or dv", "A masked key has weight 0 in the forward: the backward "
+                           "must use the same masked weights P (0 there).")
+    rng = np.random.default_rng(RNG_SEED + 6)
+    qb, doutb = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 2))
+    out = _run(fn, doutb, qb, k, v)
+    if isinstance(out, (tuple, list)) and len(out) == 3:
+        shapes = [np.shape(x) for x in out]
+        if shapes[1] != k.shape or shapes[2] != v.shape:
+            return Finding("broadcast gradients not summed back", f"with k {k.shape} and v {v.shape} "
+                           f"shared by a batch of queries {qb.shape}, dk and dv have shapes {shapes[1]} "
+                           f"and {shapes[2]}", "k and v were broadcast across the batch in the forward; "
+                           "a broadcast copies, so its backward sums: dk must have k's shape.")
+    elif isinstance(out, Raised):
+        return Finding("does not broadcast over batch axes", f"with k, v shared across a batch of "
+                       f"queries it raises {out.text}", "Use np.swapaxes(x, -1, -2) instead of x.T, "
+                       "then sum the gradient over the axes that were broadcast.")
+    return None
+
+
+# ======================================================================== tiled
+def _tiled_inputs():
+    rng = np.random.default_rng(RNG_SEED + 7)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(10, 4)), rng.normal(size=(10, 2))
+    # scores q k^T / sqrt(4) = 4 * (-55) / 2 = -110 (+- a little): exp(-110) is 0 in float32
+    low = (np.full((2, 4), 1.0), np.full((6, 4), -55.0) + 0.1 * rng.normal(size=(6, 4)),
+           rng.normal(size=(6, 2)))
+    return {"q": q, "k": k, "v": v, "low": tuple(a.astype(np.float32) for a in low)}
+
+
+def tiled_probe(fn, expected):
+    x = _tiled_inputs()
+    q, k, v = x["q"], x["k"], x["v"]
+    ref = expected.get("blocks")
+    outs = {B: _arr(_run(fn, q, k, v, B)) for B in (5, 10, 3, 4, 16)}
+    if ref is not None and all(o is not None and o.shape == ref.shape for o in outs.values()):
+        ok = {B: _close(o, ref, 1e-7, 1e-10) for B, o in outs.items()}
+        if ok[10] and ok[16] and not (ok[5] or ok[3] or ok[4]):
+            return Finding("the blocks are not combined correctly", "with one block (block_size >= S) "
+                           "your output is right, with several it is not", "Each block's exponents "
+                           "must be taken against ONE running max and summed into ONE running sum "
+                           "and output, rescaled by exp(m_old - m_new) when the max grows; averaging "
+                           "per-block softmaxes is not the softmax over all keys.")
+        if ok[5] and ok[10] and not (ok[3] and ok[4]):
+            return Finding("the last, partial block is mishandled", "block sizes that divide S = 10 "
+                           "are right, 3 and 4 (a partial last block) are not", "range(0, S, B) with "
+                           "slices k[..., j:j + B, :] handles a shorter last block; S // B loops drop it.")
+        w = _arr(_run(fn, q, k, np.eye(10), 4))
+        if w is not None and w.shape == (3, 10):
+            f = scale_finding(measure_scale(w, q, k), 4, 10)
+            if f is not None:
+                return f
+    qg = np.ones((2, 4))
+    kg = np.repeat(np.array([0.0, 0.0, 0.0, 400.0, 400.0, 400.0]), 4).reshape(6, 4)   # scores 0, 800
+    kg = kg + 0.1 * np.random.default_rng(RNG_SEED + 10).normal(size=(6, 4))
+    vg = np.arange(12.0).reshape(6, 2)
+    one, tiled = _arr(_run(fn, qg, kg, vg, 6)), _arr(_run(fn, qg, kg, vg, 3))
+    if one is not None and tiled is not None and np.all(np.isfinite(one)) and not np.all(np.isfinite(tiled)):
+        return Finding("running max never updated (max of the first block only)", "with one block "
+                       "your output is finite, but when a later block scores ~800 above the first, "
+                       "the tiled output overflows", "A later block can hold larger scores than the "
+                       "first: update m = max(m, block max) at every block and rescale what was "
+                       "summed so far.")
+    low = x["low"]
+    out = _arr(_run(fn, *low, 2))
+    if out is not None and out.shape == (2, 2) and (_nan(out) or np.abs(out).max() == 0):
+        hi = _arr(_run(fn, low[0], -low[1], low[2], 2))
+        if hi is not None and np.all(np.isfinite(hi)):
+            return Finding("running max started at 0 instead of -inf", "when every score of a row is "
+                           "about -110 (float32) your output is NaN or 0: exp(s - 0) underflows to 0 and "
+                           "the row divides 0 by 0", "Start the running max at -inf (np.full(..., -np.inf)) "
+                           "so the first block sets it to that block's own max.")
+    return None
+
+

@@ -1,0 +1,289 @@
+"""Behaviour probes of softmax, its backward, the masks and the sinusoidal table (see probes.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engine import Finding, Raised
+from .probing import RNG_SEED, _arr, _close, _nan, _run
+
+
+# ======================================================================== softmax
+def _softmax_inputs():
+    rng = np.random.default_rng(RNG_SEED)
+    return {"x3": rng.normal(size=(2, 3, 4))}
+
+
+def softmax_axis(fn, expected):
+    x = _softmax_inputs()["x3"]
+    out = _arr(_run(fn, x))
+    if out is None or out.shape != x.shape or _nan(out):
+        return None
+    if _close(out.sum(-1), np.ones(x.shape[:-1])):
+        return None
+    if np.all(out <= 1e-12) and _close(np.exp(out).sum(-1), np.ones(x.shape[:-1])):
+        return Finding("returned log-softmax", "your values are log-probabilities (all <= 0, and their "
+                       "exp sums to 1 per row)", "softmax returns probabilities in [0, 1]: exp(x - m) / "
+                       "sum(exp(x - m)), without the log.")
+    if _close(out.sum(), 1.0):
+        return Finding("normalized over the whole array", "the whole array sums to 1, not each row",
+                       "Each row (the last axis) is one distribution: divide by the row's own sum, "
+                       "with keepdims=True so it broadcasts.")
+    for ax in range(x.ndim - 1):
+        if _close(out.sum(ax), np.ones(x.shape[:ax] + x.shape[ax + 1:])):
+            return Finding("softmax over the wrong axis",
+                           f"your output sums to 1 over axis {ax} (length {x.shape[ax]}), not over the "
+                           "last axis", "Each query's weights over the keys sum to one: the keys are "
+                           "the LAST axis. Use axis=-1 (not 0 or 1) so it works for any number of "
+                           "leading batch axes.")
+    ratio = out / np.exp(x - x.max(-1, keepdims=True))
+    if np.all(ratio > 0) and np.allclose(ratio, ratio[..., :1]):
+        return Finding("forgot to normalize", "each row of your output is proportional to exp(x) but "
+                       "does not sum to 1", "softmax divides exp by the row's sum: check that "
+                       "out.sum(-1) is 1.")
+    return None
+
+
+def softmax_stability(fn, expected):
+    def row(values, dtype=np.float64):
+        return _arr(_run(fn, np.array([values], dtype=dtype)))
+    small = row([1.0, 2.0, 3.0])
+    if small is None or not _close(small.sum(-1), [1.0], 1e-6):
+        return None
+    big, tiny = row([1000.0, 1001.0, 1002.0]), row([-1000.0, -1001.0, -1002.0])
+    big_bad = big is None or not np.all(np.isfinite(big)) or not _close(big, small, 1e-6)
+    tiny_bad = tiny is None or not np.all(np.isfinite(tiny)) or not _close(tiny, small[:, ::-1], 1e-6)
+    if big_bad and tiny_bad:
+        def seen(out):
+            return "inf or NaN" if out is None or not np.all(np.isfinite(out)) else "wrong values"
+        return Finding("no max subtraction (overflow)", f"the row [1000, 1001, 1002] gives {seen(big)} "
+                       f"and [-1000, -1001, -1002] gives {seen(tiny)}, though both have the softmax of "
+                       "[1, 2, 3] (exp overflows to inf above 709, underflows to 0 below -745)",
+                       "softmax(x) = softmax(x - c) for any constant c per row: which c makes every "
+                       "exponent <= 0 and the largest exactly 0?")
+    mixed = _arr(_run(fn, np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 802.0]])))
+    if mixed is not None and (not np.all(np.isfinite(mixed)) or not _close(mixed[0], small[0], 1e-6)):
+        return Finding("subtracted the global max instead of each row's",
+                       "with rows on different scales ([1, 2, 3] and [800, 801, 802]) the small row "
+                       "comes out wrong", "One constant for the whole array makes another row's "
+                       "exponents all underflow to 0. The shift must be per row: keepdims=True.")
+    spread = row([-3000.0, 0.0, 1.0])
+    if spread is None or not np.all(np.isfinite(spread)) or (big_bad != tiny_bad):
+        return Finding("the shift does not make the largest exponent 0",
+                       "a row that spans a wide range ([-3000, 0, 1]) or sits far from 0 gives "
+                       "inf or NaN: after your shift some exponent is still large",
+                       "Subtract each row's MAX (not its min or mean, not a constant): then every "
+                       "exponent is <= 0 and the largest is exactly 0.")
+    x32 = _arr(_run(fn, np.array([[80.0, 90.0, 100.0]], dtype=np.float32)))
+    if x32 is None or not np.all(np.isfinite(x32)):
+        return Finding("float32 overflow", "float32 logits ~100 give inf or NaN (exp overflows "
+                       "float32 above 88)", "Shift by the row max in the input's own dtype.")
+    return None
+
+
+# ======================================================================== softmax backward
+_P = np.array([[0.1, 0.2, 0.3, 0.4]])
+
+
+def softmax_backward_probe(fn, expected):
+    ones = _arr(_run(fn, np.ones_like(_P), _P.copy()))
+    if ones is None or ones.shape != _P.shape:
+        return None
+    n = _P.shape[-1]
+    if not _close(ones, np.zeros_like(_P), 0, 1e-9):
+        if _close(ones, _P):
+            return Finding("dropped the sum term", "with dp = 1 (a loss that does not depend on x, since "
+                           "p always sums to 1) your gradient is p, not 0",
+                           "Changing x_j changes the normalizer, which moves every p_i: the gradient has "
+                           "a term that sums over the row.")
+        if _close(ones, _P * (1 - n)):
+            return Finding("sum without the weights p", "with dp = 1 your gradient is p * (1 - n), not 0: "
+                           "the row sum is not weighted by p", "The sum is an expectation under p: "
+                           "weight each dp_j by p_j.")
+        if _close(ones, _P * (1 - _P)):
+            return Finding("kept only the diagonal of the Jacobian", "with dp = 1 your gradient is "
+                           "p (1 - p), not 0", "Each output p_i depends on every input x_j: the "
+                           "Jacobian diag(p) - p p^T has off-diagonal terms.")
+        return Finding("gradient of a constant loss is not 0", "with dp = 1 (a loss that does not "
+                       "depend on x) your gradient is not 0", "softmax is unchanged when every x_j "
+                       "moves together, so the gradient must sum to 0 over each row.")
+    p0 = np.array([[0.0, 0.5, 0.5, 0.0]])
+    dp = np.array([[1.0, 2.0, -1.0, 0.5]])
+    g = _arr(_run(fn, dp, p0.copy()))
+    if g is not None and g.shape == p0.shape and np.abs(g[p0 == 0]).max() > 1e-12:
+        return Finding("forgot the factor p", "where p = 0 (a masked key) your gradient is not 0",
+                       "Differentiate exp(x_i) / Z: the derivative of exp is exp, which brings p_i in "
+                       "front of every term.")
+    e0 = np.array([[1.0, 0.0, 0.0, 0.0]])
+    g = _arr(_run(fn, e0, _P.copy()))
+    if g is None or g.shape != _P.shape:
+        return None
+    if g[0, 0] < 0:
+        return Finding("sign flipped", "with dp = e_0 your gradient at 0 is negative",
+                       "Raising x_0 raises p_0: with dp = e_0 the gradient at 0 must be positive.")
+    if np.abs(g[0, 1:]).max() < 1e-12:
+        return Finding("kept only the diagonal of the Jacobian", "with dp = e_0 your gradient is 0 "
+                       "off the diagonal", "Each output p_i depends on every input x_j: the Jacobian "
+                       "diag(p) - p p^T has off-diagonal terms.")
+    p3 = np.broadcast_to(_P, (2, 3, 4)).copy()
+    g3 = _run(fn, np.ones_like(p3), p3)
+    if isinstance(g3, Raised) or np.shape(g3) != p3.shape:
+        got = g3.text if isinstance(g3, Raised) else f"shape {np.shape(g3)}"
+        return Finding("does not work with batch axes", f"2-D inputs work but (2, 3, 4) gives {got}",
+                       "Write it for any number of leading axes: reduce over axis=-1 with "
+                       "keepdims=True, and never build the (n, n) Jacobian (np.diag, np.outer are "
+                       "2-D only).")
+    pb = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]])
+    gb = _arr(_run(fn, np.arange(12.0).reshape(3, 4), pb))
+    if gb is not None and gb.shape == pb.shape and not _close(gb.sum(-1), np.zeros(3), 0, 1e-9):
+        return Finding("summed over the wrong axis", "on a (3, 4) input your rows do not sum to 0 (each "
+                       "row's gradient of a softmax must)", "Each row is its own softmax: sum over "
+                       "axis=-1 with keepdims=True.")
+    return None
+
+
+# ======================================================================== masks
+def _offsets(m):
+    """(kind, offsets): 'prefix' rows True for j <= i + k, or 'suffix' rows True for j > i + k;
+    offsets k of the rows that are neither all True nor all False (None if no such row)."""
+    L, S = m.shape
+    ks_pre, ks_suf = [], []
+    for i in range(L):
+        c = int(m[i].sum())
+        if 0 < c < S:
+            if m[i, :c].all():
+                ks_pre.append(c - 1 - i)
+            elif m[i, S - c:].all():
+                ks_suf.append(S - c - 1 - i)
+            else:
+                return None, None
+    if ks_pre and not ks_suf:
+        return "prefix", ks_pre
+    if ks_suf and not ks_pre:
+        return "suffix", ks_suf
+    return None, None
+
+
+def causal_probe(fn, expected):
+    for L, S, align in ((5, 5, "top_left"), (3, 6, "bottom_right"), (3, 6, "top_left"),
+                        (6, 3, "bottom_right")):
+        out = _run(fn, L, S, align)
+        if isinstance(out, Raised):
+            return None
+        m = np.asarray(out)
+        if m.dtype != bool:
+            if m.shape == (L, S) and set(np.unique(m).tolist()) <= {0, 1}:
+                return Finding("returned a float mask", f"your mask has dtype {m.dtype}",
+                               "Return a bool array (True = may attend): np.tri(..., dtype=bool) or "
+                               "a comparison like j <= i.")
+            return None
+        if m.shape == (S, L) and L != S:
+            return Finding("causal mask transposed", f"for L={L}, S={S} your mask has shape (S, L)",
+                           "One row per query (L), one column per key (S).")
+        if m.shape != (L, S):
+            return None
+        want = 0 if align == "top_left" else S - L
+        kind, ks = _offsets(m)
+        if kind == "suffix":
+            return Finding("mask polarity flipped", "your mask is True for the future keys (the ones a "
+                           "query may NOT see)", "The convention is True = may attend (PyTorch's bool "
+                           "attn_mask), not True = blocked.")
+        if kind != "prefix" or len(set(ks)) != 1 or ks[0] == want:
+            continue
+        k = ks[0]
+        where = f"(L={L}, S={S}, {align})"
+        if k == want - 1:
+            return Finding("causal mask off by one (diagonal excluded)", f"{where} query i cannot see "
+                           "its own position", "May a position attend to itself? Look at entry (0, 0).")
+        if k == want + 1:
+            return Finding("causal mask off by one (one future key allowed)", f"{where} query i sees "
+                           "one key too many", "Query i must not see key i + 1: check the first row.")
+        if align == "bottom_right" and k == 0:
+            return Finding("causal mask wrongly aligned (always top-left)", f"{where} your mask is "
+                           "top-left aligned", "With L < S, bottom-right alignment makes the L queries "
+                           "the LAST L positions: the last query sees every key.")
+        if align == "bottom_right" and k == L - S:
+            return Finding("causal mask wrongly aligned (offset L - S instead of S - L)", f"{where} "
+                           "your diagonal is shifted the wrong way", "Bottom-right: query i is position "
+                           "i + (S - L) of the sequence. Which sign?")
+        if align == "top_left" and k == S - L:
+            return Finding("the two alignments swapped", f"{where} your mask is bottom-right aligned",
+                           "top_left: query i sees keys 0..i; bottom_right: keys 0..i + S - L.")
+        return Finding("causal mask misaligned", f"{where} query i sees keys up to i + {k}, expected "
+                       f"i + {want}", "Count, for one row, which keys it may see; then write the "
+                       "offset of the diagonal.")
+    return None
+
+
+def padding_probe(fn, expected):
+    lengths, S = np.array([2, 0, 4]), 5
+    out = _run(fn, lengths.copy(), S)
+    if isinstance(out, Raised):
+        return None
+    m = np.asarray(out)
+    if m.dtype != bool:
+        return Finding("returned a non-bool mask", f"your mask has dtype {m.dtype}",
+                       "Return a bool array (True = may attend): a comparison gives one.")
+    B = len(lengths)
+    if m.shape == (B, S):
+        squeezed, what = m, "shape (B, S)"
+    elif m.shape == (B, 1, S):
+        squeezed, what = m[:, 0], None
+    elif m.shape in ((S, B), (S, 1, B), (1, S, B)):
+        return Finding("padding mask transposed", f"your mask has shape {m.shape}, expected (B, 1, S) "
+                       f"= {(B, 1, S)}", "One entry per sequence on the first axis, one per key on the "
+                       "last: (B, 1, S), the 1 broadcasting over the queries.")
+    else:
+        return Finding("padding mask of the wrong shape", f"your mask has shape {m.shape}, expected "
+                       f"(B, 1, S) = {(B, 1, S)}", "(B, 1, S) broadcasts against scores (B, L, S): "
+                       "add the query axis with [:, None, :].")
+    j = np.arange(S)
+    if np.array_equal(squeezed, j[None, :] >= lengths[:, None]):
+        return Finding("padding mask polarity flipped", "your mask is True on the padding keys",
+                       "True = may attend: the real keys, j < length, are the True ones.")
+    if np.array_equal(squeezed, j[None, :] <= lengths[:, None]) or np.array_equal(
+            squeezed, j[None, :] < lengths[:, None] - 1):
+        return Finding("padding mask off by one", "a sequence of length n gets a count of real keys "
+                       "other than n", "A sequence of length 3 has keys 0, 1, 2: is key 3 real?")
+    if what and np.array_equal(squeezed, j[None, :] < lengths[:, None]):
+        return Finding("padding mask of shape (B, S) instead of (B, 1, S)", "your values are right but "
+                       "the shape is (B, S)", "The contract is (B, 1, S): the middle 1 broadcasts over "
+                       "the L queries of scores (B, L, S). Add it with [:, None, :].")
+    return None
+
+
+# ======================================================================== attention
+# ======================================================================== sinusoidal
+def sinusoidal_probe(fn, expected):
+    n, d = 6, 8
+    out = _arr(_run(fn, n, d))
+    if out is None or out.shape != (n, d):
+        if out is not None and out.shape == (d, n):
+            return Finding("table transposed", f"shape {out.shape}, expected (length, d_model) = {(n, d)}",
+                           "One row per position.")
+        return None
+    row0 = out[0]
+    if _close(row0, np.tile([1.0, 0.0], d // 2)):
+        return Finding("sin and cos swapped", "row 0 is 1, 0, 1, 0, ...", "Row 0 should start 0, 1, 0, "
+                       "1, ...: which of sin and cos is 0 at pos = 0?")
+    if _close(row0, np.repeat([0.0, 1.0], d // 2)):
+        return Finding("sin and cos in two halves instead of interleaved", "row 0 is 0, ..., 0, 1, ..., 1",
+                       "The paper interleaves: even columns sin, odd columns cos.")
+    if not _close(row0, np.tile([0.0, 1.0], d // 2)):
+        return Finding("positions start at 1", "row 0 is not sin(0), cos(0), ...: it is the encoding of "
+                       "another position", "The first position is pos = 0: row 0 is sin(0), cos(0), ...")
+    w = np.arctan2(out[1, 0::2], out[1, 1::2])          # the angle of pos = 1: its frequencies
+    if np.all(w > 0):
+        i = np.arange(d // 2)
+        slope = np.polyfit(2 * i / d, np.log(w), 1)[0]   # log w = -(2i/d) log(base_eff)
+        base = float(np.exp(-slope))
+        if abs(base - 100.0) < 1:
+            return Finding("exponent i/d_model instead of 2i/d_model", "your frequencies fall as "
+                           "10000^(-i/d_model)", "i indexes the sin/cos PAIRS: column 2i's frequency "
+                           "uses 2i, the column index.")
+        if abs(base - 10000.0) > 1:
+            return Finding("wrong base", f"your frequencies fall as {base:.4g}^(-2i/d_model)", "The "
+                           "wavelengths form a geometric progression from 2*pi to 10000 * 2*pi.")
+    return None
+
+

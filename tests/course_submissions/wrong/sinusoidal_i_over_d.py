@@ -1,0 +1,13 @@
+# exercise: sinusoidal
+# the student's slip: exponent i/d
+import numpy as np
+
+
+def sinusoidal(length, d_model):
+    pos = np.arange(length)[:, None]
+    two_i = np.arange(d_model // 2)[None, :]
+    angle = pos / np.power(10000.0, two_i / d_model)
+    pe = np.zeros((length, d_model))
+    pe[:, 0::2] = np.sin(angle)
+    pe[:, 1::2] = np.cos(angle)
+    return pe

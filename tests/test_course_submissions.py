@@ -1,0 +1,70 @@
+"""The checker tried as students would: correct solutions in different styles pass, realistic
+wrong ones (tests/course_submissions/wrong, each with the student's slip in its header) fail,
+and at least 75 % of the wrong ones are named by a MISTAKE line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import attention_np.exercises as ex
+from attention_np.exercises.loading import load_function
+
+HERE = Path(__file__).resolve().parent / "course_submissions"
+CORRECT = sorted((HERE / "correct").glob("*.py"))
+WRONG = sorted((HERE / "wrong").glob("*.py"))
+
+
+def _check(path):
+    name = re.search(r"# exercise: (\w+)", path.read_text()).group(1)
+    return ex.check(name, load_function(path, ex.function_name(name)))
+
+
+def test_the_corpus_is_large_and_covers_every_exercise():
+    assert len(CORRECT) >= 10 and len(WRONG) >= 30
+    names = {re.search(r"# exercise: (\w+)", p.read_text()).group(1) for p in CORRECT + WRONG}
+    assert names == set(ex.EXERCISES)
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=[p.stem for p in CORRECT])
+def test_a_correct_solution_passes(path):
+    result = _check(path)
+    assert result.ok, str(result)
+
+
+@pytest.mark.parametrize("path", WRONG, ids=[p.stem for p in WRONG])
+def test_a_wrong_solution_fails(path):
+    result = _check(path)
+    assert not result.ok, str(result)
+    assert str(result).startswith(("MISTAKE: ", "FAILED: ")), str(result)
+
+
+def test_at_least_three_quarters_of_the_wrong_solutions_are_named():
+    named = [p.stem for p in WRONG if _check(p).status == "mistake"]
+    assert len(named) / len(WRONG) >= 0.75, sorted(set(p.stem for p in WRONG) - set(named))
+
+
+def test_the_instructors_guide_numbers():
+    import numpy as np
+
+    import attention_np as an
+    text = (Path(__file__).resolve().parents[1] / "docs" / "instructors.md").read_text()
+    r = an.softmax_saturation([16, 64, 256], n_keys=16, n_queries=2000, rng=0)
+    unscaled = ", ".join(f"{w:.3f}" for w in r["max_weight_unscaled"])
+    scaled = ", ".join(f"{w:.3f}" for w in r["max_weight_scaled"])
+    assert f"largest weight is {unscaled} unscaled and {scaled} scaled" in text
+    assert f"falls to {r['entropy_unscaled'][-1]:.3f} nats" in text
+    assert f"log 16 = {np.log(16):.3f}" in text
+    from attention_np.exercises.notebooks import QUESTIONS
+    answer = QUESTIONS["03_attention"][0][1]              # the notebook's model answer, same numbers
+    assert f"(the mean largest weight is about {r['max_weight_unscaled'][-1]:.2f})" in answer
+    assert f"the largest weight is about {r['max_weight_scaled'][-1]:.2f}" in answer
+    n = sum(len(e.mistakes) for e in ex.EXERCISES.values())
+    assert f"{len(ex.EXERCISES)} exercises, {n} catalogued mistakes" in text
+    for name, e in ex.EXERCISES.items():
+        assert f"| `{name}` | {len(e.mistakes)} |" in text, name
+    named = sum(_check(p).status == "mistake" for p in WRONG)
+    assert f"({len(CORRECT)} correct solutions in different styles, {len(WRONG)} realistic" in text
+    assert f"{named} of {len(WRONG)} wrong ones" in text
