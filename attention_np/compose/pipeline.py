@@ -13,10 +13,10 @@ reverse by :func:`transform_qk_backward`.
 from __future__ import annotations
 
 from attention_np.compose.layer_spec import Layer
+from attention_np.kernels.linear import linear_backward, linear_forward
 from attention_np.kernels.plan import Plan
 from attention_np.kernels.registry import attend
 from attention_np.paper.heads import merge_heads, split_heads
-from attention_np.paper.linear import linear_backward, linear_forward
 from attention_np.variants.qk_layernorm import qk_norm_backward, qk_norm_forward
 from attention_np.variants.rope import rotate_heads, rotate_heads_backward
 

@@ -30,18 +30,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask, zero_masked
+from attention_np.kernels.batch_split import flat, slices
+from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask
 from attention_np.kernels.scores import overflowed, scaled_scores
 from attention_np.kernels.softmax_inplace import softmax_numerator_
 from attention_np.kernels.threads import deal, num_threads, parallel_map
 
 #: Score entries per block: 2**18 float32 numbers are 1 MiB, about one core's L2 cache.
-BLOCK_ELEMENTS = 1 << 18
+BLOCK_ELEMENTS = 1 << 21
 #: At most this many query rows per block. The backward's ``dk`` and ``dv`` sum over the query
 #: rows; summed block by block, their float32 rounding error grows with the block's rows, not
 #: with L (benchmarks/float32_accuracy.py: with 256-row blocks our float32 dv error was up to
 #: 1.8x PyTorch's, with 64-row blocks below it).
-MAX_ROWS = 64
+MAX_ROWS = 256
 #: Below this many score entries (all batch dims), one block on the calling thread.
 MIN_ELEMENTS = 1 << 17
 
@@ -62,8 +63,10 @@ def attend(q, k, v, mask, scale: float):
     """
     if mask is not None and mask.ndim < 2:
         mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)        # (..., L or 1, S or 1)
-    blocks = plan(_batch(q, k, mask), q.shape[-2], k.shape[-2], mask)
-    out, e, l = forward(q, k, v, mask, lambda qb, kb: scaled_scores(qb, kb, scale), blocks)
+    n = int(np.prod(_batch(q, k, mask), dtype=np.int64))
+    per_worker = -(-n // max(1, min(n, num_threads())))     # batch entries in one unit of work
+    blocks = plan((per_worker,), q.shape[-2], k.shape[-2], mask)
+    out, e, l = forward(q, k, v, mask, lambda qb, kb, s: scaled_scores(qb, kb, scale, out=s), blocks)
     return out, e, l, blocks, mask
 
 
@@ -97,7 +100,7 @@ def forward(q, k, v, mask, scale_scores, blocks):
     """The blocked forward: ``out, exp_scores, rowsum`` as :func:`attention_np.sdpa_forward` makes them.
 
     ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, ``mask`` bool broadcastable to
-    the scores or None; ``scale_scores(q_block, k_block)`` returns the scaled scores of a block
+    the scores or None; ``scale_scores(q_block, k_block, out)`` writes the scaled scores of a block
     (:func:`~attention_np.kernels.scores.scaled_scores`, with its overflow fallback). Returns
     ``out (..., L, d_v)``, ``exp_scores (..., L, S)`` (``exp(scores - rowmax)``, 0 on masked and
     skipped keys) and ``rowsum (..., L, 1)`` (1 on rows that attend nothing).
@@ -108,39 +111,44 @@ def forward(q, k, v, mask, scale_scores, blocks):
     # A NaN or inf under a mask: sum over the attended pairs only (masks.masked_matmul), as the
     # fused path does; a masked pair's 0 * NaN would otherwise reach rows that never see it.
     garbage = mask is not None and not all_finite(q, k, v)
-    e = np.zeros(batch + (L, S), q.dtype)                                  # (..., L, S)
+    # np.empty, not np.zeros: every block writes its own entries (and zeroes the keys it skips),
+    # so the (L, S) array is not written twice.
+    e = np.empty(batch + (L, S), q.dtype)                                  # (..., L, S)
     l = np.ones(batch + (L, 1), q.dtype)                                   # (..., L, 1)
-    out = np.zeros(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), q.dtype)
+    out = np.empty(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), q.dtype)
+    # One batch axis of N = prod(batch) (views, unless an input broadcasts over some batch dims).
+    qf, kf, vf, mf, ef, lf, of = (None if x is None else flat(x, batch)
+                                  for x in (q, k, v, mask, e, l, out))
 
-    def work(my_blocks):
-        for i, j, j0, j1 in my_blocks:
-            if j0 == j1:
-                continue                      # rows that attend nothing: e = 0, l = 1, out = 0
+    def work(units):
+        for b, (i, j, j0, j1) in units:
             rows, keys = slice(i, j), slice(j0, j1)
-            m = None if mask is None else tile(mask, i, j, j0, j1)
+            q, k, v, e, l, out = (x[b] for x in (qf, kf, vf, ef, lf, of))
+            e[..., rows, :j0] = 0                # keys outside the block's span: weight 0
+            e[..., rows, j1:] = 0
+            if j0 == j1:
+                out[..., rows, :] = 0            # rows that attend nothing: e = 0, l = 1, out = 0
+                continue
+            m = None if mask is None else tile(mf[b], i, j, j0, j1)
+            s = e[..., rows, keys]             # the block's scores, written where e keeps them
             with np.errstate(invalid="ignore" if garbage else None):
-                s = scale_scores(q[..., rows, :], k[..., keys, :])         # (..., rows, keys)
-            if m is not None:
-                if not m.all():
-                    shape = np.broadcast_shapes(s.shape, m.shape)          # a mask may add batch dims
-                    if s.shape != shape:
-                        s = np.broadcast_to(s, shape).copy()
-                    np.copyto(s, -np.inf, where=~m)
+                scale_scores(q[..., rows, :], k[..., keys, :], s)          # (..., rows, keys)
+            if m is not None and not m.all():
+                np.copyto(s, -np.inf, where=~m)
             with np.errstate(invalid="ignore" if garbage else None):    # inf - inf: NaN, as IEEE
-                eb, lb = softmax_numerator_(s)
+                eb, lb = softmax_numerator_(s)                             # in place: eb is s
             vb = v[..., keys, :]
             g = m if garbage else None
+            ob = out[..., rows, :]                                         # (..., rows, d_v)
             with np.errstate(over="ignore", invalid="ignore"):   # caught and redone below
-                ob = masked_matmul(eb, vb, g)                              # (..., rows, d_v)
+                np.matmul(eb, vb, out=ob) if g is None else np.copyto(ob, masked_matmul(eb, vb, g))
                 ob /= lb
             if not np.isfinite(ob).all():
                 with np.errstate(invalid="ignore"):   # e @ v overflowed before the division
                     np.copyto(ob, masked_matmul(eb / lb, vb, g), where=~np.isfinite(ob))
-            e[..., rows, keys] = eb
             l[..., rows, :] = lb
-            out[..., rows, :] = ob
 
-    parallel_map(work, deal(blocks, num_threads()))
+    parallel_map(work, deal(units(batch, blocks), num_threads()))
     return out, e, l
 
 
@@ -158,17 +166,27 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
     def err():
         return np.errstate(invalid=ignore, over=ignore)
 
-    dq = np.zeros(np.broadcast_shapes(batch, dout.shape[:-2]) + q.shape[-2:], q.dtype)
-    full_kv = np.broadcast_shapes(batch, dout.shape[:-2])
+    full = np.broadcast_shapes(batch, dout.shape[:-2])
+    dq = np.zeros(full + q.shape[-2:], q.dtype)
+    qf, kf, vf, ef, lf, of, df, dqf = (flat(x, full) for x in (q, k, v, e, l, out, dout, dq))
+    mf = flat(mask, full) if garbage else None
+    # v with a column of ones, (N, S, d_v + 1): [dout_l, -D_l] @ [v, 1].T = dout_l @ v.T - D_l,
+    # the softmax backward's subtraction done inside the product instead of one more (L, S) pass.
+    v1 = np.concatenate([vf, np.ones(vf.shape[:-1] + (1,), vf.dtype)], axis=-1)   # (N, S, d_v + 1)
 
-    def work(my_blocks):
-        dk = np.zeros(full_kv + k.shape[-2:], k.dtype)                     # this worker's sums
-        dv = np.zeros(full_kv + v.shape[-2:], v.dtype)
-        for i, j, j0, j1 in my_blocks:
+    def work(my_units):
+        dk_all = np.zeros(full + kf.shape[-2:], kf.dtype)                  # this worker's sums
+        dv_all = np.zeros(full + vf.shape[-2:], vf.dtype)
+        dkf, dvf = flat(dk_all, full), flat(dv_all, full)
+        # One (rows, keys) buffer for every unit's dP_l: no new pages for each block.
+        buf = np.empty(max(scratch(b, blk) for b, blk in my_units), ef.dtype)
+        for b, (i, j, j0, j1) in my_units:
             if j0 == j1:
                 continue                      # e = 0 on these rows: every gradient term is 0
             rows, keys = slice(i, j), slice(j0, j1)
-            m = tile(mask, i, j, j0, j1) if garbage else None           # None: plain products
+            q, k, v, e, l, out, dout, dq, dk, dv = (x[b] for x in (qf, kf, vf, ef, lf, of, df, dqf,
+                                                                    dkf, dvf))
+            m = tile(mf[b], i, j, j0, j1) if garbage else None          # None: plain products
             m_T = transpose_mask(m)
             eb = e[..., rows, keys]                                        # (..., rows, keys)
             with err():
@@ -176,8 +194,12 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
                 # forward: out = (e / l) @ v  ->  dv = e.T @ (dout / l)
                 dv[..., keys, :] += masked_matmul(np.swapaxes(eb, -1, -2), dout_l, m_T)
                 # forward: weights = softmax(scores)  ->  dscores = e * (dout_l @ v.T - D_l)
-                dP_l = zero_masked(dout_l @ np.swapaxes(v[..., keys, :], -1, -2), m)
-                dP_l -= (dout_l * out[..., rows, :]).sum(axis=-1, keepdims=True)
+                D_l = (dout_l * out[..., rows, :]).sum(axis=-1, keepdims=True)   # (..., rows, 1)
+                dP_l = buf[:eb.size].reshape(eb.shape)                     # (..., rows, keys)
+                np.matmul(np.concatenate([dout_l, -D_l], axis=-1),
+                          np.swapaxes(v1[b][..., keys, :], -1, -2), out=dP_l)
+                if m is not None:
+                    np.copyto(dP_l, 0, where=~m)             # as zero_masked: no NaN from masked keys
                 dP_l *= eb
                 # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
                 #                                          dk = dscores.T @ (q * scale)
@@ -190,10 +212,23 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
                 with err():
                     dkb = masked_matmul(np.swapaxes(dP_l, -1, -2), qb, m_T) * scale
             dk[..., keys, :] += dkb
-        return dk, dv
+        return dk_all, dv_all
 
-    (dk, dv), *others = parallel_map(work, deal(blocks, num_threads()))
+    (dk, dv), *others = parallel_map(work, deal(units(full, blocks), num_threads()))
     for dk_w, dv_w in others:                 # add up the workers' partial sums
         dk += dk_w
         dv += dv_w
     return dq, dk, dv
+
+
+def scratch(b: slice, block: tuple) -> int:
+    """Entries of the (batch slice, rows, keys) block of a unit of work (at least 1)."""
+    i, j, j0, j1 = block
+    return max(1, (b.stop - b.start) * (j - i) * (j1 - j0))
+
+
+def units(batch: tuple, blocks: list) -> list:
+    """The work: ``(batch slice, block)`` pairs, the batch entries cut into one slice per worker
+    thread (heads run in parallel, each on big products), each slice walking the row blocks.
+    Dealt like cards to the workers, worker ``w`` gets slice ``w``."""
+    return [(sl, block) for block in blocks for sl in slices(batch)]

@@ -17,17 +17,17 @@ from attention_np._checks import sum_to_shape
 from attention_np.variants.gqa import ungroup_queries
 
 
-def scaled_scores(q, k, scale: float) -> np.ndarray:
+def scaled_scores(q, k, scale: float, out=None) -> np.ndarray:
     """``(q * scale) @ k.T``, or ``(q @ k.T) * scale`` when ``q * scale`` alone overflows.
 
-    ``q (..., L, d_k)``, ``k (..., S, d_k)`` -> ``(..., L, S)``.
+    ``q (..., L, d_k)``, ``k (..., S, d_k)`` -> ``(..., L, S)``, written into ``out`` if given.
     """
     s = q.dtype.type(scale)
     with np.errstate(over="ignore"):       # caught below
         qs = q * s
-    if overflowed(qs, q):
-        return (q @ np.swapaxes(k, -1, -2)) * s        # scores representable, q * scale not
-    return qs @ np.swapaxes(k, -1, -2)
+    if overflowed(qs, q):                  # scores representable, q * scale not
+        return np.multiply(np.matmul(q, np.swapaxes(k, -1, -2), out=out), s, out=out)
+    return np.matmul(qs, np.swapaxes(k, -1, -2), out=out)
 
 
 def overflowed(qs: np.ndarray, q: np.ndarray) -> bool:

