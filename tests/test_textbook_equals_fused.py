@@ -115,10 +115,10 @@ def test_multihead_attention_through_either_path_agrees(rng, kw):
 def test_textbook_path_refuses_dropout_and_grouped_query_attention(rng):
     import attention_np as an
     x = randn(rng, 2, 6, 8)
-    with pytest.raises(ValueError, match="kernel='reference' cannot do dropout"):
+    with pytest.raises(ValueError, match="kernel 'reference' cannot do dropout"):
         an.mha_forward(x, x, x, an.init_mha_params(8, 2, rng=1), num_heads=2, dropout_p=0.1,
                        rng=0, path="textbook")
-    with pytest.raises(ValueError, match="kernel='reference' cannot do gqa"):
+    with pytest.raises(ValueError, match="kernel 'reference' cannot do gqa"):
         an.mha_forward(x, x, x, an.init_mha_params(8, 4, num_kv_heads=2, rng=1), num_heads=4,
                        num_kv_heads=2, path="textbook")
     with pytest.raises(ValueError, match="path must be one of"):

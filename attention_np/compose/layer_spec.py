@@ -14,7 +14,8 @@ import numpy as np
 
 from attention_np._checks import as_bias, as_bool_mask, check_broadcasts_to
 from attention_np.compose.params import check_mha_inputs
-from attention_np.kernels.registry import get_kernel
+from attention_np.kernels.plan import Plan, merged
+from attention_np.kernels.registry import check_supports, get_kernel
 from attention_np.variants.qk_norm import NORMS
 from attention_np.variants.spec import AttentionSpec
 
@@ -49,15 +50,10 @@ def layer_spec(caller: str, spec, deprecated: dict, *, num_heads=None, is_causal
     unknown = sorted(set(deprecated) - known)
     if unknown:
         raise TypeError(f"{caller}() got unexpected keyword argument(s) {unknown}")
-    changes = {}
-    for name, value, default in (("num_heads", num_heads, None), ("is_causal", is_causal, False),
-                                 ("scale", scale, None)):
-        if value is not default and not _same(value, default):
-            in_spec = getattr(spec, name)
-            if not (in_spec is default or _same(in_spec, default) or _same(in_spec, value)):
-                raise ValueError(f"{caller} got {name}={value!r} and spec.{name}="
-                                 f"{getattr(spec, name)!r}; pass one")
-            changes[name] = value
+    # the paper's options as keywords or in the spec (one of them, or the same value twice)
+    changes = {name: merged(caller, spec, name, value, default)
+               for name, value, default in (("num_heads", num_heads, None),
+                                            ("is_causal", is_causal, False), ("scale", scale, None))}
     for old, new in MOVED_TO_SPEC.items():
         if old in deprecated:
             value = deprecated[old]
@@ -114,23 +110,12 @@ def check_layer(caller: str, query, key, value, params, spec: AttentionSpec, dep
         raise ValueError(f"params['sinks'] has shape {np.shape(params['sinks'])}, expected "
                          f"(num_heads,) = ({h},)")
     layer = Layer(spec, h, h_kv, qk_norm, sinks)
-    kernel = get_kernel(spec.kernel)
-    wanted = {"gqa": h_kv != h, "dropout": bool(spec.dropout_p), "sinks": sinks,
-              "softcap": spec.softcap is not None, "window": spec.window is not None}
-    missing = [name for name, on in wanted.items() if on and name not in kernel.supports]
-    if missing:
-        raise ValueError(f"spec.kernel={spec.kernel!r} cannot do {', '.join(missing)} (it supports "
-                         f"{', '.join(sorted(kernel.supports))}); use kernel='fused'")
-    if sinks and spec.dropout_p:
-        raise ValueError("attention sinks (params['sinks']) run without dropout: set spec.dropout_p=0")
+    # the kernel can do what the spec and params ask, checked now (before a KV cache changes);
+    # the decode step applies the window as a mask, which every kernel takes
+    check_supports(get_kernel(spec.kernel), Plan(
+        window=spec.window, softcap=spec.softcap, enable_gqa=h_kv != h, dropout_p=spec.dropout_p,
+        sinks=params["sinks"] if sinks else None))
     return query, key, value, layer
-
-
-def _same(a, b) -> bool:
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):
-        return False
 
 
 def _answered(caller: str, name: str) -> None:

@@ -29,11 +29,11 @@ from attention_np.compose.pipeline import (
     transform_qk_backward,
 )
 from attention_np.kernels.guard import drop_masked
+from attention_np.kernels.plan import mask_with_lengths
 from attention_np.kernels.registry import KernelCache, attend_backward
 from attention_np.paper.heads import split_heads
 from attention_np.paper.linear import linear_backward
 from attention_np.paper.masks import causal_mask
-from attention_np.variants.lengths import with_lengths
 from attention_np.variants.rope import head_positions
 
 
@@ -118,7 +118,8 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     scores = batch + (h, L, S)
     mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)")
     bias = check_heads_mask(bias, "bias", batch, scores, "(..., h, L, S)")
-    mask = _lengths(caller, mask, deprecated, query.shape, key.shape)
+    mask = mask_with_lengths(caller, mask, deprecated, query.shape, key.shape, heads=True,
+                             stacklevel=3)
     q_positions, k_positions = _positions(positions, deprecated, L, S)
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
     #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
@@ -181,17 +182,6 @@ def _drop_masked_inputs(query, key, value, mask, is_causal):
     if m.ndim >= 3:
         m = m.any(axis=-3)                          # alive for any head: (..., L, S)
     return drop_masked(query, key, value, m)
-
-
-def _lengths(caller, mask, deprecated, q_shape, k_shape):
-    """The 0.1 keywords ``q_lengths``/``kv_lengths``, ANDed into the heads' mask (B, 1, L, S)."""
-    if deprecated.get("q_lengths") is None and deprecated.get("kv_lengths") is None:
-        return mask
-    warnings.warn(f"{caller}(q_lengths=..., kv_lengths=...) is deprecated since 0.2.0: pass "
-                  f"mask=attention_np.lengths_mask(q_lengths, kv_lengths, L, S)[:, None]",
-                  DeprecationWarning, stacklevel=3)
-    return with_lengths(mask, deprecated.get("q_lengths"), deprecated.get("kv_lengths"),
-                        q_shape[:-2] + (1,) + q_shape[-2:], k_shape[:-2] + (1,) + k_shape[-2:])
 
 
 def _positions(positions, deprecated, L: int, S: int):

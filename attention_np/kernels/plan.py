@@ -84,29 +84,34 @@ def kernel_spec(caller: str, spec, deprecated: dict, *, stacklevel: int = 4) -> 
     return spec
 
 
-def lengths_mask(caller: str, mask, deprecated: dict, q_shape: tuple, k_shape: tuple,
-                 *, stacklevel: int = 4):
-    """``mask`` with the deprecated ``q_lengths``/``kv_lengths`` keywords ANDed in."""
+def mask_with_lengths(caller: str, mask, deprecated: dict, q_shape: tuple, k_shape: tuple,
+                      *, heads: bool = False, stacklevel: int = 4):
+    """``mask`` with the deprecated ``q_lengths``/``kv_lengths`` keywords ANDed in; with
+    ``heads=True`` the shapes are of the inputs of multi-head attention and the mask gets a head
+    axis, ``(B, 1, L, S)``."""
     q_lengths, kv_lengths = (deprecated.get(name) for name in MOVED_TO_MASK)
     if q_lengths is None and kv_lengths is None:
         return mask
+    fix = "lengths_mask(q_lengths, kv_lengths, L, S)" + ("[:, None]" if heads else "")
     warnings.warn(f"{caller}(q_lengths=..., kv_lengths=...) is deprecated since 0.2.0: pass "
-                  f"mask=attention_np.lengths_mask(q_lengths, kv_lengths, L, S), ANDed with any "
-                  f"other mask", DeprecationWarning, stacklevel=stacklevel)
+                  f"mask=attention_np.{fix}, ANDed with any other mask", DeprecationWarning,
+                  stacklevel=stacklevel)
+    if heads:
+        q_shape, k_shape = (s[:-2] + (1,) + s[-2:] for s in (q_shape, k_shape))
     return with_lengths(mask, q_lengths, kv_lengths, q_shape, k_shape)
 
 
 def merged(caller: str, spec: AttentionSpec, name: str, value, default):
     """A paper option given both as a keyword and in the spec: one of them, or an error."""
     in_spec = getattr(spec, name)
-    if value is default or (default is not None and _same(value, default)):
+    if value is default or (default is not None and same_value(value, default)):
         return in_spec
-    if not (in_spec is default or _same(in_spec, default) or _same(in_spec, value)):
+    if not (in_spec is default or same_value(in_spec, default) or same_value(in_spec, value)):
         raise ValueError(f"{caller} got {name}={value!r} and spec.{name}={in_spec!r}; pass one")
     return value
 
 
-def _same(a, b) -> bool:
+def same_value(a, b) -> bool:
     """``a == b`` for scalars; False for anything that does not compare to one bool."""
     try:
         return bool(a == b)
@@ -122,7 +127,7 @@ def plan_from(caller: str, spec, deprecated: dict, q, k, mask=None, **call) -> P
     differently); ``window`` and ``softcap`` come from the spec.
     """
     spec = kernel_spec(caller, spec, deprecated)
-    mask = lengths_mask(caller, mask, deprecated, np.shape(q), np.shape(k))
+    mask = mask_with_lengths(caller, mask, deprecated, np.shape(q), np.shape(k))
     for name, default in (("is_causal", False), ("scale", None), ("dropout_p", 0.0)):
         call[name] = merged(caller, spec, name, call.get(name, default), default)
     return Plan(mask=mask, window=spec.window, softcap=spec.softcap, **call)

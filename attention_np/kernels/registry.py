@@ -128,6 +128,9 @@ class KernelCache:
 
     @property
     def weights(self) -> np.ndarray:
+        if not hasattr(self.cache, "weights"):       # the tiled kernel never holds (L, S)
+            raise AttributeError(f"kernel {self.kernel!r} keeps no (L, S) attention weights; run "
+                                 f"the 'fused' or 'reference' kernel to read them")
         return self.cache.weights
 
 
