@@ -59,7 +59,7 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
     kv_cache = KVCache(memory.shape[-2])
     kv_cache.append(k, v)
     if layer.qk_norm:
-        kv_cache.key_norm = (params["k_norm"].copy(), layer.spec.qk_norm_eps)
+        kv_cache.key_norm = _key_norm(params, layer)
     return kv_cache
 
 
@@ -115,9 +115,8 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
     if x.shape[:-2] != k.shape[:-3]:
         raise ValueError(f"x {x.shape} (..., T, d_model) and the cached keys {k.shape} "
                          f"(..., H_kv, S, d_k) must have the same batch dims")
-    if layer.qk_norm != (kv_cache.key_norm is not None) or (layer.qk_norm and not (
-            np.array_equal(kv_cache.key_norm[0], params["k_norm"])
-            and kv_cache.key_norm[1] == layer.spec.qk_norm_eps)):
+    if layer.qk_norm != (kv_cache.key_norm is not None) or (layer.qk_norm and not _same_norm(
+            kv_cache.key_norm, _key_norm(params, layer))):
         raise ValueError(f"params has {sorted(n for n in ('q_norm', 'k_norm') if n in params)} but "
                          f"kv_cache's keys were normalised with "
                          f"{'no' if kv_cache.key_norm is None else 'another'} k_norm: build the "
@@ -131,8 +130,7 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
     # 2') (beyond the paper) QK-norm of the new queries
     q, _, _ = transform_qk(q, None, params, layer, None, None)
     # 3) attend to every source position: no causal mask, nothing appended
-    heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias,
-                            window=layer.spec.window)                 # (..., h, T, d_v)
+    heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias)   # (..., h, T, d_v)
     # 4) concat, 5) project with W^O
     return output(heads, params)[0]                                  # (..., T, d_model)
 
@@ -140,8 +138,22 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
 def _cross_layer(caller, x, params, num_heads, spec, deprecated, scale=None):
     """The checked :class:`Layer` of a cross-attention decoding call, and ``x`` as an array."""
     spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, scale=scale)
-    if spec.rope is not None:
-        raise ValueError(f"{caller}: cross-attention decoding has no RoPE (spec.rope): a query and "
-                         f"the encoder's keys have no relative position")
+    if spec.rope is not None or spec.window is not None:
+        raise ValueError(f"{caller}: cross-attention decoding has no "
+                         f"{'RoPE (spec.rope)' if spec.rope is not None else 'window (spec.window)'}: "
+                         f"a query and the encoder's keys have no relative position")
     x, _, _, layer = check_layer(caller, x, x, x, params, spec, deprecated)
     return layer, x
+
+
+def _key_norm(params: dict, layer) -> tuple:
+    """What normalised the cached keys: the norm's kind, epsilon, weight and bias (or None)."""
+    bias = params.get("k_norm_bias")
+    return (layer.spec.qk_norm, layer.spec.qk_norm_eps, np.array(params["k_norm"]),
+            None if bias is None else np.array(bias))
+
+
+def _same_norm(a: tuple, b: tuple) -> bool:
+    return a[:2] == b[:2] and all(
+        (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+        for x, y in zip(a[2:], b[2:], strict=True))

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from attention_np._checks import as_float_array, check_int, check_min_ndim, check_same_dtype
-from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
+from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec, positions_without_rope
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
@@ -179,6 +179,8 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     S = kv_cache.length + T                                          # positions after appending
     # every check before kv_cache.append changes the cache
     mask, bias = _check_mask_bias(mask, bias, spec.window, x.shape[:-2], (h, T, S))
+    if positions is not None and spec.rope is None:
+        raise ValueError(positions_without_rope(caller))
     at = head_positions(positions, T, start=S - T)
     # 1) project only the new positions, 2) split into heads
     q = project_heads(x, params, "q", h)                             # (..., h, T, d_k)

@@ -40,13 +40,13 @@ class Layer:
 
 
 def layer_spec(caller: str, spec, deprecated: dict, *, num_heads=None, is_causal=False,
-               scale=None) -> AttentionSpec:
-    """``spec`` with the paper's keywords and the 0.1 keywords ``deprecated`` merged in."""
+               scale=None, also: tuple = ()) -> AttentionSpec:
+    """``spec`` with the paper's keywords and the 0.1 keywords ``deprecated`` merged in;
+    ``also`` names the caller's own 0.1 keywords that it maps itself (any other is a TypeError)."""
     spec = AttentionSpec() if spec is None else spec
     if not isinstance(spec, AttentionSpec):
         raise TypeError(f"{caller}: spec must be an attention_np.AttentionSpec, got {type(spec).__name__}")
-    known = set(MOVED_TO_SPEC) | set(ANSWERED_BY_PARAMS) | {"kv_positions", "q_lengths", "kv_lengths",
-                                                            "cache"}
+    known = set(MOVED_TO_SPEC) | set(ANSWERED_BY_PARAMS) | set(also)
     unknown = sorted(set(deprecated) - known)
     if unknown:
         raise TypeError(f"{caller}() got unexpected keyword argument(s) {unknown}")
@@ -169,3 +169,9 @@ def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str):
                                 if name == "mask" else ""))
     check_broadcasts_to(m, name, scores, layout)
     return m
+
+
+def positions_without_rope(caller: str) -> str:
+    """The message for ``positions=`` given to a layer that has no RoPE to rotate by them."""
+    return (f"{caller} got positions= but spec.rope is None: positions only rotate q and k (RoPE); "
+            f"pass spec=AttentionSpec(..., rope=RoPE(...)) or leave positions out")

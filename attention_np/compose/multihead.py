@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np._checks import check_cache, check_dout
-from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
+from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec, positions_without_rope
 from attention_np.compose.params import init_mha_params  # noqa: F401  (re-exported)
 from attention_np.compose.pipeline import (
     attend_heads,
@@ -110,7 +110,8 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     cache : MHACache, with ``cache.weights`` of shape (..., h, L, S)
     """
     caller = "mha_forward"
-    spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, is_causal=is_causal, scale=scale)
+    spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, is_causal=is_causal, scale=scale,
+                      also=("kv_positions", "q_lengths", "kv_lengths"))
     query, key, value, layer = check_layer(caller, query, key, value, params, spec, deprecated)
     h, h_kv = layer.num_heads, layer.num_kv_heads
     L, S = query.shape[-2], key.shape[-2]
@@ -120,7 +121,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     bias = check_heads_mask(bias, "bias", batch, scores, "(..., h, L, S)")
     mask = mask_with_lengths(caller, mask, deprecated, query.shape, key.shape, heads=True,
                              stacklevel=3)
-    q_positions, k_positions = _positions(positions, deprecated, L, S)
+    q_positions, k_positions = _positions(positions, deprecated, L, S, spec.rope is not None)
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
     #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
     query, key, value = _drop_masked_inputs(query, key, value, mask, spec.is_causal)
@@ -184,9 +185,11 @@ def _drop_masked_inputs(query, key, value, mask, is_causal):
     return drop_masked(query, key, value, m)
 
 
-def _positions(positions, deprecated, L: int, S: int):
+def _positions(positions, deprecated, L: int, S: int, rope: bool):
     """The RoPE positions of queries and keys, for heads (``head_positions``)."""
     kv_positions = deprecated.get("kv_positions")
+    if not rope and (positions is not None or kv_positions is not None):
+        raise ValueError(positions_without_rope("mha_forward"))
     if kv_positions is not None:
         warnings.warn("mha_forward(kv_positions=...) is deprecated since 0.2.0: pass "
                       "positions=(q_positions, kv_positions)", DeprecationWarning, stacklevel=3)

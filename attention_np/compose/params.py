@@ -54,12 +54,12 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
     qk_norm : bool
         Also make the QK-norm weights ``q_norm``, ``k_norm`` (beyond the paper, see
         :mod:`attention_np.variants.qk_norm`), each ``(d_k,)`` ones, as Qwen3 and OLMo 2 initialise
-        their RMSNorms; ``mha_forward(..., qk_norm=True)`` uses them.
+        their RMSNorms; :func:`mha_forward` applies them whenever ``params`` holds them.
     sinks : bool
         Also make the attention-sink logits ``sinks (h,)`` (beyond the paper, see
         :mod:`attention_np.kernels.sinks`), zeros: each head starts with one extra key of score 0
-        (gpt-oss draws them from ``N(0, initializer_range²)``); ``mha_forward(..., sinks=True)``
-        uses them.
+        (gpt-oss draws them from ``N(0, initializer_range²)``); :func:`mha_forward` applies
+        them whenever ``params`` holds them.
 
     Returns
     -------
@@ -151,8 +151,9 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
                      **{f"params['{name}']": p for name, p in params.items()})
     h_kv = check_kv_heads(num_kv_heads, num_heads)
     if h_kv == num_heads and W_q.shape[1] != W_k.shape[1]:
-        gqa = (f"; for grouped-query attention with {num_heads * W_k.shape[1] // W_q.shape[1]} "
-               f"key/value heads pass num_kv_heads={num_heads * W_k.shape[1] // W_q.shape[1]}"
+        gqa = (f"; grouped-query attention with {num_heads * W_k.shape[1] // W_q.shape[1]} key/value "
+               f"heads needs W_k and W_v of that many heads' columns "
+               f"(init_mha_params(..., num_kv_heads={num_heads * W_k.shape[1] // W_q.shape[1]}))"
                if W_q.shape[1] % W_k.shape[1] == 0 and num_heads * W_k.shape[1] % W_q.shape[1] == 0
                else "")
         raise ValueError(f"params['W_q'] has {W_q.shape[1]} columns but params['W_k'] has "

@@ -10,6 +10,7 @@ imports, and monkeypatching by the old dotted path, still work:
 """
 
 import sys as _sys
+import types as _types
 import warnings as _warnings
 from importlib import import_module as _import_module
 
@@ -31,7 +32,22 @@ _warnings.warn("attention_np.core is deprecated since 0.2.0 and will be removed 
                "attention_np.paper, .variants, .kernels or .compose (CHANGELOG.md lists each move)",
                DeprecationWarning, stacklevel=2)
 
+# Modules 0.2 split in two or more: the old path gets a module with the public names of all parts
+SPLIT = {
+    "masks": ("attention_np.paper.masks", "attention_np.variants.window", "attention_np.variants.lengths",
+              "attention_np.kernels.guard"),
+    "scores": ("attention_np.kernels.scores", "attention_np.variants.softcap"),
+    "softmax": ("attention_np.paper.softmax", "attention_np.kernels.softmax_inplace"),
+    "linear": ("attention_np.paper.linear", "attention_np.paper.params"),
+}
+
 for _old, _new in MOVED.items():
     _module = _import_module(_new)
+    if _old in SPLIT:
+        _merged = _types.ModuleType(f"{__name__}.{_old}", f"0.1 alias of {', '.join(SPLIT[_old])}")
+        for _part in SPLIT[_old]:
+            _merged.__dict__.update({k: v for k, v in vars(_import_module(_part)).items()
+                                     if not k.startswith("__")})
+        _module = _merged
     _sys.modules[f"{__name__}.{_old}"] = _module
     globals()[_old] = _module

@@ -1,11 +1,10 @@
-r"""The scores of Eq. (1), ``QKᵀ·scale (+ soft-cap) + bias``: formed safely, and their backward pieces.
+r"""The scores of Eq. (1), ``QKᵀ·scale + bias``: formed safely, and their backward pieces.
 
 Every path that computes Eq. (1) (fused, blocked, tiled) forms its scores with these helpers:
 
 - **scale q, not the scores**: ``(q·scale) @ kᵀ`` scales L·d_k numbers instead of L·S, the same
   product; only when ``q·scale`` alone overflows (a huge ``scale``) is the product scaled after;
-- **soft-capping** (beyond the paper; Gemma 2, Grok): ``scores -> c·tanh(scores / c)``, with the
-  ``tanh`` kept for the backward, ``dscores_raw = dscores·(1 - tanh²)``;
+- (soft-capping, between the two, is a variant: :mod:`attention_np.variants.softcap`;)
 - **a bias** added (it may add batch dims), and its gradient summed back to the bias's shape.
 """
 

@@ -7,16 +7,18 @@ learned logit ``s_n`` that joins every row of scores in the softmax and is then 
 
 so a row's weights sum to less than 1. That is exactly Eq. (1) with one extra key whose score is
 ``s_n`` and whose value is 0: the code appends that key (a zero key, a bias column ``s_n`` and a zero
-value) and runs :func:`attention_np.kernels.fused.sdpa_forward`; the gradient of the sink logit is the
-bias gradient of the extra column, ``dsinks_n = sum_i dscores[i, S]`` (summed over batch and rows).
+value) and runs the fused kernel (:func:`attention_np.kernels.fused.sdpa_plan`); the gradient of
+the sink logit is the bias gradient of the extra column, ``dsinks_n = sum_i dscores[i, S]``
+(summed over batch and rows).
 
 A row whose every real key is masked puts all its weight on the sink: output 0, as the project's
 convention for a fully masked row (and as gpt-oss).
 
-In :func:`attention_np.mha_forward` (``sinks=True``) the logits are ``params["sinks"]``, ``(h,)``, as
-gpt-oss keeps ``self.sinks`` in its attention module; ``mha_backward`` returns their gradient in
-``grads["sinks"]``. The tiled path (:mod:`attention_np.kernels.tiled`) starts its online softmax
-from the sink instead of appending a key.
+In :func:`attention_np.mha_forward` (when ``params`` holds them) the logits are
+``params["sinks"]``, ``(h,)``, as gpt-oss keeps ``self.sinks`` in its attention module;
+``mha_backward`` returns their gradient in ``grads["sinks"]``. The tiled path
+(:mod:`attention_np.kernels.tiled`) starts its online softmax from the sink instead of appending
+a key.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from attention_np._checks import (
     sum_to_shape,
 )
 from attention_np.kernels import fused
+from attention_np.kernels.plan import Plan
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.window import window_mask
 
@@ -110,8 +113,8 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     # The sink key: a zero key (its score is its bias, the sink logit) with a zero value.
     k_ext = np.concatenate([k, np.zeros(k.shape[:-2] + (1, k.shape[-1]), k.dtype)], axis=-2)
     v_ext = np.concatenate([v, np.zeros(v.shape[:-2] + (1, v.shape[-1]), v.dtype)], axis=-2)
-    out, attention = fused.sdpa_forward(q, k_ext, v_ext, mask_ext, bias=bias_ext, scale=scale,
-                                        enable_gqa=enable_gqa, softcap=softcap)
+    out, attention = fused.sdpa_plan(q, k_ext, v_ext, Plan(mask=mask_ext, scale=scale, bias=bias_ext,
+                                                          softcap=softcap, enable_gqa=enable_gqa))
     return out, SinksCache(attention, S, sinks.shape, None if bias is None else np.shape(bias))
 
 
@@ -122,22 +125,6 @@ def check_sinks(sinks, q) -> np.ndarray:
         raise ValueError(f"sinks must be (h,) with h = q.shape[-3], one logit per query head; "
                          f"got sinks {sinks.shape} for q {q.shape}")
     return sinks
-
-
-def check_sinks_param(sinks, params: dict, num_heads: int) -> bool:
-    """The ``sinks`` flag of a multi-head forward, and ``params["sinks"]`` (h,) when it is True."""
-    if not isinstance(sinks, (bool, np.bool_)):
-        raise TypeError(f"sinks must be True or False (the logits themselves go in "
-                        f"params['sinks'], shape (num_heads,)); got {type(sinks).__name__}")
-    if not sinks:
-        return False
-    if "sinks" not in params:
-        raise ValueError(f"sinks=True needs params['sinks'], the (num_heads,) = ({num_heads},) sink "
-                         f"logits (np.zeros(num_heads) to start)")
-    shape = np.shape(params["sinks"])
-    if shape != (num_heads,):
-        raise ValueError(f"params['sinks'] has shape {shape}, expected (num_heads,) = ({num_heads},)")
-    return True
 
 
 def sdpa_sinks_backward(dout, cache: SinksCache, *, return_dbias: bool = False):

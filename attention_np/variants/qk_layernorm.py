@@ -23,8 +23,6 @@ import numpy as np
 from attention_np._checks import sum_to_shape
 from attention_np.variants.qk_norm import rms_norm_backward, rms_norm_forward
 
-KINDS = ("rms", "layer")
-
 
 def layer_norm_forward(x, w, b=None, eps: float = 1e-5):
     """``y = (x - mean) / sqrt(var + eps) * w + b`` over the last axis; returns ``(y, cache)``.
@@ -90,25 +88,3 @@ def _per_head(a, x):
     return a[:, None, :] if a.ndim == 2 else a
 
 
-def check_qk_norm_kind(qk_norm) -> str | None:
-    """A QK-norm kind: False/None -> None, True -> "rms", or one of :data:`KINDS`."""
-    if qk_norm is None or qk_norm is False:
-        return None
-    if qk_norm is True:
-        return "rms"
-    if isinstance(qk_norm, str) and qk_norm in KINDS:
-        return qk_norm
-    raise ValueError(f"qk_norm must be False, True (RMSNorm) or one of {KINDS}, got {qk_norm!r}")
-
-
-def check_qk_norm_params(params: dict, num_heads: int, num_kv_heads: int, d_k: int) -> None:
-    """``params["q_norm"]`` is ``(d_k,)`` or ``(num_heads, d_k)``, ``params["k_norm"]``
-    ``(d_k,)`` or ``(num_kv_heads, d_k)``; their ``_bias`` the same shape when present."""
-    for name, h in (("q_norm", num_heads), ("k_norm", num_kv_heads)):
-        if name not in params:
-            raise ValueError(f"qk_norm needs params[{name!r}], the (d_k,) = ({d_k},) or "
-                             f"per-head ({h}, {d_k}) norm weight")
-        for key in (name, f"{name}_bias"):
-            if key in params and np.shape(params[key]) not in ((d_k,), (h, d_k)):
-                raise ValueError(f"params[{key!r}] has shape {np.shape(params[key])}, expected "
-                                 f"({d_k},) or ({h}, {d_k})")

@@ -4,10 +4,12 @@ Qwen3, Gemma 3 and OLMo 2 normalise ``q`` and ``k`` per head (after the projecti
 that the logits ``q·k`` cannot grow without bound during training:
 
 .. math:: \mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \varepsilon}} \odot w,
-          \qquad w \in \mathbb{R}^{d_k}\ \text{learned, shared by the heads}.
+          \qquad w \in \mathbb{R}^{d_k}\ \text{learned (shared by the heads, or one per head)}.
 
-In :func:`attention_np.mha_forward` (``qk_norm=True``) the weights are ``params["q_norm"]`` and
-``params["k_norm"]``, each ``(d_k,)``; ``mha_backward`` returns their gradients in ``grads``.
+:func:`attention_np.mha_forward` applies it when ``params`` holds ``params["q_norm"]`` and
+``params["k_norm"]``, each ``(d_k,)`` or one per head; ``mha_backward`` returns their gradients in
+``grads``. ``AttentionSpec(qk_norm="layer")`` takes a LayerNorm instead
+(:mod:`attention_np.variants.qk_layernorm`).
 (transformers' ``Qwen3RMSNorm`` normalises in float32 even in a float64 model; this module stays in
 the input's dtype.)
 """
@@ -44,11 +46,3 @@ def rms_norm_backward(dy, cache):
     return dx, dw
 
 
-def check_qk_norm(params: dict, d_k: int) -> None:
-    """``params["q_norm"]`` and ``params["k_norm"]`` exist and are ``(d_k,)``."""
-    for name in NORMS:
-        if name not in params:
-            raise ValueError(f"qk_norm=True needs params[{name!r}], the (d_k,) = ({d_k},) RMSNorm "
-                             f"weight (init_mha_params(..., qk_norm=True) makes it)")
-        if params[name].shape != (d_k,):
-            raise ValueError(f"params[{name!r}] has shape {params[name].shape}, expected ({d_k},)")

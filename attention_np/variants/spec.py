@@ -72,6 +72,8 @@ class AttentionSpec:
         ``h`` of §3.2.2 (query heads); required by multi-head attention, None for one head.
     is_causal : bool
         Query ``i`` attends keys ``j <= i`` (§3.2.3's decoder self-attention; top-left aligned).
+        The decode step is causal whatever this says (bottom-right aligned: its new queries are
+        the last of the cached positions); cross-attention decoding refuses it.
     scale : float, optional
         The factor on ``QKᵀ``; default ``1 / sqrt(d_k)`` (footnote 4).
     window : (left, right), optional

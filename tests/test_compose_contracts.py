@@ -1,0 +1,65 @@
+"""Options of the composed layer that a path cannot do are refused by name, never ignored."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import attention_np as an
+from tests.helpers import randn
+
+
+@pytest.fixture
+def layer(rng):
+    return randn(rng, 2, 5, 16), an.init_mha_params(16, 4, rng=0)
+
+
+def test_positions_without_rope_are_refused(layer):
+    x, params = layer
+    with pytest.raises(ValueError, match="mha_forward got positions= but spec.rope is None"):
+        an.mha_forward(x, x, x, params, num_heads=4, positions=np.arange(7))
+    kv = an.KVCache(5)
+    with pytest.raises(ValueError, match="mha_decode_step got positions= but spec.rope is None"):
+        an.mha_decode_step(x, params, kv, num_heads=4, positions=np.arange(5))
+    assert kv.length == 0                                   # refused before the cache changed
+
+
+def test_a_0_1_keyword_only_mha_forward_had_is_unknown_elsewhere(layer):
+    x, params = layer
+    with pytest.raises(TypeError, match=r"mha_decode_step\(\) got unexpected keyword argument\(s\) "
+                                        r"\['q_lengths'\]"):
+        an.mha_decode_step(x, params, an.KVCache(5), num_heads=4, q_lengths=np.array([5, 5]))
+    with pytest.raises(TypeError, match=r"mha_forward\(\) got unexpected keyword argument\(s\) \['cache'\]"):
+        an.mha_forward(x, x, x, params, num_heads=4, cache=an.KVCache(5))
+
+
+def test_cross_decoding_refuses_a_window(layer):
+    x, params = layer
+    cache = an.cross_kv_cache(x, params, num_heads=4)
+    with pytest.raises(ValueError, match=r"no window \(spec.window\)"):
+        an.mha_cross_decode_step(x[:, :1], params, cache, spec=an.AttentionSpec(num_heads=4, window=(1, 1)))
+
+
+def test_cross_decoding_refuses_a_cache_normalised_by_another_kind_of_norm(rng, layer):
+    x, params = layer
+    params = {**params, "q_norm": 1 + 0.1 * randn(rng, 4), "k_norm": 1 + 0.1 * randn(rng, 4)}
+    rms, ln = an.AttentionSpec(num_heads=4), an.AttentionSpec(num_heads=4, qk_norm="layer")
+    cache = an.cross_kv_cache(x, params, spec=rms)
+    with pytest.raises(ValueError, match="another k_norm"):
+        an.mha_cross_decode_step(x[:, :1], params, cache, spec=ln)
+    full, _ = an.mha_forward(x, x, x, params, spec=ln)
+    step = an.mha_cross_decode_step(x, params, an.cross_kv_cache(x, params, spec=ln), spec=ln)
+    np.testing.assert_allclose(step, full, rtol=0, atol=1e-12)
+
+
+def test_the_0_1_module_paths_keep_every_name_of_a_module_0_2_split():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from attention_np.core import linear, masks, scores, softmax
+    assert masks.sliding_window_mask is an.sliding_window_mask and masks.causal_mask is an.causal_mask
+    assert callable(masks.with_lengths) and callable(masks.masked_matmul)
+    assert callable(scores.softcap_forward) and callable(scores.scaled_scores)
+    assert callable(softmax.softmax_) and softmax.softmax is an.softmax
+    assert linear.glorot_uniform is an.glorot_uniform and linear.linear_forward is an.linear_forward
