@@ -236,13 +236,20 @@ def _tainted(mask, where):
     return rows, mask[0, rows].any(axis=0)
 
 
+def _assert_same(got, clean, name):
+    """Equal to rounding, not bit for bit: with garbage in an input the tiled kernel leaves its
+    lazily shifted fast lane (``tiled_forward.LazyShift``) for the exact online softmax, so the
+    clean and the garbage runs may round differently; a NaN or inf that leaked would not pass."""
+    np.testing.assert_allclose(got, clean, rtol=1e-13, atol=1e-15, err_msg=name)
+
+
 def _assert_untouched(got, clean, rows, keys):
     out, dq, dk, dv = got
     c_out, c_dq, c_dk, c_dv = clean
     for name, g, c, sel in (("out", out, c_out, ~rows), ("dq", dq, c_dq, ~rows),
                             ("dk", dk, c_dk, ~keys), ("dv", dv, c_dv, ~keys)):
-        np.testing.assert_array_equal(g[0, sel], c[0, sel], err_msg=name)   # batch 0, unseen
-        np.testing.assert_array_equal(g[1], c[1], err_msg=name)            # batch 1: no garbage
+        _assert_same(g[0, sel], c[0, sel], name)                              # batch 0, unseen
+        _assert_same(g[1], c[1], name)                                        # batch 1: no garbage
         assert np.isfinite(g[0, sel]).all() and np.isfinite(g[1]).all(), name
 
 
@@ -415,12 +422,12 @@ def test_garbage_at_partly_masked_key_grouped_query_attention(path, rng):
                       for kk, vv in ((k, v), (kb, vb)))
     # rows 0, 1 of query heads 0, 1 (kv head 0) do not see key 2; heads 2, 3 use kv head 1
     for name, g, c in zip(("out", "dq"), got[:2], clean[:2], strict=True):
-        np.testing.assert_array_equal(g[:, :2, :2], c[:, :2, :2], err_msg=name)
-        np.testing.assert_array_equal(g[:, 2:], c[:, 2:], err_msg=name)
+        _assert_same(g[:, :2, :2], c[:, :2, :2], name)
+        _assert_same(g[:, 2:], c[:, 2:], name)
         assert np.isnan(g[:, :2, 2:]).all(), name
     for name, g, c in zip(("dk", "dv"), got[2:], clean[2:], strict=True):
-        np.testing.assert_array_equal(g[:, 1], c[:, 1], err_msg=name)      # kv head 1
-        np.testing.assert_array_equal(g[:, 0, 4:], c[:, 0, 4:], err_msg=name)  # no row sees key 4
+        _assert_same(g[:, 1], c[:, 1], name)                        # kv head 1
+        _assert_same(g[:, 0, 4:], c[:, 0, 4:], name)           # no row sees key 4
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
@@ -446,7 +453,7 @@ def test_random_garbage_and_masks_reach_only_the_rows_that_see_them(path):
         for name, g, c, sel in (("out", got[0], clean[0], ~rows), ("dq", got[1], clean[1], ~rows),
                                 ("dk", got[2], clean[2], ~keys), ("dv", got[3], clean[3], ~keys)):
             assert np.isfinite(g[sel]).all(), name
-            np.testing.assert_array_equal(g[sel], c[sel], err_msg=name)
+            _assert_same(g[sel], c[sel], name)
 
 
 def test_flash_overflow_fallback_with_masks_and_a_fully_masked_row(rng):

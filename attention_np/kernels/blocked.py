@@ -31,8 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np.kernels.batch_split import flat, slices
-from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask
+from attention_np.kernels.guard import all_finite, masked_matmul, tile
+from attention_np.kernels.row_sums import rows_product
 from attention_np.kernels.scores import overflowed, scaled_scores
+from attention_np.kernels.scratch import scratch
 from attention_np.kernels.softmax_inplace import softmax_numerator_
 from attention_np.kernels.threads import deal, num_threads, parallel_map
 
@@ -178,8 +180,9 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
         dk_all = np.zeros(full + kf.shape[-2:], kf.dtype)                  # this worker's sums
         dv_all = np.zeros(full + vf.shape[-2:], vf.dtype)
         dkf, dvf = flat(dk_all, full), flat(dv_all, full)
-        # One (rows, keys) buffer for every unit's dP_l: no new pages for each block.
-        buf = np.empty(max(scratch(b, blk) for b, blk in my_units), ef.dtype)
+        # One (rows, keys) buffer for every unit's dP_l, reused from call to call
+        # (kernels/scratch.py): no new pages for each block.
+        buf = scratch("blocked dP_l", (max(block_entries(b, blk) for b, blk in my_units),), ef.dtype)
         for b, (i, j, j0, j1) in my_units:
             if j0 == j1:
                 continue                      # e = 0 on these rows: every gradient term is 0
@@ -187,12 +190,11 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
             q, k, v, e, l, out, dout, dq, dk, dv = (x[b] for x in (qf, kf, vf, ef, lf, of, df, dqf,
                                                                     dkf, dvf))
             m = tile(mf[b], i, j, j0, j1) if garbage else None          # None: plain products
-            m_T = transpose_mask(m)
             eb = e[..., rows, keys]                                        # (..., rows, keys)
             with err():
                 dout_l = dout[..., rows, :] / l[..., rows, :]              # (..., rows, d_v)
                 # forward: out = (e / l) @ v  ->  dv = e.T @ (dout / l)
-                dv[..., keys, :] += masked_matmul(np.swapaxes(eb, -1, -2), dout_l, m_T)
+                rows_product(eb, dout_l, m, out=dv[..., keys, :], add=True)   # (..., keys, d_v)
                 # forward: weights = softmax(scores)  ->  dscores = e * (dout_l @ v.T - D_l)
                 D_l = (dout_l * out[..., rows, :]).sum(axis=-1, keepdims=True)   # (..., rows, 1)
                 dP_l = buf[:eb.size].reshape(eb.shape)                     # (..., rows, keys)
@@ -203,15 +205,16 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
                 dP_l *= eb
                 # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
                 #                                          dk = dscores.T @ (q * scale)
-                dq[..., rows, :] = masked_matmul(dP_l, k[..., keys, :], m) * scale
+                dq_b = masked_matmul(dP_l, k[..., keys, :], m, out=dq[..., rows, :])
+                dq_b *= scale
             qb = q[..., rows, :]
             with np.errstate(over="ignore", invalid="ignore"):
                 qs = qb * scale
-                dkb = masked_matmul(np.swapaxes(dP_l, -1, -2), qs, m_T)
-            if overflowed(qs, qb):                                       # q * scale overflowed
-                with err():
-                    dkb = masked_matmul(np.swapaxes(dP_l, -1, -2), qb, m_T) * scale
-            dk[..., keys, :] += dkb
+            with err():
+                if overflowed(qs, qb):                                   # q * scale overflowed
+                    dk[..., keys, :] += rows_product(dP_l, qb, m) * scale
+                else:
+                    rows_product(dP_l, qs, m, out=dk[..., keys, :], add=True)   # (..., keys, d_k)
         return dk_all, dv_all
 
     (dk, dv), *others = parallel_map(work, deal(units(full, blocks), num_threads()))
@@ -221,7 +224,7 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
     return dq, dk, dv
 
 
-def scratch(b: slice, block: tuple) -> int:
+def block_entries(b: slice, block: tuple) -> int:
     """Entries of the (batch slice, rows, keys) block of a unit of work (at least 1)."""
     i, j, j0, j1 = block
     return max(1, (b.stop - b.start) * (j - i) * (j1 - j0))

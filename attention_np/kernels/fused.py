@@ -39,10 +39,10 @@ from attention_np.kernels.guard import (
     drop_masked,
     mask_and_bias,
     masked_matmul,
-    transpose_mask,
     zero_masked,
 )
 from attention_np.kernels.plan import Plan, plan_from
+from attention_np.kernels.row_sums import rows_product
 from attention_np.kernels.scores import add_bias, bias_gradient, grow_to, overflowed, scaled_scores
 from attention_np.kernels.softmax_inplace import softmax_numerator_
 from attention_np.variants.dropout import dropout_keep
@@ -286,7 +286,6 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     # As in the forward: only when something is NaN or inf, every product sums over the attended
     # pairs alone (a masked pair's 0 * NaN would be NaN); else m is None and they are plain.
     m = None if c.mask is None or all_finite(q, k, v, l, dout) else c.mask
-    m_T = transpose_mask(m)
     ignore = "ignore" if m is not None else None           # NaN, inf expected: no warnings
 
     def err():
@@ -295,7 +294,7 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     # forward: out = ((e * keep) / l * s) @ v  ->  dv = (e * keep).T @ (dout / l * s),
     #          dP = (dout @ v.T) * keep * s,  so dP_l = (dout_ls @ v.T) * keep
     with err():
-        dv = masked_matmul(np.swapaxes(kept, -1, -2), dout_ls, m_T)      # (..., S, d_v)
+        dv = rows_product(kept, dout_ls, m)                              # (..., S, d_v)
         dP_l = zero_masked(dout_ls @ np.swapaxes(v, -1, -2), m)          # (..., L, S)
     if keep is not None:
         dP_l *= keep
@@ -320,10 +319,10 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
         dq = masked_matmul(dscores, k, m) * scale                        # (..., L, d_k)
     with np.errstate(over="ignore", invalid="ignore"):   # caught below
         qs = q * scale
-        dk = masked_matmul(np.swapaxes(dscores, -1, -2), qs, m_T)        # (..., S, d_k)
+        dk = rows_product(dscores, qs, m)                                # (..., S, d_k)
     if overflowed(qs, q):
         with err():                                        # q * scale overflowed: scale after
-            dk = masked_matmul(np.swapaxes(dscores, -1, -2), q, m_T) * scale
+            dk = rows_product(dscores, q, m) * scale
     # Broadcast batch dims are summed back; with grouped-query attention this sums the G
     # query heads of a group into their shared key/value head: k was (..., H_kv, 1, S, d).
     dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))

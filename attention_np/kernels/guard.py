@@ -96,7 +96,7 @@ def all_finite(*arrays) -> bool:
     return all(bool(np.isfinite(x).all()) for x in arrays)
 
 
-def masked_matmul(a, b, mask):
+def masked_matmul(a, b, mask, out=None):
     """``a @ b`` where a pair that ``mask`` forbids adds exactly 0, even when ``b`` is NaN or inf.
 
     ``a (..., L, S)`` is weights or gradients of scores; ``mask`` is bool, broadcastable to
@@ -110,10 +110,14 @@ def masked_matmul(a, b, mask):
     ``b`` are zeroed and their attended contributions counted with indicator products, then
     added back as NaN, +inf or -inf.
 
-    Returns ``(..., L, d)``, the broadcast batch shape of ``a``, ``b`` and ``mask``.
+    Returns ``(..., L, d)``, the broadcast batch shape of ``a``, ``b`` and ``mask``: written
+    into ``out`` when given (which must have that shape).
     """
     if mask is None:
-        return a @ b
+        return np.matmul(a, b, out=out)
+    if out is not None:
+        np.copyto(out, masked_matmul(a, b, mask))
+        return out
     mask = np.reshape(mask, (1,) * (2 - np.ndim(mask)) + np.shape(mask))
     a = np.where(mask, a, a.dtype.type(0))                              # (..., L, S)
     if all_finite(b):

@@ -14,10 +14,19 @@ import numpy as np
 
 from attention_np._checks import check_cache, check_dout, sum_to_shape
 from attention_np.kernels.batch_split import flat, shared, slices
-from attention_np.kernels.guard import all_finite, masked_matmul, tile, transpose_mask, zero_masked
+from attention_np.kernels.guard import all_finite, masked_matmul, tile, zero_masked
+from attention_np.kernels.row_sums import rows_product
+from attention_np.kernels.scratch import carve, scratch
 from attention_np.kernels.threads import parallel_map
 from attention_np.kernels.tiled_forward import FlashCache
-from attention_np.kernels.tiles import check_flash, key_blocks, scaled_q, tile_allowed, tile_scores
+from attention_np.kernels.tiles import (
+    append_column,
+    check_flash,
+    key_blocks,
+    scaled_q,
+    tile_allowed,
+    tile_scores,
+)
 from attention_np.variants.gqa import group_heads, group_kv, group_queries
 from attention_np.variants.softcap import softcap_backward
 
@@ -112,23 +121,29 @@ def backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c: FlashCache, batc
     (and adds into ``dbias``); ``dq`` and ``dk`` still lack the scale (and ``post``)."""
     L, S = qs.shape[-2], k.shape[-2]
     ignore = "ignore" if garbage else None
-    dout_D = np.concatenate([dout, -D], axis=-1)                         # (..., L, d_v + 1)
-    v1 = np.concatenate([v, np.ones(v.shape[:-1] + (1,), v.dtype)], axis=-1)   # (..., S, d_v + 1)
+    dout_D = append_column(dout, -D, "[dout, -D]")                       # (..., L, d_v + 1)
+    v_1 = append_column(v, v.dtype.type(1), "[v, 1]")                    # (..., S, d_v + 1)
+    # flat buffers, each tile carved from them: P and dP (..., R, Bk), dscores @ k (..., R, d_k)
+    largest = (np.prod(batch + (L, min(c.block_size, S)), dtype=np.int64),)
+    work_P, work_dP = scratch("P", largest, qs.dtype), scratch("dP", largest, qs.dtype)
+    work_dq = scratch("dscores @ k", (dq.size,), dq.dtype)
     for j0, j1, i0, i1 in key_blocks(L, S, c.block_size, c.is_causal, c.window):
         rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
         tile_args = (mask, c.is_causal, j0, j1, i0, i1, batch, bias, c.window)
         a = tile_allowed(qs, k, *tile_args) if garbage else None
-        a_T = transpose_mask(a)
         with np.errstate(invalid=ignore, over=ignore):
             # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
-            P, capped = tile_scores(qs, k, *tile_args, post=post, softcap=c.softcap)  # (..., R, Bk)
+            P, capped = tile_scores(qs, k, *tile_args, post=post, softcap=c.softcap,
+                                    work=work_P)                         # (..., R, Bk)
             P -= lse[rows]
             np.exp(P, out=P)
             # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
-            dv[cols] = masked_matmul(np.swapaxes(P, -1, -2), dout[rows], a_T)  # (..., Bk, d_v)
+            rows_product(P, dout[rows], a, out=dv[cols])                  # (..., Bk, d_v)
             # forward: P = softmax(scores)  ->  dscores = P * (dP - D), the subtraction done
             # inside the product: [dout, -D] @ [v, 1].T = dout @ v.T - D = dP - D
-            dP = zero_masked(dout_D[rows] @ np.swapaxes(v1[cols], -1, -2), a)  # (..., R, Bk)
+            dP = np.matmul(dout_D[rows], np.swapaxes(v_1[cols], -1, -2),
+                           out=carve(work_dP, P.shape))                  # (..., R, Bk)
+            dP = zero_masked(dP, a)
             dP *= P
             if dbias is not None:
                 # forward: scores = ... + bias  ->  dbias = dscores, summed where bias broadcast
@@ -139,5 +154,5 @@ def backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c: FlashCache, batc
                 dP = softcap_backward(dP, capped)
             # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
             #                                          dk = dscores.T @ (q * scale)
-            dq[rows] += masked_matmul(dP, k[cols], a)                    # (..., R, d_k)
-            dk[cols] = masked_matmul(np.swapaxes(dP, -1, -2), qs[rows], a_T)  # (..., Bk, d_k)
+            dq[rows] += masked_matmul(dP, k[cols], a, out=carve(work_dq, dq[rows].shape))  # (..., R, d_k)
+            rows_product(dP, qs[rows], a, out=dk[cols])                   # (..., Bk, d_k)

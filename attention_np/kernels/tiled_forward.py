@@ -18,8 +18,16 @@ from attention_np._checks import as_bias, as_bool_mask, check_qkv
 from attention_np.kernels.batch_split import map_slices, shared, slices
 from attention_np.kernels.guard import all_finite, drop_masked, masked_matmul
 from attention_np.kernels.plan import Plan, plan_from
+from attention_np.kernels.scratch import carve, scratch
 from attention_np.kernels.sinks import check_sinks
-from attention_np.kernels.tiles import check_flash, key_blocks, scaled_q, tile_allowed, tile_scores
+from attention_np.kernels.tiles import (
+    append_column,
+    check_flash,
+    key_blocks,
+    scaled_q,
+    tile_allowed,
+    tile_scores,
+    )
 from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from attention_np.variants.softcap import check_softcap
 from attention_np.variants.window import check_window
@@ -213,11 +221,18 @@ def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, b
         # the sink is the first "key" every row has seen: score s_n, exp(s_n - m) = 1, value 0
         m[...] = sink
         l[...] = 1
+    work = scratch("tile", (np.prod(batch + (L, min(block_size, S)), dtype=np.int64),), dtype)
+    # work: every tile's scores in turn, (..., R, Bk) at most (..., L, block_size)
+    lazy = None
+    if softcap is None and post is None and not garbage and not normalized:
+        lazy = LazyShift(qs, k, v, m, batch)
 
     for j0, j1, i0, i1 in key_blocks(L, S, block_size, is_causal, window):
         rows = np.s_[..., i0:i1, :]
         tile_args = (mask, is_causal, j0, j1, i0, i1, batch, bias, window)
-        p, _ = tile_scores(qs, k, *tile_args, post=post, softcap=softcap)  # (..., R, Bk) scores
+        if lazy is not None and lazy.add_tile(l, acc, tile_args, rows, j0, j1, work):
+            continue
+        p, _ = tile_scores(qs, k, *tile_args, post=post, softcap=softcap, work=work)  # (..., R, Bk)
         allowed = tile_allowed(qs, k, *tile_args) if garbage else None
         m_new = np.maximum(m[rows], p.max(axis=-1, keepdims=True))      # (..., R, 1)
         # A row that has seen only masked keys has max -inf; shift it by 0 instead, so that
@@ -236,4 +251,57 @@ def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, b
             acc[rows] *= alpha
             acc[rows] += masked_matmul(p, v[..., j0:j1, :], allowed)     # (..., R, d_v)
         m[rows] = m_new
+        if lazy is not None:
+            lazy.moved(m, rows)
     return m, l, acc
+
+
+class LazyShift:
+    r"""The online softmax's fast lane: a tile shifted by the running max ``m`` as it stands,
+    with the shift and the row sums done inside the two matrix products.
+
+    The shift of ``exp(s - m)`` need not be the max: any ``m`` gives the same ``out = acc / l``
+    and ``lse = m + log l``, as long as no ``exp`` overflows (and one term of the row is not
+    lost to underflow, which the first visit of each row, by the exact update, guarantees). So
+    a tile whose scores stay below ``m + log(big)`` is added without its max, without a
+    rescale of ``acc`` and ``l``, and with neither the subtraction nor the row sum as a pass of
+    its own (FlashAttention-4 rescales this lazily too):
+
+    .. math:: [q\cdot\text{scale},\ -m]\,[k,\ 1]^\top = s - m,\qquad
+              e^{s - m}\,[v,\ 1] = [e^{s - m} v,\ \textstyle\sum_j e^{s_j - m}]
+
+    A tile where some row's sum exceeds ``big`` (its scores rose by more than ``log(big)``:
+    ``sqrt`` of the dtype's largest number, 44 nats in float32), is NaN or inf, or that some
+    row sees for the first time (``m = -inf``) goes through the exact update instead, which then
+    moves ``m``.
+    """
+
+    def __init__(self, qs, k, v, m, batch):
+        # qs (..., L, d_k), k (..., S, d_k), v (..., S, d_v); m (*batch, L, 1) the running max
+        q_all = np.broadcast_to(qs, batch + qs.shape[-2:])
+        self.q_m = append_column(q_all, -m, "[q, -m]")                    # (*batch, L, d_k + 1)
+        self.k_1 = append_column(k, k.dtype.type(1), "[k, 1]")           # (..., S, d_k + 1)
+        self.v_1 = append_column(v, v.dtype.type(1), "[v, 1]")           # (..., S, d_v + 1)
+        self.pv_work = scratch("p @ [v, 1]", (self.q_m[..., 0].size * self.v_1.shape[-1],), qs.dtype)
+        self.big = np.sqrt(np.finfo(qs.dtype).max)
+
+    def add_tile(self, l, acc, tile_args, rows, j0, j1, work) -> bool:
+        """Add a tile's ``exp(s - m)`` into ``l`` and ``acc`` (its scores in ``work``); False
+        (nothing changed) when the exact update must do it."""
+        if (self.q_m[rows][..., -1:] == np.inf).all():       # -m = +inf: no row has seen a key
+            return False
+        p, _ = tile_scores(self.q_m, self.k_1, *tile_args, work=work)  # (..., R, Bk) = scores - m
+        np.exp(p, out=p)
+        v_1 = self.v_1[..., j0:j1, :]
+        pv = np.matmul(p, v_1, out=carve(self.pv_work, p.shape[:-1] + v_1.shape[-1:]))
+        # pv (..., R, d_v + 1) = [p @ v, rowsum p]
+        row_sum = pv[..., -1:]                               # (..., R, 1)
+        if not (row_sum <= self.big).all():                  # NaN, inf, or a score far above m
+            return False
+        acc[rows] += pv[..., :-1]
+        l[rows] += row_sum
+        return True
+
+    def moved(self, m, rows):
+        """The exact update moved ``m`` in ``rows``: shift the later tiles by the new max."""
+        self.q_m[rows][..., -1:] = -m[rows]

@@ -14,6 +14,7 @@ import numpy as np
 from attention_np._checks import check_int
 from attention_np.kernels.guard import mask_and_bias, tile
 from attention_np.kernels.scores import overflowed
+from attention_np.kernels.scratch import carve, scratch
 from attention_np.variants.softcap import softcap_forward
 
 
@@ -37,14 +38,17 @@ def key_blocks(L: int, S: int, block_size: int, is_causal: bool, window=(None, N
 
 
 def tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None),
-                post=None, softcap=None):
+                post=None, softcap=None, work=None):
     """Scores of query rows ``[i0, i1)`` against keys ``[j0, j1)``, ``-inf`` where masked.
 
     ``qs`` is ``q * scale`` (or ``q``, with the scale as ``post`` when ``q * scale`` overflows);
-    ``shape`` is the broadcast batch shape. Returns the scores ``(*shape, i1 - i0, j1 - j0)`` and, with
-    ``softcap``, the ``tanh(QKᵀ·scale / c)`` of the tile (the backward's ``1 - tanh²``), else None.
+    ``shape`` is the broadcast batch shape; ``work``, a flat buffer the scores are written into
+    (see :func:`carve`), or None. Returns the scores ``(*shape, i1 - i0, j1 - j0)`` and, with ``softcap``, the
+    ``tanh(QKᵀ·scale / c)`` of the tile (the backward's ``1 - tanh²``), else None.
     """
-    s = qs[..., i0:i1, :] @ np.swapaxes(k[..., j0:j1, :], -1, -2)        # (..., R, Bk)
+    a, b = qs[..., i0:i1, :], np.swapaxes(k[..., j0:j1, :], -1, -2)
+    into = carve(work, np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (i1 - i0, j1 - j0))
+    s = np.matmul(a, b, out=into)                                        # (..., R, Bk)
     if post is not None:
         s *= post
     capped = None
@@ -85,12 +89,29 @@ def tile_allowed(q, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window
     return tile_scores(zq, zk, mask, is_causal, j0, j1, i0, i1, shape, bias, window)[0] > -np.inf
 
 
+def append_column(x, col, name: str):
+    """``[x, col]`` along the last axis, in the scratch buffer ``name``: ``x (..., n, d)`` and
+    ``col`` broadcastable to ``(..., n, 1)`` give ``(..., n, d + 1)``, their batch dims broadcast
+    together.
+
+    A product with such an extra column does a subtraction or a sum for free: ``[q, -m] @ [k, 1]ᵀ
+    = q @ kᵀ - m`` and ``p @ [v, 1] = [p @ v, rowsum(p)]``.
+    """
+    shape = np.broadcast_shapes(x.shape[:-1] + (1,), np.shape(col))           # (..., n, 1)
+    out = scratch(name, shape[:-1] + (x.shape[-1] + 1,), x.dtype)             # (..., n, d + 1)
+    out[..., :-1] = x
+    out[..., -1:] = col
+    return out
+
+
 def scaled_q(q, scale):
     """``(q * scale, None)``, or ``(q, scale)`` when ``q * scale`` overflows where ``q`` does not
-    (scale 1e30, q ~ 1e10 in float32: the scores ``q @ k.T * scale`` may still be representable)."""
+    (scale 1e30, q ~ 1e10 in float32: the scores ``q @ k.T * scale`` may still be representable).
+
+    ``q * scale`` is scratch (:mod:`attention_np.kernels.scratch`): valid during the call only."""
     s = q.dtype.type(scale)
     with np.errstate(over="ignore"):
-        qs = q * s
+        qs = np.multiply(q, s, out=scratch("q * scale", q.shape, q.dtype))
     return (q, s) if overflowed(qs, q) else (qs, None)
 
 
