@@ -41,9 +41,9 @@ from attention_np.kernels.threads import deal, num_threads, parallel_map
 #: Score entries per block: 2**18 float32 numbers are 1 MiB, about one core's L2 cache.
 BLOCK_ELEMENTS = 1 << 21
 #: At most this many query rows per block. The backward's ``dk`` and ``dv`` sum over the query
-#: rows; summed block by block, their float32 rounding error grows with the block's rows, not
-#: with L (benchmarks/float32_accuracy.py: with 256-row blocks our float32 dv error was up to
-#: 1.8x PyTorch's, with 64-row blocks below it).
+#: rows in 64-row chunks whatever the block (:mod:`attention_np.kernels.row_sums`: one 256-row
+#: product gave 2.13x PyTorch's float32 dv error in benchmarks/float32_accuracy.py, the chunks
+#: 1.05x); bigger blocks mean fewer, bigger products.
 MAX_ROWS = 256
 #: Below this many score entries (all batch dims), one block on the calling thread.
 MIN_ELEMENTS = 1 << 17
