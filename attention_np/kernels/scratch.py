@@ -32,6 +32,9 @@ def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
     buffer ``name``, grown when too small.
 
     Two arrays in use at once in one call need two names. Its contents are garbage until written.
+    The names are slots, not roles: a kernel's forward and backward use the same names for their
+    arrays of the same kind (``"tile 1"``, ``"rows 1"``: ``(..., L, d + 1)``, ``"keys 1"``), so
+    that the pool holds the larger of the two phases, not both.
     """
     dtype = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))

@@ -121,12 +121,12 @@ def backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c: FlashCache, batc
     (and adds into ``dbias``); ``dq`` and ``dk`` still lack the scale (and ``post``)."""
     L, S = qs.shape[-2], k.shape[-2]
     ignore = "ignore" if garbage else None
-    dout_D = append_column(dout, -D, "[dout, -D]")                       # (..., L, d_v + 1)
-    v_1 = append_column(v, v.dtype.type(1), "[v, 1]")                    # (..., S, d_v + 1)
+    dout_D = append_column(dout, -D, "rows 1")                       # (..., L, d_v + 1)
+    v_1 = append_column(v, v.dtype.type(1), "keys 2")                    # (..., S, d_v + 1)
     # flat buffers, each tile carved from them: P and dP (..., R, Bk), dscores @ k (..., R, d_k)
     largest = (np.prod(batch + (L, min(c.block_size, S)), dtype=np.int64),)
-    work_P, work_dP = scratch("P", largest, qs.dtype), scratch("dP", largest, qs.dtype)
-    work_dq = scratch("dscores @ k", (dq.size,), dq.dtype)
+    work_P, work_dP = scratch("tile 1", largest, qs.dtype), scratch("tile 2", largest, qs.dtype)
+    work_dq = scratch("rows 2", (dq.size,), dq.dtype)
     for j0, j1, i0, i1 in key_blocks(L, S, c.block_size, c.is_causal, c.window):
         rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
         tile_args = (mask, c.is_causal, j0, j1, i0, i1, batch, bias, c.window)

@@ -221,7 +221,7 @@ def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, b
         # the sink is the first "key" every row has seen: score s_n, exp(s_n - m) = 1, value 0
         m[...] = sink
         l[...] = 1
-    work = scratch("tile", (np.prod(batch + (L, min(block_size, S)), dtype=np.int64),), dtype)
+    work = scratch("tile 1", (np.prod(batch + (L, min(block_size, S)), dtype=np.int64),), dtype)
     # work: every tile's scores in turn, (..., R, Bk) at most (..., L, block_size)
     lazy = None
     if softcap is None and post is None and not garbage and not normalized:
@@ -279,10 +279,10 @@ class LazyShift:
     def __init__(self, qs, k, v, m, batch):
         # qs (..., L, d_k), k (..., S, d_k), v (..., S, d_v); m (*batch, L, 1) the running max
         q_all = np.broadcast_to(qs, batch + qs.shape[-2:])
-        self.q_m = append_column(q_all, -m, "[q, -m]")                    # (*batch, L, d_k + 1)
-        self.k_1 = append_column(k, k.dtype.type(1), "[k, 1]")           # (..., S, d_k + 1)
-        self.v_1 = append_column(v, v.dtype.type(1), "[v, 1]")           # (..., S, d_v + 1)
-        self.pv_work = scratch("p @ [v, 1]", (self.q_m[..., 0].size * self.v_1.shape[-1],), qs.dtype)
+        self.q_m = append_column(q_all, -m, "rows 1")                    # (*batch, L, d_k + 1)
+        self.k_1 = append_column(k, k.dtype.type(1), "keys 1")           # (..., S, d_k + 1)
+        self.v_1 = append_column(v, v.dtype.type(1), "keys 2")           # (..., S, d_v + 1)
+        self.pv_work = scratch("rows 2", (self.q_m[..., 0].size * self.v_1.shape[-1],), qs.dtype)
         self.big = np.sqrt(np.finfo(qs.dtype).max)
 
     def add_tile(self, l, acc, tile_args, rows, j0, j1, work) -> bool:
