@@ -270,10 +270,12 @@ class LazyShift:
     .. math:: [q\cdot\text{scale},\ -m]\,[k,\ 1]^\top = s - m,\qquad
               e^{s - m}\,[v,\ 1] = [e^{s - m} v,\ \textstyle\sum_j e^{s_j - m}]
 
-    A tile where some row's sum exceeds ``big`` (its scores rose by more than ``log(big)``:
-    ``sqrt`` of the dtype's largest number, 44 nats in float32), is NaN or inf, or that some
-    row sees for the first time (``m = -inf``) goes through the exact update instead, which then
-    moves ``m``.
+    A tile goes through the exact update instead (which then moves ``m``) when no row of it has
+    seen a key yet (every ``m = -inf``), or when some row's ``sum_j e^{s_j - m}`` exceeds ``big``
+    (``sqrt`` of the dtype's largest number: its scores rose more than 44 nats above ``m`` in
+    float32, 354 in float64) or is NaN or inf (a row that meets its first key here, whose
+    ``-m`` is ``+inf``, gives ``+inf``). Below ``big``, ``l`` and ``acc`` cannot overflow
+    before the last block (and if ``acc`` does, with huge values, the forward redoes it).
     """
 
     def __init__(self, qs, k, v, m, batch):
@@ -293,8 +295,8 @@ class LazyShift:
         p, _ = tile_scores(self.q_m, self.k_1, *tile_args, work=work)  # (..., R, Bk) = scores - m
         np.exp(p, out=p)
         v_1 = self.v_1[..., j0:j1, :]
-        pv = np.matmul(p, v_1, out=carve(self.pv_work, p.shape[:-1] + v_1.shape[-1:]))
         # pv (..., R, d_v + 1) = [p @ v, rowsum p]
+        pv = np.matmul(p, v_1, out=carve(self.pv_work, p.shape[:-1] + v_1.shape[-1:]))
         row_sum = pv[..., -1:]                               # (..., R, 1)
         if not (row_sum <= self.big).all():                  # NaN, inf, or a score far above m
             return False
