@@ -128,9 +128,13 @@ def test_scratch_reuses_a_buffer_per_name_per_thread_and_release_drops_them():
     assert not np.shares_memory(scratch.scratch("test a", (3, 4), np.float32), grown)
 
 
-def test_scratch_keeps_no_buffer_above_the_limit(monkeypatch):
-    monkeypatch.setattr(scratch, "KEEP_BYTES", 100)
-    big = scratch.scratch("test big", (30,), np.float32)                          # 120 bytes
-    assert not np.shares_memory(scratch.scratch("test big", (30,), np.float32), big)
-    small = scratch.scratch("test small", (20,), np.float32)                      # 80 bytes
-    assert np.shares_memory(scratch.scratch("test small", (20,), np.float32), small)
+def test_scratch_keeps_no_more_than_the_limit_per_thread(monkeypatch):
+    scratch.release()
+    monkeypatch.setattr(scratch, "KEEP_BYTES", 200)
+    big = scratch.scratch("test big", (60,), np.float32)                          # 240 bytes
+    assert not np.shares_memory(scratch.scratch("test big", (60,), np.float32), big)
+    small = scratch.scratch("test small", (30,), np.float32)                      # 120 bytes
+    assert np.shares_memory(scratch.scratch("test small", (30,), np.float32), small)
+    other = scratch.scratch("test other", (30,), np.float32)                      # 120 + 120 > 200
+    assert not np.shares_memory(scratch.scratch("test other", (30,), np.float32), other)
+    scratch.release()
