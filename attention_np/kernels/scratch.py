@@ -11,9 +11,10 @@ Only a kernel's *internal* arrays come from here (its tiles, its copies of ``q``
 column, ...), and only for the length of one call: nothing returned to the caller or kept in a
 cache is scratch. Each thread has its own pool (the worker threads of
 :mod:`attention_np.kernels.threads` live as long as the process). A buffer is kept for the next
-call only while the thread's pool stays within :data:`KEEP_BYTES` in all (the tiled kernel at
-(1, 8, 1024, 64) float32, after a dense and a tiled forward+backward, keeps 28 MiB); :func:`release` gives the memory of every pool
-back (a call under way keeps what it holds until it returns).
+call only while the thread's pool stays within :data:`KEEP_BYTES` in all (after a dense and a
+tiled forward+backward at (1, 8, 1024, 64) float32 on one thread, the pool holds 28 MiB);
+:func:`release` gives the memory of every pool back (a call under way keeps what it holds until
+it returns).
 """
 
 from __future__ import annotations
