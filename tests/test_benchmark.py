@@ -39,10 +39,11 @@ def test_float32_accuracy_prints_a_ratio_per_array_for_each_case(capsys):
     require("torch")
     assert _load("float32_accuracy").main(["--cases", "1", "--L", "16", "--d", "8", "--heads", "1"]) is None
     out = capsys.readouterr().out
-    rows = re.findall(r"^\s+(1|4|16)\s+(True|False)((?:\s+[\d.]+){4})\s+[\d.e+-]+$", out, re.MULTILINE)
-    assert len(rows) == 6                                   # 3 sharpnesses x causal or not
-    assert all(float(r) > 0 for _, _, ratios in rows for r in ratios.split())
-    assert re.search(r"largest ratio: [\d.]+", out)
+    rows = re.findall(r"^\s+(dense|tiled)\s+(1|4|16)\s+(True|False)((?:\s+[\d.]+){4})\s+[\d.e+-]+$",
+                      out, re.MULTILINE)
+    assert len(rows) == 12                                  # 2 kernels x 3 sharpnesses x causal or not
+    assert all(float(r) > 0 for *_, ratios in rows for r in ratios.split())
+    assert re.search(r"largest ratio, dense: [\d.]+", out) and re.search(r"largest ratio, tiled: [\d.]+", out)
 
 
 def test_the_performance_page_has_a_section_per_benchmark_and_no_number_in_its_intro():
