@@ -117,8 +117,8 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     L, S = query.shape[-2], key.shape[-2]
     batch = np.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     scores = batch + (h, L, S)
-    mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)")
-    bias = check_heads_mask(bias, "bias", batch, scores, "(..., h, L, S)")
+    mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)", stretch_batch=True)
+    bias = check_heads_mask(bias, "bias", batch, scores, "(..., h, L, S)", stretch_batch=True)
     mask = mask_with_lengths(caller, mask, deprecated, query.shape, key.shape, heads=True,
                              stacklevel=3)
     q_positions, k_positions = _positions(positions, deprecated, L, S, spec.rope is not None)
