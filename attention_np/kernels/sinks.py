@@ -96,7 +96,7 @@ def sdpa_sinks_backward(dout, cache: SinksCache, *, return_dbias: bool = False):
     check_cache(cache, SinksCache, SinksCache.made_by)
     c = cache.attention
     # The fused backward holds: the weights e / l (l with the sink's term) are the real keys'.
-    dq, dk, dv, dbias = fused.sdpa_backward(dout, c, return_dbias=True)
+    dq, dk, dv, *dbias = fused.sdpa_backward(dout, c, return_dbias=return_dbias)
     # forward: the sink's weight p, its value 0  ->  dsinks = -sum_i p_i rowsum(dout_i * out_i)
     dsinks = sinks_backward(np.asarray(dout), c.out, c.sink_weight, cache.sinks_shape)   # (h,)
-    return (dq, dk, dv, dsinks, dbias) if return_dbias else (dq, dk, dv, dsinks)
+    return (dq, dk, dv, dsinks, *dbias)
