@@ -199,13 +199,14 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
         inputs = (ungroup_queries(q) if groups > 1 else q,
                   k.reshape(inputs[1].shape), v.reshape(inputs[2].shape))
 
-    if sink is None and blocked.wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap):
+    if blocked.wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap):
         # Big scores, plain Eq. (1): the same numbers, block by block (kernels/blocked.py).
-        out, e, l, blocks, mask = blocked.attend(q, k, v, mask, scale)
+        out, e, l, blocks, mask, sink_weight = blocked.attend(q, k, v, mask, scale, sink)
         if groups > 1:
             out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+            sink_weight = None if sink is None else ungroup_queries(sink_weight)
         return out, SDPACache(*inputs, e, l, out.copy(), scale, kv_groups=groups, mask=mask,
-                              blocks=blocks)
+                              blocks=blocks, sink_weight=sink_weight)
 
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
     scores = scaled_scores(q, k, scale)                                 # (..., L, S)
