@@ -30,6 +30,9 @@ from attention_np.paper.heads import merge_heads, split_heads
 
 @dataclass(frozen=True)
 class ExtraKVCache:
+    """What :func:`mha_extra_kv_backward` needs: the inputs, ``params``, the fused kernel's cache
+    over the ``S`` keys and the appended ones, and ``concat (..., L, h*d_v)``, the input of ``W_o``."""
+
     query: np.ndarray
     key: np.ndarray
     value: np.ndarray
