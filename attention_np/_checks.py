@@ -8,31 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-# the checks §3.2 needs, shared with attention_np.paper (which imports nothing else)
+# the checks §3.2 needs, shared with attention_np.paper (which imports nothing else): one copy each
 from attention_np.paper._checks import (  # noqa: F401  (re-exported)
+    as_bool_mask,
     as_float_array,
     broadcast_batch,
+    check_broadcasts_to,
+    check_cache,
     check_dout,
     check_int,
+    check_min_ndim,
     check_same_dtype,
     check_scale,
+    sum_to_shape,
 )
-
-
-def check_min_ndim(x: np.ndarray, name: str, ndim: int, layout: str) -> None:
-    if x.ndim < ndim:
-        raise ValueError(f"{name} must have at least {ndim} dims {layout}, got shape {x.shape}")
-
-
-def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
-    """A boolean mask (True = may attend); a float or integer array is refused."""
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
-        hint = " (a float array is not a mask: pass it as bias)" if np.issubdtype(
-            mask.dtype, np.floating) else ""
-        raise TypeError(f"{name} must be a bool array (True = may attend), "
-                        f"got dtype {mask.dtype}{hint}")
-    return mask
 
 
 def as_bias(bias, name: str = "bias") -> np.ndarray:
@@ -42,36 +31,6 @@ def as_bias(bias, name: str = "bias") -> np.ndarray:
         raise TypeError(f"{name} must be a floating-point array added to the scores, "
                         f"got dtype {bias.dtype}{hint}")
     return bias
-
-
-def check_broadcasts_to(x: np.ndarray, name: str, target: tuple, layout: str) -> tuple:
-    """Check that ``x`` broadcasts against ``target`` without changing its last two dims.
-
-    Returns the broadcast shape (leading dims of ``x`` may add batch dims).
-    """
-    try:
-        shape = np.broadcast_shapes(x.shape, target)
-    except ValueError:
-        raise ValueError(f"{name} of shape {x.shape} does not broadcast to "
-                         f"{layout} = {target}") from None
-    if shape[-2:] != target[-2:]:
-        raise ValueError(f"{name} of shape {x.shape} does not broadcast to "
-                         f"{layout} = {target}")
-    return shape
-
-
-def sum_to_shape(g: np.ndarray, shape: tuple) -> np.ndarray:
-    """Sum a gradient over the dims that broadcasting added or stretched.
-
-    The backward of broadcasting an input of ``shape`` up to ``g.shape`` (NumPy's rules).
-    """
-    if g.shape == tuple(shape):
-        return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    g = g.sum(axis=axes, keepdims=True)
-    return g.reshape(shape)
 
 
 def as_generator(rng) -> np.random.Generator:
@@ -88,12 +47,9 @@ def check_qkv(q, k, v, scale=None):
 
     Every attention forward starts here. Returns ``(q, k, v, scale)`` with ``scale`` a float.
     """
-    q = as_float_array(q, "q")
-    k = as_float_array(k, "k")
-    v = as_float_array(v, "v")
-    check_min_ndim(q, "q", 2, "(..., L, d_k)")
-    check_min_ndim(k, "k", 2, "(..., S, d_k)")
-    check_min_ndim(v, "v", 2, "(..., S, d_v)")
+    q = as_float_array(q, "q", 2, "(..., L, d_k)")
+    k = as_float_array(k, "k", 2, "(..., S, d_k)")
+    v = as_float_array(v, "v", 2, "(..., S, d_v)")
     check_same_dtype(q=q, k=k, v=v)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q has d_k={q.shape[-1]} but k has d_k={k.shape[-1]} "
@@ -102,19 +58,6 @@ def check_qkv(q, k, v, scale=None):
         raise ValueError(f"k has S={k.shape[-2]} positions but v has S={v.shape[-2]} "
                          f"(k {k.shape}, v {v.shape})")
     return q, k, v, check_scale(scale, q.shape[-1])
-
-
-def check_cache(cache, cls: type, forward: str) -> None:
-    """A backward's ``cache`` is the ``cls`` that ``forward`` returns; else a ``TypeError`` naming it.
-
-    A cache class may name the forward that makes it in a ``made_by`` class attribute; a cache
-    from another forward (the fused and textbook attention paths, say) is then named too.
-    """
-    if not isinstance(cache, cls):
-        got = type(cache).__name__
-        made_by = getattr(type(cache), "made_by", None)
-        hint = f" (a {got} comes from {made_by}; pass it to that forward's backward)" if made_by else ""
-        raise TypeError(f"cache must be the {cls.__name__} returned by {forward}, got {got}{hint}")
 
 
 def check_dropout_p(dropout_p) -> float:

@@ -50,3 +50,13 @@ def test_the_performance_page_has_a_section_per_benchmark_and_no_number_in_its_i
     page = _load("performance_page")
     assert not re.search(r"\d\.\d|\d+x\b|\d+ ms", page.INTRO)     # numbers come from the runs only
     assert page.INTRO.rstrip().endswith("---")
+
+
+def test_the_sinks_benchmark_prints_a_row_per_case_with_both_sinks_paths_agreeing(capsys):
+    assert _load("sinks").main(["--quick", "--backward"]) == 0
+    rows = re.findall(r"^\| (float32|float64) \| (\w+) \|(.*)\|$", capsys.readouterr().out, re.MULTILINE)
+    assert [(dt, name) for dt, name, _ in rows] == [
+        (dt, name) for dt in ("float32", "float64") for name in ("none", "causal", "mask", "bias")]
+    for dt, _, cells in rows:
+        diff = float(cells.split("|")[-1])                       # term vs key: out and every gradient
+        assert diff < (1e-5 if dt == "float32" else 1e-13)

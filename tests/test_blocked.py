@@ -162,3 +162,56 @@ def test_parallel_map_inside_a_worker_runs_inline_instead_of_waiting_for_itself(
         return sum(parallel_map(lambda x: x * part, [1, 2, 3]))    # nested: no deadlock
 
     assert parallel_map(outer, [1, 10]) == [6, 60]
+
+
+@pytest.mark.parametrize("case", ["plain", "causal", "padding", "gqa", "minus_inf_sink"])
+def test_sinks_on_the_blocked_path_give_the_fused_numbers(forced, rng, case):
+    """Sinks join each row's max and sum block by block: the same out, gradients, dsinks and
+    weights as the unblocked fused path (forced there by a zero bias, which the blocked path
+    does not take), a row that attends no key and a block whose rows attend nothing included."""
+    B, H, L, S, d = 2, 4, 8, 8, 3
+    q, k, v = randn(rng, B, H, L, d), randn(rng, B, H, S, d), randn(rng, B, H, S, 2)
+    dout = randn(rng, B, H, L, 2)
+    sinks, kw = randn(rng, H), {}
+    if case == "causal":
+        kw["is_causal"] = True
+    elif case == "padding":
+        mask = np.ones((B, 1, L, S), bool)
+        mask[0, :, :, 5:] = False                    # padded keys
+        mask[1, :, 2:4] = False                      # rows 2, 3 of sequence 1: one block, no key
+        kw["mask"] = mask
+    elif case == "gqa":
+        k, v = k[:, :2], v[:, :2]
+        kw["enable_gqa"] = True
+    else:
+        sinks[1] = -np.inf
+        kw["mask"] = np.ones((L, S), bool)
+        kw["mask"][4:6] = False
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, **kw)
+    want, want_cache = an.sdpa_sinks_forward(q, k, v, sinks, bias=np.zeros((L, S)), **kw)
+    assert cache.attention.blocks is not None and want_cache.attention.blocks is None
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(cache.attention.sink_weight, want_cache.attention.sink_weight,
+                               rtol=1e-13, atol=1e-15)
+    for g, w in zip(an.sdpa_sinks_backward(dout, cache), an.sdpa_sinks_backward(dout, want_cache),
+                    strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_sinks_on_the_blocked_path_keep_garbage_at_masked_slots_out(forced, rng, bad):
+    q, k, v = randn(rng, 2, 2, 6, 3), randn(rng, 2, 2, 8, 3), randn(rng, 2, 2, 8, 3)
+    dout = randn(rng, 2, 2, 6, 3)
+    sinks, mask = randn(rng, 2), np.ones((2, 1, 6, 8), bool)
+    mask[0, :, :, 5:] = False                        # padded keys of sequence 0
+    mask[1, :, 3] = False                            # query 3 of sequence 1 attends the sink alone
+    runs = []
+    for garbage in (False, True):
+        kk, vv, qq = k.copy(), v.copy(), q.copy()
+        kk[0, :, 5:] = vv[0, :, 5:] = qq[1, :, 3] = bad if garbage else 0
+        with np.errstate(invalid="ignore", over="ignore"):
+            out, cache = an.sdpa_sinks_forward(qq, kk, vv, sinks, mask)
+            runs.append([out, *an.sdpa_sinks_backward(dout, cache)])
+        assert cache.attention.blocks is not None
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -93,7 +93,8 @@ def test_mixed_dtypes_are_refused():
 
 def test_float_mask_is_refused_with_a_pointer_to_bias():
     raises(TypeError, r"mask must be a bool array .*got dtype float64 \(a float array is not a "
-           r"mask: pass it as bias\)", an.sdpa_forward, q, k, v, np.zeros((3, 5)))
+           r"mask: to add it to the scores, pass it as bias where the function takes one\)", an.sdpa_forward,
+           q, k, v, np.zeros((3, 5)))
 
 
 def test_integer_mask_is_refused():

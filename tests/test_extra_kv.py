@@ -93,3 +93,27 @@ def test_complex_inputs_are_refused_naming_them():
     mc = torch.nn.MultiheadAttention(E, H, batch_first=True, dtype=torch.complex64)
     with pytest.raises(TypeError, match="complex inputs or weights are not supported"):
         compare_mha(mc, R.standard_normal((B, L, E)))
+
+
+def test_a_mask_broadcast_along_the_keys_covers_every_key_and_the_appended_ones_stay_visible():
+    """A mask whose key axis is 1 (broadcast) gets the appended positions after its S keys (it
+    used to be padded to 2 columns, which fit no key count)."""
+    p = _params(True)
+    q, k, v = (R.standard_normal((B, n, E)) for n in (L, S, S))
+    mask = np.ones((B, 1, L, 1), bool)
+    mask[1, 0, 2] = False                          # query 2 of sequence 1: the appended keys only
+    full = np.broadcast_to(mask, (B, 1, L, S))
+    for zero_attn in (False, True):
+        got, _ = mha_extra_kv_forward(q, k, v, p, mask, num_heads=H, zero_attn=zero_attn)
+        want, _ = mha_extra_kv_forward(q, k, v, p, full, num_heads=H, zero_attn=zero_attn)
+        assert max_abs_diff(got, want) == 0
+
+
+def test_the_backward_refuses_another_forwards_cache_by_name():
+    p = _params(False)
+    x = R.standard_normal((B, L, E))
+    _, cache = an.mha_forward(x, x, x, p, num_heads=H)
+    with pytest.raises(TypeError, match=r"cache must be the ExtraKVCache returned by "
+                                        r"attention_np\.compose\.extra_kv\.mha_extra_kv_forward, got "
+                                        r"attention_np\.compose\.multihead\.MHACache"):
+        mha_extra_kv_backward(R.standard_normal((B, L, E)), cache)

@@ -349,6 +349,28 @@ def test_garbage_at_a_later_position_multi_head_causal(path, bad, rng):
 
 
 @pytest.mark.parametrize("bad", GARBAGE)
+@pytest.mark.parametrize("kernel", ["fused", "tiled"])
+def test_garbage_at_a_memory_position_outside_every_window_changes_nothing(kernel, bad, rng):
+    """Cross-attention with a window (0, 0): memory position 4 is in no query's window, so garbage
+    there must reach nothing, the weight gradients included (it reached dW_k, dW_v as NaN when the
+    input-dropping step left the window out)."""
+    h, d_model = 2, 4
+    p = an.init_mha_params(d_model, h, rng=rng)
+    x, mem, dout = randn(rng, B, 2, d_model), randn(rng, B, 5, d_model), randn(rng, B, 2, d_model)
+    mem_bad = mem.copy()
+    mem_bad[:, 4] = bad
+    spec = an.AttentionSpec(window=(0, 0), kernel=kernel)
+    runs = []
+    for m in (mem, mem_bad):
+        with np.errstate(invalid="ignore", over="ignore"):
+            out, cache = an.mha_forward(x, m, m, p, num_heads=h, spec=spec)
+            dx, dk, dv, grads = an.mha_backward(dout, cache)
+        runs.append([out, dx, dk[:, :4], dv[:, :4], *(grads[n] for n in sorted(grads))])
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("bad", GARBAGE)
 def test_garbage_in_a_prefill_chunk_reaches_only_later_positions(bad, rng):
     """mha_decode_step on a chunk of 4: garbage at its position 2 (bottom-right causal) leaves
     positions 0, 1 of the chunk exactly as without it."""

@@ -35,7 +35,7 @@ def test_sinks_cache_is_frozen(rng):
     q = randn(rng, 2, 3, 4)
     _, cache = an.sdpa_sinks_forward(q, q, q, np.zeros(2))
     with pytest.raises(dataclasses.FrozenInstanceError):
-        cache.S = 1
+        cache.attention = None
 
 
 def test_sinks_forward_takes_array_likes(rng):
@@ -63,9 +63,10 @@ def test_sinks_forward_default_is_not_causal_and_scale_is_used(rng, scale):
 
 
 def test_sinks_mask_of_more_batch_dims_than_q_with_a_dead_row(rng):
-    """Catches sinks.py:96 deleted (the dead-row flags of a mask that adds batch dims, summed back
-    to q's rows): q must keep its shape, so dq has q's shape and is the sum of the gradients of
-    the batch's masks run one at a time (the backward of broadcasting q over them)."""
+    """Caught the 0.1 sinks.py:96 deleted (the dead-row flags of a mask that adds batch dims,
+    summed back to q's rows; the fused kernel's drop_masked does this now): q must keep its
+    shape, so dq has q's shape and is the sum of the gradients of the batch's masks run one at a
+    time (the backward of broadcasting q over them)."""
     q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
     sinks = np.array([0.3, -0.7])
     mask = rng.random((2, 1, 3, 5)) > 0.3

@@ -257,3 +257,65 @@ def test_init_mha_params_makes_zero_sinks_that_give_one_extra_key_of_score_zero(
     e = np.exp(q @ k.transpose(0, 1, 3, 2) / 2.0)                             # scale 1/sqrt(4)
     expected = e / (1 + e.sum(-1, keepdims=True))
     assert np.abs(cache.weights - expected).max() < 1e-14
+
+
+# --- the dense kernel adds the sink as one term of each row's max and sum, never as a key ---
+
+def test_the_fused_plan_adds_the_sink_as_a_term_not_a_key():
+    """fused.sdpa_plan honours Plan.sinks (it used to ignore it): the definition's numbers, a
+    cache of the S real keys only (no (L, S + 1) array), and each row's weights plus its sink's
+    weight sum to 1."""
+    from attention_np.kernels import fused
+    from attention_np.kernels.plan import Plan
+    q, k, v = randn(R, 2, 4, 3, 5), randn(R, 2, 2, 6, 5), randn(R, 2, 2, 6, 3)
+    sinks = randn(R, 4)
+    out, cache = fused.sdpa_plan(q, k, v, Plan(sinks=sinks, enable_gqa=True))
+    kk = np.repeat(k, 2, axis=1)                                      # GQA written out
+    e = np.exp(q @ np.swapaxes(kk, -1, -2) / np.sqrt(5))              # (2, 4, 3, 6)
+    total = e.sum(-1, keepdims=True) + np.exp(sinks)[:, None, None]
+    assert max_abs_diff(out, e / total @ np.repeat(v, 2, axis=1)) < 1e-14
+    assert cache.exp_scores.shape[-1] == 6 and cache.weights.shape == (2, 4, 3, 6)
+    assert cache.sink_weight.shape == (2, 4, 3, 1)
+    assert max_abs_diff(cache.sink_weight, np.exp(sinks)[:, None, None] / total) < 1e-15
+    np.testing.assert_allclose(cache.weights.sum(-1) + cache.sink_weight[..., 0], 1, rtol=1e-14)
+
+
+def test_the_fused_plan_refuses_sinks_with_dropout():
+    from attention_np.kernels import fused
+    from attention_np.kernels.plan import Plan
+    q = randn(R, 2, 3, 4)
+    with pytest.raises(ValueError, match="cannot combine sinks with dropout"):
+        fused.sdpa_plan(q, q, q, Plan(sinks=np.zeros(2), dropout_p=0.5, rng=0))
+    with pytest.raises(ValueError, match="cannot combine sinks with dropout"):
+        fused.sdpa_plan(q, q, q, Plan(sinks=np.zeros(2)), dropout_mask=np.ones((3, 3), bool))
+
+
+def test_a_minus_inf_sink_is_plain_attention_even_on_a_fully_masked_row():
+    """A sink of -inf takes no weight: every row sums to 1 as in Eq. (1), a fully masked row is 0
+    (not 0/0), and dsinks is 0."""
+    q, k, v, dout = randn(R, 2, 3, 4), randn(R, 2, 5, 4), randn(R, 2, 5, 3), randn(R, 2, 3, 3)
+    mask = np.ones((3, 5), bool)
+    mask[2] = False
+    out, cache = an.sdpa_sinks_forward(q, k, v, np.full(2, -np.inf), mask)
+    want, plain = an.sdpa_forward(q, k, v, mask)
+    assert max_abs_diff(out, want) == 0 and np.all(out[:, 2] == 0)
+    *grads, dsinks = an.sdpa_sinks_backward(dout, cache)
+    for g, w in zip(grads, an.sdpa_backward(dout, plain), strict=True):
+        assert max_abs_diff(g, w) < 1e-15
+    assert np.all(dsinks == 0)
+
+
+@pytest.mark.float32
+def test_a_sink_far_above_every_score_joins_the_max_and_does_not_overflow():
+    """exp(100) overflows float32: the sink must be part of each row's max, as in the definition
+    computed in float64. Its weight is then ~1 and everything is finite."""
+    q, k, v, dout = (randn(R, 2, 3, 4, dtype=np.float32) for _ in range(4))
+    sinks = np.array([100.0, 95.0], np.float32)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):    # underflow is expected
+        out, cache = an.sdpa_sinks_forward(q, k, v, sinks)
+        dq, dk, dv, dsinks = an.sdpa_sinks_backward(dout, cache)
+    e = np.exp(q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64) / 2)
+    total = e.sum(-1, keepdims=True) + np.exp(sinks.astype(np.float64))[:, None, None]
+    assert max_abs_diff(out, e / total @ v) < 1e-40 + 1e-6 * np.abs(e / total @ v).max()
+    np.testing.assert_allclose(cache.attention.sink_weight, 1, rtol=1e-6)
+    assert all(np.isfinite(g).all() for g in (dq, dk, dv, dsinks))

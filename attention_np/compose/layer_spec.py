@@ -141,9 +141,12 @@ def _switched_on(caller: str, name: str, in_params: bool, deprecated: dict) -> b
     return in_params
 
 
-def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str):
+def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str, *,
+                     stretch_batch: bool = False):
     """A mask or bias for the heads' scores ``(*batch, h, L, S)``, checked to broadcast without
-    lining a batch axis up with the heads.
+    lining a batch axis up with the heads, nor changing ``h``, ``L`` or ``S``. It may add batch
+    dims; with ``stretch_batch`` (a full forward, not a decode step with its cache) it may also
+    stretch an inputs' batch dim of 1, as NumPy broadcasts.
 
     A 3-D ``(n, L', S')`` array with batched queries lines ``n`` up with the heads. That is
     right for a per-head array (ALiBi's or T5's ``(h, L, S)`` bias) when ``n == h``, and
@@ -167,6 +170,11 @@ def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str):
             f"{name}[:, None], shape (B, 1, L|1, S); for one per head pass {name}[None], shape "
             f"(1, h, L, S)" + ("; or build it from lengths: attention_np.lengths_mask(...)[:, None]"
                                 if name == "mask" else ""))
+    if stretch_batch and m.ndim > 3:
+        try:
+            scores = np.broadcast_shapes(batch, m.shape[:-3]) + scores[-3:]
+        except ValueError:
+            pass                                       # named against the inputs' scores below
     check_broadcasts_to(m, name, scores, layout)
     return m
 

@@ -35,6 +35,7 @@ from attention_np.paper.heads import split_heads
 from attention_np.paper.linear import linear_backward
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
+from attention_np.variants.window import window_mask
 
 
 @dataclass(frozen=True)
@@ -117,14 +118,14 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     L, S = query.shape[-2], key.shape[-2]
     batch = np.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     scores = batch + (h, L, S)
-    mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)")
-    bias = check_heads_mask(bias, "bias", batch, scores, "(..., h, L, S)")
+    mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)", stretch_batch=True)
+    bias = check_heads_mask(bias, "bias", batch, scores, "(..., h, L, S)", stretch_batch=True)
     mask = mask_with_lengths(caller, mask, deprecated, query.shape, key.shape, heads=True,
                              stacklevel=3)
     q_positions, k_positions = _positions(positions, deprecated, L, S, spec.rope is not None)
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
     #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
-    query, key, value = _drop_masked_inputs(query, key, value, mask, spec.is_causal)
+    query, key, value = _drop_masked_inputs(query, key, value, mask, spec.is_causal, spec.window)
     # 1) project every head's W_i^Q, W_i^K, W_i^V at once, 2) split into heads
     q = project_heads(query, params, "q", h)                         # (..., h, L, d_k)
     k = project_heads(key, params, "k", h_kv)                        # (..., h_kv, S, d_k)
@@ -174,12 +175,17 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     return (dquery, dkey, dvalue, grads) + ((extra["bias"],) if return_dbias else ())
 
 
-def _drop_masked_inputs(query, key, value, mask, is_causal):
-    """:func:`~attention_np.kernels.guard.drop_masked` for the inputs of multi-head attention."""
-    if mask is None and not is_causal:
-        return query, key, value
+def _drop_masked_inputs(query, key, value, mask, is_causal: bool, window):
+    """:func:`~attention_np.kernels.guard.drop_masked` for the inputs of multi-head attention,
+    with the mask the kernel will use: ``mask``, the causal mask and the window (top-left)."""
     L, S = query.shape[-2], key.shape[-2]
-    m = causal_mask(L, S) if mask is None else (mask & causal_mask(L, S) if is_causal else mask)
+    m = mask
+    for structural in (causal_mask(L, S) if is_causal else None,
+                       None if window is None else window_mask(L, S, window)):
+        if structural is not None:
+            m = structural if m is None else m & structural
+    if m is None:
+        return query, key, value
     if m.ndim >= 3:
         m = m.any(axis=-3)                          # alive for any head: (..., L, S)
     return drop_masked(query, key, value, m)

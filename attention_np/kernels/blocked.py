@@ -35,7 +35,7 @@ from attention_np.kernels.guard import all_finite, masked_matmul, tile
 from attention_np.kernels.row_sums import rows_product
 from attention_np.kernels.scores import overflowed, scaled_scores
 from attention_np.kernels.scratch import scratch
-from attention_np.kernels.softmax_inplace import softmax_numerator_
+from attention_np.kernels.softmax_inplace import softmax_numerator_, softmax_numerator_with_sink_
 from attention_np.kernels.threads import deal, num_threads, parallel_map
 
 #: Score entries per block: 2**18 float32 numbers are 1 MiB, about one core's L2 cache.
@@ -51,15 +51,15 @@ MIN_ELEMENTS = 1 << 17
 
 def wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap) -> bool:
     """Whether :func:`attention_np.sdpa_forward` takes this path: at least ``MIN_ELEMENTS`` score
-    entries, and no dropout, bias or soft-capping (plain Eq. (1) with a mask)."""
+    entries, and no dropout, bias or soft-capping (plain Eq. (1) with a mask, and attention sinks)."""
     if dropout_p > 0 or dropout_mask is not None or bias is not None or softcap is not None:
         return False
     n = int(np.prod(_batch(q, k, mask), dtype=np.int64)) * q.shape[-2] * k.shape[-2]
     return n >= MIN_ELEMENTS
 
 
-def attend(q, k, v, mask, scale: float):
-    """:func:`plan` then :func:`forward`: ``out, exp_scores, rowsum, blocks, mask``.
+def attend(q, k, v, mask, scale: float, sink=None):
+    """:func:`plan` then :func:`forward`: ``out, exp_scores, rowsum, blocks, mask, sink_weight``.
 
     ``mask`` (bool or None) is returned with at least two dims, as the backward reads it.
     """
@@ -68,8 +68,9 @@ def attend(q, k, v, mask, scale: float):
     n = int(np.prod(_batch(q, k, mask), dtype=np.int64))
     per_worker = -(-n // max(1, min(n, num_threads())))     # batch entries in one unit of work
     blocks = plan((per_worker,), q.shape[-2], k.shape[-2], mask)
-    out, e, l = forward(q, k, v, mask, lambda qb, kb, s: scaled_scores(qb, kb, scale, out=s), blocks)
-    return out, e, l, blocks, mask
+    out, e, l, sink_weight = forward(q, k, v, mask, lambda qb, kb, s: scaled_scores(qb, kb, scale, out=s),
+                                     blocks, sink)
+    return out, e, l, blocks, mask, sink_weight
 
 
 def _batch(q, k, mask) -> tuple:
@@ -98,14 +99,18 @@ def plan(batch: tuple, L: int, S: int, mask) -> list[tuple[int, int, int, int]]:
     return blocks
 
 
-def forward(q, k, v, mask, scale_scores, blocks):
-    """The blocked forward: ``out, exp_scores, rowsum`` as :func:`attention_np.sdpa_forward` makes them.
+def forward(q, k, v, mask, scale_scores, blocks, sink=None):
+    """The blocked forward: ``out, exp_scores, rowsum, sink_weight`` as
+    :func:`attention_np.kernels.fused.sdpa_plan` makes them.
 
     ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, ``mask`` bool broadcastable to
     the scores or None; ``scale_scores(q_block, k_block, out)`` writes the scaled scores of a block
     (:func:`~attention_np.kernels.scores.scaled_scores`, with its overflow fallback). Returns
     ``out (..., L, d_v)``, ``exp_scores (..., L, S)`` (``exp(scores - rowmax)``, 0 on masked and
-    skipped keys) and ``rowsum (..., L, 1)`` (1 on rows that attend nothing).
+    skipped keys) and ``rowsum (..., L, 1)`` (1 on rows that attend nothing). ``sink``, the
+    attention sinks' logits broadcastable to ``(..., 1, 1)``, or None, joins each row's max and
+    sum (:func:`~attention_np.kernels.softmax_inplace.softmax_numerator_with_sink_`); its weight
+    per row is ``sink_weight (..., L, 1)`` (None without a sink).
     """
     L, S = q.shape[-2], k.shape[-2]
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2],
@@ -118,9 +123,11 @@ def forward(q, k, v, mask, scale_scores, blocks):
     e = np.empty(batch + (L, S), q.dtype)                                  # (..., L, S)
     l = np.ones(batch + (L, 1), q.dtype)                                   # (..., L, 1)
     out = np.empty(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), q.dtype)
+    sw = None if sink is None else np.empty(batch + (L, 1), q.dtype)      # (..., L, 1)
     # One batch axis of N = prod(batch) (views, unless an input broadcasts over some batch dims).
-    qf, kf, vf, mf, ef, lf, of = (None if x is None else flat(x, batch)
-                                  for x in (q, k, v, mask, e, l, out))
+    qf, kf, vf, mf, ef, lf, of, swf = (None if x is None else flat(x, batch)
+                                       for x in (q, k, v, mask, e, l, out, sw))
+    sf = None if sink is None else flat(np.broadcast_to(sink, batch + (1, 1)), batch)   # (N, 1, 1)
 
     def work(units):
         for b, (i, j, j0, j1) in units:
@@ -130,6 +137,9 @@ def forward(q, k, v, mask, scale_scores, blocks):
             e[..., rows, j1:] = 0
             if j0 == j1:
                 out[..., rows, :] = 0            # rows that attend nothing: e = 0, l = 1, out = 0
+                if sink is not None:             # and the sink all the weight (0 if it is -inf)
+                    _, lb, es = softmax_numerator_with_sink_(e[..., rows, j0:j1], sf[b])
+                    swf[b][..., rows, :] = es / lb
                 continue
             m = None if mask is None else tile(mf[b], i, j, j0, j1)
             s = e[..., rows, keys]             # the block's scores, written where e keeps them
@@ -138,7 +148,11 @@ def forward(q, k, v, mask, scale_scores, blocks):
             if m is not None and not m.all():
                 np.copyto(s, -np.inf, where=~m)
             with np.errstate(invalid="ignore" if garbage else None):    # inf - inf: NaN, as IEEE
-                eb, lb = softmax_numerator_(s)                             # in place: eb is s
+                if sink is None:
+                    eb, lb = softmax_numerator_(s)                         # in place: eb is s
+                else:
+                    eb, lb, es = softmax_numerator_with_sink_(s, sf[b])
+                    swf[b][..., rows, :] = es / lb
             vb = v[..., keys, :]
             g = m if garbage else None
             ob = out[..., rows, :]                                         # (..., rows, d_v)
@@ -151,7 +165,7 @@ def forward(q, k, v, mask, scale_scores, blocks):
             l[..., rows, :] = lb
 
     parallel_map(work, deal(units(batch, blocks), num_threads()))
-    return out, e, l
+    return out, e, l, sw
 
 
 def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):

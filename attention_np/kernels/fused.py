@@ -9,7 +9,9 @@ never *what*, and the tests hold the two equal to float64 rounding. What it chan
 - **one (L, S) buffer** reused in place for the scores, their exponentials and ``dscores``;
 - **grouped-query attention** (``enable_gqa``, see :mod:`attention_np.variants.gqa`) by
   broadcasting, never copying the key/value heads;
-- **attention dropout**, its ``1/(1-p)`` folded onto the (L, d_v) output.
+- **attention dropout**, its ``1/(1-p)`` folded onto the (L, d_v) output;
+- **attention sinks** (``plan.sinks``, :mod:`attention_np.variants.sinks`): one more term in each
+  row's max and sum, never an extra key.
 
 Forward and hand-written backward, as a pair: ``out, cache = sdpa_forward(...)`` then
 ``dq, dk, dv = sdpa_backward(dout, cache)``.
@@ -44,9 +46,10 @@ from attention_np.kernels.guard import (
 from attention_np.kernels.plan import Plan, plan_from
 from attention_np.kernels.row_sums import rows_product
 from attention_np.kernels.scores import add_bias, bias_gradient, grow_to, overflowed, scaled_scores
-from attention_np.kernels.softmax_inplace import softmax_numerator_
+from attention_np.kernels.softmax_inplace import softmax_numerator_, softmax_numerator_with_sink_
 from attention_np.variants.dropout import dropout_keep
 from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
+from attention_np.variants.sinks import check_sinks
 from attention_np.variants.softcap import check_softcap, softcap_backward, softcap_forward
 
 
@@ -68,6 +71,8 @@ class SDPACache:
         ``sdpa_backward(..., return_dbias=True)`` sums its gradient to
     softcap, softcap_tanh : the cap ``c`` and ``tanh(QKᵀ·scale / c)`` (..., L, S), or None
     blocks : the query blocks of the blocked path (:mod:`attention_np.kernels.blocked`), or None
+    sink_weight : (..., L, 1) the weight of the attention sink in each row (its term of
+        ``rowsum``, divided by it), or None without sinks (:mod:`attention_np.variants.sinks`)
     weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
         access as ``exp_scores / rowsum``
     mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended (a -inf
@@ -90,6 +95,7 @@ class SDPACache:
     softcap_tanh: np.ndarray | None = None
     mask: np.ndarray | None = None
     blocks: list | None = None
+    sink_weight: np.ndarray | None = None
 
     made_by = "attention_np.sdpa_forward (attention_np.kernels.fused)"
 
@@ -159,12 +165,20 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
 
 def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
     """:func:`sdpa_forward` for a :class:`~attention_np.kernels.plan.Plan` (the kernel registry's
-    entry; ``dropout_mask`` fixes the dropout keep-mask, as in :func:`sdpa_forward`)."""
+    entry; ``dropout_mask`` fixes the dropout keep-mask, as in :func:`sdpa_forward`).
+
+    ``plan.sinks`` (h,) (gpt-oss, :mod:`attention_np.variants.sinks`) join each row's max and
+    softmax denominator as one more term, never as a key; ``cache.sink_weight`` keeps their
+    weights for :func:`attention_np.kernels.sinks.sdpa_sinks_backward`. Not with dropout.
+    """
     mask, bias, is_causal, window, enable_gqa, rng = (plan.mask, plan.bias, plan.is_causal, plan.window,
                                                        plan.enable_gqa, plan.rng)
     q, k, v, scale = check_qkv(q, k, v, plan.scale)
     dropout_p = check_dropout_p(plan.dropout_p)
     softcap = check_softcap(plan.softcap)
+    sink = None if plan.sinks is None else check_sinks(plan.sinks, q).astype(q.dtype)[:, None, None]
+    if sink is not None and (dropout_p or dropout_mask is not None):
+        raise ValueError("the fused kernel cannot combine sinks with dropout")
     inputs, given_keep = (q, k, v), dropout_mask
     bias_shape = None if bias is None else np.shape(bias)
     groups = kv_groups(q, k, v) if enable_gqa else 1
@@ -176,6 +190,7 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
         if dropout_mask is not None:
             dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
                                        "dropout_mask")
+        sink = group_heads(sink, H, groups, "sinks")                    # (H_kv, G, 1, 1)
         q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
     mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal, window)
     if mask is not None:
@@ -186,11 +201,12 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
 
     if blocked.wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap):
         # Big scores, plain Eq. (1): the same numbers, block by block (kernels/blocked.py).
-        out, e, l, blocks, mask = blocked.attend(q, k, v, mask, scale)
+        out, e, l, blocks, mask, sink_weight = blocked.attend(q, k, v, mask, scale, sink)
         if groups > 1:
             out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+            sink_weight = None if sink is None else ungroup_queries(sink_weight)
         return out, SDPACache(*inputs, e, l, out.copy(), scale, kv_groups=groups, mask=mask,
-                              blocks=blocks)
+                              blocks=blocks, sink_weight=sink_weight)
 
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
     scores = scaled_scores(q, k, scale)                                 # (..., L, S)
@@ -207,7 +223,11 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
     # The softmax, with its division moved to the end: weights = e / l, so
     # out = weights @ v = (e @ v) / l divides L*d_v numbers instead of the L*S weights.
     # (The tiled path, flash.py, ends the same way.) cache.weights forms e / l when asked.
-    e, l = softmax_numerator_(scores)                                    # (..., L, S), (..., L, 1)
+    # A sink (gpt-oss) is one more term in each row's max and sum: e_sink (..., L, 1).
+    if sink is None:
+        e, l = softmax_numerator_(scores)                                # (..., L, S), (..., L, 1)
+    else:
+        e, l, e_sink = softmax_numerator_with_sink_(scores, sink)
 
     keep, dropout_scale = dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
     kept = e if keep is None else e * keep                               # (..., L, S)
@@ -229,13 +249,15 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
         # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
         out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
         capped = None if capped is None else ungroup_queries(capped)
+        e_sink = None if sink is None else ungroup_queries(e_sink)
         # The cache keeps the dropout keep-mask per query head too; sdpa_backward regroups it.
         if keep is not None:
             keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
     # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
     # whatever the caller does to the returned array.
     return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
-                          bias_shape, softcap, capped, mask if garbage is None else garbage)
+                          bias_shape, softcap, capped, mask if garbage is None else garbage,
+                          sink_weight=None if sink is None else e_sink / l)
 
 
 def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):

@@ -11,7 +11,7 @@ kernel         what it is                                                       
 =============  ===================================================================  =========
 ``reference``  Eq. (1) line by line (:mod:`.reference`), with bias and window       bias, window
 ``fused``      fewer passes, one (L, S) buffer (:mod:`.fused`, :mod:`.blocked`);     everything
-               with sinks, Eq. (1) with one more key column (:mod:`.sinks`)         but sinks + dropout
+               with sinks, one more term in each row's softmax (:mod:`.sinks`)      but sinks + dropout
 ``tiled``      key blocks and an online softmax (:mod:`.tiled`), no (L, S) array     all but dropout
 =============  ===================================================================  =========
 

@@ -21,16 +21,23 @@ def as_float_array(x, name: str, ndim: int = 0, layout: str = "") -> np.ndarray:
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.floating):
         raise TypeError(f"{name} must be a floating-point array, got dtype {x.dtype}")
+    check_min_ndim(x, name, ndim, layout)
+    return x
+
+
+def check_min_ndim(x: np.ndarray, name: str, ndim: int, layout: str) -> None:
+    """``x`` has at least ``ndim`` dims, laid out as ``layout`` (e.g. ``"(..., L, d_k)"``)."""
     if x.ndim < ndim:
         raise ValueError(f"{name} must have at least {ndim} dims {layout}, got shape {x.shape}")
-    return x
 
 
 def as_bool_mask(mask, name: str = "mask") -> np.ndarray:
     """A boolean mask, True = may attend; a float or integer array is refused."""
     mask = np.asarray(mask)
     if mask.dtype != np.bool_:
-        hint = " (a float array is not a mask)" if np.issubdtype(mask.dtype, np.floating) else ""
+        # PyTorch's float attn_mask is added to the scores: here that is a bias, not a mask
+        hint = (" (a float array is not a mask: to add it to the scores, pass it as bias where the "
+                "function takes one)") if np.issubdtype(mask.dtype, np.floating) else ""
         raise TypeError(f"{name} must be a bool array (True = may attend), got dtype {mask.dtype}{hint}")
     return mask
 
@@ -48,7 +55,10 @@ def check_same_dtype(label: str | None = None, **arrays: np.ndarray) -> np.dtype
 
 
 def check_broadcasts_to(x: np.ndarray, name: str, target: tuple, layout: str) -> tuple:
-    """``x`` broadcasts to ``target``, leaving its dims unchanged (``x`` may add leading dims)."""
+    """``x`` broadcasts to ``target``, leaving its dims unchanged (``x`` may add leading dims).
+
+    Returns the broadcast shape, ``(*added, *target)``.
+    """
     try:
         shape = np.broadcast_shapes(x.shape, target)
     except ValueError:
@@ -79,11 +89,28 @@ def check_dout(dout, shape: tuple, dtype: np.dtype, name: str = "dout", out: str
 
 
 def check_cache(cache, cls: type, forward: str) -> None:
-    """A backward's ``cache`` is the ``cls`` that ``forward`` returns."""
+    """A backward's ``cache`` is the ``cls`` that ``forward`` returns; else a ``TypeError`` naming it.
+
+    A cache class may name the forward that makes it in a ``made_by`` class attribute; a cache
+    from another forward (the paper's and the kernels' attention, say) is then named too.
+    """
     if not isinstance(cache, cls):
         got = type(cache)
+        made_by = getattr(got, "made_by", None)
+        hint = (f" (a {got.__name__} comes from {made_by}; pass it to that forward's backward)"
+                if made_by else "")
         raise TypeError(f"cache must be the {cls.__name__} returned by {forward}, "
-                        f"got {got.__module__}.{got.__qualname__}")
+                        f"got {got.__module__}.{got.__qualname__}{hint}")
+
+
+def sum_to_shape(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """The backward of broadcasting an input of ``shape`` up to ``g.shape`` (NumPy's rules): sum
+    ``g`` over the dims that broadcasting added or stretched."""
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    return g.sum(axis=tuple(range(lead)) + stretched, keepdims=True).reshape(shape)
 
 
 def check_scale(scale, d_k: int) -> float:

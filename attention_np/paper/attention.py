@@ -28,6 +28,7 @@ from attention_np.paper._checks import (
     check_dout,
     check_same_dtype,
     check_scale,
+    sum_to_shape,
 )
 from attention_np.paper.masks import causal_mask
 from attention_np.paper.softmax import softmax, softmax_backward
@@ -47,6 +48,8 @@ class AttentionCache:
     v: np.ndarray
     weights: np.ndarray
     scale: float
+
+    made_by = "attention_np.paper.sdpa_forward"
 
 
 def _check_inputs(q, k, v, mask, is_causal, scale):
@@ -70,13 +73,6 @@ def _check_inputs(q, k, v, mask, is_causal, scale):
     if is_causal:                                   # query i sees keys j <= i (top left)
         mask = causal_mask(L, S) if mask is None else mask & causal_mask(L, S)
     return q, k, v, mask, check_scale(scale, d_k)
-
-
-def _sum_to_shape(g: np.ndarray, shape: tuple) -> np.ndarray:
-    """The backward of broadcasting: sum ``g`` over the dims that broadcasting added or stretched."""
-    lead = g.ndim - len(shape)
-    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    return g.sum(axis=tuple(range(lead)) + stretched, keepdims=True).reshape(shape)
 
 
 def sdpa_forward(q, k, v, mask=None, *, is_causal: bool = False, scale=None):
@@ -125,7 +121,7 @@ def sdpa_backward(dout, cache: AttentionCache):
     -------
     dq, dk, dv : each with the shape of its input (broadcast batch dims summed back)
     """
-    check_cache(cache, AttentionCache, "attention_np.paper.sdpa_forward")
+    check_cache(cache, AttentionCache, AttentionCache.made_by)
     q, k, v, weights, scale = cache.q, cache.k, cache.v, cache.weights, cache.scale
     out_shape = np.broadcast_shapes(weights.shape[:-2], v.shape[:-2]) + (q.shape[-2], v.shape[-1])
     dout = check_dout(dout, out_shape, q.dtype)                        # (..., L, d_v)
@@ -141,7 +137,7 @@ def sdpa_backward(dout, cache: AttentionCache):
     # forward: scores = q @ k.T  ->  dq = dscores @ k,  dk = dscores.T @ q
     dq = dscores @ k                                                   # (..., L, d_k)
     dk = np.swapaxes(dscores, -1, -2) @ q                              # (..., S, d_k)
-    return _sum_to_shape(dq, q.shape), _sum_to_shape(dk, k.shape), _sum_to_shape(dv, v.shape)
+    return sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, is_causal: bool = False, scale=None):

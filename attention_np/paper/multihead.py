@@ -42,6 +42,8 @@ class MHACache:
     attention: AttentionCache
     concat: np.ndarray
 
+    made_by = "attention_np.paper.mha_forward"
+
     @property
     def weights(self) -> np.ndarray:
         return self.attention.weights
@@ -60,9 +62,11 @@ def _check_mask(mask, query, key, value, h: int):
                 f"(..., h, L, S) = (..., {h}, {L}, {S}), so its first dim would be read as the heads. "
                 f"For a per-sequence mask (padding_mask's (B, 1, S)) pass mask[:, None], of shape "
                 f"(B, 1, 1, S); for a per-head (h, L, S) mask pass mask[None]")
-        shape = check_broadcasts_to(mask, "mask", (h, L, S), "multi-head scores (..., h, L, S)")
-        batch["mask"] = shape[:-3]
-    broadcast_batch(**batch)
+    scores = broadcast_batch(**batch) + (h, L, S)
+    layout = "multi-head scores (..., h, L, S)"
+    if mask is not None and check_broadcasts_to(mask, "mask", scores, layout) != scores:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to {layout} = {scores}: "
+                         f"it would add batch dims the inputs do not have")
     return mask
 
 
@@ -129,7 +133,7 @@ def mha_backward(dout, cache: MHACache):
         when they were one array (self-attention: the caller adds the three)
     grads : dict with the keys of ``params``
     """
-    check_cache(cache, MHACache, "attention_np.paper.mha_forward")
+    check_cache(cache, MHACache, MHACache.made_by)
     c, p = cache, cache.params
     dout = check_dout(dout, c.concat.shape[:-1] + p["W_o"].shape[1:], c.concat.dtype)  # (..., L, d_model)
     grads = {}

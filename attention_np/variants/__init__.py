@@ -5,6 +5,7 @@
 - :mod:`.qk_norm`, :mod:`.qk_layernorm`: RMSNorm or LayerNorm on every query and key head (Qwen3,
   Gemma 3; Cohere, Flax's ``normalize_qk``)
 - :mod:`.softcap`: logit soft-capping (Gemma 2)
+- :mod:`.sinks`: attention sinks, a learned logit per head in every softmax denominator (gpt-oss)
 - :mod:`.gqa`: grouped-query attention (Ainslie et al., 2023)
 - :mod:`.window`: sliding-window masks (Longformer, Mistral)
 - :mod:`.lengths`: padding masks from per-sequence lengths
