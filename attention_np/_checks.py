@@ -6,6 +6,10 @@ the numbers involved, so that a wrong call is understood from the message alone.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 import numpy as np
 
 # the checks §3.2 needs, shared with attention_np.paper (which imports nothing else)
@@ -17,6 +21,19 @@ from attention_np.paper._checks import (  # noqa: F401  (re-exported)
     check_same_dtype,
     check_scale,
 )
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_deprecated(message: str) -> None:
+    """A ``DeprecationWarning`` attributed to the first caller outside the package: the user's
+    line, however deep inside the package the 0.1 spelling was noticed (a fixed ``stacklevel``
+    is wrong for a helper reached by more than one path, and a warning attributed to the
+    package's own module is hidden by Python's default filters)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, DeprecationWarning, stacklevel=level)
 
 
 def check_min_ndim(x: np.ndarray, name: str, ndim: int, layout: str) -> None:
