@@ -184,9 +184,8 @@ def test_mha_gradients_with_yarn_match_finite_differences():
     params = {n: a + 0.1 * randn(R, *a.shape) for n, a in
               an.init_mha_params(E, H, bias=True, rng=R).items()}
     x, dout = randn(R, 5, E), randn(R, 5, E)
-    kw = dict(num_heads=H, is_causal=True, positions=np.arange(3, 8),
-              rope={"theta": 20.0, "scaling": {"rope_type": "yarn", "factor": 4.0,
-                                               "original_max_position_embeddings": 4}})
+    kw = dict(is_causal=True, positions=np.arange(3, 8), spec=an.AttentionSpec(num_heads=H, rope=an.RoPE(
+        theta=20.0, scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4})))
     dq, dk, dv, grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, **kw)[1])
 
     def loss():
@@ -204,8 +203,8 @@ def test_decode_follows_dynamic_ntk_and_cached_keys_keep_their_rotation():
     rope = {"scaling": {"rope_type": "dynamic", "factor": 4.0,
                         "original_max_position_embeddings": 3}}
     kv = an.KVCache(6)
-    outs = [an.mha_decode_step(x[:, t:t + 1], params, kv, num_heads=H, rope=rope)
-            for t in range(6)]
+    spec = an.AttentionSpec(num_heads=H, rope=an.RoPE(**rope))
+    outs = [an.mha_decode_step(x[:, t:t + 1], params, kv, spec=spec) for t in range(6)]
     # step t rotates its query and key with the frequencies of length t + 1: the same as
     # a whole-sequence forward whose keys were each rotated at their own step
     q_all = an.split_heads(x @ params["W_q"], H)                     # (1, h, 6, d)
@@ -219,7 +218,7 @@ def test_decode_follows_dynamic_ntk_and_cached_keys_keep_their_rotation():
     want = an.merge_heads(heads) @ params["W_o"]
     assert max_abs_diff(np.concatenate(outs, axis=1), want) < 1e-14
     # and that differs from rotating every key with the last step's frequencies
-    full, _ = an.mha_forward(x, x, x, params, num_heads=H, is_causal=True, rope=rope)
+    full, _ = an.mha_forward(x, x, x, params, is_causal=True, spec=spec)
     assert max_abs_diff(full[:, -1], want[:, -1]) > 1e-6
 
 
@@ -294,13 +293,13 @@ def test_every_known_type_is_listed_and_a_bad_scaling_leaves_the_kv_cache_unchan
                                   "proportional", "yarn"]
     params = an.init_mha_params(8, 2, rng=R)
     kv = an.KVCache(4)
-    with pytest.raises(ValueError, match="unknown rope_type"):
-        an.mha_decode_step(randn(R, 1, 8), params, kv, num_heads=2,
-                           rope={"scaling": {"rope_type": "ntk"}})
+    with pytest.raises(ValueError, match="unknown rope_type"):      # refused when the spec is made
+        an.mha_decode_step(randn(R, 1, 8), params, kv, spec=an.AttentionSpec(
+            num_heads=2, rope=an.RoPE(scaling={"rope_type": "ntk"})))
     with pytest.raises(ValueError, match="short_factor must have d // 2 = 2 entries, got 3"):
-        an.mha_decode_step(randn(R, 1, 8), params, kv, num_heads=2, rope={"scaling": {
-            "rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3,
-            "original_max_position_embeddings": 4, "factor": 2.0}})
+        an.mha_decode_step(randn(R, 1, 8), params, kv, spec=an.AttentionSpec(num_heads=2, rope=an.RoPE(
+            scaling={"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3,
+                     "original_max_position_embeddings": 4, "factor": 2.0})))
     assert kv.length == 0
 
 
