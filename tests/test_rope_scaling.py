@@ -1,7 +1,8 @@
 """RoPE scaling types (variants/rope_scaling.py): each type's frequencies against the property its paper
-states and against transformers' ROPE_INIT_FUNCTIONS; the backward (rotation by -phi, times the
-attention factor) by finite differences; a tiny Llama of each type diffed layer and generate()
-replay (dynamic NTK across its recompute length); bad input."""
+states and against transformers' ROPE_INIT_FUNCTIONS (as they run, in float32, and evaluated in
+float64); the float32 rotation against an oracle of transformers' own code in float64; the
+backward (rotation by -phi, times the attention factor) by finite differences; a tiny Llama of each
+type diffed layer and generate() replay (dynamic NTK across its recompute length); bad input."""
 
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ SCALINGS = {
 
 @pytest.mark.parametrize("theta", [10000.0, 500000.0])
 @pytest.mark.parametrize("name", SCALINGS)
-def test_each_type_matches_transformers_rope_init_functions(name, theta):
+def test_each_type_matches_transformers_rope_init_functions(name, theta, monkeypatch):
     require("torch")
     tf = require("transformers")
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
@@ -145,6 +146,9 @@ def test_each_type_matches_transformers_rope_init_functions(name, theta):
         rel = np.abs(theirs - inv) / np.where(inv == 0, 1, inv)
         assert rel.max() < 8 * EPS32, (n, rel.max())
         assert abs(a - their_a) <= 1e-15 * a
+        # the same functions evaluated in float64: ours to float64 rounding
+        theirs64, _ = _their_frequencies_in_float64(monkeypatch, cfg, t, n)
+        assert max_abs_diff(inv, theirs64) <= 1e-14 * np.abs(theirs64).max(), n
         assert max_abs_diff(inv, _default(d, theta)) > 1e-4 or (t == "dynamic" and n != 1000)
 
 
@@ -315,10 +319,28 @@ def test_layer_spec_rejects_an_unknown_rope_type_naming_the_known_ones():
         layer_spec(module)
 
 
+def _their_frequencies_in_float64(monkeypatch, config, rope_type: str, seq_len: int):
+    """transformers' own ``ROPE_INIT_FUNCTIONS[rope_type]`` evaluated in float64: the same code,
+    with the float32 it asks for (``torch.float``, ``torch.float32``, ``Tensor.float()``) read as
+    float64 for the call. Returns ``inv_freq (d/2,)`` and the attention factor."""
+    import torch
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    with monkeypatch.context() as m:
+        m.setattr(torch, "float", torch.float64)
+        m.setattr(torch, "float32", torch.float64)
+        m.setattr(torch.Tensor, "float", torch.Tensor.double)
+        inv_freq, factor = ROPE_INIT_FUNCTIONS[rope_type](config, "cpu", seq_len=seq_len)
+    assert inv_freq.dtype == torch.float64
+    return inv_freq.numpy(), float(factor)
+
+
 @pytest.mark.float32
 @pytest.mark.parametrize("rope_type", ["linear", "dynamic", "yarn", "longrope", "llama3",
                                        "proportional"])
-def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type):
+def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type, monkeypatch):
+    """Ours and transformers' rotary embedding in float32, each held to the float32 rule against an
+    oracle that is transformers' own: its RoPE init function in float64, its rotation
+    (``apply_rotary_pos_emb``) on float64 tensors; none of attention_np's code."""
     torch = require("torch")
     require("transformers")
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
@@ -336,9 +358,18 @@ def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type):
     kw = dict(theta=spec.rope_theta, scaling=spec.rope_scaling)
     ours = an.apply_rope(q, pos[:, None], **kw)
     assert ours.dtype == np.float32
-    oracle = an.apply_rope(q.astype(np.float64), pos[:, None], **kw)
+    # the oracle: the rotary embedding's steps in float64 (dynamic and longrope pick their
+    # frequencies by the batch's largest position + 1, as its dynamic_rope_update does)
+    inv_freq, factor = _their_frequencies_in_float64(monkeypatch, module.config, rope_type,
+                                                     int(pos.max()) + 1)
+    angles = pos[..., None] * inv_freq                                       # (B, L, d/2)
+    emb = torch.from_numpy(np.concatenate([angles, angles], axis=-1))        # "half" layout
+    q64 = torch.from_numpy(q.astype(np.float64))
+    oracle = apply_rotary_pos_emb(q64, q64, emb.cos() * factor, emb.sin() * factor)[0].numpy()
     assert check_float32("rope", ours, oracle, peer=theirs.numpy()).ok
     assert check_float32("theirs", theirs.numpy(), oracle, peer=ours).ok
+    # and our float64 rotation is that oracle to float64 rounding
+    assert max_abs_diff(an.apply_rope(q.astype(np.float64), pos[:, None], **kw), oracle) < 1e-13
 
 
 @pytest.mark.parametrize("rope_parameters,factor", [
