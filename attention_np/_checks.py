@@ -26,13 +26,19 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def warn_deprecated(message: str) -> None:
-    """A ``DeprecationWarning`` attributed to the first caller outside the package: the user's
-    line, however deep inside the package the 0.1 spelling was noticed (a fixed ``stacklevel``
-    is wrong for a helper reached by more than one path, and a warning attributed to the
-    package's own module is hidden by Python's default filters)."""
+    """A ``DeprecationWarning`` attributed to the first caller outside the package and the import
+    machinery: the user's line, however deep inside the package the 0.1 spelling was noticed (a
+    fixed ``stacklevel`` is wrong for a helper reached by more than one path, or for a module
+    imported by ``import`` and by ``attention_np.X``; a warning attributed to the package's own
+    module is hidden by Python's default filters)."""
     frame, level = sys._getframe(1), 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
+    while frame is not None and (os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)
+                                 or "importlib" in frame.f_code.co_filename):
+        frame = frame.f_back
+        # warnings.warn does not count importlib's _bootstrap frames in stacklevel
+        if frame is not None and not ("importlib" in frame.f_code.co_filename
+                                      and "_bootstrap" in frame.f_code.co_filename):
+            level += 1
     warnings.warn(message, DeprecationWarning, stacklevel=level)
 
 

@@ -8,7 +8,9 @@ turns attention_np's DeprecationWarnings into errors, so a 0.1 spelling elsewher
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from attention_np.compose import layer_spec
 from attention_np.kernels import plan
 from tests.helpers import randn
 
+ROOT = Path(__file__).resolve().parents[1]
 R = np.random.default_rng(2201)
 E, H, B, L, S = 16, 4, 2, 6, 5
 X, MEMORY = randn(R, B, L, E), randn(R, B, S, E)
@@ -175,10 +178,29 @@ def test_the_0_1_module_paths_warn_from_the_importer_and_alias_the_moved_modules
     module, record = _import_afresh(monkeypatch, old, list(moved))
     assert record[0].filename == __file__                  # the importer's line
     assert module is sys.modules[old] is an.__getattr__(package)
-    lazily, _ = _import_afresh(monkeypatch, old)           # an.core: imported on first use, warns
+    lazily, record = _import_afresh(monkeypatch, old)      # an.core: imported on first use, warns
     assert lazily is sys.modules[old] and package in dir(an)
+    assert record[0].filename == __file__                  # this line, not importlib's
     for name, new in moved.items():
         assert getattr(module, name) is sys.modules[new] is sys.modules[f"{old}.{name}"]
+
+
+def test_a_script_sees_the_warnings_under_pythons_default_filters():
+    """Python shows a DeprecationWarning by default only when it is attributed to ``__main__``:
+    a script using a 0.1 keyword or module path sees each warning, at its own line."""
+    code = ("import numpy as np\n"
+            "import attention_np as an\n"
+            "x = np.ones((3, 8)); p = an.init_mha_params(8, 2, rng=0, sinks=True)\n"
+            "an.mha_forward(x, x, x, p, num_heads=2, sinks=True)\n"
+            "an.cross_kv_cache(x, p, num_heads=2, num_kv_heads=2)\n"
+            "an.efficient.kv_cache\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, check=True)
+    lines = [line for line in result.stderr.splitlines() if "DeprecationWarning" in line]
+    assert [line.split(": DeprecationWarning: ")[0] for line in lines] == [
+        "<string>:4", "<string>:5", "<string>:6"], result.stderr
+    assert "mha_forward(sinks=...)" in lines[0] and "cross_kv_cache(num_kv_heads=...)" in lines[1]
+    assert "attention_np.efficient is deprecated" in lines[2]
 
 
 def test_the_0_1_module_paths_keep_every_name_of_a_module_0_2_split(monkeypatch):
