@@ -6,6 +6,10 @@ the numbers involved, so that a wrong call is understood from the message alone.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 import numpy as np
 
 # the checks §3.2 needs, shared with attention_np.paper (which imports nothing else): one copy each
@@ -22,6 +26,25 @@ from attention_np.paper._checks import (  # noqa: F401  (re-exported)
     check_scale,
     sum_to_shape,
 )
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_deprecated(message: str) -> None:
+    """A ``DeprecationWarning`` attributed to the first caller outside the package and the import
+    machinery: the user's line, however deep inside the package the 0.1 spelling was noticed (a
+    fixed ``stacklevel`` is wrong for a helper reached by more than one path, or for a module
+    imported by ``import`` and by ``attention_np.X``; a warning attributed to the package's own
+    module is hidden by Python's default filters)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and (os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)
+                                 or "importlib" in frame.f_code.co_filename):
+        frame = frame.f_back
+        # warnings.warn does not count importlib's _bootstrap frames in stacklevel
+        if frame is not None and not ("importlib" in frame.f_code.co_filename
+                                      and "_bootstrap" in frame.f_code.co_filename):
+            level += 1
+    warnings.warn(message, DeprecationWarning, stacklevel=level)
 
 
 def as_bias(bias, name: str = "bias") -> np.ndarray:

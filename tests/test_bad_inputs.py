@@ -7,6 +7,7 @@ size and the split of outcomes (the numbers quoted in the issue's closing note).
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 import numpy as np
@@ -83,7 +84,8 @@ def _rows():
         rows.append((f"sdpa_forward-dropout_p-{what}", lambda p=p: an.sdpa_forward(Q, K, V, dropout_p=p),
                      exc, "dropout_p"))
         rows.append((f"mha_forward-dropout_p-{what}",
-                     lambda p=p: an.mha_forward(X, X, X, P, num_heads=2, dropout_p=p), exc, "dropout_p"))
+                     lambda p=p: an.mha_forward(X, X, X, P, spec=an.AttentionSpec(num_heads=2, dropout_p=p)),
+                     exc, "dropout_p"))
     rows += [
         ("sdpa_forward-rng-str", lambda: an.sdpa_forward(Q, K, V, dropout_p=0.1, rng="x"), TypeError, "rng"),
         ("sdpa_forward-dropout_mask-float",
@@ -95,23 +97,23 @@ def _rows():
          "block_size"),
     ]
     # issue 12: windows, lengths, soft-capping, sinks, RoPE, position biases, decode options
+    # (the fused and tiled kernels take the window and soft-cap in the spec, checked when it is made)
     for fname in ("sdpa_forward", "textbook.sdpa_forward", "flash_attention_forward"):
         for what, w in (("one number", 2), ("negative", (-1, 0)), ("float", (1.5, 0)), ("triple", (1, 1, 1))):
-            rows.append((f"{fname}-window-{what}", lambda f=ATTENTION[fname], w=w: f(Q, K, V, window=w),
-                         ValueError, "window"))
-    for fname in ("sdpa_forward", "flash_attention_forward"):
-        for what, kw in (("q_lengths wrong B", dict(q_lengths=np.array([1, 2, 3]))),
-                         ("q_lengths float", dict(q_lengths=np.array([1.0, 2.0]))),
-                         ("kv_lengths > S", dict(kv_lengths=np.array([1, 6]))),
-                         ("kv_lengths negative", dict(kv_lengths=np.array([-1, 2])))):
-            rows.append((f"{fname}-{what}", lambda f=ATTENTION[fname], kw=kw: f(Q, K, V, **kw),
-                         ValueError, what.split()[0]))
+            call = ((lambda w=w: textbook.sdpa_forward(Q, K, V, window=w)) if fname.startswith("textbook")
+                    else (lambda f=ATTENTION[fname], w=w: f(Q, K, V, spec=an.AttentionSpec(window=w))))
+            rows.append((f"{fname}-window-{what}", call, ValueError, "window"))
+    for what, kw in (("q_lengths float", dict(q_lengths=np.array([1.0, 2.0]))),
+                     ("kv_lengths > S", dict(kv_lengths=np.array([1, 6]))),
+                     ("kv_lengths negative", dict(kv_lengths=np.array([-1, 2])))):
+        rows.append((f"lengths_mask-{what}", lambda kw=kw: an.lengths_mask(**kw, L=3, S=5),
+                     ValueError, what.split()[0]))
     for what, c, exc in (("0", 0.0, ValueError), ("negative", -2.0, ValueError), ("inf", np.inf, ValueError),
                          ("str", "2", TypeError), ("bool", True, TypeError)):
-        rows.append((f"sdpa_forward-softcap-{what}", lambda c=c: an.sdpa_forward(Q, K, V, softcap=c),
-                     exc, "softcap"))
-        rows.append((f"flash-softcap-{what}", lambda c=c: flash_attention_forward(Q, K, V, softcap=c),
-                     exc, "softcap"))
+        for fname in ("sdpa_forward", "flash_attention_forward"):
+            rows.append((f"{fname}-softcap-{what}",
+                         lambda f=ATTENTION[fname], c=c: f(Q, K, V, spec=an.AttentionSpec(softcap=c)),
+                         exc, "softcap"))
     Qh = Q[:, None]
     rows += [
         ("sdpa_sinks_forward-sinks-wrong h", lambda: an.sdpa_sinks_forward(Qh, Qh, Qh, np.zeros(2)),
@@ -132,34 +134,29 @@ def _rows():
          "relative_position"),
         ("relative_position_bias-bucket-out-of-range",
          lambda: an.relative_position_bias(np.ones((4, 2)), np.array([[4]])), ValueError, "buckets"),
-        ("mha_forward-rope-str", lambda: an.mha_forward(X, X, X, P, num_heads=2, rope="half"),
+        ("mha_forward-rope-str", lambda: an.mha_forward(X, X, X, P, spec=an.AttentionSpec(num_heads=2,
+                                                                                       rope="half")),
          ValueError, "rope"),
-        ("mha_forward-qk_norm-no-weights", lambda: an.mha_forward(X, X, X, P, num_heads=2, qk_norm=True),
-         ValueError, "q_norm"),
+        ("mha_forward-qk_norm-one-weight", lambda: an.mha_forward(X, X, X, dict(P, q_norm=np.ones(4)),
+                                                                  num_heads=2), ValueError, "k_norm"),
         ("flash-sinks-wrong h", lambda: flash_attention_forward(Qh, Qh, Qh, sinks=np.zeros(2)),
          ValueError, "sinks"),
         ("flash-sinks-int", lambda: flash_attention_forward(Qh, Qh, Qh, sinks=np.zeros(1, int)),
          TypeError, "sinks"),
         ("flash-sinks-no-head-axis", lambda: flash_attention_forward(Q[0], Q[0], Q[0], sinks=np.zeros(3)),
          ValueError, "sinks"),
-        ("mha_forward-sinks-no-logits", lambda: an.mha_forward(X, X, X, P, num_heads=2, sinks=True),
-         ValueError, "sinks"),
-        ("mha_forward-sinks-wrong-shape", lambda: an.mha_forward(X, X, X, PS3, num_heads=2, sinks=True),
+        ("mha_forward-sinks-wrong-shape", lambda: an.mha_forward(X, X, X, PS3, num_heads=2),
          ValueError, "sinks"),
         ("mha_forward-sinks-int", lambda: an.mha_forward(X, X, X, dict(P, sinks=np.zeros(2, int)),
-                                                         num_heads=2, sinks=True), TypeError, "sinks"),
+                                                         num_heads=2), TypeError, "sinks"),
         ("mha_forward-sinks-float32", lambda: an.mha_forward(X, X, X, dict(P, sinks=np.zeros(2, np.float32)),
-                                                             num_heads=2, sinks=True), TypeError, "sinks"),
-        ("mha_forward-sinks-array-as-flag",
-         lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=np.zeros(2)), TypeError, "sinks"),
-        ("mha_forward-sinks-textbook", lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=True,
-                                                              path="textbook"), ValueError, "sinks"),
-        ("mha_forward-sinks-dropout", lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=True,
-                                                             dropout_p=0.1), ValueError, "sinks"),
-        ("mha_decode_step-sinks-no-logits", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
-                                                                       sinks=True), ValueError, "sinks"),
-        ("mha_decode_step-sinks-wrong-shape", lambda: an.mha_decode_step(X, PS3, an.KVCache(4), num_heads=2,
-                                                                         sinks=True), ValueError, "sinks"),
+                                                             num_heads=2), TypeError, "sinks"),
+        ("mha_forward-sinks-textbook", lambda: an.mha_forward(
+            X, X, X, PS, spec=an.AttentionSpec(num_heads=2, kernel="reference")), ValueError, "sinks"),
+        ("mha_forward-sinks-dropout", lambda: an.mha_forward(
+            X, X, X, PS, spec=an.AttentionSpec(num_heads=2, dropout_p=0.1)), ValueError, "sinks"),
+        ("mha_decode_step-sinks-wrong-shape", lambda: an.mha_decode_step(X, PS3, an.KVCache(4), num_heads=2),
+         ValueError, "sinks"),
         ("mha_decode_step-mask-float", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
                                                                   mask=np.ones((1, 3))), TypeError, "mask"),
         ("mha_decode_step-bias-shape", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
@@ -204,17 +201,14 @@ def _rows():
         ("mha_forward-num_heads-3", lambda: an.mha_forward(X, X, X, P, num_heads=3), ValueError, "num_heads"),
         ("mha_forward-num_heads-str", lambda: an.mha_forward(X, X, X, P, num_heads="2"),
          ValueError, "num_heads"),
-        ("mha_forward-num_kv_heads-0",
-         lambda: an.mha_forward(X, X, X, P, num_heads=2, num_kv_heads=0), ValueError, "num_kv_heads"),
         ("mha_forward-query-1-D", lambda: an.mha_forward(X[0, 0], X, X, P, num_heads=2), ValueError, "query"),
         ("mha_forward-key-int", lambda: an.mha_forward(X, X.astype(int), X, P, num_heads=2),
          TypeError, "key"),
         ("mha_forward-value-width", lambda: an.mha_forward(X, X, X[..., :7], P, num_heads=2),
          ValueError, "value"),
-        ("mha_forward-path", lambda: an.mha_forward(X, X, X, P, num_heads=2, path="fast"),
-         ValueError, "path"),
-        ("mha_forward-path-None", lambda: an.mha_forward(X, X, X, P, num_heads=2, path=None),
-         ValueError, "path"),
+        ("mha_forward-kernel", lambda: an.mha_forward(X, X, X, P, spec=an.AttentionSpec(num_heads=2,
+                                                                                     kernel="fast")),
+         ValueError, "kernel"),
         ("mha_forward-scale-NaN", lambda: an.mha_forward(X, X, X, P, num_heads=2, scale=np.nan),
          ValueError, "scale"),
         ("mha_forward-mask-float", lambda: an.mha_forward(X, X, X, P, num_heads=2, mask=np.ones((3, 3))),
@@ -331,24 +325,70 @@ def _rows():
     return rows
 
 
-ROWS = _rows()
+def _rows_0_1():
+    """Bad values of the 0.1 keywords (deprecated since 0.2.0, removed in 0.3): each row also
+    names the DeprecationWarning the call gives first, or None when the value is refused before."""
+    rows = []
+    for fname in ("sdpa_forward", "flash_attention_forward"):
+        for what, kw in (("q_lengths wrong B", dict(q_lengths=np.array([1, 2, 3]))),
+                         ("q_lengths float", dict(q_lengths=np.array([1.0, 2.0]))),
+                         ("kv_lengths > S", dict(kv_lengths=np.array([1, 6]))),
+                         ("kv_lengths negative", dict(kv_lengths=np.array([-1, 2])))):
+            rows.append((f"{fname}-{what}", lambda f=ATTENTION[fname], kw=kw: f(Q, K, V, **kw),
+                         ValueError, what.split()[0], "q_lengths=..., kv_lengths=..."))
+    rows += [
+        ("mha_forward-qk_norm-no-weights", lambda: an.mha_forward(X, X, X, P, num_heads=2, qk_norm=True),
+         ValueError, "q_norm", "qk_norm=..."),
+        ("mha_forward-sinks-no-logits", lambda: an.mha_forward(X, X, X, P, num_heads=2, sinks=True),
+         ValueError, "sinks", "sinks=..."),
+        ("mha_forward-sinks-array-as-flag",
+         lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=np.zeros(2)), TypeError, "sinks",
+         "sinks=..."),
+        ("mha_decode_step-sinks-no-logits", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
+                                                                       sinks=True), ValueError, "sinks",
+         "sinks=..."),
+        ("mha_forward-num_kv_heads-0",
+         lambda: an.mha_forward(X, X, X, P, num_heads=2, num_kv_heads=0), ValueError, "num_kv_heads",
+         "num_kv_heads=..."),
+        ("mha_forward-path", lambda: an.mha_forward(X, X, X, P, num_heads=2, path="fast"),
+         ValueError, "path", None),
+        ("mha_forward-path-None", lambda: an.mha_forward(X, X, X, P, num_heads=2, path=None),
+         ValueError, "path", None),
+    ]
+    return rows
+
+
+ROWS, ROWS_0_1 = _rows(), _rows_0_1()
+
+
+def _names_it(label: str, error: Exception, name: str) -> None:
+    # the argument's name as a word ("q", not the q in "queries")
+    assert re.search(rf"(?<![A-Za-z_]){re.escape(name)}(?![a-z_])", str(error)), f"{label}: {error}"
 
 
 @pytest.mark.parametrize("label, call, exc, name", ROWS, ids=[r[0] for r in ROWS])
 def test_bad_input_is_refused_with_a_message_naming_it(label, call, exc, name):
     with pytest.raises(exc) as info:
         call()
-    # the argument's name as a word ("q", not the q in "queries")
-    assert re.search(rf"(?<![A-Za-z_]){re.escape(name)}(?![a-z_])", str(info.value)), \
-        f"{label}: {info.value}"
+    _names_it(label, info.value, name)
+
+
+@pytest.mark.parametrize("label, call, exc, name, warns", ROWS_0_1, ids=[r[0] for r in ROWS_0_1])
+def test_bad_value_of_a_0_1_keyword_is_refused_with_a_message_naming_it(label, call, exc, name, warns):
+    """The 0.1 mapping itself: a deprecated keyword with a bad value still gets a clear error."""
+    expected = (pytest.warns(DeprecationWarning, match=re.escape(f"({warns}) is deprecated since 0.2.0"))
+                if warns else contextlib.nullcontext())
+    with expected, pytest.raises(exc) as info:
+        call()
+    _names_it(label, info.value, name)
 
 
 def test_row_count():
     kinds = {}
-    for _, _, exc, _ in ROWS:
+    for _, _, exc, _, *_ in ROWS + ROWS_0_1:
         kinds[exc.__name__] = kinds.get(exc.__name__, 0) + 1
-    print(f"\n{len(ROWS)} bad inputs: {kinds}")
-    assert len(ROWS) >= 250
+    print(f"\n{len(ROWS) + len(ROWS_0_1)} bad inputs ({len(ROWS_0_1)} of 0.1 keywords): {kinds}")
+    assert len(ROWS) + len(ROWS_0_1) >= 250
 
 
 # ---- nothing changes when a call is refused; no returned array aliases a cache ----
@@ -363,14 +403,15 @@ def test_failed_append_leaves_an_empty_cache_empty():
 
 
 @pytest.mark.parametrize("bad", [dict(scale="abc"), dict(scale=np.nan), dict(num_heads=3),
-                                 dict(sinks=True)])
+                                 dict(params=PS3)])
 def test_failed_decode_step_does_not_touch_the_cache(bad):
     cache = an.KVCache(8)
     x = R.standard_normal((2, 3, 8))
     an.mha_decode_step(x, P, cache, num_heads=2)
     k0, v0 = cache.k.copy(), cache.v.copy()
+    kw = dict(dict(num_heads=2, params=P), **bad)
     with pytest.raises((TypeError, ValueError)):
-        an.mha_decode_step(x[:, :1], P, cache, **dict(dict(num_heads=2), **bad))
+        an.mha_decode_step(x[:, :1], kw.pop("params"), cache, **kw)
     assert cache.length == 3
     np.testing.assert_array_equal(cache.k, k0)
     np.testing.assert_array_equal(cache.v, v0)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -54,12 +52,3 @@ def test_cross_decoding_refuses_a_cache_normalised_by_another_kind_of_norm(rng, 
     np.testing.assert_allclose(step, full, rtol=0, atol=1e-12)
 
 
-def test_the_0_1_module_paths_keep_every_name_of_a_module_0_2_split():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from attention_np.core import linear, masks, scores, softmax
-    assert masks.sliding_window_mask is an.sliding_window_mask and masks.causal_mask is an.causal_mask
-    assert callable(masks.with_lengths) and callable(masks.masked_matmul)
-    assert callable(scores.softcap_forward) and callable(scores.scaled_scores)
-    assert callable(softmax.softmax_) and softmax.softmax is an.softmax
-    assert linear.glorot_uniform is an.glorot_uniform and linear.linear_forward is an.linear_forward

@@ -42,14 +42,11 @@ def test_cross_decoding_equals_mha_forward_on_the_whole_target(rng, num_kv_heads
     params = _params(rng, num_kv_heads=num_kv_heads)
     y, memory = randn(rng, 3, 6, 16), randn(rng, 3, 7, 16)
     mask = _source_padding()[:, None, None, :]                               # (B, 1, 1, S)
-    full, _ = an.mha_forward(y, memory, memory, params, mask, num_heads=4,
-                             num_kv_heads=num_kv_heads)
-    step, _ = _cross_decode(y, memory, params, chunks, mask, num_heads=4,
-                            num_kv_heads=num_kv_heads)
+    full, _ = an.mha_forward(y, memory, memory, params, mask, num_heads=4)   # GQA: W_k's width
+    step, _ = _cross_decode(y, memory, params, chunks, mask, num_heads=4)
     assert max_abs_diff(step, full) < 1e-12
     # the padding matters: without the mask the outputs differ
-    unmasked, _ = an.mha_forward(y, memory, memory, params, num_heads=4,
-                                 num_kv_heads=num_kv_heads)
+    unmasked, _ = an.mha_forward(y, memory, memory, params, num_heads=4)
     assert max_abs_diff(unmasked, full) > 1e-3
 
 
@@ -127,8 +124,7 @@ def test_cross_decode_bad_input_is_refused_before_anything_changes(rng):
     with pytest.raises(TypeError, match="kv_cache must be a KVCache.*got tuple"):
         an.mha_cross_decode_step(y, params, (cache.k, cache.v), num_heads=4)
     with pytest.raises(ValueError, match=r"2 key/value heads of d_k=4"):
-        an.mha_cross_decode_step(y, _params(rng, num_kv_heads=2), cache, num_heads=4,
-                                 num_kv_heads=2)
+        an.mha_cross_decode_step(y, _params(rng, num_kv_heads=2), cache, num_heads=4)
     with pytest.raises(TypeError, match="x is float32 but kv_cache holds float64"):
         an.mha_cross_decode_step(y.astype(np.float32),
                                  {n: w.astype(np.float32) for n, w in params.items()}, cache,

@@ -122,8 +122,9 @@ def test_mha_backward_returns_dbias_for_every_path():
     bias = randn(R, 2, L, L)
     dout = randn(R, B, L, 8)
     results = []
-    for path in ("fused", "textbook"):
-        out, cache = an.mha_forward(x, x, x, params, num_heads=2, bias=bias, path=path)
+    for kernel in ("fused", "reference"):
+        out, cache = an.mha_forward(x, x, x, params, bias=bias,
+                                    spec=an.AttentionSpec(num_heads=2, kernel=kernel))
         assert len(an.mha_backward(dout, cache)) == 4
         *_, dbias = an.mha_backward(dout, cache, return_dbias=True)
         results.append(dbias)

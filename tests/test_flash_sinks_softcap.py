@@ -1,5 +1,5 @@
 """Soft-capping and attention sinks in the tiled path (efficient/flash*.py): equal to the dense paths
-(sdpa_forward(softcap=), sdpa_sinks_forward) to float64 rounding with masks, windows, GQA and biases,
+(sdpa_forward with spec.softcap, sdpa_sinks_forward) to float64 rounding with masks, windows, GQA and biases,
 checked by finite differences, and in float32 against the formula in torch (the float32 rule of
 tests/helpers.py)."""
 
@@ -17,17 +17,23 @@ R = np.random.default_rng(1280)
 B, H, L, S, D = 2, 4, 6, 9, 5
 
 
+def _in_spec(kw: dict) -> dict:
+    """``kw`` with ``window`` and ``softcap`` moved into ``spec`` (the fused and tiled kernels')."""
+    moved = {n: kw.pop(n) for n in ("window", "softcap") if n in kw}
+    return {**kw, "spec": an.AttentionSpec(**moved)}
+
+
 def _dense(q, k, v, sinks, dout, **kw):
     """out, dq, dk, dv[, dsinks], dbias from the dense path (the reference)."""
     if sinks is None:
-        out, cache = an.sdpa_forward(q, k, v, **kw)
+        out, cache = an.sdpa_forward(q, k, v, **_in_spec(kw))
         return [out, *an.sdpa_backward(dout, cache, return_dbias=True)]
     out, cache = an.sdpa_sinks_forward(q, k, v, sinks, **kw)
     return [out, *an.sdpa_sinks_backward(dout, cache, return_dbias=True)]
 
 
 def _tiled(q, k, v, sinks, dout, block_size, **kw):
-    out, cache = an.flash_attention_forward(q, k, v, sinks=sinks, block_size=block_size, **kw)
+    out, cache = an.flash_attention_forward(q, k, v, sinks=sinks, block_size=block_size, **_in_spec(kw))
     return [out, *an.flash_attention_backward(dout, cache, return_dbias=True)]
 
 
@@ -75,7 +81,7 @@ def test_tiled_sink_and_softcap_gradients_match_finite_differences():
     sinks, bias, dout = randn(R, 2), randn(R, 2, 4, 7), randn(R, 1, 2, 4, 2)
     mask = R.random((4, 7)) < 0.7
     mask[1] = False
-    kw = dict(softcap=1.2, block_size=3, is_causal=True)
+    kw = dict(spec=an.AttentionSpec(softcap=1.2), block_size=3, is_causal=True)
 
     def loss():
         out, _ = an.flash_attention_forward(q, k, v, mask, bias=bias, sinks=sinks, **kw)
@@ -115,7 +121,7 @@ def test_tiled_softcap_and_sinks_float32_against_torch():
     sinks, dout = randn(R, H), randn(R, B, H, L, 3)
     mask, cap = an.causal_mask(L, S), 1.5
     f32, f64 = rounded(q, k, v, sinks, dout)
-    out, cache = an.flash_attention_forward(*f32[:3], mask, sinks=f32[3], softcap=cap,
+    out, cache = an.flash_attention_forward(*f32[:3], mask, sinks=f32[3], spec=an.AttentionSpec(softcap=cap),
                                             enable_gqa=True, block_size=4)
     ours = [out, *an.flash_attention_backward(f32[4], cache)]
     # the same formula in torch with autograd: float64 (the oracle) and float32 (the peer)

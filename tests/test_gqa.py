@@ -1,4 +1,5 @@
-"""Grouped-query and multi-query attention: sdpa_forward(enable_gqa=True), mha_forward(num_kv_heads)."""
+"""Grouped-query and multi-query attention: sdpa_forward(enable_gqa=True), mha_forward with params of
+init_mha_params(num_kv_heads=...) (the width of W_k says how many key/value heads)."""
 
 from __future__ import annotations
 
@@ -130,12 +131,17 @@ def test_init_mha_params_gives_kv_projections_num_kv_heads_wide():
         an.init_mha_params(24, 6, num_kv_heads=4)
 
 
-def test_mha_forward_refuses_params_of_another_num_kv_heads(rng):
+def test_the_0_1_keyword_num_kv_heads_may_not_contradict_params(rng):
+    """The 0.1 mapping: ``num_kv_heads=`` (deprecated since 0.2.0) warns, and a value other than
+    what W_k's width says is refused."""
     p = an.init_mha_params(24, 6, num_kv_heads=2, rng=0)
     x = randn(rng, 2, 3, 24)
-    with pytest.raises(ValueError, match=r"num_kv_heads=1 but params\['W_k'\] has 8 columns"):
+    deprecated = r"mha_forward\(num_kv_heads=\.\.\.\) is deprecated since 0\.2\.0"
+    with pytest.warns(DeprecationWarning, match=deprecated), \
+            pytest.raises(ValueError, match=r"num_kv_heads=1 but params\['W_k'\] has 8 columns"):
         an.mha_forward(x, x, x, p, num_heads=6, num_kv_heads=1)
-    with pytest.raises(ValueError, match=r"num_kv_heads=4 but params\[.W_k.\] has 8 columns"):
+    with pytest.warns(DeprecationWarning, match=deprecated), \
+            pytest.raises(ValueError, match=r"num_kv_heads=4 but params\[.W_k.\] has 8 columns"):
         an.mha_forward(x, x, x, p, num_heads=6, num_kv_heads=4)
 
 
@@ -148,8 +154,7 @@ def test_mha_with_num_kv_heads_matches_torch_projections_and_sdpa_enable_gqa(rng
     query, key = randn(rng, B, L, d_model), randn(rng, B, S, d_model)
     value = randn(rng, B, S, d_model)
     mask = rng.random((L, S)) > 0.25
-    out, cache = an.mha_forward(query, key, value, p, num_heads=h, num_kv_heads=num_kv_heads,
-                                mask=mask)
+    out, cache = an.mha_forward(query, key, value, p, num_heads=h, mask=mask)
     dout = randn(rng, *out.shape)
     dquery, dkey, dvalue, grads = an.mha_backward(dout, cache)
 
@@ -180,7 +185,7 @@ def test_mha_with_num_kv_heads_passes_gradcheck(rng):
     x, y = randn(rng, 2, 3, 8), randn(rng, 2, 4, 8)
 
     def forward(query, key, value, params):
-        return an.mha_forward(query, key, value, params, num_heads=4, num_kv_heads=2, is_causal=True)
+        return an.mha_forward(query, key, value, params, num_heads=4, is_causal=True)
 
     result = an.gradcheck(forward, an.mha_backward, (x, y, y + 1.0, p))
     assert result.ok, str(result)
@@ -211,6 +216,6 @@ def test_grouped_query_shapes_without_the_flag_suggest_it():
     # 0.2: W_k's width says 2 key/value heads, so mha_forward runs grouped-query attention as is
     # (the 0.1 keyword, which had to say it, gives the same numbers with a DeprecationWarning)
     out = an.mha_forward(x, x, x, params, num_heads=4)[0]
-    with pytest.warns(DeprecationWarning, match="num_kv_heads"):
+    with pytest.warns(DeprecationWarning, match=r"mha_forward\(num_kv_heads=\.\.\.\) is deprecated"):
         old = an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=2)[0]
     assert out.shape == (2, 5, 16) and np.array_equal(out, old)

@@ -144,6 +144,7 @@ def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta
     """What the recent layers add is read, and each changes the output (else a diff that
     agrees would not show it was read)."""
     from attention_np.compose.multihead import mha_forward
+    from attention_np.variants.spec import AttentionSpec, RoPE
     specs = {f: itf.layer_spec(cases.case(f)[0]) for f in
              ("qwen3", "gemma2", "gemma2-global", "gemma3", "gemma3-global")}
     assert specs["qwen3"].qk_norm_eps == 1e-6 and specs["qwen3"].softcap is None
@@ -160,10 +161,10 @@ def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta
     gemma2, inputs = cases.case("gemma2")
     params, spec = itf.params_from_transformers(gemma2)
     x = inputs["hidden_states"]
-    kw = dict(num_heads=4, num_kv_heads=2, scale=spec.scale, is_causal=True,
-              rope={"theta": spec.rope_theta, "layout": "half"})
-    capped, _ = mha_forward(x, x, x, params, softcap=spec.softcap, **kw)
-    plain, _ = mha_forward(x, x, x, params, **kw)
+    plain_spec = AttentionSpec(num_heads=4, scale=spec.scale, is_causal=True,
+                               rope=RoPE(theta=spec.rope_theta, layout="half"))     # GQA: W_k's width
+    capped, _ = mha_forward(x, x, x, params, spec=plain_spec.replace(softcap=spec.softcap))
+    plain, _ = mha_forward(x, x, x, params, spec=plain_spec)
     assert np.abs(capped - plain).max() > 1e-2
 
 

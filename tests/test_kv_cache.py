@@ -30,8 +30,8 @@ def test_decoding_one_position_at_a_time_equals_full_causal_attention(rng, num_k
     L = 9
     params = _params(rng, num_kv_heads=num_kv_heads)
     x = randn(rng, 2, L, 16)
-    full, _ = an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=num_kv_heads, is_causal=True)
-    step, _ = _decode(x, params, [1] * L, num_heads=4, num_kv_heads=num_kv_heads)
+    full, _ = an.mha_forward(x, x, x, params, num_heads=4, is_causal=True)    # GQA: W_k's width
+    step, _ = _decode(x, params, [1] * L, num_heads=4)
     assert max_abs_diff(step, full) < 1e-12
 
 
@@ -50,8 +50,8 @@ def test_decoding_is_causal_multi_head_attention_by_definition(rng, chunks):
 def test_chunked_prefill_with_bottom_right_causal_equals_full_attention(rng, chunks):
     params = _params(rng, num_kv_heads=2)
     x = randn(rng, 3, 10, 16)
-    full, _ = an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=2, is_causal=True)
-    chunked, _ = _decode(x, params, chunks, num_heads=4, num_kv_heads=2)
+    full, _ = an.mha_forward(x, x, x, params, num_heads=4, is_causal=True)
+    chunked, _ = _decode(x, params, chunks, num_heads=4)
     assert max_abs_diff(chunked, full) < 1e-12
 
 
@@ -85,7 +85,7 @@ def test_cache_holds_num_kv_heads_and_shrinks_with_grouped_query_attention(rng):
     x = randn(rng, 2, 5, 16)
     sizes = {}
     for h_kv in (4, 2, 1):
-        _, cache = _decode(x, _params(rng, num_kv_heads=h_kv), [5], num_heads=4, num_kv_heads=h_kv)
+        _, cache = _decode(x, _params(rng, num_kv_heads=h_kv), [5], num_heads=4)
         assert cache.k.shape == (2, h_kv, 5, 4) and cache.v.shape == (2, h_kv, 5, 4)
         sizes[h_kv] = cache.nbytes
     assert sizes[4] == 2 * sizes[2] == 4 * sizes[1] == 2 * (2 * 4 * 5 * 4) * 8

@@ -21,9 +21,9 @@ def test_import_attention_np_imports_no_optional_dependency():
     assert out == ["[]", "[]"]           # no framework, no plots, and the lazy subpackages unloaded
 
 
-@pytest.mark.parametrize("name", ["core", "efficient", "nn", "studies", "pretrained", "interop",
-                                  "viz", "cli", "exercises"])
+@pytest.mark.parametrize("name", ["nn", "studies", "pretrained", "interop", "viz", "cli", "exercises"])
 def test_every_subpackage_is_an_attribute(name):
+    """(The 0.1 paths ``core`` and ``efficient``, which warn: tests/test_0_1_keywords.py.)"""
     import importlib
 
     import attention_np as an

@@ -1,5 +1,6 @@
-"""q_lengths / kv_lengths: the padding mask built inside sdpa_forward, the tiled path and mha_forward,
-equal to the explicit mask and to JAX's query_seq_lengths / key_value_seq_lengths."""
+"""Per-sequence lengths: ``lengths_mask(q_lengths, kv_lengths, L, S)`` in sdpa_forward, the tiled path
+and mha_forward, equal to the explicit mask and to JAX's query_seq_lengths / key_value_seq_lengths;
+and the 0.1 keywords ``q_lengths=``, ``kv_lengths=`` it replaces (deprecated since 0.2.0)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ MASK = ((np.arange(L) < QL[:, None])[:, :, None] & (np.arange(S) < KL[:, None])[
 def test_lengths_equal_the_explicit_padding_mask(forward, backward):
     q, k, v = randn(R, B, H, L, D), randn(R, B, H, S, D), randn(R, B, H, S, D)
     k[1, :, 3:] = np.nan                                 # padding keys never reach the answer
-    out, cache = forward(q, k, v, q_lengths=QL, kv_lengths=KL, is_causal=True)
+    out, cache = forward(q, k, v, an.lengths_mask(QL, KL, L, S)[:, None], is_causal=True)
     want, wcache = forward(q, k, v, MASK, is_causal=True)
     dout = randn(R, *out.shape)
     assert np.isfinite(out).all() and max_abs_diff(out, want) == 0
@@ -35,7 +36,7 @@ def test_lengths_equal_the_explicit_padding_mask(forward, backward):
 def test_mha_lengths_equal_the_mask():
     x, y = randn(R, B, L, 8), randn(R, B, S, 8)
     params = an.init_mha_params(8, 2, rng=0)
-    a, _ = an.mha_forward(x, y, y, params, num_heads=2, q_lengths=QL, kv_lengths=KL)
+    a, _ = an.mha_forward(x, y, y, params, an.lengths_mask(QL, KL, L, S)[:, None], num_heads=2)
     b, _ = an.mha_forward(x, y, y, params, MASK, num_heads=2)
     assert max_abs_diff(a, b) == 0
 
@@ -49,7 +50,7 @@ def test_jax_seq_lengths():
     with ijax.x64():
         theirs = jax.nn.dot_product_attention(t(q), t(k), t(v), query_seq_lengths=QL.astype(np.int32),
                                               key_value_seq_lengths=KL.astype(np.int32))
-    ours, _ = an.sdpa_forward(q, k, v, q_lengths=QL, kv_lengths=KL)
+    ours, _ = an.sdpa_forward(q, k, v, an.lengths_mask(QL, KL, L, S)[:, None])
     real = np.arange(L) < QL[:, None]                          # JAX leaves padded rows undefined
     theirs = ijax.from_jax_layout(np.asarray(theirs))
     # JAX's softmax runs in float32 even for float64 inputs: float32 accuracy
@@ -62,28 +63,27 @@ def test_jax_seq_lengths():
     (dict(q_lengths=np.array([1.0, 2.0, 3.0])), "q_lengths"),
     (dict(kv_lengths=np.array([-1, 2, 3])), "kv_lengths"),
 ])
-def test_bad_lengths_name_themselves(kw, words):
+def test_bad_lengths_of_the_0_1_keywords_name_themselves(kw, words):
+    """The 0.1 mapping: the deprecated keywords warn, then their bad values are refused by name."""
     q, k, v = randn(R, B, H, L, D), randn(R, B, H, S, D), randn(R, B, H, S, D)
+    deprecated = r"\(q_lengths=\.\.\., kv_lengths=\.\.\.\) is deprecated since 0\.2\.0"
     for forward in (an.sdpa_forward, flash.flash_attention_forward):
-        with pytest.raises(ValueError, match=words):
+        with pytest.warns(DeprecationWarning, match=deprecated), pytest.raises(ValueError, match=words):
             forward(q, k, v, **kw)
-    with pytest.raises(ValueError, match="batch axis"):
+    with pytest.warns(DeprecationWarning, match=deprecated), pytest.raises(ValueError, match="batch axis"):
         an.sdpa_forward(q[0, 0], k[0, 0], v[0, 0], q_lengths=QL)
 
 
 def test_lengths_mask_is_the_padding_of_the_lengths_and_replaces_the_keywords():
-    """0.2: the 0.1 keywords q_lengths=/kv_lengths= become a mask; both give the same numbers."""
-    import warnings
-
+    """0.2: the 0.1 keywords q_lengths=/kv_lengths= become a mask; both give the same numbers (the
+    0.1 mapping: the keywords warn, naming lengths_mask)."""
     rng = np.random.default_rng(5)
     q, k, v = rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 5, 2)), rng.standard_normal((3, 5, 3))
     ql, kl = np.array([4, 2, 0]), np.array([5, 1, 3])
     m = an.lengths_mask(ql, kl, 4, 5)
     i, j = np.arange(4)[:, None], np.arange(5)
     assert np.array_equal(m, (i < ql[:, None, None]) & (j < kl[:, None, None]))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with pytest.warns(DeprecationWarning, match=r"mask=attention_np\.lengths_mask\(q_lengths, kv_lengths"):
         old, _ = an.sdpa_forward(q, k, v, q_lengths=ql, kv_lengths=kl)
-    assert any("lengths_mask" in str(w.message) for w in caught)
     new, _ = an.sdpa_forward(q, k, v, m)
     assert np.array_equal(old, new) and not new[2].any()

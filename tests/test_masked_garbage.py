@@ -138,8 +138,8 @@ def test_garbage_at_masked_slots_additive(rng):
     _check_grads_at_dead_slots(*gg)
 
 
-@pytest.mark.parametrize("path", ["fused", "textbook"])
-def test_garbage_at_padded_positions_multi_head(path, rng):
+@pytest.mark.parametrize("kernel", ["fused", "reference"])
+def test_garbage_at_padded_positions_multi_head(kernel, rng):
     """Self-attention with padded positions: NaN inputs there reach no output row and no gradient."""
     h, d_model = 2, 4
     p = an.init_mha_params(d_model, h, rng=rng)
@@ -154,7 +154,8 @@ def test_garbage_at_padded_positions_multi_head(path, rng):
     dout = randn(rng, B, L, d_model)
     runs = []
     for xx in (x_zero, x_bad):
-        out, cache = an.mha_forward(xx, xx, xx, p, num_heads=h, mask=mask, path=path)
+        out, cache = an.mha_forward(xx, xx, xx, p, mask=mask,
+                                    spec=an.AttentionSpec(num_heads=h, kernel=kernel))
         runs.append((out, *an.mha_backward(dout, cache)))
     (out_w, dq_w, dk_w, dv_w, g_w), (out_g, dq_g, dk_g, dv_g, g_g) = runs
     np.testing.assert_array_equal(out_g, out_w)
@@ -324,8 +325,8 @@ def test_garbage_at_partly_masked_key_additive(where, bad, rng):
 
 
 @pytest.mark.parametrize("bad", GARBAGE)
-@pytest.mark.parametrize("path", ["fused", "textbook"])
-def test_garbage_at_a_later_position_multi_head_causal(path, bad, rng):
+@pytest.mark.parametrize("kernel", ["fused", "reference"])
+def test_garbage_at_a_later_position_multi_head_causal(kernel, bad, rng):
     """Causal self-attention: garbage in x at position 2 leaves positions 0, 1 exactly as they were."""
     h, d_model = 2, 4
     p = an.init_mha_params(d_model, h, rng=rng)
@@ -335,7 +336,8 @@ def test_garbage_at_a_later_position_multi_head_causal(path, bad, rng):
     runs = []
     for xx in (x, x_bad):
         with np.errstate(invalid="ignore", over="ignore"):
-            out, cache = an.mha_forward(xx, xx, xx, p, num_heads=h, is_causal=True, path=path)
+            out, cache = an.mha_forward(xx, xx, xx, p, is_causal=True,
+                                        spec=an.AttentionSpec(num_heads=h, kernel=kernel))
             runs.append((out, *an.mha_backward(dout, cache)[:3]))
     (out, dq, _, _), (out_b, dq_b, _, _) = runs
     np.testing.assert_array_equal(out_b[:, :2], out[:, :2])

@@ -1,4 +1,5 @@
-"""RoPE, masks, biases and windows in multi-head attention and the decode step: mha_forward(rope=...)
+"""RoPE, masks, biases and windows in multi-head attention and the decode step: mha_forward with
+``spec.rope``
 against transformers' LlamaAttention (GQA, float64, forward and every gradient), and mha_decode_step
 with RoPE, a left-padded batch, a window and a T5-style bias, each equal to mha_forward on the
 whole sequence, with no hand loop over positions."""
@@ -41,8 +42,8 @@ def test_mha_rope_equals_llama_attention_forward_and_gradients():
     out.backward(torch.tensor(dout))
 
     params = {f"W_{n}": getattr(attn, f"{n}_proj").weight.detach().numpy().T for n in "qkvo"}
-    ours, cache = an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, is_causal=True,
-                                 rope={"theta": 500.0}, positions=pos)
+    ours, cache = an.mha_forward(x, x, x, params, num_heads=H, is_causal=True,
+                                 spec=an.AttentionSpec(rope=an.RoPE(theta=500.0)), positions=pos)
     dq, dk, dv, grads = an.mha_backward(dout, cache)
     assert max_abs_diff(ours, out.detach().numpy()) < 1e-13
     assert max_abs_diff(dq + dk + dv, tx.grad.numpy()) < 1e-13
@@ -54,7 +55,7 @@ def test_mha_rope_equals_llama_attention_forward_and_gradients():
 def test_mha_rope_gradients_match_finite_differences(layout):
     x, params = randn(R, 4, E), _params(bias=True)
     dout = randn(R, 4, E)
-    kw = dict(num_heads=H, num_kv_heads=H_KV, rope={"layout": layout, "rotary_dim": 2},
+    kw = dict(spec=an.AttentionSpec(num_heads=H, rope=an.RoPE(layout=layout, rotary_dim=2)),
               positions=np.array([2, 3, 4, 5]))
     dq, dk, dv, grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, **kw)[1])
 
@@ -68,31 +69,31 @@ def test_mha_rope_gradients_match_finite_differences(layout):
 
 def test_rope_makes_self_attention_depend_on_relative_positions_only():
     x, params = randn(R, 5, E), _params()
-    kw = dict(num_heads=H, num_kv_heads=H_KV, rope={})
+    kw = dict(spec=an.AttentionSpec(num_heads=H, rope=an.RoPE()))
     a, _ = an.mha_forward(x, x, x, params, positions=np.arange(5), **kw)
     b, _ = an.mha_forward(x, x, x, params, positions=np.arange(100, 105), **kw)
     c, _ = an.mha_forward(x, x, x, params, **kw)
     assert max_abs_diff(a, b) < 1e-12 and max_abs_diff(a, c) == 0
-    assert max_abs_diff(a, an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV)[0]) > 1e-3
+    assert max_abs_diff(a, an.mha_forward(x, x, x, params, num_heads=H)[0]) > 1e-3
 
 
 def _decode(x, params, chunks, **kw):
-    """mha_decode_step over consecutive chunks of x (..., L, E); the outputs concatenated."""
+    """mha_decode_step over consecutive chunks of x (..., L, E); the outputs concatenated
+    (a callable in ``kw`` gives the keyword of the step over positions ``a .. b-1``)."""
     kv = an.KVCache(x.shape[-2])
     outs, t = [], 0
     for n in chunks:
         step_kw = {name: f(t, t + n) if callable(f) else f for name, f in kw.items()}
-        outs.append(an.mha_decode_step(x[..., t:t + n, :], params, kv, num_heads=H,
-                                       num_kv_heads=H_KV, **step_kw))
+        outs.append(an.mha_decode_step(x[..., t:t + n, :], params, kv, num_heads=H, **step_kw))
         t += n
     return np.concatenate(outs, axis=-2)
 
 
 def test_decode_with_rope_equals_the_whole_sequence():
     x, params = randn(R, 2, 7, E), _params(bias=True)
-    want, _ = an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, is_causal=True,
-                             rope={"layout": "interleaved"})
-    got = _decode(x, params, [3, 1, 1, 2], rope={"layout": "interleaved"})
+    spec = an.AttentionSpec(rope=an.RoPE(layout="interleaved"))
+    want, _ = an.mha_forward(x, x, x, params, num_heads=H, is_causal=True, spec=spec)
+    got = _decode(x, params, [3, 1, 1, 2], spec=spec)
     assert max_abs_diff(got, want) < 1e-13
 
 
@@ -103,9 +104,9 @@ def test_left_padded_batch_decodes_without_a_hand_loop():
     real = np.arange(L) >= np.array([0, 2])[:, None]                      # (B, L)
     pos = np.maximum(np.cumsum(real, axis=1) - 1, 0)                      # transformers' rule
     full_mask = real[:, None, None, :] & an.causal_mask(L)                # (B, 1, L, L)
-    want, _ = an.mha_forward(x, x, x, params, full_mask, num_heads=H, num_kv_heads=H_KV,
-                             rope={}, positions=pos)
-    got = _decode(x, params, [4, 1, 1, 1], rope={},
+    spec = an.AttentionSpec(rope=an.RoPE())
+    want, _ = an.mha_forward(x, x, x, params, full_mask, num_heads=H, spec=spec, positions=pos)
+    got = _decode(x, params, [4, 1, 1, 1], spec=spec,
                   positions=lambda a, b: pos[:, a:b],
                   mask=lambda a, b: real[:, None, None, :b])
     keep = real[..., None]                                 # padded query rows are not compared
@@ -119,15 +120,15 @@ def test_decode_with_a_window_and_a_t5_bias_equals_the_whole_sequence():
     buckets = an.t5_relative_buckets(an.relative_positions(L), bidirectional=False,
                                      num_buckets=6, max_distance=10)
     bias = an.relative_position_bias(table, buckets)                       # (H, L, L)
-    want, _ = an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, is_causal=True,
-                             window=(2, 0), bias=bias)
+    spec = an.AttentionSpec(window=(2, 0))
+    want, _ = an.mha_forward(x, x, x, params, num_heads=H, is_causal=True, spec=spec, bias=bias)
 
     def step_bias(a, b):                   # the new queries' rows, bottom-right relative positions
         rel = an.relative_positions(b - a, b, align="bottom_right")
         return an.relative_position_bias(table, an.t5_relative_buckets(
             rel, bidirectional=False, num_buckets=6, max_distance=10))
 
-    got = _decode(x, params, [3, 1, 2, 1, 1], window=(2, 0), bias=step_bias)
+    got = _decode(x, params, [3, 1, 2, 1, 1], spec=spec, bias=step_bias)
     assert max_abs_diff(got, want) < 1e-13
 
 
@@ -135,16 +136,18 @@ def test_decode_with_a_window_and_a_t5_bias_equals_the_whole_sequence():
     (dict(mask=np.ones((3, 3, 1, 2), bool)), ValueError, "mask"),
     (dict(mask=np.ones((1, 2))), TypeError, "mask"),
     (dict(bias=np.ones((1, 5))), ValueError, "bias"),
-    (dict(window=(1,)), ValueError, "window"),
-    (dict(rope={"base": 1.0}), ValueError, "rope"),
-    (dict(rope={}, positions=np.arange(3)), ValueError, "positions"),
+    (dict(spec=dict(window=(1,))), ValueError, "window"),
+    (dict(spec=dict(rope={"base": 1.0})), ValueError, "rope"),
+    (dict(spec=dict(rope={}), positions=np.arange(3)), ValueError, "positions"),
 ])
 def test_decode_bad_arguments_leave_the_cache_unchanged(kw, exc, words):
     params = _params()
     kv = an.KVCache(4)
-    an.mha_decode_step(randn(R, 2, 1, E), params, kv, num_heads=H, num_kv_heads=H_KV)
-    with pytest.raises(exc) as info:
-        an.mha_decode_step(randn(R, 2, 1, E), params, kv, num_heads=H, num_kv_heads=H_KV, **kw)
+    an.mha_decode_step(randn(R, 2, 1, E), params, kv, num_heads=H)
+    with pytest.raises(exc) as info:         # a bad spec field is refused when the spec is made
+        if "spec" in kw:
+            kw = {**kw, "spec": an.AttentionSpec(**kw["spec"])}
+        an.mha_decode_step(randn(R, 2, 1, E), params, kv, num_heads=H, **kw)
     assert words in str(info.value)
     assert kv.length == 1
 
@@ -152,18 +155,19 @@ def test_decode_bad_arguments_leave_the_cache_unchanged(kw, exc, words):
 def test_mha_forward_bad_rope_names_itself():
     x, params = randn(R, 3, E), _params()
     with pytest.raises(ValueError, match="rope"):
-        an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, rope="half")
+        an.AttentionSpec(num_heads=H, rope="half")
     with pytest.raises(ValueError, match="positions"):
-        an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, rope={},
+        an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=H, rope=an.RoPE()),
                        positions=np.arange(4))
 
 
 def test_decode_with_qk_norm_softcap_rope_and_gqa_equals_the_whole_sequence():
     x, params = randn(R, 2, 6, E), _params(bias=True)
     params["q_norm"], params["k_norm"] = 1 + 0.1 * randn(R, E // H), 1 + 0.1 * randn(R, E // H)
-    kw = dict(rope={}, softcap=1.5, qk_norm=True, qk_norm_eps=1e-5)
-    want, _ = an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, is_causal=True, **kw)
-    got = _decode(x, params, [2, 1, 3], **kw)
+    spec = an.AttentionSpec(rope=an.RoPE(), softcap=1.5, qk_norm_eps=1e-5)   # QK-norm: params has it
+    want, _ = an.mha_forward(x, x, x, params, num_heads=H, is_causal=True, spec=spec)
+    got = _decode(x, params, [2, 1, 3], spec=spec)
     assert max_abs_diff(got, want) < 1e-13
-    assert max_abs_diff(want, an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV,
-                                             is_causal=True, rope={})[0]) > 1e-3
+    plain = {k: v for k, v in params.items() if k not in ("q_norm", "k_norm")}
+    assert max_abs_diff(want, an.mha_forward(x, x, x, plain, num_heads=H, is_causal=True,
+                                             spec=an.AttentionSpec(rope=an.RoPE()))[0]) > 1e-3

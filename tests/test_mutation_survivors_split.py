@@ -259,15 +259,15 @@ def test_llama3_three_bands_by_hand():
     np.testing.assert_allclose(inv_freq, want, rtol=1e-14)
 
 
-@pytest.mark.parametrize("path", ["fused", "textbook"])
-def test_mha_sinks_of_the_wrong_length_are_refused(rng, path):
+@pytest.mark.parametrize("kernel", ["fused", "reference"])
+def test_mha_sinks_of_the_wrong_length_are_refused(rng, kernel):
     """Catches sinks.py:137 ``raise`` deleted: ``params["sinks"]`` must hold one logit per head."""
     params = an.init_mha_params(8, 2, sinks=True, rng=0)
     params["sinks"] = np.zeros(3)
     x = randn(rng, 3, 8)
     with pytest.raises(ValueError, match=re.escape("params['sinks'] has shape (3,), expected "
                                                    "(num_heads,) = (2,)")):
-        an.mha_forward(x, x, x, params, num_heads=2, sinks=True, path=path)
+        an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, kernel=kernel))
 
 
 @pytest.mark.parametrize("bad", [["1.0"] * 4, ["a"] * 4, [True] * 4])
@@ -679,8 +679,8 @@ def _decode_setup(rng, B=2, T=3, d_model=8, h=2):
 
 
 @pytest.mark.parametrize("bad", [
-    (dict(softcap=-1.0), ValueError, "softcap must be a positive finite number, got -1.0"),
-    (dict(qk_norm=True, q_norm=3), ValueError, "params['q_norm'] has shape (3,), expected (4,)"),
+    (dict(spec=dict(softcap=-1.0)), ValueError, "softcap must be a positive finite number, got -1.0"),
+    (dict(q_norm=3), ValueError, "params['q_norm'] has shape (3,), expected (4,)"),
 ])
 def test_decode_step_checks_softcap_and_qk_norm_before_the_cache_changes(rng, bad):
     """Catches kv_cache.py:188 (``check_softcap`` deleted: sdpa_forward refuses it, but after the
@@ -691,7 +691,9 @@ def test_decode_step_checks_softcap_and_qk_norm_before_the_cache_changes(rng, ba
     if "q_norm" in kwargs:
         params = {**params, "q_norm": np.ones(kwargs.pop("q_norm"))}
     before = kv.k.copy(), kv.length
-    with pytest.raises(error, match=re.escape(message)):
+    with pytest.raises(error, match=re.escape(message)):      # (a bad spec: when it is made)
+        if "spec" in kwargs:
+            kwargs = {"spec": an.AttentionSpec(**kwargs["spec"])}
         an.mha_decode_step(x, params, kv, num_heads=2, **kwargs)
     assert kv.length == before[1]
     np.testing.assert_array_equal(kv.k, before[0])
@@ -722,9 +724,9 @@ def test_decode_step_default_qk_norm_eps_is_mha_forwards(rng):
     params = an.init_mha_params(8, 2, rng=rng, qk_norm=True)
     params["q_norm"], params["k_norm"] = 0.5 + rng.random(4), 0.5 + rng.random(4)
     xs = randn(rng, 2, 4, 8) * 1e-3          # small heads: the eps is not negligible against them
-    ref, _ = an.mha_forward(xs, xs, xs, params, num_heads=2, is_causal=True, qk_norm=True)
+    ref, _ = an.mha_forward(xs, xs, xs, params, num_heads=2, is_causal=True)       # QK-norm: params
     kv = an.KVCache(4)
-    out = np.concatenate([an.mha_decode_step(xs[:, t:t + 1], params, kv, num_heads=2, qk_norm=True)
+    out = np.concatenate([an.mha_decode_step(xs[:, t:t + 1], params, kv, num_heads=2)
                           for t in range(4)], axis=1)
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-15)
 
@@ -800,10 +802,10 @@ def test_decode_step_with_sinks_passes_bias_and_scale(rng):
     params["sinks"] = randn(rng, 2)
     xs = randn(rng, 2, 4, 8)
     bias = randn(rng, 2, 4, 4)
-    ref, _ = an.mha_forward(xs, xs, xs, params, num_heads=2, is_causal=True, sinks=True,
+    ref, _ = an.mha_forward(xs, xs, xs, params, num_heads=2, is_causal=True,       # sinks: params
                             bias=bias, scale=0.7)
     kv = an.KVCache(4)
-    out = np.concatenate([an.mha_decode_step(xs[:, t:t + 1], params, kv, num_heads=2, sinks=True,
+    out = np.concatenate([an.mha_decode_step(xs[:, t:t + 1], params, kv, num_heads=2,
                                              bias=bias[:, t:t + 1, :t + 1], scale=0.7)
                           for t in range(4)], axis=1)
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-14)

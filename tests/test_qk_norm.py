@@ -56,9 +56,8 @@ def test_qk_norm_equals_qwen3_attention_in_float64():
     out, _ = attn(tx, position_embeddings=emb, attention_mask=torch.tensor(an.causal_mask(L)))
     dout = randn(R, B, L, E)
     out.backward(torch.tensor(dout))
-    ours, cache = an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, is_causal=True,
-                                 rope={"theta": 10000.0}, qk_norm=True,
-                                 qk_norm_eps=1e-6)
+    ours, cache = an.mha_forward(x, x, x, params, num_heads=H, is_causal=True,   # QK-norm: params
+                                 spec=an.AttentionSpec(rope=an.RoPE(theta=10000.0), qk_norm_eps=1e-6))
     dq, dk, dv, grads = an.mha_backward(dout, cache)
     assert max_abs_diff(ours, out.detach().numpy()) < 1e-13
     assert max_abs_diff(dq + dk + dv, tx.grad.numpy()) < 1e-13
@@ -70,14 +69,16 @@ def test_qk_norm_equals_qwen3_attention_in_float64():
 
 def test_mha_qk_norm_gradients_match_finite_differences():
     params, x, dout = _params(), randn(R, 3, E), randn(R, 3, E)
-    kw = dict(num_heads=H, num_kv_heads=H_KV, qk_norm=True, qk_norm_eps=1e-3)
+    kw = dict(spec=an.AttentionSpec(num_heads=H, qk_norm_eps=1e-3))
     grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, **kw)[1])[3]
     for n in ("q_norm", "k_norm", "W_q"):
         num = numerical_gradient(lambda: float(np.sum(an.mha_forward(x, x, x, params, **kw)[0] * dout)),
                                  params[n])
         assert max_abs_diff(grads[n], num) < 1e-8
-    # the weights in params switch QK-norm on (0.2); a 0.1 flag that says otherwise is refused
-    with pytest.raises(ValueError, match="qk_norm=False but params holds its weights"):
+    # the weights in params switch QK-norm on (0.2); a 0.1 flag (deprecated) that says otherwise
+    # is refused
+    with pytest.warns(DeprecationWarning, match=r"mha_forward\(qk_norm=\.\.\.\) is deprecated"), \
+            pytest.raises(ValueError, match="qk_norm=False but params holds its weights"):
         an.mha_forward(x, x, x, params, num_heads=H, qk_norm=False)
     plain = {n: w for n, w in params.items() if n not in ("q_norm", "k_norm")}
     assert "q_norm" not in an.mha_backward(dout, an.mha_forward(x, x, x, plain, num_heads=H)[1])[3]
@@ -86,11 +87,16 @@ def test_mha_qk_norm_gradients_match_finite_differences():
 def test_qk_norm_without_weights_names_them():
     p = an.init_mha_params(E, H, rng=0)
     x = randn(R, 3, E)
-    with pytest.raises(ValueError, match="q_norm"):
+    # the 0.1 flag (deprecated) asks for weights params lacks
+    with pytest.warns(DeprecationWarning, match=r"mha_forward\(qk_norm=\.\.\.\) is deprecated"), \
+            pytest.raises(ValueError, match="q_norm"):
         an.mha_forward(x, x, x, p, num_heads=H, qk_norm=True)
     p["q_norm"], p["k_norm"] = np.ones(3), np.ones(D)
     with pytest.raises(ValueError, match="q_norm"):
-        an.mha_forward(x, x, x, p, num_heads=H, qk_norm=True)
+        an.mha_forward(x, x, x, p, num_heads=H)
+    del p["k_norm"]
+    with pytest.raises(ValueError, match=r"\['q_norm'\] but not both"):
+        an.mha_forward(x, x, x, p, num_heads=H)
 
 
 def test_init_mha_params_makes_the_norm_weights_as_ones_of_d_k():

@@ -1,7 +1,8 @@
 """RoPE scaling types (variants/rope_scaling.py): each type's frequencies against the property its paper
-states and against transformers' ROPE_INIT_FUNCTIONS; the backward (rotation by -phi, times the
-attention factor) by finite differences; a tiny Llama of each type diffed layer and generate()
-replay (dynamic NTK across its recompute length); bad input."""
+states and against transformers' ROPE_INIT_FUNCTIONS (as they run, in float32, and evaluated in
+float64); the float32 rotation against an oracle of transformers' own code in float64; the
+backward (rotation by -phi, times the attention factor) by finite differences; a tiny Llama of each
+type diffed layer and generate() replay (dynamic NTK across its recompute length); bad input."""
 
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ SCALINGS = {
 
 @pytest.mark.parametrize("theta", [10000.0, 500000.0])
 @pytest.mark.parametrize("name", SCALINGS)
-def test_each_type_matches_transformers_rope_init_functions(name, theta):
+def test_each_type_matches_transformers_rope_init_functions(name, theta, monkeypatch):
     require("torch")
     tf = require("transformers")
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
@@ -145,6 +146,9 @@ def test_each_type_matches_transformers_rope_init_functions(name, theta):
         rel = np.abs(theirs - inv) / np.where(inv == 0, 1, inv)
         assert rel.max() < 8 * EPS32, (n, rel.max())
         assert abs(a - their_a) <= 1e-15 * a
+        # the same functions evaluated in float64: ours to float64 rounding
+        theirs64, _ = _their_frequencies_in_float64(monkeypatch, cfg, t, n)
+        assert max_abs_diff(inv, theirs64) <= 1e-14 * np.abs(theirs64).max(), n
         assert max_abs_diff(inv, _default(d, theta)) > 1e-4 or (t == "dynamic" and n != 1000)
 
 
@@ -184,9 +188,8 @@ def test_mha_gradients_with_yarn_match_finite_differences():
     params = {n: a + 0.1 * randn(R, *a.shape) for n, a in
               an.init_mha_params(E, H, bias=True, rng=R).items()}
     x, dout = randn(R, 5, E), randn(R, 5, E)
-    kw = dict(num_heads=H, is_causal=True, positions=np.arange(3, 8),
-              rope={"theta": 20.0, "scaling": {"rope_type": "yarn", "factor": 4.0,
-                                               "original_max_position_embeddings": 4}})
+    kw = dict(is_causal=True, positions=np.arange(3, 8), spec=an.AttentionSpec(num_heads=H, rope=an.RoPE(
+        theta=20.0, scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4})))
     dq, dk, dv, grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, **kw)[1])
 
     def loss():
@@ -204,8 +207,8 @@ def test_decode_follows_dynamic_ntk_and_cached_keys_keep_their_rotation():
     rope = {"scaling": {"rope_type": "dynamic", "factor": 4.0,
                         "original_max_position_embeddings": 3}}
     kv = an.KVCache(6)
-    outs = [an.mha_decode_step(x[:, t:t + 1], params, kv, num_heads=H, rope=rope)
-            for t in range(6)]
+    spec = an.AttentionSpec(num_heads=H, rope=an.RoPE(**rope))
+    outs = [an.mha_decode_step(x[:, t:t + 1], params, kv, spec=spec) for t in range(6)]
     # step t rotates its query and key with the frequencies of length t + 1: the same as
     # a whole-sequence forward whose keys were each rotated at their own step
     q_all = an.split_heads(x @ params["W_q"], H)                     # (1, h, 6, d)
@@ -219,7 +222,7 @@ def test_decode_follows_dynamic_ntk_and_cached_keys_keep_their_rotation():
     want = an.merge_heads(heads) @ params["W_o"]
     assert max_abs_diff(np.concatenate(outs, axis=1), want) < 1e-14
     # and that differs from rotating every key with the last step's frequencies
-    full, _ = an.mha_forward(x, x, x, params, num_heads=H, is_causal=True, rope=rope)
+    full, _ = an.mha_forward(x, x, x, params, is_causal=True, spec=spec)
     assert max_abs_diff(full[:, -1], want[:, -1]) > 1e-6
 
 
@@ -294,13 +297,13 @@ def test_every_known_type_is_listed_and_a_bad_scaling_leaves_the_kv_cache_unchan
                                   "proportional", "yarn"]
     params = an.init_mha_params(8, 2, rng=R)
     kv = an.KVCache(4)
-    with pytest.raises(ValueError, match="unknown rope_type"):
-        an.mha_decode_step(randn(R, 1, 8), params, kv, num_heads=2,
-                           rope={"scaling": {"rope_type": "ntk"}})
+    with pytest.raises(ValueError, match="unknown rope_type"):      # refused when the spec is made
+        an.mha_decode_step(randn(R, 1, 8), params, kv, spec=an.AttentionSpec(
+            num_heads=2, rope=an.RoPE(scaling={"rope_type": "ntk"})))
     with pytest.raises(ValueError, match="short_factor must have d // 2 = 2 entries, got 3"):
-        an.mha_decode_step(randn(R, 1, 8), params, kv, num_heads=2, rope={"scaling": {
-            "rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3,
-            "original_max_position_embeddings": 4, "factor": 2.0}})
+        an.mha_decode_step(randn(R, 1, 8), params, kv, spec=an.AttentionSpec(num_heads=2, rope=an.RoPE(
+            scaling={"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3,
+                     "original_max_position_embeddings": 4, "factor": 2.0})))
     assert kv.length == 0
 
 
@@ -316,10 +319,28 @@ def test_layer_spec_rejects_an_unknown_rope_type_naming_the_known_ones():
         layer_spec(module)
 
 
+def _their_frequencies_in_float64(monkeypatch, config, rope_type: str, seq_len: int):
+    """transformers' own ``ROPE_INIT_FUNCTIONS[rope_type]`` evaluated in float64: the same code,
+    with the float32 it asks for (``torch.float``, ``torch.float32``, ``Tensor.float()``) read as
+    float64 for the call. Returns ``inv_freq (d/2,)`` and the attention factor."""
+    import torch
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    with monkeypatch.context() as m:
+        m.setattr(torch, "float", torch.float64)
+        m.setattr(torch, "float32", torch.float64)
+        m.setattr(torch.Tensor, "float", torch.Tensor.double)
+        inv_freq, factor = ROPE_INIT_FUNCTIONS[rope_type](config, "cpu", seq_len=seq_len)
+    assert inv_freq.dtype == torch.float64
+    return inv_freq.numpy(), float(factor)
+
+
 @pytest.mark.float32
 @pytest.mark.parametrize("rope_type", ["linear", "dynamic", "yarn", "longrope", "llama3",
                                        "proportional"])
-def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type):
+def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type, monkeypatch):
+    """Ours and transformers' rotary embedding in float32, each held to the float32 rule against an
+    oracle that is transformers' own: its RoPE init function in float64, its rotation
+    (``apply_rotary_pos_emb``) on float64 tensors; none of attention_np's code."""
     torch = require("torch")
     require("transformers")
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
@@ -337,9 +358,18 @@ def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type):
     kw = dict(theta=spec.rope_theta, scaling=spec.rope_scaling)
     ours = an.apply_rope(q, pos[:, None], **kw)
     assert ours.dtype == np.float32
-    oracle = an.apply_rope(q.astype(np.float64), pos[:, None], **kw)
+    # the oracle: the rotary embedding's steps in float64 (dynamic and longrope pick their
+    # frequencies by the batch's largest position + 1, as its dynamic_rope_update does)
+    inv_freq, factor = _their_frequencies_in_float64(monkeypatch, module.config, rope_type,
+                                                     int(pos.max()) + 1)
+    angles = pos[..., None] * inv_freq                                       # (B, L, d/2)
+    emb = torch.from_numpy(np.concatenate([angles, angles], axis=-1))        # "half" layout
+    q64 = torch.from_numpy(q.astype(np.float64))
+    oracle = apply_rotary_pos_emb(q64, q64, emb.cos() * factor, emb.sin() * factor)[0].numpy()
     assert check_float32("rope", ours, oracle, peer=theirs.numpy()).ok
     assert check_float32("theirs", theirs.numpy(), oracle, peer=ours).ok
+    # and our float64 rotation is that oracle to float64 rounding
+    assert max_abs_diff(an.apply_rope(q.astype(np.float64), pos[:, None], **kw), oracle) < 1e-13
 
 
 @pytest.mark.parametrize("rope_parameters,factor", [

@@ -45,7 +45,7 @@ def test_rope_then_tiled_equals_multihead_rope_forward_and_backward(layout, wind
     dout = rng.standard_normal((B, L, H * D))
 
     out, cache = an.mha_forward(query, key, key, _identity_params(H, H_KV, D), num_heads=H,
-                                num_kv_heads=H_KV, is_causal=True, window=window, rope=rope,
+                                is_causal=True, spec=an.AttentionSpec(window=window, rope=rope),
                                 positions=positions)
     dquery, dkey, dvalue, _ = an.mha_backward(dout, cache)
 
@@ -54,7 +54,7 @@ def test_rope_then_tiled_equals_multihead_rope_forward_and_backward(layout, wind
     q = an.apply_rope(_heads(query, H), at, **rope)
     k = an.apply_rope(_heads(kv, H_KV), at, **rope)
     v = _heads(kv, H_KV)
-    out_t, cache_t = an.flash_attention_forward(q, k, v, is_causal=True, window=window,
+    out_t, cache_t = an.flash_attention_forward(q, k, v, is_causal=True, spec=an.AttentionSpec(window=window),
                                                 block_size=4, enable_gqa=True)
     dq, dk, dv = an.flash_attention_backward(_heads(dout, H), cache_t)
     dq, dk = an.apply_rope_backward(dq, at, **rope), an.apply_rope_backward(dk, at, **rope)

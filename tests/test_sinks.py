@@ -132,8 +132,8 @@ def test_mha_sinks_equal_gpt_oss_attention_forward_and_every_gradient(window):
     out, _ = attn(tx, position_embeddings=(cos, sin), attention_mask=additive)
     dout = randn(R, B, L, E)
     out.backward(torch.tensor(dout))
-    ours, cache = an.mha_forward(x, x, x, params, num_heads=H, num_kv_heads=H_KV, is_causal=True,
-                                 window=window, rope=True, sinks=True)
+    ours, cache = an.mha_forward(x, x, x, params, num_heads=H, is_causal=True,      # sinks: params
+                                 spec=an.AttentionSpec(window=window, rope=an.RoPE()))
     dq, dk, dv, grads = an.mha_backward(dout, cache)
     assert max_abs_diff(ours, out.detach().numpy()) < 1e-13
     assert max_abs_diff(dq + dk + dv, tx.grad.numpy()) < 1e-13
@@ -150,7 +150,7 @@ def test_mha_sink_gradients_match_finite_differences_with_softcap_and_bias():
     query, key = randn(R, 2, 3, E), randn(R, 2, 5, E)
     bias, mask = randn(R, H, 3, 5), R.random((2, 1, 3, 5)) < 0.7
     mask[0, 0, 1] = False                                           # a fully masked query row
-    kw = dict(num_heads=H, num_kv_heads=H_KV, bias=bias, softcap=1.5, sinks=True)
+    kw = dict(spec=an.AttentionSpec(num_heads=H, softcap=1.5), bias=bias)
 
     def loss():
         return float(np.sum(an.mha_forward(query, key, key, params, mask, **kw)[0] * dout))
@@ -167,7 +167,9 @@ def test_sinks_follow_params_and_a_very_negative_sink_changes_nothing():
     kw = dict(num_heads=H, is_causal=True)
     without = {n: w for n, w in params.items() if n != "sinks"}
     plain, cache = an.mha_forward(x, x, x, without, **kw)
-    with pytest.raises(ValueError, match="sinks=False but params holds its weights"):
+    # the 0.1 flag (deprecated) may not contradict params
+    with pytest.warns(DeprecationWarning, match=r"mha_forward\(sinks=\.\.\.\) is deprecated"), \
+            pytest.raises(ValueError, match="sinks=False but params holds its weights"):
         an.mha_forward(x, x, x, params, sinks=False, **kw)
     params["sinks"] = np.full(H, -800.0)
     assert max_abs_diff(an.mha_forward(x, x, x, params, **kw)[0], plain) < 1e-15
@@ -175,17 +177,15 @@ def test_sinks_follow_params_and_a_very_negative_sink_changes_nothing():
 
 def test_decode_with_sinks_equals_the_whole_sequence_forward():
     params, x = _mha_params(), randn(R, 2, 7, E)
-    kw = dict(num_heads=H, num_kv_heads=H_KV, window=(3, 0), rope=True, softcap=2.0, sinks=True)
-    want, _ = an.mha_forward(x, x, x, params, is_causal=True, **kw)
+    spec = an.AttentionSpec(num_heads=H, window=(3, 0), rope=an.RoPE(), softcap=2.0)
+    want, _ = an.mha_forward(x, x, x, params, is_causal=True, spec=spec)
     kv = an.KVCache(7)
-    steps = [an.mha_decode_step(x[:, a:b], params, kv, window=(3, 0), **{
-        n: kw[n] for n in ("num_heads", "num_kv_heads", "rope", "softcap", "sinks")})
-        for a, b in ((0, 3), (3, 4), (4, 7))]                        # a prompt chunk, then steps
+    steps = [an.mha_decode_step(x[:, a:b], params, kv, spec=spec)
+             for a, b in ((0, 3), (3, 4), (4, 7))]                   # a prompt chunk, then steps
     assert max_abs_diff(np.concatenate(steps, axis=1), want) < 1e-13
     # and the sinks matter: the same decode without them gives other numbers
     without = {n: w for n, w in params.items() if n != "sinks"}
-    no_sinks = an.mha_decode_step(x, without, an.KVCache(7), num_heads=H, num_kv_heads=H_KV,
-                                  window=(3, 0), rope=True, softcap=2.0)
+    no_sinks = an.mha_decode_step(x, without, an.KVCache(7), spec=spec)
     assert max_abs_diff(no_sinks, want) > 1e-3
 
 
@@ -231,7 +231,8 @@ def test_garbage_in_masked_slots_never_reaches_the_answer_with_sinks(path, bad):
         if path == "dense":
             out, cache = an.sdpa_sinks_forward(q, k, v, sinks, mask, softcap=1.3)
             return [out, *an.sdpa_sinks_backward(dout, cache)]
-        out, cache = an.flash_attention_forward(q, k, v, mask, sinks=sinks, softcap=1.3, block_size=2)
+        out, cache = an.flash_attention_forward(q, k, v, mask, sinks=sinks, block_size=2,
+                                                spec=an.AttentionSpec(softcap=1.3))
         return [out, *an.flash_attention_backward(dout, cache)]
 
     clean = (q.copy(), k.copy(), v.copy())          # the garbage slots set to 0 instead
@@ -244,14 +245,14 @@ def test_garbage_in_masked_slots_never_reaches_the_answer_with_sinks(path, bad):
 
 
 def test_init_mha_params_makes_zero_sinks_that_give_one_extra_key_of_score_zero():
-    """sinks=True makes params["sinks"] = zeros(h): the weights are then
+    """init_mha_params(sinks=True) makes params["sinks"] = zeros(h): the weights are then
     exp(s_ij) / (1 + sum_j exp(s_ij)), a softmax with one more key of score 0."""
     p = an.init_mha_params(8, 2, rng=0, sinks=True)
     assert p["sinks"].shape == (2,) and p["sinks"].dtype == np.float64 and not p["sinks"].any()
     assert "sinks" not in an.init_mha_params(8, 2, rng=0)
     assert an.init_mha_params(8, 2, rng=0, sinks=True, dtype=np.float32)["sinks"].dtype == np.float32
     x = np.random.default_rng(0).standard_normal((1, 5, 8))
-    _, cache = an.mha_forward(x, x, x, p, num_heads=2, sinks=True)
+    _, cache = an.mha_forward(x, x, x, p, num_heads=2)                        # sinks: params
     q = (x @ p["W_q"]).reshape(1, 5, 2, 4).transpose(0, 2, 1, 3)              # (1, h, L, d_k)
     k = (x @ p["W_k"]).reshape(1, 5, 2, 4).transpose(0, 2, 1, 3)
     e = np.exp(q @ k.transpose(0, 1, 3, 2) / 2.0)                             # scale 1/sqrt(4)

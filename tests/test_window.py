@@ -1,5 +1,5 @@
 """Sliding-window (local) attention: sliding_window_mask against causal_mask, transformers' Mistral
-masks and JAX's local_window_size; window= in the textbook, fused, tiled and multi-head paths, with
+masks and JAX's local_window_size; the window in the textbook, fused, tiled and multi-head paths, with
 finite differences and PyTorch (the window as a bool attn_mask) on random upstream gradients."""
 
 from __future__ import annotations
@@ -70,11 +70,17 @@ def test_bottom_right_equals_transformers_mask_function_for_decoding():
     assert np.array_equal(theirs, sliding_window_mask(L, S, left=W - 1, right=0, align="bottom_right"))
 
 
+def _in_spec(forward, **fixed):
+    """``forward`` called with ``window=`` as ``spec=AttentionSpec(window=...)``."""
+    def run(*args, window=None, **kw):
+        return forward(*args, spec=an.AttentionSpec(window=window), **fixed, **kw)
+    return run
+
+
 PATHS = {
-    "textbook": (textbook.sdpa_forward, textbook.sdpa_backward),
-    "fused": (an.sdpa_forward, an.sdpa_backward),
-    "flash": (lambda *a, **kw: flash.flash_attention_forward(*a, block_size=2, **kw),
-              flash.flash_attention_backward),
+    "textbook": (textbook.sdpa_forward, textbook.sdpa_backward),    # the kernel takes window=
+    "fused": (_in_spec(an.sdpa_forward), an.sdpa_backward),
+    "flash": (_in_spec(flash.flash_attention_forward, block_size=2), flash.flash_attention_backward),
 }
 WINDOWS = [((2, 1), False), ((1, None), True), ((0, 0), False), ((None, 3), False), ((3, 2), True)]
 
@@ -128,8 +134,9 @@ def test_mha_forward_window_equals_the_mask():
     x = randn(R, 2, 7, 8)
     params = an.init_mha_params(8, 2, rng=3)
     dout = randn(R, 2, 7, 8)
-    for path in ("fused", "textbook"):
-        a, ca = an.mha_forward(x, x, x, params, num_heads=2, window=(2, 0), path=path)
+    for kernel in ("fused", "reference"):
+        a, ca = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, window=(2, 0),
+                                                                      kernel=kernel))
         b, cb = an.mha_forward(x, x, x, params, sliding_window_mask(7, 7, left=2, right=0), num_heads=2)
         assert max_abs_diff(a, b) < 1e-15
         ga, gb = an.mha_backward(dout, ca), an.mha_backward(dout, cb)
@@ -147,7 +154,7 @@ def test_jax_local_window_size():
         out, vjp = jax.vjp(lambda a, b, c: jax.nn.dot_product_attention(
             a, b, c, local_window_size=(2, 1)), t(q), t(k), t(v))
         theirs = [ijax.from_jax_layout(np.asarray(a)) for a in (out, *vjp(t(dout)))]
-    o, cache = an.sdpa_forward(q, k, v, window=(2, 1))
+    o, cache = an.sdpa_forward(q, k, v, spec=an.AttentionSpec(window=(2, 1)))
     ours = (o, *an.sdpa_backward(dout, cache))
     # JAX's softmax runs in float32 even for float64 inputs: float32 accuracy
     for a, b in zip(ours, theirs, strict=True):

@@ -7,12 +7,11 @@ What ``params`` holds decides grouped-query attention (the width of ``W_k``), QK
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_bias, as_bool_mask, check_broadcasts_to
+from attention_np._checks import as_bias, as_bool_mask, check_broadcasts_to, warn_deprecated
 from attention_np.compose.params import check_mha_inputs
 from attention_np.kernels.plan import Plan, merged
 from attention_np.kernels.registry import check_supports, get_kernel
@@ -62,8 +61,8 @@ def layer_spec(caller: str, spec, deprecated: dict, *, num_heads=None, is_causal
                     raise ValueError(f"path must be one of ['fused', 'textbook'] (deprecated: "
                                      f"spec.kernel), got {value!r}")
                 value = {"textbook": "reference"}.get(value, value)
-            warnings.warn(f"{caller}({old}=...) is deprecated since 0.2.0: pass "
-                          f"spec=AttentionSpec({new}=...)", DeprecationWarning, stacklevel=3)
+            warn_deprecated(f"{caller}({old}=...) is deprecated since 0.2.0: pass "
+                            f"spec=AttentionSpec({new}=...)")
             changes[new] = value
     spec = spec.replace(**changes) if changes else spec
     if spec.num_heads is None:
@@ -119,8 +118,8 @@ def check_layer(caller: str, query, key, value, params, spec: AttentionSpec, dep
 
 
 def _answered(caller: str, name: str) -> None:
-    warnings.warn(f"{caller}({name}=...) is deprecated since 0.2.0: {ANSWERED_BY_PARAMS[name]} "
-                  f"decides it", DeprecationWarning, stacklevel=4)
+    warn_deprecated(f"{caller}({name}=...) is deprecated since 0.2.0: {ANSWERED_BY_PARAMS[name]} "
+                    f"decides it")
 
 
 def _switched_on(caller: str, name: str, in_params: bool, deprecated: dict) -> bool:

@@ -11,8 +11,9 @@ imports, and monkeypatching by the old dotted path, still work:
 
 import sys as _sys
 import types as _types
-import warnings as _warnings
 from importlib import import_module as _import_module
+
+from attention_np._checks import warn_deprecated as _warn_deprecated
 
 MOVED = {
     "_checks": "attention_np._checks", "optional": "attention_np._optional",
@@ -28,9 +29,8 @@ MOVED = {
     "mha_params": "attention_np.compose.params", "multihead": "attention_np.compose.multihead",
 }
 
-_warnings.warn("attention_np.core is deprecated since 0.2.0 and will be removed in 0.3: import from "
-               "attention_np.paper, .variants, .kernels or .compose (CHANGELOG.md lists each move)",
-               DeprecationWarning, stacklevel=2)
+_warn_deprecated("attention_np.core is deprecated since 0.2.0 and will be removed in 0.3: import from "
+                 "attention_np.paper, .variants, .kernels or .compose (CHANGELOG.md lists each move)")
 
 # Modules 0.2 split in two or more: the old path gets a module with the public names of all parts
 SPLIT = {

@@ -6,8 +6,9 @@ Tiled attention is in :mod:`attention_np.kernels` (``tiled``, ``tiled_forward``,
 """
 
 import sys as _sys
-import warnings as _warnings
 from importlib import import_module as _import_module
+
+from attention_np._checks import warn_deprecated as _warn_deprecated
 
 MOVED = {
     "flash": "attention_np.kernels.tiled", "flash_forward": "attention_np.kernels.tiled_forward",
@@ -15,9 +16,8 @@ MOVED = {
     "kv_cache": "attention_np.compose.decode", "cross_cache": "attention_np.compose.cross_decode",
 }
 
-_warnings.warn("attention_np.efficient is deprecated since 0.2.0 and will be removed in 0.3: import "
-               "from attention_np.kernels or attention_np.compose (CHANGELOG.md lists each move)",
-               DeprecationWarning, stacklevel=2)
+_warn_deprecated("attention_np.efficient is deprecated since 0.2.0 and will be removed in 0.3: import "
+                 "from attention_np.kernels or attention_np.compose (CHANGELOG.md lists each move)")
 
 for _old, _new in MOVED.items():
     _module = _import_module(_new)
