@@ -31,7 +31,8 @@ def test_train_command_default_reaches_99_percent_heldout_accuracy():
     assert match, last
     assert float(match.group(1)) >= 99.0
     first = proc.stdout.splitlines()[0]
-    assert f"{REVERSE_STEPS} steps of 64 sequences (float32, warm-up 100, cool-down 200)" in first
+    assert (f"{REVERSE_STEPS} steps of 64 sequences (float32, warm-up {REVERSE_WARMUP}, cool-down "
+            f"{REVERSE_COOLDOWN})") in first
     assert "loss" in proc.stdout and f"{REVERSE_STEPS}/{REVERSE_STEPS}" in proc.stderr   # log, bar
 
 

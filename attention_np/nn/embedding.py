@@ -55,8 +55,9 @@ def embedding_backward(dx: np.ndarray, cache: EmbeddingCache) -> np.ndarray:
     forward: x = W_emb[tokens] * scale  ->  dW_emb[t] = scale * sum of dx over positions with token t
     (plain fancy assignment would keep only the last of repeated ids). ``np.bincount`` does the
     sums, entry ``(t, j)`` of ``dW`` being bin ``t * d_model + j``: it adds in the order of the
-    positions, as ``np.add.at(dW, tokens, dx)`` does (the same float64 numbers), in float64, and
-    several times faster than ``np.add.at`` (which costs a small model a tenth of its step).
+    positions, as ``np.add.at(dW, tokens, dx)`` does, so float64 gives the same numbers; float32
+    gradients are summed in float64 and rounded once. It is several times faster: ``np.add.at``
+    took 0.35-0.7 ms of the reversal model's 8 ms float32 step.
     """
     d_model = dx.shape[-1]
     bins = (cache.tokens.reshape(-1, 1) * d_model + np.arange(d_model)).reshape(-1)  # (N * d,)
