@@ -51,6 +51,8 @@ CASES = [
     (AN + ("train", "--target", "1.5"), "argument --target: got 1.5, expected a number from 0 to 1"),
     (AN + ("train", "--task", "dates", "--warmup", "0"), "argument --warmup: got 0, expected a "
                                                          "positive integer (>= 1)"),
+    (AN + ("train", "--cooldown", "-1"), "argument --cooldown: got -1, expected a non-negative "
+                                         "integer (>= 0)"),
     (AN + ("train", "--task", "dates", "--label-smoothing", "1"),
      "argument --label-smoothing: got 1, expected a number from 0 up to (not including) 1"),
     (AN + ("train", "--task", "dates", "--lr-factor", "nan"), "argument --lr-factor: got 'nan', "

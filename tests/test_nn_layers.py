@@ -127,6 +127,27 @@ def test_embedding_matches_torch_values_and_grads(rng):
     assert max_abs_diff(embedding_backward(dx, cache), tW.grad) < 1e-14
 
 
+def test_embedding_backward_adds_in_the_order_of_np_add_at(rng):
+    """The bincount sums are np.add.at's in float64 (same order, same numbers); in float32 they
+    add in float64 and round once, so they are at least as close to the float64 sums."""
+    tokens = rng.integers(0, 7, size=(40, 10))              # every id repeated many times
+    dx = randn(rng, 40, 10, 8)
+    expected = np.zeros((7, 8))
+    np.add.at(expected, tokens.reshape(-1), dx.reshape(-1, 8))
+    np.testing.assert_array_equal(embedding_backward(dx, embedding_forward(tokens, randn(rng, 7, 8))[1]),
+                                  expected)
+    dx32, W32 = dx.astype(np.float32), randn(rng, 7, 8).astype(np.float32)
+    dW32 = embedding_backward(dx32, embedding_forward(tokens, W32, scale=3.0)[1])
+    at32 = np.zeros((7, 8), np.float32)
+    np.add.at(at32, tokens.reshape(-1), dx32.reshape(-1, 8))
+    at32 *= np.float32(3.0)
+    sums = np.zeros((7, 8))                                  # the float64 sums of the float32 dx
+    np.add.at(sums, tokens.reshape(-1), dx32.reshape(-1, 8).astype(np.float64))
+    assert dW32.dtype == np.float32
+    np.testing.assert_array_equal(dW32, sums.astype(np.float32) * np.float32(3.0))
+    assert np.abs(dW32 - 3.0 * sums).max() <= np.abs(at32 - 3.0 * sums).max()
+
+
 def test_embedding_rejects_out_of_range_token(rng):
     with pytest.raises(ValueError, match=r"tokens must be in \[0, 5\)"):
         embedding_forward(np.array([[0, 5]]), randn(rng, 5, 3))

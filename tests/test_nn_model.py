@@ -99,6 +99,22 @@ def test_reversal_heldout_sequences_never_appear_in_training_batches():
     np.testing.assert_array_equal(targets, tokens[:, ::-1])
 
 
+def test_reversal_train_batch_drops_the_same_sequences_for_sorted_and_unsorted_ids():
+    """train_batch searches the held-out ids by bisection (sorting them unless they are sorted):
+    it drops exactly what np.isin drops, whatever their order."""
+    task = ReversalTask(length=3, vocab_size=4)
+    held, _ = task.heldout(n=20, seed=1)
+    ids = task.ids(held)
+    assert np.any(np.diff(ids) < 0)                        # the test needs unsorted ids
+    batches = [task.train_batch(np.random.default_rng(0), 500, x)[0]
+               for x in (ids, np.sort(ids), np.sort(ids)[::-1])]
+    for b in batches[1:]:
+        np.testing.assert_array_equal(b, batches[0])
+    drawn, _ = task.sample(np.random.default_rng(0), 500)   # the same draws, filtered by np.isin
+    np.testing.assert_array_equal(batches[0], drawn[~np.isin(task.ids(drawn), ids)])
+    assert len(task.train_batch(np.random.default_rng(0), 50, np.array([], np.int64))[0]) == 50
+
+
 def test_reversal_heldout_is_a_tenth_of_a_small_sequence_space_and_batches_keep_the_rest():
     task = ReversalTask(length=3)                          # 1000 sequences
     held, _ = task.heldout()

@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 
-from attention_np._args import nonnegative_int, positive_float, positive_int
 from attention_np.cli.progress import ProgressBar
 from attention_np.nn.dates import DatesTask
 from attention_np.nn.seq2seq_trainer import dates_config, train_seq2seq
@@ -31,22 +30,11 @@ DATES_LR = 1.0
 DATES_DTYPE = "float32"
 
 
-def add_dates_arguments(parser) -> None:
-    """The flags only ``--task dates`` reads (the shared ones are in :mod:`.train`)."""
-    parser.add_argument("--dtype", choices=("float32", "float64"), default=None,
-                        help=f"the params' and activations' dtype (default: {DATES_DTYPE} for "
-                             f"dates, float64 for reverse; float32 trains reverse about 1.7x faster)")
-    parser.add_argument("--warmup", type=positive_int, default=DATES_WARMUP,
-                        help=f"dates: Eq. (3)'s warm-up steps (default {DATES_WARMUP})")
-    parser.add_argument("--cooldown", type=nonnegative_int, default=DATES_COOLDOWN,
-                        help=f"dates: the rate falls linearly to 0 over the last this many steps "
-                             f"(default {DATES_COOLDOWN}; 0: Eq. (3) alone)")
-    parser.add_argument("--lr-factor", type=positive_float, default=DATES_LR,
-                        help=f"dates: multiplies Eq. (3)'s rate (default {DATES_LR})")
-
-
 def run_dates(args) -> int:
     args.dtype = args.dtype or DATES_DTYPE
+    args.warmup = DATES_WARMUP if args.warmup is None else args.warmup
+    args.cooldown = DATES_COOLDOWN if args.cooldown is None else args.cooldown
+    args.lr_factor = DATES_LR if args.lr_factor is None else args.lr_factor
     steps = DATES_STEPS if args.steps is None else args.steps
     batch = DATES_BATCH if args.batch_size is None else args.batch_size
     config = dates_config(d_model=args.d_model, num_heads=args.heads, d_ff=2 * args.d_model,

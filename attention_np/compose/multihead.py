@@ -29,10 +29,10 @@ from attention_np.compose.pipeline import (
     transform_qk_backward,
 )
 from attention_np.kernels.guard import drop_masked
+from attention_np.kernels.linear import linear_backward
 from attention_np.kernels.plan import mask_with_lengths
 from attention_np.kernels.registry import KernelCache, attend_backward
 from attention_np.paper.heads import split_heads
-from attention_np.paper.linear import linear_backward
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
 from attention_np.variants.window import window_mask

@@ -53,11 +53,16 @@ def embedding_backward(dx: np.ndarray, cache: EmbeddingCache) -> np.ndarray:
     """Gradient w.r.t. ``W_emb``: each row collects the gradients of every position holding it.
 
     forward: x = W_emb[tokens] * scale  ->  dW_emb[t] = scale * sum of dx over positions with token t
-    (``np.add.at`` accumulates repeated ids; plain fancy assignment would keep only the last).
+    (plain fancy assignment would keep only the last of repeated ids). ``np.bincount`` does the
+    sums, entry ``(t, j)`` of ``dW`` being bin ``t * d_model + j``: it adds in the order of the
+    positions, as ``np.add.at(dW, tokens, dx)`` does, so float64 gives the same numbers; float32
+    gradients are summed in float64 and rounded once. It is several times faster: ``np.add.at``
+    took 0.35-0.7 ms of the reversal model's 8 ms float32 step.
     """
     d_model = dx.shape[-1]
-    dW = np.zeros((cache.vocab_size, d_model), dtype=dx.dtype)
-    np.add.at(dW, cache.tokens.reshape(-1), dx.reshape(-1, d_model))
+    bins = (cache.tokens.reshape(-1, 1) * d_model + np.arange(d_model)).reshape(-1)  # (N * d,)
+    dW = np.bincount(bins, weights=dx.reshape(-1), minlength=cache.vocab_size * d_model)
+    dW = dW.reshape(cache.vocab_size, d_model).astype(dx.dtype, copy=False)   # (vocab, d_model)
     if cache.scale != 1.0:
         dW *= dx.dtype.type(cache.scale)
     return dW

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.nn.adam import adam_init, adam_step, transformer_lr
+from attention_np.nn.adam import adam_init, adam_step, cooldown_lr
 from attention_np.nn.dates import BOS, ISO_LEN, DateBatch, DatesTask, decode_ids
 from attention_np.nn.decoding import greedy_decode
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
@@ -63,20 +63,6 @@ def decode_texts(params, config, batch: DateBatch, *, chunk: int = 500) -> list[
 def exact_match(params, config, batch: DateBatch) -> tuple[float, list[str]]:
     decoded = decode_texts(params, config, batch)
     return float(np.mean([d == t for d, t in zip(decoded, batch.isos, strict=True)])), decoded
-
-
-def cooldown_lr(step: int, steps: int, cooldown: int, d_model: int, warmup: int,
-                factor: float = 1.0) -> float:
-    """Eq. (3)'s rate, times ``(steps - step + 1) / cooldown`` over the last ``cooldown`` steps.
-
-    Eq. (3) still takes large steps at the end of a short run, and the held-out exact match
-    jumps by a few percent from one evaluation to the next; letting the rate fall to 0 over the
-    last steps settles it (the last step's rate is ``1 / cooldown`` of Eq. (3)'s).
-    """
-    rate = transformer_lr(step, d_model, warmup, factor)
-    if cooldown:
-        rate *= min(1.0, (steps - step + 1) / cooldown)
-    return rate
 
 
 def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None = None,

@@ -71,7 +71,23 @@ class ReversalTask:
         return tokens, self.targets(tokens)
 
     def train_batch(self, rng, n: int, heldout_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """A batch of at most ``n`` sequences, none of them in the held-out set."""
+        """A batch of at most ``n`` sequences, none of them in the held-out set.
+
+        ``heldout_ids`` (``ids`` of the held-out sequences) is sorted here unless it already is:
+        pass it sorted to save the sort on every batch, as :func:`attention_np.nn.train` does.
+        """
         tokens, _ = self.sample(rng, n)
-        tokens = tokens[~np.isin(self.ids(tokens), heldout_ids)]
+        tokens = tokens[~_member(self.ids(tokens), heldout_ids)]
         return tokens, self.targets(tokens)
+
+
+def _member(ids: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """``np.isin(ids, pool)`` by binary search in the sorted ``pool``: a batch of 64 against
+    2000 held-out ids costs microseconds, where ``np.isin`` sorts both arrays on every call."""
+    pool = np.asarray(pool).reshape(-1)
+    if pool.size == 0:
+        return np.zeros(ids.shape, bool)
+    if np.any(pool[1:] < pool[:-1]):
+        pool = np.sort(pool)
+    at = np.minimum(np.searchsorted(pool, ids), pool.size - 1)       # (n,) where each id would go
+    return pool[at] == ids
