@@ -11,7 +11,9 @@ elsewhere hits them all), keeps the minimum of the rounds, and prints
   forward+backward / floor forward+backward, causal as information rows (a causal kernel skips
   masked blocks, so it can beat the dense floor: those rows also show the *causal floor*, the
   same products restricted to the blocks on or below the diagonal);
-- PyTorch SDPA (forward under ``no_grad``, forward+backward with autograd) over the same floor;
+- PyTorch SDPA (forward under ``no_grad``, forward+backward with autograd) over the same floor,
+  timed in a group of its own (torch and the plain floor interleaved), after ours: PyTorch's
+  OpenMP threads spin after each call and would take a core from our worker threads;
 
 at one and at two threads: BLAS through :func:`attention_np.kernels.threads.blas_threads`, the
 kernels' worker pool through ``ATTENTION_NP_NUM_THREADS``, torch through ``set_num_threads``.
@@ -137,16 +139,26 @@ def measure(shape, threads: int, causal: bool, rounds: int, block_size: int, tor
     os.environ["ATTENTION_NP_NUM_THREADS"] = str(threads)
     torch_before = None if torch is None else torch.get_num_threads()
     try:
-        cases = {**kernel_cases(q, k, v, dout, causal, block_size), **floor_cases(q, k, v, dout)}
+        floors = floor_cases(q, k, v, dout)
+        cases = {**kernel_cases(q, k, v, dout, causal, block_size), **floors}
         if threads > 1:
             cases.update(heads_floor_cases(q, k, v, dout))
         if causal:
             cases.update(floor_cases(q, k, v, dout, causal_block=block_size))
-        if torch is not None:
-            cases.update(torch_cases(torch, q, k, v, dout, causal))
-            torch.set_num_threads(threads)
         with blas_threads(threads):
-            return min_times(cases, rounds, clock)
+            times = min_times(cases, rounds, clock)
+        if torch is not None:
+            # A group of its own, with its own floor: PyTorch's OpenMP threads keep spinning for
+            # a while after each call, and interleaved with our kernels they took a core from
+            # our worker threads (dense forward at two threads: 1.26x the floor alone, 1.55x
+            # interleaved with torch, on the same quiet machine).
+            torch.set_num_threads(threads)
+            with blas_threads(threads):
+                group = min_times({**torch_cases(torch, q, k, v, dout, causal),
+                                   **{f"torch group {name}": f for name, f in floors.items()}},
+                                  rounds, clock)
+            times.update(group)
+        return times
     finally:
         if env_before is None:
             del os.environ["ATTENTION_NP_NUM_THREADS"]
@@ -170,7 +182,8 @@ def rows(t: dict, causal: bool, threads: int):
         plain = t[f"floor {which}"]
         low, low_name = floors(t, which)
         torch_name = f"torch {which}"
-        torch_cell = f"{t[torch_name] / plain:.2f}x" if torch_name in t and name != "tiled f+b" else ""
+        torch_cell = (f"{t[torch_name] / t[f'torch group floor {which}']:.2f}x"
+                      if torch_name in t and name != "tiled f+b" else "")
         goal = "(info)" if causal else f"<= {TARGETS[name]}x"
         label = name + (" causal" if causal else "")
         yield (f"| {label} | {threads} | {t[name] / plain:.2f}x | {t[name] / low:.2f}x ({low_name}) "
