@@ -38,7 +38,10 @@ from attention_np.kernels.scratch import scratch
 from attention_np.kernels.softmax_inplace import softmax_numerator_, softmax_numerator_with_sink_
 from attention_np.kernels.threads import deal, num_threads, parallel_map
 
-#: Score entries per block: 2**18 float32 numbers are 1 MiB, about one core's L2 cache.
+#: Score entries per block (all of a worker's heads): 2**21, 8 MiB in float32, well past one
+#: core's L2 cache, yet faster than L2-sized blocks, whose products are smaller (measured at
+#: (1, 8, 1024, 64) float32, one thread, dense forward over the floor: 1.30x at 2**21, 1.44x at
+#: 2**19, 1.66x at 2**18; benchmarks/floor.py, 2026-11-26).
 BLOCK_ELEMENTS = 1 << 21
 #: At most this many query rows per block. The backward's ``dk`` and ``dv`` sum over the query
 #: rows in 64-row chunks whatever the block (:mod:`attention_np.kernels.row_sums`: one 256-row
