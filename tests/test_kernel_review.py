@@ -1,0 +1,172 @@
+"""An adversarial review of the tiled kernel's speed-ups, as tests that try to break them.
+
+What they hold (kernels/tiled_forward.py ``LazyShift``, kernels/scratch.py, kernels/row_sums.py,
+``guard.masked_matmul(out=)``):
+
+- every combination of mask shape (one that adds batch dims too), causal with ``L != S``, sliding
+  windows, a bias with ``-inf`` entries, sinks (``-inf`` ones too), grouped-query attention,
+  scales that push scores past the fast lane's threshold, and sizes from 0 to a few blocks: the
+  tiled forward and backward equal Eq. (1) by definition (tests/oracles.py, float64, not our
+  code) to float64 rounding;
+- nothing a kernel returns or caches shares memory with a scratch buffer, and two Python threads
+  calling the kernels at once get what each gets alone (the pools are per thread);
+- ``rows_product`` is ``aᵀ @ b`` whatever the number of rows, with ``out`` and ``add``.
+
+Mutants each test was seen to catch are named in its docstring (docs/mutation.md's practice).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import attention_np as an
+from attention_np.kernels import row_sums, scratch
+from tests import oracles
+
+
+def _oracle(q, k, v, dout, allowed, bias, sinks, groups, scale):
+    """out, dq, dk, dv (and dsinks) by definition: a sink is one more key, score ``s_n`` (a zero
+    key with bias ``s_n``) and value 0, that every row may attend."""
+    if sinks is None:
+        return oracles.attention_and_gradients(q, k, v, dout, allowed, bias=bias, scale=scale,
+                                               groups=groups)
+    L, S = q.shape[-2], k.shape[-2]
+    zeros_k = np.zeros(k.shape[:-2] + (1, k.shape[-1]))
+    zeros_v = np.zeros(v.shape[:-2] + (1, v.shape[-1]))
+    H = q.shape[-3]
+    base = np.zeros((H, L, S)) if bias is None else np.broadcast_to(bias, (H, L, S))
+    bias_ext = np.concatenate([base, np.broadcast_to(sinks[:, None, None], (H, L, 1))], axis=-1)
+    pattern = np.broadcast_to(allowed, np.broadcast_shapes(np.shape(allowed), (L, S)))
+    allowed_ext = np.concatenate([pattern, np.ones(pattern.shape[:-1] + (1,), bool)], axis=-1)
+    out, dq, dk, dv = oracles.attention_and_gradients(
+        q, np.concatenate([k, zeros_k], axis=-2), np.concatenate([v, zeros_v], axis=-2), dout,
+        allowed_ext, bias=bias_ext, scale=scale, groups=groups)
+    # dsinks: the sink's weight times (0 - D), D = rowsum(dout * out), summed per head
+    w_sink = _sink_weight(q, k, allowed_ext, bias_ext, scale, groups)
+    D = (dout * out).sum(-1)
+    dsinks = np.moveaxis(-w_sink * D, -2, 0).reshape(H, -1).sum(axis=1)          # (h,)
+    return [out, dq, dk[..., :S, :], dv[..., :S, :], dsinks]
+
+
+def _sink_weight(q, k, allowed_ext, bias_ext, scale, groups):
+    kk = np.repeat(np.concatenate([k, np.zeros(k.shape[:-2] + (1, k.shape[-1]))], axis=-2),
+                   groups, axis=-3)
+    _, w = oracles.attention(q, kk, np.zeros(kk.shape[:-1] + (1,)), allowed_ext, bias=bias_ext,
+                             scale=scale)
+    return w[..., -1]                                                    # (..., L)
+
+
+def _allowed(L, S, mask, is_causal, window):
+    """The bool pattern of mask, causal (top-left) and window together, for the oracle."""
+    rel = np.arange(S)[None, :] - np.arange(L)[:, None]                 # key minus query position
+    allowed = np.ones((L, S), bool)
+    if is_causal:
+        allowed &= rel <= 0
+    if window is not None:
+        left, right = window
+        if left is not None:
+            allowed &= rel >= -left
+        if right is not None:
+            allowed &= rel <= right
+    return allowed if mask is None else allowed & mask
+
+
+def _assert_close(got, want, what, rtol=1e-11):
+    for name, g, w in zip(("out", "dq", "dk", "dv", "dsinks"), got, want, strict=False):
+        w = np.asarray(w)
+        assert g.shape == w.shape, (what, name, g.shape, w.shape)
+        tol = rtol * max(1.0, float(np.max(np.abs(w), initial=0.0)))
+        err = float(np.max(np.abs(g - w), initial=0.0))
+        assert err <= tol, f"{what}: {name} off by {err:.3g} (tolerance {tol:.3g})"
+
+
+MASKS = ["none", "LS", "key padding", "per batch and head", "adds a batch dim"]
+
+
+def _mask(rng, kind, B, H, L, S, density):
+    shape = {"none": None, "LS": (L, S), "key padding": (S,), "per batch and head": (B, H, L, S),
+             "adds a batch dim": (2, 1, 1, L, S)}[kind]
+    return None if shape is None else rng.random(shape) < density
+
+
+@settings(max_examples=120)
+@given(seed=st.integers(0, 2**32 - 1), B=st.integers(1, 2), H_kv=st.integers(1, 2),
+       G=st.sampled_from([1, 2]), L=st.integers(0, 9), S=st.integers(1, 11), d=st.integers(1, 3),
+       block=st.integers(1, 5), mask=st.sampled_from(MASKS), density=st.floats(0.3, 1.0),
+       is_causal=st.booleans(),
+       window=st.sampled_from([None, (2, 0), (1, 1), (None, 1), (3, None)]),
+       bias=st.sampled_from([None, "LS", "per head, some -inf"]),
+       sinks=st.sampled_from([None, "finite", "one -inf"]),
+       scale=st.sampled_from([None, 1e-3, 3.0, 60.0]))
+def test_tiled_equals_equation_one_in_every_combination(seed, B, H_kv, G, L, S, d, block, mask,
+                                                        density, is_causal, window, bias, sinks,
+                                                        scale):
+    """The tiled forward and backward against Eq. (1) by definition, in float64.
+
+    ``scale=60`` sends scores hundreds of nats above a row's first block, past the fast lane's
+    threshold; 1e-3 keeps every tile in it. Caught: the fast lane adding every tile
+    (``row_sum <= big`` made ``<= inf``), a fast lane that forgets the exact update's new max
+    (``moved`` a no-op), and one that shifts rows that have seen no key by ``-inf``.
+    """
+    rng = np.random.default_rng(seed)
+    H = H_kv * G
+    q, dout = rng.standard_normal((B, H, L, d)), rng.standard_normal((B, H, L, d + 1))
+    k, v = rng.standard_normal((B, H_kv, S, d)), rng.standard_normal((B, H_kv, S, d + 1))
+    m = _mask(rng, mask, B, H, L, S, density)
+    b = None
+    if bias == "LS":
+        b = rng.standard_normal((L, S))
+    elif bias is not None:
+        b = rng.standard_normal((H, L, S))
+        b[rng.random((H, L, S)) < 0.2] = -np.inf
+    s = None
+    if sinks is not None:
+        s = rng.standard_normal(H)
+        if sinks == "one -inf":
+            s[0] = -np.inf
+    if m is not None and mask == "adds a batch dim":
+        dout = rng.standard_normal((2, B, H, L, d + 1))
+    allowed = _allowed(L, S, m, is_causal, window)
+    want = _oracle(q, k, v, dout, allowed, b, s, G, scale)
+    want[1:4] = [g.sum(axis=tuple(range(g.ndim - x.ndim))) for g, x in zip(want[1:4], (q, k, v))]
+
+    out, cache = an.flash_attention_forward(q, k, v, m, bias=b, is_causal=is_causal, sinks=s,
+                                            scale=scale, enable_gqa=G > 1, block_size=block,
+                                            spec=an.AttentionSpec(window=window))
+    got = [out, *an.flash_attention_backward(dout, cache)]
+    _assert_close(got, want, "tiled")
+
+
+@pytest.mark.parametrize("case", ["fully masked rows", "rows no key block reaches", "no keys"])
+def test_a_minus_inf_sink_on_a_row_that_sees_no_key_gives_zeros_not_nan(rng, case):
+    """A sink of ``-inf`` is no sink: a row that sees no key then has nothing to attend, out 0,
+    gradients 0 and ``lse = +inf`` (FlashCache's convention), as the dense path gives.
+
+    Failed before the fix (NaN in dq, dk, dv and dsinks): the online softmax started every
+    row at ``l = 1``, ``e^{s_n - m}`` with ``m = s_n``, also for ``s_n = -inf`` where the term
+    is 0. The exact update wiped that 1 (``alpha = 0``) when a tile met the row, but the fast
+    lane adds a masked tile to ``l`` as it is, and rows no block reaches were never updated.
+    """
+    H, L, S, window, mask = 2, 3, 4, None, np.ones((2, 3, 4), bool)
+    if case == "fully masked rows":
+        mask[0] = False                                   # every row of head 0 (padding)
+    elif case == "rows no key block reaches":
+        L, mask, window = 6, None, (1, 0)                  # rows 3..5 see no key
+    else:
+        S, mask = 0, None
+    q, dout = rng.standard_normal((H, L, 2)), rng.standard_normal((H, L, 3))
+    k, v = rng.standard_normal((H, S, 2)), rng.standard_normal((H, S, 3))
+    sinks = np.array([-np.inf, 0.5])
+    spec = an.AttentionSpec(window=window)
+    out, cache = an.flash_attention_forward(q, k, v, mask, sinks=sinks, block_size=2, spec=spec)
+    got = [out, *an.flash_attention_backward(dout, cache)]
+    allowed = _allowed(L, S, mask, False, window)
+    want = _oracle(q, k, v, dout, allowed, None, sinks, 1, None)
+    _assert_close(got, want, case)
+    dead = np.broadcast_to(~allowed.any(axis=-1), cache.lse.shape)   # rows that see no key
+    assert np.all(cache.lse[0][dead[0]] == np.inf)                   # head 0's, whose sink is -inf
