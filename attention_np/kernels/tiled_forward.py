@@ -218,9 +218,11 @@ def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, b
     l = np.zeros(batch + (L, 1), dtype)             # running sum of exp(scores - m)
     acc = np.zeros(batch + (L, d_v), dtype)         # running sum of exp(scores - m) @ v
     if sink is not None:
-        # the sink is the first "key" every row has seen: score s_n, exp(s_n - m) = 1, value 0
+        # the sink is the first "key" every row has seen: score s_n, exp(s_n - m) = 1, value 0;
+        # a sink of -inf is no term at all (l = 0): a row that then sees no key stays empty,
+        # as the fast lane, which adds to l as it stands, and rows no block visits rely on
         m[...] = sink
-        l[...] = 1
+        l[...] = sink > -np.inf
     work = scratch("tile 1", (np.prod(batch + (L, min(block_size, S)), dtype=np.int64),), dtype)
     # work: every tile's scores in turn, (..., R, Bk) at most (..., L, block_size)
     lazy = None
