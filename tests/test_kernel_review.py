@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attention_np as an
-from attention_np.kernels import row_sums, scratch
+from attention_np.kernels import blocked, row_sums, scratch
 from tests import oracles
 
 
@@ -94,15 +94,47 @@ def _mask(rng, kind, B, H, L, S, density):
     return None if shape is None else rng.random(shape) < density
 
 
+COMBINATIONS = dict(
+    seed=st.integers(0, 2**32 - 1), B=st.integers(1, 2), H_kv=st.integers(1, 2),
+    G=st.sampled_from([1, 2]), L=st.integers(0, 9), S=st.integers(1, 11), d=st.integers(1, 3),
+    block=st.integers(1, 5), mask=st.sampled_from(MASKS), density=st.floats(0.3, 1.0),
+    is_causal=st.booleans(), window=st.sampled_from([None, (2, 0), (1, 1), (None, 1), (3, None)]),
+    bias=st.sampled_from([None, "LS", "per head, some -inf"]),
+    sinks=st.sampled_from([None, "finite", "one -inf"]), scale=st.sampled_from([None, 1e-3, 3.0, 60.0]))
+
+
+def _case(seed, B, H_kv, G, L, S, d, mask, density, bias, sinks):
+    """Random inputs of one combination: q, k, v, dout, mask, bias, sinks."""
+    rng = np.random.default_rng(seed)
+    H = H_kv * G
+    q = rng.standard_normal((B, H, L, d))
+    k, v = rng.standard_normal((B, H_kv, S, d)), rng.standard_normal((B, H_kv, S, d + 1))
+    m = _mask(rng, mask, B, H, L, S, density)
+    dout = rng.standard_normal(((2,) if mask == "adds a batch dim" else ()) + (B, H, L, d + 1))
+    b = None
+    if bias == "LS":
+        b = rng.standard_normal((L, S))
+    elif bias is not None:
+        b = rng.standard_normal((H, L, S))
+        b[rng.random((H, L, S)) < 0.2] = -np.inf          # a -inf bias entry masks its pair
+    s = None
+    if sinks is not None:
+        s = rng.standard_normal(H)
+        if sinks == "one -inf":
+            s[0] = -np.inf
+    return q, k, v, dout, m, b, s
+
+
+def _want(q, k, v, dout, m, b, s, G, is_causal, window, scale):
+    """The oracle's out, dq, dk, dv (, dsinks), gradients summed to the inputs' shapes."""
+    want = _oracle(q, k, v, dout, _allowed(q.shape[-2], k.shape[-2], m, is_causal, window), b, s,
+                   G, scale)
+    want[1:4] = [g.sum(axis=tuple(range(g.ndim - x.ndim))) for g, x in zip(want[1:4], (q, k, v))]
+    return want
+
+
 @settings(max_examples=120)
-@given(seed=st.integers(0, 2**32 - 1), B=st.integers(1, 2), H_kv=st.integers(1, 2),
-       G=st.sampled_from([1, 2]), L=st.integers(0, 9), S=st.integers(1, 11), d=st.integers(1, 3),
-       block=st.integers(1, 5), mask=st.sampled_from(MASKS), density=st.floats(0.3, 1.0),
-       is_causal=st.booleans(),
-       window=st.sampled_from([None, (2, 0), (1, 1), (None, 1), (3, None)]),
-       bias=st.sampled_from([None, "LS", "per head, some -inf"]),
-       sinks=st.sampled_from([None, "finite", "one -inf"]),
-       scale=st.sampled_from([None, 1e-3, 3.0, 60.0]))
+@given(**COMBINATIONS)
 def test_tiled_equals_equation_one_in_every_combination(seed, B, H_kv, G, L, S, d, block, mask,
                                                         density, is_causal, window, bias, sinks,
                                                         scale):
@@ -110,37 +142,41 @@ def test_tiled_equals_equation_one_in_every_combination(seed, B, H_kv, G, L, S, 
 
     ``scale=60`` sends scores hundreds of nats above a row's first block, past the fast lane's
     threshold; 1e-3 keeps every tile in it. Caught: the fast lane adding every tile
-    (``row_sum <= big`` made ``<= inf``), a fast lane that forgets the exact update's new max
-    (``moved`` a no-op), and one that shifts rows that have seen no key by ``-inf``.
+    (``row_sum <= big`` made ``<= inf``: overflow), one that lets a NaN row sum through
+    (``(row_sum > big).any()``: a -inf bias meets a row's ``-m = +inf``), a shift that
+    ``moved`` sets too high (``-m - 800``: terms lost to underflow), the row sums left out of
+    ``l``, an extra column of 0 instead of ``-m`` and 1, and a -inf sink starting ``l`` at 1.
     """
-    rng = np.random.default_rng(seed)
-    H = H_kv * G
-    q, dout = rng.standard_normal((B, H, L, d)), rng.standard_normal((B, H, L, d + 1))
-    k, v = rng.standard_normal((B, H_kv, S, d)), rng.standard_normal((B, H_kv, S, d + 1))
-    m = _mask(rng, mask, B, H, L, S, density)
-    b = None
-    if bias == "LS":
-        b = rng.standard_normal((L, S))
-    elif bias is not None:
-        b = rng.standard_normal((H, L, S))
-        b[rng.random((H, L, S)) < 0.2] = -np.inf
-    s = None
-    if sinks is not None:
-        s = rng.standard_normal(H)
-        if sinks == "one -inf":
-            s[0] = -np.inf
-    if m is not None and mask == "adds a batch dim":
-        dout = rng.standard_normal((2, B, H, L, d + 1))
-    allowed = _allowed(L, S, m, is_causal, window)
-    want = _oracle(q, k, v, dout, allowed, b, s, G, scale)
-    want[1:4] = [g.sum(axis=tuple(range(g.ndim - x.ndim))) for g, x in zip(want[1:4], (q, k, v))]
-
+    q, k, v, dout, m, b, s = _case(seed, B, H_kv, G, L, S, d, mask, density, bias, sinks)
+    want = _want(q, k, v, dout, m, b, s, G, is_causal, window, scale)
     out, cache = an.flash_attention_forward(q, k, v, m, bias=b, is_causal=is_causal, sinks=s,
                                             scale=scale, enable_gqa=G > 1, block_size=block,
                                             spec=an.AttentionSpec(window=window))
-    got = [out, *an.flash_attention_backward(dout, cache)]
-    _assert_close(got, want, "tiled")
+    _assert_close([out, *an.flash_attention_backward(dout, cache)], want, "tiled")
 
+
+@settings(max_examples=80)
+@given(**COMBINATIONS)
+def test_fused_and_blocked_equal_equation_one_in_every_combination(seed, B, H_kv, G, L, S, d, block,
+                                                                   mask, density, is_causal, window,
+                                                                   bias, sinks, scale):
+    """The dense kernel (one buffer, or blocks of ``block`` query rows: kernels/blocked.py, taken
+    without a bias) against Eq. (1) by definition: its ``dk`` and ``dv`` now go through
+    ``rows_product``, its blocked backward through ``masked_matmul(out=)``."""
+    q, k, v, dout, m, b, s = _case(seed, B, H_kv, G, L, S, d, mask, density, bias, sinks)
+    want = _want(q, k, v, dout, m, b, s, G, is_causal, window, scale)
+    kw = dict(bias=b, is_causal=is_causal, scale=scale, enable_gqa=G > 1)
+    with pytest.MonkeyPatch.context() as mp:
+        # blocked for odd ``block``; L = 0 never reaches it (no score entries: below MIN_ELEMENTS)
+        mp.setattr(blocked, "MIN_ELEMENTS", 1 if block % 2 else blocked.MIN_ELEMENTS)
+        mp.setattr(blocked, "MAX_ROWS", block)
+        if s is None:
+            out, cache = an.sdpa_forward(q, k, v, m, spec=an.AttentionSpec(window=window), **kw)
+            got = [out, *an.sdpa_backward(dout, cache)]
+        else:
+            out, cache = an.sdpa_sinks_forward(q, k, v, s, m, window=window, **kw)
+            got = [out, *an.sdpa_sinks_backward(dout, cache)]
+    _assert_close(got, want, "fused")
 
 @pytest.mark.parametrize("case", ["fully masked rows", "rows no key block reaches", "no keys"])
 def test_a_minus_inf_sink_on_a_row_that_sees_no_key_gives_zeros_not_nan(rng, case):
