@@ -206,3 +206,70 @@ def test_a_minus_inf_sink_on_a_row_that_sees_no_key_gives_zeros_not_nan(rng, cas
     _assert_close(got, want, case)
     dead = np.broadcast_to(~allowed.any(axis=-1), cache.lse.shape)   # rows that see no key
     assert np.all(cache.lse[0][dead[0]] == np.inf)                   # head 0's, whose sink is -inf
+
+
+def _pool_buffers():
+    """Every scratch buffer of every thread (the workers' too)."""
+    return [buf for pool in list(scratch._pools.values()) for buf in pool.values()]
+
+
+def _arrays(result):
+    """The arrays in a kernel's result: outputs, gradients and every field of a cache."""
+    found = []
+    for x in result if isinstance(result, (tuple, list)) else (result,):
+        if isinstance(x, np.ndarray):
+            found.append(x)
+        elif hasattr(x, "__dataclass_fields__"):
+            found += _arrays([getattr(x, f) for f in x.__dataclass_fields__])
+    return found
+
+
+ALIASING_CASES = {
+    "tiled": dict(kernel="tiled"),
+    "tiled, causal, window, bias": dict(kernel="tiled", is_causal=True, window=(3, 0), bias=True),
+    "tiled, NaN at masked keys": dict(kernel="tiled", garbage=True),
+    "tiled, q * scale overflows": dict(kernel="tiled", scale=1e300, big_q=True),
+    "tiled, sinks, GQA": dict(kernel="tiled", sinks=True, gqa=True),
+    "fused": dict(kernel="fused"),
+    "blocked": dict(kernel="blocked"),
+    "blocked, NaN at masked keys": dict(kernel="blocked", garbage=True),
+}
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("case", ALIASING_CASES)
+def test_nothing_returned_or_cached_shares_memory_with_a_scratch_buffer(rng, monkeypatch, case,
+                                                                        threads):
+    """Each array a kernel returns, and each field of its cache, against each buffer of every
+    thread's scratch pool: a returned array in scratch would change under the caller at the next
+    call. Caught: ``scaled_q`` returning its scratch ``q * scale`` into the cache (``flash_plan``
+    caching ``qs``), and ``rows_product`` returning its scratch ``term``."""
+    monkeypatch.setenv("ATTENTION_NP_NUM_THREADS", threads)
+    monkeypatch.setattr("attention_np.kernels.batch_split.MIN_ELEMENTS", 0)
+    c = ALIASING_CASES[case]
+    monkeypatch.setattr(blocked, "MIN_ELEMENTS", 0 if c["kernel"] == "blocked" else 1 << 40)
+    monkeypatch.setattr(blocked, "MAX_ROWS", 32)
+    H_kv = 2 if c.get("gqa") else 4
+    q, dout = rng.standard_normal((2, 4, 96, 8)), rng.standard_normal((2, 4, 96, 8))
+    k, v = rng.standard_normal((2, H_kv, 80, 8)), rng.standard_normal((2, H_kv, 80, 8))
+    if c.get("big_q"):                    # q * 1e300 overflows, the scores (~1e290) do not
+        q, k = q * 1e10, k * 1e-20
+    mask = np.ones((80,), bool)
+    if c.get("garbage"):
+        mask[5] = False
+        k[..., 5, 0], v[..., 5, 1] = np.nan, np.inf
+    kw = dict(is_causal=c.get("is_causal", False), scale=c.get("scale"), enable_gqa=H_kv < 4,
+              bias=rng.standard_normal((96, 80)) if c.get("bias") else None,
+              spec=an.AttentionSpec(window=c.get("window")))
+    scratch.release()
+    if c["kernel"] == "tiled":
+        out, cache = an.flash_attention_forward(q, k, v, mask, block_size=32, **kw,
+                                                sinks=rng.standard_normal(4) if c.get("sinks") else None)
+        grads = an.flash_attention_backward(dout, cache)
+    else:
+        out, cache = an.sdpa_forward(q, k, v, mask, **kw)
+        grads = an.sdpa_backward(dout, cache)
+    buffers = _pool_buffers()
+    assert buffers, "the kernel used no scratch buffer: this test checks nothing"
+    for x in _arrays((out, cache, *grads)):
+        assert not any(np.shares_memory(x, buf) for buf in buffers), (case, x.shape)
