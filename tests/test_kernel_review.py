@@ -273,3 +273,48 @@ def test_nothing_returned_or_cached_shares_memory_with_a_scratch_buffer(rng, mon
     assert buffers, "the kernel used no scratch buffer: this test checks nothing"
     for x in _arrays((out, cache, *grads)):
         assert not any(np.shares_memory(x, buf) for buf in buffers), (case, x.shape)
+
+
+def _run(kernel, inputs):
+    q, k, v, dout, mask = inputs
+    if kernel == "tiled":
+        out, cache = an.flash_attention_forward(q, k, v, mask, is_causal=True, block_size=16)
+        return [out, *an.flash_attention_backward(dout, cache)]
+    out, cache = an.sdpa_forward(q, k, v, mask, is_causal=True)
+    return [out, *an.sdpa_backward(dout, cache)]
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_two_python_threads_calling_the_kernels_at_once_get_what_each_gets_alone(rng, monkeypatch,
+                                                                                threads):
+    """Two threads, each calling the tiled and the blocked kernel over and over on inputs of two
+    shapes (in opposite orders), with the worker pool shared between them: every result equals
+    the same call made alone. Caught: one pool for every thread (``threading.get_ident()`` replaced by 0 in
+    scratch.py)."""
+    monkeypatch.setenv("ATTENTION_NP_NUM_THREADS", threads)
+    monkeypatch.setattr("attention_np.kernels.batch_split.MIN_ELEMENTS", 0)
+    monkeypatch.setattr(blocked, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(blocked, "MAX_ROWS", 16)
+    jobs = []
+    for shape in [(2, 3, 70, 8), (1, 4, 130, 4)]:            # different sizes: different tiles
+        B, H, L, d = shape
+        mask = rng.random((B, 1, L, L)) < 0.8
+        inputs = (*(rng.standard_normal(shape) for _ in range(4)), mask)
+        for kernel in ("tiled", "blocked"):
+            jobs.append((kernel, inputs, _run(kernel, inputs)))
+    failures = []
+
+    def worker(my_jobs):
+        for _ in range(15):
+            for kernel, inputs, alone in my_jobs:
+                for name, got, want in zip(("out", "dq", "dk", "dv"), _run(kernel, inputs), alone,
+                                           strict=True):
+                    if not np.array_equal(got, want):
+                        failures.append((kernel, name, float(np.max(np.abs(got - want)))))
+
+    pair = [threading.Thread(target=worker, args=(order,)) for order in (jobs, jobs[::-1])]
+    for t in pair:
+        t.start()
+    for t in pair:
+        t.join()
+    assert not failures, failures[:5]
