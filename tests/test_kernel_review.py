@@ -318,3 +318,30 @@ def test_two_python_threads_calling_the_kernels_at_once_get_what_each_gets_alone
     for t in pair:
         t.join()
     assert not failures, failures[:5]
+
+
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 130, 200])
+def test_rows_product_is_a_transpose_times_b_whatever_the_rows(rng, n):
+    """``rows_product(a, b)`` = ``aᵀ @ b`` with the rows around one chunk (64) and across
+    several, batch dims that broadcast, written into ``out`` and added into it; with a mask, a
+    NaN at a masked pair adds 0. Caught: a chunk skipped (``range(ROWS, n, ROWS)``), the first
+    chunk added into an unwritten ``out``, and ``add=True`` without ``out`` summing into
+    uninitialized memory (fixed: it now starts from zeros)."""
+    a, b = rng.standard_normal((2, 1, n, 3)), rng.standard_normal((1, 4, n, 5))
+    want = np.swapaxes(a, -1, -2) @ b                                    # (2, 4, 3, 5)
+    np.testing.assert_allclose(row_sums.rows_product(a, b), want, rtol=1e-13, atol=1e-13)
+    out = np.full(want.shape, 7.0)
+    assert row_sums.rows_product(a, b, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-13)
+    out = np.full(want.shape, 7.0)
+    row_sums.rows_product(a, b, out=out, add=True)
+    np.testing.assert_allclose(out, want + 7.0, rtol=1e-13, atol=1e-13)
+    junk = np.full(want.shape, 1e300)      # freed memory that np.empty is likely to hand back
+    del junk
+    np.testing.assert_allclose(row_sums.rows_product(a, b, add=True), want, rtol=1e-13, atol=1e-13)
+    mask = rng.random((n, 3)) < 0.7
+    b_nan = b.copy()
+    b_nan[..., ~mask.any(axis=-1), :] = np.nan      # rows no column of a attends: must add 0
+    want_masked = np.swapaxes(np.where(mask, a, 0), -1, -2) @ np.nan_to_num(b_nan)
+    np.testing.assert_allclose(row_sums.rows_product(a, b_nan, mask), want_masked, rtol=1e-13,
+                               atol=1e-13)
