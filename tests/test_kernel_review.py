@@ -345,3 +345,36 @@ def test_rows_product_is_a_transpose_times_b_whatever_the_rows(rng, n):
     want_masked = np.swapaxes(np.where(mask, a, 0), -1, -2) @ np.nan_to_num(b_nan)
     np.testing.assert_allclose(row_sums.rows_product(a, b_nan, mask), want_masked, rtol=1e-13,
                                atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kernel", ["tiled", "fused", "blocked"])
+def test_read_only_broadcast_and_strided_inputs_give_what_contiguous_copies_give(rng, monkeypatch,
+                                                                                 kernel, dtype):
+    """``q`` broadcast over the batch (read-only, stride 0), ``k`` a transposed view, ``v`` every
+    other row of a bigger array, ``dout`` read-only: the kernels copy into their scratch buffers
+    (``append_column``, ``q * scale``) and write ``out=`` views; none may write into an input or
+    read a view's strides wrong. Compared with C-contiguous copies of the same numbers."""
+    monkeypatch.setattr(blocked, "MIN_ELEMENTS", 0 if kernel == "blocked" else 1 << 40)
+    monkeypatch.setattr(blocked, "MAX_ROWS", 16)
+    q = np.broadcast_to(rng.standard_normal((1, 70, 8)).astype(dtype), (3, 70, 8))
+    k = np.swapaxes(rng.standard_normal((3, 8, 90)).astype(dtype), -1, -2)
+    v = rng.standard_normal((3, 180, 5)).astype(dtype)[:, ::2]
+    dout = rng.standard_normal((3, 70, 5)).astype(dtype)
+    dout.flags.writeable = False
+    mask = rng.random((70, 90)) < 0.8
+    kept = [x.copy() for x in (q, k, v, dout)]
+
+    def run(q, k, v, dout):
+        if kernel == "tiled":
+            out, cache = an.flash_attention_forward(q, k, v, mask, is_causal=True, block_size=16)
+            return [out, *an.flash_attention_backward(dout, cache)]
+        out, cache = an.sdpa_forward(q, k, v, mask, is_causal=True)
+        return [out, *an.sdpa_backward(dout, cache)]
+
+    got = run(q, k, v, dout)
+    want = run(*(np.ascontiguousarray(x) for x in (q, k, v, dout)))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    for before, x in zip(kept, (q, k, v, dout), strict=True):
+        np.testing.assert_array_equal(x, before)
