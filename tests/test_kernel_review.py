@@ -378,3 +378,20 @@ def test_read_only_broadcast_and_strided_inputs_give_what_contiguous_copies_give
         np.testing.assert_allclose(g, w, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
     for before, x in zip(kept, (q, k, v, dout), strict=True):
         np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3])
+def test_float16_many_tiles_above_the_first_do_not_overflow_the_row_sum(block_size):
+    """float16 (accepted like any float dtype): key 0 scores 0, the 599 others 5 (e^5 = 148).
+    With one key per block every later tile's row sum (148) is below float16's ``sqrt(max)``
+    (256), so the fast lane took them all and ``l`` passed 65504: out 0 and lse inf (it was
+    right before the fast lane, which now keeps ``l`` below ``sqrt(max)`` over all blocks)."""
+    L, S = 2, 600
+    q, k = np.zeros((L, 4)), np.zeros((S, 4))
+    q[:, 0], k[1:, 0] = 1.0, 10.0                        # scores q·k / sqrt(4) = 0, then 5
+    v = np.random.default_rng(5).standard_normal((S, 3))
+    want, _ = oracles.attention(q, k, v)
+    out, cache = an.flash_attention_forward(*(x.astype(np.float16) for x in (q, k, v)),
+                                            block_size=block_size)
+    np.testing.assert_allclose(out, want, atol=2e-3)
+    np.testing.assert_allclose(cache.lse, np.log(1 + (S - 1) * np.exp(5.0)), rtol=1e-3)
