@@ -100,7 +100,14 @@ COMBINATIONS = dict(
     block=st.integers(1, 5), mask=st.sampled_from(MASKS), density=st.floats(0.3, 1.0),
     is_causal=st.booleans(), window=st.sampled_from([None, (2, 0), (1, 1), (None, 1), (3, None)]),
     bias=st.sampled_from([None, "LS", "per head, some -inf"]),
-    sinks=st.sampled_from([None, "finite", "one -inf"]), scale=st.sampled_from([None, 1e-3, 3.0, 60.0]))
+    sinks=st.sampled_from([None, "finite", "one -inf"]),
+    scale=st.sampled_from([None, 0.0, 1e-3, 3.0, 60.0]), threads=st.sampled_from([1, 2]))
+
+
+def _threads(mp, n):
+    """``n`` worker threads, heads split among them at any size (kernels/batch_split.py)."""
+    mp.setenv("ATTENTION_NP_NUM_THREADS", str(n))
+    mp.setattr("attention_np.kernels.batch_split.MIN_ELEMENTS", 0)
 
 
 def _case(seed, B, H_kv, G, L, S, d, mask, density, bias, sinks):
@@ -137,7 +144,7 @@ def _want(q, k, v, dout, m, b, s, G, is_causal, window, scale):
 @given(**COMBINATIONS)
 def test_tiled_equals_equation_one_in_every_combination(seed, B, H_kv, G, L, S, d, block, mask,
                                                         density, is_causal, window, bias, sinks,
-                                                        scale):
+                                                        scale, threads):
     """The tiled forward and backward against Eq. (1) by definition, in float64.
 
     ``scale=60`` sends scores hundreds of nats above a row's first block, past the fast lane's
@@ -149,17 +156,20 @@ def test_tiled_equals_equation_one_in_every_combination(seed, B, H_kv, G, L, S, 
     """
     q, k, v, dout, m, b, s = _case(seed, B, H_kv, G, L, S, d, mask, density, bias, sinks)
     want = _want(q, k, v, dout, m, b, s, G, is_causal, window, scale)
-    out, cache = an.flash_attention_forward(q, k, v, m, bias=b, is_causal=is_causal, sinks=s,
-                                            scale=scale, enable_gqa=G > 1, block_size=block,
-                                            spec=an.AttentionSpec(window=window))
-    _assert_close([out, *an.flash_attention_backward(dout, cache)], want, "tiled")
+    with pytest.MonkeyPatch.context() as mp:
+        _threads(mp, threads)
+        out, cache = an.flash_attention_forward(q, k, v, m, bias=b, is_causal=is_causal, sinks=s,
+                                                scale=scale, enable_gqa=G > 1, block_size=block,
+                                                spec=an.AttentionSpec(window=window))
+        got = [out, *an.flash_attention_backward(dout, cache)]
+    _assert_close(got, want, "tiled")
 
 
 @settings(max_examples=80)
 @given(**COMBINATIONS)
 def test_fused_and_blocked_equal_equation_one_in_every_combination(seed, B, H_kv, G, L, S, d, block,
                                                                    mask, density, is_causal, window,
-                                                                   bias, sinks, scale):
+                                                                   bias, sinks, scale, threads):
     """The dense kernel (one buffer, or blocks of ``block`` query rows: kernels/blocked.py, taken
     without a bias) against Eq. (1) by definition: its ``dk`` and ``dv`` now go through
     ``rows_product``, its blocked backward through ``masked_matmul(out=)``."""
@@ -167,6 +177,7 @@ def test_fused_and_blocked_equal_equation_one_in_every_combination(seed, B, H_kv
     want = _want(q, k, v, dout, m, b, s, G, is_causal, window, scale)
     kw = dict(bias=b, is_causal=is_causal, scale=scale, enable_gqa=G > 1)
     with pytest.MonkeyPatch.context() as mp:
+        _threads(mp, threads)
         # blocked for odd ``block``; L = 0 never reaches it (no score entries: below MIN_ELEMENTS)
         mp.setattr(blocked, "MIN_ELEMENTS", 1 if block % 2 else blocked.MIN_ELEMENTS)
         mp.setattr(blocked, "MAX_ROWS", block)
