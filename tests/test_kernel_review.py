@@ -17,7 +17,9 @@ Mutants each test was seen to catch are named in its docstring (docs/mutation.md
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -436,3 +438,25 @@ def test_tiled_float32_is_held_to_torch_by_the_float32_rule(seed, L, S, G, block
     theirs = torch_ref.sdpa(*f32[:4], mask, None if b is None else f32[4], enable_gqa=G > 1)
     oracle = torch_ref.sdpa(*f64[:4], mask, None if b is None else f64[4], enable_gqa=G > 1)
     assert_float32_all(("out", "dq", "dk", "dv"), ours, theirs, oracle, framework="torch")
+
+
+def test_a_thread_that_ends_leaves_no_scratch_buffer_behind():
+    """A pool belongs to its thread: when the thread ends, its buffers (up to ``KEEP_BYTES``
+    each) go with it. Failed before the fix: the pools were a dict keyed by thread id, kept until
+    :func:`scratch.release`, so every thread that ever called a kernel left its buffers behind
+    (bounded only by how many threads ran at once: thread ids are reused)."""
+    held = []
+
+    def work():
+        buf = scratch.scratch("test thread", (1000,), np.float64)
+        held.append(weakref.ref(buf.base if buf.base is not None else buf))
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    gc.collect()
+    assert held[0]() is None
+    mine = scratch.scratch("test thread", (1000,), np.float64)           # this thread's own
+    assert np.shares_memory(scratch.scratch("test thread", (1000,), np.float64), mine)
+    scratch.release()
+    assert not np.shares_memory(scratch.scratch("test thread", (1000,), np.float64), mine)
