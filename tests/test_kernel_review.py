@@ -225,7 +225,7 @@ def test_a_minus_inf_sink_on_a_row_that_sees_no_key_gives_zeros_not_nan(rng, cas
 
 def _pool_buffers():
     """Every scratch buffer of every thread (the workers' too)."""
-    return [buf for pool in list(scratch._pools.values()) for buf in pool.values()]
+    return [buf for pool in list(scratch._pools) for buf in pool.values()]
 
 
 def _arrays(result):
