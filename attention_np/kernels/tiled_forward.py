@@ -298,11 +298,14 @@ class LazyShift:
         (nothing changed) when the exact update must do it."""
         if (self.q_m[rows][..., -1:] == np.inf).all():       # -m = +inf: no row has seen a key
             return False
-        p, _ = tile_scores(self.q_m, self.k_1, *tile_args, work=work)  # (..., R, Bk) = scores - m
-        np.exp(p, out=p)
-        v_1 = self.v_1[..., j0:j1, :]
-        # pv (..., R, d_v + 1) = [p @ v, rowsum p]
-        pv = np.matmul(p, v_1, out=carve(self.pv_work, p.shape[:-1] + v_1.shape[-1:]))
+        # inf and NaN are expected here (a row's first keys, -inf bias): they send the tile to the
+        # exact update. Silenced here, not by the caller: NumPy's error state is per thread.
+        with np.errstate(over="ignore", invalid="ignore"):
+            p, _ = tile_scores(self.q_m, self.k_1, *tile_args, work=work)   # (..., R, Bk) = s - m
+            np.exp(p, out=p)
+            v_1 = self.v_1[..., j0:j1, :]
+            # pv (..., R, d_v + 1) = [p @ v, rowsum p]
+            pv = np.matmul(p, v_1, out=carve(self.pv_work, p.shape[:-1] + v_1.shape[-1:]))
         row_sum = pv[..., -1:]                               # (..., R, 1)
         if not (row_sum <= self.big).all():                  # NaN, inf, or a score far above m
             return False
