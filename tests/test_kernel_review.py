@@ -493,3 +493,29 @@ def test_the_fast_lane_warns_nothing_on_valid_inputs_on_any_thread(rng, monkeypa
         out, cache = an.flash_attention_forward(q, k, v, mask, block_size=8)
         an.flash_attention_backward(rng.standard_normal(out.shape), cache)
     assert [str(w.message) for w in caught] == []
+
+
+@settings(max_examples=60)
+@given(**COMBINATIONS, softcap=st.sampled_from([0.5, 2.0, 30.0]))
+def test_tiled_with_softcap_equals_the_dense_kernel_in_every_combination(
+        seed, B, H_kv, G, L, S, d, block, mask, density, is_causal, window, bias, sinks, scale,
+        threads, softcap):
+    """Soft-capping turns the fast lane off (the cap is not linear in the scores): the exact
+    update, with its tile buffers now scratch, against the dense kernel with the same cap
+    (held to torch's formula in tests/test_flash_sinks_softcap.py), in float64."""
+    q, k, v, dout, m, b, s = _case(seed, B, H_kv, G, L, S, d, mask, density, bias, sinks)
+    kw = dict(bias=b, is_causal=is_causal, scale=scale, enable_gqa=G > 1)
+    if s is None:
+        out, cache = an.sdpa_forward(q, k, v, m, spec=an.AttentionSpec(window=window,
+                                                                       softcap=softcap), **kw)
+        want = [out, *an.sdpa_backward(dout, cache)]
+    else:
+        out, cache = an.sdpa_sinks_forward(q, k, v, s, m, window=window, softcap=softcap, **kw)
+        want = [out, *an.sdpa_sinks_backward(dout, cache)]
+    with pytest.MonkeyPatch.context() as mp:
+        _threads(mp, threads)
+        out, cache = an.flash_attention_forward(q, k, v, m, sinks=s, block_size=block, **kw,
+                                                spec=an.AttentionSpec(window=window,
+                                                                      softcap=softcap))
+        got = [out, *an.flash_attention_backward(dout, cache)]
+    _assert_close(got, want, "tiled, soft-capped")
