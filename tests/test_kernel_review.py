@@ -5,14 +5,17 @@ What they hold (kernels/tiled_forward.py ``LazyShift``, kernels/scratch.py, kern
 
 - every combination of mask shape (one that adds batch dims too), causal with ``L != S``, sliding
   windows, a bias with ``-inf`` entries, sinks (``-inf`` ones too), grouped-query attention,
-  scales that push scores past the fast lane's threshold, and sizes from 0 to a few blocks: the
-  tiled forward and backward equal Eq. (1) by definition (tests/oracles.py, float64, not our
-  code) to float64 rounding;
-- nothing a kernel returns or caches shares memory with a scratch buffer, and two Python threads
-  calling the kernels at once get what each gets alone (the pools are per thread);
+  scales from 0 to past the fast lane's threshold, sizes from 0 to a few blocks, one or two
+  worker threads: the tiled and the dense kernels' forward and backward equal Eq. (1) by
+  definition (tests/oracles.py, float64, not our code) to float64 rounding, and the tiled
+  kernel warns nothing; with soft-capping, tiled equals dense;
+- in float32 the tiled kernel is held to torch by the float32 rule; float16 does not overflow;
+- nothing a kernel returns or caches shares memory with a scratch buffer; two Python threads
+  calling the kernels at once get what each gets alone; a thread's pool goes with the thread;
+  read-only, broadcast and strided inputs are read right and left alone;
 - ``rows_product`` is ``aᵀ @ b`` whatever the number of rows, with ``out`` and ``add``.
 
-Mutants each test was seen to catch are named in its docstring (docs/mutation.md's practice).
+The mutants each test was seen to catch are named in its docstring (docs/mutation.md's practice).
 """
 
 from __future__ import annotations
