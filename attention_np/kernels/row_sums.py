@@ -38,8 +38,8 @@ def rows_product(a, b, mask=None, out=None, add: bool = False):
             return masked_matmul(a_T, b, mask_T, out=out)
         out += masked_matmul(a_T, b, mask_T)
         return out
-    if out is None:
-        out = np.empty(shape, np.result_type(a, b))
+    if out is None:                       # a new array: nothing to add to, whatever ``add`` says
+        out, add = np.empty(shape, np.result_type(a, b)), False
     term = scratch("rows_product", shape, out.dtype)          # one chunk's sum, (..., p, q)
     for i in range(0, n, ROWS):
         chunk = a_T[..., i:i + ROWS], b[..., i:i + ROWS, :]

@@ -12,14 +12,16 @@ column, ...), and only for the length of one call: nothing returned to the calle
 cache is scratch. Each thread has its own pool (the worker threads of
 :mod:`attention_np.kernels.threads` live as long as the process). A buffer is kept for the next
 call only while the thread's pool stays within :data:`KEEP_BYTES` in all (after a dense and a
-tiled forward+backward at (1, 8, 1024, 64) float32 on one thread, the pool holds 28 MiB);
-:func:`release` gives the memory of every pool back (a call under way keeps what it holds until
-it returns).
+tiled forward+backward at (1, 8, 1024, 64) float32 on one thread, the pool holds 28 MiB). A
+pool is thread-local: it goes when its thread ends (a caller's short-lived threads leave nothing
+behind); :func:`release` gives the memory of every pool back (a call under way keeps what it
+holds until it returns).
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -27,7 +29,26 @@ import numpy as np
 #: take it past this is allocated afresh every call instead.
 KEEP_BYTES = 64 << 20
 
-_pools: dict[int, dict] = {}         # thread id -> {(name, dtype): flat buffer}
+
+class _Pool(dict):
+    """One thread's buffers, ``{(name, dtype): flat buffer}`` (a dict that can be weakly
+    referenced, so that :func:`release` finds every live thread's pool without keeping one).
+    Two pools are never the same pool, even when their contents are equal (as in a set)."""
+
+    __eq__, __hash__ = object.__eq__, object.__hash__
+
+
+_local = threading.local()           # .pool: this thread's _Pool, freed when the thread ends
+_pools: weakref.WeakSet = weakref.WeakSet()      # every live thread's pool
+
+
+def _pool() -> _Pool:
+    """The calling thread's pool (made on its first call)."""
+    pool = getattr(_local, "pool", None)
+    if pool is None:
+        pool = _local.pool = _Pool()
+        _pools.add(pool)
+    return pool
 
 
 def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
@@ -41,7 +62,7 @@ def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))
-    pool = _pools.setdefault(threading.get_ident(), {})
+    pool = _pool()
     buf = pool.get((name, dtype))
     if buf is None or buf.size < n:
         pool.pop((name, dtype), None)
@@ -53,7 +74,8 @@ def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
 
 def release() -> None:
     """Drop every thread's buffers (the memory returns to the allocator)."""
-    _pools.clear()
+    for pool in list(_pools):
+        pool.clear()
 
 
 def carve(work, shape) -> np.ndarray:

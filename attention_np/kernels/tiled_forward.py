@@ -218,14 +218,16 @@ def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, b
     l = np.zeros(batch + (L, 1), dtype)             # running sum of exp(scores - m)
     acc = np.zeros(batch + (L, d_v), dtype)         # running sum of exp(scores - m) @ v
     if sink is not None:
-        # the sink is the first "key" every row has seen: score s_n, exp(s_n - m) = 1, value 0
+        # the sink is the first "key" every row has seen: score s_n, exp(s_n - m) = 1, value 0;
+        # a sink of -inf is no term at all (l = 0): a row that then sees no key stays empty,
+        # as the fast lane, which adds to l as it stands, and rows no block visits rely on
         m[...] = sink
-        l[...] = 1
+        l[...] = sink > -np.inf
     work = scratch("tile 1", (np.prod(batch + (L, min(block_size, S)), dtype=np.int64),), dtype)
     # work: every tile's scores in turn, (..., R, Bk) at most (..., L, block_size)
     lazy = None
     if softcap is None and post is None and not garbage and not normalized:
-        lazy = LazyShift(qs, k, v, m, batch)
+        lazy = LazyShift(qs, k, v, m, batch, blocks=-(-S // block_size))
 
     for j0, j1, i0, i1 in key_blocks(L, S, block_size, is_causal, window):
         rows = np.s_[..., i0:i1, :]
@@ -272,31 +274,38 @@ class LazyShift:
 
     A tile goes through the exact update instead (which then moves ``m``) when no row of it has
     seen a key yet (every ``m = -inf``), or when some row's ``sum_j e^{s_j - m}`` exceeds ``big``
-    (``sqrt`` of the dtype's largest number: its scores rose more than 44 nats above ``m`` in
-    float32, 354 in float64) or is NaN or inf (a row that meets its first key here, whose
-    ``-m`` is ``+inf``, gives ``+inf``). Below ``big``, ``l`` and ``acc`` cannot overflow
-    before the last block (and if ``acc`` does, with huge values, the forward redoes it).
+    (``sqrt`` of the dtype's largest number over the number of key blocks: its scores rose more
+    than ``44 - ln(blocks)`` nats above ``m`` in float32, ``354 - ln(blocks)`` in float64) or is
+    NaN or inf (a row that meets its first key here, whose ``-m`` is ``+inf``, gives ``+inf``).
+    So ``l``, which gains at most ``big`` per tile, stays below ``sqrt`` of the largest number
+    whatever the number of blocks (in float16, whose ``sqrt(max)`` is 256, a few hundred tiles
+    of ``sqrt(max)`` each overflowed it); if ``acc`` overflows, with huge values, the forward
+    redoes it.
     """
 
-    def __init__(self, qs, k, v, m, batch):
-        # qs (..., L, d_k), k (..., S, d_k), v (..., S, d_v); m (*batch, L, 1) the running max
+    def __init__(self, qs, k, v, m, batch, blocks: int):
+        # qs (..., L, d_k), k (..., S, d_k), v (..., S, d_v); m (*batch, L, 1) the running max;
+        # blocks: how many key blocks the forward walks at most
         q_all = np.broadcast_to(qs, batch + qs.shape[-2:])
         self.q_m = append_column(q_all, -m, "rows 1")                    # (*batch, L, d_k + 1)
         self.k_1 = append_column(k, k.dtype.type(1), "keys 1")           # (..., S, d_k + 1)
         self.v_1 = append_column(v, v.dtype.type(1), "keys 2")           # (..., S, d_v + 1)
         self.pv_work = scratch("rows 2", (self.q_m[..., 0].size * self.v_1.shape[-1],), qs.dtype)
-        self.big = np.sqrt(np.finfo(qs.dtype).max)
+        self.big = np.sqrt(np.finfo(qs.dtype).max) / max(1, blocks)
 
     def add_tile(self, l, acc, tile_args, rows, j0, j1, work) -> bool:
         """Add a tile's ``exp(s - m)`` into ``l`` and ``acc`` (its scores in ``work``); False
         (nothing changed) when the exact update must do it."""
         if (self.q_m[rows][..., -1:] == np.inf).all():       # -m = +inf: no row has seen a key
             return False
-        p, _ = tile_scores(self.q_m, self.k_1, *tile_args, work=work)  # (..., R, Bk) = scores - m
-        np.exp(p, out=p)
-        v_1 = self.v_1[..., j0:j1, :]
-        # pv (..., R, d_v + 1) = [p @ v, rowsum p]
-        pv = np.matmul(p, v_1, out=carve(self.pv_work, p.shape[:-1] + v_1.shape[-1:]))
+        # inf and NaN are expected here (a row's first keys, -inf bias): they send the tile to the
+        # exact update. Silenced here, not by the caller: NumPy's error state is per thread.
+        with np.errstate(over="ignore", invalid="ignore"):
+            p, _ = tile_scores(self.q_m, self.k_1, *tile_args, work=work)   # (..., R, Bk) = s - m
+            np.exp(p, out=p)
+            v_1 = self.v_1[..., j0:j1, :]
+            # pv (..., R, d_v + 1) = [p @ v, rowsum p]
+            pv = np.matmul(p, v_1, out=carve(self.pv_work, p.shape[:-1] + v_1.shape[-1:]))
         row_sum = pv[..., -1:]                               # (..., R, 1)
         if not (row_sum <= self.big).all():                  # NaN, inf, or a score far above m
             return False
