@@ -41,18 +41,25 @@ between runs (the three runs of the first table give their spread).
 What the paths are:
 
 - **dense** is `attention_np.sdpa_forward` / `sdpa_backward`. Above 2**17 score entries and
-  without dropout or bias it walks blocks of at most 64 query rows whose scores fit in one
-  core's cache, on a pool of threads (one per core, BLAS on one thread each; set
-  `ATTENTION_NP_NUM_THREADS` to change it), and reads only the keys a block may attend
-  ([`kernels/blocked.py`](../attention_np/core/blocked.py)). Smaller calls run the fused path in one
-  piece.
-- **tiled** is `flash_attention_forward` / `flash_attention_backward` (block 128), the online
-  softmax of FlashAttention: memory linear in L.
+  without dropout, bias or soft-capping it walks blocks of query rows (`BLOCK_ELEMENTS` score
+  entries, at most `MAX_ROWS` rows), the batch entries (batch x heads) shared out to a pool of
+  worker threads (one per core, BLAS on one thread in each; `ATTENTION_NP_NUM_THREADS` sets how
+  many), and reads only the keys a block may attend
+  ([`kernels/blocked.py`](../attention_np/kernels/blocked.py)). Smaller calls run the fused path
+  in one piece ([`kernels/fused.py`](../attention_np/kernels/fused.py)).
+- **tiled** is `flash_attention_forward` / `flash_attention_backward` (key blocks of 128), the
+  online softmax of FlashAttention, shifted lazily, its tiles in buffers reused from call to call
+  ([`kernels/tiled.py`](../attention_np/kernels/tiled.py)): memory linear in L.
 - **floor** is NumPy's matrix products alone on whole arrays (2 for the forward, 6 for
-  forward+backward), the work no NumPy attention avoids; a blocked path can beat it, because its
-  products stay in cache.
+  forward+backward), the work no NumPy attention avoids. `floor.py` also prints two floors that
+  can be lower: the **heads floor** (the same products with the heads shared out to the worker
+  threads) and, causal, the **causal floor** (only the blocks on or below the diagonal).
 - **torch** is `torch.nn.functional.scaled_dot_product_attention` on the CPU, with as many
   threads.
+
+`bench_attention.py` reports medians (each case after a pause, so that one library's spinning
+threads do not slow the other's), `floor.py` minimums of interleaved rounds: on a busy machine
+the median moves more, and the two can disagree; `floor.py` is the measure of issue 26's targets.
 
 ---
 """
