@@ -267,10 +267,13 @@ class LazyShift:
     lost to underflow, which the first visit of each row, by the exact update, guarantees). So
     a tile whose scores stay below ``m + log(big)`` is added without its max, without a
     rescale of ``acc`` and ``l``, and with neither the subtraction nor the row sum as a pass of
-    its own (FlashAttention-4 rescales this lazily too):
+    its own (FlashAttention-4 likewise rescales only when the max has risen enough to matter, as
+    described in Modal's reverse-engineering of it; it still computes each tile's max, which this
+    lane leaves out, reading an overflow from the row sums instead):
 
-    .. math:: [q\cdot\text{scale},\ -m]\,[k,\ 1]^\top = s - m,\qquad
-              e^{s - m}\,[v,\ 1] = [e^{s - m} v,\ \textstyle\sum_j e^{s_j - m}]
+    .. math:: [q\cdot\text{scale},\ -m]\,[k,\ 1]^\top = s - m
+
+    .. math:: e^{s - m}\,[v,\ 1] = [e^{s - m} v,\ \textstyle\sum_j e^{s_j - m}]
 
     A tile goes through the exact update instead (which then moves ``m``) when no row of it has
     seen a key yet (every ``m = -inf``), or when some row's ``sum_j e^{s_j - m}`` exceeds ``big``
