@@ -29,37 +29,40 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-import attention_np as an
 from attention_np.kernels.threads import blas_threads, num_threads, parallel_map
+
+# The cases themselves are bench_attention.py's (this file's folder is on sys.path when it runs
+# as a script, as performance_page.py runs it).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_attention import numpy_cases, torch_cases  # noqa: E402
 
 TARGETS = {"dense fwd": 1.4, "dense f+b": 1.2, "tiled f+b": 1.3}
 
 
-def floor_cases(q, k, v, dout, causal_block: int | None = None) -> dict:
-    """The matrix products alone; with ``causal_block``, only the blocks on or below the diagonal
-    (rows ``i:i+b`` against keys ``0:i+b``), the products a causal kernel cannot skip."""
+def causal_floor_cases(q, k, v, dout, block: int) -> dict:
+    """The matrix products of the blocks on or below the diagonal only (rows ``i:i+block``
+    against keys ``0:i+block``): the products a causal kernel cannot skip."""
     kT, vT = np.swapaxes(k, -1, -2), np.swapaxes(v, -1, -2)
     L = q.shape[-2]
 
-    def fwd(i=0, j=L):
+    def fwd(i, j):
         s = q[..., i:j, :] @ kT[..., :j]                        # (..., R, S') scores
         return s, s @ v[..., :j, :]
 
-    def fwd_bwd(i=0, j=L):
+    def fwd_bwd(i, j):
         s, out = fwd(i, j)
         dP = dout[..., i:j, :] @ vT[..., :j]                    # (..., R, S')
         return (out, np.swapaxes(s, -1, -2) @ dout[..., i:j, :], dP @ k[..., :j, :],
                 np.swapaxes(dP, -1, -2) @ q[..., i:j, :])
 
-    if causal_block is None:
-        return {"floor fwd": lambda: fwd()[1], "floor f+b": fwd_bwd}
-    b = causal_block
-    return {"causal floor fwd": lambda: [fwd(i, min(i + b, L))[1] for i in range(0, L, b)],
-            "causal floor f+b": lambda: [fwd_bwd(i, min(i + b, L)) for i in range(0, L, b)]}
+    return {"causal floor fwd": lambda: [fwd(i, min(i + block, L))[1] for i in range(0, L, block)],
+            "causal floor f+b": lambda: [fwd_bwd(i, min(i + block, L)) for i in range(0, L, block)]}
 
 
 def heads_floor_cases(q, k, v, dout) -> dict:
@@ -85,38 +88,6 @@ def heads_floor_cases(q, k, v, dout) -> dict:
     return {"heads floor fwd": lambda: run(fwd), "heads floor f+b": lambda: run(fwd_bwd)}
 
 
-def kernel_cases(q, k, v, dout, causal: bool, block_size: int) -> dict:
-    def dense_fwd():
-        return an.sdpa_forward(q, k, v, is_causal=causal)
-
-    def dense_fwd_bwd():
-        out, cache = an.sdpa_forward(q, k, v, is_causal=causal)
-        return an.sdpa_backward(dout, cache)
-
-    def tiled_fwd_bwd():
-        out, cache = an.flash_attention_forward(q, k, v, is_causal=causal, block_size=block_size)
-        return an.flash_attention_backward(dout, cache)
-
-    return {"dense fwd": dense_fwd, "dense f+b": dense_fwd_bwd, "tiled f+b": tiled_fwd_bwd}
-
-
-def torch_cases(torch, q, k, v, dout, causal: bool) -> dict:
-    sdpa = torch.nn.functional.scaled_dot_product_attention
-    tq, tk, tv, tdout = (torch.from_numpy(x) for x in (q, k, v, dout))
-    leaves = [x.clone().requires_grad_() for x in (tq, tk, tv)]
-
-    def fwd():
-        with torch.no_grad():
-            return sdpa(tq, tk, tv, is_causal=causal)
-
-    def fwd_bwd():
-        for x in leaves:
-            x.grad = None
-        sdpa(*leaves, is_causal=causal).backward(tdout)
-
-    return {"torch fwd": fwd, "torch f+b": fwd_bwd}
-
-
 def min_times(cases: dict, rounds: int, clock=time.perf_counter) -> dict:
     """Minimum time (ms) of each case over ``rounds`` rounds, every case once per round."""
     for f in cases.values():       # warm-up: first-call allocations, thread pools
@@ -139,12 +110,12 @@ def measure(shape, threads: int, causal: bool, rounds: int, block_size: int, tor
     os.environ["ATTENTION_NP_NUM_THREADS"] = str(threads)
     torch_before = None if torch is None else torch.get_num_threads()
     try:
-        floors = floor_cases(q, k, v, dout)
-        cases = {**kernel_cases(q, k, v, dout, causal, block_size), **floors}
+        cases = numpy_cases(q, k, v, dout, causal, block_size)     # the kernels and the plain floor
+        floors = {name: cases[name] for name in ("floor fwd", "floor f+b")}
         if threads > 1:
             cases.update(heads_floor_cases(q, k, v, dout))
         if causal:
-            cases.update(floor_cases(q, k, v, dout, causal_block=block_size))
+            cases.update(causal_floor_cases(q, k, v, dout, block_size))
         with blas_threads(threads):
             times = min_times(cases, rounds, clock)
         if torch is not None:

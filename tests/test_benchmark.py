@@ -60,3 +60,13 @@ def test_the_sinks_benchmark_prints_a_row_per_case_with_both_sinks_paths_agreein
     for dt, _, cells in rows:
         diff = float(cells.split("|")[-1])                       # term vs key: out and every gradient
         assert diff < (1e-5 if dt == "float32" else 1e-13)
+
+
+def test_floor_prints_each_kernel_over_the_floor_and_the_causal_floor(capsys):
+    assert _load("floor").main(["--shape", "1", "2", "32", "8", "--rounds", "1", "--threads", "1",
+                                "--no-torch"]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"^\| (dense fwd|dense f\+b|tiled f\+b)( causal)? \| 1 \| ([\d.]+)x \|", out,
+                      re.MULTILINE)
+    assert len(rows) == 6 and all(float(r) > 0 for *_, r in rows)
+    assert out.count("| (info) |") == 3                   # the causal rows are information
