@@ -34,7 +34,7 @@ from attention_np.kernels.batch_split import flat, slices
 from attention_np.kernels.guard import all_finite, masked_matmul, tile
 from attention_np.kernels.row_sums import rows_product
 from attention_np.kernels.scores import overflowed, scaled_scores
-from attention_np.kernels.scratch import scratch
+from attention_np.kernels.scratch import append_column, scratch
 from attention_np.kernels.softmax_inplace import softmax_numerator_, softmax_numerator_with_sink_
 from attention_np.kernels.threads import deal, num_threads, parallel_map
 
@@ -191,7 +191,7 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
     mf = flat(mask, full) if garbage else None
     # v with a column of ones, (N, S, d_v + 1): [dout_l, -D_l] @ [v, 1].T = dout_l @ v.T - D_l,
     # the softmax backward's subtraction done inside the product instead of one more (L, S) pass.
-    v1 = np.concatenate([vf, np.ones(vf.shape[:-1] + (1,), vf.dtype)], axis=-1)   # (N, S, d_v + 1)
+    v1 = append_column(vf, vf.dtype.type(1), "keys 2")                          # (N, S, d_v + 1)
 
     def work(my_units):
         dk_all = np.zeros(full + kf.shape[-2:], kf.dtype)                  # this worker's sums
@@ -215,7 +215,7 @@ def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
                 # forward: weights = softmax(scores)  ->  dscores = e * (dout_l @ v.T - D_l)
                 D_l = (dout_l * out[..., rows, :]).sum(axis=-1, keepdims=True)   # (..., rows, 1)
                 dP_l = buf[:eb.size].reshape(eb.shape)                     # (..., rows, keys)
-                np.matmul(np.concatenate([dout_l, -D_l], axis=-1),
+                np.matmul(append_column(dout_l, -D_l, "rows 1"),
                           np.swapaxes(v1[b][..., keys, :], -1, -2), out=dP_l)
                 if m is not None:
                     np.copyto(dP_l, 0, where=~m)             # as zero_masked: no NaN from masked keys

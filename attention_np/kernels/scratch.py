@@ -85,3 +85,18 @@ def carve(work, shape) -> np.ndarray:
     if work is None:
         return None
     return work[:int(np.prod(shape, dtype=np.int64))].reshape(shape)
+
+
+def append_column(x, col, name: str):
+    """``[x, col]`` along the last axis, in the scratch buffer ``name``: ``x (..., n, d)`` and
+    ``col`` broadcastable to ``(..., n, 1)`` give ``(..., n, d + 1)``, their batch dims broadcast
+    together.
+
+    A product with such an extra column does a subtraction or a sum for free: ``[q, -m] @ [k, 1]ᵀ
+    = q @ kᵀ - m`` and ``p @ [v, 1] = [p @ v, rowsum(p)]``.
+    """
+    shape = np.broadcast_shapes(x.shape[:-1] + (1,), np.shape(col))           # (..., n, 1)
+    out = scratch(name, shape[:-1] + (x.shape[-1] + 1,), x.dtype)             # (..., n, d + 1)
+    out[..., :-1] = x
+    out[..., -1:] = col
+    return out

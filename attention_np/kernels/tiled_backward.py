@@ -16,11 +16,10 @@ from attention_np._checks import check_cache, check_dout, sum_to_shape
 from attention_np.kernels.batch_split import flat, shared, slices
 from attention_np.kernels.guard import all_finite, masked_matmul, tile, zero_masked
 from attention_np.kernels.row_sums import rows_product
-from attention_np.kernels.scratch import carve, scratch
+from attention_np.kernels.scratch import append_column, carve, scratch
 from attention_np.kernels.threads import parallel_map
 from attention_np.kernels.tiled_forward import FlashCache
 from attention_np.kernels.tiles import (
-    append_column,
     check_flash,
     key_blocks,
     scaled_q,

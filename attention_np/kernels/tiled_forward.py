@@ -18,10 +18,9 @@ from attention_np._checks import as_bias, as_bool_mask, check_qkv
 from attention_np.kernels.batch_split import map_slices, shared, slices
 from attention_np.kernels.guard import all_finite, drop_masked, masked_matmul
 from attention_np.kernels.plan import Plan, plan_from
-from attention_np.kernels.scratch import carve, scratch
+from attention_np.kernels.scratch import append_column, carve, scratch
 from attention_np.kernels.sinks import check_sinks
 from attention_np.kernels.tiles import (
-    append_column,
     check_flash,
     key_blocks,
     scaled_q,

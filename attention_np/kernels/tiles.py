@@ -89,21 +89,6 @@ def tile_allowed(q, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window
     return tile_scores(zq, zk, mask, is_causal, j0, j1, i0, i1, shape, bias, window)[0] > -np.inf
 
 
-def append_column(x, col, name: str):
-    """``[x, col]`` along the last axis, in the scratch buffer ``name``: ``x (..., n, d)`` and
-    ``col`` broadcastable to ``(..., n, 1)`` give ``(..., n, d + 1)``, their batch dims broadcast
-    together.
-
-    A product with such an extra column does a subtraction or a sum for free: ``[q, -m] @ [k, 1]ᵀ
-    = q @ kᵀ - m`` and ``p @ [v, 1] = [p @ v, rowsum(p)]``.
-    """
-    shape = np.broadcast_shapes(x.shape[:-1] + (1,), np.shape(col))           # (..., n, 1)
-    out = scratch(name, shape[:-1] + (x.shape[-1] + 1,), x.dtype)             # (..., n, d + 1)
-    out[..., :-1] = x
-    out[..., -1:] = col
-    return out
-
-
 def scaled_q(q, scale):
     """``(q * scale, None)``, or ``(q, scale)`` when ``q * scale`` overflows where ``q`` does not
     (scale 1e30, q ~ 1e10 in float32: the scores ``q @ k.T * scale`` may still be representable).
