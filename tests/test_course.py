@@ -122,7 +122,8 @@ def test_student_checker_runs_with_numpy_alone(built, numpy_python, tmp_path):
                    SUBMISSIONS / "wrong" / "tiled_attention_max_from_zero.py")
     assert r.returncode == 1
     assert r.stdout.startswith("MISTAKE: tiled_attention: running max started at 0 instead of -inf"), r.stdout
-    r = _kit_check(numpy_python, kit, "causal_mask", kit / "02_masks.ipynb")   # the untouched notebook
+    r = _kit_check(numpy_python, kit, "causal_mask",
+                   kit / "07_tiling_and_decoding.ipynb")   # the untouched notebook
     assert r.returncode == 1 and "not implemented yet" in r.stdout, r.stdout + r.stderr
     bad = {"syntax.py": ("def softmax(x)\n    return x\n", "syntax error at line 1"),
            "imports.py": ("import torch\ndef softmax(x):\n    return x\n", "ModuleNotFoundError"),

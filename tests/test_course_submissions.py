@@ -58,7 +58,7 @@ def test_the_instructors_guide_numbers():
     assert f"falls to {r['entropy_unscaled'][-1]:.3f} nats" in text
     assert f"log 16 = {np.log(16):.3f}" in text
     from attention_np.exercises.notebooks import QUESTIONS
-    answer = QUESTIONS["03_attention"][0][1]              # the notebook's model answer, same numbers
+    answer = QUESTIONS["04_backward"][0][1]              # the notebook's model answer, same numbers
     assert f"(the mean largest weight is about {r['max_weight_unscaled'][-1]:.2f})" in answer
     assert f"the largest weight is about {r['max_weight_scaled'][-1]:.2f}" in answer
     n = sum(len(e.mistakes) for e in ex.EXERCISES.values())

@@ -232,7 +232,7 @@ def test_cli_checks_a_solution_file(tmp_path):
 
 def test_cli_says_what_to_do_with_a_file_it_cannot_run(tmp_path):
     # a notebook is checked from its code cells; anything else that cannot run gets one line, exit 2
-    nb = ROOT / "exercises" / "01_softmax.ipynb"
+    nb = ROOT / "exercises" / "01_attention.ipynb"
     r = run_cli("softmax", str(nb))
     assert r.returncode == 1 and r.stdout.startswith("FAILED: not implemented yet"), r.stdout + r.stderr
     files = {"syntax.py": ("def softmax(x)\n    return x\n", "syntax error at line 1"),
@@ -311,7 +311,7 @@ def test_the_padding_mask_contract_is_one():
     assert ex.reference("padding_mask")(np.array([2, 3]), 4).shape == (2, 1, 4)
     assert "Returns a bool array (B, 1, S)" in CONTRACTS["padding_mask"]
     assert "(B, S)" not in CONTRACTS["padding_mask"].replace("(B, S)`", "")
-    hints = " ".join(NOTEBOOKS["02_masks"][2]["padding_mask"])
+    hints = " ".join(NOTEBOOKS["01_attention"][2]["padding_mask"])
     assert "(B, S)" not in hints
     for m in ex.EXERCISES["padding_mask"].mistakes:
         assert "(B, S)." not in m.hint

@@ -119,7 +119,7 @@ def test_claim6_committed_study_backs_the_verdict():
     assert min(runs["unscaled", 128]["val_loss_by_lr"].values()) > 1.0      # every rate failed
 
 
-# --- notebook 06: the trained encoder, over several seeds ------------------------------------------
+# --- notebook 05: the trained encoder, over several seeds ------------------------------------------
 
 SEEDS = (0, 1, 2)
 
@@ -226,7 +226,7 @@ def test_footnote4_on_the_trained_encoder(trained):
         assert np.all(other["var_ratio"] < 5), (seed, other["var_ratio"])
 
 
-# --- notebook 07: the MiniLM "match" head attends to the other copy both ways ----------------------
+# --- notebook 09: the MiniLM "match" head attends to the other copy both ways ----------------------
 
 def test_minilm_match_head_attends_both_ways():
     """nb 07 section 3, "Four recognizable heads": the first "cat" looks at the later "cat", and
@@ -246,7 +246,7 @@ def test_minilm_match_head_attends_both_ways():
     assert w[cats[0], cats[1]] > 0.5 and w[cats[1], cats[0]] > 0.3
 
 
-# --- notebook 09: positional encoding, over several seeds -------------------------------------------
+# --- notebook 06: positional encoding, over several seeds -------------------------------------------
 
 def test_positional_encoding_is_what_lets_attention_reverse():
     """nb 09 section 4: with PE the one-layer encoder reverses held-out digits; without PE it

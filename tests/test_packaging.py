@@ -40,7 +40,7 @@ def _imports(notebook: Path) -> set:
 def test_the_notebooks_extra_installs_every_import_of_every_notebook(notebook):
     third_party = _imports(notebook) - set(sys.stdlib_module_names) - {"numpy", "attention_np"}
     extras = _extras()
-    # notebook 07 imports safetensors and tokenizers through attention_np.pretrained
+    # notebook 09 imports safetensors and tokenizers through attention_np.pretrained
     needs = third_party | (extras["pretrained"] if notebook.name.startswith("07") else set())
     missing = needs - extras["notebooks"]
     assert not missing, f"{notebook.name} imports {sorted(missing)}, not in the [notebooks] extra"

@@ -1,4 +1,4 @@
-"""attention_np.studies.positions (notebook 09): each measurement against an independent computation."""
+"""attention_np.studies.positions (notebook 06): each measurement against an independent computation."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ Needs Python >= 3.10 and NumPy (`pip install numpy`); nothing else.
 Open the notebooks in order ({order}). Each stub's docstring is the contract the checker holds
 you to. Check a function from its notebook (the check cell under it) or from a shell:
 
-    python check.py softmax my_softmax.py        # or the notebook: python check.py softmax 01_softmax.ipynb
+    python check.py softmax my_softmax.py        # or the notebook: python check.py softmax 01_attention.ipynb
     python check.py --list
 
 Exit code 0: passed; 1: wrong (`MISTAKE: ...` says what is wrong and gives a hint; `FAILED: ...`
@@ -51,7 +51,7 @@ them.
 AUTOGRADER_README = """# Autograder (Gradescope)
 
 Upload `gradescope.zip` as a "Programming Assignment" autograder (Ubuntu base image). Students
-submit their notebooks (`01_softmax.ipynb`, ...) or `.py` files; for each exercise the first
+submit their notebooks (`01_attention.ipynb`, ...) or `.py` files; for each exercise the first
 file defining its function is graded.
 
 - `config.json`: the time limit per case (`time_limit_per_case_s`), for the diagnosis of a wrong

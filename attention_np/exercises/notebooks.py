@@ -107,89 +107,105 @@ CONTRACTS = {
 
 LESSONS = "../notebooks/"
 
-#: stem -> (title, lessons it practises, {exercise: hints})
+#: stem -> (title, lessons it practises, {exercise: hints}). Exercise notebook NN goes with lesson NN
+#: (notebooks/NN_*.ipynb); a lesson with no function to write (02, 05, 08, 09) has none.
 NOTEBOOKS = {
-    "01_softmax": ("The stable softmax and its backward", ["01_scaled_dot_product_attention"], {
-        "softmax": ["Subtracting any constant from a row leaves its softmax unchanged.",
-                    "Which constant makes the largest exponent exactly 0?",
+    '01_attention': ('Eq. (1): the softmax, a padding mask, attention',
+        ['01_scaled_dot_product_attention'], {
+        'softmax': ['Subtracting any constant from a row leaves its softmax unchanged.',
+                    'Which constant makes the largest exponent exactly 0?',
                     "Keep the input's dtype: a float32 input gives a float32 output."],
-        "softmax_backward": ["Write the Jacobian of one row, dp_i/dx_j, on paper first.",
-                             "Never build it: the product with dp collapses to one row sum.",
-                             "The checker also compares with central differences of softmax."]}),
-    "02_masks": ("Causal and padding masks", ["01_scaled_dot_product_attention",
-                                              "05_tiling_and_kv_cache"], {
-        "causal_mask": ["Convention: True = may attend.",
+        'padding_mask': ['One row per sequence, one column per key, and a 1 for the queries.',
+                         'Compare np.arange(S) with the lengths, broadcast.'],
+        'attention': ['Scores are (..., L, S); the softmax runs over the keys.',
+                      "Masked scores must get weight exactly 0, and a row with no allowed key returns 0, "
+                      "not NaN.",
+                      'k and v may have fewer leading axes than q (broadcasting): np.swapaxes, not .T.'],
+    }),
+    '03_multihead': ('Multi-head attention: heads and the forward pass',
+        ['03_multi_head_attention'], {
+        'split_heads': ['Head i owns feature columns [i*d, (i+1)*d).',
+                        'reshape, then swap two axes.'],
+        'merge_heads': ['The inverse of split_heads.'],
+        'mha_forward': ['Project, split, attend per head, merge, project again.',
+                        'd_k is the width of one head.'],
+    }),
+    '04_backward': ('The backward passes: softmax, Eq. (1), multi-head',
+        ['04_backward_passes'], {
+        'softmax_backward': ['Write the Jacobian of one row, dp_i/dx_j, on paper first.',
+                             'Never build it: the product with dp collapses to one row sum.',
+                             'The checker also compares with central differences of softmax.'],
+        'attention_backward': ["Undo the forward lines last to first: out = P v, P = softmax(S), S = q "
+                               "k^T * scale.",
+                               'A gradient has the shape of its input: sum over axes that were broadcast.'],
+        'mha_backward': ['The backward of a split is a merge, and vice versa.',
+                         'A bias added at every position gets the sum of the gradients over every position.'],
+    }),
+    '06_positions': ('Sinusoidal positional encodings (§3.5)',
+        ['06_positional_encoding'], {
+        'sinusoidal': ['Columns 2i and 2i+1 share one frequency.',
+                       'Build the (length, d_model/2) table of angles by broadcasting.'],
+    }),
+    '07_tiling_and_decoding': ('Causal masks when L != S, the online-softmax tiled forward, one decoding '
+                               'step (beyond the paper)',
+        ['07_tiling_and_kv_cache'], {
+        'causal_mask': ['Convention: True = may attend.',
                         "With L != S, 'bottom_right' treats the L queries as the last L positions.",
-                        "np.tri has an offset argument k."],
-        "padding_mask": ["One row per sequence, one column per key, and a 1 for the queries.",
-                         "Compare np.arange(S) with the lengths, broadcast."]}),
-    "03_attention": ("Eq. (1), forward and backward", ["01_scaled_dot_product_attention",
-                                                       "02_why_scale_by_sqrt_dk", "04_backward_passes"], {
-        "attention": ["Scores are (..., L, S); the softmax runs over the keys.",
-                      "Masked scores must get weight exactly 0, and a row with no allowed key "
-                      "returns 0, not NaN.",
-                      "k and v may have fewer leading axes than q (broadcasting): np.swapaxes, "
-                      "not .T."],
-        "attention_backward": ["Undo the forward lines last to first: out = P v, P = softmax(S), "
-                               "S = q k^T * scale.",
-                               "A gradient has the shape of its input: sum over axes that were "
-                               "broadcast."]}),
-    "04_multihead": ("Multi-head attention", ["03_multi_head_attention", "04_backward_passes"], {
-        "split_heads": ["Head i owns feature columns [i*d, (i+1)*d).",
-                        "reshape, then swap two axes."],
-        "merge_heads": ["The inverse of split_heads."],
-        "mha_forward": ["Project, split, attend per head, merge, project again.",
-                        "d_k is the width of one head."],
-        "mha_backward": ["The backward of a split is a merge, and vice versa.",
-                         "A bias added at every position gets the sum of the gradients over "
-                         "every position."]}),
-    "05_tiled_attention": ("The online-softmax tiled forward (beyond the paper)",
-                           ["05_tiling_and_kv_cache"], {
-        "tiled_attention": ["Loop over key blocks only; everything inside is vectorized.",
-                            "Keep per query: the running max m, the running sum l and the running "
-                            "output.",
-                            "When m grows, whatever was computed against the old m must be "
-                            "rescaled."]}),
-    "06_kv_cache": ("One decoding step with a KV cache (beyond the paper)", ["05_tiling_and_kv_cache"], {
-        "decode_step": ["Project only the new position; the cache holds the earlier keys and "
-                        "values, already projected and split into heads.",
-                        "The new query is the last position: which keys may it see?"]}),
-    "07_positions": ("Sinusoidal positional encodings (§3.5)", ["09_positional_encoding"], {
-        "sinusoidal": ["Columns 2i and 2i+1 share one frequency.",
-                       "Build the (length, d_model/2) table of angles by broadcasting."]}),
+                        'np.tri has an offset argument k.'],
+        'tiled_attention': ['Loop over key blocks only; everything inside is vectorized.',
+                            'Keep per query: the running max m, the running sum l and the running output.',
+                            'When m grows, whatever was computed against the old m must be rescaled.'],
+        'decode_step': ["Project only the new position; the cache holds the earlier keys and values, "
+                        "already projected and split into heads.",
+                        'The new query is the last position: which keys may it see?'],
+    }),
 }
 
 #: stem -> [(question, model answer, rubric)]; the rubric's points add up to 3 per question
 QUESTIONS = {
-    "01_softmax": [
+    '01_attention': [
         ("Why subtract each row's max before exp, and why does it not change the answer?",
          "softmax(x) = softmax(x - c) for any constant c per row: the factor exp(-c) cancels between "
-         "numerator and denominator. With c = the row max, every exponent is <= 0 so exp cannot "
-         "overflow, and the largest term is exp(0) = 1 so the sum cannot underflow to 0.",
-         "1 pt: shift invariance (exp(-c) cancels); 1 pt: no overflow (exponents <= 0); 1 pt: the "
-         "sum is >= 1, so no 0/0."),
-        ("softmax_backward(dp=ones, p) must return 0 for every p. Why?",
-         "Each row of p sums to 1 whatever x is, so the loss L = sum_j 1 * p_j is constant and its "
-         "gradient is 0. In the formula p * (dp - sum_j dp_j p_j) = p * (1 - 1) = 0.",
-         "2 pts: the loss sum_j p_j = 1 does not depend on x; 1 pt: shown on the formula."),
+         "numerator and denominator. With c = the row max, every exponent is <= 0 so exp cannot overflow, "
+         "and the largest term is exp(0) = 1 so the sum cannot underflow to 0.",
+         "1 pt: shift invariance (exp(-c) cancels); 1 pt: no overflow (exponents <= 0); 1 pt: the sum is "
+         ">= 1, so no 0/0."),
+        ('Why is the padding mask (B, 1, S) and not (B, S)?',
+         "Scores are (B, L, S). Broadcasting aligns shapes from the right: a (B, S) mask is read as (1, "
+         "B, S), lining the batch up with the queries: an error when B != L, and silently wrong when B == "
+         "L. The 1 puts the batch on the first axis and broadcasts over the L queries. For multi-head "
+         "scores (B, h, L, S) one more axis is needed: mask[:, None].",
+         "1 pt: broadcasting aligns from the right; 1 pt: B would line up with L (wrong or an error); 1 "
+         "pt: the head axis for multi-head scores."),
+        ('What must a query that may attend to no key return, and what do -inf and -1e9 fills give instead?',
+         "Its scores are all -inf: the max subtraction gives -inf - (-inf) = NaN. The contract (and the "
+         "library) return 0: it attends to nothing. A finite fill such as -1e9 instead makes the row's "
+         "softmax uniform over keys it may not see.",
+         "1 pt: NaN from -inf - (-inf); 1 pt: the answer is 0; 1 pt: a finite fill gives uniform weights "
+         "over masked keys."),
+        ("Masking after the softmax and renormalising is the same formula as masking before. Why does it "
+         "fail when a masked key scores 800 and an allowed one 1?",
+         "The softmax of [800, 1] is [1, exp(-799)] and exp(-799) underflows to 0: the allowed key's "
+         "weight is lost before the mask is applied, and renormalising divides 0 by 0. Masking the scores "
+         "first removes the large score before exp is taken.",
+         "1 pt: underflow of the allowed weights; 1 pt: 0/0 (or 0) after renormalising; 1 pt: mask the "
+         "scores first."),
     ],
-    "02_masks": [
-        ("Top-left or bottom-right: which alignment does a decode step with one query and t + 1 "
-         "keys need, and what does the other one do?",
-         "Bottom-right: the one query is the last position, so it sees every key (no key is in its "
-         "future; the mask is all True). Top-left (PyTorch's and JAX's is_causal) lines query 0 up "
-         "with key 0, so the single query would see key 0 only.",
-         "1 pt: bottom-right; 1 pt: the last query sees all keys; 1 pt: top-left lets it see key 0 "
-         "only."),
-        ("Why is the padding mask (B, 1, S) and not (B, S)?",
-         "Scores are (B, L, S). Broadcasting aligns shapes from the right: a (B, S) mask is read as "
-         "(1, B, S), lining the batch up with the queries: an error when B != L, and silently wrong "
-         "when B == L. The 1 puts the batch on the first axis and broadcasts over the L queries. For "
-         "multi-head scores (B, h, L, S) one more axis is needed: mask[:, None].",
-         "1 pt: broadcasting aligns from the right; 1 pt: B would line up with L (wrong or an "
-         "error); 1 pt: the head axis for multi-head scores."),
+    '03_multihead': [
+        ("x has shape (L, h*d). Why is x.reshape(h, L, d) not split_heads(x, h), although the shape is "
+         "right?",
+         "reshape keeps the row-major order of the entries: x.reshape(h, L, d)[i] is (when h divides L) rows "
+         "[i*L/h, (i+1)*L/h) of x cut into pieces of width d, so a 'head' mixes positions and columns. "
+         "Head i must be the columns [i*d, (i+1)*d) of every position: reshape to (L, h, d), which "
+         "keeps positions apart, then swap the first two axes.",
+         "1 pt: reshape keeps the memory order; 1 pt: the result mixes positions into a head; 1 pt: "
+         "reshape to (L, h, d), then transpose."),
+        ('Why must a multi-head mask have a head axis ((B, 1, L, S), not (B, L, S))?',
+         "The scores are (B, h, L, S). A (B, L, S) mask is aligned from the right as (1, B, L, S): its "
+         "batch axis lines up with the heads, an error when B != h and silently wrong when B == h.",
+         '1 pt: scores are (B, h, L, S); 1 pt: B lines up with h; 1 pt: silently wrong when B == h.'),
     ],
-    "03_attention": [
+    '04_backward': [
         ("Predict the largest softmax weight of 16 keys when q and k have N(0, 1) entries, "
          "d_k = 256, without the 1/sqrt(d_k). Then with it.",
          "An unscaled score q . k sums d_k products of unit variance: variance 256, standard "
@@ -200,77 +216,61 @@ QUESTIONS = {
          "(see docs/instructors.md).",
          "1 pt: variance d_k (std 16); 1 pt: nearly one-hot unscaled (close to 1); 1 pt: scaled "
          "weights well below 1 (order 0.2)."),
-        ("What must a query that may attend to no key return, and what do -inf and -1e9 fills "
-         "give instead?",
-         "Its scores are all -inf: the max subtraction gives -inf - (-inf) = NaN. The contract "
-         "(and the library) return 0: it attends to nothing. A finite fill such as -1e9 instead "
-         "makes the row's softmax uniform over keys it may not see.",
-         "1 pt: NaN from -inf - (-inf); 1 pt: the answer is 0; 1 pt: a finite fill gives uniform "
-         "weights over masked keys."),
-        ("Masking after the softmax and renormalising is the same formula as masking before. Why "
-         "does it fail when a masked key scores 800 and an allowed one 1?",
-         "The softmax of [800, 1] is [1, exp(-799)] and exp(-799) underflows to 0: the allowed key's "
-         "weight is lost before the mask is applied, and renormalising divides 0 by 0. Masking the "
-         "scores first removes the large score before exp is taken.",
-         "1 pt: underflow of the allowed weights; 1 pt: 0/0 (or 0) after renormalising; 1 pt: "
-         "mask the scores first."),
+        ('softmax_backward(dp=ones, p) must return 0 for every p. Why?',
+         "Each row of p sums to 1 whatever x is, so the loss L = sum_j 1 * p_j is constant and its "
+         "gradient is 0. In the formula p * (dp - sum_j dp_j p_j) = p * (1 - 1) = 0.",
+         '2 pts: the loss sum_j p_j = 1 does not depend on x; 1 pt: shown on the formula.'),
+        ('Why is dL/db_k exactly 0?',
+         "The key bias adds q_i . b_k to every score of row i: the same constant for every key. Softmax "
+         "is invariant to adding a constant to a row, so the weights, the output and the loss do not "
+         "depend on b_k.",
+         "1 pt: q_i . b_k is the same for every key of row i; 1 pt: softmax shift invariance; 1 pt: so "
+         "the loss does not depend on b_k."),
     ],
-    "04_multihead": [
-        ("Why is dL/db_k exactly 0?",
-         "The key bias adds q_i . b_k to every score of row i: the same constant for every key. "
-         "Softmax is invariant to adding a constant to a row, so the weights, the output and the "
-         "loss do not depend on b_k.",
-         "1 pt: q_i . b_k is the same for every key of row i; 1 pt: softmax shift invariance; "
-         "1 pt: so the loss does not depend on b_k."),
-        ("Why must a multi-head mask have a head axis ((B, 1, L, S), not (B, L, S))?",
-         "The scores are (B, h, L, S). A (B, L, S) mask is aligned from the right as (1, B, L, S): "
-         "its batch axis lines up with the heads, an error when B != h and silently wrong when "
-         "B == h.",
-         "1 pt: scores are (B, h, L, S); 1 pt: B lines up with h; 1 pt: silently wrong when B == h."),
-    ],
-    "05_tiled_attention": [
-        ("When the running max grows, why must both the running sum and the running output be "
-         "rescaled?",
-         "Both were accumulated as sums of exp(s - m_old) (times v for the output). Multiplying by "
-         "exp(m_old - m_new) puts every earlier term on the new max, so that the final division "
-         "compares like with like.",
-         "1 pt: both are sums of exp(s - m_old); 1 pt: the factor exp(m_old - m_new); 1 pt: "
-         "forgetting one makes the ratio wrong."),
-        ("Why start the running max at -inf rather than 0?",
-         "With m = 0, a row whose scores are all below about -104 (float32) has exp(s - 0) = 0 "
-         "for every key: the sum is 0 and the output 0/0. Starting at -inf, the first block sets m "
-         "to its own max, so the largest exponent is exp(0) = 1 whatever the scores.",
-         "1 pt: exp of very negative scores underflows; 1 pt: 0/0; 1 pt: -inf lets the first "
-         "block set m."),
-    ],
-    "06_kv_cache": [
-        ("The decode step applies no causal mask. Why is that right?",
-         "The new query is the last position t; every cached key is at a position < t and its own "
-         "key is at t, so none is in its future: the causal (bottom-right) mask row is all True.",
-         "1 pt: the query is the last position; 1 pt: every key is at j <= t; 1 pt: so the "
-         "bottom-right mask is all True."),
-        ("What does the cache save at step t, compared with recomputing the keys and values of "
-         "the whole prefix?",
-         "The projections of the t earlier positions: without a cache each step projects t + 1 "
-         "positions (O(t d_model^2) work), with it only the new one (O(d_model^2)). The attention "
-         "itself still reads all t + 1 keys (O(t d_model)).",
-         "1 pt: earlier keys/values are not re-projected; 1 pt: O(t d^2) -> O(d^2) per step; "
-         "1 pt: the attention over t + 1 keys remains."),
-    ],
-    "07_positions": [
-        ("Why pairs of sin and cos with the same frequency?",
-         "For each frequency w, (sin(w(pos + k)), cos(w(pos + k))) is a rotation by the angle w k "
-         "of (sin(w pos), cos(w pos)): PE(pos + k) is a linear function of PE(pos) that depends "
-         "only on k, which §3.5 suggests lets the model attend by relative position.",
+    '06_positions': [
+        ('Why pairs of sin and cos with the same frequency?',
+         "For each frequency w, (sin(w(pos + k)), cos(w(pos + k))) is a rotation by the angle w k of "
+         "(sin(w pos), cos(w pos)): PE(pos + k) is a linear function of PE(pos) that depends only on k, "
+         "which §3.5 suggests lets the model attend by relative position.",
          "1 pt: the angle-addition formulas; 1 pt: a rotation depending only on k; 1 pt: relative "
          "positions as a linear map."),
-        ("What range of wavelengths do the columns cover?",
-         "Column pair i has wavelength 2 pi * 10000^(2i/d_model): from 2 pi (i = 0) up to almost "
-         "10000 * 2 pi, a geometric progression.",
-         "2 pts: 2 pi to 10000 * 2 pi; 1 pt: geometric."),
+        ('What range of wavelengths do the columns cover?',
+         "Column pair i has wavelength 2 pi * 10000^(2i/d_model): from 2 pi (i = 0) up to almost 10000 * "
+         "2 pi, a geometric progression.",
+         '2 pts: 2 pi to 10000 * 2 pi; 1 pt: geometric.'),
+    ],
+    '07_tiling_and_decoding': [
+        ("Top-left or bottom-right: which alignment does a decode step with one query and t + 1 keys "
+         "need, and what does the other one do?",
+         "Bottom-right: the one query is the last position, so it sees every key (no key is in its "
+         "future; the mask is all True). Top-left (PyTorch's and JAX's is_causal) lines query 0 up with "
+         "key 0, so the single query would see key 0 only.",
+         '1 pt: bottom-right; 1 pt: the last query sees all keys; 1 pt: top-left lets it see key 0 only.'),
+        ('When the running max grows, why must both the running sum and the running output be rescaled?',
+         "Both were accumulated as sums of exp(s - m_old) (times v for the output). Multiplying by "
+         "exp(m_old - m_new) puts every earlier term on the new max, so that the final division compares "
+         "like with like.",
+         "1 pt: both are sums of exp(s - m_old); 1 pt: the factor exp(m_old - m_new); 1 pt: forgetting "
+         "one makes the ratio wrong."),
+        ('Why start the running max at -inf rather than 0?',
+         "With m = 0, a row whose scores are all below about -104 (float32) has exp(s - 0) = 0 for every "
+         "key: the sum is 0 and the output 0/0. Starting at -inf, the first block sets m to its own max, "
+         "so the largest exponent is exp(0) = 1 whatever the scores.",
+         '1 pt: exp of very negative scores underflows; 1 pt: 0/0; 1 pt: -inf lets the first block set m.'),
+        ('The decode step applies no causal mask. Why is that right?',
+         "The new query is the last position t; every cached key is at a position < t and its own key is "
+         "at t, so none is in its future: the causal (bottom-right) mask row is all True.",
+         "1 pt: the query is the last position; 1 pt: every key is at j <= t; 1 pt: so the bottom-right "
+         "mask is all True."),
+        ("What does the cache save at step t, compared with recomputing the keys and values of the whole "
+         "prefix?",
+         "The projections of the t earlier positions: without a cache each step projects t + 1 positions "
+         "(O(t d_model^2) work), with it only the new one (O(d_model^2)). The attention itself still "
+         "reads all t + 1 keys (O(t d_model)).",
+         "1 pt: earlier keys/values are not re-projected; 1 pt: O(t d^2) -> O(d^2) per step; 1 pt: the "
+         "attention over t + 1 keys remains."),
     ],
 }
-
 
 def exercise_notebook_of(name: str) -> str:
     """The stem of the notebook that holds exercise ``name``."""

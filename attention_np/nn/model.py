@@ -39,7 +39,7 @@ class ModelConfig:
     d_ff: int = 128
     num_layers: int = 2
     activation: str = "relu"
-    positional: bool = True     # add the §3.5 sinusoids; False: order-blind (notebook 09)
+    positional: bool = True     # add the §3.5 sinusoids; False: order-blind (notebook 06)
 
 
 def init_model(config: ModelConfig, *, rng=None, dtype=np.float64) -> dict:

@@ -62,13 +62,13 @@ def describe_params(params: dict) -> str:
     return "\n".join(lines)
 
 
-# Notebook 6's training run, committed so the notebook runs in seconds. Made by
+# Notebook 5's training run, committed so the notebook runs in seconds. Made by
 #     python -m attention_np.studies.lessons notebooks/weights/reversal_seed0.npz
 REVERSAL_RUN = dict(steps=600, batch_size=64, seed=0, snapshot_at=range(0, 601, 20))
 
 
 def save_reversal_run(path: str) -> None:
-    """Train notebook 6's model (:data:`REVERSAL_RUN`, one BLAS thread) and save it to ``path``."""
+    """Train notebook 5's model (:data:`REVERSAL_RUN`, one BLAS thread) and save it to ``path``."""
     from attention_np.nn import ModelConfig, ReversalTask, train
     from attention_np.nn.threads import blas_threads
 
@@ -97,7 +97,7 @@ def load_reversal_run(path: str):
 
 
 def main(argv=None) -> int:
-    """``python -m attention_np.studies.lessons PATH``: train notebook 6's model, save it to PATH."""
+    """``python -m attention_np.studies.lessons PATH``: train notebook 5's model, save it to PATH."""
     import argparse
 
     from attention_np._args import output_file

@@ -3,7 +3,7 @@
 Footnote 4 assumes the components of ``q`` and ``k`` are independent random variables with mean 0
 and variance 1; then ``Var(q·k) = d_k`` and the scaled scores ``q·k/√d_k`` have variance 1. That is
 true of random projections at initialisation. Here the same numbers are measured on the ``q`` and
-``k`` a model actually computes, one head at a time (notebooks 6 and 7):
+``k`` a model actually computes, one head at a time (notebooks 5 and 9):
 
 - ``var_ratio``: ``Var(q·k) / d_k`` over every allowed (query, key) pair (1 under the assumption);
 - ``independent_ratio``: what ``Var(q·k) / d_k`` would be if the components were independent, with
