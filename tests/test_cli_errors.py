@@ -19,7 +19,16 @@ AN = ("-m", "attention_np")
 
 # (command, the last line of stderr after "error: ") -- the bad commands first
 CASES = [
-    (AN + ("train", "--length", "0"), "argument --length: got 0, expected an integer from 1 to 18"),
+    (AN + ("train", "--length", "0"), "argument --length: got 0, expected an integer from 2 to 18"),
+    (AN + ("train", "--length", "1"), "argument --length: got 1, expected an integer from 2 to 18"),
+    (AN + ("train", "--steps", "1000000000000"),
+     "argument --steps: got 1000000000000, expected an integer from 1 to 100000"),
+    (AN + ("train", "--batch-size", "100000"), "argument --batch-size: got 100000, expected an integer "
+                                               "from 1 to 4096"),
+    (AN + ("train", "--steps", "50", "--cooldown", "60"),
+     "argument --cooldown: got 60 with 50 steps, expected at most the number of steps"),
+    (AN + ("train", "--task", "dates", "--cooldown", "1201"),
+     "argument --cooldown: got 1201 with 1200 steps, expected at most the number of steps"),
     (AN + ("train", "--heads", "3"), "argument --heads: got 3 with --d-model 64, expected a divisor "
                                      "of d_model (d_k = d_model / heads, §3.2.2), e.g. [1, 2, 4, 8, 16]"),
     (AN + ("train", "--task", "dates", "--heads", "3"), "argument --heads: got 3 with --d-model 64, "
@@ -46,7 +55,7 @@ CASES = [
     (AN + ("train", "--save", "{tmp}/x.npz"), "argument --save: got '{tmp}/x.npz' with --task reverse, "
                                               "expected --task dates"),
     (AN + ("train", "--layers", "-1"), "argument --layers: got -1, expected a positive integer (>= 1)"),
-    (AN + ("train", "--batch-size", "0"), "argument --batch-size: got 0, expected a positive integer"),
+    (AN + ("train", "--batch-size", "0"), "argument --batch-size: got 0, expected an integer from 1 to 4096"),
     (AN + ("train", "--steps", "ten"), "argument --steps: got 'ten', expected an integer"),
     (AN + ("train", "--target", "1.5"), "argument --target: got 1.5, expected a number from 0 to 1"),
     (AN + ("train", "--task", "dates", "--warmup", "0"), "argument --warmup: got 0, expected a "
