@@ -50,3 +50,18 @@ def test_every_extra_named_in_an_install_hint_exists():
     extras = _extras()
     for module, extra in EXTRA_OF.items():
         assert extra in extras and module in extras[extra], (module, extra)
+
+
+def test_license_and_citation_agree_with_pyproject():
+    # a project people teach and cite from ships its license text and a CITATION.cff that says
+    # the version and license pyproject.toml declares
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)["project"]
+    license_text = (ROOT / "LICENSE").read_text()
+    assert license_text.startswith(f"{project['license']['text']} License\n")
+    assert "Permission is hereby granted, free of charge" in license_text
+    fields = dict(re.findall(r"^(cff-version|version|license): \"?([^\"\n]+)\"?$",
+                             (ROOT / "CITATION.cff").read_text(), re.M))
+    assert fields == {"cff-version": "1.2.0", "version": project["version"],
+                      "license": project["license"]["text"]}
+    assert "arXiv:1706.03762" in (ROOT / "CITATION.cff").read_text()
