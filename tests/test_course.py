@@ -38,12 +38,13 @@ def numpy_python(tmp_path_factory):
     env_dir = tmp_path_factory.mktemp("venv") / "numpy_only"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    # the caller's PYTHONPATH must not reach it (a checkout's *.egg-info would show attention-np)
     r = subprocess.run([str(python), "-m", "pip", "install", "-q", "numpy"], capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=600, env=_clean_env())
     if r.returncode != 0:
         pytest.skip(f"cannot install numpy into a fresh venv (no package index?): {r.stderr[-300:]}")
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True,
-                            text=True).stdout
+                            text=True, env=_clean_env()).stdout
     assert {line.split("==")[0].lower() for line in listed.split()} <= {"numpy", "pip", "setuptools"}
     return python
 

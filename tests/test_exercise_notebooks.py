@@ -11,6 +11,8 @@ import pytest
 
 from tests.helpers import require
 
+# a busy machine can take more than nbclient's 60 s default to start a kernel
+STARTUP_S = 300
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "exercises").glob("*.ipynb"))
 
@@ -60,7 +62,7 @@ def test_notebooks_pass_with_the_reference_solution(monkeypatch):
             cell.metadata["notebook"] = path.name
             cells.append(cell)
     nb = nbformat.v4.new_notebook(cells=cells)
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", startup_timeout=STARTUP_S,
                             resources={"metadata": {"path": str(ROOT / "exercises")}}).execute()
     checks = _cells(nb, "check")
     import attention_np.exercises as ex
@@ -91,7 +93,7 @@ def test_solution_notebooks_pass_every_check(tmp_path):
     for path in sorted(out.glob("*.ipynb")):
         cells += [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     nb = nbformat.v4.new_notebook(cells=cells)
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", startup_timeout=STARTUP_S,
                             resources={"metadata": {"path": str(out)}}).execute()
     checks = _cells(nb, "check")
     assert len(checks) == 13

@@ -9,6 +9,8 @@ import pytest
 
 from tests.helpers import require
 
+# a busy machine can take more than nbclient's 60 s default to start a kernel
+STARTUP_S = 300
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -23,7 +25,7 @@ def test_notebook_runs_without_error(path, monkeypatch):
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", startup_timeout=STARTUP_S,
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError naming the failing cell
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
