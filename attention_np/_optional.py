@@ -28,6 +28,9 @@ EXTRA_OF = {
     "torch": "frameworks", "jax": "frameworks", "flax": "frameworks",
     "transformers": "transformers",
 }
+# top-level module -> what installs it alone, where its extra also brings packages it does not need
+# (JAX and Flax need no torch: their hint must not install it)
+ALONE = {"jax": ("jax>=0.4.30",), "flax": ("jax>=0.4.30", "flax>=0.10")}
 # top-level module -> the oldest release the code that imports it works with (the test suite's
 # transformers tests pass on 5.15.0 and fail on 5.14.1: T5 has no sdpa attention before 5.15)
 MINIMUM = {"transformers": "5.15"}
@@ -46,11 +49,14 @@ def extra_command(extra: str) -> str:
 def install_hint(module: str) -> str:
     """The command that installs ``module`` (its top-level package) and the rest of its extra,
     torch always from its CPU index, e.g. for matplotlib ``pip install "matplotlib>=3.7"``, for
-    jax ``pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu && pip
-    install "jax>=0.4.30" "flax>=0.10"``; for torch alone the first of those two commands."""
+    transformers ``pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu && pip
+    install "transformers>=5.15"``; for torch alone the first of those two commands. JAX and Flax
+    install without torch (:data:`ALONE`): ``pip install "jax>=0.4.30" "flax>=0.10"`` for flax."""
     top = module.split(".")[0]
     if top == "torch":
         return TORCH_CPU
+    if top in ALONE:
+        return "pip install " + " ".join(f'"{p}"' for p in ALONE[top])
     if top in EXTRA_OF:
         return extra_command(EXTRA_OF[top])
     return f"pip install {top}"

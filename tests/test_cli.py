@@ -101,7 +101,9 @@ def test_every_optional_import_names_what_installs_it():
     assert install_hint("safetensors.numpy") == 'pip install "safetensors>=0.4" "tokenizers>=0.15"'
     cpu = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
     assert install_hint("torch.nn") == cpu
-    assert install_hint("flax.linen") == cpu + ' && pip install "jax>=0.4.30" "flax>=0.10"'
+    assert install_hint("flax.linen") == 'pip install "jax>=0.4.30" "flax>=0.10"'    # no torch
+    assert install_hint("jax.numpy") == 'pip install "jax>=0.4.30"'
+    assert install_hint("transformers") == cpu + ' && pip install "transformers>=5.15"'
     with pytest.raises(ImportError, match=r"^X needs no_such_module_xyz, which is not installed: "
                                           r"pip install no_such_module_xyz$"):
         import_optional("no_such_module_xyz", "X")
