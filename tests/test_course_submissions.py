@@ -41,6 +41,24 @@ def test_a_wrong_solution_fails(path):
     assert str(result).startswith(("MISTAKE: ", "FAILED: ")), str(result)
 
 
+DIAGNOSED = [p for p in WRONG if "# diagnosis: " in p.read_text()]
+
+
+@pytest.mark.parametrize("path", DIAGNOSED, ids=[p.stem for p in DIAGNOSED])
+def test_a_wrong_solution_gets_the_diagnosis_in_its_header(path):
+    # the name the header expects: what the submission does wrong, measured by behaviour
+    want = re.search(r"# diagnosis: (.+)", path.read_text()).group(1).strip()
+    result = _check(path)
+    assert result.mistake == want, str(result)
+
+
+def test_the_seven_wrong_files_issue_35_found_accepted_are_diagnosed():
+    stems = {"attention_backward_nan_full_row", "attention_backward_keepdims_shape",
+             "attention_backward_sum_one_axis", "attention_backward_reshape_mixes",
+             "mha_backward_bias_wrong_axes", "tiled_attention_shared_max", "attention_bool_index"}
+    assert stems <= {p.stem for p in DIAGNOSED}
+
+
 def test_at_least_three_quarters_of_the_wrong_solutions_are_named():
     named = [p.stem for p in WRONG if _check(p).status == "mistake"]
     assert len(named) / len(WRONG) >= 0.75, sorted(set(p.stem for p in WRONG) - set(named))

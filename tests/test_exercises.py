@@ -402,3 +402,159 @@ def test_the_references_run_the_paper_code_where_it_has_the_function():
                       "attention_np.exercises")}
         want = outside.get(name, "attention_np.paper")
         assert called and all(m.startswith(want) for m in called), (name, called)
+
+
+# ---- issue 35: every contract clause has a case, partial credit, hints that agree with contracts
+def _cases(name, hidden):
+    e = ex.EXERCISES[name]
+    return e.hidden_cases() if hidden else e.cases()
+
+
+@pytest.mark.parametrize("name", list(ex.EXERCISES))
+def test_every_contract_clause_has_a_public_and_a_hidden_case(name):
+    from attention_np.exercises.notebooks import clause_keys
+    keys = set(clause_keys(name))
+    public, hidden = _cases(name, False), _cases(name, True)
+    for cases, which in ((public, "public"), (hidden, "hidden")):
+        tagged = {k for c in cases for k in c.clauses}
+        assert keys <= tagged, f"{name}: clauses without a {which} case: {sorted(keys - tagged)}"
+        assert tagged <= keys | {"dtype"}, f"{name}: cases name unknown clauses {sorted(tagged - keys)}"
+    # the hidden cases vary the public ones: no hidden input equals a public one
+    pub = [c.args for c in public]
+    for c in hidden:
+        assert not any(_same_args(c.args, a) for a in pub), (name, c.label)
+
+
+def _same_args(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
+                and np.array_equal(a, b))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same_args(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_args(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _mask_of(case):
+    return next((a for a in case.args if isinstance(a, np.ndarray) and a.dtype == bool), None)
+
+
+# what a clause claims about its cases, checked on their inputs (so a tag cannot lie)
+CLAUSE_PROPERTIES = {
+    "fully_masked": lambda c: _mask_of(c) is not None and bool(
+        (~np.broadcast_to(_mask_of(c), _mask_of(c).shape).any(-1)).any()),
+    "mask_broadcast": lambda c: _mask_of(c) is not None and (
+        _mask_of(c).ndim < c.args[1].ndim or 1 in _mask_of(c).shape[:-1]),
+    "broadcast": lambda c: c.args[-2].ndim < c.args[-3].ndim
+    or c.args[-2].shape[:-2] != c.args[-3].shape[:-2],
+    "size_one": lambda c: 1 in c.args[2].shape[:-2],
+    "L_1": lambda c: [a for a in c.args if isinstance(a, np.ndarray) and a.dtype != bool][-3].shape[-2] == 1,
+    "dtype": lambda c: any(isinstance(a, np.ndarray) and a.dtype == np.float32 for a in c.args),
+}
+
+
+@pytest.mark.parametrize("name", ["attention", "attention_backward"])
+def test_a_case_has_the_property_its_clause_names(name):
+    for hidden in (False, True):
+        for c in _cases(name, hidden):
+            for key in c.clauses:
+                if key in CLAUSE_PROPERTIES:
+                    assert CLAUSE_PROPERTIES[key](c), (name, key, c.label)
+
+
+def test_every_exercise_with_float_inputs_has_float32_and_float64_cases():
+    for name in ex.EXERCISES:
+        for hidden in (False, True):
+            cases = _cases(name, hidden)
+            floats = [c for c in cases if any(isinstance(a, np.ndarray) and a.dtype.kind == "f"
+                                              for a in c.args)]
+            if floats:
+                assert any(c.dtype == np.float32 and "dtype" in c.clauses for c in floats), name
+                assert any(c.dtype in (np.float64, float) for c in floats), name
+
+
+@pytest.mark.parametrize("name", [n for n in ex.EXERCISES if n not in ("causal_mask", "padding_mask",
+                                                                           "sinusoidal")])
+def test_writing_into_an_input_is_caught_in_every_exercise(name):
+    ref = ex.reference(name)
+
+    def writes(*args, **kwargs):
+        out = ref(*args, **kwargs)
+        first = next(a for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f")
+        first[...] = 0.0
+        return out
+    r = ex.check(name, writes)
+    assert r.mistake == "wrote into an input", str(r)
+
+
+def test_partial_credit_scores_each_output_on_its_own():
+    from attention_np.exercises import engine
+    ref = ex.reference("mha_backward")
+
+    def wrong_b_o(*args):
+        dq, dk, dv, g = ref(*args)
+        return dq, dk, dv, dict(g, b_o=2 * g["b_o"])
+    r = ex.check("mha_backward", wrong_b_o)
+    assert not r.ok
+    for case in r.cases:
+        names = [n for n, _ in case.parts]
+        assert names[:3] == ["dquery", "dkey", "dvalue"] and len(names) == 11
+        assert [n for n, ok in case.parts if not ok] == ["grads['b_o']"], case.parts
+        assert engine.score(case.points, case.passed, case.parts) == pytest.approx(case.points * 10 / 11)
+    assert ("grads['b_o']", 0, len(r.cases)) in r.parts
+    assert "wrong: grads['b_o'] on" in r.message
+    assert engine.score(2.0, False, [["dq", True], ["dk", False], ["dv", True]]) == pytest.approx(4 / 3)
+    assert engine.score(2.0, True, []) == 2.0 and engine.score(2.0, False, None) == 0.0
+
+    def wrong_dk(*args):
+        dq, dk, dv = ex.reference("attention_backward")(*args)
+        return dq, -dk, dv
+    r = ex.check("attention_backward", wrong_dk)
+    assert [p[:2] for p in r.parts] == [("dq", len(r.cases)), ("dk", 0), ("dv", len(r.cases))]
+
+
+def test_feedback_never_names_a_hidden_case():
+    from attention_np.exercises import engine, probes
+    from attention_np.exercises.checker import build_record
+    rec = build_record(ex.EXERCISES["tiled_attention"], hidden=True)
+    ref = ex.reference("tiled_attention")
+    hidden_labels = [c.label for c in rec["cases"] if c.hidden]
+
+    def key(q):
+        return q.shape, float(q.ravel()[0])
+    public = {key(c.args[0]) for c in rec["cases"] if not c.hidden}
+    hidden = {key(c.args[0]) for c in rec["cases"] if c.hidden} - public
+
+    def wrong_on_hidden_only(q, k, v, block_size):     # right on every public case
+        out = ref(q, k, v, block_size)
+        return out + 1.0 if key(q) in hidden else out
+    r = engine.verdict("tiled_attention", wrong_on_hidden_only, rec["cases"], rec["fingerprints"],
+                       probes.bound("tiled_attention", rec["probe_expected"]), rec["arg_names"],
+                       rec["signature"])
+    assert not r.ok
+    assert "a hidden case" in r.message
+    assert not any(label in r.message for label in hidden_labels), r.message
+
+
+def test_every_hint_agrees_with_its_contract():
+    from attention_np.exercises.notebooks import CONTRACTS, NOTEBOOKS
+    for name, e in ex.EXERCISES.items():
+        contract = CONTRACTS[name]
+        hints = [m.hint for m in e.mistakes]
+        hints += [h for _, _, exs in NOTEBOOKS.values() for h in exs.get(name, [])]
+        text = " ".join(hints)
+        if "need not be d_model / h" in contract or "mha_forward" in contract:
+            assert "d_model / h" not in text.replace("need not be d_model / h", ""), name
+        float_inputs = any(isinstance(a, np.ndarray) and a.dtype.kind == "f"
+                           for c in e.cases() for a in c.args)
+        if not float_inputs:
+            assert "float32 input" not in text, name
+        for shape in ("(B, S)", "(B, L, S)", "(L, S)", "(B, 1, S)"):
+            if shape in text and name in ("padding_mask",):
+                assert shape in contract, (name, shape)
+    # the dtype message of an exercise without float inputs speaks of none
+    r = ex.check("sinusoidal", lambda n, d: ex.reference("sinusoidal")(n, d).astype(np.float32))
+    assert r.mistake == "dtype not kept" and "float32 input" not in r.message, str(r)
+    r = ex.check("mha_forward", lambda *a, **k: ex.reference("mha_forward")(*a, **k) * 1.01)
+    assert "d_model / h" not in r.message

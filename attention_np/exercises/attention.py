@@ -20,26 +20,45 @@ def _qkv(rng, L, S, d_k, d_v, batch=(), dtype=np.float64):
     return tuple(rng.normal(size=(*batch, n, d)).astype(dtype) for n, d in ((L, d_k), (S, d_k), (S, d_v)))
 
 
+def _sizes(rng, seed, default):
+    """(L, S, d_k, d_v): ``default`` for the public cases, four other distinct sizes for the
+    hidden ones (so L != S and d_k != d_v there too)."""
+    if seed == default[0]:
+        return default[1]
+    return tuple(int(n) for n in rng.choice(np.arange(2, 8), 4, replace=False))
+
+
 def _attention_cases(seed=2):
     rng = np.random.default_rng(seed)
-    q, k, v = _qkv(rng, 3, 5, 4, 2)
-    masked = rng.random((3, 5)) < 0.7
+    L, S, d_k, d_v = _sizes(rng, seed, (2, (3, 5, 4, 2)))
+    q, k, v = _qkv(rng, L, S, d_k, d_v)
+    masked = rng.random((L, S)) < 0.7
     masked[:, 0] = True
     full = masked.copy()
     full[1] = False                                      # query 1 may attend to nothing
     qb, kb, vb = _qkv(rng, 4, 4, 8, 8, batch=(2, 3))
+    qp, kp, vp = _qkv(rng, L, S, d_k, d_v, batch=(3,))
+    lengths = np.array([S, 0, 2])                        # the second sequence is empty
+    padding = (np.arange(S) < lengths[:, None])[:, None, :]          # (B, 1, S)
     return [
-        Case("L=3 != S=5, d_k=4 != d_v=2", (q, k, v)),
-        Case("batch (2, 3), d_k = d_v = 8", (qb, kb, vb)),
-        Case("with a mask", (q, k, v, masked)),
-        Case("a fully masked row (its output must be 0)", (q, k, v, full)),
-        Case("broadcasting: k, v shared across the batch", (qb, kb[0, 0], vb[0, 0])),
-        Case("huge logits (|scores| ~ 1e3)", (30 * q, 30 * k, v)),
+        Case(f"L={L} != S={S}, d_k={d_k} != d_v={d_v}", (q, k, v), clauses=("shapes", "L_ne_S", "returns")),
+        Case("batch (2, 3), d_k = d_v = 8", (qb, kb, vb), clauses=("returns",)),
+        Case("with a mask", (q, k, v, masked), clauses=("masked_zero", "finite")),
+        Case("a fully masked row (its output must be 0)", (q, k, v, full), clauses=("fully_masked",)),
+        Case("broadcasting: k, v shared across the batch", (qb, kb[0, 0], vb[0, 0]), clauses=("broadcast",)),
+        Case("broadcasting: k, v (3, S, d) for q (2, 3, L, d)", (qb, kb[0], vb[0]), clauses=("broadcast",)),
+        Case("an (L, S) mask shared by a batch (B, L, S)", (qp, kp, vp, full),
+             clauses=("mask_broadcast", "fully_masked")),
+        Case("a padding mask (B, 1, S) for scores (B, L, S), one sequence empty", (qp, kp, vp, padding),
+             clauses=("mask_broadcast", "fully_masked")),
+        Case("huge logits (|scores| ~ 1e3)", (30 * q, 30 * k, v), clauses=("extreme",)),
         Case("a masked key scores far above the others",
-             (np.array([[1.0]]), np.array([[800.0], [1.0]]), np.array([[5.0], [2.0]]),
-              np.array([[False, True]]))),
-        Case("L = 1 (one query)", (q[:1], k, v, masked[:1])),
-        Case("float32", _qkv(rng, 3, 5, 4, 2, dtype=np.float32), dtype=np.float32),
+             (np.array([[1.0]]), np.array([[800.0 + 100 * rng.random()], [1.0]]),
+              rng.normal(size=(2, 1)), np.array([[False, True]])), clauses=("masked_zero", "extreme")),
+        Case("L = 1 (one query)", (q[:1], k, v, masked[:1]), clauses=("L_1",)),
+        Case("float32", _qkv(rng, L, S, d_k, d_v, dtype=np.float32), dtype=np.float32, clauses=("dtype",)),
+        Case("float32, a padding mask (B, 1, S)", (*(x.astype(np.float32) for x in (qp, kp, vp)), padding),
+             dtype=np.float32, clauses=("dtype", "mask_broadcast")),
     ]
 
 
@@ -61,7 +80,7 @@ def _attn(q, k, v, mask=None, *, scale=None, axis=-1, fill=-np.inf, stable=True,
 ATTENTION = Exercise(
     "attention", "attention(q, k, v, mask=None)",
     "Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V   (Eq. (1), §3.2.1)",
-    ref_attention, _attention_cases, [
+    ref_attention, _attention_cases, mistakes=[
         Mistake("no 1/sqrt(d_k)", lambda q, k, v, m=None: _attn(q, k, v, m, scale=1.0), SCALE_HINT),
         Mistake("divided by d_k instead of sqrt(d_k)",
                 lambda q, k, v, m=None: _attn(q, k, v, m, scale=1 / q.shape[-1]),
@@ -117,21 +136,48 @@ def _fd(q, k, v, mask, dout):
 
 def _backward_cases(seed=3):
     rng = np.random.default_rng(seed)
-    q, k, v = _qkv(rng, 3, 5, 4, 2)
-    dout = rng.normal(size=(3, 2))
-    mask = rng.random((3, 5)) < 0.6
+    L, S, d_k, d_v = _sizes(rng, seed, (3, (3, 5, 4, 2)))
+    q, k, v = _qkv(rng, L, S, d_k, d_v)
+    dout = rng.normal(size=(L, d_v))
+    mask = rng.random((L, S)) < 0.6
     mask[:, 0] = True
+    full = mask.copy()
+    full[1] = False                                      # query 1 may attend to nothing
     qb, kb, vb = _qkv(rng, 4, 4, 3, 3, batch=(2,))
     doutb = rng.normal(size=(2, 4, 3))
+    q4, k4, v4 = _qkv(rng, L, S, d_k, d_v, batch=(2, 3))              # q (2, 3, L, d_k)
+    dout4 = rng.normal(size=(2, 3, L, d_v))
+    qp, kp, vp = _qkv(rng, L, S, d_k, d_v, batch=(3,))
+    doutp = rng.normal(size=(3, L, d_v))
+    padding = (np.arange(S) < np.array([S, 0, 2])[:, None])[:, None, :]   # (B, 1, S), one empty
     q32 = tuple(x.astype(np.float32) for x in (q, k, v))
     return [
-        Case("L=3 != S=5, d_k=4 != d_v=2", (dout, q, k, v)),
+        Case(f"L={L} != S={S}, d_k={d_k} != d_v={d_v}", (dout, q, k, v), clauses=("shapes", "L_ne_S")),
         Case("with a mask", (dout, q, k, v, mask)),
         Case("batch 2, L = S = 4", (doutb, qb, kb, vb)),
-        Case("broadcasting: k, v shared across the batch", (doutb, qb, kb[0], vb[0])),
+        Case("broadcasting: k, v shared across the batch", (doutb, qb, kb[0], vb[0]),
+             clauses=("broadcast",)),
+        Case("broadcasting: k, v (S, d) for q (2, 3, L, d): two axes fewer", (dout4, q4, k4[0, 0], v4[0, 0]),
+             clauses=("broadcast",)),
+        Case("broadcasting: k, v (3, S, d) for q (2, 3, L, d)", (dout4, q4, k4[0], v4[0]),
+             clauses=("broadcast",)),
+        Case("broadcasting: k, v with an axis of size 1, (1, S, d) for q (3, L, d)",
+             (doutp, qp, kp[:1], vp[:1]), clauses=("size_one",)),
+        Case("a fully masked row (its gradients must be 0)", (dout, q, k, v, full),
+             clauses=("fully_masked",)),
+        Case("gradcheck with a fully masked row", (dout, q, k, v, full),
+             expected=_fd(q, k, v, full, dout), tol=(1e-6, 1e-8), clauses=("fully_masked", "gradient")),
+        Case("an (L, S) mask shared by a batch (B, L, S)", (doutp, qp, kp, vp, full),
+             clauses=("mask_broadcast", "fully_masked")),
+        Case("a padding mask (B, 1, S), one sequence empty", (doutp, qp, kp, vp, padding),
+             clauses=("mask_broadcast", "fully_masked")),
+        Case("L = 1 (one query)", (dout[:1], q[:1], k, v, mask[:1]), clauses=("L_1",)),
         Case("gradcheck: central differences of Eq. (1)", (dout, q, k, v, mask),
-             expected=_fd(q, k, v, mask, dout), tol=(1e-6, 1e-8)),
-        Case("float32", (dout.astype(np.float32), *q32), dtype=np.float32),
+             expected=_fd(q, k, v, mask, dout), tol=(1e-6, 1e-8), clauses=("gradient",)),
+        Case("float32", (dout.astype(np.float32), *q32), dtype=np.float32, clauses=("dtype",)),
+        Case("float32, k, v shared across the batch", tuple(x.astype(np.float32) for x in
+                                                            (doutb, qb, kb[0], vb[0])),
+             dtype=np.float32, clauses=("dtype", "broadcast")),
     ]
 
 
@@ -157,7 +203,7 @@ def _bwd(dout, q, k, v, m=None, *, scale_q=True, scale_k=True, full_jacobian=Tru
 ATTENTION_BACKWARD = Exercise(
     "attention_backward", "attention_backward(dout, q, k, v, mask=None)",
     "Backward of out = softmax(q k^T / sqrt(d_k)) v: returns (dq, dk, dv)",
-    ref_attention_backward, _backward_cases, [
+    ref_attention_backward, _backward_cases, outputs=("dq", "dk", "dv"), mistakes=[
         Mistake("forgot 1/sqrt(d_k) in dq and dk",
                 lambda *a: _bwd(*a, scale_q=False, scale_k=False),
                 "The forward line s = q k^T * scale multiplies by a constant: its backward "

@@ -23,15 +23,26 @@ def _softmax_cases(seed=0):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(4, 5))
     return [
-        Case("random (4, 5)", (x,)),
-        Case("batched (2, 3, 4, 6)", (rng.normal(size=(2, 3, 4, 6)),)),
-        Case("huge logits ~1000 (exp overflows)", (1000.0 + 50 * rng.normal(size=(3, 4)),)),
-        Case("very negative logits ~-1000 (exp underflows)", (-1000.0 + 5 * rng.normal(size=(3, 4)),)),
-        Case("rows on different scales", (np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 802.0]]),)),
-        Case("-inf entries (masked)", (np.where(rng.random((3, 4)) < 0.4, -np.inf, x[:3, :4]),)),
-        Case("single column", (rng.normal(size=(3, 1)),)),
-        Case("float32 (3, 7)", (rng.normal(size=(3, 7)).astype(np.float32),), dtype=np.float32),
+        Case("random (4, 5)", (x,), clauses=("sums_to_one",)),
+        Case("batched (2, 3, 4, 6)", (rng.normal(size=(2, 3, 4, 6)),), clauses=("batch",)),
+        Case("huge logits ~1000 (exp overflows)", (1000.0 + 50 * rng.normal(size=(3, 4)),),
+             clauses=("extreme",)),
+        Case("very negative logits ~-1000 (exp underflows)", (-1000.0 + 5 * rng.normal(size=(3, 4)),),
+             clauses=("extreme",)),
+        Case("rows on different scales", (np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 802.0]])
+                                          + rng.normal(size=(1, 3)),), clauses=("extreme",)),
+        Case("-inf entries (masked)", (_some_neg_inf(rng, x[:3, :4]),), clauses=("neg_inf",)),
+        Case("single column", (rng.normal(size=(3, 1)),), clauses=("batch",)),
+        Case("float32 (3, 7)", (rng.normal(size=(3, 7)).astype(np.float32),), dtype=np.float32,
+             clauses=("dtype",)),
     ]
+
+
+def _some_neg_inf(rng, x):
+    """``x`` with about 40 % of its entries -inf, at least one finite entry per row."""
+    out = np.where(rng.random(x.shape) < 0.4, -np.inf, x)
+    out[..., 0] = x[..., 0]
+    return out
 
 
 def _sm(e, axis=-1):
@@ -85,18 +96,18 @@ def _softmax_backward_cases(seed=1):
     rng = np.random.default_rng(seed)
     x, dp = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
     x4, dp4 = rng.normal(size=(2, 2, 3, 4)), rng.normal(size=(2, 2, 3, 4))
-    xm = np.where(rng.random((3, 5)) < 0.4, -np.inf, rng.normal(size=(3, 5)))
+    xm = _some_neg_inf(rng, rng.normal(size=(3, 5)))
     x32 = rng.normal(size=(3, 6))
     dp32 = rng.normal(size=(3, 6))
     return [
-        Case("random (3, 5)", (dp, _lib_softmax(x))),
-        Case("batched (2, 2, 3, 4)", (dp4, _lib_softmax(x4))),
-        Case("peaked rows (huge logits)", (dp, _lib_softmax(30 * x))),
-        Case("masked entries (p = 0)", (dp, _lib_softmax(xm))),
+        Case("random (3, 5)", (dp, _lib_softmax(x)), clauses=("gradient",)),
+        Case("batched (2, 2, 3, 4)", (dp4, _lib_softmax(x4)), clauses=("batch",)),
+        Case("peaked rows (huge logits)", (dp, _lib_softmax(30 * x)), clauses=("gradient",)),
+        Case("masked entries (p = 0)", (dp, _lib_softmax(xm)), clauses=("zeros",)),
         Case("gradcheck: central differences of softmax", (dp, _lib_softmax(x)),
-             expected=_fd_softmax_grad(x, dp), tol=(1e-6, 1e-8)),
+             expected=_fd_softmax_grad(x, dp), tol=(1e-6, 1e-8), clauses=("gradient",)),
         Case("float32", (dp32.astype(np.float32), _lib_softmax(x32).astype(np.float32)),
-             dtype=np.float32),
+             dtype=np.float32, clauses=("dtype",)),
     ]
 
 
@@ -129,7 +140,9 @@ def ref_causal_mask(L, S, align):
 
 
 def _causal_cases(sizes=((4, 4), (2, 5), (5, 2), (1, 6), (3, 3))):
-    return [Case(f"L={L}, S={S}, {a}", (L, S, a)) for (L, S) in sizes for a in ("top_left", "bottom_right")]
+    return [Case(f"L={L}, S={S}, {a}", (L, S, a), clauses=(a, "bool") + (("sizes",) if L != S or L == 1
+                                                                          else ()))
+            for (L, S) in sizes for a in ("top_left", "bottom_right")]
 
 
 CAUSAL_MASK = Exercise(
@@ -165,15 +178,19 @@ def ref_padding_mask(lengths, S):
 
 
 def _padding_cases():
-    return [Case("lengths [3, 1, 5], S=5", (np.array([3, 1, 5]), 5)),
-            Case("lengths [2, 4], S=6", (np.array([2, 4]), 6)),
-            Case("one sequence, full length", (np.array([4]), 4))]
+    return [Case("lengths [3, 1, 5], S=5", (np.array([3, 1, 5]), 5), clauses=("shape", "full_length")),
+            Case("lengths [2, 4], S=6", (np.array([2, 4]), 6), clauses=("shape",)),
+            Case("one sequence, full length", (np.array([4]), 4), clauses=("full_length",)),
+            Case("lengths [2, 0, 3], S=4 (an empty sequence)", (np.array([2, 0, 3]), 4),
+                 clauses=("zero_length",))]
 
 
 def _padding_hidden():
-    return [Case("lengths [0, 2], S=3 (an empty sequence)", (np.array([0, 2]), 3)),
-            Case("lengths [1, 1, 1], S=4", (np.array([1, 1, 1]), 4)),
-            Case("lengths [5, 3], S=8", (np.array([5, 3]), 8))]
+    return [Case("lengths [0, 2], S=3 (an empty sequence)", (np.array([0, 2]), 3),
+                 clauses=("zero_length",)),
+            Case("lengths [1, 1, 1], S=4", (np.array([1, 1, 1]), 4), clauses=("shape",)),
+            Case("lengths [5, 3], S=8", (np.array([5, 3]), 8), clauses=("shape",)),
+            Case("lengths [6, 2], S=6", (np.array([6, 2]), 6), clauses=("full_length",))]
 
 
 PADDING_MASK = Exercise(
@@ -214,12 +231,17 @@ def _pe(length, d_model, *, base=10000.0, start=0, rate=2, swap=False, halves=Fa
     return pe
 
 
+def _sinusoidal_cases(sizes):
+    return [Case(f"length={n}, d_model={d}", (n, d),
+                 clauses=("table",) + (("sizes",) if n == 1 or d == 2 else ())) for n, d in sizes]
+
+
 SINUSOIDAL = Exercise(
     "sinusoidal", "sinusoidal(length, d_model)",
     "PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))  (§3.5)",
     ref_sinusoidal,
-    lambda: [Case(f"length={n}, d_model={d}", (n, d)) for n, d in ((6, 8), (50, 16), (3, 2))],
-    hidden=lambda: [Case(f"length={n}, d_model={d}", (n, d)) for n, d in ((1, 4), (20, 32), (100, 6))],
+    lambda: _sinusoidal_cases(((6, 8), (50, 16), (3, 2), (1, 6))),
+    hidden=lambda: _sinusoidal_cases(((1, 4), (20, 32), (100, 6), (7, 2))),
     mistakes=[
         Mistake("sin and cos swapped", lambda n, d: _pe(n, d, swap=True),
                 "Row 0 should start 0, 1, 0, 1, ...: which of sin and cos is 0 at pos = 0?"),

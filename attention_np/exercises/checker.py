@@ -34,6 +34,7 @@ class Case:
     expected: object = None
     tol: tuple | None = None        # (rtol, atol); default by dtype, see engine's docstring
     points: float = 1.0
+    clauses: tuple = ()             # the contract clauses it tests (notebooks.CLAUSES keys)
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Exercise:
     cases: object
     mistakes: list
     hidden: object = None
+    outputs: tuple | None = None        # names of a tuple result's items, e.g. ("dq", "dk", "dv")
 
     @property
     def function(self) -> str:
@@ -86,7 +88,8 @@ def _seed_of(factory) -> int:
 # ---------------------------------------------------------------- shared catalogue entries
 SCALE_HINT = ("§3.2.1: for large d_k the dot products grow large and push the softmax into regions "
               "with tiny gradients. What keeps their variance at 1?")
-D_MODEL_HINT = "Each head computes dot products of width d_k = d_model / h, not d_model."
+D_MODEL_HINT = ("Each head computes dot products of width d_k, the width of one head (W_q.shape[1] "
+                "// num_heads), not d_model.")
 UNWEIGHTED_HINT = "The sum is an expectation under p: weight each dp_j by p_j."
 
 
@@ -107,7 +110,7 @@ def _engine_case(exercise, case: Case, hidden: bool) -> engine.Case:
         expected = exercise.reference(*engine.copy_tree(_upcast(case.args)),
                                       **engine.copy_tree(_upcast(case.kwargs)))
     return engine.Case(case.label, tuple(case.args), dict(case.kwargs), expected,
-                       np.dtype(case.dtype).name, case.tol, case.points, hidden)
+                       np.dtype(case.dtype).name, case.tol, case.points, hidden, exercise.outputs)
 
 
 def _wrong_output(mistake, case: engine.Case):

@@ -23,17 +23,30 @@ def _tiled_cases(seed=8):
     qb, kb, vb = (rng.normal(size=(2, 5, 3)) for _ in range(3))
     grow = np.linspace(0, 40, 10)[:, None] * np.ones((1, 4))        # later keys score higher
     return [
-        Case("L=3, S=10, block 4 (a partial last block)", (q, k, v, 4)),
-        Case("batch 2, block 2", (qb, kb, vb, 2)),
-        Case("one block (block_size >= S)", (q, k, v, 16)),
-        Case("scores growing block after block (the max moves)", (q, grow + k, v, 3)),
-        Case("huge logits", (30 * q, 30 * k, v, 4)),
+        Case("L=3, S=10, block 4 (a partial last block)", (q, k, v, 4), clauses=("block_size", "returns")),
+        Case("batch 2, block 2", (qb, kb, vb, 2), clauses=("shapes",)),
+        Case("one block (block_size >= S)", (q, k, v, 16), clauses=("block_size",)),
+        Case("scores growing block after block (the max moves)", (q, grow + k, v, 3),
+             clauses=("extreme",)),
+        Case("per-query maxima: one row's max in the last block, another's in the first",
+             _opposite_rows(rng), clauses=("per_query_max",)),
+        Case("huge logits", (30 * q, 30 * k, v, 4), clauses=("extreme",)),
         Case("float32", (q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), 4),
-             dtype=np.float32),
-        Case("float32, every score of a row near -110", _low_scores(rng, -110.0), dtype=np.float32),
-        Case("float32, scores near -240", _low_scores(rng, -240.0), dtype=np.float32),
-        Case("L = 1 (one query)", (q[:1], k, v, 3)),
+             dtype=np.float32, clauses=("dtype",)),
+        Case("float32, every score of a row near -110", _low_scores(rng, -110.0), dtype=np.float32,
+             clauses=("extreme",)),
+        Case("float32, scores near -240", _low_scores(rng, -240.0), dtype=np.float32, clauses=("extreme",)),
+        Case("L = 1 (one query)", (q[:1], k, v, 3), clauses=("shapes",)),
     ]
+
+
+def _opposite_rows(rng, S=10, d=4):
+    """q, k, v, 3 where row 0's scores climb from 0 to ~900 over the keys and row 1's fall from 0
+    to ~-900: row 0's max is in the last block, row 1's in the first. A running max shared by
+    the rows leaves row 1 with exp(-900) = 0 everywhere (0 / 0)."""
+    q = np.array([[1.0] * d, [-1.0] * d])
+    k = (np.arange(S)[:, None] * 100.0 * 2 / d) * np.ones((1, d)) + 0.1 * rng.normal(size=(S, d))
+    return q, k, rng.normal(size=(S, 2)), 3
 
 
 def _low_scores(rng, level, L=2, S=6, d=4):
@@ -105,10 +118,12 @@ def _decode_cases(seed=9):
     p = example_params(rng, 8, 2)
     x = rng.normal(size=(2, 1, 8))
     kc, vc = rng.normal(size=(2, 2, 4, 4)), rng.normal(size=(2, 2, 4, 4))
-    return [Case("B=2, h=2, t=4 cached positions", (x, kc, vc, p, 2)),
-            Case("the first step (empty cache)", (x, kc[..., :0, :], vc[..., :0, :], p, 2)),
+    return [Case("B=2, h=2, t=4 cached positions", (x, kc, vc, p, 2), clauses=("inputs", "returns")),
+            Case("the first step (empty cache)", (x, kc[..., :0, :], vc[..., :0, :], p, 2),
+                 clauses=("empty_cache",)),
             Case("float32", (x.astype(np.float32), kc.astype(np.float32), vc.astype(np.float32),
-                             {n: a.astype(np.float32) for n, a in p.items()}, 2), dtype=np.float32)]
+                             {n: a.astype(np.float32) for n, a in p.items()}, 2), dtype=np.float32,
+                 clauses=("dtype",))]
 
 
 def _decode(x, kc, vc, p, h, *, append=True, top_left=False, out_proj=True, prepend=False,
@@ -132,7 +147,7 @@ DECODE_STEP = Exercise(
     "decode_step", "decode_step(x, k_cache, v_cache, params, num_heads)",
     "The decoder is auto-regressive (§3): position t attends to positions <= t, whose keys and "
     "values were computed at earlier steps and can be cached",
-    ref_decode_step, _decode_cases, [
+    ref_decode_step, _decode_cases, outputs=("out", "k_cache", "v_cache"), mistakes=[
         Mistake("attended before appending the new key and value",
                 lambda *a: _decode(*a, append=False),
                 "Position t may attend to itself (j <= t): append its key and value first."),

@@ -134,51 +134,116 @@ def _shape_of(x):
     return "array"
 
 
-def compare(out, expected, dtype="float64", tol=None):
-    """None when ``out`` matches ``expected``; otherwise a sentence saying how it differs."""
-    if isinstance(out, Raised):
-        return f"raised {out.text}"
-    so, se = _shape_of(out), _shape_of(expected)
-    if so != se:
-        if se == "array":
-            return f"returned a {type(out).__name__}, expected one array"
-        if se[0] == "dict":
-            return f"returned {type(out).__name__}, expected a dict with keys {list(se[1])}"
-        if so == "array" or so[0] != "sequence":
-            return f"returned {type(out).__name__}, expected a tuple of {se[1]}"
-        return f"returned {so[1]} items, expected {se[1]}"
-    for (name, o), (_, e) in zip(leaves(out), leaves(expected), strict=False):
-        e = np.asarray(e)
-        try:
-            o = np.asarray(o)
-        except Exception:           # noqa: BLE001
-            return f"{name} is not an array"
-        if o.shape != e.shape:
-            return f"{name} has shape {o.shape}, expected {e.shape}"
-        if e.dtype == bool:
-            if o.dtype != bool:
-                return f"{name} has dtype {o.dtype}, expected a bool mask"
-            if not np.array_equal(o, e):
-                return f"{name} differs at {int((o != e).sum())} of {e.size} entries"
-            continue
-        if not np.issubdtype(o.dtype, np.number):
-            return f"{name} has dtype {o.dtype}, expected numbers"
-        if dtype is None:               # values only (to tell whether a mistake is visible)
-            dtype = "float64" if o.dtype == np.float64 else "float32"
-        elif np.issubdtype(e.dtype, np.floating) and o.dtype != np.dtype(dtype):
-            return f"{name} has dtype {o.dtype}, expected {np.dtype(dtype)} (keep the input's dtype)"
-        o64, e64 = o.astype(np.float64), e.astype(np.float64)
-        if np.isnan(o64).any():
-            return f"{name} has NaN at {int(np.isnan(o64).sum())} of {o.size} entries"
-        rtol, atol = tol or (F64_TOL if np.dtype(dtype) == np.float64 else F32_TOL)
+def _named_leaves(expected, names=None):
+    """``(name, path)`` of every output the contract asks for: the top-level tuple items by
+    ``names`` (e.g. dq, dk, dv), a dict's entries as ``grads['W_q']``. ``path`` indexes into
+    the output."""
+    if not isinstance(expected, (tuple, list)):
+        return [((names or ["output"])[0], ())]
+    out = []
+    for i, item in enumerate(expected):
+        base = names[i] if names and i < len(names) else f"output[{i}]"
+        if isinstance(item, dict):
+            out += [(f"{base}[{k!r}]", (i, k)) for k in sorted(item)]
+        else:
+            out.append((base, (i,)))
+    return out
+
+
+def _at(x, path):
+    for key in path:
+        x = x[key]
+    return x
+
+
+def _compare_leaf(name, o, e, dtype, tol):
+    """None when the output ``o`` matches ``e``; otherwise a sentence saying how it differs."""
+    e = np.asarray(e)
+    try:
+        o = np.asarray(o)
+    except Exception:           # noqa: BLE001
+        return f"{name} is not an array"
+    if o.shape != e.shape:
+        return f"{name} has shape {o.shape}, expected {e.shape}"
+    if e.dtype == bool:
+        if o.dtype != bool:
+            return f"{name} has dtype {o.dtype}, expected a bool mask"
+        if not np.array_equal(o, e):
+            return f"{name} differs at {int((o != e).sum())} of {e.size} entries"
+        return None
+    if not np.issubdtype(o.dtype, np.number):
+        return f"{name} has dtype {o.dtype}, expected numbers"
+    if dtype is None:               # values only (to tell whether a mistake is visible)
+        dtype = "float64" if o.dtype == np.float64 else "float32"
+    elif np.issubdtype(e.dtype, np.floating) and o.dtype != np.dtype(dtype):
+        return f"{name} has dtype {o.dtype}, expected {np.dtype(dtype)} (keep the input's dtype)"
+    o64, e64 = o.astype(np.float64), e.astype(np.float64)
+    if np.isnan(o64).any():
+        return f"{name} has NaN at {int(np.isnan(o64).sum())} of {o.size} entries"
+    rtol, atol = tol or (F64_TOL if np.dtype(dtype) == np.float64 else F32_TOL)
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = ~((o64 == e64) | (np.abs(o64 - e64) <= atol + rtol * np.abs(e64)))
+    if bad.any():
         with np.errstate(invalid="ignore", over="ignore"):
-            bad = ~((o64 == e64) | (np.abs(o64 - e64) <= atol + rtol * np.abs(e64)))
-        if bad.any():
-            with np.errstate(invalid="ignore", over="ignore"):
-                err = np.max(np.abs(o64 - e64)[bad])
-            return (f"{name} differs from the answer at {int(bad.sum())} of {e.size} entries, "
-                    f"by up to {err:.3g}")
+            err = np.max(np.abs(o64 - e64)[bad])
+        return (f"{name} differs from the answer at {int(bad.sum())} of {e.size} entries, "
+                f"by up to {err:.3g}")
     return None
+
+
+def compare_parts(out, expected, dtype="float64", tol=None, names=None):
+    """``(why, parts)``: ``why`` is None when ``out`` matches ``expected``, else a sentence per
+    wrong output; ``parts`` lists ``(output name, right)`` for every output the contract asks
+    for (dq, dk, dv; each parameter gradient), scored on its own."""
+    named = _named_leaves(expected, names)
+    if isinstance(out, Raised):
+        return f"raised {out.text}", [(n, False) for n, _ in named]
+    so, se = _shape_of(out), _shape_of(expected)
+    if so != se and not (so != "array" and se != "array" and so[0] == se[0] == "sequence"
+                         and so[1] == se[1]):
+        if se == "array":
+            why = f"returned a {type(out).__name__}, expected one array"
+        elif se[0] == "dict":
+            why = f"returned {type(out).__name__}, expected a dict with keys {list(se[1])}"
+        elif so == "array" or so[0] != "sequence":
+            why = f"returned {type(out).__name__}, expected a tuple of {se[1]}"
+        else:
+            why = f"returned {so[1]} items, expected {se[1]}"
+        return why, [(n, False) for n, _ in named]
+    whys, parts = [], []
+    for name, path in named:
+        try:
+            o = _at(out, path)
+        except (KeyError, IndexError, TypeError):
+            o = None
+        if o is None and path and isinstance(path[-1], str):
+            why = f"{name} is missing"
+        elif isinstance(o, (dict, tuple, list)):
+            why = f"{name} is a {type(o).__name__}, expected an array"
+        else:
+            why = _compare_leaf(name, o, _at(expected, path), dtype, tol)
+        parts.append((name, why is None))
+        if why is not None:
+            whys.append(why)
+    if not whys:
+        return None, parts
+    more = f"; and {len(whys) - 3} more outputs are wrong" if len(whys) > 3 else ""
+    return "; ".join(whys[:3]) + more, parts
+
+
+def compare(out, expected, dtype="float64", tol=None, names=None):
+    """None when ``out`` matches ``expected``; otherwise a sentence saying how it differs."""
+    return compare_parts(out, expected, dtype, tol, names)[0]
+
+
+def score(points, passed, parts=None):
+    """The points a case earns: ``points`` times the fraction of its outputs that are right
+    (``parts``, pairs (name, right)); all of them when ``passed``, none when there are no parts."""
+    if passed:
+        return float(points)
+    if not parts:
+        return 0.0
+    return float(points) * sum(bool(ok) for _, ok in parts) / len(parts)
 
 
 def same(a, b, rtol=1e-6, atol=1e-9) -> bool:
@@ -230,6 +295,7 @@ class Case:
     tol: tuple | None = None
     points: float = 1.0
     hidden: bool = False
+    outputs: tuple | None = None        # names of a tuple result's items, e.g. ("dq", "dk", "dv")
 
 
 @dataclass
@@ -252,6 +318,10 @@ class Finding:
 
 @dataclass
 class CaseResult:
+    """One case run: ``parts`` lists ``(output name, right)`` for each output the contract asks
+    for (e.g. ("dq", True), ("dk", False), ("dv", True)); the autograder scores a case as its
+    points times the fraction of parts right (:func:`score`)."""
+
     label: str
     passed: bool
     why: str | None
@@ -259,6 +329,7 @@ class CaseResult:
     hidden: bool
     out: object = None
     written: list = field(default_factory=list)
+    parts: list = field(default_factory=list)
 
 
 @dataclass
@@ -276,20 +347,32 @@ class Report:
     def ok(self) -> bool:
         return self.status == "passed"
 
+    @property
+    def parts(self) -> list:
+        """``(output name, cases where it is right, cases)`` for each output, e.g.
+        ``[("dq", 9, 9), ("dk", 7, 9), ("dv", 9, 9)]``."""
+        names = [n for n, _ in self.cases[0].parts] if self.cases and self.cases[0].parts else []
+        return [(n, sum(ok for r in self.cases for m, ok in r.parts if m == n), len(self.cases))
+                for n in names]
+
     def __str__(self) -> str:
         return self.message
 
 
 # ---------------------------------------------------------------- the verdict
-def run_cases(fn, cases, arg_names=None, on_case=None):
-    """Run every case; returns a list of :class:`CaseResult` (raises NotImplementedYet)."""
+def run_cases(fn, cases, arg_names=None, on_case=None, output_names=None):
+    """Run every case; returns a list of :class:`CaseResult` (raises NotImplementedYet).
+    ``output_names`` names the outputs of a tuple result (e.g. ["dq", "dk", "dv"])."""
     results = []
     for case in cases:
         c = call(fn, case.args, case.kwargs, arg_names)
-        why = compare(c.out, case.expected, case.dtype, case.tol)
-        if c.written and why is None:
-            why = f"wrote into its input ({', '.join(c.written)})"
-        r = CaseResult(case.label, why is None, why, case.points, case.hidden, c.out, c.written)
+        why, parts = compare_parts(c.out, case.expected, case.dtype, case.tol,
+                                   output_names or case.outputs)
+        if c.written:                   # writing into an input loses the whole case
+            why = f"wrote into its input ({', '.join(c.written)})" + (f"; {why}" if why else "")
+            parts = [(n, False) for n, _ in parts]
+        r = CaseResult(case.label, why is None, why, case.points, case.hidden, c.out, c.written,
+                       parts)
         results.append(r)
         if on_case is not None:
             on_case(case, r)
@@ -363,8 +446,10 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
         return _mistake(exercise, results, Finding(
             "shapes that do not broadcast", "your function raises a broadcasting error (or returns "
             "the wrong shape) on the failing cases",
-            "A reduction drops its axis: x.sum(-1) of (..., n) is (...), which no longer lines up "
-            "with x. Keep it with keepdims=True (or index [..., None]) so it broadcasts back."),
+            "NumPy lines shapes up from the right. A reduction drops its axis (x.sum(-1) of "
+            "(..., n) is (...): keep it with keepdims=True); an axis added in the middle "
+            "(mask[:, None] on an (L, S) mask) shifts the others: print the shapes of the "
+            "failing case and add axes where the contract puts them."),
             failures)
     if all(r.why and r.why.startswith("returned ") for r in failures):
         return _mistake(exercise, results, Finding(
@@ -372,22 +457,55 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
             f"Return exactly what the contract of {signature} says (a tuple where it asks for "
             "several results, in that order)."), failures)
     if all(r.why and "keep the input's dtype" in r.why for r in failures):
+        if all("expected float64" in r.why for r in failures) and not any(
+                _has_float32(c.args) for c, r in zip(cases, results, strict=False) if not r.passed):
+            hint = ("The contract asks for a float64 array, and no float input tells you otherwise: "
+                    "build it in float64 (np.arange(n) / 2.0 and np.empty(shape) are float64; "
+                    "dtype=np.float32 or .astype(np.float32) are not).")
+        else:
+            hint = ("A float32 input gives a float32 output. float64 creeps in through NumPy "
+                    "float64 scalars (np.sqrt(d_k) is one: use math.sqrt), dtype=float arrays "
+                    "(np.zeros(n) is float64) or np.array(x, dtype=float); compute in any "
+                    "precision you like, then cast back with .astype(x.dtype).")
         return _mistake(exercise, results, Finding(
-            "dtype not kept", failures[0].why.split(" (keep")[0],
-            "A float32 input gives a float32 output. float64 creeps in through NumPy float64 "
-            "scalars (np.sqrt(d_k) is one: use math.sqrt), dtype=float arrays (np.zeros(n) is "
-            "float64) or np.array(x, dtype=float); compute in any precision you like, then cast "
-            "back with .astype(x.dtype)."), failures)
-    first = failures[0]
+            "dtype not kept", failures[0].why.split(" (keep")[0], hint), failures)
+    first = _first_shown(failures)
     return Report(exercise, "failed",
-                  f"FAILED: {exercise}: {len(failures)} of {n} cases fail; first: {first.label}: "
-                  f"{first.why}", cases=results)
+                  f"FAILED: {exercise}: {len(failures)} of {n} cases fail; first: {first}"
+                  f"{_parts_summary(results)}", cases=results)
+
+
+def _has_float32(x):
+    return any(isinstance(v, np.ndarray) and v.dtype == np.float32 for _, v in leaves(x))
+
+
+def _first_shown(failures):
+    """The first failing case as the feedback shows it: a public case by its label; a hidden
+    case (only when no public case fails) without its label or inputs."""
+    shown = next((r for r in failures if not r.hidden), None)
+    if shown is not None:
+        return f"{shown.label}: {shown.why}"
+    return f"a hidden case ({len(failures)} hidden case{'s' if len(failures) > 1 else ''} fail)"
+
+
+def _parts_summary(results):
+    """For a result with several outputs: which are right on every case and which are not."""
+    names = [n for n, _ in results[0].parts] if results and results[0].parts else []
+    if len(names) < 2:
+        return ""
+    wrong = {n: sum(1 for r in results for m, ok in r.parts if m == n and not ok) for n in names}
+    right = [n for n in names if not wrong[n]]
+    bad = [f"{n} on {wrong[n]} of {len(results)} cases" for n in names if wrong[n]]
+    if not bad:
+        return ""
+    return (f" Outputs right on every case: {', '.join(right) if right else 'none'}; wrong: "
+            f"{', '.join(bad)}.")
 
 
 def _mistake(exercise, results, finding, failures):
-    where = f" (first failing case: {failures[0].label}: {failures[0].why})" if failures else ""
+    where = f" (first failing case: {_first_shown(failures)})" if failures else ""
     return Report(exercise, "mistake",
                   f"MISTAKE: {exercise}: {finding.name}"
                   f"{'' if finding.what == finding.name else ': ' + finding.what}. "
-                  f"Hint: {finding.hint}{where}",
+                  f"Hint: {finding.hint}{where}{_parts_summary(results)}",
                   mistake=finding.name, cases=results)

@@ -24,16 +24,25 @@ def ref_merge_heads(x):
 
 def _split_cases(seed=4):
     rng = np.random.default_rng(seed)
-    return [Case("(5, 6), h=2", (rng.normal(size=(5, 6)), 2)),
-            Case("(2, 3, 8), h=4", (rng.normal(size=(2, 3, 8)), 4)),
-            Case("(4, 4), h=2 (square)", (rng.normal(size=(4, 4)), 2))]
+    return [Case("(5, 6), h=2", (rng.normal(size=(5, 6)), 2), clauses=("heads",)),
+            Case("(2, 3, 8), h=4", (rng.normal(size=(2, 3, 8)), 4), clauses=("batch",)),
+            Case("(2, 3, 5, 6), h=3 (two leading axes)", (rng.normal(size=(2, 3, 5, 6)), 3),
+                 clauses=("batch",)),
+            Case("(4, 4), h=2 (square)", (rng.normal(size=(4, 4)), 2), clauses=("heads",)),
+            Case("(2, 6), h=2 (L = h)", (rng.normal(size=(2, 6)), 2), clauses=("heads",)),
+            Case("float32 (3, 4), h=2", (rng.normal(size=(3, 4)).astype(np.float32), 2),
+                 dtype=np.float32, clauses=("dtype",))]
 
 
 def _merge_cases(seed=5):
     rng = np.random.default_rng(seed)
-    return [Case("(2, 5, 3)", (rng.normal(size=(2, 5, 3)),)),
-            Case("(2, 4, 3, 2)", (rng.normal(size=(2, 4, 3, 2)),)),
-            Case("(2, 2, 2)", (rng.normal(size=(2, 2, 2)),))]
+    return [Case("(2, 5, 3)", (rng.normal(size=(2, 5, 3)),), clauses=("inverse",)),
+            Case("(2, 4, 3, 2)", (rng.normal(size=(2, 4, 3, 2)),), clauses=("batch",)),
+            Case("(3, 2, 4, 5, 2) (two leading axes)", (rng.normal(size=(3, 2, 4, 5, 2)),),
+                 clauses=("batch",)),
+            Case("(2, 2, 2)", (rng.normal(size=(2, 2, 2)),), clauses=("inverse",)),
+            Case("float32 (2, 3, 2)", (rng.normal(size=(2, 3, 2)).astype(np.float32),),
+                 dtype=np.float32, clauses=("dtype",))]
 
 
 def _split_interleaved(x, h):
@@ -96,15 +105,20 @@ def _mha_cases(seed=6):
     p3 = example_params(rng, 8, 4, d_k=3)
     mask = rng.random((3, 5)) < 0.6
     mask[:, 0] = True
+    per_batch = np.stack([mask, rng.random((3, 5)) < 0.6])[:, None]     # (B, 1, L, S)
+    per_batch[..., 0] = True
     return [
-        Case("self-attention, B=2, L=3, h=2", (x, x, x, p, 2)),
-        Case("cross-attention, L=3 != S=5", (x, y, y, p, 2)),
-        Case("h=4 with d_k=3 (h*d_k != d_model)", (x, y, y, p3, 4)),
-        Case("with a mask (L, S)", (x, y, y, p, 2, mask)),
+        Case("self-attention, B=2, L=3, h=2", (x, x, x, p, 2), clauses=("self", "returns")),
+        Case("cross-attention, L=3 != S=5", (x, y, y, p, 2), clauses=("cross",)),
+        Case("h=4 with d_k=3 (h*d_k != d_model)", (x, y, y, p3, 4), clauses=("d_k",)),
+        Case("with a mask (L, S)", (x, y, y, p, 2, mask), clauses=("mask",)),
+        Case("a mask per sequence (B, 1, L, S)", (x, y, y, p, 2, per_batch), clauses=("mask_head_axis",)),
         Case("a padding mask (B, 1, 1, S)",
-             (x, y, y, p, 2, np.arange(5) < np.array([5, 2])[:, None, None, None])),
+             (x, y, y, p, 2, np.arange(5) < np.array([5, 2])[:, None, None, None]),
+             clauses=("mask_head_axis",)),
         Case("float32", (x.astype(np.float32), y.astype(np.float32), y.astype(np.float32),
-                         {n: a.astype(np.float32) for n, a in p.items()}, 2), dtype=np.float32),
+                         {n: a.astype(np.float32) for n, a in p.items()}, 2), dtype=np.float32,
+             clauses=("dtype",)),
     ]
 
 
@@ -162,11 +176,22 @@ def _mha_backward_cases(seed=7):
     x, y = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
     p = example_params(rng, 4, 2)
     dout = rng.normal(size=(2, 3, 4))
+    # every size distinct (B=3, L=4, S=7, d_model=5, h=2, d_k=6): a sum over the wrong axes,
+    # or heads taken in the wrong order, cannot give the right shape and values by coincidence
+    xd, yd = rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 7, 5))
+    pd = example_params(rng, 5, 2, d_k=6)
+    doutd = rng.normal(size=(3, 4, 5))
+    f32 = tuple(a.astype(np.float32) for a in (dout, x, y))
     return [
-        Case("cross-attention, B=2, L=3, S=5, h=2", (dout, x, y, y, p, 2)),
-        Case("self-attention (the three gradients are returned separately)", (dout, x, x, x, p, 2)),
+        Case("cross-attention, B=2, L=3, S=5, h=2", (dout, x, y, y, p, 2), clauses=("cross",)),
+        Case("self-attention (the three gradients are returned separately)", (dout, x, x, x, p, 2),
+             clauses=("self",)),
+        Case("every size distinct: B=3, L=4, S=7, d_model=5, h=2, d_k=6", (doutd, xd, yd, yd, pd, 2),
+             clauses=("cross", "bias_sum")),
         Case("gradcheck: central differences of mha_forward", (dout, x, y, y, p, 2),
-             expected=_fd_mha(dout, x, y, y, p, 2), tol=(1e-6, 1e-8)),
+             expected=_fd_mha(dout, x, y, y, p, 2), tol=(1e-6, 1e-8), clauses=("gradient", "bias_sum")),
+        Case("float32", (*f32, f32[2], {n: a.astype(np.float32) for n, a in p.items()}, 2),
+             dtype=np.float32, clauses=("dtype",)),
     ]
 
 
@@ -185,7 +210,7 @@ def _mha_bwd_wrong(dout, query, key, value, p, h, *, sum_bias=True, w_transposed
 MHA_BACKWARD = Exercise(
     "mha_backward", "mha_backward(dout, query, key, value, params, num_heads)",
     "The backward of MultiHead: each forward line undone, last first",
-    ref_mha_backward, _mha_backward_cases, [
+    ref_mha_backward, _mha_backward_cases, outputs=("dquery", "dkey", "dvalue", "grads"), mistakes=[
         Mistake("bias gradient not summed over the batch", lambda *a: _mha_bwd_wrong(*a, sum_bias=False),
                 "b_o was added to every position of every sequence: its gradient sums dout over "
                 "all of them."),

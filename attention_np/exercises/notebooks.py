@@ -10,100 +10,155 @@ from __future__ import annotations
 
 from attention_np.exercises.solutions import solution_source
 
-#: the rules every stub states (the checker holds every exercise to them)
-COMMON_RULES = """\
-    Rules the checker holds you to (every exercise):
+#: the rules every stub states (the checker holds every exercise to them), as (key, text) clauses
+COMMON_CLAUSES = [
+    ("inputs_unchanged", """\
     - Do not write into the inputs: the checker keeps a copy of every argument and compares it
-      after your call (x -= m or np.exp(x, out=x) on an input is a mistake).
+      after your call (x -= m or np.exp(x, out=x) on an input is a mistake)."""),
+    ("dtype", """\
     - dtype: a float32 input gives a float32 output, a float64 input a float64 output. Compute
-      inside in any precision, then cast back (beware np.sqrt(n) and np.zeros(n): float64).
+      inside in any precision, then cast back (beware np.sqrt(n) and np.zeros(n): float64)."""),
+    ("tolerance", """\
       float64 answers must agree to 1e-9 (relative); float32 ones within 1e-4 * (1 + |answer|)
-      of the exact answer for the same float32 inputs.
-    - Returning a view of an input is allowed (nobody writes into your result)."""
+      of the exact answer for the same float32 inputs."""),
+    ("view_allowed", """\
+    - Returning a view of an input is allowed (nobody writes into your result)."""),
+]
 
-#: exercise -> the stub's docstring: exactly what the checker holds a student to
-CONTRACTS = {
-    "softmax": """Stable softmax over the last axis.
+COMMON_RULES = ("    Rules the checker holds you to (every exercise):\n"
+                + "\n".join(t for _, t in COMMON_CLAUSES))
 
-    x : float array (..., n), finite or -inf entries; every row has at least one finite entry
-        (a row of all -inf is never given: its softmax is 0/0; `attention` handles that case).
-        Logits may be huge (~1e3) or tiny (~-1e3).
-    Returns p of x's shape and dtype: each row (last axis) is >= 0 and sums to 1.""",
-    "softmax_backward": """dL/dx from dL/dp, where p = softmax(x) over the last axis.
-
-    dp : float array (..., n), the gradient of the loss with respect to p.
-    p  : float array (..., n), p = softmax(x); it may hold exact zeros (masked entries).
-    Returns dx of p's shape and dtype.""",
-    "causal_mask": """Causal mask, True = may attend.
-
-    L, S : int >= 1, the numbers of queries and keys.
+#: exercise -> (summary, [(key or keys, text)]): the stub's docstring, one clause at a time. Each
+#: clause key is named by the cases that test it (``Case.clauses`` in attention_np.exercises), public and
+#: hidden; tests/test_exercises.py fails when a clause has none.
+CLAUSES = {
+    "softmax": ("Stable softmax over the last axis.", [
+        ("batch", "    x : float array (..., n), any number of leading axes; n may be 1."),
+        ("neg_inf", """\
+        Entries are finite or -inf; every row has at least one finite entry (a row of
+        all -inf is never given: its softmax is 0/0; `attention` handles that case)."""),
+        ("extreme", "        Logits may be huge (~1e3) or tiny (~-1e3), rows on different scales."),
+        ("sums_to_one", "    Returns p of x's shape and dtype: each row (last axis) is >= 0 and sums to 1."),
+    ]),
+    "softmax_backward": ("dL/dx from dL/dp, where p = softmax(x) over the last axis.", [
+        ("batch", "    dp : float array (..., n), the gradient of the loss with respect to p."),
+        ("zeros", "    p  : float array (..., n), p = softmax(x); it may hold exact zeros (masked entries)."),
+        ("gradient", "    Returns dx of p's shape and dtype: the gradient (central differences agree)."),
+    ]),
+    "causal_mask": ("Causal mask, True = may attend.", [
+        ("sizes", "    L, S : int >= 1, the numbers of queries and keys; L != S and L = 1 happen."),
+        (("top_left", "bottom_right"), """\
     align : "top_left" (query i sees keys 0..i) or "bottom_right" (the L queries are the LAST
-        L of S positions: query i sees keys 0..i + S - L).
-    Returns a bool array (L, S).""",
-    "padding_mask": """Key padding mask from lengths, True = may attend.
-
-    lengths : int array (B,), 0 <= lengths[b] <= S (a length may be 0).
-    S : int, the padded length.
+        L of S positions: query i sees keys 0..i + S - L)."""),
+        ("bool", "    Returns a bool array (L, S)."),
+    ]),
+    "padding_mask": ("Key padding mask from lengths, True = may attend.", [
+        ("zero_length", "    lengths : int array (B,), 0 <= lengths[b] <= S (a length may be 0)."),
+        ("full_length", "    S : int, the padded length (a length may equal S)."),
+        ("shape", """\
     Returns a bool array (B, 1, S): [b, 0, j] is True iff j < lengths[b]. The 1 broadcasts over
-    the L queries of scores (B, L, S); for multi-head scores (B, h, L, S) pass mask[:, None].""",
-    "attention": """Eq. (1): softmax(q k^T / sqrt(d_k)) v.
-
-    q : (..., L, d_k); k : (..., S, d_k); v : (..., S, d_v). L != S and L = 1 happen. Leading
-        axes broadcast: k and v may have fewer of them (shared across a batch of queries).
-    mask : None or a bool array broadcastable to (..., L, S), True = may attend. Masked keys get
-        weight exactly 0, however large their scores. A query with no allowed key returns 0.
-        q, k, v are finite everywhere, masked keys included (no NaN or inf are given).
-    Returns (..., L, d_v).""",
-    "attention_backward": """(dq, dk, dv) of out = attention(q, k, v, mask).
-
+    the L queries of scores (B, L, S); for multi-head scores (B, h, L, S) pass mask[:, None]."""),
+    ]),
+    "attention": ("Eq. (1): softmax(q k^T / sqrt(d_k)) v.", [
+        (("shapes", "L_ne_S", "L_1"), """\
+    q : (..., L, d_k); k : (..., S, d_k); v : (..., S, d_v). L != S, L = 1 and d_k != d_v
+        happen."""),
+        ("broadcast", """\
+        Leading axes broadcast: k and v may have fewer of them (shared across a batch of queries)."""),
+        ("mask_broadcast", """\
+    mask : None or a bool array broadcastable to (..., L, S), True = may attend: it may have
+        fewer axes ((L, S) for a batch) or axes of size 1 ((B, 1, S))."""),
+        ("masked_zero", "        Masked keys get weight exactly 0, however large their scores."),
+        ("fully_masked", "        A query with no allowed key returns 0."),
+        ("finite", "        q, k, v are finite everywhere, masked keys included (no NaN or inf are given)."),
+        ("extreme", "        Scores may be large (|q k^T| ~ 1e3)."),
+        ("returns", "    Returns (..., L, d_v)."),
+    ]),
+    "attention_backward": ("(dq, dk, dv) of out = attention(q, k, v, mask).", [
+        (("shapes", "L_ne_S", "L_1", "mask_broadcast"), """\
     dout : (..., L, d_v), the gradient of the loss with respect to out; q, k, v, mask as in
-        `attention` (finite; a query may have no allowed key: its gradients are 0, never NaN).
-    Returns (dq, dk, dv), each with its input's shape: sum over the axes that broadcasting
-    added in the forward (k shared across a batch gets ONE gradient of k's shape).""",
-    "split_heads": """(..., L, h*d) -> (..., h, L, d): head i owns feature columns [i*d, (i+1)*d).
-
-    x : (..., L, h*d) with any number of leading axes; num_heads : int h.""",
-    "merge_heads": """(..., h, L, d) -> (..., L, h*d), the paper's Concat(head_1, ..., head_h).
-
-    The inverse of split_heads; any number of leading axes.""",
-    "mha_forward": """MultiHead(Q, K, V) = Concat(head_1..head_h) W_o + b_o (§3.2.2).
-
-    query : (B, L, d_model); key, value : (B, S, d_model).
+        `attention` (L != S, L = 1, d_k != d_v, masks that only broadcast: (L, S), (B, 1, S))."""),
+        ("fully_masked", """\
+        The inputs are finite; a query may have no allowed key: its gradients are 0, never NaN."""),
+        ("gradient", """\
+    Returns (dq, dk, dv), each with its input's shape (central differences agree):"""),
+        ("broadcast", """\
+        sum over the axes that broadcasting added in the forward (k shared across a batch
+        gets ONE gradient of k's shape, also when it has two fewer leading axes than q);"""),
+        ("size_one", "        an axis of size 1 that broadcast keeps its size 1 in the gradient."),
+    ]),
+    "split_heads": ("(..., L, h*d) -> (..., h, L, d): head i owns feature columns [i*d, (i+1)*d).", [
+        ("batch", "    x : (..., L, h*d) with any number of leading axes (none, one, two);"),
+        ("heads", "    num_heads : int h; L may equal h*d or h."),
+    ]),
+    "merge_heads": ("(..., h, L, d) -> (..., L, h*d), the paper's Concat(head_1, ..., head_h).", [
+        (("inverse", "batch"), "    The inverse of split_heads; any number of leading axes."),
+    ]),
+    "mha_forward": ("MultiHead(Q, K, V) = Concat(head_1..head_h) W_o + b_o (§3.2.2).", [
+        (("self", "cross"), "    query : (B, L, d_model); key, value : (B, S, d_model); S != L happens."),
+        ("d_k", """\
     params : dict, W_q and W_k (d_model, h*d_k), W_v (d_model, h*d_v), W_o (h*d_v, d_model),
         b_q and b_k (h*d_k,), b_v (h*d_v,), b_o (d_model,); d_k = W_q.shape[1] // num_heads,
         which need not be d_model / h. head_i = attention(query W_q + b_q, ...) on head i's
-        columns.
+        columns."""),
+        (("mask", "mask_head_axis"), """\
     mask : None or a bool array broadcastable to the scores (B, h, L, S), True = may attend:
         (L, S), or with a head axis (B, 1, L, S) or (B, 1, 1, S). A (B, L, S) mask is not valid
-        here (it would line B up with the heads): add the head axis, mask[:, None].
-    Returns (B, L, d_model).""",
-    "mha_backward": """The backward of mha_forward (no mask).
-
-    dout : (B, L, d_model); query, key, value, params, num_heads as in mha_forward.
+        here (it would line B up with the heads): add the head axis, mask[:, None]."""),
+        ("returns", "    Returns (B, L, d_model)."),
+    ]),
+    "mha_backward": ("The backward of mha_forward (no mask).", [
+        ("cross", """\
+    dout : (B, L, d_model); query, key, value, params, num_heads as in mha_forward (S != L,
+        d_k need not be d_model / h)."""),
+        ("gradient", """\
     Returns (dquery, dkey, dvalue, grads): each d* has its input's shape; grads is a dict with
-    the keys of params, each gradient of its parameter's shape (biases summed over batch and
-    positions). When query, key and value are one array (self-attention), still return the
-    three gradients separately, each through its own argument (the caller adds them).""",
-    "tiled_attention": """Eq. (1) (no mask) one key block at a time, with an online softmax.
+        the keys of params, each gradient of its parameter's shape (central differences agree)."""),
+        ("bias_sum", "        Biases are summed over batch and positions."),
+        ("self", """\
+    When query, key and value are one array (self-attention), still return the
+    three gradients separately, each through its own argument (the caller adds them)."""),
+    ]),
+    "tiled_attention": ("""Eq. (1) (no mask) one key block at a time, with an online softmax.
 
-    q : (..., L, d_k); k : (..., S, d_k); v : (..., S, d_v).
-    block_size : int >= 1; it need not divide S and may exceed it.
-    Loop over key blocks only; never build the (L, S) scores at once. Scores may be huge or
-    all very negative (e.g. every score of a row near -110 in float32).
-    Returns (..., L, d_v).""",
-    "decode_step": """One decoding step of causal multi-head self-attention with a KV cache.
-
-    x : (B, 1, d_model), the new position; params, num_heads as in mha_forward.
+    Loop over key blocks only; never build the (L, S) scores at once (the cases cannot see how
+    you loop: whoever reads your code can).""", [
+        ("shapes", "    q : (..., L, d_k); k : (..., S, d_k); v : (..., S, d_v); L = 1 happens."),
+        ("block_size", "    block_size : int >= 1; it need not divide S and may exceed it."),
+        ("extreme", """\
+    Scores may be huge or all very negative (e.g. every score of a row near -110 in float32)."""),
+        ("per_query_max", """\
+    Rows may sit on very different scales: each query keeps its own running max (one row's
+        largest score may be in a later block while another row's is in the first)."""),
+        ("returns", "    Returns (..., L, d_v)."),
+    ]),
+    "decode_step": ("One decoding step of causal multi-head self-attention with a KV cache.", [
+        ("inputs", "    x : (B, 1, d_model), the new position; params, num_heads as in mha_forward."),
+        ("empty_cache", """\
     k_cache : (B, h, t, d_k), v_cache : (B, h, t, d_v): the projected, split keys and values
-        of the t earlier positions; t = 0 at the first step.
+        of the t earlier positions; t = 0 at the first step."""),
+        ("returns", """\
     Returns (out (B, 1, d_model), k_cache (B, h, t+1, d_k), v_cache (B, h, t+1, d_v)), the new
-    position appended LAST; the new query sees every cached key and itself.""",
-    "sinusoidal": """Sinusoidal positional encodings (§3.5).
-
-    length : int >= 1; d_model : even int.
+    position appended LAST; the new query sees every cached key and itself."""),
+    ]),
+    "sinusoidal": ("Sinusoidal positional encodings (§3.5).", [
+        ("sizes", "    length : int >= 1 (1 happens); d_model : even int (2 happens)."),
+        ("table", """\
     Returns float64 (length, d_model): PE[pos, 2i] = sin(pos / 10000^(2i/d_model)),
-    PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)), pos = 0, 1, ...""",
+    PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model)), pos = 0, 1, ..."""),
+    ]),
 }
+
+
+
+def clause_keys(name: str) -> list:
+    """Every clause key of exercise ``name``'s contract, in order (a clause may have several)."""
+    return [k for keys, _ in CLAUSES[name][1] for k in ((keys,) if isinstance(keys, str) else keys)]
+
+
+#: exercise -> the stub's docstring: exactly what the checker holds a student to
+CONTRACTS = {name: summary + "\n\n" + "\n".join(text for _, text in clauses)
+             for name, (summary, clauses) in CLAUSES.items()}
 
 LESSONS = "../notebooks/"
 

@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from .engine import Finding, Raised
-from .probing import RNG_SEED, _arr, _close, _nan, _run, measure_scale, scale_finding
+from .probing import (
+    RNG_SEED,
+    _arr,
+    _close,
+    _nan,
+    _run,
+    describe,
+    measure_scale,
+    measured,
+    scale_finding,
+)
 
 
 def _attention_inputs():
@@ -90,6 +100,22 @@ def attention_masks(fn, expected):
     return None
 
 
+def attention_broadcast_mask(fn, expected):
+    """A mask (B, 1, S) that only broadcasts against scores (B, L, S), against the same mask
+    spelled out to (B, L, S)."""
+    rng = np.random.default_rng(RNG_SEED + 13)
+    q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 2))
+    small = (np.arange(5) < np.array([4, 2])[:, None])[:, None, :]
+    full = np.broadcast_to(small, (2, 3, 5)).copy()
+    spelled, short = _run(fn, q, k, v, full), _run(fn, q, k, v, small)
+    if isinstance(spelled, Raised) or not isinstance(short, Raised):
+        return None
+    return Finding("a mask that only broadcasts is not handled", f"a (B, L, S) mask works, the same "
+                   f"mask as (B, 1, S) raises {short.text}", "Boolean indexing (s[..., ~mask] = ...) "
+                   "needs the mask's full shape. np.where(mask, s, -np.inf) broadcasts the mask "
+                   "against the scores, as the contract allows.")
+
+
 def attention_full_row(fn, expected):
     rng = np.random.default_rng(RNG_SEED + 3)
     q, k, v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
@@ -138,66 +164,127 @@ def _backward_inputs():
     q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
     mask = np.ones((3, 5), bool)
     mask[:, 2] = False
+    full = np.ones((3, 5), bool)
+    full[1] = False                                         # query 1 may attend to nothing
+    q4, dout4 = rng.normal(size=(2, 3, 3, 4)), rng.normal(size=(2, 3, 3, 2))
+    k1, v1 = rng.normal(size=(1, 5, 4)), rng.normal(size=(1, 5, 2))
+    qp, kp, vp, doutp = (rng.normal(size=(3, n, d)) for n, d in ((3, 4), (5, 4), (5, 2), (3, 2)))
+    padding = (np.arange(5) < np.array([5, 0, 2])[:, None])[:, None, :]     # (3, 1, 5)
     return {"plain": ((rng.normal(size=(3, 2)), q, k, v), {}),
-            "masked_key": ((rng.normal(size=(3, 2)), q, k, v, mask), {})}
+            "masked_key": ((rng.normal(size=(3, 2)), q, k, v, mask), {}),
+            "full_row": ((rng.normal(size=(3, 2)), q, k, v, full), {}),
+            "shared2": ((dout4, q4, k, v), {}),             # k, v (S, d) for q (2, 3, L, d)
+            "size_one": ((doutp, qp, k1, v1), {}),          # k, v (1, S, d) for q (3, L, d)
+            "padding": ((doutp, qp, kp, vp, padding), {})}  # mask (B, 1, S), one row empty
+
+
+_BWD_NAMES = ("dq", "dk", "dv")
+
+
+def _bwd_describe(fn, inputs, expected, key, factors=()):
+    """(descriptions of dq, dk, dv or None when right; the raw output) on probe input ``key``."""
+    (args, kwargs), ref = inputs[key], expected.get(key)
+    out = _run(fn, *args, **kwargs)
+    if ref is None or not isinstance(out, (tuple, list)) or len(out) != 3:
+        return None, out
+    dout, q, k, v = args[:4]
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    full = (q.shape, (*lead, *k.shape[-2:]), (*lead, *v.shape[-2:]))
+    return [describe(n, o, r, factors, b) for n, o, r, b in zip(_BWD_NAMES, out, ref, full,
+                                                                strict=True)], out
 
 
 def attention_backward_probe(fn, expected):
-    (dout, q, k, v), _ = _backward_inputs()["plain"]
-    out = _run(fn, dout, q, k, v)
-    if isinstance(out, Raised) or not isinstance(out, (tuple, list)) or len(out) != 3:
+    inputs = _backward_inputs()
+    (dout, q, k, v), _ = inputs["plain"]
+    r = np.sqrt(q.shape[-1])
+    factors = ((r, "sqrt(d_k): the scale is missing"), (1 / r, "1/sqrt(d_k): scaled twice"),
+               (r * r, "d_k"), (-1.0, "the wrong sign"))
+    plain, out = _bwd_describe(fn, inputs, expected, "plain", factors)
+    if plain is None:
         return None
-    g = [_arr(x) for x in out]
-    ref = expected.get("plain")
-    if ref is None or any(x is None for x in g):
-        return None
-    dq, dk, dv = g
-    if dk.shape == (3, 4):
+    dq, dk, dv = plain
+    if dk is not None and dk[0] == "shape" and np.shape(out[1]) == (3, 4):
         return Finding("dk = dS q instead of dS^T q", "dk has shape (L, d_k), expected k's shape "
                        "(S, d_k)", "dS is (L, S) and dk is (S, d_k): which transpose makes the key "
                        "axis come first?")
-    if any(a.shape != np.shape(b) for a, b in zip(g, ref, strict=True)):
-        return None
-    r = np.sqrt(q.shape[-1])
-    if _close(dv, ref[2]):
-        if _close(dq, ref[0] * r) and _close(dk, ref[1] * r):
+    if dv is None:
+        if dq and dk and dq[0] == dk[0] == "scale" and "missing" in dq[1] and "missing" in dk[1]:
             return Finding("forgot 1/sqrt(d_k) in dq and dk", "dq and dk are sqrt(d_k) times too "
                            "large", "The forward line s = q k^T * scale multiplies by a constant: its "
                            "backward multiplies by it too.")
-        if _close(dq, ref[0]) and _close(dk, ref[1] * r):
+        if dq is None and dk and dk[0] == "scale" and "missing" in dk[1]:
             return Finding("forgot 1/sqrt(d_k) in dk only", "dk is sqrt(d_k) times too large",
                            "Both q and k enter the scores through the same scaled product.")
-        if _close(dq, ref[0] * r) and _close(dk, ref[1]):
+        if dk is None and dq and dq[0] == "scale" and "missing" in dq[1]:
             return Finding("forgot 1/sqrt(d_k) in dq only", "dq is sqrt(d_k) times too large",
                            "Both q and k enter the scores through the same scaled product.")
-        if not _close(dq, ref[0]) and not _close(dk, ref[1]):
+        if dq is not None and dk is not None and dq[0] == dk[0] == "values":
             return Finding("the softmax backward is wrong", "dv is right but dq and dk are not: the "
                            "step from dP to dS", "dS = P * (dP - rowsum(dP * P)): every weight in a "
                            "row shares the normalizer. Check it alone with the softmax_backward "
                            "exercise.")
-    (dout, q, k, v, mask), _ = _backward_inputs()["masked_key"]
-    out = _run(fn, dout, q, k, v, mask)
-    if isinstance(out, (tuple, list)) and len(out) == 3:
+    if any(d is not None for d in plain):
+        return Finding("wrong gradients", f"on an unbatched, unmasked input (L=3, S=5, d_k=4, d_v=2): "
+                       f"{measured(plain, _BWD_NAMES)}", "Undo the forward lines last to first: out = "
+                       "P v gives dv = P^T dout and dP = dout v^T; P = softmax(S) gives dS; S = q k^T * "
+                       "scale gives dq = dS k * scale and dk = dS^T q * scale.")
+    masked, out = _bwd_describe(fn, inputs, expected, "masked_key")
+    if masked is not None and any(d is not None for d in masked):
         gk, gv = _arr(out[1]), _arr(out[2])
-        if gk is not None and gv is not None and gk.shape == k.shape and gv.shape == v.shape and (
+        if gk is not None and gv is not None and gk.shape == (5, 4) and gv.shape == (5, 2) and (
                 np.abs(gk[2]).max() > 1e-12 or np.abs(gv[2]).max() > 1e-12):
             return Finding("gradient flows into a masked key", "a key that no query may see gets a "
                            "nonzero dk or dv", "A masked key has weight 0 in the forward: the backward "
                            "must use the same masked weights P (0 there).")
-    rng = np.random.default_rng(RNG_SEED + 6)
-    qb, doutb = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 2))
-    out = _run(fn, doutb, qb, k, v)
-    if isinstance(out, (tuple, list)) and len(out) == 3:
-        shapes = [np.shape(x) for x in out]
-        if shapes[1] != k.shape or shapes[2] != v.shape:
-            return Finding("broadcast gradients not summed back", f"with k {k.shape} and v {v.shape} "
-                           f"shared by a batch of queries {qb.shape}, dk and dv have shapes {shapes[1]} "
-                           f"and {shapes[2]}", "k and v were broadcast across the batch in the forward; "
-                           "a broadcast copies, so its backward sums: dk must have k's shape.")
-    elif isinstance(out, Raised):
-        return Finding("does not broadcast over batch axes", f"with k, v shared across a batch of "
-                       f"queries it raises {out.text}", "Use np.swapaxes(x, -1, -2) instead of x.T, "
-                       "then sum the gradient over the axes that were broadcast.")
+        return Finding("wrong gradients with a mask", f"with key 2 masked for every query: "
+                       f"{measured(masked, _BWD_NAMES)}", "The backward uses the forward's masked "
+                       "weights P: compute them exactly as the forward does.")
+    full, out = _bwd_describe(fn, inputs, expected, "full_row")
+    if full is not None and any(d is not None for d in full):
+        nan = [n for n, d in zip(_BWD_NAMES, full, strict=True) if d is not None and d[0] == "nan"]
+        if nan:
+            return Finding("NaN for a query with no allowed key", f"with query 1 allowed no key, "
+                           f"{' and '.join(nan)} {'has' if len(nan) == 1 else 'have'} NaN "
+                           f"({measured(full, _BWD_NAMES)})", "A row of all -inf scores: its max is "
+                           "-inf and -inf - (-inf) is NaN, which the matmuls then spread to dk and dv. "
+                           "The contract: such a query's weights are 0 and its gradients 0; "
+                           "special-case rows whose max is -inf.")
+        return Finding("wrong gradients for a query with no allowed key", f"with query 1 allowed no "
+                       f"key: {measured(full, _BWD_NAMES)}", "Such a query's weights are all 0: "
+                       "its output is 0 and constant, so it sends no gradient anywhere.")
+    for key, what in (("shared2", "k (5, 4) and v (5, 2) shared by q (2, 3, 3, 4)"),
+                      ("size_one", "k (1, 5, 4) and v (1, 5, 2) broadcast over q (3, 3, 4)"),
+                      ("padding", "a padding mask (3, 1, 5) for scores (3, 3, 5)")):
+        got, out = _bwd_describe(fn, inputs, expected, key)
+        if got is None:
+            if isinstance(out, Raised):
+                return Finding("does not broadcast", f"with {what} it raises {out.text}",
+                               "Use np.swapaxes(x, -1, -2) instead of x.T and np.where(mask, s, "
+                               "-np.inf) for the mask, then sum each gradient over the axes that "
+                               "were broadcast.")
+            continue
+        if all(d is None for d in got):
+            continue
+        kinds = {d[0] for d in got if d is not None}
+        if key == "padding":
+            return Finding("wrong gradients with a mask that only broadcasts", f"with {what}: "
+                           f"{measured(got, _BWD_NAMES)}", "np.where(mask, s, -np.inf) broadcasts "
+                           "the mask; the gradients keep q, k and v's shapes (the mask gets none).")
+        if kinds == {"extra_axes"}:
+            return Finding("broadcast gradients not summed back", f"with {what}: "
+                           f"{measured(got, _BWD_NAMES)}", "k and v were broadcast across the batch "
+                           "in the forward; a broadcast copies, so its backward sums: dk must have "
+                           "k's shape.")
+        if kinds & {"kept_axes", "partial_sum", "shape", "extra_axes"}:
+            return Finding("broadcast gradients summed back to the wrong shape", f"with {what}: "
+                           f"{measured(got, _BWD_NAMES)}", "Sum over every axis broadcasting added "
+                           "(all the leading axes k lacks, without keepdims) and, with keepdims, over "
+                           "the axes where k has size 1: dk must have exactly k's shape.")
+        return Finding("broadcast gradients summed back wrongly", f"with {what}, unbatched inputs "
+                       f"being right: {measured(got, _BWD_NAMES)}", "Sum over the broadcast axes "
+                       "(dk.sum(axis=...)); a reshape before the sum regroups entries of different "
+                       "keys and features.")
     return None
 
 
@@ -209,6 +296,30 @@ def _tiled_inputs():
     low = (np.full((2, 4), 1.0), np.full((6, 4), -55.0) + 0.1 * rng.normal(size=(6, 4)),
            rng.normal(size=(6, 2)))
     return {"q": q, "k": k, "v": v, "low": tuple(a.astype(np.float32) for a in low)}
+
+
+def tiled_shared_max(fn, expected):
+    """Rows on opposite scales (row 0's scores climb to ~+900, row 1's fall to ~-900): each row
+    alone against both together. A correct function gives each row the same answer either way."""
+    d = 4
+    q = np.array([[1.0] * d, [-1.0] * d])
+    k = (np.arange(10)[:, None] * 100.0 * 2 / d) * np.ones((1, d))
+    v = np.random.default_rng(RNG_SEED + 12).normal(size=(10, 2))
+    both = _arr(_run(fn, q, k, v, 3))
+    alone = [_arr(_run(fn, q[i:i + 1], k, v, 3)) for i in range(2)]
+    if both is None or both.shape != (2, 2) or any(a is None or a.shape != (1, 2) for a in alone):
+        return None
+    if not all(np.all(np.isfinite(a)) for a in alone):
+        return None
+    bad = [i for i in range(2) if not _close(both[i], alone[i][0], 1e-7, 1e-10)]
+    if bad:
+        got = "NaN" if _nan(both[bad[0]]) else f"{both[bad[0]]}"
+        return Finding("one running max shared by all queries", f"row {bad[0]} alone gives "
+                       f"{alone[bad[0]][0]}, but next to a row whose scores are ~900 higher it gives "
+                       f"{got}: the rows share a shift", "Each query keeps its own running max "
+                       "(shape (..., L, 1), s.max(-1, keepdims=True)): a max shared by the rows "
+                       "makes exp underflow to 0 for every key of a row far below it.")
+    return None
 
 
 def tiled_probe(fn, expected):

@@ -272,6 +272,19 @@ def sinusoidal_probe(fn, expected):
     if not _close(row0, np.tile([0.0, 1.0], d // 2)):
         return Finding("positions start at 1", "row 0 is not sin(0), cos(0), ...: it is the encoding of "
                        "another position", "The first position is pos = 0: row 0 is sin(0), cos(0), ...")
+    w_sin, w_cos = np.arcsin(np.clip(out[1, 0::2], -1, 1)), np.arccos(np.clip(out[1, 1::2], -1, 1))
+    big = (w_sin > 0.05) & (w_cos > 0.05)               # well-conditioned angles (float32 too)
+    if big.any() and not _close(w_sin[big], w_cos[big], 1e-4, 1e-5):   # pos = 1: each column's frequency
+        own = 10000.0 ** (-np.arange(1, d, 2) / d)
+        if _close(w_cos, own, 1e-4, 1e-5) and _close(w_sin, 10000.0 ** (-np.arange(0, d, 2) / d)):
+            return Finding("each column uses its own index in the exponent", "the cos column 2i+1 has "
+                           "frequency 10000^(-(2i+1)/d_model), its sin partner 10000^(-2i/d_model)",
+                           "Columns 2i and 2i+1 are one pair with ONE frequency, "
+                           "1/10000^(2i/d_model): use the pair's 2i for both, not each column's index.")
+        return Finding("sin and cos of a pair have different frequencies", "at pos = 1 the sin columns "
+                       f"have angles {np.round(w_sin, 4).tolist()} and the cos columns "
+                       f"{np.round(w_cos, 4).tolist()}", "Columns 2i and 2i+1 share one frequency, "
+                       "1/10000^(2i/d_model).")
     w = np.arctan2(out[1, 0::2], out[1, 1::2])          # the angle of pos = 1: its frequencies
     if np.all(w > 0):
         i = np.arange(d // 2)

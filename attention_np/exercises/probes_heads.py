@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .engine import Finding, Raised
-from .probing import RNG_SEED, _arr, _close, _nan, _run
+from .probing import RNG_SEED, _arr, _close, _nan, _run, describe, measured
 
 # ======================================================================== heads
 
@@ -85,6 +85,16 @@ def mha_probe(fn, expected):
     base = _arr(_run(fn, x, y, y, p, h))
     if base is None or base.shape != x.shape or _nan(base):
         return None
+    d = x.shape[-1]
+    plain = {**{f"W_{n}": np.zeros((d, d)) for n in "qk"}, "W_v": np.eye(d), "W_o": np.eye(d),
+             **{f"b_{n}": np.zeros(d) for n in "qkvo"}}
+    mean = _arr(_run(fn, x, y, y, plain, h))           # uniform weights, identity projections
+    if mean is not None and mean.shape == base.shape and not _close(
+            mean, np.broadcast_to(y.mean(-2, keepdims=True), x.shape)):
+        return Finding("heads split or merged wrongly", "with W_q = W_k = 0 (every weight equal), W_v = "
+                       "W_o = I and zero biases, your output is not the mean of the values at every "
+                       "query: the heads mix positions or features", "split_heads: reshape (B, L, h*d) "
+                       "to (B, L, h, d), THEN swap to (B, h, L, d); merge_heads undoes it in reverse.")
     delta = np.array([0.5, -1.0, 2.0, 0.25])
 
     def moved(name):
@@ -128,28 +138,47 @@ def mha_backward_probe(fn, expected):
                        "sum of the three gradients for each of them", "The contract: dquery, dkey and "
                        "dvalue are the gradients through each argument alone, even when they are the "
                        "same array (the caller adds them).")
-    db_k = _arr(grads["b_k"])
-    if db_k is not None and db_k.shape == np.shape(ref[3]["b_k"]) and np.abs(db_k).max() > 1e-9:
-        return Finding("nonzero gradient for b_k", "your db_k is not 0", "Adding b_k adds q_i . b_k to "
-                       "every score of row i: a constant per row, which softmax ignores. What does "
-                       "that make dL/db_k?")
-    for name, g in grads.items():
-        if name in ref[3]:
-            shape, want = np.shape(g), np.shape(ref[3][name])
-            if shape != want:
-                if name.startswith("b_") and len(shape) == len(want) + 1:
-                    return Finding("bias gradient not summed over the batch", f"d{name} has shape "
-                                   f"{shape}, expected {want}", "A bias was added to every position "
-                                   "of every sequence: its gradient sums over all of them.")
-                return Finding("gradient of the wrong shape", f"d{name} has shape {shape}, expected "
-                               f"{want}", "Each gradient has the shape of its parameter.")
-            a = _arr(g)
-            if name.startswith("W_") and a is not None and _close(a.T, ref[3][name]) and not _close(
-                    a, ref[3][name]):
-                return Finding("weight gradients transposed", f"d{name} is the transpose of the "
-                               "answer", "For y = x W with W of shape (d_in, d_out), dW must have W's "
-                               "shape: which of x^T dy and dy^T x is (d_in, d_out)?")
-    return None
+    dist = expected.get("distinct")
+    args = _mha_backward_inputs()["distinct"][0]
+    out = _run(fn, *args)
+    if dist is None or not isinstance(out, (tuple, list)) or len(out) != 4 or not isinstance(out[3], dict):
+        return None
+    names = ["dquery", "dkey", "dvalue"] + [f"d{n}" for n in sorted(dist[3])]
+    got = list(out[:3]) + [out[3].get(n) for n in sorted(dist[3])]
+    want = list(dist[:3]) + [dist[3][n] for n in sorted(dist[3])]
+    d = [describe(n, g, w) for n, g, w in zip(names, got, want, strict=True)]
+    wrong = {n: x for n, x in zip(names, d, strict=True) if x is not None}
+    if not wrong:
+        return None
+    where = "on cross-attention with every size distinct (B=3, L=4, S=7, d_model=5, h=2, d_k=6)"
+    what = f"{where}: {measured(d, names)}"
+    if set(wrong) == {"db_k"} and _arr(got[names.index("db_k")]) is not None and wrong["db_k"][0] != "zero":
+        return Finding("nonzero gradient for b_k", f"your db_k is not 0 ({what})", "Adding b_k adds "
+                       "q_i . b_k to every score of row i: a constant per row, which softmax ignores. "
+                       "What does that make dL/db_k?")
+    if all(n.startswith("db_") for n in wrong):
+        shapes = {n: np.shape(got[names.index(n)]) for n in wrong}
+        if any(len(sh) == 2 and sh[0] == 3 for sh in shapes.values()):
+            return Finding("bias gradient not summed over the batch", what, "A bias is added to every "
+                           "position of every sequence: its gradient sums over all of them (batch "
+                           "and positions).")
+        return Finding("bias gradient summed over the wrong axes", what, "A bias is added to every "
+                       "position of every sequence: its gradient sums the gradient of x W + b over "
+                       "the batch and the positions, keeping the feature axis (heads and their "
+                       "features, in the merged order).")
+    if all(n.startswith("dW_") for n in wrong):
+        kinds = {x[0] for x in wrong.values()}
+        if kinds == {"transposed"}:
+            return Finding("weight gradients transposed", what, "For y = x W with W of shape (d_in, "
+                           "d_out), dW must have W's shape: which of x^T dy and dy^T x is (d_in, d_out)?")
+        if kinds == {"permuted"}:
+            return Finding("heads in the wrong order", what, "Head i owns the columns [i*d_k, (i+1)*d_k) "
+                           "of W_q, W_k, W_v and the rows of W_o: merge the head gradients back in the "
+                           "order split_heads took them.")
+    return Finding("wrong gradients", what, "Undo mha_forward's lines last to first: the output "
+                   "projection, the merge (its backward is a split), attention, the split (its "
+                   "backward is a merge), the three input projections; compare each gradient with "
+                   "central differences to find the first wrong line.")
 
 
 # ======================================================================== decode step
@@ -188,7 +217,13 @@ def _mha_backward_inputs():
     p = {f"W_{n}": rng.normal(size=(d, d)) / 2 for n in "qkvo"}
     p.update({f"b_{n}": 0.1 * rng.normal(size=(d,)) for n in "qkvo"})
     x = rng.normal(size=(2, 3, d))
-    return {"self": ((rng.normal(size=(2, 3, d)), x, x, x, p, h), {})}
+    q, kv = rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 7, 5))
+    pd = {f"W_{n}": rng.normal(size=(5, 12)) / 3 for n in "qkv"}
+    pd["W_o"] = rng.normal(size=(12, 5)) / 3
+    pd.update({f"b_{n}": 0.1 * rng.normal(size=(12,)) for n in "qkv"})
+    pd["b_o"] = 0.1 * rng.normal(size=(5,))
+    return {"self": ((rng.normal(size=(2, 3, d)), x, x, x, p, h), {}),
+            "distinct": ((rng.normal(size=(3, 4, 5)), q, kv, kv, pd, 2), {})}
 
 
 def _decode_inputs():

@@ -78,3 +78,77 @@ def scale_finding(c, d_k, d_v):
                    "with d_k the width of q and k.")
 
 
+
+def describe(name, got, want, factors=(), broadcast=None):
+    """How output ``name`` differs from the stored answer ``want``, measured: None when it is
+    right, else ``(kind, sentence)`` with kind one of "missing", "nan", "extra_axes",
+    "kept_axes", "partial_sum", "shape", "transposed", "permuted", "zero", "sign", "scale",
+    "values". ``factors`` are ``(value, words)`` pairs that name a measured scale
+    (e.g. (2.0, "sqrt(d_k)")); ``broadcast`` is the shape a gradient has before it is summed
+    back to its input's shape."""
+    want = np.asarray(want, dtype=np.float64)
+    g = _arr(got)
+    if g is None:
+        return "missing", f"{name} is not an array"
+    if g.shape != want.shape:
+        gs, ws = g.shape, want.shape
+        if tuple(n for n in gs if n != 1) == tuple(n for n in ws if n != 1) and _close(
+                g.reshape(ws), want):
+            return "kept_axes", (f"{name} has shape {gs}, expected {ws}: the values are right, the "
+                                 "summed axes were kept (keepdims) or dropped")
+        if broadcast is not None and gs == tuple(broadcast):
+            return "extra_axes", (f"{name} has shape {gs}, expected {ws}: the broadcast axes were "
+                                  "not summed")
+        if g.ndim > want.ndim and gs[g.ndim - want.ndim:] == ws:
+            if broadcast is None:
+                return "extra_axes", (f"{name} has shape {gs}, expected {ws}: the broadcast axes "
+                                      "were not summed")
+            return "partial_sum", (f"{name} has shape {gs}, expected {ws}: summed over some of "
+                                   f"the broadcast axes of {tuple(broadcast)} only")
+        if g.ndim == 2 and gs == ws[::-1] and _close(g.T, want):
+            return "transposed", f"{name} is the transpose of the answer (shape {gs}, expected {ws})"
+        return "shape", f"{name} has shape {gs}, expected {ws}"
+    if _nan(g):
+        return "nan", f"{name} has NaN at {int(np.isnan(g).sum())} of {g.size} entries"
+    if _close(g, want):
+        return None
+    if np.abs(g).max() == 0:
+        return "zero", f"{name} is 0 everywhere"
+    if _close(g, -want):
+        return "sign", f"{name} has the wrong sign"
+    ww = float((want * want).sum())
+    if ww > 0:
+        c = float((g * want).sum() / ww)
+        if c != 0 and _close(g, c * want, 1e-6, 1e-9):
+            words = next((w for value, w in factors if abs(c - value) <= 1e-6 * abs(value)), None)
+            return "scale", (f"{name} is {c:.4g} times the answer" + (f" ({words})" if words else ""))
+    if g.ndim >= 2 and g.shape[-1] == g.shape[-2] and _close(np.swapaxes(g, -1, -2), want):
+        return "transposed", f"{name} is the transpose of the answer"
+    for axis in (-1, -2) if g.ndim >= 2 else (-1,):
+        perm = _permutation(g, want, axis)
+        if perm is not None:
+            what = "columns" if axis == -1 else "rows"
+            return "permuted", (f"{name} holds the answer's {what} in another order "
+                                f"({list(perm)} instead of 0, 1, 2, ...)")
+    err = float(np.max(np.abs(g - want)))
+    return "values", f"{name} differs from the answer by up to {err:.3g}"
+
+
+def _permutation(g, want, axis):
+    """The order in which ``g`` holds the slices of ``want`` along ``axis`` (None if it does not)."""
+    a, b = np.moveaxis(g, axis, 0), np.moveaxis(want, axis, 0)
+    perm = []
+    for i in range(a.shape[0]):
+        j = next((j for j in range(b.shape[0]) if j not in perm and _close(a[i], b[j])), None)
+        if j is None:
+            return None
+        perm.append(j)
+    return perm if perm != list(range(len(perm))) else None
+
+
+def measured(descriptions, names):
+    """One sentence: which outputs are right and how each wrong one differs."""
+    wrong = [d[1] for d in descriptions if d is not None]
+    right = [n for n, d in zip(names, descriptions, strict=True) if d is None]
+    return "; ".join(wrong) + (f"; {', '.join(right)} {'is' if len(right) == 1 else 'are'} right"
+                               if right else "")

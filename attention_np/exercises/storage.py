@@ -65,7 +65,8 @@ def save_bank(bank: dict, stem) -> None:
             "cases": [{"label": c.label, "args": encode(tuple(c.args), arrays),
                        "kwargs": encode(dict(c.kwargs), arrays), "expected": encode(c.expected, arrays),
                        "dtype": c.dtype, "tol": list(c.tol) if c.tol else None, "points": c.points,
-                       "hidden": c.hidden} for c in rec["cases"]],
+                       "hidden": c.hidden, "outputs": list(c.outputs) if c.outputs else None}
+                      for c in rec["cases"]],
             "fingerprints": [{"name": f.name, "hint": f.hint,
                               "outputs": [encode(o, arrays) for o in f.outputs]}
                              for f in rec["fingerprints"]],
@@ -87,7 +88,8 @@ def load_bank(stem) -> dict:
             "signature": rec["signature"], "function": rec["function"], "arg_names": rec["arg_names"],
             "cases": [Case(c["label"], decode(c["args"], arrays), decode(c["kwargs"], arrays),
                            decode(c["expected"], arrays), c["dtype"], tuple(c["tol"]) if c["tol"] else None,
-                           c["points"], c["hidden"]) for c in rec["cases"]],
+                           c["points"], c["hidden"],
+                           tuple(c["outputs"]) if c.get("outputs") else None) for c in rec["cases"]],
             "fingerprints": [Fingerprint(f["name"], f["hint"], [decode(o, arrays) for o in f["outputs"]])
                              for f in rec["fingerprints"]],
             "probe_expected": {k: decode(v, arrays) for k, v in rec["probe_expected"].items()},

@@ -81,7 +81,7 @@ def worker(name: str, path: str, out: str) -> None:
                                 "NotImplementedError")
             break
         results.append(r)
-        state["cases"].append({"label": r.label, "passed": r.passed, "why": r.why})
+        state["cases"].append({"label": r.label, "passed": r.passed, "why": r.why, "parts": r.parts})
         _write(out, state)
     if state["message"] is None:
         try:
@@ -164,7 +164,8 @@ def grade(submission, results_path) -> dict:
             if case.hidden:
                 hidden_n += 1
             tests.append({"name": f"{name}: " + (f"hidden case {hidden_n}" if case.hidden else case.label),
-                          "score": case.points if passed else 0.0, "max_score": case.points,
+                          "score": engine.score(case.points, passed, c and c.get("parts")),
+                          "max_score": case.points,
                           "output": "passed" if passed else why,
                           "visibility": cfg["hidden_visibility"] if case.hidden else "visible"})
         tests.append({"name": f"{name}: feedback", "score": 0.0, "max_score": 0.0,

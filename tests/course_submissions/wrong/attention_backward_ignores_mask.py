@@ -1,5 +1,6 @@
 # exercise: attention_backward
 # the student's slip: forgets the mask in the backward
+# diagnosis: gradient flows into a masked key
 import math
 
 import numpy as np

@@ -1,5 +1,6 @@
 # exercise: attention_backward
 # the student's slip: no scale in the backward
+# diagnosis: forgot 1/sqrt(d_k) in dq and dk
 import math
 
 import numpy as np

@@ -1,5 +1,6 @@
 # exercise: attention_backward
 # the student's slip: does not sum broadcast grads
+# diagnosis: broadcast gradients not summed back
 import math
 
 import numpy as np

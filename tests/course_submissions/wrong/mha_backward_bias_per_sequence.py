@@ -1,5 +1,6 @@
 # exercise: mha_backward
 # the student's slip: sums the bias grads over positions only
+# diagnosis: bias gradient not summed over the batch
 import math
 
 import numpy as np

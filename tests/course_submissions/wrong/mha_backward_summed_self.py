@@ -1,5 +1,6 @@
 # exercise: mha_backward
 # the student's slip: adds the three input gradients when they are one array
+# diagnosis: the three input gradients summed
 import math
 
 import numpy as np

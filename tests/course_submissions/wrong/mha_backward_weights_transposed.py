@@ -1,5 +1,6 @@
 # exercise: mha_backward
 # the student's slip: dW = dy^T x
+# diagnosis: weight gradients transposed
 import math
 
 import numpy as np

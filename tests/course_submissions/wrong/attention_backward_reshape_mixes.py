@@ -1,0 +1,31 @@
+# exercise: attention_backward
+# the student's slip: sums broadcast gradients back with a reshape that mixes entries
+# diagnosis: broadcast gradients summed back wrongly
+import math
+
+import numpy as np
+
+
+def _masked_softmax(s):
+    m = s.max(-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    z = e.sum(-1, keepdims=True)
+    return e / np.where(z == 0, 1.0, z)
+
+
+def attention_backward(dout, q, k, v, mask=None):
+    scale = 1 / math.sqrt(q.shape[-1])
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    p = _masked_softmax(s)
+    dv = np.swapaxes(p, -1, -2) @ dout
+    dp = dout @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    dq = ds @ k * scale
+    dk = np.swapaxes(ds, -1, -2) @ q * scale
+    if dk.shape != k.shape:                     # (..., S, d) -> (S, d, n) by reshape: mixes entries
+        dk = dk.reshape(*k.shape, -1).sum(-1)
+        dv = dv.reshape(*v.shape, -1).sum(-1)
+    return dq, dk, dv
