@@ -48,7 +48,8 @@ BAD_ARRAYS = [  # (what, value maker from the good array, exception)
 BAD_SCALES = [("str", "abc", TypeError), ("array", np.ones(2), TypeError),
               ("NaN", float("nan"), ValueError), ("inf", float("inf"), ValueError),
               ("-inf", -np.inf, ValueError), ("bool", True, TypeError), ("list", [1.0], TypeError)]
-BAD_DROPOUT = [("None", None, TypeError), ("bool", True, TypeError), ("NaN", np.nan, ValueError),
+# (None is "not given" in both homes of dropout_p, the keyword and the spec: tests/test_one_home.py)
+BAD_DROPOUT = [("bool", True, TypeError), ("NaN", np.nan, ValueError),
                ("1.5", 1.5, ValueError), ("-0.1", -0.1, ValueError), ("str", "0.1", TypeError)]
 BAD_MASKS = [("float", np.ones((3, 5)), TypeError), ("int", np.ones((3, 5), int), TypeError),
              ("wrong L, S", np.ones((4, 5), bool), ValueError),
@@ -314,6 +315,66 @@ def _rows():
         ("mha_decode_step-params-None", lambda: an.mha_decode_step(X, None, an.KVCache(4), num_heads=2),
          TypeError, "params"),
     ]
+    # issue 34: checked when made, not at the first use; d_k = 0; gradcheck's numbers
+    for what, kw, exc, name in [
+            ("RoPE-theta--1", dict(theta=-1), ValueError, "theta"),
+            ("RoPE-theta-0", dict(theta=0.0), ValueError, "theta"),
+            ("RoPE-theta-NaN", dict(theta=np.nan), ValueError, "theta"),
+            ("RoPE-theta-inf", dict(theta=np.inf), ValueError, "theta"),
+            ("RoPE-theta-bool", dict(theta=True), TypeError, "theta"),
+            ("RoPE-theta-str", dict(theta="1e4"), TypeError, "theta"),
+            ("RoPE-layout", dict(layout="neox"), ValueError, "layout"),
+            ("RoPE-layout-list", dict(layout=["half"]), ValueError, "layout"),
+            ("RoPE-rotary_dim-0", dict(rotary_dim=0), ValueError, "rotary_dim"),
+            ("RoPE-rotary_dim-odd", dict(rotary_dim=3), ValueError, "rotary_dim"),
+            ("RoPE-rotary_dim-bool", dict(rotary_dim=True), ValueError, "rotary_dim"),
+            ("RoPE-rotary_dim-float", dict(rotary_dim=4.0), ValueError, "rotary_dim"),
+            ("RoPE-scaling-factor-0", dict(scaling={"rope_type": "linear", "factor": 0.0}), ValueError,
+             "factor"),
+            ("RoPE-scaling-list", dict(scaling=[("rope_type", "linear")]), ValueError, "scaling")]:
+        rows.append((what, lambda kw=kw: an.RoPE(**kw), exc, name))
+    for what, kw, exc, name in [
+            ("AttentionSpec-is_causal-str", dict(is_causal="no"), TypeError, "is_causal"),
+            ("AttentionSpec-is_causal-1", dict(is_causal=1), TypeError, "is_causal"),
+            ("AttentionSpec-scale-NaN", dict(scale=np.nan), ValueError, "scale"),
+            ("AttentionSpec-scale-bool", dict(scale=True), TypeError, "scale"),
+            ("AttentionSpec-num_heads-0", dict(num_heads=0), ValueError, "num_heads"),
+            ("AttentionSpec-num_heads-bool", dict(num_heads=True), ValueError, "num_heads"),
+            ("AttentionSpec-qk_norm-list", dict(qk_norm=["rms"]), ValueError, "qk_norm"),
+            ("AttentionSpec-qk_norm_eps-inf", dict(qk_norm_eps=np.inf), ValueError, "qk_norm_eps"),
+            ("AttentionSpec-qk_norm_eps-bool", dict(qk_norm_eps=True), ValueError, "qk_norm_eps"),
+            ("AttentionSpec-qk_norm_eps-NaN", dict(qk_norm_eps=np.nan), ValueError, "qk_norm_eps"),
+            ("AttentionSpec-kernel-list", dict(kernel=["fused"]), ValueError, "kernel"),
+            ("AttentionSpec-dropout_p-2", dict(dropout_p=2.0), ValueError, "dropout_p"),
+            ("AttentionSpec-rope-theta--1", dict(rope={"theta": -1}), ValueError, "theta")]:
+        rows.append((what, lambda kw=kw: an.AttentionSpec(**kw), exc, name))
+    Q0, K0 = Q[..., :0], K[..., :0]
+    rows += [
+        ("sdpa_forward-d_k-0", lambda: an.sdpa_forward(Q0, K0, V), ValueError, "d_k"),
+        ("textbook.sdpa_forward-d_k-0", lambda: textbook.sdpa_forward(Q0, K0, V), ValueError, "d_k"),
+        ("flash_attention_forward-d_k-0", lambda: flash_attention_forward(Q0, K0, V), ValueError, "d_k"),
+        ("paper.sdpa_forward-d_k-0", lambda: an.paper.sdpa_forward(Q0, K0, V), ValueError, "d_k"),
+        ("scaled_dot_product_attention-d_k-0", lambda: an.scaled_dot_product_attention(Q0, K0, V),
+         ValueError, "d_k"),
+        ("mha_forward-d_k-0", lambda: an.mha_forward(X, X, X, dict(P, W_q=P["W_q"][:, :0],
+                                                                    W_k=P["W_k"][:, :0],
+                                                                    b_q=P["b_q"][:0], b_k=P["b_k"][:0]),
+                                                     num_heads=2), ValueError, "d_k"),
+    ]
+    GC = (an.sdpa_forward, an.sdpa_backward, (Q, K, V))
+    for what, kw, exc, name in [("eps-0", dict(eps=0), ValueError, "eps"),
+                                ("eps-negative", dict(eps=-1e-6), ValueError, "eps"),
+                                ("eps-NaN", dict(eps=np.nan), ValueError, "eps"),
+                                ("eps-str", dict(eps="1e-6"), TypeError, "eps"),
+                                ("atol--1", dict(atol=-1), ValueError, "atol"),
+                                ("atol-inf", dict(atol=np.inf), ValueError, "atol"),
+                                ("rtol-NaN", dict(rtol=np.nan), ValueError, "rtol"),
+                                ("rtol-bool", dict(rtol=True), TypeError, "rtol"),
+                                ("seed--1", dict(seed=-1), ValueError, "seed"),
+                                ("seed-float", dict(seed=0.5), ValueError, "seed")]:
+        rows.append((f"gradcheck-{what}", lambda kw=kw: an.gradcheck(*GC, **kw), exc, name))
+    rows.append(("numerical_gradient-eps-0", lambda: an.numerical_gradient(lambda: 0.0, Q.copy(), eps=0),
+                 ValueError, "eps"))
     # additive
     rows += [
         ("additive_attention_forward-params-None", lambda: additive_attention_forward(Q, K, V, None),

@@ -370,3 +370,42 @@ def test_torch_sdpa_backends_disagree_on_mask_with_is_causal_so_we_fold_it(rng):
     with sdpa_kernel(SDPBackend.MATH):                             # the folded call runs anywhere
         F.scaled_dot_product_attention(**itorch.to_torch_sdpa(q.numpy(), k.numpy(), k.numpy(),
                                                               mask.numpy(), is_causal=True))
+
+
+# ---- issue 34: compare_mha checks its inputs before torch runs, and says when it casts ----
+
+def _module64():
+    torch = require("torch")
+    torch.manual_seed(0)
+    return torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
+
+
+@pytest.mark.parametrize("bad, exc, names", [
+    (lambda x: x.astype(np.int64), TypeError, "query must be a floating-point array, got dtype int64"),
+    (lambda x: x > 0, TypeError, "query must be a floating-point array, got dtype bool"),
+    (lambda x: x[..., :7], ValueError, "query must be (L, 8) or (N, L, E)"),
+    (lambda x: x[0, 0], ValueError, "got shape (8,)"),
+])
+def test_compare_mha_refuses_bad_input_by_name_before_torch_runs(bad, exc, names):
+    module = _module64()
+    x = np.random.default_rng(0).standard_normal((2, 3, 8))
+    with pytest.raises(exc) as info:
+        compare_mha(module, bad(x))
+    assert names in str(info.value)
+
+
+def test_compare_mha_refuses_key_and_value_that_disagree():
+    module = _module64()
+    x = np.random.default_rng(0).standard_normal((2, 3, 8))
+    with pytest.raises(ValueError, match="key and value must agree"):
+        compare_mha(module, x, x, x[:, :2])
+    with pytest.raises(ValueError, match="query has batch 2 but key has batch 1"):
+        compare_mha(module, x, x[:1])
+
+
+def test_compare_mha_says_when_it_casts_to_the_modules_dtype():
+    module = _module64()
+    x = np.random.default_rng(0).standard_normal((2, 3, 8))
+    assert not compare_mha(module, x).notes
+    report = compare_mha(module, x.astype(np.float32))
+    assert "query float32 cast to the module's float64 before both ran" in report.notes

@@ -113,3 +113,41 @@ def test_cache_refuses_overflow_and_mismatched_shapes(rng):
         cache.append(randn(rng, 2, 1, 4), randn(rng, 2, 2, 4))
     with pytest.raises(ValueError, match="max_len must be a positive int"):
         an.KVCache(max_len=0)
+
+
+def test_max_len_is_a_bound_not_an_allocation(rng):
+    # issue 34: KVCache(10**12) was accepted and failed at its first append (8 TB of np.empty)
+    cache = an.KVCache(10**12)
+    k, v = randn(rng, 2, 3, 4), randn(rng, 2, 3, 5)
+    cache.append(k, v)
+    assert cache.nbytes == 2 * 16 * (4 + 5) * 8             # room for 16 positions, not 10**12
+    for _ in range(10):                                   # 33 positions: the room doubles
+        cache.append(k, v)
+    assert cache.length == 33 and cache.nbytes == 2 * 64 * (4 + 5) * 8
+    np.testing.assert_array_equal(cache.k, np.concatenate([k] * 11, axis=-2))
+    np.testing.assert_array_equal(cache.v, np.concatenate([v] * 11, axis=-2))
+
+
+def test_growth_never_passes_max_len(rng):
+    cache = an.KVCache(20)
+    x = randn(rng, 1, 12, 2)
+    cache.append(x, x)
+    cache.append(x[:, :8], x[:, :8])                          # 20: doubling 16 would give 32
+    assert cache.length == 20 and cache.k.shape == (1, 20, 2) and cache.nbytes == 2 * 20 * 2 * 8
+
+
+def test_an_allocation_that_fails_names_the_bytes_and_leaves_the_cache_unchanged(rng, monkeypatch):
+    cache = an.KVCache(10**12)
+    k = randn(rng, 1, 2, 4)
+    cache.append(k, k)
+    more = randn(rng, 1, 20, 4)
+    real_empty = np.empty
+
+    def no_memory(shape, dtype):
+        raise MemoryError
+    monkeypatch.setattr(np, "empty", no_memory)
+    with pytest.raises(MemoryError, match=r"max_len=1000000000000.*GiB.*unchanged \(2 positions\)"):
+        cache.append(more, more)
+    monkeypatch.setattr(np, "empty", real_empty)
+    assert cache.length == 2
+    np.testing.assert_array_equal(cache.k, k)

@@ -32,14 +32,22 @@ from attention_np.variants.window import window_mask
 class KVCache:
     """Keys and values of every position seen so far, for one attention layer.
 
-    The arrays are allocated once, for ``max_len`` positions, on the first :meth:`append`
-    (as inference engines do), so that appending a position copies only that position.
+    ``max_len`` is a bound, not an allocation: the arrays are allocated on the first
+    :meth:`append` (whose keys give their shape and dtype) for the positions appended, at least
+    16, and grow by doubling, never past ``max_len``. Appending a position thus copies that
+    position, plus, now and then, the cache so far (on average less than one more copy per
+    position). A cache made for a model's whole context (``KVCache(131072)``, or more) costs
+    only what is appended; an append that needs more memory than there is raises
+    ``MemoryError`` naming the bytes, with the cache unchanged.
 
     Parameters
     ----------
     max_len : int
         The most positions the cache will hold.
     """
+
+    #: Positions allocated by the first append, at least (fewer when ``max_len`` is smaller).
+    FIRST_CAPACITY = 16
 
     def __init__(self, max_len: int):
         self.max_len = check_int(max_len, "max_len")
@@ -92,6 +100,27 @@ class KVCache:
             raise ValueError(f"the cache holds {self.length} of max_len={self.max_len} positions; "
                              f"{T} more do not fit")
 
+    def _reserve(self, needed: int, k_new: np.ndarray, v_new: np.ndarray) -> None:
+        """Room for ``needed`` positions: the first arrays, or twice the room (at most
+        ``max_len``). Both arrays are made before either replaces the cache's."""
+        have = 0 if self._k is None else self._k.shape[-2]
+        if needed <= have:
+            return
+        room = min(self.max_len, max(needed, 2 * have, self.FIRST_CAPACITY))
+        shapes = [x.shape[:-2] + (room, x.shape[-1]) for x in (k_new, v_new)]
+        try:
+            k, v = (np.empty(s, k_new.dtype) for s in shapes)
+        except MemoryError:
+            size = sum(int(np.prod(s, dtype=np.int64)) for s in shapes) * k_new.dtype.itemsize
+            raise MemoryError(f"KVCache(max_len={self.max_len}): room for {room} positions of "
+                              f"k {shapes[0]} and v {shapes[1]} ({k_new.dtype}) needs "
+                              f"{size / 2**30:.3g} GiB, which could not be allocated; the cache "
+                              f"is unchanged ({self.length} positions)") from None
+        if self._k is not None:
+            k[..., :self.length, :] = self._k[..., :self.length, :]
+            v[..., :self.length, :] = self._v[..., :self.length, :]
+        self._k, self._v = k, v
+
     def append(self, k_new, v_new):
         """Store the keys and values of ``T`` new positions; return all cached ``(k, v)``.
 
@@ -107,9 +136,7 @@ class KVCache:
         self._check_new(k_new, v_new)
         k_new, v_new = np.asarray(k_new), np.asarray(v_new)
         T = k_new.shape[-2]
-        if self._k is None:              # every check passed: only now change the cache
-            self._k = np.empty(k_new.shape[:-2] + (self.max_len, k_new.shape[-1]), k_new.dtype)
-            self._v = np.empty(v_new.shape[:-2] + (self.max_len, v_new.shape[-1]), v_new.dtype)
+        self._reserve(self.length + T, k_new, v_new)   # every check passed: only now change it
         self._k[..., self.length:self.length + T, :] = k_new
         self._v[..., self.length:self.length + T, :] = v_new
         self.length += T

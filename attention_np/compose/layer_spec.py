@@ -38,7 +38,7 @@ class Layer:
     sinks: bool
 
 
-def layer_spec(caller: str, spec, deprecated: dict, *, num_heads=None, is_causal=False,
+def layer_spec(caller: str, spec, deprecated: dict, *, num_heads=None, is_causal=None,
                scale=None, also: tuple = ()) -> AttentionSpec:
     """``spec`` with the paper's keywords and the 0.1 keywords ``deprecated`` merged in;
     ``also`` names the caller's own 0.1 keywords that it maps itself (any other is a TypeError)."""
@@ -49,10 +49,11 @@ def layer_spec(caller: str, spec, deprecated: dict, *, num_heads=None, is_causal
     unknown = sorted(set(deprecated) - known)
     if unknown:
         raise TypeError(f"{caller}() got unexpected keyword argument(s) {unknown}")
-    # the paper's options as keywords or in the spec (one of them, or the same value twice)
-    changes = {name: merged(caller, spec, name, value, default)
-               for name, value, default in (("num_heads", num_heads, None),
-                                            ("is_causal", is_causal, False), ("scale", scale, None))}
+    # the paper's options as keywords or in the spec (one of them, or the same value twice);
+    # dropout_p has no keyword here: the spec's, or 0
+    changes = {name: merged(caller, spec, name, value)
+               for name, value in (("num_heads", num_heads), ("is_causal", is_causal),
+                                   ("scale", scale), ("dropout_p", None))}
     for old, new in MOVED_TO_SPEC.items():
         if old in deprecated:
             value = deprecated[old]

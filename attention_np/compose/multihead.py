@@ -68,7 +68,7 @@ class MHACache:
 
 
 def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | None = None,
-                is_causal: bool = False, scale=None, spec=None, bias=None, positions=None, rng=None,
+                is_causal: bool | None = None, scale=None, spec=None, bias=None, positions=None, rng=None,
                 **deprecated):
     """Multi-head attention, §3.2.2, forward pass, with the variants of ``spec``.
 

@@ -96,6 +96,41 @@ def _restore(module, saved, training):
     module.train(training)
 
 
+def _check_mha_inputs(module, inputs, np_dtype) -> tuple[list, list]:
+    """``query, key, value`` as arrays of the module's dtype, checked against the module before
+    it runs (torch's own errors are bare asserts): floating, 2-D or 3-D, widths ``embed_dim``,
+    ``kdim``, ``vdim``, one batch and one key length. Returns the arrays and a note per cast."""
+    arrays, notes = [], []
+    widths = {"query": module.embed_dim, "key": module.kdim, "value": module.vdim}
+    for (name, width), a in zip(widths.items(), inputs, strict=True):
+        a = itorch.to_numpy(a)
+        if not np.issubdtype(a.dtype, np.floating):
+            raise TypeError(f"{name} must be a floating-point array, got dtype {a.dtype} (the "
+                            f"module is {np.dtype(np_dtype).name}: cast it yourself if you mean it)")
+        if a.ndim not in (2, 3) or a.shape[-1] != width:
+            layout = "(N, L, E)" if module.batch_first else "(L, N, E)"
+            raise ValueError(f"{name} must be (L, {width}) or {layout} with the last dim {width} "
+                             f"(the module's {'embed_dim' if name == 'query' else name[0] + 'dim'}), "
+                             f"got shape {a.shape}")
+        if a.dtype != np_dtype:
+            notes.append(f"{name} {a.dtype} cast to the module's {np.dtype(np_dtype).name} "
+                         f"before both ran")
+        arrays.append(a.astype(np_dtype))
+    q, k, v = arrays
+    if len({x.ndim for x in arrays}) != 1:
+        raise ValueError(f"query, key and value must all be batched or all unbatched, got shapes "
+                         f"{q.shape}, {k.shape}, {v.shape}")
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(f"key and value must agree in all but the last dim, got shapes "
+                         f"{k.shape} and {v.shape}")
+    if q.ndim == 3:
+        b = 0 if module.batch_first else 1
+        if q.shape[b] != k.shape[b]:
+            raise ValueError(f"query has batch {q.shape[b]} but key has batch {k.shape[b]} "
+                             f"(query {q.shape}, key {k.shape})")
+    return arrays, notes
+
+
 def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, attn_mask=None,
                 is_causal: bool = False, need_weights: bool = True,
                 average_attn_weights: bool = True, static_k=None, static_v=None,
@@ -143,13 +178,14 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     np_dtype = np.float64 if dtype == torch.float64 else np.float32
     key = query if key is None else key
     value = key if value is None else value
-    arrays = [itorch.to_numpy(a).astype(np_dtype) for a in (query, key, value)]
+    arrays, cast = _check_mha_inputs(module, (query, key, value), np_dtype)
     swap = not module.batch_first and arrays[0].ndim == 3     # (L, N, E) -> ours (N, L, E)
 
     def ours_layout(a):
         return np.swapaxes(a, 0, 1) if swap else a
 
     report = MHAReport("torch.nn.MultiheadAttention", np.dtype(np_dtype).name)
+    report.notes += cast
     saved, training = [p.grad for p in module.parameters()], module.training
     if module.training and module.dropout > 0:
         report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")

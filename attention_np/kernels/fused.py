@@ -104,8 +104,8 @@ class SDPACache:
         return self.exp_scores / self.rowsum
 
 
-def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
-                 dropout_p: float = 0.0, rng=None, dropout_mask=None, enable_gqa: bool = False,
+def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | None = None, scale=None,
+                 dropout_p: float | None = None, rng=None, dropout_mask=None, enable_gqa: bool = False,
                  spec=None, **deprecated):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
@@ -122,13 +122,15 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         True = this query may attend to this key (PyTorch SDPA's bool ``attn_mask``).
     bias : float, broadcastable to (..., L, S), optional
         Added to the scaled scores (ALiBi, relative positions, PyTorch's float ``attn_mask``).
-    is_causal : bool
-        Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``.
+    is_causal : bool, optional
+        Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``. None (the
+        default): ``spec.is_causal``, False without one.
     scale : float, optional
         Default ``1 / sqrt(d_k)``; ``scale=1.0`` is unscaled dot-product attention.
-    dropout_p : float
-        Attention dropout: each weight is zeroed with probability ``p``, kept ones scaled by
-        ``1 / (1 - p)``. The keep-mask is saved in the cache so that the backward replays it.
+    dropout_p : float, optional
+        Default ``spec.dropout_p``, 0 without one. Attention dropout: each weight is zeroed
+        with probability ``p``, kept ones scaled by ``1 / (1 - p)``. The keep-mask is saved in
+        the cache so that the backward replays it.
     rng : int seed or np.random.Generator, optional
         Source of the dropout keep-mask.
     dropout_mask : bool, broadcastable to (..., L, S), optional
@@ -141,7 +143,8 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         Beyond the paper: ``spec.window`` (sliding-window attention, top-left aligned, as
         ``is_causal``; see :func:`attention_np.sliding_window_mask`) and ``spec.softcap`` (logit
         soft-capping ``c·tanh(QKᵀ·scale / c)``, before the bias and the mask, as Gemma 2).
-        ``is_causal``, ``scale`` and ``dropout_p`` may be given here or in the spec.
+        ``is_causal``, ``scale`` and ``dropout_p`` may be given here or in the spec; in both
+        with different values, they are a ``ValueError`` naming both.
     **deprecated
         The 0.1 keywords ``window=``, ``softcap=`` (now ``spec.window``, ``spec.softcap``) and
         ``q_lengths=``, ``kv_lengths=`` (now ``mask=attention_np.lengths_mask(...)``), with a

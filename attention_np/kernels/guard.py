@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np._checks import as_bias, as_bool_mask, broadcast_batch, check_broadcasts_to
+from attention_np._checks import as_bias, as_bool_mask, broadcast_batch, check_bool, check_broadcasts_to
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.window import window_mask
 
@@ -21,6 +21,7 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
     Raises when either does not broadcast to the scores, or when the batch dims of ``q``, ``k``,
     ``v``, ``mask`` and ``bias`` do not broadcast together.
     """
+    is_causal = check_bool(is_causal, "is_causal")
     L, S = q.shape[-2], k.shape[-2]
     batch = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
     if mask is not None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention_np._checks import check_bool
 from attention_np.variants.lengths import with_lengths
 from attention_np.variants.spec import AttentionSpec
 
@@ -101,13 +102,25 @@ def mask_with_lengths(caller: str, mask, deprecated: dict, q_shape: tuple, k_sha
     return with_lengths(mask, q_lengths, kv_lengths, q_shape, k_shape)
 
 
-def merged(caller: str, spec: AttentionSpec, name: str, value, default):
-    """A paper option given both as a keyword and in the spec: one of them, or an error."""
+#: The options with two homes, a keyword of the call and a field of the spec, and their value
+#: when neither says: None in either home means "not said here".
+TWO_HOMES = {"num_heads": None, "is_causal": False, "scale": None, "dropout_p": 0.0}
+
+
+def merged(caller: str, spec: AttentionSpec, name: str, value):
+    """An option of :data:`TWO_HOMES` as the call gives it (``value``, None when not given) and
+    as the spec does: the one that says it, the same value twice, or the default when neither
+    does. Two different values are a ``ValueError`` naming both (the keyword does not silently
+    win, nor the spec). ``is_causal`` must be a bool wherever it is said."""
     in_spec = getattr(spec, name)
-    if value is default or (default is not None and same_value(value, default)):
-        return in_spec
-    if not (in_spec is default or same_value(in_spec, default) or same_value(in_spec, value)):
-        raise ValueError(f"{caller} got {name}={value!r} and spec.{name}={in_spec!r}; pass one")
+    if name == "is_causal" and value is not None:
+        check_bool(value, "is_causal")
+    if value is None:
+        return TWO_HOMES[name] if in_spec is None else in_spec
+    if in_spec is not None and not same_value(in_spec, value):
+        raise ValueError(f"{caller} got {name}={value!r} and spec.{name}={in_spec!r}: two "
+                         f"different values for one option; give it once, as the keyword or in "
+                         f"the spec (or the same value in both)")
     return value
 
 
@@ -123,11 +136,11 @@ def plan_from(caller: str, spec, deprecated: dict, q, k, mask=None, **call) -> P
     """The plan of a kernel function's call: its keywords ``call`` (the fields of :class:`Plan`
     given as keywords), its ``spec`` and its 0.1 keywords ``deprecated``, checked together.
 
-    ``is_causal``, ``scale`` and ``dropout_p`` may come from the call or the spec (not both,
-    differently); ``window`` and ``softcap`` come from the spec.
+    ``is_causal``, ``scale`` and ``dropout_p`` may come from the call or the spec (both only with
+    the same value: :func:`merged`); ``window`` and ``softcap`` come from the spec.
     """
     spec = kernel_spec(caller, spec, deprecated)
     mask = mask_with_lengths(caller, mask, deprecated, np.shape(q), np.shape(k))
-    for name, default in (("is_causal", False), ("scale", None), ("dropout_p", 0.0)):
-        call[name] = merged(caller, spec, name, call.get(name, default), default)
+    for name in ("is_causal", "scale", "dropout_p"):
+        call[name] = merged(caller, spec, name, call.get(name))
     return Plan(mask=mask, window=spec.window, softcap=spec.softcap, **call)

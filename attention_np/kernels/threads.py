@@ -2,7 +2,8 @@
 
 :func:`blas_threads` sets NumPy's BLAS threads for a block of code; :func:`parallel_map` runs a
 function over a few parts of a computation on a pool of threads (NumPy releases the GIL inside
-ufuncs and matrix products), BLAS on one thread per worker. :func:`num_threads` says how many.
+ufuncs and matrix products), BLAS on one thread (:func:`one_blas_thread`, shared by overlapping
+calls). :func:`num_threads` says how many.
 
 Why BLAS on one thread while training a small model:
 
@@ -49,7 +50,12 @@ def _openblas():
 
 @contextlib.contextmanager
 def blas_threads(n: int | None):
-    """Within the block, BLAS uses ``n`` threads (``None``: leave it alone)."""
+    """Within the block, BLAS uses ``n`` threads (``None``: leave it alone).
+
+    The count is the whole process's (OpenBLAS has one; its ``openblas_set_num_threads_local`` is
+    process-wide too in the build NumPy ships, tests/test_threads.py): every thread's BLAS sees
+    it while the block runs. Use it around a computation of your own, a training loop say.
+    """
     funcs = _openblas() if n is not None else None
     if funcs is None:
         yield
@@ -61,6 +67,44 @@ def blas_threads(n: int | None):
         yield
     finally:
         set_(before)
+
+
+# The blocked computations' one BLAS thread, shared by every call under way: the first call to
+# start sets it, the last to end restores the count it found. (Each call setting and restoring
+# its own would race: two overlapping calls could leave the process on one thread for good.)
+_one_lock = threading.Lock()
+_one_users = 0
+_one_before: int | None = None
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS on one thread for the block, whatever other threads of the process do meanwhile.
+
+    A computation split over workers (:func:`parallel_map`) runs its products on one BLAS thread,
+    and must see one thread every time: OpenBLAS's products can round differently with another
+    thread count (``(256, 600) @ (600, 48)`` in float32 does, with 1 and 2 threads), so a count
+    that depended on whether another call happened to be under way would make a call's bits
+    depend on other threads. Overlapping blocks share one setting, restored when the last ends.
+    """
+    global _one_users, _one_before
+    funcs = _openblas()
+    if funcs is None:
+        yield
+        return
+    get, set_ = funcs
+    with _one_lock:
+        if _one_users == 0:
+            _one_before = get()
+            set_(1)
+        _one_users += 1
+    try:
+        yield
+    finally:
+        with _one_lock:
+            _one_users -= 1
+            if _one_users == 0:
+                set_(_one_before)
 
 
 _PREFIX = "attention_np_worker"
@@ -93,13 +137,18 @@ def deal(items: list, workers: int) -> list[list]:
 def parallel_map(work, parts: list) -> list:
     """``[work(p) for p in parts]``, on a pool of threads when there is more than one part.
 
-    BLAS runs on one thread while the workers do, so that the two kinds of threads do not
-    compete for the cores. Exceptions in ``work`` are raised here.
+    BLAS runs on one thread throughout (:func:`one_blas_thread`), on the pool or not, so that
+    the two kinds of threads do not compete for the cores, and so that a call computes the same
+    bits alone, from several threads at once, or beside another call. Exceptions in ``work``
+    are raised here.
     """
-    if len(parts) <= 1 or threading.current_thread().name.startswith(_PREFIX):
-        # one part, or called from one of the pool's own workers: run here (a worker that
-        # waited on the pool could wait for itself)
+    if threading.current_thread().name.startswith(_PREFIX):
+        # called from one of the pool's own workers (inside a parallel_map, so on one BLAS
+        # thread already): run here (a worker that waited on the pool could wait for itself)
         return [work(p) for p in parts]
+    if len(parts) <= 1:
+        with one_blas_thread():
+            return [work(p) for p in parts]
     global _pool, _pool_size
     with _pool_lock:
         if _pool_size < len(parts):
@@ -108,5 +157,5 @@ def parallel_map(work, parts: list) -> list:
             _pool = ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix=_PREFIX)
             _pool_size = len(parts)
         pool = _pool
-    with blas_threads(1):
+    with one_blas_thread():
         return list(pool.map(work, parts))

@@ -70,7 +70,7 @@ class FlashCache:
     made_by = "attention_np.flash_attention_forward (attention_np.kernels.tiled)"
 
 
-def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
+def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | None = None, scale=None,
                             block_size: int = 128, enable_gqa: bool = False, sinks=None, spec=None,
                             **deprecated):
     r"""Eq. (1) computed block by block with an online softmax (FlashAttention-2's forward).

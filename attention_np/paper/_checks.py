@@ -16,6 +16,25 @@ def check_int(n, name: str, minimum: int = 1) -> int:
     return int(n)
 
 
+def check_real(x, name: str, *, positive: bool = False) -> float:
+    """``x`` as a finite real number, ``> 0`` when ``positive``, else ``>= 0`` (a bool is not a
+    number here)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {x!r} of type {type(x).__name__}")
+    if not np.isfinite(x) or (x <= 0 if positive else x < 0):
+        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, "
+                         f"got {x!r}")
+    return float(x)
+
+
+def check_bool(flag, name: str) -> bool:
+    """``flag`` is True or False (a NumPy bool too); anything else, 1 and "no" included, is a
+    ``TypeError`` naming it: a truthy string would otherwise switch the option on."""
+    if not isinstance(flag, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {flag!r} of type {type(flag).__name__}")
+    return bool(flag)
+
+
 def as_float_array(x, name: str, ndim: int = 0, layout: str = "") -> np.ndarray:
     """``x`` as an ndarray of a floating dtype with at least ``ndim`` dims ``layout``."""
     x = np.asarray(x)
@@ -115,6 +134,8 @@ def sum_to_shape(g: np.ndarray, shape: tuple) -> np.ndarray:
 
 def check_scale(scale, d_k: int) -> float:
     """The factor on ``QKᵀ``: ``1/sqrt(d_k)`` when None, else a finite real number."""
+    if d_k < 1:          # no features: 1/sqrt(0), and no dot product to scale
+        raise ValueError(f"d_k (the last dim of q and k) must be >= 1, got d_k={d_k}")
     if scale is None:
         return 1.0 / float(np.sqrt(d_k))
     if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):

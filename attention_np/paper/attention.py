@@ -23,6 +23,7 @@ from attention_np.paper._checks import (
     as_bool_mask,
     as_float_array,
     broadcast_batch,
+    check_bool,
     check_broadcasts_to,
     check_cache,
     check_dout,
@@ -68,9 +69,7 @@ def _check_inputs(q, k, v, mask, is_causal, scale):
         mask = as_bool_mask(mask)
         batch["mask"] = check_broadcasts_to(mask, "mask", (L, S), "scores (..., L, S)")[:-2]
     broadcast_batch(**batch)
-    if not isinstance(is_causal, (bool, np.bool_)):
-        raise TypeError(f"is_causal must be True or False, got {is_causal!r}")
-    if is_causal:                                   # query i sees keys j <= i (top left)
+    if check_bool(is_causal, "is_causal"):          # query i sees keys j <= i (top left)
         mask = causal_mask(L, S) if mask is None else mask & causal_mask(L, S)
     return q, k, v, mask, check_scale(scale, d_k)
 

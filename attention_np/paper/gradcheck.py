@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_np.paper._checks import check_int, check_real
+
 
 @dataclass
 class GradcheckResult:
@@ -47,6 +49,7 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     ``x`` is nudged in place one entry at a time and restored (two calls of ``loss`` per entry:
     keep ``x`` small).
     """
+    check_real(eps, "eps", positive=True)
     grad = np.zeros_like(x)
     flat, gflat = x.reshape(-1), grad.reshape(-1)      # views: writing flat[i] writes x
     for i in range(flat.size):
@@ -100,6 +103,10 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     -------
     GradcheckResult, ``ok`` when every gradient matches; ``print`` it for each input's error.
     """
+    check_real(eps, "eps", positive=True)                 # the step: a 0 divides by 0
+    check_real(atol, "atol")                             # tolerances: a negative one fails all
+    check_real(rtol, "rtol")
+    check_int(seed, "seed", minimum=0)
     if not isinstance(inputs, (tuple, list)):
         shape = f" of shape {np.shape(inputs)}" if hasattr(inputs, "shape") else ""
         raise TypeError(f"inputs must be a tuple of the forward's inputs, one per positional "

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np._checks import as_float_array, check_min_ndim, sum_to_shape
-from attention_np.variants.rope_scaling import check_scaling, rope_frequencies
+from attention_np.variants.rope_scaling import freeze_scaling, rope_frequencies
 
 LAYOUTS = ("half", "interleaved")
 
@@ -191,8 +191,10 @@ ROPE_OPTIONS = ("theta", "layout", "rotary_dim", "scaling")
 
 def check_rope(rope) -> dict | None:
     """The ``rope=`` option of multi-head attention: None (no rotation) or a dict of
-    :func:`apply_rope`'s options (``{}`` for the defaults: theta 10000, layout "half"); a
-    ``"scaling"`` entry is validated here, before anything (a KV cache) changes."""
+    :func:`apply_rope`'s options (``{}`` for the defaults: theta 10000, layout "half"). Every
+    entry is validated here, before anything (a KV cache) changes; the copy returned has
+    ``theta`` as a float and ``scaling`` frozen
+    (:func:`~attention_np.variants.rope_scaling.freeze_scaling`)."""
     if rope is None:
         return None
     if rope is True:
@@ -200,8 +202,20 @@ def check_rope(rope) -> dict | None:
     if not isinstance(rope, dict) or set(rope) - set(ROPE_OPTIONS):
         raise ValueError(f"rope must be None, True or a dict with keys among {ROPE_OPTIONS}, "
                          f"got {rope!r}")
-    check_scaling(rope.get("scaling"))
-    return dict(rope)
+    out = dict(rope)
+    if "theta" in out:
+        out["theta"] = _check_theta(out["theta"])
+    if "layout" in out and (not isinstance(out["layout"], str) or out["layout"] not in LAYOUTS):
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {out['layout']!r}")
+    r = out.get("rotary_dim")
+    if r is not None:
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or r < 2 or r % 2:
+            raise ValueError(f"rotary_dim must be an even int >= 2 (pairs of features rotate) or "
+                             f"None, got {r!r}")
+        out["rotary_dim"] = int(r)
+    if "scaling" in out:
+        out["scaling"] = freeze_scaling(out["scaling"])
+    return out
 
 
 def head_positions(positions, n: int, start: int = 0) -> np.ndarray:

@@ -20,6 +20,7 @@ function is stateless, the same while lengths only grow, as in ``generate()``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -51,12 +52,48 @@ def _real(value, name: str, rope_type: str | None, *, positive: bool = True) -> 
     return float(value)
 
 
+class FrozenMapping(Mapping):
+    """A read-only copy of a dict (its lists as tuples): what a frozen spec holds, so that the
+    caller editing its dict afterwards changes nothing. Equal to a dict with the same items;
+    hashable."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping):
+        self._items = {k: tuple(v) if isinstance(v, (list, tuple, np.ndarray)) else v
+                       for k, v in items.items()}
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._items.items()))
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+    def __reduce__(self):
+        return FrozenMapping, (self._items,)
+
+
+def freeze_scaling(scaling) -> FrozenMapping | None:
+    """``scaling`` checked (:func:`check_scaling`) and copied into a :class:`FrozenMapping`."""
+    check_scaling(scaling)
+    return None if scaling is None else FrozenMapping(scaling)
+
+
 def check_scaling(scaling) -> dict | None:
     """Validate a ``scaling`` dict: its ``rope_type`` one of :data:`ROPE_TYPES`, every required
     parameter there, none unknown. Returns it with the defaults filled in (None for None)."""
     if scaling is None:
         return None
-    if not isinstance(scaling, dict) or "rope_type" not in scaling:
+    if not isinstance(scaling, Mapping) or "rope_type" not in scaling:
         raise ValueError(f"scaling must be None or a dict with a 'rope_type' among "
                          f"{sorted(ROPE_TYPES)}, got {scaling!r}")
     t = scaling["rope_type"]

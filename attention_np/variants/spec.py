@@ -16,11 +16,12 @@ positions, the dropout ``rng``) are arguments of the call, not fields.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from attention_np._checks import check_dropout_p, check_int
+from attention_np._checks import check_bool, check_dropout_p, check_int, check_scale
 from attention_np.variants.qk_norm import QK_NORMS
 from attention_np.variants.rope import check_rope
 from attention_np.variants.softcap import check_softcap
@@ -45,16 +46,21 @@ class RoPE:
         Rotate only the first ``rotary_dim`` features of each head (GPT-NeoX, Phi).
     scaling : dict, optional
         transformers' ``rope_parameters`` (linear, dynamic, yarn, longrope, llama3, ...), see
-        :func:`attention_np.rope_frequencies`.
+        :func:`attention_np.rope_frequencies`. Kept as a read-only copy (a ``FrozenMapping``, its
+        lists as tuples): the spec is frozen all the way down.
     """
 
     theta: float = 10000.0
     layout: str = "half"
     rotary_dim: int | None = None
-    scaling: dict | None = field(default=None, hash=False, compare=True)
+    scaling: Mapping | None = None
 
     def __post_init__(self):
-        check_rope(self.options())
+        # every field checked now, not at the first call; scaling copied into a frozen mapping,
+        # so that editing the caller's dict afterwards changes nothing here
+        options = check_rope(self.options())
+        for name in ("theta", "rotary_dim", "scaling"):
+            object.__setattr__(self, name, options[name])
 
     def options(self) -> dict:
         """The keyword arguments of :func:`attention_np.apply_rope`."""
@@ -70,8 +76,10 @@ class AttentionSpec:
     ----------
     num_heads : int, optional
         ``h`` of §3.2.2 (query heads); required by multi-head attention, None for one head.
-    is_causal : bool
-        Query ``i`` attends keys ``j <= i`` (§3.2.3's decoder self-attention; top-left aligned).
+    is_causal : bool, optional
+        None (the default) leaves it to the call's ``is_causal=`` keyword (False when neither
+        says); a call whose keyword says otherwise is refused, naming both. Query ``i``
+        attends keys ``j <= i`` (§3.2.3's decoder self-attention; top-left aligned).
         The decode step is causal whatever this says (bottom-right aligned: its new queries are
         the last of the cached positions); cross-attention decoding refuses it.
     scale : float, optional
@@ -89,8 +97,9 @@ class AttentionSpec:
         ``params`` has them: RMSNorm (Qwen3, Gemma 3) or LayerNorm (Cohere, Flax ``normalize_qk``).
     qk_norm_eps : float
         The norm's epsilon.
-    dropout_p : float
-        Attention dropout on the weights (§5.4 applies dropout to sub-layer outputs; BERT and
+    dropout_p : float, optional
+        None (the default): the call's ``dropout_p=`` where it has one, else 0. Attention dropout
+        on the weights (§5.4 applies dropout to sub-layer outputs; BERT and
         torch's MHA also to the weights); needs ``rng`` in the call.
     kernel : str
         Which computation of Eq. (1) runs (:mod:`attention_np.kernels.registry`):
@@ -99,39 +108,38 @@ class AttentionSpec:
     """
 
     num_heads: int | None = None
-    is_causal: bool = False
+    is_causal: bool | None = None
     scale: float | None = None
     window: tuple | None = None
     rope: RoPE | None = None
     softcap: float | None = None
     qk_norm: str = "rms"
     qk_norm_eps: float = 1e-6
-    dropout_p: float = 0.0
+    dropout_p: float | None = None
     kernel: str = "fused"
 
     def __post_init__(self):
         # frozen: fields are set through object.__setattr__ once, here, after their checks
         if self.num_heads is not None:
-            check_int(self.num_heads, "num_heads")
-        if not isinstance(self.is_causal, (bool, np.bool_)):
-            raise TypeError(f"is_causal must be a bool, got {self.is_causal!r}")
+            object.__setattr__(self, "num_heads", check_int(self.num_heads, "num_heads"))
+        if self.is_causal is not None:
+            object.__setattr__(self, "is_causal", check_bool(self.is_causal, "is_causal"))
         if self.scale is not None:
-            if isinstance(self.scale, (bool, np.bool_)) or not isinstance(
-                    self.scale, (int, float, np.integer, np.floating)):
-                raise TypeError(f"scale must be a real number or None, got {self.scale!r}")
-            if not np.isfinite(self.scale):
-                raise ValueError(f"scale must be finite, got {self.scale!r}")
+            object.__setattr__(self, "scale", check_scale(self.scale, 1))
         if self.window is not None:
             object.__setattr__(self, "window", check_window(self.window))
         if self.rope is not None and not isinstance(self.rope, RoPE):
             object.__setattr__(self, "rope", _as_rope(self.rope))
-        check_softcap(self.softcap)
-        if self.qk_norm not in QK_NORMS:
+        object.__setattr__(self, "softcap", check_softcap(self.softcap))
+        if not isinstance(self.qk_norm, str) or self.qk_norm not in QK_NORMS:
             raise ValueError(f"qk_norm must be one of {tuple(QK_NORMS)}, got {self.qk_norm!r}")
-        if not isinstance(self.qk_norm_eps, (int, float, np.floating)) or not self.qk_norm_eps > 0:
-            raise ValueError(f"qk_norm_eps must be a positive number, got {self.qk_norm_eps!r}")
-        check_dropout_p(self.dropout_p)
-        if self.kernel not in KERNEL_NAMES:
+        eps = self.qk_norm_eps
+        if isinstance(eps, (bool, np.bool_)) or not isinstance(
+                eps, (int, float, np.integer, np.floating)) or not (np.isfinite(eps) and eps > 0):
+            raise ValueError(f"qk_norm_eps must be a positive finite number, got {eps!r}")
+        if self.dropout_p is not None:
+            object.__setattr__(self, "dropout_p", check_dropout_p(self.dropout_p))
+        if not isinstance(self.kernel, str) or self.kernel not in KERNEL_NAMES:
             raise ValueError(f"kernel must be one of {KERNEL_NAMES}, got {self.kernel!r}")
 
     def replace(self, **changes) -> AttentionSpec:
