@@ -14,6 +14,10 @@ def add_arguments(parser) -> None:
                                        "solutions, answers and rubrics).")
     build.add_argument("out", help="the folder to write into (created if missing)")
     build.add_argument("--force", action="store_true", help="replace the three folders if they exist")
+    build.add_argument("--lessons-url", metavar="URL",
+                       help="where the kit's notebooks link their lessons: the course site's lesson "
+                            "folder (https://HOST/PATH/lessons/, each lesson NAME.html in it) or an "
+                            "address with {lesson} in it; without it they name the lesson, no link")
 
 
 def run(args) -> int:
@@ -23,7 +27,7 @@ def run(args) -> int:
     from attention_np.exercises import course
 
     try:
-        folders = course.build(args.out, force=args.force)
+        folders = course.build(args.out, force=args.force, lessons_url=args.lessons_url)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -150,7 +150,6 @@ CLAUSES = {
 }
 
 
-
 def clause_keys(name: str) -> list:
     """Every clause key of exercise ``name``'s contract, in order (a clause may have several)."""
     return [k for keys, _ in CLAUSES[name][1] for k in ((keys,) if isinstance(keys, str) else keys)]
@@ -160,7 +159,27 @@ def clause_keys(name: str) -> list:
 CONTRACTS = {name: summary + "\n\n" + "\n".join(text for _, text in clauses)
              for name, (summary, clauses) in CLAUSES.items()}
 
+#: where an exercise notebook of the repository (exercises/) finds its lessons; docs/conf.py
+#: rewrites the prefix for the site. The student kit ships no lesson: see :func:`lesson_reference`.
 LESSONS = "../notebooks/"
+
+
+def lesson_reference(lesson: str, variant: str, lessons_url: str | None = None) -> str:
+    """How an exercise notebook of ``variant`` refers to ``lesson`` (a notebook stem).
+
+    "repo": a link to ``../notebooks/LESSON.ipynb``. Otherwise (the kit): with ``lessons_url``, a
+    link to ``LESSONS_URL/LESSON.html`` (the course site's lesson page), or to ``lessons_url``
+    with ``{lesson}`` replaced by the stem; without it, the lesson's name and where it is, never
+    a link to a file the kit lacks.
+    """
+    if variant == "repo":
+        return f"[{lesson}]({LESSONS}{lesson}.ipynb)"
+    if lessons_url:
+        url = (lessons_url.replace("{lesson}", lesson) if "{lesson}" in lessons_url
+               else f"{lessons_url.rstrip('/')}/{lesson}.html")
+        return f"[{lesson}]({url})"
+    return f"`{lesson}` (the course's lesson notebook `{lesson}.ipynb`, not in this folder)"
+
 
 #: stem -> (title, lessons it practises, {exercise: hints}). Exercise notebook NN goes with lesson NN
 #: (notebooks/NN_*.ipynb); a lesson with no function to write (02, 05, 08, 09) has none.
@@ -346,24 +365,28 @@ def _code(text, **meta):
             "source": text}
 
 
-def notebook(stem: str, variant: str, signatures: dict, papers: dict | None = None) -> dict:
+def notebook(stem: str, variant: str, signatures: dict, papers: dict | None = None,
+             lessons_url: str | None = None) -> dict:
     """Notebook ``stem`` (see :data:`NOTEBOOKS`) as an nbformat-4 dict.
 
     ``variant`` is "repo", "student" or "solution"; ``signatures`` maps exercise -> signature,
-    ``papers`` exercise -> the paper's sentence it implements.
+    ``papers`` exercise -> the paper's sentence it implements; ``lessons_url`` where the kit's
+    notebooks link their lessons (see :func:`lesson_reference`).
     """
     papers = papers or {}
     title, lessons, exercises = NOTEBOOKS[stem]
-    links = ", ".join(f"[{lesson}]({LESSONS}{lesson}.ipynb)" for lesson in lessons)
+    links = ", ".join(lesson_reference(lesson, variant, lessons_url) for lesson in lessons)
+    back = "; it links back here" if variant == "repo" else ""
     how = {"repo": "run each check cell (it calls `attention_np.exercises.check`), or from a shell "
                    "`python -m attention_np check NAME your_file.py`.",
            "student": "run each check cell, or from a shell `python check.py NAME your_file.py` "
                       "(exit 0: passed, 1: wrong, 2: cannot run). The checker needs NumPy alone.",
            "solution": "the model solutions below pass every check."}[variant]
     cells = [_md(f"# Exercise {stem[:2]}: {title}\n\n"
-                 f"**Lesson:** {links} (read it first; it links back here).\n\n"
-                 "Write each function below in vectorized NumPy (no loops over batch, heads or "
-                 "positions). The docstring of each stub is the contract the checker holds you to. "
+                 f"**Lesson:** {links} (read it first{back}).\n\n"
+                 "Write each function below in vectorized NumPy: no Python loops over batch, heads "
+                 "or positions (a style rule; the checker grades what your function returns, not "
+                 "how). The docstring of each stub is the contract the checker holds you to. "
                  f"To check: {how} When your answer is wrong, the checker says what is wrong and "
                  "gives a hint (`MISTAKE: ...`); `FAILED: ...` when it cannot say more.")]
     imports = ("import math  # noqa: F401 (your solutions may use them)\n\n"
