@@ -11,7 +11,8 @@ Writes three folders:
   ``config.json``, the public and hidden cases with points in ``checker/bank.json``), and the
   same files zipped as ``gradescope.zip``, the file to upload.
 - ``OUT/solutions/``: the notebooks with model solutions, answers and rubrics, ``answers.md``
-  and the checker.
+  (the exercise notebooks' questions), ``lesson_answers.md`` (the lesson notebooks' questions,
+  from :mod:`.syllabus`) and the checker.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from attention_np.exercises import EXERCISES
 from attention_np.exercises.checker import build_record
 from attention_np.exercises.notebooks import NOTEBOOKS, QUESTIONS, notebook
 from attention_np.exercises.storage import save_bank
+from attention_np.exercises.syllabus import kit_table, lesson_answers_markdown
 
 HERE = pathlib.Path(__file__).resolve().parent
 KIT_MODULES = ("engine.py", "storage.py", "loading.py", "probing.py", "probes.py", "probes_basics.py",
@@ -123,7 +125,8 @@ def build(out, *, force: bool = False) -> dict:
     _copy_checker(student, public, "public")
     shutil.copyfile(HERE / "kit" / "check.py", student / "check.py")
     _write_notebooks(student, "student")
-    (student / "README.md").write_text(STUDENT_README.format(order=" -> ".join(NOTEBOOKS)))
+    (student / "README.md").write_text(STUDENT_README.format(order=" -> ".join(NOTEBOOKS))
+                                       + "\n## Lessons and exercises\n\n" + kit_table() + "\n")
 
     grader = folders["autograder"]
     _copy_checker(grader, full, "bank")
@@ -146,4 +149,5 @@ def build(out, *, force: bool = False) -> dict:
     shutil.copyfile(HERE / "kit" / "check.py", solutions / "check.py")
     _write_notebooks(solutions, "solution")
     (solutions / "answers.md").write_text(answers_markdown())
+    (solutions / "lesson_answers.md").write_text(lesson_answers_markdown())
     return folders
