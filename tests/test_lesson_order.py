@@ -68,7 +68,8 @@ TAUGHT_BY = {
     "softmax": "paper.softmax(", "padding_mask": "paper.padding_mask(", "attention": "paper.sdpa_forward(",
     "split_heads": "paper.split_heads(", "merge_heads": "paper.merge_heads(",
     "mha_forward": "paper.mha_forward(", "softmax_backward": "paper.softmax_backward(",
-    "attention_backward": "`sdpa_backward` walks the forward in reverse", "mha_backward": "paper.mha_backward",
+    "attention_backward": "`sdpa_backward` walks the forward in reverse",
+    "mha_backward": "paper.mha_backward",
     "causal_mask": 'align="bottom_right"', "tiled_attention": "an.flash_attention_forward(",
     "decode_step": "an.mha_decode_step(", "sinusoidal": "sinusoidal_encoding(",
 }
