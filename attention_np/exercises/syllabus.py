@@ -688,11 +688,12 @@ def lesson(number_or_stem) -> Lesson:
 # generated text
 
 
-def _exercise_cell(les: Lesson, root: str = "") -> str:
+def _exercise_cell(les: Lesson, link: bool = False) -> str:
+    """The exercise of a lesson; ``link``: a link relative to the repository root (README)."""
     if les.exercise_notebook:
         names = ", ".join(f"`{n}`" for n in les.exercises)
-        stem = les.exercise_notebook
-        return f"[`exercises/{stem}.ipynb`]({root}exercises/{stem}.ipynb) ({names})"
+        path = f"exercises/{les.exercise_notebook}.ipynb"
+        return f"[`{path}`]({path}) ({names})" if link else f"`{path}` ({names})"
     if les.project:
         return "project (rubric in the solutions kit)"
     return "questions"
@@ -744,7 +745,7 @@ def full_syllabus() -> str:
         figs = ", ".join(f"`{f}`" if f.endswith(".png") else f for f in les.figures) or "none"
         view = f"`#{les.explorer}`" if les.explorer else "none"
         rows.append(f"| {les.number} | `notebooks/{les.stem}` | {'; '.join(les.paper)} | {les.minutes} min "
-                    f"| {les.homework_minutes} min | {_exercise_cell(les, '../')} | {len(les.questions)} "
+                    f"| {les.homework_minutes} min | {_exercise_cell(les)} | {len(les.questions)} "
                     f"| {figs} | {view} |")
     return "\n".join(rows)
 
@@ -765,7 +766,7 @@ def course_order_table() -> str:
     """docs/teaching.md's course order."""
     rows = ["| step | lesson | why here | exercise |", "| ---: | --- | --- | --- |"]
     for les in LESSONS:
-        rows.append(f"| {les.number} | `{les.stem}` | {les.why} | {_exercise_cell(les, '../')} |")
+        rows.append(f"| {les.number} | `{les.stem}` | {les.why} | {_exercise_cell(les)} |")
     return "\n".join(rows)
 
 
@@ -776,7 +777,7 @@ def readme_lessons() -> str:
     for les in LESSONS:
         when = f"session {_session_of(les.number)}" if les.number in in_unit else "extension"
         rows.append(f"| [{les.number:02d} {les.title}](notebooks/{les.stem}.ipynb) | "
-                    f"{_exercise_cell(les)} | {when} |")
+                    f"{_exercise_cell(les, link=True)} | {when} |")
     return "\n".join(rows)
 
 
