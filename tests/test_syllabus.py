@@ -274,3 +274,11 @@ def test_lesson9_removing_the_scale_sharpens_the_diffuse_heads_only():
     assert e0[2] < 0.01 and e1[2] < 0.01                               # the previous-token head stays one-hot
     others = [h for h in range(12) if h != 2]
     assert np.all(e0[others] - e1[others] > 0.5)
+
+
+@pytest.mark.parametrize("make", [syllabus.two_week_plan, syllabus.full_syllabus, syllabus.course_order_table,
+                                  syllabus.readme_lessons, syllabus.kit_table])
+def test_every_generated_table_row_has_the_header_columns(make):
+    rows = [line for line in make().splitlines() if line.startswith("|")]
+    columns = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
+    assert len(rows) >= 7 and len(columns) == 1, make.__name__

@@ -742,7 +742,8 @@ def full_syllabus() -> str:
     rows = ["| # | Lesson | Paper | In class | Homework | Exercise | Questions | Figures | Explorer |",
             "|---|---|---|---|---|---|---|---|---|"]
     for les in LESSONS:
-        figs = ", ".join(f"`{f}`" if f.endswith(".png") else f for f in les.figures) or "none"
+        figs = ", ".join(f"`{f}`" if f.endswith(".png") else f.replace("|", "\\|") for f in les.figures)
+        figs = figs or "none"
         view = f"`#{les.explorer}`" if les.explorer else "none"
         rows.append(f"| {les.number} | `notebooks/{les.stem}` | {'; '.join(les.paper)} | {les.minutes} min "
                     f"| {les.homework_minutes} min | {_exercise_cell(les)} | {len(les.questions)} "
