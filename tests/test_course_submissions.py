@@ -67,18 +67,24 @@ def test_at_least_three_quarters_of_the_wrong_solutions_are_named():
 def test_the_instructors_guide_numbers():
     import numpy as np
 
-    import attention_np as an
-    text = (Path(__file__).resolve().parents[1] / "docs" / "instructors.md").read_text()
-    r = an.softmax_saturation([16, 64, 256], n_keys=16, n_queries=2000, rng=0)
-    unscaled = ", ".join(f"{w:.3f}" for w in r["max_weight_unscaled"])
-    scaled = ", ".join(f"{w:.3f}" for w in r["max_weight_scaled"])
+    from attention_np.studies import scaling
+    from attention_np.studies.lessons import SCALING_D_KS, SEED
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "instructors.md").read_text().split())
+    # the measurement of lesson 2's saturation cell, which the lesson question quotes
+    r = scaling.softmax_saturation(SCALING_D_KS, rng=SEED)
+    at = [list(r["d_k"]).index(d) for d in (16, 64, 256)]
+    unscaled = ", ".join(f"{r['max_weight_unscaled'][i]:.3f}" for i in at)
+    scaled = ", ".join(f"{r['max_weight_scaled'][i]:.3f}" for i in at)
     assert f"largest weight is {unscaled} unscaled and {scaled} scaled" in text
-    assert f"falls to {r['entropy_unscaled'][-1]:.3f} nats" in text
+    assert f"falls to {r['entropy_unscaled'][at[-1]]:.3f} nats" in text
     assert f"log 16 = {np.log(16):.3f}" in text
-    from attention_np.exercises.notebooks import QUESTIONS
-    answer = QUESTIONS["04_backward"][0][1]              # the notebook's model answer, same numbers
-    assert f"(the mean largest weight is about {r['max_weight_unscaled'][-1]:.2f})" in answer
-    assert f"the largest weight is about {r['max_weight_scaled'][-1]:.2f}" in answer
+    from attention_np.exercises.syllabus import lesson
+    question = next(q for q in lesson(2).questions if "d_k = 256" in q.text)   # lesson 2's model answer
+    i = at[-1]
+    assert f"(the mean largest weight is about {r['max_weight_unscaled'][i]:.2f})" in question.answer
+    assert f"the largest weight is about {r['max_weight_scaled'][i]:.2f}" in question.answer
+    assert (f"max_weight_scaled {r['max_weight_scaled'][i]:.4f} and max_weight_unscaled "
+            f"{r['max_weight_unscaled'][i]:.4f}") in question.answer
     n = sum(len(e.mistakes) for e in ex.EXERCISES.values())
     assert f"{len(ex.EXERCISES)} exercises, {n} catalogued mistakes" in text
     for name, e in ex.EXERCISES.items():

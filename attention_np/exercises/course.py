@@ -11,7 +11,8 @@ Writes three folders:
   ``config.json``, the public and hidden cases with points in ``checker/bank.json``), and the
   same files zipped as ``gradescope.zip``, the file to upload.
 - ``OUT/solutions/``: the notebooks with model solutions, answers and rubrics, ``answers.md``
-  and the checker.
+  (the exercise notebooks' questions), ``lesson_answers.md`` (the lesson notebooks' questions,
+  from :mod:`.syllabus`) and the checker.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from attention_np.exercises.notebooks import (
     notebook,
 )
 from attention_np.exercises.storage import save_bank
+from attention_np.exercises.syllabus import kit_table, lesson_answers_markdown
 
 HERE = pathlib.Path(__file__).resolve().parent
 KIT_MODULES = ("engine.py", "storage.py", "loading.py", "probing.py", "probes.py", "probes_basics.py",
@@ -180,10 +182,7 @@ def student_readme(bank: dict, lessons_url: str | None = None) -> str:
     """The kit's README.md: what to do, how to check, what to submit, how it is graded."""
     def ref(lesson):
         return lesson_reference(lesson, "student", lessons_url) if lessons_url else f"`{lesson}`"
-    notebooks = "\n".join(
-        f"- `{stem}.ipynb`: {title} ({', '.join(f'`{e}`' for e in exercises)}; lesson "
-        f"{', '.join(ref(lesson) for lesson in lessons)})"
-        for stem, (title, lessons, exercises) in NOTEBOOKS.items())
+    notebooks = kit_table(ref)          # the syllabus's one map of lessons to exercises
     where = (f" (the lessons are on the course site, {lessons_url.split('{lesson}')[0]})" if lessons_url
              else " (the lesson notebooks are not in this folder: your course gives them out)")
     return STUDENT_README.format(lessons=where, notebooks=notebooks,
@@ -289,4 +288,5 @@ def build(out, *, force: bool = False, lessons_url: str | None = None) -> dict:
     shutil.copyfile(HERE / "kit" / "check.py", solutions / "check.py")
     _write_notebooks(solutions, "solution", lessons_url)
     (solutions / "answers.md").write_text(answers_markdown())
+    (solutions / "lesson_answers.md").write_text(lesson_answers_markdown())
     return folders

@@ -280,16 +280,6 @@ QUESTIONS = {
          '1 pt: scores are (B, h, L, S); 1 pt: B lines up with h; 1 pt: silently wrong when B == h.'),
     ],
     '04_backward': [
-        ("Predict the largest softmax weight of 16 keys when q and k have N(0, 1) entries, "
-         "d_k = 256, without the 1/sqrt(d_k). Then with it.",
-         "An unscaled score q . k sums d_k products of unit variance: variance 256, standard "
-         "deviation 16, so scores of 16 keys differ by tens and the softmax is nearly one-hot (the "
-         "mean largest weight is about 0.92). Scaled, the scores have variance 1 and the largest "
-         "weight is about 0.24 (uniform would be 1/16 = 0.0625). Measured by "
-         "attention_np.softmax_saturation([16, 64, 256], n_keys=16, n_queries=2000, rng=0) "
-         "(see docs/instructors.md).",
-         "1 pt: variance d_k (std 16); 1 pt: nearly one-hot unscaled (close to 1); 1 pt: scaled "
-         "weights well below 1 (order 0.2)."),
         ('softmax_backward(dp=ones, p) must return 0 for every p. Why?',
          "Each row of p sums to 1 whatever x is, so the loss L = sum_j 1 * p_j is constant and its "
          "gradient is 0. In the formula p * (dp - sum_j dp_j p_j) = p * (1 - 1) = 0.",
