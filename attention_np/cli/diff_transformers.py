@@ -74,11 +74,12 @@ def _model_row(family: str, report) -> tuple:
     if report.refused:
         return (family, report.refused[0][1].split(":")[0], "model", float("nan"),
                 float("nan"), "refused", float("nan"), None)
-    checks = [c for r in report.layers for c in r.checks]
-    out = max(r.forward_error for r in report.layers)
+    layers = report.attention                       # the rotary rows count in report.ok
+    checks = [c for r in layers for c in r.checks]
+    out = max(r.forward_error for r in layers)
     worst = max((c for c in checks if c.name.startswith("d")), key=lambda c: c.err)
-    module = report.layers[0].module
-    return (family, module, "model", out, worst.err, f"{worst.name} ({len(report.layers)} l.)",
+    module = layers[0].module
+    return (family, module, "model", out, worst.err, f"{worst.name} ({len(layers)} l.)",
             _float64_ratio(checks), report.ok)
 
 
