@@ -220,7 +220,11 @@ def sweep_one(model_type: str, seed: int = 0) -> SweepRow:
             return SweepRow(model_type, "-", "skipped", reason=f"tiny model not built: "
                                                                f"{_one_line(e)}")
         cls = type(model).__name__
-        found, refused = attention_layers(model)
+        try:
+            found, refused = attention_layers(model)
+        except Exception as e:                                     # noqa: BLE001
+            return SweepRow(model_type, cls, "error", reason=f"reading the layers: "
+                                                             f"{_one_line(e)}")
         if not found and not refused:
             return SweepRow(model_type, cls, "no attention")
         if refused and not found:
