@@ -37,7 +37,8 @@ def test_every_model_class_is_in_the_sweep_once(rows):
 def test_each_row_agrees_with_the_change_caught_or_says_why(rows):
     for r in rows:
         if r.verdict == "AGREE":
-            assert "+1e-06 caught" in r.reason and r.max_error < 1e-9, r
+            # max_error is NaN when every call is of the changed layer (ALBERT shares one)
+            assert "+1e-06 caught" in r.reason and not r.max_error >= 1e-9, r
         elif r.verdict in ("refused", "skipped"):
             assert len(r.reason) > 20, r             # a feature or a build error, named
     # the commonest families, read by what they compute, all agree
@@ -68,7 +69,7 @@ def test_the_readme_counts_are_the_docs_table():
     line = sw.counts_line([sw.SweepRow(f, m, v) for f, m, v, _ in table])
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert line in readme, line
-    assert "docs/transformers_sweep.md" in (ROOT / "docs" / "frameworks.md").read_text()
+    assert "(transformers_sweep.md)" in (ROOT / "docs" / "frameworks.md").read_text()
 
 
 def _llama():
@@ -119,7 +120,7 @@ def test_one_verdict_in_text_html_and_ok_when_a_layer_is_refused():
     model = fam.family_model("deberta-v2")
     report = compare_transformers_model(model, **fam.model_inputs("deberta-v2", model))
     assert report.verdict == "INCOMPLETE" and not report.ok
-    assert "-> INCOMPLETE" in str(report) and "-> INCOMPLETE" in report._repr_html_()
+    assert "-> INCOMPLETE" in str(report) and "-&gt; INCOMPLETE" in report._repr_html_()
     assert "no attention layer found" not in str(report)
 
 
