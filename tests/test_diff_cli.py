@@ -158,7 +158,7 @@ def test_command_modules_import_numpy_only():
 def test_every_test_named_in_docs_frameworks_exists():
     docs = (ROOT / "docs" / "frameworks.md").read_text()
     sources = "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
-    files = {f"test_interop_{f}" for f in ("torch", "jax", "flax")}     # file names, not tests
+    files = {f"test_interop_{f}" for f in ("torch", "jax", "flax")} | {"test_transformers_sweep"}
     named = set(re.findall(r"\btest_[a-z0-9_]+", docs)) - files
     assert len(named) > 20
     missing = sorted(n for n in named if f"def {n}" not in sources)
@@ -202,3 +202,24 @@ def test_equal_infinities_agree_but_nan_never_does():
     for got, ref in (([np.nan], [1.0]), ([1.0], [np.nan]), ([np.nan], [np.nan])):
         assert np.isnan(tolerance.max_abs_error(got, ref))
         assert not tolerance.check_float64("x", got, ref).ok
+
+
+def test_diff_model_reads_a_local_checkpoint_folder(tmp_path, capsys):
+    """``diff --model PATH``: a model saved with save_pretrained is loaded from the folder
+    (local files only) and diffed; a bad path is one line on stderr, exit 2."""
+    require("torch")
+    require("transformers")
+    from attention_np.__main__ import main
+    from attention_np.interop import transformers_families as fam
+    model = fam.family_model("qwen3", seed=3)
+    model.save_pretrained(tmp_path / "qwen3-tiny")
+    assert main(["diff", "--model", str(tmp_path / "qwen3-tiny")]) == 0
+    out = capsys.readouterr().out
+    assert "Qwen3Model (float64), every attention layer vs attention_np -> AGREE" in out
+    assert "layers.1.self_attn" in out and "rotary_emb (cos, sin)" in out
+    for bad, words in ((tmp_path / "nothing-here", "neither a known family nor a folder"),
+                       (tmp_path, "has no config.json")):
+        assert main(["diff", "--model", str(bad)]) == 2
+        captured = capsys.readouterr()
+        assert words in captured.err and captured.err.count("\n") == 1, captured.err
+        assert "Traceback" not in captured.err and captured.out == ""

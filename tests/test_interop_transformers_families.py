@@ -134,7 +134,7 @@ def test_a_whole_model_agrees_layer_by_layer(name):
     report = compare_transformers_model(model, seed=4, **fam.model_inputs(name, model))
     assert report.ok and report.first_disagreement is None, str(report)
     expected = len(attention_layers(model)[0])
-    assert len(report.layers) == expected
+    assert len(report.attention) == expected
     assert "AGREE" in str(report) and "<table>" in report._repr_html_()
 
 
@@ -155,7 +155,7 @@ def test_t5_blocks_after_the_first_are_replayed_with_block_0s_bias():
     inputs = fam.model_inputs("t5", model)
     report = compare_transformers_model(model, **inputs)
     assert report.ok, str(report)
-    names = [r.name for r in report.layers]
+    names = [r.name for r in report.attention]
     assert "encoder.block.1.layer.0.SelfAttention" in names and len(names) == 2 + 2 * 2
 
 
@@ -207,7 +207,7 @@ def test_left_padding_rows_are_left_out_of_the_verdict_and_listed():
     model = fam.family_model("llama", seed=0)
     report = compare_transformers_model(model, **fam.model_inputs("llama", model, left_pad=True))
     assert report.ok, str(report)
-    assert report.layers[0].excluded_rows == [(1, 0), (1, 1)]
+    assert report.attention[0].excluded_rows == [(1, 0), (1, 1)]
     assert "left out of the verdict" in str(report)
 
 

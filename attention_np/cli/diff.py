@@ -39,10 +39,12 @@ def add_arguments(parser) -> None:
                         help="dtype of the inputs (default: both)")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
                         help="seed of inputs and upstream gradients (>= 0)")
-    parser.add_argument("--model", metavar="NAME", default=None,
-                        help="diff every attention layer of a tiny random transformers model of "
-                             "family NAME (bert, llama, t5, whisper, ...), run once, layer by "
-                             "layer (float64); an unknown NAME lists the known ones")
+    parser.add_argument("--model", metavar="NAME|PATH", default=None,
+                        help="diff every attention layer of a transformers model, run once, "
+                             "layer by layer (float64): a tiny random model of family NAME "
+                             "(bert, llama, t5, whisper, ...; an unknown NAME lists the known "
+                             "ones), or a local checkpoint folder PATH (save_pretrained's: "
+                             "config.json and weights; nothing is downloaded)")
 
 
 @dataclass

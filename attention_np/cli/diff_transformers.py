@@ -74,11 +74,12 @@ def _model_row(family: str, report) -> tuple:
     if report.refused:
         return (family, report.refused[0][1].split(":")[0], "model", float("nan"),
                 float("nan"), "refused", float("nan"), None)
-    checks = [c for r in report.layers for c in r.checks]
-    out = max(r.forward_error for r in report.layers)
+    layers = report.attention                       # the rotary rows count in report.ok
+    checks = [c for r in layers for c in r.checks]
+    out = max(r.forward_error for r in layers)
     worst = max((c for c in checks if c.name.startswith("d")), key=lambda c: c.err)
-    module = report.layers[0].module
-    return (family, module, "model", out, worst.err, f"{worst.name} ({len(report.layers)} l.)",
+    module = layers[0].module
+    return (family, module, "model", out, worst.err, f"{worst.name} ({len(layers)} l.)",
             _float64_ratio(checks), report.ok)
 
 
@@ -219,15 +220,62 @@ def run(args) -> int:
     return 1 if bad or unexplained else 0
 
 
+def _is_path(name: str) -> bool:
+    import os
+    return os.sep in name or name.startswith(".") or os.path.exists(name)
+
+
+def checkpoint_inputs(model, seed: int = 0) -> dict | None:
+    """Inputs for a local checkpoint: token ids ``(2, 6)`` within its vocabulary and a padding
+    mask, or pixels ``(2, C, H, W)`` at its ``image_size``; None when its main input is neither."""
+    import torch
+    rng = np.random.default_rng(seed)
+    cfg = model.config
+    name = getattr(model, "main_input_name", "input_ids")
+    if name == "input_ids":
+        vocab = getattr(cfg, "vocab_size", None) or cfg.get_text_config().vocab_size
+        ids = torch.from_numpy(rng.integers(min(3, vocab - 1), vocab, (2, 6)))
+        inputs = {"input_ids": ids, "attention_mask": torch.ones((2, 6), dtype=torch.long)}
+        if getattr(cfg, "is_encoder_decoder", False):
+            inputs["decoder_input_ids"] = ids[:, :4]
+        return inputs
+    if name == "pixel_values":
+        size = getattr(cfg, "image_size", 224)
+        size = size if isinstance(size, int) else size[0]
+        return {"pixel_values": torch.from_numpy(rng.standard_normal(
+            (2, getattr(cfg, "num_channels", 3), size, size)))}
+    return None
+
+
+def _load_checkpoint(path: str):
+    """``(model, None)`` from a local folder, or ``(None, one-line error)``."""
+    import os
+
+    import transformers
+    if not os.path.isdir(path):
+        return None, (f"--model {path!r} is neither a known family nor a folder (a local "
+                      "checkpoint: the folder save_pretrained wrote)")
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        return None, f"--model {path!r} has no config.json: not a transformers checkpoint folder"
+    try:
+        model = transformers.AutoModel.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError, KeyError) as e:
+        return None, f"--model {path!r} could not be loaded: {' '.join(str(e).split())[:300]}"
+    return model.eval(), None
+
+
 def run_model(args) -> int:
-    """``diff --model NAME``: :func:`~attention_np.interop.transformers_model.
-    compare_transformers_model` on a tiny random model of family NAME, its report printed.
-    Exit 0 when every layer agrees, 1 otherwise (a refused layer included), 2 for an unknown
-    NAME (the known ones listed)."""
+    """``diff --model NAME|PATH``: :func:`~attention_np.interop.transformers_model.
+    compare_transformers_model` on a tiny random model of family NAME, or on the checkpoint in
+    the local folder PATH (``from_pretrained(PATH, local_files_only=True)``), its report
+    printed. Exit 0 when every layer agrees, 1 otherwise (a refused layer included), 2 for an
+    unknown NAME (the known ones listed) or a PATH that is no loadable checkpoint."""
     from attention_np.interop.transformers_families import KNOWN
-    if args.model not in KNOWN:
+    path = args.model not in KNOWN and _is_path(args.model)
+    if args.model not in KNOWN and not path:
         print(f"error: --model {args.model!r} is not a known family; the known ones are: "
-              f"{', '.join(KNOWN)}", file=sys.stderr)
+              f"{', '.join(KNOWN)} (or give a checkpoint folder, e.g. ./my-model)",
+              file=sys.stderr)
         return 2
     if (status := _not_ready("--model")) is not None:
         return status
@@ -236,8 +284,19 @@ def run_model(args) -> int:
     from attention_np.interop import transformers_families as fam
     from attention_np.interop.transformers_model import compare_transformers_model
     transformers.logging.set_verbosity_error()
-    model = fam.family_model(args.model, args.seed)
-    report = compare_transformers_model(model, seed=args.seed,
-                                        **fam.model_inputs(args.model, model, seed=args.seed))
+    if path:
+        model, error = _load_checkpoint(args.model)
+        inputs = None if model is None else checkpoint_inputs(model, args.seed)
+        if model is not None and inputs is None:
+            error = (f"--model {args.model!r}: {type(model).__name__} takes "
+                     f"{model.main_input_name!r}; only token ids and pixels are made up here "
+                     "(call compare_transformers_model with your own inputs)")
+        if error is not None:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    else:
+        model = fam.family_model(args.model, args.seed)
+        inputs = fam.model_inputs(args.model, model, seed=args.seed)
+    report = compare_transformers_model(model, seed=args.seed, **inputs)
     print(report)
     return 0 if report.ok else 1

@@ -136,6 +136,39 @@ def _refuse(module, feature: str):
                            f"reads a layer by what it computes; see docs/frameworks.md)")
 
 
+# attention algorithms other than the paper's (a score for every allowed query-key pair), each
+# refused by its name before anything else is read: (test on the module, the name)
+ALGORITHMS = (
+    (lambda m: hasattr(m, "num_hashes") or "LSH" in type(m).__name__,
+     "LSH bucketed attention (Reformer: queries and keys hashed into buckets, attention within "
+     "sorted chunks of a bucket)"),
+    (lambda m: hasattr(m, "chunk_length") and hasattr(m, "num_chunks_before"),
+     "chunked local attention (Reformer: each chunk of queries attends its own and the "
+     "neighbouring chunks of keys)"),
+    (lambda m: hasattr(m, "query_global") or hasattr(m, "one_sided_attn_window_size"),
+     "sliding-window attention with global tokens (Longformer: a local band plus global "
+     "attention with its own projections)"),
+    (lambda m: hasattr(m, "num_random_blocks") or "BlockSparse" in type(m).__name__,
+     "block-sparse attention (BigBird: global, sliding and random blocks of keys)"),
+    (lambda m: hasattr(m, "in_proj") and hasattr(m, "q_bias") and hasattr(m, "v_bias"),
+     "DeBERTa (v1) attention (a fused in_proj with separate q_bias, v_bias and, with "
+     "relative_attention, disentangled relative attention)"),
+    (lambda m: getattr(m, "relative_attention", False) is True and hasattr(m, "pos_att_type"),
+     "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + k.r_q(j-i) from "
+     "relative-position embeddings, content-to-position and position-to-content, scaled by "
+     "1/sqrt(3 d))"),
+)
+
+
+def refuse_other_algorithm(module) -> None:
+    """Refuse, by its name, an attention algorithm that is not the paper's (LSH buckets,
+    chunked local, global+local, block-sparse, disentangled): checked first, so that the real
+    feature is named rather than what reading it would trip over."""
+    for test, name in ALGORITHMS:
+        if test(module):
+            _refuse(module, name)
+
+
 def _unsupported_features(module, cfg) -> None:
     """Refuse what the spec cannot express, naming it."""
     if getattr(module, "relative_attention", False):            # DeBERTa-v2 / v3
@@ -265,6 +298,7 @@ def layer_spec(module) -> LayerSpec:
     express, or why the module is not an attention layer."""
     cfg = getattr(module, "config", None)
     family = _family(module)
+    refuse_other_algorithm(module)                   # by name, before what it would trip on
     projections = find_projections(module)           # refuses a module without q, k, v
     _unsupported_features(module, cfg)
     h, h_kv, d = _heads(module, cfg, projections)

@@ -41,7 +41,7 @@ from attention_np.interop.transformers_replay import (
     replay,
 )
 from attention_np.interop.transformers_report import LayerResult, ModelReport  # noqa: F401
-from attention_np.interop.transformers_rope import spec_cos_sin
+from attention_np.interop.transformers_rope import check_position_embeddings, spec_cos_sin
 
 MIN = np.finfo(np.float64).min / 2
 CACHES = ("cache", "past_key_values", "past_key_value", "layer_past")
@@ -49,14 +49,27 @@ CACHES = ("cache", "past_key_values", "past_key_value", "layer_past")
 
 def attention_layers(model) -> tuple[list, list]:
     """``([(name, module, spec)], [(name, reason)])``: the modules read as attention layers, and
-    the attention layers refused (a module that is no attention layer is neither)."""
-    found, refused = [], []
+    the attention layers refused. A module whose class is named ``...Attention`` that is not
+    read (no q, k, v projections found) is refused with the reason, unless a module inside it
+    or around it is read or refused (BERT's ``BertAttention`` holds ``BertSelfAttention``):
+    no attention module is dropped without a word."""
+    found, refused, unread = [], [], []
     for name, module in model.named_modules():
         try:
             found.append((name, module, layer_spec(module)))
         except UnsupportedLayer as e:
             if "is not an attention layer" not in str(e):
                 refused.append((name, str(e)))
+            elif type(module).__name__.endswith("Attention"):
+                unread.append((name, str(e)))
+    known = [n for n, *_ in found] + [n for n, _ in refused]
+
+    def related(a, b):
+        return a == b or not a or not b or a.startswith(b + ".") or b.startswith(a + ".")
+    for name, why in unread:
+        if not any(related(name, k) for k in known):
+            refused.append((name, why))
+            known.append(name)
     return found, refused
 
 
@@ -77,25 +90,44 @@ def _mask(arg, spec, B, L, S, cross):
     return keep, (extra if extra.any() else None)
 
 
-def _rotary_patch(copy_model, specs, log, torch):
-    """Every ``*RotaryEmbedding`` of the copy returns float64 cos, sin (ours) and logs the
-    ``position_ids`` it was called with (transformers computes them in float32)."""
-    by_type = {getattr(m, "layer_type", None): s for _, m, s in specs if s.has_rope}
-    if not by_type:
-        return
-    for module in copy_model.modules():
+def _rotary_hooks(model, log) -> list:
+    """A forward hook on every ``*RotaryEmbedding`` of the model copy: logs its name, the
+    ``position_ids`` it was called with and the ``(cos, sin)`` it returned. The module runs as
+    the model has it (nothing replaced): what it computes is checked against ours."""
+    handles = []
+    for name, module in model.named_modules():
         if not type(module).__name__.endswith("RotaryEmbedding"):
             continue
-        own = module.forward
 
-        def forward(x, position_ids, *layer_type, _own=own):
-            _own(x, position_ids, *layer_type)
-            spec = by_type.get(layer_type[0] if layer_type else None) or next(iter(by_type.values()))
-            positions = to_numpy(position_ids).copy()
-            log.append(positions)
-            cos, sin = spec_cos_sin(spec, positions)
-            return torch.from_numpy(cos), torch.from_numpy(sin)
-        module.forward = forward
+        def hook(mod, args, kwargs, output, _name=name):
+            ids = args[1] if len(args) > 1 else kwargs.get("position_ids")
+            if ids is not None and isinstance(output, tuple) and len(output) == 2:
+                log.append({"name": _name, "module": type(mod).__name__,
+                            "positions": to_numpy(ids).copy(), "out": output})
+        handles.append(module.register_forward_hook(hook, with_kwargs=True))
+    return handles
+
+
+def _rope_source(log, position_embeddings):
+    """The rotary log entry whose ``(cos, sin)`` a layer received (the same tensor), else the
+    last one logged, else None."""
+    if not log:
+        return None
+    cos = position_embeddings[0] if position_embeddings is not None else None
+    return next((e for e in reversed(log) if e["out"][0] is cos), log[-1])
+
+
+def _text_positions(positions, spec, name: str):
+    """``(B, L)`` positions from a rotary call's: multimodal RoPE's ``(3, B, L)`` (Qwen2-VL:
+    temporal, height, width) is plain RoPE when the three agree (text-only input)."""
+    positions = np.asarray(positions)
+    if positions.ndim == 3:
+        if not (positions == positions[:1]).all():
+            raise UnsupportedLayer(
+                f"{name}: multimodal RoPE (mrope) with different temporal, height and width "
+                "positions (image or video tokens) is not supported; text-only positions are")
+        positions = positions[0]
+    return positions
 
 
 def check_model_inputs(model, inputs: dict, torch) -> None:
@@ -156,7 +188,8 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
     specs, refused = attention_layers(work)
     report = ModelReport(type(model).__name__, refused=refused)
     if not specs:
-        report.notes.append("no attention layer found")
+        if not refused:
+            report.notes.append("no attention layer found")
         return report
     impl = _implementation(specs)
     for cfg in {id(m.config): m.config for m in work.modules() if hasattr(m, "config")}.values():
@@ -171,16 +204,17 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
         def pre(mod, args, kwargs, _name=name, _sig=sig, _spec=spec):
             bound = _sig.bind_partial(*args, **kwargs).arguments
             extra = bound.pop("kwargs", {}) or {}
+            bound = {**extra, **bound}
             calls.append({"name": _name, "module": mod, "spec": _spec, "args": args,
-                          "kwargs": dict(kwargs), "bound": {**extra, **bound},
-                          "positions": log[-1] if log else None})
+                          "kwargs": dict(kwargs), "bound": bound,
+                          "rope": _rope_source(log, bound.get("position_embeddings"))})
 
         def post(mod, args, kwargs, output, _name=name):
             out = output[0] if isinstance(output, tuple) else output
             next(c for c in reversed(calls) if c["name"] == _name)["out"] = _np(out)
         handles += [module.register_forward_pre_hook(pre, with_kwargs=True),
                     module.register_forward_hook(post, with_kwargs=True)]
-    _rotary_patch(work, specs, log, torch)
+    handles += _rotary_hooks(work, log)
     feed = {k: torch.from_numpy(np.asarray(v)) if isinstance(v, np.ndarray) else v
             for k, v in inputs.items()}
     feed = {k: v.double() if hasattr(v, "is_floating_point") and v.is_floating_point() else v
@@ -195,17 +229,54 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
         for h in handles:
             h.remove()
         rng = np.random.default_rng(seed)
-        seen = {}
+        seen, rotary_rows = {}, set()
         for call in calls:
             seen[call["name"]] = seen.get(call["name"], -1) + 1
             label = call["name"] + (f"#{seen[call['name']]}" if seen[call["name"]] else "")
-            with contextlib.ExitStack() as stack:
-                stack.enter_context(float64_rope_function(call["module"]))
-                report.layers.append(_diff_call(label, call, params[call["name"]], rng, torch))
+            try:
+                if call["spec"].has_rope:
+                    _rotary_row(call, report, rotary_rows)
+                with contextlib.ExitStack() as stack:
+                    stack.enter_context(float64_rope_function(call["module"]))
+                    report.layers.append(_diff_call(label, call, params[call["name"]], rng,
+                                                    torch))
+            except UnsupportedLayer as e:
+                report.refused.append((label, str(e)))
+        called = {c["name"] for c in calls}
+        report.notes += [f"{name} ({type(m).__name__}) was not called by this forward: not "
+                         "compared" for name, m, _ in specs if name not in called]
     finally:
         for h in handles:
             h.remove()
     return report
+
+
+def _rotary_row(call, report, done: set) -> None:
+    """Before a RoPE layer's row: the ``(cos, sin)`` the model passed it against ours for the
+    positions its rotary embedding was called with (one row per distinct pair); sets
+    ``call["positions"]`` (B, L) for the replay."""
+    spec, bound = call["spec"], call["bound"]
+    x = bound.get("hidden_states", call["args"][0] if call["args"] else None)
+    B, L = x.shape[:2]
+    entry = call["rope"]
+    pe = bound.get("position_embeddings")
+    if entry is None:
+        positions = np.arange(L)
+        report.notes.append(f"{call['name']}: no rotary embedding call was seen; its RoPE "
+                            "positions are taken as 0 .. L-1")
+    else:
+        positions = _text_positions(entry["positions"], spec, type(call["module"]).__name__)
+    positions = np.broadcast_to(positions.reshape((-1, L)), (B, L))
+    call["positions"] = positions
+    if pe is None or id(pe[0]) in done:
+        return
+    done.add(id(pe[0]))
+    source = entry["name"] if entry is not None and entry["out"][0] is pe[0] else \
+        f"{call['name']} position_embeddings"
+    module = entry["module"] if entry is not None else "cos, sin"
+    report.layers.append(LayerResult(f"{source} (cos, sin)", module,
+                                     check_position_embeddings(spec, positions, *pe),
+                                     kind="rotary"))
 
 
 def _diff_call(label, call, params, rng, torch) -> LayerResult:
@@ -226,9 +297,9 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         mask = keep if mask is None else mask & keep
         bias = pb if bias is None else bias + (0.0 if pb is None else pb)
         p.pop("bias_table", None)
-    positions = call["positions"]
-    if spec.has_rope and positions is not None:
-        positions = np.broadcast_to(positions, (B, L))
+    positions = None
+    if spec.has_rope:
+        positions = call.get("positions")
     rows = dead_rows(mask)
     dout = rng.standard_normal(call["out"].shape)
     if rows is not None:
@@ -246,11 +317,14 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     if kv_t is not None:
         kvt = kv_t.detach().clone().requires_grad_(True)
         kwargs["key_value_states" if "key_value_states" in kwargs else "encoder_hidden_states"] = kvt
+    if spec.has_rope:           # the layer again with our float64 cos, sin (the model's: float32)
+        cos, sin = spec_cos_sin(spec, positions)
+        kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
     with torch.enable_grad():
         out_t = layer(*args, **kwargs)
         out_t = out_t[0] if isinstance(out_t, tuple) else out_t
         out_t.backward(torch.from_numpy(dout))
-    got = {"out": call["out"], "dhidden_states": _np(xt.grad)}
+    got = {"out": _np(out_t) if spec.has_rope else call["out"], "dhidden_states": _np(xt.grad)}
     if kvt is not None:
         got["dkey_value"] = _np(kvt.grad)
     grads = params_from_transformers(layer, grads=True)[0]

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from attention_np.interop.tolerance import RTOL64
+import numpy as np
+
+from attention_np.interop.tolerance import EPS32, RTOL64
+from attention_np.interop.transformers_rope import ULPS_ANGLE
 
 
 @dataclass
@@ -19,6 +22,7 @@ class LayerResult:
     module: str
     checks: list
     excluded_rows: list = field(default_factory=list)
+    kind: str = "attention"          # or "rotary": a rotary embedding's cos, sin against ours
 
     @property
     def ok(self) -> bool:
@@ -26,15 +30,17 @@ class LayerResult:
 
     @property
     def forward_error(self) -> float:
-        return next(c.err for c in self.checks if c.name == "out")
+        """The output's error (a rotary row: the larger of cos's and sin's)."""
+        return max((c.err for c in self.checks if not c.name.startswith("d")), default=np.nan)
 
     @property
     def gradient_error(self) -> float:
-        return max(c.err for c in self.checks if c.name.startswith("d"))
+        return max((c.err for c in self.checks if c.name.startswith("d")), default=np.nan)
 
     @property
     def worst_gradient(self) -> str:
-        return max((c for c in self.checks if c.name.startswith("d")), key=lambda c: c.err).name
+        grads = [c for c in self.checks if c.name.startswith("d")]
+        return max(grads, key=lambda c: c.err).name if grads else "-"
 
 
 @dataclass
@@ -50,7 +56,35 @@ class ModelReport:
 
     @property
     def ok(self) -> bool:
-        return bool(self.layers) and not self.refused and all(r.ok for r in self.layers)
+        return self.verdict == "AGREE"
+
+    @property
+    def verdict(self) -> str:
+        """"MISMATCH" when a compared row disagrees; else "INCOMPLETE" when a layer was refused
+        or nothing was compared; else "AGREE". The text, the HTML and ``ok`` all read this."""
+        if self.first_disagreement is not None:
+            return "MISMATCH"
+        return "INCOMPLETE" if self.refused or not self.attention else "AGREE"
+
+    def _head(self) -> list:
+        return [f"{self.model} (float64), every attention layer vs attention_np -> {self.verdict}",
+                f"tolerance float64: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|); a "
+                f"rotary embedding's cos, sin (float32 angles): <= {ULPS_ANGLE} * {EPS32:.2g} * "
+                "max(1, max|angle|) * max(1, attention factor)"]
+
+    def _tail(self) -> list:
+        first = self.first_disagreement
+        lines = [f"first disagreement: {first.name} ({first.module})"] if first else []
+        lines += [f"refused: {name}: {why}" for name, why in self.refused]
+        lines += [f"note: {n}" for n in self.notes]
+        lines += [f"{r.name}: rows (batch, position) with every key masked, left out of the "
+                  f"verdict: {r.excluded_rows}" for r in self.layers if r.excluded_rows]
+        return lines
+
+    @property
+    def attention(self) -> list:
+        """The rows of attention layer calls (not the rotary embeddings' rows)."""
+        return [r for r in self.layers if r.kind == "attention"]
 
     @property
     def first_disagreement(self):
@@ -58,28 +92,18 @@ class ModelReport:
 
     def _rows(self):
         for r in self.layers:
-            yield (r.name, r.module, f"{r.forward_error:.1e}", f"{r.gradient_error:.1e}",
+            grad = "-" if np.isnan(r.gradient_error) else f"{r.gradient_error:.1e}"
+            yield (r.name, r.module, f"{r.forward_error:.1e}", grad,
                    r.worst_gradient, "ok" if r.ok else "MISMATCH",
                    f"{len(r.excluded_rows)} left out" if r.excluded_rows else "")
 
     def __str__(self) -> str:
-        first = self.first_disagreement
-        verdict = ("AGREE" if self.ok else "MISMATCH" if first is not None else "INCOMPLETE")
-        lines = [f"{self.model} (float64), every attention layer vs attention_np -> {verdict}",
-                 f"tolerance float64: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|)"]
         head = ("layer", "module", "out err", "grad err", "worst", "verdict", "rows")
         rows = [head, *self._rows()]
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
-        if first is not None:
-            lines.append(f"first disagreement: {first.name} ({first.module})")
-        lines += [f"refused: {name}: {why}" for name, why in self.refused]
-        lines += [f"note: {n}" for n in self.notes]
-        for r in self.layers:
-            if r.excluded_rows:
-                lines.append(f"{r.name}: rows (batch, position) with every key masked, left "
-                             f"out of the verdict: {r.excluded_rows}")
-        return "\n".join(lines)
+        table = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                 for r in rows]
+        return "\n".join(self._head() + table + self._tail())
 
     def _repr_html_(self) -> str:
         import html
@@ -87,10 +111,7 @@ class ModelReport:
         cells = "".join(f"<th>{h}</th>" for h in head)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
                        for row in self._rows())
-        first = self.first_disagreement
-        extra = "".join(f"<p>{html.escape(s)}</p>" for s in (
-            ([f"first disagreement: {first.name}"] if first else [])
-            + [f"refused: {n}: {w}" for n, w in self.refused] + self.notes))
-        return (f"<p><b>{html.escape(self.model)}</b>: "
-                f"{'AGREE' if self.ok else 'MISMATCH'}</p><table><tr>{cells}</tr>{body}</table>"
-                f"{extra}")
+        title, rule = self._head()
+        extra = "".join(f"<p>{html.escape(s)}</p>" for s in self._tail())
+        return (f"<p><b>{html.escape(title)}</b></p><p>{html.escape(rule)}</p>"
+                f"<table><tr>{cells}</tr>{body}</table>{extra}")

@@ -13,7 +13,13 @@ import importlib
 
 import numpy as np
 
-from attention_np.interop.tolerance import EPS32, Check, check_float64
+from attention_np.interop.tolerance import (
+    EPS32,
+    Check,
+    check_float64,
+    max_abs_error,
+    reference_size,
+)
 from attention_np.interop.torch import to_numpy
 from attention_np.variants.rope import rope_angles
 from attention_np.variants.rope_scaling import ROPE_TYPES, rope_frequencies
@@ -65,6 +71,38 @@ def check_rope_frequencies(spec, inv_freq, attention_scaling,
     return [Check(f"inv_freq{name} rel", float(rel.max()), 1.0, RTOL_INV_FREQ, "float32"),
             check_float64(f"attn_factor{name}", np.array([float(attention_scaling)]),
                           np.array([factor]))]
+
+
+# cos and sin of a model's rotary embedding: transformers computes the angles ``p * inv_freq``
+# in float32, so an angle is off by a few float32 ulps of its size; each entry of cos and sin is
+# held to 16 ulps of the largest angle (times the attention factor) from ours in float64
+ULPS_ANGLE = 16
+
+
+def check_position_embeddings(spec, positions, cos, sin) -> list:
+    """The ``position_embeddings`` a model passed a RoPE layer, ``cos, sin`` ``(B | 1, L, r)``,
+    against ours for ``positions (B, L)`` (:func:`spec_cos_sin`, float64): checks "cos" and
+    "sin", each within ``ULPS_ANGLE * eps32 * max(1, max|angle|) * max(1, factor)``, the
+    float32 rounding of the model's angles. A wrong ``theta``, ``inv_freq``, scaling or
+    attention factor is off by far more (a 1 % change: ~1e-2 at position 1)."""
+    ours = spec_cos_sin(spec, positions)                              # (B, L, r) each
+    inv_freq, factor = rope_frequencies(spec.rotary_dim or spec.head_dim, theta=spec.rope_theta,
+                                        scaling=spec.rope_scaling,
+                                        seq_len=int(np.max(positions)) + 1)
+    angle = float(np.max(np.abs(positions))) * float(np.max(inv_freq))
+    tol = ULPS_ANGLE * EPS32 * max(1.0, angle) * max(1.0, abs(factor))
+    checks = []
+    for name, theirs, mine in (("cos", cos, ours[0]), ("sin", sin, ours[1])):
+        t = np.asarray(to_numpy(theirs), dtype=np.float64)
+        if t.ndim == mine.ndim and t.shape[0] == 1:
+            t = np.broadcast_to(t, (mine.shape[0],) + t.shape[1:])
+        if t.shape != mine.shape:            # a different width or layout: no number to compare
+            checks.append(Check(f"{name} shape {t.shape} != ours {mine.shape}", float("inf"),
+                                1.0, tol, "float32 angles"))
+            continue
+        checks.append(Check(name, max_abs_error(t, mine), reference_size(mine), tol,
+                            "float32 angles"))
+    return checks
 
 
 def rotary_embedding(module):

@@ -151,6 +151,8 @@ def read_qk_norm(module, h: int, h_kv: int, d: int) -> NormRead | None:
     if mods is None:
         return None
     q, k = mods
+    if type(q).__name__ == "Identity" and type(k).__name__ == "Identity":   # QK-norm switched off
+        return None
     if hasattr(q, "norms"):                    # StableLM: one nn.LayerNorm per head
         q, k = list(q.norms), list(k.norms)
         inner = q[0]
