@@ -23,7 +23,8 @@ COMMANDS = {
 }
 
 
-def main(argv=None) -> int:
+def build_parser():
+    """The parser of ``python -m attention_np``: (parser, {command: module}, {command: subparser})."""
     parser = argparse.ArgumentParser(
         prog="python -m attention_np",
         description="Attention from 'Attention Is All You Need' (§3.2) in NumPy, every backward "
@@ -34,6 +35,11 @@ def main(argv=None) -> int:
         modules[name] = importlib.import_module(module)
         parsers[name] = sub.add_parser(name, help=help_text, description=help_text)
         modules[name].add_arguments(parsers[name])
+    return parser, modules, parsers
+
+
+def main(argv=None) -> int:
+    parser, modules, parsers = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         parser.error(f"unknown command {argv[0]!r}; the commands are: "
