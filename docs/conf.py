@@ -35,6 +35,10 @@ for src, dst in (("notebooks", "lessons"), ("exercises", "exercises")):
 # the lessons are in lessons/.
 for nb in (DOCS / "exercises").glob("*.ipynb"):
     nb.write_text(nb.read_text().replace("](../notebooks/", "](../lessons/"))
+# A lesson links a guide as ../docs/NAME.md#anchor (right in the repository); on the site the guides
+# are NAME.html, one folder up from lessons/.
+for nb in (DOCS / "lessons").glob("*.ipynb"):
+    nb.write_text(re.sub(r"\]\(\.\./docs/([\w.-]+)\.md", r"](../\1.html", nb.read_text()))
 
 project = "attention_np"
 author = "attention_np contributors"
