@@ -35,6 +35,11 @@ for src, dst in (("notebooks", "lessons"), ("exercises", "exercises")):
 # the lessons are in lessons/.
 for nb in (DOCS / "exercises").glob("*.ipynb"):
     nb.write_text(nb.read_text().replace("](../notebooks/", "](../lessons/"))
+# A lesson links a guide as ../docs/NAME.md#anchor (right in the repository); on the site the lesson
+# is in docs/lessons/, so the same guide is ../NAME.md, which MyST turns into ../NAME.html#anchor
+# after checking the anchor (a literal ../NAME.html would be a missing cross-reference to MyST).
+for nb in (DOCS / "lessons").glob("*.ipynb"):
+    nb.write_text(re.sub(r"\]\(\.\./docs/([\w.-]+\.md)", r"](../\1", nb.read_text()))
 
 project = "attention_np"
 author = "attention_np contributors"
@@ -87,6 +92,14 @@ mathjax4_config = {"loader": {"paths": {"fonts": "[mathjax]/fonts"}}}
 # says how to run the notebook offline from its download button, and no launch link is made.
 launch_repository = os.environ.get("ATTENTION_NP_REPOSITORY", "")
 launch_branch = os.environ.get("ATTENTION_NP_BRANCH", "main")
+
+
+def _reference_anchors(app, docname, source):
+    """references.md marks each entry ``<a id="su2021"></a>`` (an anchor on GitHub too); MyST knows
+    an anchor only as a target, so on the site each becomes ``(su2021)=``: the lessons' links
+    ``../references.md#su2021`` are then checked and resolved, without a raw-HTML id."""
+    if docname == "references":
+        source[0] = re.sub(r'^<a id="([a-z]+\d{4})"></a>', r"(\1)=\n", source[0], flags=re.M)
 
 
 def _outside_markdown_as_download(app, docname, source):
@@ -256,6 +269,7 @@ def setup(app):
     app.set_html_assets_policy("always")       # MathJax on every page, not only where the body has math
     app.connect("builder-inited", _require_assets)
     app.connect("source-read", _outside_markdown_as_download)
+    app.connect("source-read", _reference_anchors)
     app.connect("doctree-read", _plain_titles, priority=900)
     app.connect("doctree-read", _launch_note, priority=900)
     app.connect("build-finished", _plain_search_titles)

@@ -34,6 +34,23 @@ def test_figures_command_writes_exactly_the_committed_file_names(written):
     assert made == committed == sorted(figures.FIGURES)
 
 
+def test_the_claim6_figure_is_lesson_02s_fair_experiment(written, capsys):
+    # drawn from the committed results lesson 02 loads, not from the retrieval toy
+    assert figures.CLAIM6 == ROOT / "notebooks" / "results" / "claim6.json"
+    assert "Claim 6 inside a trained encoder" in figures.FIGURES["additive_vs_dot.png"]
+    with pytest.raises(SystemExit) as stop:
+        main(["figures", "--out", str(written), "--claim6", str(written / "absent.json")])
+    assert stop.value.code == 2
+    assert "argument --claim6: got" in capsys.readouterr().err
+
+
+def test_readme_shows_the_committed_figures_with_their_captions():
+    readme = (ROOT / "README.md").read_text()
+    for name in ("scaling_variance.png", "scaling_gradients.png", "additive_vs_dot.png"):
+        assert f"(figures/{name})" in readme, name
+    assert "retrieval" not in readme.split("(figures/additive_vs_dot.png)")[1].split("\n\n")[0]
+
+
 def test_every_figure_is_a_modest_png(written):
     total = 0
     for path in written.iterdir():

@@ -351,7 +351,7 @@ def test_sdpa_equals_fast_path_on_random_shapes(L, S, d, causal, seed):
 
 # ------------------------------------------------------------------------------------------ params
 
-@pytest.mark.parametrize("kwargs", [{}, {"d_k": 3, "d_v": 5, "kdim": 7, "vdim": 2},
+@pytest.mark.parametrize("kwargs", [{"bias": True}, {"bias": True, "d_k": 3, "d_v": 5, "kdim": 7, "vdim": 2},
                                     {"bias": False, "dtype": np.float32}])
 def test_init_mha_params_draws_as_the_package_did(kwargs):
     ours, before = paper.init_mha_params(8, 2, rng=7, **kwargs), core_init_mha_params(8, 2, rng=7, **kwargs)
@@ -361,8 +361,19 @@ def test_init_mha_params_draws_as_the_package_did(kwargs):
         np.testing.assert_array_equal(ours[name], before[name], err_msg=name)
 
 
+def test_paper_params_have_no_biases_by_default_the_engineering_layer_keeps_torchs():
+    # §3.2.2: Q W_i^Q, K W_i^K, V W_i^V, Concat(...) W^O, no biases; PyTorch's MHA has bias=True
+    assert sorted(paper.init_mha_params(8, 2, rng=0)) == ["W_k", "W_o", "W_q", "W_v"]
+    assert sorted(an.init_mha_params(8, 2, rng=0)) == ["W_k", "W_o", "W_q", "W_v",
+                                                       "b_k", "b_o", "b_q", "b_v"]
+    # the weights are the same draws either way: the switch adds zeros, nothing else
+    with_b, without = paper.init_mha_params(8, 2, rng=3, bias=True), paper.init_mha_params(8, 2, rng=3)
+    for name in without:
+        np.testing.assert_array_equal(with_b[name], without[name], err_msg=name)
+
+
 def test_init_mha_params_shapes_glorot_bound_and_errors():
-    p = paper.init_mha_params(12, 3, d_k=2, d_v=5, kdim=7, vdim=4, rng=np.random.default_rng(0))
+    p = paper.init_mha_params(12, 3, d_k=2, d_v=5, kdim=7, vdim=4, bias=True, rng=np.random.default_rng(0))
     assert {n: a.shape for n, a in p.items()} == {
         "W_q": (12, 6), "W_k": (7, 6), "W_v": (4, 15), "W_o": (15, 12),
         "b_q": (6,), "b_k": (6,), "b_v": (15,), "b_o": (12,)}

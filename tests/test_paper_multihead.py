@@ -17,7 +17,7 @@ NAMES = ("out", "weights", "dquery", "dkey", "dvalue")
 
 def random_params(rng, *args, **kwargs):
     """init_mha_params with random biases (zero biases would hide a bias bug)."""
-    p = paper.init_mha_params(*args, rng=rng, **kwargs)
+    p = paper.init_mha_params(*args, rng=rng, bias=True, **kwargs)
     return {n: (randn(rng, *a.shape, dtype=a.dtype) * 0.5 if n[0] == "b" else a) for n, a in p.items()}
 
 
@@ -173,7 +173,7 @@ def test_per_head_mask_unbatched_or_with_a_leading_one(rng):
 
 
 def test_mha_bad_inputs_are_named(rng):
-    p, x = paper.init_mha_params(8, 2, rng=0), randn(rng, 2, 3, 8)
+    p, x = paper.init_mha_params(8, 2, bias=True, rng=0), randn(rng, 2, 3, 8)
     with pytest.raises(ValueError, match=r"params must hold .* missing \['W_o'\]"):
         paper.mha_forward(x, x, x, {n: a for n, a in p.items() if n != "W_o"}, num_heads=2)
     with pytest.raises(ValueError, match=r"not in §3.2.2 \['sinks'\]"):

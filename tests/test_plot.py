@@ -101,6 +101,39 @@ def test_saturation_and_gradient_plots_draw_both_settings():
                for ln in axes[1].get_lines())
 
 
+def test_gradient_plot_lines_are_distinguishable_ticked_at_the_swept_d_k_and_legible():
+    d_ks = [1, 4, 16]
+    grads = scaling.softmax_gradients(d_ks, n_queries=50, rng=0)
+    axes = plot.gradient_plot(grads)
+    for ax in axes:
+        lines = ax.get_lines()
+        styles = {(ln.get_color(), ln.get_marker(), ln.get_linestyle(), ln.get_markerfacecolor())
+                  for ln in lines}
+        assert len(lines) == len(styles) == 4                  # no two lines drawn alike
+        assert len({ln.get_marker() for ln in lines}) == 2     # scaled / unscaled apart without colour
+        assert len({ln.get_linestyle() for ln in lines}) == 2  # median / RMS apart without colour
+        assert list(ax.get_xticks()) == d_ks
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "4", "16"]
+    (legend,) = axes[0].figure.legends
+    assert len(legend.get_texts()) == 4 and all(t.get_fontsize() >= 9 for t in legend.get_texts())
+
+
+def test_claim6_plot_draws_every_seed_and_marks_the_runs_that_never_reached_the_threshold():
+    runs = [{"scoring": s, "d_k": d, "test_accuracy": [acc, acc - 0.1],
+             "steps_to_threshold": [None, None] if s == "unscaled" and d == 64 else [100 + d, 120 + d],
+             "loss_curve": [2.0, 1.0, 0.5]}
+            for s, acc in (("scaled", 1.0), ("unscaled", 0.5), ("additive", 0.9)) for d in (4, 64)]
+    claim6 = {"setup": {"scorings": ["scaled", "unscaled", "additive"], "steps": 400, "threshold": 0.99,
+                        "seeds": [0, 1]}, "runs": runs}
+    axes = plot.claim6_plot(claim6)
+    scaled = next(c for c in axes[0].containers if c.get_label() == "scaled")
+    np.testing.assert_allclose(scaled.lines[0].get_ydata(), [0.95, 0.95])   # the mean over seeds
+    never = [ln for ln in axes[1].get_lines() if ln.get_marker() == "x"]
+    assert len(never) == 1 and list(never[0].get_ydata()) == [400, 400]   # two seeds at the cap
+    assert list(axes[0].get_xticks()) == [4, 64]
+    assert "$d_k$ = 64" in axes[2].get_title()
+
+
 def test_importing_the_package_and_the_cli_does_not_import_matplotlib():
     code = ("import sys, attention_np, attention_np.cli as m, attention_np.cli.figures;"
             "[__import__(mod) for mod, _ in m.COMMANDS.values()];"

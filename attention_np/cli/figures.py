@@ -5,7 +5,9 @@ directory ``figures/``). Every number behind them is seeded, so the pictures are
 every run. matplotlib is imported inside :func:`run` only: the command-line parser does not need it.
 
 The lessons' example data (the sentence of notebook 1, the d_k sweeps of notebook 2) lives in
-:mod:`attention_np.studies.lessons`, so the notebooks and the figures show the same numbers.
+:mod:`attention_np.studies.lessons`, so the notebooks and the figures show the same numbers. The
+claim-6 figure draws lesson 02's fair experiment from its committed results (``--claim6``, by
+default ``notebooks/results/claim6.json`` of this checkout), the file lesson 02 loads.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -28,18 +31,30 @@ FIGURES = {
     "scaling_variance.png": "Footnote 4: Var(q·k) grows like d_k; after 1/sqrt(d_k) it stays 1.",
     "scaling_saturation.png": "Without the scale the softmax tends to one-hot as d_k grows.",
     "scaling_gradients.png": "Without the scale the typical gradient through the softmax vanishes.",
-    "additive_vs_dot.png": "Additive vs unscaled vs scaled dot-product on a retrieval task.",
+    "additive_vs_dot.png": "Claim 6 inside a trained encoder (lesson 02): additive, unscaled and scaled "
+                           "dot-product attention as d_k grows.",
 }
+
+# lesson 02's committed results of studies.scoring_in_model, in a checkout of the repository
+CLAIM6 = Path(__file__).resolve().parents[2] / "notebooks" / "results" / "claim6.json"
+CLAIM6_COMMAND = "python -m attention_np.studies.scoring_in_model --out notebooks/results/claim6.json"
 
 def add_arguments(parser) -> None:
     parser.add_argument("--out", type=output_dir, default="figures",
                         help="output directory, made if absent (default: figures/)")
     parser.add_argument("--dpi", type=int_between(1, 1000), default=100,
                         help="resolution of the PNG files, 1 to 1000 dots per inch (default 100)")
+    parser.add_argument("--claim6", default=str(CLAIM6),
+                        help="the results of lesson 02's claim-6 study, drawn as additive_vs_dot.png "
+                             "(default: notebooks/results/claim6.json of this checkout)")
 
 
 def check_args(parser, args) -> None:
-    """Make the output directory before any work, or say why it cannot be made (exit 2)."""
+    """Make the output directory before any work, or say why it cannot be made (exit 2); the
+    claim-6 results must exist."""
+    if not os.path.isfile(args.claim6):
+        parser.error(f"argument --claim6: got {args.claim6!r}, which is not a file; expected the JSON "
+                     f"of lesson 02's claim-6 study ({CLAIM6_COMMAND} makes it)")
     try:
         found = importlib.util.find_spec("matplotlib") is not None
     except (ImportError, ValueError):
@@ -70,8 +85,8 @@ def run(args) -> int:
     from attention_np.compose.multihead import init_mha_params, mha_forward
     from attention_np.kernels.fused import sdpa_forward
     from attention_np.paper.masks import causal_mask, padding_mask
-    from attention_np.studies import compare_scoring, scaling
-    from attention_np.studies.lessons import COMPARE_D_KS, SCALING_D_KS, SEED, example_sentence
+    from attention_np.studies import scaling, scoring_in_model
+    from attention_np.studies.lessons import SCALING_D_KS, SEED, example_sentence
     from attention_np.viz import plot
 
     os.makedirs(args.out, exist_ok=True)   # made by check_args() already, unless called directly
@@ -123,12 +138,9 @@ def run(args) -> int:
     axes = plot.gradient_plot(scaling.softmax_gradients(SCALING_D_KS, rng=SEED))
     save(axes[0].figure, "scaling_gradients.png")
 
-    drawing("additive_vs_dot.png (trains three small models)")
-    result = compare_scoring.train_retrieval(COMPARE_D_KS, seed=SEED)
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2), layout="constrained")
-    plot.comparison_plot(result, axes=axes[:2])
-    plot.training_curves(result, -1, ax=axes[2])
-    save(fig, "additive_vs_dot.png")
+    drawing("additive_vs_dot.png")
+    axes = plot.claim6_plot(scoring_in_model.load(args.claim6))
+    save(axes[0].figure, "additive_vs_dot.png")
 
     bar.update(len(written), label="done")
     assert sorted(written) == sorted(FIGURES), "FIGURES and the files written disagree"

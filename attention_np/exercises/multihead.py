@@ -91,7 +91,7 @@ def ref_mha_forward(query, key, value, params, num_heads, mask=None):
 
 def example_params(rng, d_model, h, d_k=None, dtype=np.float64):
     """Parameters of init_mha_params with nonzero biases (so a forgotten bias shows)."""
-    p = init_mha_params(d_model, h, d_k=d_k, d_v=d_k, rng=rng)
+    p = init_mha_params(d_model, h, d_k=d_k, d_v=d_k, bias=True, rng=rng)
     for name in p:
         if name.startswith("b_"):
             p[name] = 0.1 * rng.normal(size=p[name].shape)   # nonzero biases, to be seen

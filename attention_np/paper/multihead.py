@@ -5,6 +5,10 @@ r"""Multi-head attention, §3.2.2 of "Attention Is All You Need":
 
 In the Annotated Transformer's five steps: 1) project, 2) split into heads, 3) attend (Eq. (1),
 every head at once), 4) concat, 5) project with :math:`W^O`. The backward undoes them from 5 to 1.
+
+The paper's projections have no biases, and :func:`~attention_np.paper.params.init_mha_params`
+makes none by default; ``params`` may carry ``b_q, b_k, b_v, b_o`` (PyTorch's default), and then
+each projection is ``x @ W + b``.
 """
 
 from __future__ import annotations
@@ -105,6 +109,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int,
     mask = _check_mask(mask, query, key, value, h)
     p = params
     # 1) project: every head's W_i^Q (and W_i^K, W_i^V) at once, as column blocks of W_q
+    #    (+ b_q, b_k, b_v only when params has them: §3.2.2 has no biases)
     q = linear_forward(query, p["W_q"], p.get("b_q"))              # (..., L, h*d_k)
     k = linear_forward(key, p["W_k"], p.get("b_k"))                # (..., S, h*d_k)
     v = linear_forward(value, p["W_v"], p.get("b_v"))              # (..., S, h*d_v)

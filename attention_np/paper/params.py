@@ -2,6 +2,11 @@ r"""The parameters of multi-head attention (§3.2.2): how they are made and chec
 
 ``W_q`` holds every head's :math:`W_i^Q` side by side (columns ``[i*d_k, (i+1)*d_k)``), and the
 same for ``W_k``, ``W_v``; ``W_o`` maps the concatenated heads back to ``d_model``.
+
+§3.2.2's projections are matrices alone, :math:`QW_i^Q`, :math:`KW_i^K`, :math:`VW_i^V` and
+:math:`W^O`, so :func:`init_mha_params` makes no biases unless asked (``bias=True``). The
+engineering layer's :func:`attention_np.init_mha_params` keeps PyTorch's default instead
+(``nn.MultiheadAttention(bias=True)``): biases on, zero-initialized.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ def glorot_uniform(rng: np.random.Generator, fan_in: int, fan_out: int, shape=No
 
 
 def init_mha_params(d_model: int, num_heads: int, *, d_k=None, d_v=None, kdim=None, vdim=None,
-                    bias: bool = True, rng=None, dtype=np.float64) -> dict:
-    """Glorot-uniform weights and zero biases for :func:`~attention_np.paper.multihead.mha_forward`.
+                    bias: bool = False, rng=None, dtype=np.float64) -> dict:
+    """Glorot-uniform weights (and, with ``bias=True``, zero biases) for
+    :func:`~attention_np.paper.multihead.mha_forward`.
 
     Parameters
     ----------
@@ -40,7 +46,10 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k=None, d_v=None, kdim=No
         Per-head widths; default ``d_model // num_heads`` (the paper's ``d_k = d_v = d_model/h``).
     kdim, vdim : int, optional
         Widths of the key and value inputs (cross-attention); default ``d_model``.
-    bias : bool, whether the projections have biases
+    bias : bool, default False
+        Whether the projections have biases. §3.2.2 has none; ``True`` adds zero biases
+        ``b_q, b_k, b_v, b_o`` (PyTorch's ``nn.MultiheadAttention`` default, and that of
+        :func:`attention_np.init_mha_params`).
     rng : int seed or np.random.Generator, optional
     dtype : floating dtype of every array
 

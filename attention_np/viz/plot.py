@@ -14,6 +14,17 @@ import numpy as np
 COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "additive": "tab:green",
           "analytic": "black"}
 
+# One marker per scoring function, so that the lines stay apart in grey and where they overlap.
+MARKERS = {"scaled": "o", "unscaled": "^", "additive": "s"}
+
+
+def _d_k_axis(ax, d_k) -> None:
+    """A log x-axis ticked at exactly the swept d_k, labelled as integers."""
+    ax.set_xscale("log")
+    ax.set_xticks(d_k, [str(int(d)) for d in d_k])
+    ax.minorticks_off()
+    ax.set_xlabel("$d_k$")
+
 
 def _axes(ax, figsize=(4, 3.5)):
     if ax is None:
@@ -157,7 +168,7 @@ def variance_plot(moments: dict, *, ax=None):
     ax.loglog(d_k, moments["var"], "o", color=COLORS["unscaled"], label=r"Var$(q\cdot k)$")
     ax.loglog(d_k, moments["var_scaled"], "s", color=COLORS["scaled"],
               label=r"Var$(q\cdot k/\sqrt{d_k})$")
-    ax.set_xlabel("$d_k$")
+    _d_k_axis(ax, d_k)
     ax.set_ylabel("variance")
     ax.set_title(r"footnote 4: Var$(q\cdot k) = d_k$")
     ax.legend(fontsize=8)
@@ -170,35 +181,82 @@ def saturation_plot(saturation: dict, *, axes=None):
         _, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
     d_k = np.asarray(saturation["d_k"])
     for how in ("scaled", "unscaled"):
-        axes[0].semilogx(d_k, saturation[f"max_weight_{how}"], "o-", color=COLORS[how], label=how)
-        axes[1].semilogx(d_k, saturation[f"entropy_{how}"], "o-", color=COLORS[how], label=how)
+        axes[0].plot(d_k, saturation[f"max_weight_{how}"], "-", marker=MARKERS[how], color=COLORS[how],
+                     label=how)
+        axes[1].plot(d_k, saturation[f"entropy_{how}"], "-", marker=MARKERS[how], color=COLORS[how],
+                     label=how)
     axes[0].set_ylim(0, 1.02)
     axes[0].set_ylabel("mean largest weight")
     axes[1].axhline(saturation["max_entropy"], ls="--", color=COLORS["analytic"], lw=1,
                     label="uniform: log S")
     axes[1].set_ylabel("mean entropy (nats)")
     for ax in axes:
-        ax.set_xlabel("$d_k$")
+        _d_k_axis(ax, d_k)
         ax.legend(fontsize=8)
     axes[0].set_title("softmax saturation")
     return axes
 
 
 def gradient_plot(gradients: dict, *, axes=None):
-    """Gradient norms at the scores and the queries against d_k (``scaling.softmax_gradients``)."""
+    """Gradient norms at the scores and the queries against d_k (``scaling.softmax_gradients``).
+
+    Colour and marker say scaled / unscaled, the line style says which summary: solid, filled
+    markers for the median query, dashed, open markers for the root mean square. One legend,
+    below both panels."""
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
+        _, axes = plt.subplots(1, 2, figsize=(9, 3.9), layout="constrained")
     d_k = np.asarray(gradients["d_k"])
     for ax, g, name in ((axes[0], "dscores", "scores"), (axes[1], "dq", "queries")):
         for how in ("scaled", "unscaled"):
-            ax.loglog(d_k, gradients[f"{g}_median_{how}"], "o-", color=COLORS[how],
-                      label=f"{how}, median")
-            ax.loglog(d_k, gradients[f"{g}_rms_{how}"], "s:", color=COLORS[how], alpha=0.7,
-                      label=f"{how}, RMS")
-        ax.set_xlabel("$d_k$")
+            ax.loglog(d_k, gradients[f"{g}_median_{how}"], "-", marker=MARKERS[how], ms=7, lw=2,
+                      color=COLORS[how], label=f"{how}: median query")
+            ax.loglog(d_k, gradients[f"{g}_rms_{how}"], "--", marker=MARKERS[how], ms=7, lw=1.5,
+                      color=COLORS[how], markerfacecolor="white", label=f"{how}: root mean square")
+        _d_k_axis(ax, d_k)
         ax.set_ylabel(f"gradient norm at the {name}")
-        ax.legend(fontsize=7)
-    axes[0].set_title("gradient through the softmax")
+        ax.set_title(f"at the {name}")
+    axes[0].figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=4,
+                          fontsize=9)
+    axes[0].figure.suptitle("gradient through the softmax, per query (2 000 queries)")
+    return axes
+
+
+def claim6_plot(claim6: dict, *, axes=None):
+    """§3.2.1's claim 6 inside a trained encoder (``studies.scoring_in_model``'s results, e.g.
+    ``notebooks/results/claim6.json``): test accuracy against d_k (mean over seeds, bars from the
+    smallest to the largest seed), each seed's steps to the threshold (x at the budget: never), and
+    the training loss at the largest d_k."""
+    setup = claim6["setup"]
+    runs = {(r["scoring"], r["d_k"]): r for r in claim6["runs"]}
+    d_ks = sorted({r["d_k"] for r in claim6["runs"]})
+    if axes is None:
+        _, axes = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
+    for j, s in enumerate(setup["scorings"]):
+        acc = np.array([runs[s, d]["test_accuracy"] for d in d_ks])          # (len(d_ks), seeds)
+        x = np.array(d_ks) * 1.08 ** (j - 1)                                 # side by side
+        axes[0].errorbar(x, acc.mean(1), yerr=[acc.mean(1) - acc.min(1), acc.max(1) - acc.mean(1)],
+                         marker=MARKERS[s], capsize=3, color=COLORS[s], label=s)
+        for d, xd in zip(d_ks, x, strict=True):
+            steps = runs[s, d]["steps_to_threshold"]
+            reached = [t for t in steps if t is not None]
+            axes[1].plot([xd] * len(reached), reached, MARKERS[s], color=COLORS[s], alpha=0.8,
+                         label=s if d == d_ks[0] else None)
+            never = len(steps) - len(reached)
+            if never:
+                axes[1].plot([xd] * never, [setup["steps"]] * never, "x", color=COLORS[s], ms=9)
+        curve = runs[s, d_ks[-1]]["loss_curve"]
+        axes[2].plot(np.arange(1, len(curve) + 1), curve, color=COLORS[s], label=s)
+    axes[0].set(ylabel="test token accuracy", title="mean over seeds, bars: min to max")
+    axes[1].axhline(setup["steps"], color="gray", lw=0.8, ls=":")
+    axes[1].set(ylabel="step", title=f"steps to {setup['threshold']:.0%} (× at the cap: never)")
+    axes[2].set(yscale="log", xlabel="step", ylabel="training loss (mean over seeds)",
+                title=f"training loss at $d_k$ = {d_ks[-1]}")
+    for ax in axes[:2]:
+        _d_k_axis(ax, d_ks)
+    for ax in axes:
+        ax.legend(fontsize=9)
+    axes[0].figure.suptitle(f"claim 6 inside a trained encoder: {len(setup['seeds'])} seeds per point, "
+                            f"{setup['steps']} steps each, learning rate tuned per scorer and $d_k$")
     return axes
 
 
