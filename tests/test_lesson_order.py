@@ -41,6 +41,7 @@ MODULES = {
     "attention_np.nn": 5,                           # the encoder and its training
     "attention_np.studies.trained_scaling": 5,
     "attention_np.studies.positions": 6,
+    "attention_np.kernels.tiled_forward": 7,        # its lse = +inf lines, printed from the file
     "attention_np.nn.dates": 8,
     "attention_np.nn.decoding": 8,
     "attention_np.nn.seq2seq": 8,
@@ -68,7 +69,7 @@ TAUGHT_BY = {
     "softmax": "paper.softmax(", "padding_mask": "paper.padding_mask(", "attention": "paper.sdpa_forward(",
     "split_heads": "paper.split_heads(", "merge_heads": "paper.merge_heads(",
     "mha_forward": "paper.mha_forward(", "softmax_backward": "paper.softmax_backward(",
-    "attention_backward": "`sdpa_backward` walks the forward in reverse",
+    "attention_backward": "`paper.sdpa_backward` walks the forward in reverse",
     "mha_backward": "paper.mha_backward",
     "causal_mask": 'align="bottom_right"', "tiled_attention": "an.flash_attention_forward(",
     "decode_step": "an.mha_decode_step(", "sinusoidal": "sinusoidal_encoding(",

@@ -484,13 +484,15 @@ LESSONS = (
            "Before running the memory cell, predict how the dense and the tiled peaks grow when L = S "
            "doubles from 2048 to 4096. Then run it and compare with 4× and 2×.",
            "The dense path holds (L, S) arrays, which grow 4× per doubling; the tiled path holds "
-           "(L, block) tiles, 2×. Measured: `L = S =  2048: dense    24.9 MiB   tiled   6.6 MiB` and "
-           "`L = S =  4096: dense    81.4 MiB   tiled  13.1 MiB`, so 3.3× and 2.0×. The dense ratio is "
-           "below 4 because not all of its peak is (L, S): one (L, S) float32 array is 16 MiB at 2048 "
-           "and 64 MiB at 4096, and the rest of the peak (8.9 and 17.4 MiB) grows about 2×.",
+           "(L, block) tiles, 2×. Measured: `L = S =  2048: dense    24.9 MiB   tiled   6.1 MiB` and "
+           "`L = S =  4096: dense    81.5 MiB   tiled  12.1 MiB`, so 3.3× and 2.0× (the cell prints "
+           "`dense x3.3` and `tiled x2.0` for that doubling). The dense ratio is below 4 because not all "
+           "of its peak is (L, S): one (L, S) float32 array is 16 MiB at 2048 and 64 MiB at 4096, and "
+           "the rest of the peak (8.9 and 17.5 MiB) grows about 2×.",
            "1 pt: tiled about 2×; 1 pt: dense between 2× and 4× (3.3× measured); 1 pt: why below 4: "
            "part of the peak is not (L, S).",
-           ("L = S = 2048: dense 24.9 MiB tiled 6.6 MiB", "L = S = 4096: dense 81.4 MiB tiled 13.1 MiB")),
+           ("L = S = 2048: dense 24.9 MiB tiled 6.1 MiB", "L = S = 4096: dense 81.5 MiB tiled 12.1 MiB",
+            "dense x3.6, x2.4, x2.9, x3.3; tiled x1.7, x2.1, x2.0, x2.0")),
          Q("derive",
            "Show by induction over the blocks that the update m_new = max(m, max of the block), "
            "l ← e^(m - m_new) l + Σ_(j in block) e^(s_j - m_new) keeps l = Σ_(j seen) e^(s_j - m) with m "
