@@ -1,5 +1,4 @@
 # exercise: softmax_backward
-import numpy as np
 
 
 def softmax_backward(dp, p):

@@ -1,5 +1,6 @@
 # exercise: attention_backward
-# the student's slip: fills masked scores with -1e9 (so a query with no allowed key spreads uniform weight and gets gradients)
+# the student's slip: fills masked scores with -1e9 (so a query with no allowed key spreads uniform weight
+#   and gets gradients)
 # diagnosis: wrong gradients for a query with no allowed key
 import math
 

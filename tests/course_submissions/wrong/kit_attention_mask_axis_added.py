@@ -1,5 +1,6 @@
 # exercise: attention
-# the student's slip: a mask with fewer axes than the scores gets mask[:, None] (a head axis after the first), which misplaces an (L, S) mask
+# the student's slip: a mask with fewer axes than the scores gets mask[:, None] (a head axis after the
+#   first), which misplaces an (L, S) mask
 # diagnosis: an (L, S) mask is not lined up with the scores
 import math
 

@@ -1,7 +1,6 @@
 # exercise: decode_step
 # the student's slip: divides by np.sqrt(d_k) (a float64 scalar): float32 in, float64 out
 # diagnosis: dtype not kept
-import math
 
 import numpy as np
 

@@ -1,5 +1,6 @@
 # exercise: mha_backward
-# the student's slip: merges the head gradients back with a plain reshape (no swap of the head and position axes)
+# the student's slip: merges the head gradients back with a plain reshape (no swap of the head and position
+#   axes)
 # diagnosis: head gradients split or merged wrongly
 import math
 

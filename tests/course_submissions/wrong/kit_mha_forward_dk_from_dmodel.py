@@ -1,5 +1,6 @@
 # exercise: mha_forward
-# the student's slip: d_k = d_model // num_heads (the old hint), wrong when the projections are wider than d_model
+# the student's slip: d_k = d_model // num_heads (the old hint), wrong when the projections are wider than
+#   d_model
 # diagnosis: d_k taken as d_model / num_heads
 import math
 

@@ -1,5 +1,6 @@
 # exercise: padding_mask
-# the student's slip: loop with [: lengths[b] - 1] (treats the length as the last index); a length 0 gives [:-1]
+# the student's slip: loop with [: lengths[b] - 1] (treats the length as the last index); a length 0 gives
+#   [:-1]
 # diagnosis: padding mask off by one
 import numpy as np
 

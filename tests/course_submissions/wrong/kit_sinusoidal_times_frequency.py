@@ -1,5 +1,6 @@
 # exercise: sinusoidal
-# the student's slip: exp(+log(10000) * 2i / d_model): multiplies the position by 10000^(2i/d) instead of dividing
+# the student's slip: exp(+log(10000) * 2i / d_model): multiplies the position by 10000^(2i/d) instead of
+#   dividing
 # diagnosis: frequencies rise instead of fall
 import numpy as np
 

@@ -1,5 +1,6 @@
 # exercise: tiled_attention
-# the student's slip: np.full(..., -np.inf) and np.zeros(...) without dtype: float64 running state, float32 in, float64 out
+# the student's slip: np.full(..., -np.inf) and np.zeros(...) without dtype: float64 running state, float32
+#   in, float64 out
 # diagnosis: dtype not kept
 import math
 
