@@ -1,3 +1,7 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import settings
@@ -23,3 +27,14 @@ def sdpa(request):
     from attention_np.kernels import fused
     from attention_np.kernels import reference as attention
     return {"textbook": attention, "fused": fused}[request.param]
+
+
+@pytest.fixture(scope="session")
+def course_build(tmp_path_factory):
+    """One `python -m attention_np course build OUT` for the session (tests/test_course.py and
+    tests/test_autograder.py read it; neither writes into it)."""
+    out = tmp_path_factory.mktemp("course")
+    r = subprocess.run([sys.executable, "-m", "attention_np", "course", "build", str(out)],
+                       cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return out

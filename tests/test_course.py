@@ -22,12 +22,8 @@ SUBMISSIONS = ROOT / "tests" / "course_submissions"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("course")
-    r = subprocess.run([sys.executable, "-m", "attention_np", "course", "build", str(out)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return out
+def built(course_build):
+    return course_build
 
 
 @pytest.fixture(scope="module")

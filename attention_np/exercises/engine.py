@@ -156,7 +156,7 @@ def _at(x, path):
     return x
 
 
-def _compare_leaf(name, o, e, dtype, tol):
+def _compare_leaf(name, o, e, dtype, tol, float_input=True):
     """None when the output ``o`` matches ``e``; otherwise a sentence saying how it differs."""
     e = np.asarray(e)
     try:
@@ -176,7 +176,8 @@ def _compare_leaf(name, o, e, dtype, tol):
     if dtype is None:               # values only (to tell whether a mistake is visible)
         dtype = "float64" if o.dtype == np.float64 else "float32"
     elif np.issubdtype(e.dtype, np.floating) and o.dtype != np.dtype(dtype):
-        return f"{name} has dtype {o.dtype}, expected {np.dtype(dtype)} (keep the input's dtype)"
+        keep = " (keep the input's dtype)" if float_input else ""
+        return f"{name} has dtype {o.dtype}, expected {np.dtype(dtype)}{keep}"
     o64, e64 = o.astype(np.float64), e.astype(np.float64)
     if np.isnan(o64).any():
         return f"{name} has NaN at {int(np.isnan(o64).sum())} of {o.size} entries"
@@ -191,10 +192,12 @@ def _compare_leaf(name, o, e, dtype, tol):
     return None
 
 
-def compare_parts(out, expected, dtype="float64", tol=None, names=None):
+def compare_parts(out, expected, dtype="float64", tol=None, names=None, float_input=True):
     """``(why, parts)``: ``why`` is None when ``out`` matches ``expected``, else a sentence per
     wrong output; ``parts`` lists ``(output name, right)`` for every output the contract asks
-    for (dq, dk, dv; each parameter gradient), scored on its own."""
+    for (dq, dk, dv; each parameter gradient), scored on its own. ``float_input`` False (no
+    float array among the inputs, e.g. sinusoidal) drops "keep the input's dtype" from a dtype
+    sentence."""
     named = _named_leaves(expected, names)
     if isinstance(out, Raised):
         return f"raised {out.text}", [(n, False) for n, _ in named]
@@ -221,7 +224,7 @@ def compare_parts(out, expected, dtype="float64", tol=None, names=None):
         elif isinstance(o, (dict, tuple, list)):
             why = f"{name} is a {type(o).__name__}, expected an array"
         else:
-            why = _compare_leaf(name, o, _at(expected, path), dtype, tol)
+            why = _compare_leaf(name, o, _at(expected, path), dtype, tol, float_input)
         parts.append((name, why is None))
         if why is not None:
             whys.append(why)
@@ -367,7 +370,7 @@ def run_cases(fn, cases, arg_names=None, on_case=None, output_names=None):
     for case in cases:
         c = call(fn, case.args, case.kwargs, arg_names)
         why, parts = compare_parts(c.out, case.expected, case.dtype, case.tol,
-                                   output_names or case.outputs)
+                                   output_names or case.outputs, _has_float((case.args, case.kwargs)))
         if c.written:                   # writing into an input loses the whole case
             why = f"wrote into its input ({', '.join(c.written)})" + (f"; {why}" if why else "")
             parts = [(n, False) for n, _ in parts]
@@ -456,7 +459,7 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
             "returns the wrong structure", f"it {failures[0].why}",
             f"Return exactly what the contract of {signature} says (a tuple where it asks for "
             "several results, in that order)."), failures)
-    if all(r.why and "keep the input's dtype" in r.why for r in failures):
+    if all(r.why and " has dtype " in r.why and ", expected float" in r.why for r in failures):
         if all("expected float64" in r.why for r in failures) and not any(
                 _has_float32(c.args) for c, r in zip(cases, results, strict=False) if not r.passed):
             hint = ("The contract asks for a float64 array, and no float input tells you otherwise: "
@@ -468,11 +471,15 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
                     "(np.zeros(n) is float64) or np.array(x, dtype=float); compute in any "
                     "precision you like, then cast back with .astype(x.dtype).")
         return _mistake(exercise, results, Finding(
-            "dtype not kept", failures[0].why.split(" (keep")[0], hint), failures)
+            "dtype not kept", failures[0].why.split(" (keep")[0].split("; ")[0], hint), failures)
     first = _first_shown(failures)
     return Report(exercise, "failed",
                   f"FAILED: {exercise}: {len(failures)} of {n} cases fail; first: {first}"
                   f"{_parts_summary(results)}", cases=results)
+
+
+def _has_float(x):
+    return any(isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating) for _, v in leaves(x))
 
 
 def _has_float32(x):

@@ -44,6 +44,7 @@ from .probes_heads import (
     decode_probe,
     merge_probe,
     mha_backward_probe,
+    mha_mask,
     mha_probe,
     split_probe,
 )
@@ -71,7 +72,7 @@ PROBES = {
     "attention_backward": [attention_backward_probe],
     "split_heads": [split_probe],
     "merge_heads": [merge_probe],
-    "mha_forward": [mha_probe],
+    "mha_forward": [mha_probe, mha_mask],
     "mha_backward": [mha_backward_probe],
     "tiled_attention": [tiled_probe, tiled_shared_max],
     "decode_step": [decode_probe],

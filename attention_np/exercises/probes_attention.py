@@ -53,14 +53,16 @@ def attention_shapes(fn, expected):
 def attention_scale_axis(fn, expected):
     x = _attention_inputs()
     q, k = x["q"], x["k"]
-    w = _arr(_run(fn, q, k, np.eye(6)))            # v = I: the output is the weights
-    if w is None or w.shape != (3, 6) or _nan(w):
+    # v = I with an extra zero column: the output is the weights, and d_v = 7 differs from S = 6
+    w = _arr(_run(fn, q, k, np.eye(6, 7)))
+    if w is None or w.shape != (3, 7) or _nan(w):
         return None
+    w = w[:, :6]
     if not _close(w.sum(-1), np.ones(3), 1e-6) and _close(w.sum(0), np.ones(6), 1e-6):
         return Finding("softmax over the wrong axis (over queries)", "your weights sum to 1 over the "
                        "queries (axis -2), not over the keys", "Each query distributes its attention "
                        "over the keys: the weights of one query (one row) sum to 1.")
-    return scale_finding(measure_scale(w, q, k), 16, 6)
+    return scale_finding(measure_scale(w, q, k), 16, 7, S=6)
 
 
 def attention_masks(fn, expected):
@@ -108,12 +110,37 @@ def attention_broadcast_mask(fn, expected):
     small = (np.arange(5) < np.array([4, 2])[:, None])[:, None, :]
     full = np.broadcast_to(small, (2, 3, 5)).copy()
     spelled, short = _run(fn, q, k, v, full), _run(fn, q, k, v, small)
-    if isinstance(spelled, Raised) or not isinstance(short, Raised):
+    if isinstance(spelled, Raised):
         return None
+    if not isinstance(short, Raised):
+        return short_mask_finding(fn, (q, k, v), "the scores (B, L, S) = (2, 3, 5)")
     return Finding("a mask that only broadcasts is not handled", f"a (B, L, S) mask works, the same "
                    f"mask as (B, 1, S) raises {short.text}", "Boolean indexing (s[..., ~mask] = ...) "
                    "needs the mask's full shape. np.where(mask, s, -np.inf) broadcasts the mask "
                    "against the scores, as the contract allows.")
+
+
+def short_mask_finding(fn, args, where, extra=None):
+    """A causal (L, S) mask against the same mask spelled out to the scores' shape (``extra``
+    axes in front, default the batch of q): a finding when the short one raises or differs."""
+    q, k = args[0], args[1]
+    L, S = q.shape[-2], k.shape[-2]
+    short = np.arange(S)[None, :] <= np.arange(L)[:, None] + (S - L)
+    lead = extra if extra is not None else q.shape[:-2]
+    spelled = _arr(_run(fn, *args, np.broadcast_to(short, (*lead, L, S)).copy()))
+    got = _run(fn, *args, short)
+    if spelled is None or _nan(spelled):
+        return None
+    a = _arr(got)
+    if a is not None and a.shape == spelled.shape and _close(a, spelled, 1e-9, 1e-12):
+        return None
+    how = (f"raises {got.text}" if isinstance(got, Raised) else "gives another output" if a is not None
+           and a.shape == spelled.shape else f"gives shape {np.shape(got)}")
+    return Finding("an (L, S) mask is not lined up with the scores", f"with {where}, the mask spelled "
+                   f"out to {(*lead, L, S)} works, the same mask as (L, S) = {(L, S)} {how}",
+                   "NumPy lines shapes up from the right: an (L, S) mask already broadcasts against "
+                   "(..., L, S) scores as it is. An axis added in front of it (mask[:, None]) moves L "
+                   "onto another axis; add axes only where the contract puts them.")
 
 
 def attention_full_row(fn, expected):
@@ -336,12 +363,33 @@ def tiled_probe(fn, expected):
                            "and output, rescaled by exp(m_old - m_new) when the max grows; averaging "
                            "per-block softmaxes is not the softmax over all keys.")
         if ok[5] and ok[10] and not (ok[3] and ok[4]):
+            # scores that rise from block to block: every block raises the running max
+            qr = np.array([[1.0] * 4, [0.5] * 4])
+            kr = np.arange(10)[:, None] * np.full((1, 4), 0.75)
+            vr = np.random.default_rng(RNG_SEED + 14).normal(size=(10, 2))
+            one, two = _arr(_run(fn, qr, kr, vr, 10)), _arr(_run(fn, qr, kr, vr, 5))
+            if one is not None and two is not None and one.shape == two.shape and not _close(
+                    one, two, 1e-7, 1e-10):
+                return Finding("the rescale when the running max grows is wrong", "on scores that "
+                               "rise from block to block (each block raises the running max), two "
+                               "blocks of 5 give a different output from one block of 10 (on "
+                               "another input where the first block holds the max they agree)",
+                               "When the max grows from m_old to m_new, what was summed so far was "
+                               "taken against m_old: multiply the running sum AND the output "
+                               "accumulator by exp(m_old - m_new) (<= 1).")
             return Finding("the last, partial block is mishandled", "block sizes that divide S = 10 "
                            "are right, 3 and 4 (a partial last block) are not", "range(0, S, B) with "
                            "slices k[..., j:j + B, :] handles a shorter last block; S // B loops drop it.")
-        w = _arr(_run(fn, q, k, np.eye(10), 4))
-        if w is not None and w.shape == (3, 10):
-            f = scale_finding(measure_scale(w, q, k), 4, 10)
+        w = _arr(_run(fn, q, k, np.eye(10, 11), 4))      # the weights; d_v = 11 differs from S
+        if w is not None and w.shape == (3, 11) and not _nan(w):
+            dropped = [j for j in range(10) if np.all(w[:, j] == 0)]
+            if dropped:
+                return Finding("keys left out of the blocks", f"with block_size 4 and S = 10, keys "
+                               f"{dropped} get weight 0 from every query (values v = I show the "
+                               "weights)", "The blocks k[..., j:j + block_size, :] for j in "
+                               "range(0, S, block_size) cover every key exactly once, the last "
+                               "block possibly shorter.")
+            f = scale_finding(measure_scale(w[:, :10], q, k), 4, 11, S=10)
             if f is not None:
                 return f
     qg = np.ones((2, 4))

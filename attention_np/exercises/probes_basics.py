@@ -20,6 +20,12 @@ def softmax_axis(fn, expected):
     if out is None or out.shape != x.shape or _nan(out):
         return None
     if _close(out.sum(-1), np.ones(x.shape[:-1])):
+        off = float(np.max(np.abs(out.sum(-1) - 1)))
+        if off > 1e-11:                         # float64 rounding leaves ~1e-16
+            return Finding("the rows do not sum to 1", f"your rows sum to 1 within {off:.2g} only "
+                           "(float64 rounding leaves about 1e-16): something small is added or "
+                           "clipped", "After the max shift the row's sum is >= 1 (the largest "
+                           "exponent is exp(0) = 1): divide by it as it is, with no epsilon.")
         return None
     if np.all(out <= 1e-12) and _close(np.exp(out).sum(-1), np.ones(x.shape[:-1])):
         return Finding("returned log-softmax", "your values are log-probabilities (all <= 0, and their "
@@ -125,15 +131,24 @@ def softmax_backward_probe(fn, expected):
         return Finding("kept only the diagonal of the Jacobian", "with dp = e_0 your gradient is 0 "
                        "off the diagonal", "Each output p_i depends on every input x_j: the Jacobian "
                        "diag(p) - p p^T has off-diagonal terms.")
+    pb = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]])
+    g2 = _run(fn, np.arange(12.0).reshape(3, 4), pb.copy())
+    if isinstance(g2, Raised) or np.shape(g2) != pb.shape:
+        got = g2.text if isinstance(g2, Raised) else f"shape {np.shape(g2)}"
+        return Finding("the row sum does not broadcast back (keepdims missing)", "one row (1, 4) works "
+                       f"but three rows (3, 4) give {got}: a sum over the last axis of shape (3,) "
+                       "lines up with the LAST axis of (3, 4), not with the rows", "Keep the summed "
+                       "axis: (dp * p).sum(axis=-1, keepdims=True) has shape (..., 1) and broadcasts "
+                       "along each row.")
     p3 = np.broadcast_to(_P, (2, 3, 4)).copy()
     g3 = _run(fn, np.ones_like(p3), p3)
     if isinstance(g3, Raised) or np.shape(g3) != p3.shape:
         got = g3.text if isinstance(g3, Raised) else f"shape {np.shape(g3)}"
-        return Finding("does not work with batch axes", f"2-D inputs work but (2, 3, 4) gives {got}",
+        return Finding("does not work with batch axes", f"2-D inputs (1, 4) and (3, 4) work but (2, 3, 4) "
+                       f"gives {got}",
                        "Write it for any number of leading axes: reduce over axis=-1 with "
                        "keepdims=True, and never build the (n, n) Jacobian (np.diag, np.outer are "
                        "2-D only).")
-    pb = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]])
     gb = _arr(_run(fn, np.arange(12.0).reshape(3, 4), pb))
     if gb is not None and gb.shape == pb.shape and not _close(gb.sum(-1), np.zeros(3), 0, 1e-9):
         return Finding("summed over the wrong axis", "on a (3, 4) input your rows do not sum to 0 (each "
@@ -165,6 +180,14 @@ def _offsets(m):
 
 
 def causal_probe(fn, expected):
+    for L, S, align in ((3, 6, "top_left"), (6, 3, "bottom_right")):
+        m = _run(fn, L, S, align)
+        if not isinstance(m, Raised) and np.shape(m) == (S, L):
+            return Finding("causal mask transposed", f"for L={L}, S={S} your mask has shape (S, L) = "
+                           f"{(S, L)}, expected (L, S) = {(L, S)}", "One row per query (L), one column "
+                           "per key (S): the query index runs down the rows, i[:, None], the key index "
+                           "along the columns, j[None, :].")
+    right_when_l_below_s = False
     for L, S, align in ((5, 5, "top_left"), (3, 6, "bottom_right"), (3, 6, "top_left"),
                         (6, 3, "bottom_right")):
         out = _run(fn, L, S, align)
@@ -189,6 +212,8 @@ def causal_probe(fn, expected):
                            "query may NOT see)", "The convention is True = may attend (PyTorch's bool "
                            "attn_mask), not True = blocked.")
         if kind != "prefix" or len(set(ks)) != 1 or ks[0] == want:
+            right_when_l_below_s |= (align == "bottom_right" and L < S and kind == "prefix"
+                                     and set(ks) == {want})
             continue
         k = ks[0]
         where = f"(L={L}, S={S}, {align})"
@@ -198,6 +223,12 @@ def causal_probe(fn, expected):
         if k == want + 1:
             return Finding("causal mask off by one (one future key allowed)", f"{where} query i sees "
                            "one key too many", "Query i must not see key i + 1: check the first row.")
+        if align == "bottom_right" and k == 0 and L > S and right_when_l_below_s:
+            return Finding("causal mask wrongly aligned when L > S", f"{where} your mask is top-left "
+                           "aligned, though your bottom-right masks with L < S are right: the offset "
+                           f"S - L = {S - L} is negative here and was not used", "bottom_right: "
+                           "query i sees keys 0..i + S - L for any L and S; with L > S the first "
+                           "L - S queries see no key at all (do not clamp the offset at 0).")
         if align == "bottom_right" and k == 0:
             return Finding("causal mask wrongly aligned (always top-left)", f"{where} your mask is "
                            "top-left aligned", "With L < S, bottom-right alignment makes the L queries "
@@ -241,10 +272,13 @@ def padding_probe(fn, expected):
     if np.array_equal(squeezed, j[None, :] >= lengths[:, None]):
         return Finding("padding mask polarity flipped", "your mask is True on the padding keys",
                        "True = may attend: the real keys, j < length, are the True ones.")
-    if np.array_equal(squeezed, j[None, :] <= lengths[:, None]) or np.array_equal(
-            squeezed, j[None, :] < lengths[:, None] - 1):
-        return Finding("padding mask off by one", "a sequence of length n gets a count of real keys "
-                       "other than n", "A sequence of length 3 has keys 0, 1, 2: is key 3 real?")
+    counts, n = squeezed.sum(-1), lengths > 0
+    prefix = all(squeezed[b, :c].all() for b, c in enumerate(counts))
+    if prefix and (np.array_equal(counts[n], lengths[n] + 1) or np.array_equal(counts[n], lengths[n] - 1)):
+        got = ", ".join(f"{c} for length {n_}" for c, n_ in zip(counts, lengths, strict=True))
+        return Finding("padding mask off by one", f"your mask lets each sequence see its first keys, "
+                       f"but {got} (lengths {lengths.tolist()}, S = {S})", "A sequence of length 3 "
+                       "has keys 0, 1, 2: is key 3 real? And a length 0 sees no key.")
     if what and np.array_equal(squeezed, j[None, :] < lengths[:, None]):
         return Finding("padding mask of shape (B, S) instead of (B, 1, S)", "your values are right but "
                        "the shape is (B, S)", "The contract is (B, 1, S): the middle 1 broadcasts over "
@@ -285,7 +319,19 @@ def sinusoidal_probe(fn, expected):
                        f"have angles {np.round(w_sin, 4).tolist()} and the cos columns "
                        f"{np.round(w_cos, 4).tolist()}", "Columns 2i and 2i+1 share one frequency, "
                        "1/10000^(2i/d_model).")
+    pos, pair = np.arange(n)[:, None], np.arange(0, d, 2)[None, :]
+    if not _close(out[:, 0::2], np.sin(pos / 10000.0 ** (pair / d)), 1e-6, 1e-9) and _close(
+            out[:, 0::2], np.sin(pos * 10000.0 ** (pair / d)), 1e-6, 1e-9):
+        return Finding("frequencies rise instead of fall", "your pair i has frequency "
+                       "10000^(+2i/d_model): the position is multiplied by 10000^(2i/d_model)",
+                       "The angle is pos / 10000^(2i/d_model): the wavelengths grow from 2*pi "
+                       "(pair 0) to nearly 10000 * 2*pi.")
     w = np.arctan2(out[1, 0::2], out[1, 1::2])          # the angle of pos = 1: its frequencies
+    if np.all(w > 0) and _close(w, np.full_like(w, w[0]), 1e-9, 1e-12):
+        return Finding("every pair has the same frequency", f"at pos = 1 every sin/cos pair has angle "
+                       f"{w[0]:.4g}: the frequency does not fall with the pair index i", "The "
+                       "exponent 2i/d_model grows with i. Note that 2 * i // d_model is integer "
+                       "division: 0 for every i < d_model / 2.")
     if np.all(w > 0):
         i = np.arange(d // 2)
         slope = np.polyfit(2 * i / d, np.log(w), 1)[0]   # log w = -(2i/d) log(base_eff)

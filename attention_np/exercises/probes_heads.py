@@ -5,19 +5,38 @@ from __future__ import annotations
 import numpy as np
 
 from .engine import Finding, Raised
-from .probing import RNG_SEED, _arr, _close, _nan, _run, describe, measured
+from .probes_attention import short_mask_finding
+from .probing import RNG_SEED, _arr, _close, _nan, _run, describe, measure_scale, measured
 
 # ======================================================================== heads
 
 def split_probe(fn, expected):
     L, h, d = 4, 2, 3
     x = np.arange(L * h * d, dtype=float).reshape(L, h * d)
-    out = _arr(_run(fn, x.copy(), h))
+    raw = _run(fn, x.copy(), h)
+    out = _arr(raw)
     if out is None:
+        one = _arr(_run(fn, x[None], h))
+        if isinstance(raw, Raised) and one is not None and one.shape == (1, h, L, d):
+            return Finding("works only for a fixed number of axes", f"a batch (1, L, h*d) works but "
+                           f"(L, h*d) raises {raw.text}", "Count axes from the end (reshape(*x.shape"
+                           "[:-1], h, d), swapaxes(-2, -3)) so the function works with any number of "
+                           "leading axes, none included.")
         return None
     if out.shape == (L, h, d):
         return Finding("head axis not moved", "the output has shape (L, h, d), expected (h, L, d)",
                        "After the reshape to (..., L, h, d), swap the two axes before the last.")
+    if out.shape == (h, L // h, h * d) and _close(out, x.reshape(h, L // h, h * d)):
+        return Finding("split along the positions", f"(L, h*d) = {x.shape} gives {out.shape}: head i "
+                       "holds a block of positions with all their features", "The heads split the "
+                       "FEATURE axis (the last): every head sees every position, with d = h*d / h of "
+                       "its features.")
+    if out.shape != (h, L, d) and sorted(out.shape) == sorted((h, L, d)):
+        names = {h: "h", L: "L", d: "d"}
+        return Finding("axes in the wrong order", f"(L, h*d) = {x.shape} with h = {h} gives shape "
+                       f"{out.shape} = ({', '.join(names[n] for n in out.shape)}), expected (h, L, d) "
+                       f"= {(h, L, d)}", "After the reshape to (..., L, h, d), swap the head and "
+                       "position axes: swapaxes(-3, -2), not the last axis.")
     if out.shape != (h, L, d):
         return None
     inter = np.swapaxes(np.swapaxes(x.reshape(L, d, h), -1, -2), -2, -3)
@@ -45,8 +64,15 @@ def split_probe(fn, expected):
 def merge_probe(fn, expected):
     h, L, d = 2, 4, 3
     x = np.arange(h * L * d, dtype=float).reshape(h, L, d)
-    out = _arr(_run(fn, x.copy()))
+    raw = _run(fn, x.copy())
+    out = _arr(raw)
     if out is None:
+        one = _arr(_run(fn, x[None]))
+        if isinstance(raw, Raised) and one is not None and one.shape == (1, L, h * d):
+            return Finding("works only for a fixed number of axes", f"a batch (1, h, L, d) works but "
+                           f"(h, L, d) raises {raw.text}", "Count axes from the end (swapaxes(-3, -2), "
+                           "reshape(*x.shape[:-3], L, h * d)) so the function works with any number of "
+                           "leading axes, none included.")
         return None
     if out.shape != (L, h * d):
         return Finding("merge to the wrong shape", f"(h, L, d) = {x.shape} gives {out.shape}, expected "
@@ -58,6 +84,16 @@ def merge_probe(fn, expected):
     if _close(out, x.reshape(L, h * d)):
         return Finding("reshape without the transpose", "a plain reshape mixes positions and heads",
                        "Move the head axis next to the feature axis before the reshape.")
+    if not _close(out, expected.get("merge")) and np.array_equal(np.sort(out.ravel()), x.ravel()):
+        positions = (out.astype(int) // d) % L              # x's values encode (head, position, feature)
+        mixed = [i for i in range(L) if set(positions[i].tolist()) != {i}]
+        if mixed:
+            i = mixed[0]
+            return Finding("positions mixed in the merge", f"every value is there, but row {i} of the "
+                           f"output holds values of positions {sorted(set(positions[i].tolist()))} (it "
+                           f"must hold position {i}'s features of every head)", "A reshape keeps the "
+                           "memory order: first move the head axis next to the feature axis, "
+                           "swapaxes(-3, -2) giving (..., L, h, d), then merge the last two.")
     if _close(out, expected.get("merge")):
         xb = np.stack([x, x + x.size])
         b = _run(fn, xb)
@@ -109,12 +145,59 @@ def mha_probe(fn, expected):
                            f"{'nothing' if ignored else 'something else'} (it must move by "
                            f"{'that vector' if name == 'b_o' else 'that vector times W_o'})",
                            "params holds b_q, b_k, b_v, b_o: each projection is x W + b.")
+    moved_q = moved("b_q")
+    if moved_q is not None and _close(moved_q, base):
+        return Finding("projection biases forgotten", "moving b_q by a vector changes nothing in your "
+                       "output (it must: b_q shifts every query, so every score)", "params holds b_q, "
+                       "b_k, b_v, b_o: each projection is x W + b.")
+    f = _mha_scale(fn)
+    if f is not None:
+        return f
     one = expected.get("one_head")
     if one is not None and _close(base, one):
         return Finding("a single head (no split)", f"your output with num_heads = {h} is the output of "
                        "one head", "With one head of width h*d_k the softmax averages over all "
                        "features together; split into num_heads heads, each with its own softmax.")
     return None
+
+
+def mha_mask(fn, expected):
+    """An (L, S) mask against the same mask spelled out to (B, 1, L, S)."""
+    x, y, p, h = _mha_inputs()
+    return short_mask_finding(fn, (x, y, y, p, h), f"query (2, 3, d_model), key and value (2, 5, "
+                              f"d_model) and {h} heads", extra=(x.shape[0], 1))
+
+
+def _mha_scale(fn):
+    """The scale the submission applies to each head's q k^T, measured: d_model = 8, h = 2 heads
+    of d_k = 3 (so d_k, d_model / h = 4, h * d_k = 6 and d_model differ); W_v, W_o and the values
+    make the output the attention weights of each head."""
+    rng = np.random.default_rng(RNG_SEED + 15)
+    B, L, S, dm, h, dk = 1, 3, 4, 8, 2, 3
+    p = {"W_q": rng.normal(size=(dm, h * dk)), "W_k": rng.normal(size=(dm, h * dk)),
+         "W_v": np.eye(dm), "W_o": np.eye(dm), "b_q": np.zeros(h * dk), "b_k": np.zeros(h * dk),
+         "b_v": np.zeros(dm), "b_o": np.zeros(dm)}
+    query, key = rng.normal(size=(B, L, dm)), rng.normal(size=(B, S, dm))
+    value = np.concatenate([np.eye(S), np.eye(S)], axis=-1)[None]     # head i's values: one-hot keys
+    out = _arr(_run(fn, query, key, value, p, h))
+    if out is None or out.shape != (B, L, dm) or _nan(out):
+        return None
+    q, k = query[0] @ p["W_q"], key[0] @ p["W_k"]
+    cs = [measure_scale(out[0, :, i * S:(i + 1) * S], q[:, i * dk:(i + 1) * dk], k[:, i * dk:(i + 1) * dk])
+          for i in range(h)]
+    if any(c is None for c in cs) or not np.isclose(cs[0], cs[1], rtol=1e-6):
+        return None
+    c, want = cs[0], 1 / np.sqrt(dk)
+    if abs(c - want) <= 1e-6 * want:
+        return None
+    named = {1.0: "no 1/sqrt(d_k)", 1 / np.sqrt(dm): "scaled by sqrt(d_model) instead of sqrt(d_k)",
+             1 / np.sqrt(dm / h): "d_k taken as d_model / num_heads",
+             1 / np.sqrt(h * dk): "scaled by sqrt(h * d_k) (all heads' width) instead of one head's d_k"}
+    name = next((n for v, n in named.items() if abs(c - v) <= 1e-4 * v), "wrong scale")
+    return Finding(name, f"with d_model = {dm}, num_heads = {h} and W_q of width h * d_k = {h * dk}, "
+                   f"each head's scores are multiplied by {c:.4g}; Eq. (1) uses 1/sqrt(d_k) = "
+                   f"{want:.4g} (d_k = W_q.shape[1] // num_heads = {dk})", "d_k is one head's width: "
+                   "W_q.shape[1] // num_heads, which need not be d_model / num_heads.")
 
 
 def mha_backward_probe(fn, expected):
@@ -146,7 +229,10 @@ def mha_backward_probe(fn, expected):
     names = ["dquery", "dkey", "dvalue"] + [f"d{n}" for n in sorted(dist[3])]
     got = list(out[:3]) + [out[3].get(n) for n in sorted(dist[3])]
     want = list(dist[:3]) + [dist[3][n] for n in sorted(dist[3])]
-    d = [describe(n, g, w) for n, g, w in zip(names, got, want, strict=True)]
+    r, B = np.sqrt(6.0), 3                                   # d_k = 6, batch 3 on this input
+    factors = ((r, "sqrt(d_k)"), (1 / r, "1/sqrt(d_k)"), (1 / B, "1/B, a mean over the batch"),
+               (float(B), "B"))
+    d = [describe(n, g, w, factors) for n, g, w in zip(names, got, want, strict=True)]
     wrong = {n: x for n, x in zip(names, d, strict=True) if x is not None}
     if not wrong:
         return None
@@ -156,6 +242,27 @@ def mha_backward_probe(fn, expected):
         return Finding("nonzero gradient for b_k", f"your db_k is not 0 ({what})", "Adding b_k adds "
                        "q_i . b_k to every score of row i: a constant per row, which softmax ignores. "
                        "What does that make dL/db_k?")
+    kinds = {x[0] for x in wrong.values()}
+    if kinds == {"scale"} and all("(sqrt(d_k))" in x[1] for x in wrong.values()) and not (
+            {"dvalue", "dW_v", "db_v", "dW_o", "db_o"} & set(wrong)):
+        return Finding("forgot 1/sqrt(d_k) in the attention backward", what, "The scores are q k^T * "
+                       "1/sqrt(d_k): the backward multiplies dq and dk by the same constant, and "
+                       "everything computed from them (dquery, dkey, dW_q, dW_k, db_q) inherits it.")
+    if all(n.startswith("db_") for n in wrong) and kinds == {"scale"} and all(
+            "a mean over the batch" in x[1] for x in wrong.values()):
+        return Finding("bias gradients averaged over the batch", what, "A bias is added to every "
+                       "position of every sequence, and the loss sums over them: its gradient SUMS "
+                       "over the batch and the positions (no mean).")
+    if all(n.startswith("dW_") for n in wrong) and kinds == {"extra_axes"}:
+        return Finding("weight gradients not summed over the batch", what, "Every sequence of the "
+                       "batch uses the same W: its gradient sums the per-sequence x^T dy over the "
+                       "batch, giving W's shape.")
+    inputs = {"dquery": "q", "dkey": "k", "dvalue": "v"}
+    if set(wrong) <= set(inputs) and not any(f"dW_{inputs[n]}" in wrong for n in wrong):
+        return Finding("input gradients wrong after their projection", f"{what}: dW and db of the same "
+                       "projection are right, so the gradient of x W + b is right and only its last "
+                       "step, back to the input, is wrong", "For y = x W + b, dx = dy W^T with the "
+                       "SAME projection's W (W_q for the query, W_k for the key, W_v for the value).")
     if all(n.startswith("db_") for n in wrong):
         shapes = {n: np.shape(got[names.index(n)]) for n in wrong}
         if any(len(sh) == 2 and sh[0] == 3 for sh in shapes.values()):
@@ -167,7 +274,6 @@ def mha_backward_probe(fn, expected):
                        "the batch and the positions, keeping the feature axis (heads and their "
                        "features, in the merged order).")
     if all(n.startswith("dW_") for n in wrong):
-        kinds = {x[0] for x in wrong.values()}
         if kinds == {"transposed"}:
             return Finding("weight gradients transposed", what, "For y = x W with W of shape (d_in, "
                            "d_out), dW must have W's shape: which of x^T dy and dy^T x is (d_in, d_out)?")
@@ -175,6 +281,16 @@ def mha_backward_probe(fn, expected):
             return Finding("heads in the wrong order", what, "Head i owns the columns [i*d_k, (i+1)*d_k) "
                            "of W_q, W_k, W_v and the rows of W_o: merge the head gradients back in the "
                            "order split_heads took them.")
+    one = expected.get("one_head")
+    out1 = _run(fn, *_mha_backward_inputs()["one_head"][0])
+    if one is not None and isinstance(out1, (tuple, list)) and len(out1) == 4 and isinstance(out1[3], dict):
+        got1 = list(out1[:3]) + [out1[3].get(n) for n in sorted(one[3])]
+        want1 = list(one[:3]) + [one[3][n] for n in sorted(one[3])]
+        if all(describe(n, g, w) is None for n, g, w in zip(names, got1, want1, strict=True)):
+            return Finding("head gradients split or merged wrongly", f"with num_heads = 1 every "
+                           f"gradient is right; with 2 heads, {what}", "The backward of merge_heads "
+                           "is split_heads and the backward of split_heads is merge_heads: reshape "
+                           "AND swap the head and position axes, in the order the forward used.")
     return Finding("wrong gradients", what, "Undo mha_forward's lines last to first: the output "
                    "projection, the merge (its backward is a split), attention, the split (its "
                    "backward is a merge), the three input projections; compare each gradient with "
@@ -208,6 +324,37 @@ def decode_probe(fn, expected):
             return Finding("cache of the wrong shape", f"the returned k_cache has shape {kn.shape}, "
                            f"expected {ref[1].shape} (t + 1 positions)", "Append exactly one position "
                            "along the time axis (-2).")
+        vn = _arr(full[2])
+        new_wrong = [n for n, got, want in (("key", kn, ref[1]), ("value", vn, ref[2]))
+                     if got is not None and got.shape == want.shape and not _close(got[..., -1:, :],
+                                                                                    want[..., -1:, :])]
+        if new_wrong:
+            d = x.shape[-1]
+            shifted = _run(fn, x, kc, vc, dict(p, b_k=p["b_k"] + np.arange(1.0, d + 1)), h)
+            ks = _arr(shifted[1]) if isinstance(shifted, (tuple, list)) and len(shifted) == 3 else None
+            ignored = ks is not None and kn is not None and _close(ks, kn)
+            note = " (moving b_k changes nothing in the returned cache)" if ignored else ""
+            return Finding("projection biases forgotten" if ignored else "the new key or value is wrong",
+                           f"the cached positions are kept but the appended {' and '.join(new_wrong)} "
+                           f"differ from x W + b split into heads{note}",
+                           "The new position's key is split_heads(x W_k + b_k) and its value "
+                           "split_heads(x W_v + b_v), exactly as mha_forward projects them.")
+    # the weights, read off: one head, the new value 0 (W_v = 0), cached values one-hot, W_o = I
+    rng = np.random.default_rng(RNG_SEED + 16)
+    d, t = 4, 3
+    pw = {"W_q": rng.normal(size=(d, d)), "W_k": rng.normal(size=(d, d)), "W_v": np.zeros((d, d)),
+          "W_o": np.eye(d), **{f"b_{n}": np.zeros(d) for n in "qkvo"}}
+    vc1 = np.eye(t, d)[None, None]                          # (1, 1, t, d): cached value j = e_j
+    got = _run(fn, rng.normal(size=(1, 1, d)), rng.normal(size=(1, 1, t, d)), vc1, pw, 1)
+    o = _arr(got[0]) if isinstance(got, (tuple, list)) and len(got) == 3 else None
+    if o is not None and o.shape == (1, 1, d) and not _nan(o):
+        w = o[0, 0, :t]                                     # the weights of the t cached keys
+        if w.sum() > 1 + 1e-9 or np.any(w < -1e-12):
+            return Finding("weights do not sum to 1 over the keys", f"with values that show the "
+                           f"weights, the query gives the {t} cached keys weights "
+                           f"{np.round(w, 4).tolist()} (sum {w.sum():.4g}); with its own key they "
+                           "must sum to 1", "The softmax runs over the keys: the LAST axis of the "
+                           "(B, h, 1, t + 1) scores, not the query axis (of size 1).")
     return None
 
 
@@ -222,8 +369,10 @@ def _mha_backward_inputs():
     pd["W_o"] = rng.normal(size=(12, 5)) / 3
     pd.update({f"b_{n}": 0.1 * rng.normal(size=(12,)) for n in "qkv"})
     pd["b_o"] = 0.1 * rng.normal(size=(5,))
+    dout = rng.normal(size=(3, 4, 5))
     return {"self": ((rng.normal(size=(2, 3, d)), x, x, x, p, h), {}),
-            "distinct": ((rng.normal(size=(3, 4, 5)), q, kv, kv, pd, 2), {})}
+            "distinct": ((dout, q, kv, kv, pd, 2), {}),
+            "one_head": ((dout, q, kv, kv, pd, 1), {})}         # the same, as one head of d_k = 12
 
 
 def _decode_inputs():

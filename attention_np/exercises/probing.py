@@ -57,7 +57,9 @@ def measure_scale(weights, q, k):
     return c
 
 
-def scale_finding(c, d_k, d_v):
+def scale_finding(c, d_k, d_v, S=None):
+    """The finding for a measured scale ``c`` of q k^T (None when it is 1/sqrt(d_k)); ``S`` (the
+    number of keys) names a scale by sqrt(S). The probe's d_k, d_v and S must differ."""
     want = 1 / np.sqrt(d_k)
     if c is None or abs(c - want) <= 1e-6 * want:
         return None
@@ -69,7 +71,9 @@ def scale_finding(c, d_k, d_v):
             (1 / np.sqrt(d_v), "scaled by sqrt(d_v) instead of sqrt(d_k)", "The scores are dot "
              "products of queries and keys: whose width sets their size?"),
             (np.sqrt(d_k), "multiplied by sqrt(d_k) instead of dividing", "Eq. (1) divides the "
-             "scores by sqrt(d_k).")):
+             "scores by sqrt(d_k)."),
+            *(((1 / np.sqrt(S), "scaled by sqrt(S), the number of keys, instead of sqrt(d_k)", "d_k "
+                "is the width of q and k (their last axis), not a number of positions."),) if S else ())):
         if abs(c - value) <= 1e-4 * value:
             return Finding(name, f"the scale your function applies to q k^T is {c:.4g}; Eq. (1) uses "
                            f"1/sqrt(d_k) = {want:.4g} (d_k = {d_k})", hint)

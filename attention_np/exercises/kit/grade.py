@@ -93,7 +93,7 @@ def worker(name: str, path: str, out: str, deadline: str) -> None:
     ``{"cases": [...], "message": ..., "rest": ...}`` to ``out`` after every case."""
     cfg, deadline = config(), float(deadline)
     limit = float(cfg["time_limit_per_case_s"])
-    rec = storage.load_bank(HERE / "checker" / "bank")[name]
+    rec = storage.load_bank(HERE / "checker" / "bank", names=[name])[name]
     cases = rec["cases"]
     state = {"cases": [], "message": None, "rest": None}
     signal.signal(signal.SIGALRM, _on_alarm)

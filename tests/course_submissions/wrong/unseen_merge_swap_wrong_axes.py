@@ -1,5 +1,6 @@
 # exercise: merge_heads
 # the student's slip: swaps the last two axes
+# diagnosis: positions mixed in the merge
 import numpy as np
 
 

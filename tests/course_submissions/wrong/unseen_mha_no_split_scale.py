@@ -1,5 +1,6 @@
 # exercise: mha_forward
 # the student's slip: scales by sqrt of the full projection width
+# diagnosis: scaled by sqrt(h * d_k) (all heads' width) instead of one head's d_k
 import math
 
 import numpy as np
