@@ -235,9 +235,17 @@
         }
       }
       // the heat map: queries down, keys across
-      const heat = $("heads-heat"), c = 16, lab = 0;
+      const heat = $("heads-heat"), c = 16, lab = 58;       // lab: room for the token labels
       heat.replaceChildren();
-      heat.setAttribute("viewBox", `0 0 ${lab + nk * c} ${lab + nq * c}`);
+      heat.setAttribute("viewBox", `0 0 ${lab + nk * c + 2} ${lab + nq * c + 2}`);
+      const label = (text, attrs) => {
+        const t = svg("text", {...attrs, class: "ex-tick ex-heat-label"});
+        t.textContent = text.length > 9 ? text.slice(0, 8) + "…" : text;
+        heat.append(t);
+      };
+      v.queries.forEach((t, i) => label(t, {x: lab - 3, y: lab + i * c + c * 0.72, "text-anchor": "end"}));
+      v.keys.forEach((t, j) => label(t, {x: 0, y: 0, "text-anchor": "start",
+                                         transform: `translate(${lab + j * c + c * 0.7}, ${lab - 3}) rotate(-90)`}));
       for (let i = 0; i < nq; i++) {
         for (let j = 0; j < nk; j++) {
           heat.append(svg("rect", {x: lab + j * c, y: lab + i * c, width: c, height: c, fill: shade(w(i, j) / 10000)}));
