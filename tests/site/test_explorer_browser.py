@@ -330,6 +330,30 @@ def test_decoder_self_attention_is_causal_on_the_page(explorer):
                 assert all(float(s) == 0 for s in _readout(page)[query + 1:])
 
 
+def test_cross_attention_reads_what_it_copies_on_the_page(explorer):
+    """The page's claim about the dates model's last-layer cross-attention, on the numbers it shows:
+    each digit of the day and year has a head whose largest weight is on a source character equal
+    to it; every head of the month's digits has its largest weight on a letter."""
+    page, _ = explorer
+    _select_head(page, "dates-cross", 1, 0, 0)
+    outputs = page.locator("#heads-lines .ex-col-q .ex-token").all_inner_texts()
+    sources = page.locator("#heads-lines .ex-col-k .ex-token").all_inner_texts()
+    assert outputs[4] == outputs[7] == "-" and all(outputs[i].isdigit() for i in (0, 1, 2, 3, 5, 6, 8, 9))
+    best = {}
+    for head in range(4):
+        _select_head(page, "dates-cross", 1, head, 0)
+        for query in (0, 1, 2, 3, 5, 6, 8, 9):
+            page.locator(f"#heads-lines .ex-col-q [data-index='{query}']").focus()
+            page.wait_for_function(f"() => document.getElementById('heads-view').dataset.state === "
+                                   f"'dates-cross|1|{head}|{query}'")
+            shown = [float(x) for x in _readout(page)]
+            best[query, head] = sources[int(np.argmax(shown))]
+    for query in (0, 1, 2, 3, 8, 9):                      # YYYY-MM-DD: the year's and the day's digits
+        assert any(best[query, h] == outputs[query] for h in range(4)), (query, outputs[query], best)
+    for query in (5, 6):                                  # the month's digits
+        assert all(best[query, h].isalpha() for h in range(4)), (query, best)
+
+
 def test_the_explorer_fits_a_phone(server, browser):
     context, _ = browser
     page, errors, _ = open_page(context, server + "explorer.html", PHONE)
