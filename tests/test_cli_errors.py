@@ -76,6 +76,9 @@ CASES = [
      "argument --out: got '{tmp}', which is a directory, expected a file path"),
     (("-m", "attention_np.viz.pretrained", "--dpi", "0"),
      "argument --dpi: got 0, expected an integer from 1 to 1000"),
+    (("-m", "attention_np.viz.explorer"), "the following arguments are required: OUT.js"),
+    (("-m", "attention_np.viz.explorer", "{tmp}/no/such/dir/data.js"),
+     "argument OUT.js: got '{tmp}/no/such/dir/data.js', expected a file in an existing directory"),
 ]
 
 

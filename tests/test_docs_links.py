@@ -40,3 +40,13 @@ def test_theme_templates_in_static_are_not_pages(tmp_path):
     (tmp_path / "_static" / "webpack-macros.html").write_text('<link href="{{ pathto(x) }}">')
     (tmp_path / "index.html").write_text('<script src="_static/gone.js"></script>')
     assert _check_links().broken_links(tmp_path) == ["index.html: _static/gone.js"]
+
+
+def test_contributing_builds_the_site_as_ci_does():
+    """CONTRIBUTING's site command is docs/build.sh (it installs MathJax; a bare sphinx-build on a
+    fresh clone stops at the missing MathJax), and the browser test's command follows it."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert "bash docs/build.sh docs/_build/html" in text
+    assert "sphinx-build" not in text
+    assert "ATTENTION_NP_SITE=docs/_build/html python -m pytest tests/site" in text
+    assert "bash docs/build.sh docs/_build/html" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

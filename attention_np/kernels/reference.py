@@ -6,10 +6,12 @@ writes it:
 The forward is Figure 2 (left), one line per box: MatMul, Scale, Mask (opt.), SoftMax, MatMul.
 The backward walks the same lines in reverse, each step quoting the forward line it undoes.
 
-This is the file to read next to the paper. :mod:`attention_np.kernels.fused` computes the same
-numbers with fewer passes over the (L, S) arrays (and adds dropout and grouped-query
-attention); ``attention_np.sdpa_forward`` and multi-head attention run that one, and the tests
-hold the two equal to float64 rounding.
+The file to read next to the paper is :mod:`attention_np.paper.attention` (§3.2 alone); this
+one is the same lines with the hooks the variants need (``bias``, ``window``) and with masked keys
+kept out of every product (a NaN in a masked key or value never reaches the output).
+:mod:`attention_np.kernels.fused` computes the same numbers with fewer passes over the (L, S)
+arrays (and adds dropout and grouped-query attention); ``attention_np.sdpa_forward`` and
+multi-head attention run that one, and the tests hold the two equal to float64 rounding.
 
 Shapes: ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)`` -> ``out (..., L, d_v)``;
 leading batch dims broadcast, and each gradient is summed back to its input's shape.

@@ -1,7 +1,8 @@
 // Search results: Sphinx cuts each result's snippet from the page's text, where a formula is its
 // TeX source, and the snippet may cut a formula in two (and highlighting splits \sqrt into "\ sqrt").
 // Give the snippet the formula in plain text instead: "\sqrt{d_k}" reads "√dₖ", as the page titles
-// do (tex_to_text in docs/conf.py; the same rules).
+// do (tex_to_text in docs/conf.py; the same rules). And the snippet is prose: the article's text,
+// not the theme's menus.
 (function () {
   "use strict";
   const SUB = {}, SUP = {};
@@ -31,6 +32,14 @@
     const htmlToText = Search.htmlToText;
     Search.htmlToText = (htmlString, anchor) => {
       const doc = new DOMParser().parseFromString(htmlString, "text/html");
+      // The snippet is cut from [role="main"], which under this theme also holds the theme's
+      // buttons and menus ("Settings Light Dark", "Contents"): cut it from the article alone.
+      const article = doc.querySelector("article.bd-article");
+      if (article) {
+        doc.querySelectorAll('[role="main"]').forEach((el) => el.removeAttribute("role"));
+        article.setAttribute("role", "main");
+        article.querySelectorAll(".launch-note, .explorer-needs-js").forEach((el) => el.remove());
+      }
       doc.querySelectorAll(".math").forEach((el) => {
         const tex = el.textContent.trim().replace(/^\\[(\[]|\\[)\]]$/g, "");
         el.textContent = " " + texToText(tex) + " ";

@@ -19,29 +19,17 @@ screen.
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
 import re
-import shutil
-import tempfile
-import threading
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
-SITE = os.environ.get("ATTENTION_NP_SITE", "")
-SHOTS = Path(os.environ.get("ATTENTION_NP_SITE_SHOTS",
-                            Path(tempfile.gettempdir()) / "attention_np_site_shots"))
-CHROMIUM = next((p for p in (os.environ.get("CHROMIUM", ""), shutil.which("chromium"),
-                             shutil.which("chromium-browser"), "/usr/bin/chromium")
-                 if p and Path(p).is_file()), None)
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1280, "height": 900}
+from tests.site.browser import DESKTOP, PHONE, SHOTS, SKIP, TYPESET, foreign, open_page, pages
+
 SCREENSHOTS = {"lessons/02_why_scale_by_sqrt_dk.html": "lesson02", "api.html": "api",
-               "index.html": "index", "reference.html": "reference"}
+               "index.html": "index", "reference.html": "reference", "explorer.html": "explorer",
+               "teaching.html": "teaching"}
+MULTI_PANEL = ("lessons/01_scaled_dot_product_attention.html", "lessons/02_why_scale_by_sqrt_dk.html",
+               "lessons/07_tiling_and_kv_cache.html")
 
 # Raw TeX a reader should never see: math delimiters and the commands this course's formulas use.
 RAW_TEX = re.compile(r"\\[()\[\]]|\$\$|\\(?:frac|sqrt|top|cdot|mathrm|mathbf|text|sum|exp|log|max|"
@@ -49,80 +37,8 @@ RAW_TEX = re.compile(r"\\[()\[\]]|\$\$|\\(?:frac|sqrt|top|cdot|mathrm|mathbf|tex
                      r"le|ge|ne|in|times)(?![A-Za-z])")
 
 
-def _pages() -> list[str]:
-    if not SITE:
-        return []
-    root = Path(SITE)
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*.html")
-                  if p.relative_to(root).parts[0] != "_static")
-
-
-def _why_skip() -> str | None:
-    if not SITE:
-        return ("no built site: run `bash docs/build.sh docs/_build/html`, then "
-                "`ATTENTION_NP_SITE=docs/_build/html python -m pytest tests/site`")
-    if not (Path(SITE) / "index.html").is_file():
-        return f"ATTENTION_NP_SITE={SITE} has no index.html: build it with bash docs/build.sh {SITE}"
-    if CHROMIUM is None:
-        return "no Chromium installed (apt-get install chromium): the site's browser test cannot run"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install playwright; its own browsers are not needed)"
-    return None
-
-
-SKIP = _why_skip()
 # skipif, not a skip in the test: the fixtures (a server, a browser) are never set up when skipping
 pytestmark = [pytest.mark.site, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]
-
-
-@pytest.fixture(scope="module")
-def server():
-    """The site over http on 127.0.0.1, a free port; stopped after the module's tests."""
-    handler = functools.partial(_QuietHandler, directory=str(Path(SITE).resolve()))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """One Chromium with a fresh profile; every request it makes is recorded, and any request to a
-    host other than 127.0.0.1 is recorded and refused (so no test waits on a network)."""
-    from playwright.sync_api import sync_playwright
-
-    requests: list[str] = []
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM,
-            headless=True, args=FLAGS, viewport=DESKTOP, service_workers="block")
-
-        def route(r):
-            requests.append(r.request.url)
-            host = urlsplit(r.request.url).hostname
-            if urlsplit(r.request.url).scheme in ("data", "blob", "about") or host == "127.0.0.1":
-                r.continue_()
-            else:
-                r.abort()
-        context.route("**/*", route)
-        context.on("request", lambda req: requests.append(req.url))
-        yield context, requests
-        context.close()
-
-
-def _foreign(urls):
-    return sorted({u for u in urls if urlsplit(u).scheme not in ("data", "blob", "about")
-                   and urlsplit(u).hostname != "127.0.0.1"})
 
 
 # The text a reader sees, outside code: visible text nodes whose ancestors are not code, scripts or
@@ -157,6 +73,13 @@ _IMAGES = """async () => {
   return imgs.filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.src);
 }"""
 
+# Every figure of the text opens at full size: it is a link to its own file (figure_zoom.js), and
+# the file is at least as large as the figure is shown (less its 1 px border).
+_UNLINKED_FIGURES = """() => [...document.querySelectorAll(".bd-article img")].filter(img => {
+  const a = img.closest("a");
+  return !a || a.href !== img.currentSrc || img.naturalWidth < img.getBoundingClientRect().width - 3;
+}).map(img => img.src)"""
+
 # Code, outputs, tables and display math wider than the text column must scroll inside it: a box
 # whose content is wider than itself with no scrolling box between it and the article is cut off.
 _CUT_OFF = """() => {
@@ -171,28 +94,11 @@ _CUT_OFF = """() => {
   }).map(el => el.tagName + ": " + el.textContent.trim().slice(0, 60));
 }"""
 
-_TYPESET = """async () => {
-  if (!window.MathJax || !window.MathJax.startup) return "no MathJax";
-  await window.MathJax.startup.promise;
-  return "ok";
-}"""
-
-
-def _open(context, url, viewport):
-    page = context.new_page()
-    page.set_viewport_size(viewport)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(url, wait_until="load")
-    mathjax = page.evaluate(_TYPESET)
-    return page, errors, mathjax
-
-
-@pytest.mark.parametrize("name", _pages() or ["(no site)"])
+@pytest.mark.parametrize("name", pages() or ["(no site)"])
 def test_page_reads_offline(name, server, browser):
     context, requests = browser
     requests.clear()
-    page, errors, mathjax = _open(context, server + name, DESKTOP)
+    page, errors, mathjax = open_page(context, server + name, DESKTOP)
     try:
         problems = []
         if mathjax != "ok":
@@ -215,13 +121,16 @@ def test_page_reads_offline(name, server, browser):
         broken = page.evaluate(_IMAGES)
         if broken:
             problems.append(f"images not loaded: {broken}")
+        unlinked = page.evaluate(_UNLINKED_FIGURES)
+        if unlinked:
+            problems.append(f"figures that do not open at full size (no link to their file): {unlinked[:3]}")
         if name in SCREENSHOTS:
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=SHOTS / f"{SCREENSHOTS[name]}-1280.png", full_page=False)
         page.wait_for_timeout(100)             # let late requests (fonts, the speech worker) start
-        foreign = _foreign(requests)
-        if foreign:
-            problems.append(f"requests to other hosts: {foreign[:5]}")
+        elsewhere = foreign(requests)
+        if elsewhere:
+            problems.append(f"requests to other hosts: {elsewhere[:5]}")
         if errors:
             problems.append(f"script errors: {errors[:3]}")
         assert not problems, f"{name}:\n  " + "\n  ".join(problems)
@@ -229,10 +138,10 @@ def test_page_reads_offline(name, server, browser):
         page.close()
 
 
-@pytest.mark.parametrize("name", _pages() or ["(no site)"])
+@pytest.mark.parametrize("name", pages() or ["(no site)"])
 def test_page_fits_a_phone(name, server, browser):
     context, _ = browser
-    page, _, _ = _open(context, server + name, PHONE)
+    page, _, _ = open_page(context, server + name, PHONE)
     try:
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"], f"{name}: {width} px wide at {PHONE['width']} px: it scrolls sideways"
@@ -246,6 +155,13 @@ def test_page_fits_a_phone(name, server, browser):
         if name in SCREENSHOTS:
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=SHOTS / f"{SCREENSHOTS[name]}-390.png")
+        if name in MULTI_PANEL:
+            # the multi-panel figures, shrunk to the phone's width, open (their link) at least twice
+            # as wide as shown: their labels are readable there
+            sizes = page.evaluate("""() => [...document.querySelectorAll(".bd-article a.figure-zoom img")]
+                .map(img => [img.naturalWidth, img.getBoundingClientRect().width])""")
+            wide = [s for s in sizes if s[0] >= 700]
+            assert wide and all(natural >= 2 * shown for natural, shown in wide), (name, sizes)
         button.click()
         page.wait_for_function("document.getElementById('pst-primary-sidebar-modal')?.open === true",
                                timeout=5000)
@@ -270,12 +186,12 @@ def test_search_results_show_no_raw_tex(server, browser):
     """The search page: a query that finds lesson 2 shows its title and snippet without raw TeX."""
     context, requests = browser
     requests.clear()
-    page, errors, _ = _open(context, server + "search.html?q=divide+sqrt", DESKTOP)
+    page, errors, _ = open_page(context, server + "search.html?q=divide+sqrt", DESKTOP)
     try:
         page.locator("#search-results li").first.wait_for(timeout=15000)
         page.wait_for_function("() => document.querySelector('#search-results p.search-summary')")
         page.wait_for_timeout(1500)            # snippets arrive one by one, then MathJax typesets them
-        page.evaluate(_TYPESET)
+        page.evaluate(TYPESET)
         # docs/site.md quotes, as code, the TeX this test forbids; a snippet is plain text and
         # cannot show code as code, so that one result is left out
         text = page.evaluate("""() => [...document.querySelectorAll("#search-results li")]
@@ -283,7 +199,7 @@ def test_search_results_show_no_raw_tex(server, browser):
         assert "Why divide by √dₖ?" in text, f"lesson 2 is not among the results: {text[:300]}"
         raw = sorted({text[max(0, m.start() - 30):m.end() + 30] for m in RAW_TEX.finditer(text)})
         assert not raw, f"raw TeX in the search results: {raw[:5]}"
-        assert not _foreign(requests), _foreign(requests)
+        assert not foreign(requests), foreign(requests)
         assert not errors, errors
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=SHOTS / "search-1280.png")
@@ -295,7 +211,7 @@ def test_a_lesson_page_has_what_a_course_page_needs(server, browser):
     """Lesson 2: previous/next links to lessons 1 and 3, the favicon, a copy button on code, and
     the note on how to run it (with its download link)."""
     context, _ = browser
-    page, errors, _ = _open(context, server + "lessons/02_why_scale_by_sqrt_dk.html", DESKTOP)
+    page, errors, _ = open_page(context, server + "lessons/02_why_scale_by_sqrt_dk.html", DESKTOP)
     try:
         prev = page.locator(".prev-next-area a.left-prev")
         nxt = page.locator(".prev-next-area a.right-next")
@@ -310,5 +226,177 @@ def test_a_lesson_page_has_what_a_course_page_needs(server, browser):
         link = note.locator("a[download]")
         assert link.count() == 1 and page.request.get(server + "lessons/" + link.get_attribute("href")).ok
         assert not errors, errors
+    finally:
+        page.close()
+
+
+# ---- What a reader reported (issue 36) -----------------------------------------------------------
+
+def _searchindex() -> dict:
+    import json
+    from pathlib import Path
+
+    from tests.site.browser import SITE
+
+    text = (Path(SITE) / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text.split("(", 1)[1].rstrip().rstrip(";").removesuffix(")"))
+
+
+# A name mangled by the TeX-to-text step: a subscript letter between two letters ("causalₘask").
+MANGLED = re.compile(r"[A-Za-z][ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ][A-Za-z]")
+
+
+def test_search_titles_are_the_objects_names(server, browser):
+    index = _searchindex()
+    titles = [*index.get("alltitles", {}), *index.get("titles", [])]
+    assert not [t for t in titles if MANGLED.search(t)], [t for t in titles if MANGLED.search(t)][:5]
+    assert any(t.startswith("causal_mask(") for t in index["alltitles"]), "causal_mask's title is lost"
+    assert "2. Why divide by √dₖ?" in index["titles"]          # a title with math is still plain text
+    context, _ = browser
+    page, errors, _ = open_page(context, server + "search.html?q=causal_mask", DESKTOP)
+    try:
+        page.locator("#search-results li").first.wait_for(timeout=15000)
+        page.wait_for_function("() => document.querySelector('#search-results p.search-summary')")
+        links = page.locator("#search-results li > a").all_inner_texts()
+        assert any("causal_mask" in t for t in links), links[:10]
+        assert not [t for t in links if MANGLED.search(t)], links
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+def test_search_results_fit_a_phone_and_quote_prose(server, browser):
+    """At 390 px the results page is no wider than the screen (long words in snippets wrap), and a
+    snippet is the page's text, not the theme's menus ("Settings Light Dark", "Contents")."""
+    context, _ = browser
+    page, errors, _ = open_page(context, server + "search.html?q=sliding_window_mask", PHONE)
+    try:
+        page.locator("#search-results li").first.wait_for(timeout=15000)
+        page.wait_for_function("() => document.querySelector('#search-results p.search-summary')")
+        page.wait_for_function("() => document.querySelectorAll('#search-results p.context').length >= 3",
+                               timeout=20000)
+        page.wait_for_timeout(1000)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"the search results are {width} px wide at {PHONE['width']} px"
+        snippets = page.locator("#search-results p.context").all_inner_texts()
+        menu = [s for s in snippets if re.search(r"Light\s+Dark|Settings|Download this page|Skip to", s)]
+        assert not menu, f"snippets quote the theme's menus: {menu[:3]}"
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SHOTS / "search-390.png")
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+def test_teaching_page_shows_its_figures(server, browser):
+    from attention_np.cli.figures import FIGURES
+
+    context, _ = browser
+    page, _, _ = open_page(context, server + "teaching.html", DESKTOP)
+    try:
+        shown = page.evaluate("""() => [...document.querySelectorAll("figure.course-figure")].map(f => ({
+            caption: f.querySelector("figcaption").innerText,
+            loaded: f.querySelector("img").naturalWidth > 0}))""")
+        assert [s["caption"].split(":")[0].strip() for s in shown] == list(FIGURES), shown
+        assert all(s["loaded"] for s in shown), shown
+    finally:
+        page.close()
+
+
+def test_reference_reads_paper_first_and_folds(server, browser):
+    context, _ = browser
+    page, _, _ = open_page(context, server + "reference.html", PHONE)
+    try:
+        text = page.inner_text(".bd-article")
+        for module in ("attention_np.paper.attention", "attention_np.paper.multihead",
+                       "attention_np.paper.linear", "attention_np.paper.params"):
+            assert page.locator(f"[id='module-{module}']").count() == 1, f"{module} is not documented"
+        first = page.evaluate("""() => {
+            const paper = document.getElementById("module-attention_np.paper.attention");
+            const kernel = document.getElementById("module-attention_np.kernels.reference");
+            return Boolean(paper.compareDocumentPosition(kernel) & Node.DOCUMENT_POSITION_FOLLOWING);
+        }""")
+        assert first, "the reference documents kernels.reference before paper.attention"
+        assert "This is the file to read next to the paper" not in text
+        assert "The file to read next to the paper is" in text
+        height = page.evaluate("document.documentElement.scrollHeight")
+        assert height < 40_000, f"the reference is {height} px tall at {PHONE['width']} px: not folded"
+        # a fold opens on a tap, and a link to an anchor inside a closed fold opens it
+        fold = page.locator("[id='attention_np.paper.attention.sdpa_forward'] + dd > details.fold")
+        assert fold.count() == 1 and fold.get_attribute("open") is None
+        fold.locator("summary").click()
+        assert fold.get_attribute("open") is not None
+        inner = "attention_np.kernels.tiled_forward.LazyShift.add_tile"
+        assert page.evaluate(f"!document.getElementById('{inner}').closest('details').open")
+        page.evaluate(f"location.hash = '#{inner}'")
+        page.wait_for_function(f"() => document.getElementById('{inner}').closest('details').open")
+    finally:
+        page.close()
+
+
+def _dom(context, url):
+    """A page's DOM, scripts run, without waiting for MathJax (links and code do not need it)."""
+    page = context.new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    return page
+
+
+def test_pages_link_what_they_name(server, browser):
+    """The API page links the reference; a lesson or exercise named as code on a guide is a link
+    to its page; lessons link their explorer view, at an anchor that exists."""
+    context, _ = browser
+    page = _dom(context, server + "api.html")
+    try:
+        assert page.locator(".bd-article a[href^='reference.html']").count() >= 1
+        for guide in ("teaching.html", "instructors.html"):
+            page.goto(server + guide, wait_until="domcontentloaded")
+            unlinked = page.evaluate(r"""() => [...document.querySelectorAll(".bd-article code")]
+                .filter(c => !c.closest("pre"))
+                .filter(c => /^(notebooks\/|exercises\/)?\d\d_[a-z_]+(\.ipynb)?$/.test(c.innerText.trim()))
+                .filter(c => !c.closest("a")).map(c => c.innerText)""")
+            assert not unlinked, f"{guide} names these notebooks without a link: {unlinked[:5]}"
+            linked = page.locator(".bd-article a[href^='lessons/']").count()
+            assert linked >= 9, f"{guide} links {linked} lessons"
+        page.goto(server + "explorer.html", wait_until="domcontentloaded")
+        for anchor in ("eq1", "masks", "heads"):
+            assert page.locator(f"section[id='{anchor}']").count() == 1, f"explorer.html has no #{anchor}"
+        for lesson, anchor in (("02_why_scale_by_sqrt_dk", "eq1"), ("07_tiling_and_kv_cache", "masks"),
+                               ("08_encoder_decoder", "heads"), ("09_real_model_attention", "heads")):
+            page.goto(server + f"lessons/{lesson}.html", wait_until="domcontentloaded")
+            hrefs = page.eval_on_selector_all(".bd-article a[href*='explorer.html']",
+                                              "as => as.map(a => a.getAttribute('href'))")
+            assert f"../explorer.html#{anchor}" in hrefs, (lesson, hrefs)
+    finally:
+        page.close()
+
+
+def test_navigation_has_the_explorer_the_paper_and_the_references(server, browser):
+    from pathlib import Path
+
+    context, _ = browser
+    page = _dom(context, server + "index.html")
+    try:
+        nav = page.locator(".bd-sidebar-primary")
+        assert nav.locator("a[href='explorer.html']", has_text="Explorer").count() >= 1
+        assert nav.locator("a[href='https://arxiv.org/abs/1706.03762']").count() == 1
+        if (Path(__file__).resolve().parents[2] / "docs" / "references.md").is_file():
+            assert nav.locator("a[href='references.html']").count() == 1
+        page.goto(server + "explorer.html", wait_until="domcontentloaded")
+        assert "Explorer" in page.title()
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("width", [PHONE, DESKTOP], ids=["390", "1280"])
+def test_tables_keep_code_names_whole(width, server, browser):
+    """A code name in a table cell is never cut mid-word ("notebooks/01_sc|aled_dot..."): the table
+    scrolls instead. (A command, code with spaces, may wrap at a space.)"""
+    context, _ = browser
+    page, _, _ = open_page(context, server + "teaching.html", width)
+    try:
+        broken = page.evaluate("""() => [...document.querySelectorAll(".bd-article table code")]
+            .filter(c => !/\\s/.test(c.innerText.trim()) && c.getClientRects().length > 1)
+            .map(c => c.innerText)""")
+        assert not broken, f"code names wrapped inside a table: {broken[:5]}"
     finally:
         page.close()
