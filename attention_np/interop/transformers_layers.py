@@ -80,6 +80,7 @@ class LayerSpec:
     #                                  to the scaled scores (BLOOM, MPT; Falcon's times the scale)
     adds_residual: bool = False      # BLOOM: the layer returns out + its ``residual`` argument
     bool_mask_masks: bool = False    # MPT: a bool attention_mask is True where a key is masked
+    rope_sin_first: bool = False     # GPT-J: position_embeddings are (sin, cos) of the r/2 angles
 
     @property
     def has_rope(self) -> bool:
@@ -182,6 +183,9 @@ def _unsupported_features(module, cfg) -> None:
         _refuse(module, "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + "
                         "k.r_q(j-i) from relative-position embeddings, content-to-position and "
                         "position-to-content, scaled by 1/sqrt(3 d))")
+    if "mp_num" in _source(module):                                      # CodeGen
+        _refuse(module, "a fused qkv_proj in CodeGen's layout (split into mp_num model-parallel "
+                        "blocks, each [q | v | k])")
     if getattr(cfg, "clip_qkv", None) is not None and "clip_qkv" in _source(module):
         _refuse(module, f"clamping q, k, v to +-{cfg.clip_qkv} (clip_qkv)")
 
@@ -250,18 +254,22 @@ def _rope(module, cfg, family: str, d: int, alibi) -> dict:
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
     partial = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 1.0))
     r = getattr(module, "rotary_ndims", None)
+    if r is None and isinstance(getattr(module, "rotary_dim", None), int):      # GPT-J
+        r = module.rotary_dim
     if r is None:
         r = int(d * partial) if rope.get("rope_type", "default") != "proportional" else d
     r = int(r)
     if r % 2 or not 2 <= r <= d:
         _refuse(module, f"a rotated width of {r} features (head_dim {d})")
-    partial_ok = r != d and (hasattr(module, "rotary_ndims") or _rotates_part(module, d, r))
+    partial_ok = r != d and (hasattr(module, "rotary_ndims") or hasattr(module, "rotary_dim")
+                             or _rotates_part(module, d, r))
     # a layer that rotates the whole head keeps the factor: rope_scaling_from_config refuses it
     plain = {k: v for k, v in rope.items() if k != "partial_rotary_factor"} if partial_ok \
         else rope
     scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
-    return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout)
+    return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
+                rope_sin_first="sin, cos = position_embeddings" in _source(module))
 
 
 def _rotates_part(module, d: int, r: int) -> bool:
@@ -281,13 +289,17 @@ def _rotates_part(module, d: int, r: int) -> bool:
 
 
 def _rope_layout(module) -> str:
-    """Which features a RoPE pair joins, probed from the family's ``rotate_half``: (0, 1, 2, 3)
+    """Which features a RoPE pair joins, probed from the family's ``rotate_half`` (GPT-J's
+    ``rotate_every_two``): (0, 1, 2, 3)
     -> (-2, -3, 0, 1) pairs m with m + d/2 ("half"), -> (-1, 0, -3, 2) pairs 2m, 2m+1."""
     rotate_half = family_function(module, "rotate_half")
-    if rotate_half is None:
-        _refuse(module, "a rotary embedding without a rotate_half function (pair layout unknown)")
+    every_two = family_function(module, "rotate_every_two")             # GPT-J: (B, L, h, r)
+    if rotate_half is None and every_two is None:
+        _refuse(module, "a rotary embedding without a rotate_half or rotate_every_two function "
+                        "(pair layout unknown)")
     import torch
-    got = rotate_half(torch.arange(4.0)).tolist()
+    got = (rotate_half(torch.arange(4.0)) if rotate_half is not None else
+           every_two(torch.arange(4.0).reshape(1, 1, 1, 4))).reshape(-1).tolist()
     layouts = {(-2.0, -3.0, 0.0, 1.0): "half", (-1.0, 0.0, -3.0, 2.0): "interleaved"}
     if tuple(got) not in layouts:
         _refuse(module, f"a rotary pair layout with rotate_half([0, 1, 2, 3]) = {got}")
