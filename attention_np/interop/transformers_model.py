@@ -159,8 +159,9 @@ def check_model_inputs(model, inputs: dict, torch) -> None:
 
 
 def _implementation(model, specs) -> str:
-    if any(s.sinks for _, _, s in specs) or not getattr(model, "_supports_sdpa", True):
-        # (BLOOM, MPT: no sdpa; MPT's eager mask is bool, True where masked)
+    if any(s.sinks for _, _, s in specs) or not getattr(model, "_supports_sdpa", True) and \
+            any(s.alibi is not None for _, _, s in specs):
+        # (BLOOM, MPT: no sdpa, their masks are eager's; MPT's bool, True where masked)
         return "eager"                   # transformers' sdpa drops the sinks
     if any(s.softcap is not None for _, _, s in specs):
         return EAGER_FLOAT64             # sdpa refuses the soft-cap, eager's softmax is float32

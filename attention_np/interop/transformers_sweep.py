@@ -45,7 +45,6 @@ SMALL = {"num_key_value_heads": 2, "head_dim": 8, "vocab_size": 99, "num_local_e
          "max_position_embeddings": 64, "image_size": 32, "patch_size": 8,
          **{n: 32 for n in WIDTH}, **{n: 4 for n in HEADS}, **{n: 2 for n in LAYERS},
          **{n: 37 for n in FFN},
-         "attention_hidden_size": 64, "attention_head_dim": 16, "mamba_dt_rank": 4,   # Zamba
          "rotary_dim": 4}                      # GPT-J, CodeGen: partial RoPE of the 8
 VOCAB = 99
 B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
