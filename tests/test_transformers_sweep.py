@@ -130,3 +130,48 @@ def test_a_tiny_config_is_small_and_builds():
     model = sw.build("llama")
     assert sum(p.numel() for p in model.parameters()) < 100_000
     assert not np.isnan(next(model.parameters()).detach().numpy()).any()
+
+
+def _alibi_model(family):
+    if family == "falcon":
+        cfg = sw.tiny_config("falcon")
+        cfg.alibi = True
+        torch.manual_seed(0)
+        return transformers.AutoModel.from_config(cfg).eval()
+    return sw.build(family)
+
+
+@pytest.mark.parametrize("family, builder", [
+    ("bloom", "build_alibi_tensor"), ("falcon", "build_alibi_tensor"),
+    ("mpt", "build_mpt_alibi_tensor")])
+def test_alibi_agrees_and_a_changed_slope_is_the_first_layers_mismatch(family, builder,
+                                                                         monkeypatch):
+    """BLOOM's and Falcon's alibi argument, MPT's position_bias: compared with ours (never
+    taken from the model), so slopes 1 % off are the first layer's disagreement."""
+    model = _alibi_model(family)
+    inputs = sw._text_inputs(model)
+    report = compare_transformers_model(model, **inputs)
+    assert report.ok and len(report.layers) == 2, str(report)
+    module = __import__(type(model).__module__, fromlist=[builder])
+    original = getattr(module, builder)
+    if family == "mpt":              # a method of the model calls the module's function
+        monkeypatch.setattr(module, builder, lambda *a, **k: original(*a, **k) * 1.01)
+    else:
+        monkeypatch.setattr(module, builder, lambda m, h, dtype: original(m, h, dtype) * 1.01)
+    report = compare_transformers_model(model, **inputs)
+    assert report.verdict == "MISMATCH"
+    assert report.first_disagreement.name == report.layers[0].name, str(report)
+
+
+def test_partial_interleaved_rope_of_gptj_agrees_with_its_sin_cos_row():
+    model = sw.build("gptj")
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.ok, str(report)
+    assert [r.kind for r in report.layers] == ["rotary", "attention", "attention"]
+    assert [c.name for c in report.layers[0].checks] == ["sin", "cos"]
+
+
+def test_qwen2_vl_text_model_mrope_with_text_positions_agrees():
+    model = sw.build("qwen2_vl_text")
+    assert compare_transformers_model(model, **sw._text_inputs(model)).ok
+

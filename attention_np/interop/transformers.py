@@ -151,6 +151,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
     spec = layer_spec(module)
+    if spec.alibi is not None or spec.adds_residual:
+        raise UnsupportedLayer(
+            f"{type(module).__name__}: its ALiBi bias (or residual) comes from the model's "
+            "forward, not the layer: diff the whole model with compare_transformers_model")
     if attn_implementation not in IMPLEMENTATIONS:
         raise ValueError(f"attn_implementation must be one of {IMPLEMENTATIONS} (float64 forward "
                          f"and backward on CPU), got {attn_implementation!r}")

@@ -24,6 +24,8 @@ import inspect
 import sys
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from attention_np.interop.transformers_rope import rope_scaling_from_config
 from attention_np.interop.transformers_weights import (
     QK_NORMS,
@@ -31,6 +33,7 @@ from attention_np.interop.transformers_weights import (
     params_from_transformers,  # noqa: F401  (re-exported)
     read_qk_norm,
 )
+from attention_np.variants.position_bias import alibi_slopes
 from attention_np.variants.spec import AttentionSpec, RoPE
 
 # the families the docs list by name (a tag for messages and family-specific traps; a subclass
@@ -73,6 +76,11 @@ class LayerSpec:
     sinks: bool = False              # gpt-oss: a learned sink logit per head
     post_norm_eps: float | None = None  # ALBERT: LayerNorm(x + out) inside the layer
     cross: bool = False              # keys and values from another sequence (encoder output)
+    alibi: tuple | None = None       # ALiBi: per-head slopes m_n of the bias -m_n |j - i| added
+    #                                  to the scaled scores (BLOOM, MPT; Falcon's times the scale)
+    adds_residual: bool = False      # BLOOM: the layer returns out + its ``residual`` argument
+    bool_mask_masks: bool = False    # MPT: a bool attention_mask is True where a key is masked
+    rope_sin_first: bool = False     # GPT-J: position_embeddings are (sin, cos) of the r/2 angles
 
     @property
     def has_rope(self) -> bool:
@@ -175,11 +183,33 @@ def _unsupported_features(module, cfg) -> None:
         _refuse(module, "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + "
                         "k.r_q(j-i) from relative-position embeddings, content-to-position and "
                         "position-to-content, scaled by 1/sqrt(3 d))")
-    if getattr(cfg, "alibi", False) and "alibi" in forward_parameters(module):
-        _refuse(module, "ALiBi (Falcon alibi=True: a per-head linear bias added before the "
-                        "scale)")
+    if "mp_num" in _source(module):                                      # CodeGen
+        _refuse(module, "a fused qkv_proj in CodeGen's layout (split into mp_num model-parallel "
+                        "blocks, each [q | v | k])")
     if getattr(cfg, "clip_qkv", None) is not None and "clip_qkv" in _source(module):
         _refuse(module, f"clamping q, k, v to +-{cfg.clip_qkv} (clip_qkv)")
+
+
+def _alibi(module, cfg, h: int, scale: float) -> tuple | None:
+    """ALiBi's slopes, where a model puts it: an ``alibi`` argument (BLOOM; Falcon with
+    ``config.alibi``), MPT's ``position_bias`` (its family's ``build_mpt_alibi_tensor``). Falcon adds the bias
+    before the scale (its slopes times the scale here)."""
+    params = forward_parameters(module)
+    attn = getattr(cfg, "attn_config", None)
+    if "alibi" in params and getattr(cfg, "alibi", True):
+        slopes = alibi_slopes(h)
+        if "*= self.inv_norm_factor" in _source(module):        # Falcon: (q.k + bias) * scale
+            slopes = slopes * scale
+    elif "position_bias" in params and getattr(attn, "alibi", True) and \
+            family_function(module, "build_mpt_alibi_tensor") is not None:
+        # MPT: its model always passes build_mpt_alibi_tensor(h, ..., alibi_bias_max=8)
+        if h & (h - 1):
+            _refuse(module, f"MPT's ALiBi slopes for {h} heads (not a power of 2: MPT orders "
+                            "them unlike BLOOM's rule, alibi_slopes)")
+        slopes = 2.0 ** (-8.0 * np.arange(1, h + 1) / h)
+    else:
+        return None
+    return tuple(float(m) for m in slopes)
 
 
 def _heads(module, cfg, projections) -> tuple:
@@ -205,7 +235,7 @@ def _heads(module, cfg, projections) -> tuple:
 
 
 def _scale(module, d: int) -> float:
-    for a in ("scaling", "scale", "inv_norm_factor"):
+    for a in ("scaling", "scale", "inv_norm_factor", "softmax_scale"):
         v = getattr(module, a, None)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
@@ -213,9 +243,10 @@ def _scale(module, d: int) -> float:
                     f"inv_norm_factor attribute; 1/sqrt({d}) is not assumed)")
 
 
-def _rope(module, cfg, family: str, d: int) -> dict:
-    """RoPE of a layer that takes ``position_embeddings``: theta, scaling, width, layout."""
-    if "position_embeddings" not in forward_parameters(module) or \
+def _rope(module, cfg, family: str, d: int, alibi) -> dict:
+    """RoPE of a layer that takes ``position_embeddings``: theta, scaling, width, layout
+    (none with ALiBi: Falcon rotates only without it)."""
+    if alibi is not None or "position_embeddings" not in forward_parameters(module) or \
             not getattr(module, "use_rope", True):                   # SmolLM3's NoPE layers
         return {}
     rope = getattr(cfg, "rope_parameters", None) or {}
@@ -223,18 +254,22 @@ def _rope(module, cfg, family: str, d: int) -> dict:
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
     partial = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 1.0))
     r = getattr(module, "rotary_ndims", None)
+    if r is None and isinstance(getattr(module, "rotary_dim", None), int):      # GPT-J
+        r = module.rotary_dim
     if r is None:
         r = int(d * partial) if rope.get("rope_type", "default") != "proportional" else d
     r = int(r)
     if r % 2 or not 2 <= r <= d:
         _refuse(module, f"a rotated width of {r} features (head_dim {d})")
-    partial_ok = r != d and (hasattr(module, "rotary_ndims") or _rotates_part(module, d, r))
+    partial_ok = r != d and (hasattr(module, "rotary_ndims") or hasattr(module, "rotary_dim")
+                             or _rotates_part(module, d, r))
     # a layer that rotates the whole head keeps the factor: rope_scaling_from_config refuses it
     plain = {k: v for k, v in rope.items() if k != "partial_rotary_factor"} if partial_ok \
         else rope
     scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
-    return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout)
+    return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
+                rope_sin_first="sin, cos = position_embeddings" in _source(module))
 
 
 def _rotates_part(module, d: int, r: int) -> bool:
@@ -254,13 +289,17 @@ def _rotates_part(module, d: int, r: int) -> bool:
 
 
 def _rope_layout(module) -> str:
-    """Which features a RoPE pair joins, probed from the family's ``rotate_half``: (0, 1, 2, 3)
+    """Which features a RoPE pair joins, probed from the family's ``rotate_half`` (GPT-J's
+    ``rotate_every_two``): (0, 1, 2, 3)
     -> (-2, -3, 0, 1) pairs m with m + d/2 ("half"), -> (-1, 0, -3, 2) pairs 2m, 2m+1."""
     rotate_half = family_function(module, "rotate_half")
-    if rotate_half is None:
-        _refuse(module, "a rotary embedding without a rotate_half function (pair layout unknown)")
+    every_two = family_function(module, "rotate_every_two")             # GPT-J: (B, L, h, r)
+    if rotate_half is None and every_two is None:
+        _refuse(module, "a rotary embedding without a rotate_half or rotate_every_two function "
+                        "(pair layout unknown)")
     import torch
-    got = rotate_half(torch.arange(4.0)).tolist()
+    got = (rotate_half(torch.arange(4.0)) if rotate_half is not None else
+           every_two(torch.arange(4.0).reshape(1, 1, 1, 4))).reshape(-1).tolist()
     layouts = {(-2.0, -3.0, 0.0, 1.0): "half", (-1.0, 0.0, -3.0, 2.0): "interleaved"}
     if tuple(got) not in layouts:
         _refuse(module, f"a rotary pair layout with rotate_half([0, 1, 2, 3]) = {got}")
@@ -318,14 +357,18 @@ def layer_spec(module) -> LayerSpec:
         causal = bool(module.is_decoder)
     norm = read_qk_norm(module, h, h_kv, d)
     post = getattr(module, "LayerNorm", None)                          # ALBERT
+    scale = _scale(module, d)
+    alibi = _alibi(module, cfg, h, scale)
     return LayerSpec(
-        family, h, h_kv, d, _scale(module, d), causal, projections.has_o,
+        family, h, h_kv, d, scale, causal, projections.has_o,
         window=_window(module, cfg), buckets=buckets, softcap=_softcap(module),
         qk_norm=None if norm is None else norm.kind,
         qk_norm_eps=None if norm is None else norm.eps,
         sinks=getattr(module, "sinks", None) is not None,
-        post_norm_eps=None if post is None else float(post.eps), cross=cross,
-        **_rope(module, cfg, family, d))
+        post_norm_eps=None if post is None else float(post.eps), cross=cross, alibi=alibi,
+        adds_residual="residual" in forward_parameters(module),
+        bool_mask_masks="masked_fill(attention_mask," in _source(module),
+        **_rope(module, cfg, family, d, alibi))
 
 
 def no_causal(spec: LayerSpec) -> LayerSpec:

@@ -16,6 +16,7 @@ import contextlib
 import copy
 import inspect
 import typing
+from dataclasses import replace
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from attention_np.interop.transformers_layers import (
 from attention_np.interop.transformers_recent import (
     EAGER_FLOAT64,
     float64_experts,
+    float64_upcasts,
     prepare_recent_layer,
 )
 from attention_np.interop.transformers_replay import (
@@ -42,6 +44,7 @@ from attention_np.interop.transformers_replay import (
 )
 from attention_np.interop.transformers_report import LayerResult, ModelReport  # noqa: F401
 from attention_np.interop.transformers_rope import check_position_embeddings, spec_cos_sin
+from attention_np.variants.position_bias import alibi_bias
 
 MIN = np.finfo(np.float64).min / 2
 CACHES = ("cache", "past_key_values", "past_key_value", "layer_past")
@@ -83,6 +86,8 @@ def _mask(arg, spec, B, L, S, cross):
     if arg is None:
         return (None if cross else build_mask(spec, B, L, S)), None
     m = _np(arg)
+    if m.dtype == bool and spec.bool_mask_masks:         # MPT: True where masked
+        m = ~m
     if m.dtype == bool:
         return np.broadcast_to(m, (B,) + m.shape[1:-2] + (L, S)), None
     keep = m > MIN
@@ -153,8 +158,10 @@ def check_model_inputs(model, inputs: dict, torch) -> None:
                             "keyword options)")
 
 
-def _implementation(specs) -> str:
-    if any(s.sinks for _, _, s in specs):
+def _implementation(model, specs) -> str:
+    if any(s.sinks for _, _, s in specs) or not getattr(model, "_supports_sdpa", True) and \
+            any(s.alibi is not None for _, _, s in specs):
+        # (BLOOM, MPT: no sdpa, their masks are eager's; MPT's bool, True where masked)
         return "eager"                   # transformers' sdpa drops the sinks
     if any(s.softcap is not None for _, _, s in specs):
         return EAGER_FLOAT64             # sdpa refuses the soft-cap, eager's softmax is float32
@@ -191,7 +198,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
         if not refused:
             report.notes.append("no attention layer found")
         return report
-    impl = _implementation(specs)
+    impl = _implementation(work, specs)
     for cfg in {id(m.config): m.config for m in work.modules() if hasattr(m, "config")}.values():
         cfg._attn_implementation = impl
     log, calls, handles = [], [], []
@@ -222,7 +229,9 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
     if "use_cache" in inspect.signature(work.forward).parameters:
         feed.setdefault("use_cache", False)         # each layer sees the whole sequence
     try:
+        upcasts = not getattr(work, "_supports_sdpa", True)      # BLOOM, MPT: see _implementation
         with contextlib.ExitStack() as stack, torch.no_grad():
+            stack.enter_context(float64_upcasts(torch, upcasts))
             for kind in {type(m): m for _, m, _ in specs}.values():
                 stack.enter_context(float64_rope_function(kind))
             work(**feed)
@@ -237,6 +246,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
                 if call["spec"].has_rope:
                     _rotary_row(call, report, rotary_rows)
                 with contextlib.ExitStack() as stack:
+                    stack.enter_context(float64_upcasts(torch, upcasts))
                     stack.enter_context(float64_rope_function(call["module"]))
                     report.layers.append(_diff_call(label, call, params[call["name"]], rng,
                                                     torch))
@@ -281,6 +291,8 @@ def _rotary_row(call, report, done: set) -> None:
 
 def _diff_call(label, call, params, rng, torch) -> LayerResult:
     spec, bound, layer = call["spec"], call["bound"], call["module"]
+    if isinstance(bound.get("is_causal"), bool):       # CLIP's text model: is_causal=True
+        spec = replace(spec, is_causal=bound["is_causal"])  # passed to a non-causal layer
     x_t = bound.get("hidden_states", call["args"][0] if call["args"] else None)
     kv_t = bound.get("key_value_states", bound.get("encoder_hidden_states"))
     x, kv = _np(x_t), _np(kv_t)
@@ -289,7 +301,7 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     cross = kv is not None
     arg = bound.get("encoder_attention_mask") if spec.cross else bound.get(
         "attention_mask", bound.get("mask"))
-    pb = bound.get("position_bias")
+    pb = None if spec.alibi is not None else bound.get("position_bias")   # MPT: its ALiBi
     p = dict(params)
     mask, bias = _mask(arg, spec if not cross else no_causal(spec), B, L, S, cross)
     if pb is not None:        # T5: the bias block 0 computed (older transformers: mask folded in)
@@ -297,6 +309,8 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         mask = keep if mask is None else mask & keep
         bias = pb if bias is None else bias + (0.0 if pb is None else pb)
         p.pop("bias_table", None)
+    if spec.alibi is not None:   # ours, whatever the model added (Falcon: folded in its mask)
+        bias = alibi_bias(np.asarray(spec.alibi), L, S, align="bottom_right")[None]
     positions = None
     if spec.has_rope:
         positions = call.get("positions")
@@ -330,5 +344,7 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     grads = params_from_transformers(layer, grads=True)[0]
     got.update({f"d{n}": grads[n] for n in p})
     ours = replay(spec, p, x, kv, mask, dout, positions=positions, bias=bias)
+    if spec.adds_residual:      # BLOOM: out + residual (no gradient: the block's own input)
+        ours["out"] = ours["out"] + _np(bound["residual"])
     excluded = leave_out_rows(got, ours, rows)
     return LayerResult(label, type(layer).__name__, judge(got, ours), excluded)

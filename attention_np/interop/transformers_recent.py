@@ -17,6 +17,8 @@ run ``experts_implementation="eager"`` (:func:`float64_experts`). See docs/frame
 
 from __future__ import annotations
 
+import contextlib
+
 # transformers' eager attention with its softmax in the input's dtype instead of float32: the
 # float64 reference for Gemma 2, whose soft-cap transformers' sdpa refuses (docs/frameworks.md)
 EAGER_FLOAT64 = "attention_np_eager_float64"
@@ -99,3 +101,30 @@ def float64_experts(model) -> None:
     """
     if getattr(model.config, "_experts_implementation", None) not in (None, "eager"):
         model.set_experts_implementation("eager")
+
+
+@contextlib.contextmanager
+def float64_upcasts(torch, active: bool = True):
+    """While inside (when ``active``): a float64 tensor's ``.float()`` stays float64 and
+    ``softmax(x, dtype=torch.float32)`` of a float64 ``x`` is taken in float64. For the layers
+    that upcast to float32 in their own forward instead of through the attention interface
+    (BLOOM's ``softmax(..., dtype=float32)``, MPT's ``scores.float()``): the same formula, in
+    the copy's float64. Restored on exit."""
+    if not active:
+        yield
+        return
+    functional, tensor_float = torch.nn.functional, torch.Tensor.float
+    softmax = functional.softmax
+
+    def as_float(self, *args, **kwargs):
+        return self if self.dtype == torch.float64 else tensor_float(self, *args, **kwargs)
+
+    def float64_softmax(x, dim=None, _stacklevel=3, dtype=None):
+        if dtype == torch.float32 and x.dtype == torch.float64:
+            dtype = torch.float64
+        return softmax(x, dim=dim, dtype=dtype)
+    torch.Tensor.float, functional.softmax = as_float, float64_softmax
+    try:
+        yield
+    finally:
+        torch.Tensor.float, functional.softmax = tensor_float, softmax

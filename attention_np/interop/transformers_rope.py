@@ -92,7 +92,8 @@ def check_position_embeddings(spec, positions, cos, sin) -> list:
     angle = float(np.max(np.abs(positions))) * float(np.max(inv_freq))
     tol = ULPS_ANGLE * EPS32 * max(1.0, angle) * max(1.0, abs(factor))
     checks = []
-    for name, theirs, mine in (("cos", cos, ours[0]), ("sin", sin, ours[1])):
+    names = ("sin", "cos") if getattr(spec, "rope_sin_first", False) else ("cos", "sin")
+    for name, theirs, mine in ((names[0], cos, ours[0]), (names[1], sin, ours[1])):
         t = np.asarray(to_numpy(theirs), dtype=np.float64)
         if t.ndim == mine.ndim and t.shape[0] == 1:
             t = np.broadcast_to(t, (mine.shape[0],) + t.shape[1:])
@@ -150,11 +151,14 @@ def spec_cos_sin(spec, positions) -> tuple[np.ndarray, np.ndarray]:
     """The ``position_embeddings`` a layer of ``spec`` takes, in float64: cos, sin
     ``(B, L, r)`` over the rotated width ``r`` (partial rotary: GPT-NeoX, Phi, StableLM), the
     ``r/2`` angles repeated as its pair layout needs (``"half"``: concatenated, transformers'
-    Llama; ``"interleaved"``: each twice in turn, Cohere); gpt-oss takes the ``r/2`` angles."""
+    Llama; ``"interleaved"``: each twice in turn, Cohere); gpt-oss takes the ``r/2`` angles,
+    GPT-J the ``r/2`` angles as ``(sin, cos)`` (returned in that order: as the layer takes them)."""
     r = spec.rotary_dim or spec.head_dim
     cos, sin = rope_angles(positions, r, theta=spec.rope_theta, scaling=spec.rope_scaling)
     if spec.family == "gpt_oss":
         return cos, sin
+    if getattr(spec, "rope_sin_first", False):         # GPT-J: (sin, cos) of the r/2 angles
+        return sin, cos
     if spec.rope_layout == "interleaved":
         return np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
     return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)

@@ -44,7 +44,8 @@ SMALL = {"num_key_value_heads": 2, "head_dim": 8, "vocab_size": 99, "num_local_e
          "num_experts": 2, "n_routed_experts": 2, "num_experts_per_tok": 1,
          "max_position_embeddings": 64, "image_size": 32, "patch_size": 8,
          **{n: 32 for n in WIDTH}, **{n: 4 for n in HEADS}, **{n: 2 for n in LAYERS},
-         **{n: 37 for n in FFN}}
+         **{n: 37 for n in FFN},
+         "rotary_dim": 4}                      # GPT-J, CodeGen: partial RoPE of the 8
 VOCAB = 99
 B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
 CHANGE = 1e-6                           # added to one layer's output: must be caught and named
@@ -65,9 +66,14 @@ def _shrink(d: dict) -> dict:
             v = SMALL[k]
         elif k.endswith("_token_id") and _is_int(v) and v >= VOCAB:
             v = 1
+        elif k == "rope_parameters" and isinstance(v, dict) and \
+                d.get("model_type", "").startswith("qwen2_vl"):
+            # multimodal RoPE: sections of the head's d/2 frequencies (default [16, 24, 24])
+            v = {**v, "mrope_section": [2, 1, 1]}
         out[k] = v
     depth = next((out[n] for n in LAYERS if _is_int(out.get(n))), None)
-    for k in ("layer_types", "attention_layers", "no_rope_layers", "mlp_only_layers"):
+    for k in ("layer_types", "attention_layers", "no_rope_layers", "mlp_only_layers",
+              "layers_block_type"):
         v = out.get(k)
         if depth is not None and isinstance(v, list) and len(v) > depth:
             kinds = list(dict.fromkeys(v))                   # keep one layer of each kind

@@ -86,8 +86,8 @@ def find_projections(module) -> Projections:
         p.fused = fused
         if getattr(module, "new_decoder_architecture", False):
             p.layout = "grouped"
-        elif getattr(module, "multi_query", False) or fused is children.get("qkv_proj") \
-                or _conv1d(fused):
+        elif getattr(module, "multi_query", False) or _conv1d(fused) or \
+                any(fused is children.get(n) for n in ("qkv_proj", "Wqkv")):   # MPT: chunk(3)
             p.layout = "contiguous"
         else:
             p.layout = "per_head"
