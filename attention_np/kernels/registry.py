@@ -68,17 +68,12 @@ def _fused_backward(dout, cache) -> Grads:
     return fused.backward(dout, cache, dbias=True)
 
 
-def _tiled_backward(dout, cache) -> Grads:
-    dq, dk, dv, *rest = tiled.flash_attention_backward(dout, cache, return_dbias=True)
-    return Grads(dq=dq, dk=dk, dv=dv, dbias=rest[-1], dsinks=rest[0] if len(rest) == 2 else None)
-
-
 KERNELS = {
     "reference": Kernel("reference", _reference_forward, _reference_backward,
                         frozenset({"bias", "window"})),
     "fused": Kernel("fused", _fused_forward, _fused_backward, frozenset(OPTIONS),
                     refuses_together=(("sinks", "dropout"),)),
-    "tiled": Kernel("tiled", tiled.flash_plan, _tiled_backward, frozenset(OPTIONS) - {"dropout"}),
+    "tiled": Kernel("tiled", tiled.flash_plan, tiled.backward, frozenset(OPTIONS) - {"dropout"}),
 }
 
 
