@@ -402,8 +402,8 @@ def backward(dout, cache: SDPACache, *, dbias: bool = False) -> Grads:
     # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
     if c.blocks is not None:
         # The forward walked query blocks (kernels/blocked.py): so does the backward (no bias).
-        dq, dk, dv = blocked.backward(q, k, v, e, l, out, dout, q.dtype.type(c.scale), c.blocks,
-                                      c.mask)
+        dq, dk, dv = blocked.backward(q, k, v, e, l, out, dout, scale=q.dtype.type(c.scale),
+                                      blocks=c.blocks, mask=c.mask)
         return summed(c, (q, k, v), (dq, dk, dv))
     keep, dropout_scale = dict(steps).get("dropout", (None, 1.0))
     dout_l = dout / l                                                    # (..., L, d_v)
