@@ -68,7 +68,7 @@ def test_every_kernel_equals_the_paper(rng, kernel, case):
     want_grads = paper.sdpa_backward(dout, cache)
     kern = RUNS[kernel]
     out, kcache = kern.forward(q, k, v, Plan(**opts))
-    got_grads = kern.backward(dout, kcache)[:3]
+    got_grads = kern.backward(dout, kcache).qkv
     assert max_abs_diff(out, want) < 1e-13 * max(1.0, np.abs(want).max())
     for name, got, w, x in zip("qkv", got_grads, want_grads, (q, k, v), strict=True):
         assert got.shape == x.shape, name
@@ -86,7 +86,7 @@ def test_every_kernel_in_float32_is_held_to_the_rule_against_torch(rng, kernel, 
     kern = RUNS[kernel]
     out, kcache = kern.forward(q, k, v, Plan(**opts))
     assert out.dtype == np.float32
-    ours = (out, *kern.backward(dout, kcache)[:3])
+    ours = (out, *kern.backward(dout, kcache).qkv)
     oracle = _torch_oracle(torch, q, k, v, dout, opts, torch.float64)
     theirs = _torch_oracle(torch, q, k, v, dout, opts, torch.float32)
     for name, o, t, w in zip(("out", "dq", "dk", "dv"), ours, theirs, oracle, strict=True):
@@ -176,8 +176,9 @@ def test_every_kernel_equals_the_definition_for_each_variant_it_claims(rng, kern
     dout = randn(rng, *(q.shape[:-1] + (v.shape[-1],)))
     want = _torch_oracle(torch, q, k, v, dout, opts, torch.float64)
     out, cache = kern.forward(q, k, v, plan)
-    dq, dk, dv, extra = kern.backward(dout, cache)
-    got = [out, dq, dk, dv] + [extra[n] for n in ("bias", "sinks") if opts.get(n) is not None]
+    grads = kern.backward(dout, cache)
+    got = [out, *grads.qkv] + [getattr(grads, "d" + n) for n in ("bias", "sinks")
+                               if opts.get(n) is not None]
     names = ["out", "dq", "dk", "dv"] + [f"d{n}" for n in ("bias", "sinks") if opts.get(n) is not None]
     for name, g, w in zip(names, got, want, strict=True):
         assert g.shape == w.shape, name
@@ -208,7 +209,7 @@ def test_attend_keeps_its_kernel_for_the_backward(rng):
     for name in KERNELS:
         out, cache = attend(name, q, k, v, Plan(**opts))
         assert cache.kernel == name
-        by_kernel[name] = (out, *attend_backward(dout, cache)[:3])
+        by_kernel[name] = (out, *attend_backward(dout, cache).qkv)
     for name in ("fused", "tiled"):
         for got, want in zip(by_kernel[name], by_kernel["reference"], strict=True):
             assert max_abs_diff(got, want) < 1e-12

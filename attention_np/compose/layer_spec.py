@@ -75,36 +75,11 @@ def check_layer(caller: str, query, key, value, params, spec: AttentionSpec, dep
     """Check a multi-head call's inputs; returns ``query, key, value`` as arrays and the
     :class:`Layer`. Every check runs before any work (and before a KV cache changes)."""
     h = spec.num_heads
-    W_q, W_k = (params.get(w) if isinstance(params, dict) else None for w in ("W_q", "W_k"))
-    h_kv = None
-    if W_q is not None and W_k is not None and np.ndim(W_q) == 2 and np.ndim(W_k) == 2:
-        d_k = np.shape(W_q)[1] // h if np.shape(W_q)[1] % h == 0 else 0
-        if d_k and np.shape(W_k)[1] % d_k == 0 and np.shape(W_k)[1] // d_k:
-            h_kv = np.shape(W_k)[1] // d_k       # grouped-query attention: what W_k's width says
-    if "num_kv_heads" in deprecated:
-        _answered(caller, "num_kv_heads")
-        given = deprecated["num_kv_heads"]
-        if given is not None and h_kv is not None and given != h_kv:
-            raise ValueError(f"{caller} got num_kv_heads={given} but params['W_k'] has "
-                             f"{np.shape(W_k)[1]} columns: {h_kv} key heads of d_k={np.shape(W_q)[1] // h}")
-    if h_kv is None and deprecated.get("num_kv_heads") is not None:
-        h_kv = deprecated["num_kv_heads"]       # W_k's width says nothing clear: check the claim
+    h_kv = _kv_heads(caller, params, h, deprecated)
     query, key, value, h_kv = check_mha_inputs(query, key, value, params, h,
                                                None if h_kv == h else h_kv)
     qk_norm = _switched_on(caller, "qk_norm", all(n in params for n in NORMS), deprecated)
-    if qk_norm:       # (d_k,) shared, or one per head: (h, d_k) for q, (h_kv, d_k) for k
-        d_k = params["W_q"].shape[1] // h
-        for name, heads in (("q_norm", h), ("k_norm", h_kv)):
-            for entry in (name, f"{name}_bias"):
-                if entry in params and np.shape(params[entry]) not in ((d_k,), (heads, d_k)):
-                    raise ValueError(f"params[{entry!r}] has shape {np.shape(params[entry])}, "
-                                     f"expected ({d_k},) or ({heads}, {d_k})")
-        if spec.qk_norm == "rms" and any(f"{n}_bias" in params for n in NORMS):
-            raise ValueError("params has a QK-norm bias (q_norm_bias/k_norm_bias), which only "
-                             "a LayerNorm has: pass spec=AttentionSpec(..., qk_norm='layer')")
-    elif any(n in params for n in NORMS):
-        raise ValueError(f"params has {[n for n in NORMS if n in params]} but not both of {NORMS}: "
-                         f"QK-norm needs both")
+    _check_qk_norm(params, spec, qk_norm, h, h_kv)
     sinks = _switched_on(caller, "sinks", "sinks" in params, deprecated)
     if sinks and np.shape(params["sinks"]) != (h,):
         raise ValueError(f"params['sinks'] has shape {np.shape(params['sinks'])}, expected "
@@ -116,6 +91,52 @@ def check_layer(caller: str, query, key, value, params, spec: AttentionSpec, dep
         window=spec.window, softcap=spec.softcap, enable_gqa=h_kv != h, dropout_p=spec.dropout_p,
         sinks=params["sinks"] if sinks else None))
     return query, key, value, layer
+
+
+def _kv_heads(caller: str, params, h: int, deprecated: dict):
+    """The key/value heads ``params['W_k']``'s width says (grouped-query attention), checked
+    against a 0.1 ``num_kv_heads``; that claim when the width says nothing clear; else None."""
+    W_q, W_k = (params.get(w) if isinstance(params, dict) else None for w in ("W_q", "W_k"))
+    h_kv = _kv_heads_of(W_q, W_k, h)
+    if "num_kv_heads" in deprecated:
+        _answered(caller, "num_kv_heads")
+        given = deprecated["num_kv_heads"]
+        if given is not None and h_kv is not None and given != h_kv:
+            raise ValueError(f"{caller} got num_kv_heads={given} but params['W_k'] has "
+                             f"{np.shape(W_k)[1]} columns: {h_kv} key heads of d_k={np.shape(W_q)[1] // h}")
+    if h_kv is None and deprecated.get("num_kv_heads") is not None:
+        h_kv = deprecated["num_kv_heads"]       # W_k's width says nothing clear: check the claim
+    return h_kv
+
+
+def _kv_heads_of(W_q, W_k, h: int):
+    """The key/value heads of ``W_k``'s width in heads of ``W_q``'s ``d_k``, or None when the
+    widths say nothing clear (checked later, by :func:`check_mha_inputs`)."""
+    if W_q is None or W_k is None or np.ndim(W_q) != 2 or np.ndim(W_k) != 2:
+        return None
+    d_k = np.shape(W_q)[1] // h if np.shape(W_q)[1] % h == 0 else 0
+    if d_k and np.shape(W_k)[1] % d_k == 0 and np.shape(W_k)[1] // d_k:
+        return np.shape(W_k)[1] // d_k           # grouped-query attention: what W_k's width says
+    return None
+
+
+def _check_qk_norm(params: dict, spec: AttentionSpec, qk_norm: bool, h: int, h_kv: int) -> None:
+    """QK-norm's weights (and biases): both or neither, each ``(d_k,)`` shared or one per head,
+    ``(h, d_k)`` for q and ``(h_kv, d_k)`` for k; a bias only with a LayerNorm."""
+    if not qk_norm:
+        if any(n in params for n in NORMS):
+            raise ValueError(f"params has {[n for n in NORMS if n in params]} but not both of "
+                             f"{NORMS}: QK-norm needs both")
+        return
+    d_k = params["W_q"].shape[1] // h
+    for name, heads in (("q_norm", h), ("k_norm", h_kv)):
+        for entry in (name, f"{name}_bias"):
+            if entry in params and np.shape(params[entry]) not in ((d_k,), (heads, d_k)):
+                raise ValueError(f"params[{entry!r}] has shape {np.shape(params[entry])}, "
+                                 f"expected ({d_k},) or ({heads}, {d_k})")
+    if spec.qk_norm == "rms" and any(f"{n}_bias" in params for n in NORMS):
+        raise ValueError("params has a QK-norm bias (q_norm_bias/k_norm_bias), which only "
+                         "a LayerNorm has: pass spec=AttentionSpec(..., qk_norm='layer')")
 
 
 def _answered(caller: str, name: str) -> None:
@@ -162,14 +183,7 @@ def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str, 
     lead = m.shape[0] if m.ndim == 3 and len(batch) >= 1 else 1
     ambiguous = lead > 1 and (lead != h or (name == "mask" and batch[0] == h))
     if ambiguous:
-        why = (f"it could mean one per sequence (batch {batch[0]}) or one per head ({h} heads)"
-               if m.shape[0] == h else f"its first axis would line up with the {h} heads")
-        raise ValueError(
-            f"{name} of shape {m.shape} is ambiguous for the multi-head scores {layout} = {scores}: "
-            f"{why}. For one {name} per sequence (e.g. padding_mask's (B, 1, S)) pass "
-            f"{name}[:, None], shape (B, 1, L|1, S); for one per head pass {name}[None], shape "
-            f"(1, h, L, S)" + ("; or build it from lengths: attention_np.lengths_mask(...)[:, None]"
-                                if name == "mask" else ""))
+        raise ValueError(_ambiguous(m, name, batch, scores, layout))
     if stretch_batch and m.ndim > 3:
         try:
             scores = np.broadcast_shapes(batch, m.shape[:-3]) + scores[-3:]
@@ -177,6 +191,18 @@ def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str, 
             pass                                       # named against the inputs' scores below
     check_broadcasts_to(m, name, scores, layout)
     return m
+
+
+def _ambiguous(m, name: str, batch: tuple, scores: tuple, layout: str) -> str:
+    """The message for a 3-D mask or bias whose first axis could be the batch or the heads."""
+    h = scores[-3]
+    why = (f"it could mean one per sequence (batch {batch[0]}) or one per head ({h} heads)"
+           if m.shape[0] == h else f"its first axis would line up with the {h} heads")
+    return (f"{name} of shape {m.shape} is ambiguous for the multi-head scores {layout} = {scores}: "
+            f"{why}. For one {name} per sequence (e.g. padding_mask's (B, 1, S)) pass "
+            f"{name}[:, None], shape (B, 1, L|1, S); for one per head pass {name}[None], shape "
+            f"(1, h, L, S)" + ("; or build it from lengths: attention_np.lengths_mask(...)[:, None]"
+                                if name == "mask" else ""))
 
 
 def positions_without_rope(caller: str) -> str:

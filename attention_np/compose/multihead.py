@@ -162,9 +162,10 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     # 4) forward: concat = merge_heads(heads)  ->  its backward is split_heads
     dheads = split_heads(dconcat, c.num_heads)                       # (..., h, L, d_v)
     # 3) forward: heads = Attention(q, k, v)
-    dq, dk, dv, extra = attend_backward(dheads, c.kernel_cache)      # (..., h | h_kv, L | S, d)
-    if "sinks" in extra:
-        grads["sinks"] = extra["sinks"]
+    kernel_grads = attend_backward(dheads, c.kernel_cache)
+    dq, dk, dv = kernel_grads.qkv                                    # (..., h | h_kv, L | S, d)
+    if kernel_grads.dsinks is not None:
+        grads["sinks"] = kernel_grads.dsinks
     # 2') forward: q, k = RoPE(QKNorm(q)), RoPE(QKNorm(k))
     dq, dk = transform_qk_backward(dq, dk, c.transforms, grads)
     # 1, 2) forward: q = split_heads(query @ W_q + b_q), and the same for k, v
@@ -172,7 +173,7 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     dkey, grads["W_k"], grads["b_k"] = project_heads_backward(dk, c.key, p, "k")
     dvalue, grads["W_v"], grads["b_v"] = project_heads_backward(dv, c.value, p, "v")
     grads = {name: grads[name] for name in p}                        # the keys of params
-    return (dquery, dkey, dvalue, grads) + ((extra["bias"],) if return_dbias else ())
+    return (dquery, dkey, dvalue, grads) + ((kernel_grads.dbias,) if return_dbias else ())
 
 
 def _drop_masked_inputs(query, key, value, mask, is_causal: bool, window):

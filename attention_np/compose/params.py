@@ -72,17 +72,7 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
         With ``qk_norm=True``, ``q_norm (d_k,)`` and ``k_norm (d_k,)``; with ``sinks=True``,
         ``sinks (h,)``.
     """
-    check_int(d_model, "d_model")
-    check_int(num_heads, "num_heads")
-    if (d_k is None or d_v is None) and d_model % num_heads:
-        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}; "
-                         f"pass d_k and d_v explicitly")
-    d_k = d_model // num_heads if d_k is None else d_k
-    d_v = d_model // num_heads if d_v is None else d_v
-    kdim = d_model if kdim is None else kdim
-    vdim = d_model if vdim is None else vdim
-    for name, n in (("d_k", d_k), ("d_v", d_v), ("kdim", kdim), ("vdim", vdim)):
-        check_int(n, name)
+    d_k, d_v, kdim, vdim = _widths(d_model, num_heads, d_k, d_v, kdim, vdim)
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
     for name, flag in (("qk_norm", qk_norm), ("sinks", sinks)):
@@ -105,6 +95,22 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
     if sinks:
         params.update(sinks=np.zeros(h))
     return {name: p.astype(dtype) for name, p in params.items()}
+
+
+def _widths(d_model, num_heads, d_k, d_v, kdim, vdim) -> tuple:
+    """``d_k, d_v, kdim, vdim`` with their defaults (``d_model // num_heads``, ``d_model``), checked."""
+    check_int(d_model, "d_model")
+    check_int(num_heads, "num_heads")
+    if (d_k is None or d_v is None) and d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}; "
+                         f"pass d_k and d_v explicitly")
+    d_k = d_model // num_heads if d_k is None else d_k
+    d_v = d_model // num_heads if d_v is None else d_v
+    kdim = d_model if kdim is None else kdim
+    vdim = d_model if vdim is None else vdim
+    for name, n in (("d_k", d_k), ("d_v", d_v), ("kdim", kdim), ("vdim", vdim)):
+        check_int(n, name)
+    return d_k, d_v, kdim, vdim
 
 
 def check_kv_heads(num_kv_heads, num_heads: int) -> int:
@@ -133,16 +139,9 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     check_min_ndim(query, "query", 2, "(..., L, d_model)")
     check_min_ndim(key, "key", 2, "(..., S, kdim)")
     check_min_ndim(value, "value", 2, "(..., S, vdim)")
-    check_params_dict(params)
-    missing = [w for w in WEIGHTS if w not in params]
-    if missing:
-        raise ValueError(f"params is missing {missing}; init_mha_params makes a complete dict")
-    unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES) - set(NORMS) - {"sinks"}
-                     - {f"{n}_bias" for n in NORMS})               # a LayerNorm QK-norm's bias
-    if unknown:
-        raise ValueError(f"params has unknown keys {unknown}")
+    _check_keys(params)
     check_int(num_heads, "num_heads")
-    W_q, W_k, W_v, W_o = (params[w] for w in WEIGHTS)
+    W_q, W_k, W_v = (params[w] for w in WEIGHTS[:3])
     for name, x, W in (("query", query, "W_q"), ("key", key, "W_k"), ("value", value, "W_v")):
         if params[W].ndim != 2 or x.shape[-1] != params[W].shape[0]:
             raise ValueError(f"{name} has {x.shape[-1]} features but params['{W}'] has shape "
@@ -151,13 +150,9 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
                      **{f"params['{name}']": p for name, p in params.items()})
     h_kv = check_kv_heads(num_kv_heads, num_heads)
     if h_kv == num_heads and W_q.shape[1] != W_k.shape[1]:
-        gqa = (f"; grouped-query attention with {num_heads * W_k.shape[1] // W_q.shape[1]} key/value "
-               f"heads needs W_k and W_v of that many heads' columns "
-               f"(init_mha_params(..., num_kv_heads={num_heads * W_k.shape[1] // W_q.shape[1]}))"
-               if W_q.shape[1] % W_k.shape[1] == 0 and num_heads * W_k.shape[1] % W_q.shape[1] == 0
-               else "")
         raise ValueError(f"params['W_q'] has {W_q.shape[1]} columns but params['W_k'] has "
-                         f"{W_k.shape[1]}: queries and keys need the same width h*d_k{gqa}")
+                         f"{W_k.shape[1]}: queries and keys need the same width "
+                         f"h*d_k{_gqa_hint(W_q, W_k, num_heads)}")
     v_heads = "num_heads" if num_kv_heads is None else "num_kv_heads"
     for W, name, n in (("W_q", "num_heads", num_heads), ("W_v", v_heads, h_kv)):
         if params[W].shape[1] % n:
@@ -167,7 +162,14 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
     if W_k.shape[1] != h_kv * d_k:
         raise ValueError(f"params['W_k'] has {W_k.shape[1]} columns but num_kv_heads={h_kv} "
                          f"key heads of d_k={d_k} need {h_kv * d_k}")
-    concat = W_v.shape[1] // h_kv * num_heads                     # h * d_v
+    _check_output(params, W_v.shape[1] // h_kv * num_heads)
+    return query, key, value, h_kv
+
+
+def _check_output(params: dict, concat: int) -> None:
+    """``W_o`` takes the ``concat = h * d_v`` features of the concatenated heads, and each bias
+    has its weight's width."""
+    W_o = params["W_o"]
     if W_o.ndim != 2 or W_o.shape[0] != concat:
         raise ValueError(f"params['W_o'] has shape {W_o.shape} but the concatenated heads have "
                          f"{concat} features (h*d_v)")
@@ -175,4 +177,25 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
         if b in params and params[b].shape != (params[W].shape[1],):
             raise ValueError(f"params['{b}'] has shape {params[b].shape}, "
                              f"expected ({params[W].shape[1]},)")
-    return query, key, value, h_kv
+
+
+def _check_keys(params) -> None:
+    """``params`` a dict with the four weights and no key :func:`init_mha_params` cannot make."""
+    check_params_dict(params)
+    missing = [w for w in WEIGHTS if w not in params]
+    if missing:
+        raise ValueError(f"params is missing {missing}; init_mha_params makes a complete dict")
+    unknown = sorted(set(params) - set(WEIGHTS) - set(BIASES) - set(NORMS) - {"sinks"}
+                     - {f"{n}_bias" for n in NORMS})               # a LayerNorm QK-norm's bias
+    if unknown:
+        raise ValueError(f"params has unknown keys {unknown}")
+
+
+def _gqa_hint(W_q, W_k, num_heads: int) -> str:
+    """When ``W_k`` is narrower than ``W_q`` by a whole number of heads: the grouped-query
+    attention it could be (else "")."""
+    if W_q.shape[1] % W_k.shape[1] or num_heads * W_k.shape[1] % W_q.shape[1]:
+        return ""
+    n = num_heads * W_k.shape[1] // W_q.shape[1]
+    return (f"; grouped-query attention with {n} key/value heads needs W_k and W_v of that many "
+            f"heads' columns (init_mha_params(..., num_kv_heads={n}))")

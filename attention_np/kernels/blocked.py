@@ -71,8 +71,8 @@ def attend(q, k, v, mask, scale: float, sink=None):
     n = int(np.prod(_batch(q, k, mask), dtype=np.int64))
     per_worker = -(-n // max(1, min(n, num_threads())))     # batch entries in one unit of work
     blocks = plan((per_worker,), q.shape[-2], k.shape[-2], mask)
-    out, e, l, sink_weight = forward(q, k, v, mask, lambda qb, kb, s: scaled_scores(qb, kb, scale, out=s),
-                                     blocks, sink)
+    out, e, l, sink_weight = forward(q, k, v, mask=mask, blocks=blocks, sink=sink,
+                                     scale_scores=lambda qb, kb, s: scaled_scores(qb, kb, scale, out=s))
     return out, e, l, blocks, mask, sink_weight
 
 
@@ -102,7 +102,7 @@ def plan(batch: tuple, L: int, S: int, mask) -> list[tuple[int, int, int, int]]:
     return blocks
 
 
-def forward(q, k, v, mask, scale_scores, blocks, sink=None):
+def forward(q, k, v, *, mask, scale_scores, blocks, sink=None):
     """The blocked forward: ``out, exp_scores, rowsum, sink_weight`` as
     :func:`attention_np.kernels.fused.sdpa_plan` makes them.
 
@@ -138,11 +138,8 @@ def forward(q, k, v, mask, scale_scores, blocks, sink=None):
             q, k, v, e, l, out = (x[b] for x in (qf, kf, vf, ef, lf, of))
             e[..., rows, :j0] = 0                # keys outside the block's span: weight 0
             e[..., rows, j1:] = 0
-            if j0 == j1:
-                out[..., rows, :] = 0            # rows that attend nothing: e = 0, l = 1, out = 0
-                if sink is not None:             # and the sink all the weight (0 if it is -inf)
-                    _, lb, es = softmax_numerator_with_sink_(e[..., rows, j0:j1], sf[b])
-                    swf[b][..., rows, :] = es / lb
+            if j0 == j1:                         # rows that attend nothing: e = 0, l = 1, out = 0
+                nothing_attended(out, rows, e[..., rows, j0:j1], sf, swf, b)
                 continue
             m = None if mask is None else tile(mf[b], i, j, j0, j1)
             s = e[..., rows, keys]             # the block's scores, written where e keeps them
@@ -171,7 +168,17 @@ def forward(q, k, v, mask, scale_scores, blocks, sink=None):
     return out, e, l, sw
 
 
-def backward(q, k, v, e, l, out, dout, scale, blocks, mask=None):
+def nothing_attended(out, rows, e_rows, sinks, sink_weights, b) -> None:
+    """Rows of a block that attend no key: output 0 (``e = 0`` and ``l = 1`` already), and with
+    sinks (``sinks[b]``, weights written to ``sink_weights[b]``), all the weight on the sink (0
+    if it is -inf)."""
+    out[..., rows, :] = 0
+    if sinks is not None:
+        _, lb, es = softmax_numerator_with_sink_(e_rows, sinks[b])
+        sink_weights[b][..., rows, :] = es / lb
+
+
+def backward(q, k, v, e, l, out, dout, *, scale, blocks, mask=None):
     """The blocked backward (no dropout): full-batch ``dq, dk, dv`` before summing to the inputs.
 
     Same formulas as :func:`attention_np.sdpa_backward`, block by block; the caller sums each

@@ -35,6 +35,7 @@ from attention_np._checks import (
     sum_to_shape,
 )
 from attention_np.kernels import blocked
+from attention_np.kernels.grads import Grads
 from attention_np.kernels.guard import (
     all_finite,
     attended,
@@ -53,9 +54,12 @@ from attention_np.variants.sinks import check_sinks
 from attention_np.variants.softcap import check_softcap, softcap_backward, softcap_forward
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SDPACache:
     """What :func:`sdpa_backward` needs from the forward pass, and nothing else.
+
+    Keyword-only: ``SDPACache(q=q, k=k, v=v, exp_scores=e, rowsum=l, out=out, scale=s)`` is a
+    plain forward's cache; each option the forward used adds one named step to ``steps``.
 
     Attributes
     ----------
@@ -64,20 +68,24 @@ class SDPACache:
     rowsum : (..., L, 1) the row sums of ``exp_scores`` (1 for a fully masked row)
     out : (..., L, d_v) the output (its row sums with ``dout`` shortcut the softmax backward)
     scale : the factor applied to ``QKᵀ``
-    dropout_mask : (..., L, S) bool, True = kept, or None without dropout
-    dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights
-    kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
-    bias_shape : the shape of the ``bias`` given to the forward (None without one): the shape
-        ``sdpa_backward(..., return_dbias=True)`` sums its gradient to
-    softcap, softcap_tanh : the cap ``c`` and ``tanh(QKᵀ·scale / c)`` (..., L, S), or None
-    blocks : the query blocks of the blocked path (:mod:`attention_np.kernels.blocked`), or None
-    sink_weight : (..., L, 1) the weight of the attention sink in each row (its term of
-        ``rowsum``, divided by it), or None without sinks (:mod:`attention_np.variants.sinks`)
-    weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
-        access as ``exp_scores / rowsum``
     mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended (a -inf
         bias removed when an input is NaN or inf), or None; the backward uses it only when an
         input is NaN or inf (see :func:`masked_matmul`)
+    steps : tuple of ``(name, saved)``, the forward's optional steps in the order it took them,
+        walked in reverse by the backward: ``("gqa", G)``, ``("blocked", blocks)``,
+        ``("softcap", (c, tanh))``, ``("bias", bias_shape)``, ``("sinks", sink_weight)``,
+        ``("dropout", (keep, 1 / (1 - p)))``; each is also read by its own name below.
+    weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
+        access as ``exp_scores / rowsum``
+    kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
+    blocks : the query blocks of the blocked path (:mod:`attention_np.kernels.blocked`), or None
+    softcap, softcap_tanh : the cap ``c`` and ``tanh(QKᵀ·scale / c)`` (..., L, S), or None
+    bias_shape : the shape of the ``bias`` given to the forward (None without one): the shape
+        ``sdpa_backward(..., return_dbias=True)`` sums its gradient to
+    sink_weight : (..., L, 1) the weight of the attention sink in each row (its term of
+        ``rowsum``, divided by it), or None without sinks (:mod:`attention_np.variants.sinks`)
+    dropout_mask : (..., L, S) bool, True = kept, or None without dropout
+    dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights (1.0 without dropout)
     """
 
     q: np.ndarray
@@ -87,21 +95,50 @@ class SDPACache:
     rowsum: np.ndarray
     out: np.ndarray
     scale: float
-    dropout_mask: np.ndarray | None = None
-    dropout_scale: float = 1.0
-    kv_groups: int = 1
-    bias_shape: tuple | None = None
-    softcap: float | None = None
-    softcap_tanh: np.ndarray | None = None
     mask: np.ndarray | None = None
-    blocks: list | None = None
-    sink_weight: np.ndarray | None = None
+    steps: tuple = ()
 
     made_by = "attention_np.sdpa_forward (attention_np.kernels.fused)"
+
+    def saved(self, name: str, default=None):
+        """What the step ``name`` saved, or ``default`` when the forward did not take it."""
+        return dict(self.steps).get(name, default)
 
     @property
     def weights(self) -> np.ndarray:
         return self.exp_scores / self.rowsum
+
+    @property
+    def kv_groups(self) -> int:
+        return self.saved("gqa", 1)
+
+    @property
+    def blocks(self) -> list | None:
+        return self.saved("blocked")
+
+    @property
+    def softcap(self) -> float | None:
+        return self.saved("softcap", (None, None))[0]
+
+    @property
+    def softcap_tanh(self) -> np.ndarray | None:
+        return self.saved("softcap", (None, None))[1]
+
+    @property
+    def bias_shape(self) -> tuple | None:
+        return self.saved("bias")
+
+    @property
+    def sink_weight(self) -> np.ndarray | None:
+        return self.saved("sinks")
+
+    @property
+    def dropout_mask(self) -> np.ndarray | None:
+        return self.saved("dropout", (None, 1.0))[0]
+
+    @property
+    def dropout_scale(self) -> float:
+        return self.saved("dropout", (None, 1.0))[1]
 
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | None = None, scale=None,
@@ -173,71 +210,151 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
     ``plan.sinks`` (h,) (gpt-oss, :mod:`attention_np.variants.sinks`) join each row's max and
     softmax denominator as one more term, never as a key; ``cache.sink_weight`` keeps their
     weights for :func:`attention_np.kernels.sinks.sdpa_sinks_backward`. Not with dropout.
+
+    Each option is one guarded step, ``steps.append((name, saved))``; the cache keeps the steps
+    and :func:`backward` walks them in reverse.
     """
-    mask, bias, is_causal, window, enable_gqa, rng = (plan.mask, plan.bias, plan.is_causal, plan.window,
-                                                       plan.enable_gqa, plan.rng)
     q, k, v, scale = check_qkv(q, k, v, plan.scale)
-    dropout_p = check_dropout_p(plan.dropout_p)
-    softcap = check_softcap(plan.softcap)
-    sink = None if plan.sinks is None else check_sinks(plan.sinks, q).astype(q.dtype)[:, None, None]
-    if sink is not None and (dropout_p or dropout_mask is not None):
-        raise ValueError("the fused kernel cannot combine sinks with dropout")
-    inputs, given_keep = (q, k, v), dropout_mask
-    bias_shape = None if bias is None else np.shape(bias)
-    groups = kv_groups(q, k, v) if enable_gqa else 1
+    dropout_p, softcap, sink = checked_options(q, plan, dropout_mask)
+    inputs, mask, bias, keep_given = (q, k, v), plan.mask, plan.bias, dropout_mask
+    steps = []                                     # (name, saved), in the order they are taken
+    groups = kv_groups(q, k, v) if plan.enable_gqa else 1
     if groups > 1:
         # Group the query heads, (..., H_kv, G, L, d), so that k and v broadcast over each group.
-        H = q.shape[-3]
-        mask = group_heads(None if mask is None else as_bool_mask(mask), H, groups, "mask")
-        bias = group_heads(None if bias is None else np.asarray(bias), H, groups, "bias")
-        if dropout_mask is not None:
-            dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
-                                       "dropout_mask")
-        sink = group_heads(sink, H, groups, "sinks")                    # (H_kv, G, 1, 1)
-        q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
-    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal, window)
-    if mask is not None:
-        # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
-        q, k, v = drop_masked(q, k, v, mask)
-        inputs = (ungroup_queries(q) if groups > 1 else q,
-                  k.reshape(inputs[1].shape), v.reshape(inputs[2].shape))
+        q, k, v, mask, bias, dropout_mask, sink = grouped(q, k, v, mask, bias, dropout_mask, sink,
+                                                          groups)
+        steps.append(("gqa", groups))
+    mask, bias = mask_and_bias(q, k, v, mask, bias, plan.is_causal, plan.window)
+    # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
+    q, k, v, inputs = masked_inputs(q, k, v, mask, inputs, groups)
 
     if blocked.wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap):
         # Big scores, plain Eq. (1): the same numbers, block by block (kernels/blocked.py).
-        out, e, l, blocks, mask, sink_weight = blocked.attend(q, k, v, mask, scale, sink)
-        if groups > 1:
-            out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
-            sink_weight = None if sink is None else ungroup_queries(sink_weight)
-        return out, SDPACache(*inputs, e, l, out.copy(), scale, kv_groups=groups, mask=mask,
-                              blocks=blocks, sink_weight=sink_weight)
+        return attend_blocked(q, k, v, inputs, mask, scale, sink, steps)
 
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
     scores = scaled_scores(q, k, scale)                                 # (..., L, S)
-    capped = None
     if softcap is not None:
         # (beyond the paper) soft-capping: scores -> c tanh(scores / c), the tanh kept for backward
         scores, capped = softcap_forward(scores, softcap)                # (..., L, S) each
+        steps.append(("softcap", (softcap, capped)))
     if bias is not None:
         scores = add_bias(scores, bias)
+        steps.append(("bias", np.shape(plan.bias)))
     if mask is not None:
         # -inf gets exactly weight 0; an all -inf row becomes zeros, not NaN.
         scores = grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
         np.copyto(scores, -np.inf, where=~mask)
     # The softmax, with its division moved to the end: weights = e / l, so
     # out = weights @ v = (e @ v) / l divides L*d_v numbers instead of the L*S weights.
-    # (The tiled path, flash.py, ends the same way.) cache.weights forms e / l when asked.
-    # A sink (gpt-oss) is one more term in each row's max and sum: e_sink (..., L, 1).
-    if sink is None:
-        e, l = softmax_numerator_(scores)                                # (..., L, S), (..., L, 1)
-    else:
-        e, l, e_sink = softmax_numerator_with_sink_(scores, sink)
+    # (The tiled path ends the same way.) cache.weights forms e / l when asked.
+    e, l, e_sink = softmax_numerator(scores, sink)       # (..., L, S), (..., L, 1), (..., L, 1)
+    if sink is not None:
+        steps.append(("sinks", e_sink / l))
+    keep, dropout_scale = dropout_keep(dropout_p, plan.rng, dropout_mask, e.shape, e.dtype)
+    if keep is not None:
+        steps.append(("dropout", (keep, dropout_scale)))
+    garbage = garbage_mask(q, k, v, l, mask, bias)
+    out = weighted_values(e, keep, dropout_scale, v, l, garbage)        # (..., L, d_v)
+    if groups > 1:
+        # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
+        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+        steps = ungrouped_steps(steps, keep_given)
+    # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
+    # whatever the caller does to the returned array.
+    return out, SDPACache(q=inputs[0], k=inputs[1], v=inputs[2], exp_scores=e, rowsum=l,
+                          out=out.copy(), scale=scale, mask=mask if garbage is None else garbage,
+                          steps=tuple(steps))
 
-    keep, dropout_scale = dropout_keep(dropout_p, rng, dropout_mask, e.shape, e.dtype)
+
+def checked_options(q, plan: Plan, dropout_mask) -> tuple:
+    """``plan``'s dropout rate, soft-cap and sink logits (``(h, 1, 1)`` in ``q``'s dtype, or
+    None), checked; sinks do not combine with dropout."""
+    dropout_p = check_dropout_p(plan.dropout_p)
+    softcap = check_softcap(plan.softcap)
+    if plan.sinks is None:
+        return dropout_p, softcap, None
+    if dropout_p or dropout_mask is not None:
+        raise ValueError("the fused kernel cannot combine sinks with dropout")
+    return dropout_p, softcap, check_sinks(plan.sinks, q).astype(q.dtype)[:, None, None]
+
+
+def grouped(q, k, v, mask, bias, dropout_mask, sink, groups: int) -> tuple:
+    """Grouped-query attention's regrouping (views): query heads, and every per-head array,
+    ``(..., H_kv, G, L, .)``; ``k``, ``v`` ``(..., H_kv, 1, S, .)``."""
+    H = q.shape[-3]
+    mask = group_heads(None if mask is None else as_bool_mask(mask), H, groups, "mask")
+    bias = group_heads(None if bias is None else np.asarray(bias), H, groups, "bias")
+    if dropout_mask is not None:
+        dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
+                                   "dropout_mask")
+    sink = group_heads(sink, H, groups, "sinks")                        # (H_kv, G, 1, 1)
+    return group_queries(q, groups), group_kv(k), group_kv(v), mask, bias, dropout_mask, sink
+
+
+def ungrouped_steps(steps: list, given_keep) -> list:
+    """The saved arrays of ``steps`` back to one axis of H query heads (views); the cache keeps
+    the dropout keep-mask per query head too (:func:`backward` regroups it)."""
+    def ungroup(name, saved):
+        if name == "softcap":
+            return saved[0], ungroup_queries(saved[1])
+        if name == "sinks":
+            return ungroup_queries(saved)
+        if name == "dropout":
+            keep = ungroup_queries(saved[0]) if given_keep is None else as_bool_mask(given_keep)
+            return keep, saved[1]
+        return saved
+    return [(name, ungroup(name, saved)) for name, saved in steps]
+
+
+def attend_blocked(q, k, v, inputs, mask, scale, sink, steps: list):
+    """The forward by :func:`attention_np.kernels.blocked.attend`, and its cache."""
+    out, e, l, blocks, mask, sink_weight = blocked.attend(q, k, v, mask, scale, sink)
+    if dict(steps).get("gqa", 1) > 1:
+        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
+        sink_weight = None if sink is None else ungroup_queries(sink_weight)
+    steps.append(("blocked", blocks))
+    if sink is not None:
+        steps.append(("sinks", sink_weight))
+    return out, SDPACache(q=inputs[0], k=inputs[1], v=inputs[2], exp_scores=e, rowsum=l,
+                          out=out.copy(), scale=scale, mask=mask, steps=tuple(steps))
+
+
+def softmax_numerator(scores, sink) -> tuple:
+    """``e, l, e_sink``: the softmax's numerator in place of ``scores``, its row sums and (with a
+    sink, one more term in each row's max and sum) the sink's term, else None."""
+    if sink is None:
+        return (*softmax_numerator_(scores), None)                       # (..., L, S), (..., L, 1)
+    return softmax_numerator_with_sink_(scores, sink)
+
+
+def masked_inputs(q, k, v, mask, inputs: tuple, groups: int) -> tuple:
+    """``q, k, v`` with the keys no query attends and the queries that attend no key zeroed
+    (:func:`~attention_np.kernels.guard.drop_masked`), and the inputs as the cache keeps them
+    (ungrouped, as given when nothing is masked)."""
+    if mask is None:
+        return q, k, v, inputs
+    q, k, v = drop_masked(q, k, v, mask)
+    return q, k, v, (ungroup_queries(q) if groups > 1 else q, k.reshape(inputs[1].shape),
+                     v.reshape(inputs[2].shape))
+
+
+def garbage_mask(q, k, v, l, mask, bias):
+    """The attended pairs when an input is NaN or inf under a mask or a bias, else None.
+
+    A key masked for row i but attended by others is not zeroed: if k, v or q holds a NaN or
+    inf, 0 * NaN would carry it to row i. Only then (an O((L+S)d) check, no (L, S) pass) sum
+    over the attended pairs alone (masked_matmul); the backward does the same.
+    """
+    if (mask is None and bias is None) or all_finite(q, k, v, l):
+        return None
+    return attended(mask, bias)
+
+
+def weighted_values(e, keep, dropout_scale: float, v, l, garbage):
+    """``out = ((e * keep) @ v) / l * dropout_scale``, ``(..., L, d_v)``, summed over the attended
+    pairs alone when ``garbage`` (the attended mask) is given."""
     kept = e if keep is None else e * keep                               # (..., L, S)
-    # A key masked for row i but attended by others is not zeroed: if k, v or q holds a NaN or
-    # inf, 0 * NaN would carry it to row i. Only then (an O((L+S)d) check, no (L, S) pass)
-    # sum over the attended pairs alone (masked_matmul); the backward does the same.
-    garbage = None if (mask is None and bias is None) or all_finite(q, k, v, l) else attended(mask, bias)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is caught and redone below
         out = masked_matmul(kept, v, garbage)                            # (..., L, d_v)
     out /= l                                                             # = weights @ v
@@ -248,19 +365,7 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
             np.copyto(out, masked_matmul(kept / l, v, garbage), where=~np.isfinite(out))
     if keep is not None:
         out *= e.dtype.type(dropout_scale)     # 1/(1-p) on L*d_v numbers, not on the L*S weights
-    if groups > 1:
-        # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
-        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
-        capped = None if capped is None else ungroup_queries(capped)
-        e_sink = None if sink is None else ungroup_queries(e_sink)
-        # The cache keeps the dropout keep-mask per query head too; sdpa_backward regroups it.
-        if keep is not None:
-            keep = ungroup_queries(keep) if given_keep is None else as_bool_mask(given_keep)
-    # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
-    # whatever the caller does to the returned array.
-    return out, SDPACache(*inputs, e, l, out.copy(), scale, keep, dropout_scale, groups,
-                          bias_shape, softcap, capped, mask if garbage is None else garbage,
-                          sink_weight=None if sink is None else e_sink / l)
+    return out
 
 
 def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
@@ -280,34 +385,32 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     dbias : the shape of ``bias``, summed over the dims it was broadcast along; None when the
         forward had no bias. Only with ``return_dbias=True``.
     """
+    grads = backward(dout, cache, dbias=return_dbias)
+    return (*grads.qkv, grads.dbias) if return_dbias else grads.qkv
+
+
+def backward(dout, cache: SDPACache, *, dbias: bool = False) -> Grads:
+    """:func:`sdpa_backward` as one :class:`~attention_np.kernels.grads.Grads` (``dbias`` only when
+    asked for: it costs a pass over the (L, S) gradient; ``dsinks`` is
+    :func:`attention_np.kernels.sinks.sdpa_sinks_backward`'s)."""
     check_cache(cache, SDPACache, SDPACache.made_by)
     c = cache
     dout = check_dout(dout, c.out.shape, c.out.dtype)
-    q, k, v, e, l, out, keep = c.q, c.k, c.v, c.exp_scores, c.rowsum, c.out, c.dropout_mask
-    if c.kv_groups > 1:
-        # Redo the forward's grouping (views): query heads (..., H_kv, G, L, .), k, v (..., H_kv, 1, S, .).
-        G = c.kv_groups
-        q, e, l, out, dout = (group_queries(x, G) for x in (q, e, l, out, dout))
-        k, v = group_kv(k), group_kv(v)
-        keep = group_heads(keep, c.q.shape[-3], G, "dropout_mask")
-        capped = None if c.softcap_tanh is None else group_queries(c.softcap_tanh, G)
-    else:
-        capped = c.softcap_tanh
+    q, k, v, e, l, out, dout, steps = regrouped(c, dout)
     # The weights are P = e / l (see sdpa_forward). Dividing dout, an (L, d_v) array, by l
     # replaces every division of an (L, S) array: P.T @ dout = e.T @ (dout / l), and the
     # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
     if c.blocks is not None:
-        # The forward walked query blocks (kernels/blocked.py): so does the backward.
-        dq, dk, dv = blocked.backward(q, k, v, e, l, out, dout, q.dtype.type(c.scale), c.blocks,
-                                      c.mask)
-        dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
-        grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
-        return (*grads, None) if return_dbias else grads                 # no bias on this path
+        # The forward walked query blocks (kernels/blocked.py): so does the backward (no bias).
+        dq, dk, dv = blocked.backward(q, k, v, e, l, out, dout, scale=q.dtype.type(c.scale),
+                                      blocks=c.blocks, mask=c.mask)
+        return summed(c, (q, k, v), (dq, dk, dv))
+    keep, dropout_scale = dict(steps).get("dropout", (None, 1.0))
     dout_l = dout / l                                                    # (..., L, d_v)
     # With dropout, out = (P * keep * s) @ v, s = 1/(1-p): s rides on the (L, d_v) dout_l.
     kept, dout_ls = e, dout_l
     if keep is not None:
-        kept, dout_ls = e * keep, dout_l * dout_l.dtype.type(c.dropout_scale)
+        kept, dout_ls = e * keep, dout_l * dout_l.dtype.type(dropout_scale)
     # As in the forward: only when something is NaN or inf, every product sums over the attended
     # pairs alone (a masked pair's 0 * NaN would be NaN); else m is None and they are plain.
     m = None if c.mask is None or all_finite(q, k, v, l, dout) else c.mask
@@ -331,11 +434,16 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
         D_l = (dout_l * out).sum(axis=-1, keepdims=True)                 # (..., L, 1)
         dP_l -= D_l
         dP_l *= e
-    dscores = dP_l                                                       # (..., L, S)
-    dbias_scores = dscores
-    if capped is not None:
-        # forward: scores = c tanh(raw / c) + bias  ->  draw = dscores * (1 - tanh^2)
-        dscores = softcap_backward(dscores, capped)
+    dscores, dbias_ = dP_l, None                                         # (..., L, S)
+    # The steps that made the scores, in reverse (dropout was undone above, the sinks' gradient
+    # is sinks.py's, and grouped-query attention's sum over heads is summed()'s).
+    for name, saved in reversed(steps):
+        if name == "bias" and dbias:
+            # forward: scores = ... + bias  ->  dbias = dscores, summed to the bias's broadcast shape
+            dbias_ = bias_gradient(dscores, saved, c.kv_groups)
+        elif name == "softcap":
+            # forward: scores = c tanh(raw / c) + bias  ->  draw = dscores * (1 - tanh^2)
+            dscores = softcap_backward(dscores, saved[1])
 
     # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
     #                                                 dk = dscores.T @ (q * scale)
@@ -348,14 +456,36 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     if overflowed(qs, q):
         with err():                                        # q * scale overflowed: scale after
             dk = rows_product(dscores, q, m) * scale
-    # Broadcast batch dims are summed back; with grouped-query attention this sums the G
-    # query heads of a group into their shared key/value head: k was (..., H_kv, 1, S, d).
-    dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in ((dq, q), (dk, k), (dv, v)))
-    grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
-    if not return_dbias:
-        return grads
-    # forward: scores = ... + bias  ->  dbias = dscores, summed to the bias's broadcast shape
-    return (*grads, bias_gradient(dbias_scores, c.bias_shape, c.kv_groups))
+    return summed(c, (q, k, v), (dq, dk, dv), dbias_)
+
+
+def regrouped(c: SDPACache, dout) -> tuple:
+    """``q, k, v, e, l, out, dout, steps`` of the cache, grouped again as the forward computed
+    them (views): query heads and their arrays ``(..., H_kv, G, L, .)``, ``k``, ``v``
+    ``(..., H_kv, 1, S, .)``."""
+    G = c.kv_groups
+    if G == 1:
+        return c.q, c.k, c.v, c.exp_scores, c.rowsum, c.out, dout, c.steps
+
+    def regroup(name, saved):
+        if name == "softcap":
+            return saved[0], group_queries(saved[1], G)
+        if name == "dropout":
+            return group_heads(saved[0], c.q.shape[-3], G, "dropout_mask"), saved[1]
+        return saved
+
+    q, e, l, out, dout = (group_queries(x, G) for x in (c.q, c.exp_scores, c.rowsum, c.out, dout))
+    steps = tuple((name, regroup(name, saved)) for name, saved in c.steps)
+    return q, group_kv(c.k), group_kv(c.v), e, l, out, dout, steps
+
+
+def summed(c: SDPACache, inputs: tuple, grads: tuple, dbias=None) -> Grads:
+    """The gradients ``grads`` of the (grouped) ``inputs`` summed back to the cache's inputs:
+    broadcast batch dims, and with grouped-query attention the G query heads of a group into
+    their shared key/value head (k was (..., H_kv, 1, S, d))."""
+    dq, dk, dv = (sum_to_shape(g, x.shape) for g, x in zip(grads, inputs, strict=True))
+    return Grads(dq=dq.reshape(c.q.shape), dk=dk.reshape(c.k.shape), dv=dv.reshape(c.v.shape),
+                 dbias=dbias)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,

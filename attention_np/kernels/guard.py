@@ -33,11 +33,7 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
     try:
         broadcast_batch(**batch)
     except ValueError as e:
-        hq, hk = (q.shape[-3], k.shape[-3]) if min(q.ndim, k.ndim) >= 3 else (0, 0)
-        if hk and hq > hk and hq % hk == 0 and v.ndim >= 3 and v.shape[-3] == hk:
-            raise ValueError(f"{e}; q has {hq} heads and k, v {hk}: for grouped-query attention "
-                             f"pass enable_gqa=True") from None
-        raise
+        raise ValueError(f"{e}{gqa_hint(q, k, v)}") from None
     if is_causal:
         causal = causal_mask(L, S)
         mask = causal if mask is None else mask & causal
@@ -45,6 +41,15 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
     if local is not None:
         mask = local if mask is None else mask & local
     return mask, bias
+
+
+def gqa_hint(q, k, v) -> str:
+    """The hint a batch mismatch gets when ``k`` and ``v`` have fewer heads than ``q``, in a
+    ratio grouped-query attention could use (else "")."""
+    hq, hk = (q.shape[-3], k.shape[-3]) if min(q.ndim, k.ndim) >= 3 else (0, 0)
+    if hk and hq > hk and hq % hk == 0 and v.ndim >= 3 and v.shape[-3] == hk:
+        return f"; q has {hq} heads and k, v {hk}: for grouped-query attention pass enable_gqa=True"
+    return ""
 
 
 def _alive_in(alive: np.ndarray, batch: tuple) -> np.ndarray:

@@ -24,9 +24,9 @@ MOVED_TO_SPEC = {"window": "window", "softcap": "softcap"}
 MOVED_TO_MASK = ("q_lengths", "kv_lengths")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
-    """The options of one call of Eq. (1).
+    """The options of one call of Eq. (1), keyword-only: ``Plan(mask=m, is_causal=True)``.
 
     Attributes
     ----------

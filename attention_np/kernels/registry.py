@@ -1,8 +1,9 @@
 """Every computation of Eq. (1) behind one small protocol, each declaring what it can do.
 
 A kernel is called as ``out, cache = forward(q, k, v, plan)`` and ``grads = backward(dout,
-cache)``: ``plan`` (:class:`Plan`) carries the mask and every option of one call, built once by
-the caller (multi-head attention builds it from its :class:`attention_np.AttentionSpec`).
+cache)``, one :class:`~attention_np.kernels.grads.Grads` whatever the options: ``plan``
+(:class:`Plan`) carries the mask and every option of one call, built once by the caller
+(multi-head attention builds it from its :class:`attention_np.AttentionSpec`).
 Options a kernel cannot do are refused by name (:func:`check_supports`), never ignored, unlike
 transformers' attention interface, which drops keyword arguments a kernel does not use.
 
@@ -26,14 +27,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np.kernels import fused, reference, sinks, tiled
+from attention_np.kernels.grads import Grads
 from attention_np.kernels.plan import OPTIONS, Plan
 
 
 @dataclass(frozen=True)
 class Kernel:
     """One computation of Eq. (1): ``forward(q, k, v, plan) -> (out, cache)`` and
-    ``backward(dout, cache) -> (dq, dk, dv, extra)``, ``extra`` a dict with ``"bias"`` (the
-    gradient w.r.t. ``plan.bias``, when given) and ``"sinks"`` (when given)."""
+    ``backward(dout, cache) -> Grads`` (:class:`~attention_np.kernels.grads.Grads`: ``dq, dk,
+    dv``, and ``dbias``, ``dsinks`` None when the plan had no bias, no sinks)."""
 
     name: str
     forward: object
@@ -47,9 +49,9 @@ def _reference_forward(q, k, v, p: Plan):
                                   scale=p.scale, window=p.window)
 
 
-def _reference_backward(dout, cache):
+def _reference_backward(dout, cache) -> Grads:
     dq, dk, dv, dbias = reference.sdpa_backward(dout, cache, return_dbias=True)
-    return dq, dk, dv, {"bias": dbias}
+    return Grads(dq=dq, dk=dk, dv=dv, dbias=dbias)
 
 
 def _fused_forward(q, k, v, p: Plan):
@@ -60,24 +62,10 @@ def _fused_forward(q, k, v, p: Plan):
     return fused.sdpa_plan(q, k, v, p)
 
 
-def _fused_backward(dout, cache):
+def _fused_backward(dout, cache) -> Grads:
     if isinstance(cache, sinks.SinksCache):
-        dq, dk, dv, dsinks, dbias = sinks.sdpa_sinks_backward(dout, cache, return_dbias=True)
-        return dq, dk, dv, {"bias": dbias, "sinks": dsinks}
-    dq, dk, dv, dbias = fused.sdpa_backward(dout, cache, return_dbias=True)
-    return dq, dk, dv, {"bias": dbias}
-
-
-def _tiled_forward(q, k, v, p: Plan):
-    return tiled.flash_plan(q, k, v, p)
-
-
-def _tiled_backward(dout, cache):
-    dq, dk, dv, *rest = tiled.flash_attention_backward(dout, cache, return_dbias=True)
-    extra = {"bias": rest[-1]}
-    if len(rest) == 2:
-        extra["sinks"] = rest[0]
-    return dq, dk, dv, extra
+        return sinks.backward(dout, cache, dbias=True)
+    return fused.backward(dout, cache, dbias=True)
 
 
 KERNELS = {
@@ -85,7 +73,7 @@ KERNELS = {
                         frozenset({"bias", "window"})),
     "fused": Kernel("fused", _fused_forward, _fused_backward, frozenset(OPTIONS),
                     refuses_together=(("sinks", "dropout"),)),
-    "tiled": Kernel("tiled", _tiled_forward, _tiled_backward, frozenset(OPTIONS) - {"dropout"}),
+    "tiled": Kernel("tiled", tiled.flash_plan, tiled.backward, frozenset(OPTIONS) - {"dropout"}),
 }
 
 
@@ -135,5 +123,5 @@ class KernelCache:
 
 
 def attend_backward(dout, cache: KernelCache):
-    """Backward of :func:`attend`: ``(dq, dk, dv, extra)``."""
+    """Backward of :func:`attend`: one :class:`~attention_np.kernels.grads.Grads`."""
     return KERNELS[cache.kernel].backward(dout, cache.cache)

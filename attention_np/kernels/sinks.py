@@ -23,19 +23,20 @@ In :func:`attention_np.mha_forward` (when ``params`` holds them) the logits are
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from attention_np._checks import as_bias, check_broadcasts_to, check_cache, check_qkv
 from attention_np.kernels import fused
+from attention_np.kernels.grads import Grads
 from attention_np.kernels.plan import Plan
 from attention_np.variants.sinks import check_sinks, sinks_backward
 
 __all__ = ["SinksCache", "check_sinks", "sdpa_sinks_backward", "sdpa_sinks_forward"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SinksCache:
     """What :func:`sdpa_sinks_backward` needs: the fused kernel's cache and the sinks' shape.
 
@@ -81,7 +82,7 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     out, attention = fused.sdpa_plan(q, k, v, Plan(mask=mask, is_causal=is_causal, scale=scale,
                                                   bias=bias, window=window, softcap=softcap,
                                                   enable_gqa=enable_gqa, sinks=sinks))
-    return out, SinksCache(attention, sinks.shape)
+    return out, SinksCache(attention=attention, sinks_shape=sinks.shape)
 
 
 def sdpa_sinks_backward(dout, cache: SinksCache, *, return_dbias: bool = False):
@@ -93,10 +94,17 @@ def sdpa_sinks_backward(dout, cache: SinksCache, *, return_dbias: bool = False):
     dsinks : (h,) the gradient w.r.t. the sink logits
     dbias : the shape of ``bias`` (None without one); only with ``return_dbias=True``
     """
+    grads = backward(dout, cache, dbias=return_dbias)
+    return (*grads.qkv, grads.dsinks) + ((grads.dbias,) if return_dbias else ())
+
+
+def backward(dout, cache: SinksCache, *, dbias: bool = False) -> Grads:
+    """:func:`sdpa_sinks_backward` as one :class:`~attention_np.kernels.grads.Grads`, ``dsinks``
+    set (``dbias`` only when asked for)."""
     check_cache(cache, SinksCache, SinksCache.made_by)
     c = cache.attention
     # The fused backward holds: the weights e / l (l with the sink's term) are the real keys'.
-    dq, dk, dv, *dbias = fused.sdpa_backward(dout, c, return_dbias=return_dbias)
+    grads = fused.backward(dout, c, dbias=dbias)
     # forward: the sink's weight p, its value 0  ->  dsinks = -sum_i p_i rowsum(dout_i * out_i)
     dsinks = sinks_backward(np.asarray(dout), c.out, c.sink_weight, cache.sinks_shape)   # (h,)
-    return (dq, dk, dv, dsinks, *dbias)
+    return replace(grads, dsinks=dsinks)

@@ -49,7 +49,7 @@ The code, one concept per module, imports pointing down:
   :mod:`attention_np.kernels.row_sums`: ``dk`` and ``dv`` summed over 64-row chunks (float32).
 """
 
-from attention_np.kernels.tiled_backward import flash_attention_backward
+from attention_np.kernels.tiled_backward import backward, flash_attention_backward
 from attention_np.kernels.tiled_forward import FlashCache, flash_attention_forward, flash_plan
 
-__all__ = ["FlashCache", "flash_attention_forward", "flash_attention_backward", "flash_plan"]
+__all__ = ["FlashCache", "backward", "flash_attention_forward", "flash_attention_backward", "flash_plan"]

@@ -10,22 +10,19 @@ an ``(L, 1)`` computation, no block visits it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from attention_np._checks import check_cache, check_dout, sum_to_shape
 from attention_np.kernels.batch_split import flat, shared, slices
+from attention_np.kernels.grads import Grads
 from attention_np.kernels.guard import all_finite, masked_matmul, tile, zero_masked
 from attention_np.kernels.row_sums import rows_product
 from attention_np.kernels.scratch import append_column, carve, scratch
 from attention_np.kernels.threads import parallel_map
 from attention_np.kernels.tiled_forward import FlashCache
-from attention_np.kernels.tiles import (
-    check_flash,
-    key_blocks,
-    scaled_q,
-    tile_allowed,
-    tile_scores,
-)
+from attention_np.kernels.tiles import Tiling, check_flash, scaled_q, tile_allowed, tile_scores
 from attention_np.variants.gqa import group_heads, group_kv, group_queries
 from attention_np.variants.softcap import softcap_backward
 
@@ -50,6 +47,14 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
     dsinks : (h,) the gradient w.r.t. the sink logits; only when the forward had ``sinks``
     dbias : the shape of ``bias`` (None without one); only with ``return_dbias=True``
     """
+    grads = backward(dout, cache)
+    sinks = () if grads.dsinks is None else (grads.dsinks,)
+    return (*grads.qkv, *sinks) + ((grads.dbias,) if return_dbias else ())
+
+
+def backward(dout, cache: FlashCache) -> Grads:
+    """:func:`flash_attention_backward` as one :class:`~attention_np.kernels.grads.Grads`:
+    ``dbias`` (accumulated block by block) None without a bias, ``dsinks`` None without sinks."""
     check_cache(cache, FlashCache, FlashCache.made_by)
     c = cache
     dout = check_dout(dout, c.out.shape, c.out.dtype)
@@ -63,12 +68,9 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
         k, v, lse = group_kv(k), group_kv(v), group_queries(lse[..., None], G)[..., 0]
         bias, sink = group_heads(bias, H, G, "bias"), group_heads(sink, H, G, "sinks")
     dq, dk, dv, dbias, dsink = backward_tiles(dout, q, k, v, out, lse, c.mask, bias, sink, c)
-    grads = dq.reshape(c.q.shape), dk.reshape(c.k.shape), dv.reshape(c.v.shape)
-    if dsink is not None:
-        grads = (*grads, dsink.reshape(c.sinks.shape))
-    if not return_dbias:
-        return grads
-    return (*grads, None if dbias is None else dbias.reshape(c.bias.shape))
+    return Grads(dq=dq.reshape(c.q.shape), dk=dk.reshape(c.k.shape), dv=dv.reshape(c.v.shape),
+                 dbias=None if dbias is None else dbias.reshape(c.bias.shape),
+                 dsinks=None if dsink is None else dsink.reshape(c.sinks.shape))
 
 
 def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
@@ -90,17 +92,21 @@ def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
     dv = np.zeros(batch + v.shape[-2:], v.dtype)
     bias = None if bias is None else check_flash(q, k, v, None, 1, bias)[1]   # >= 2-D
     dbias = None if bias is None else np.zeros(bias.shape, q.dtype)
+    t = Tiling(mask=mask, bias=bias, is_causal=c.is_causal, window=c.window, softcap=c.softcap,
+               block_size=c.block_size, batch=batch, post=post, garbage=garbage)
 
     mask1 = shared(mask)
     entries = int(np.prod(batch, dtype=np.int64)) * qs.shape[-2] * k.shape[-2]
     if len(slices(batch, entries)) < 2 or dbias is not None or mask1 is mask is not None:
-        backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c, batch, post, garbage, dq, dk, dv)
+        backward_loop(t, dout=dout, qs=qs, k=k, v=v, lse=lse, D=D, dq=dq, dk=dk, dv=dv, dbias=dbias)
     else:
         # Heads in parallel (batch_split.py): each worker walks the key blocks of its heads.
-        flats = [flat(x, batch) for x in (dout, qs, k, v, lse, D, dq, dk, dv)]
+        names = ("dout", "qs", "k", "v", "lse", "D", "dq", "dk", "dv")
+        flats = dict(zip(names, (flat(x, batch) for x in (dout, qs, k, v, lse, D, dq, dk, dv)),
+                         strict=True))
         parallel_map(lambda sl: backward_loop(
-            *(x[sl] for x in flats[:6]), mask1, None, None, c, (sl.stop - sl.start,), post, garbage,
-            *(x[sl] for x in flats[6:])), slices(batch, entries))
+            replace(t, mask=mask1, bias=None, batch=(sl.stop - sl.start,)),
+            **{name: x[sl] for name, x in flats.items()}), slices(batch, entries))
 
     if post is not None:
         dk *= post                           # q * scale overflowed: dk was dscores.T @ q
@@ -114,25 +120,25 @@ def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
             dbias, dsink)
 
 
-def backward_loop(dout, qs, k, v, lse, D, mask, bias, dbias, c: FlashCache, batch, post, garbage,
-                  dq, dk, dv):
-    """The walk over the key blocks: adds each block's terms into ``dq``, writes its ``dk``, ``dv``
-    (and adds into ``dbias``); ``dq`` and ``dk`` still lack the scale (and ``post``)."""
+def backward_loop(t: Tiling, *, dout, qs, k, v, lse, D, dq, dk, dv, dbias=None):
+    """The walk over the key blocks of ``t``: adds each block's terms into ``dq``, writes its
+    ``dk``, ``dv`` (and adds into ``dbias``); ``dq`` and ``dk`` still lack the scale (and
+    ``t.post``)."""
     L, S = qs.shape[-2], k.shape[-2]
-    ignore = "ignore" if garbage else None
+    ignore = "ignore" if t.garbage else None
     dout_D = append_column(dout, -D, "rows 1")                       # (..., L, d_v + 1)
     v_1 = append_column(v, v.dtype.type(1), "keys 2")                    # (..., S, d_v + 1)
     # flat buffers, each tile carved from them: P and dP (..., R, Bk), dscores @ k (..., R, d_k)
-    largest = (np.prod(batch + (L, min(c.block_size, S)), dtype=np.int64),)
+    largest = (np.prod(t.batch + (L, min(t.block_size, S)), dtype=np.int64),)
     work_P, work_dP = scratch("tile 1", largest, qs.dtype), scratch("tile 2", largest, qs.dtype)
     work_dq = scratch("rows 2", (dq.size,), dq.dtype)
-    for j0, j1, i0, i1 in key_blocks(L, S, c.block_size, c.is_causal, c.window):
+    for block in t.blocks(L, S):
+        j0, j1, i0, i1 = block
         rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
-        tile_args = (mask, c.is_causal, j0, j1, i0, i1, batch, bias, c.window)
-        a = tile_allowed(qs, k, *tile_args) if garbage else None
+        a = tile_allowed(qs, k, t, block) if t.garbage else None
         with np.errstate(invalid=ignore, over=ignore):
             # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
-            P, capped = tile_scores(qs, k, *tile_args, post=post, softcap=c.softcap,
+            P, capped = tile_scores(qs, k, t, block, post=t.post, softcap=t.softcap,
                                     work=work_P)                         # (..., R, Bk)
             P -= lse[rows]
             np.exp(P, out=P)

@@ -10,7 +10,7 @@ log l`` includes the sink.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -20,22 +20,16 @@ from attention_np.kernels.guard import all_finite, drop_masked, masked_matmul
 from attention_np.kernels.plan import Plan, plan_from
 from attention_np.kernels.scratch import append_column, carve, scratch
 from attention_np.kernels.sinks import check_sinks
-from attention_np.kernels.tiles import (
-    check_flash,
-    key_blocks,
-    scaled_q,
-    tile_allowed,
-    tile_scores,
-    )
+from attention_np.kernels.tiles import Tiling, check_flash, scaled_q, tile_allowed, tile_scores
 from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from attention_np.variants.softcap import check_softcap
 from attention_np.variants.window import check_window
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FlashCache:
     """What :func:`~attention_np.kernels.tiled.flash_attention_backward` needs: the inputs,
-    ``out`` and the log-sum-exp.
+    ``out`` and the log-sum-exp. Keyword-only, as every field is named.
 
     Attributes
     ----------
@@ -57,10 +51,10 @@ class FlashCache:
     v: np.ndarray
     out: np.ndarray
     lse: np.ndarray
-    mask: np.ndarray | None
-    is_causal: bool
+    mask: np.ndarray | None = None
+    is_causal: bool = False
     scale: float
-    block_size: int
+    block_size: int = 128
     kv_groups: int = 1
     bias: np.ndarray | None = None
     window: tuple = (None, None)
@@ -124,56 +118,64 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | 
 
 def flash_plan(q, k, v, plan: Plan, block_size: int = 128):
     """:func:`flash_attention_forward` for a :class:`~attention_np.kernels.plan.Plan` (the kernel
-    registry's entry)."""
+    registry's entry).
+
+    Grouped-query attention is the one step around the walk over the tiles (query heads grouped
+    ``(..., H_kv, G, L, d)``, ``k`` and ``v`` broadcast over G, as in ``sdpa_forward``); every
+    other option is a field of the :class:`~attention_np.kernels.tiles.Tiling` each tile reads.
+    """
     if plan.dropout_p:
         raise ValueError("the tiled kernel has no attention dropout: use the fused kernel")
-    mask, bias, is_causal, sinks = plan.mask, plan.bias, plan.is_causal, plan.sinks
-    enable_gqa = plan.enable_gqa
     q, k, v, scale = check_qkv(q, k, v, plan.scale)
-    softcap = check_softcap(plan.softcap)
-    sink = None if sinks is None else check_sinks(sinks, q).astype(q.dtype)
-    window = (None, None) if plan.window is None else check_window(plan.window)
-    groups = kv_groups(q, k, v) if enable_gqa else 1
-    given = None if bias is None else as_bias(bias).astype(q.dtype, copy=False)
-    args = (is_causal, scale, block_size, window, softcap)
+    sink = None if plan.sinks is None else check_sinks(plan.sinks, q).astype(q.dtype)
+    given = None if plan.bias is None else as_bias(plan.bias).astype(q.dtype, copy=False)
+    tiling = Tiling(is_causal=bool(plan.is_causal), block_size=block_size,
+                    window=(None, None) if plan.window is None else check_window(plan.window),
+                    softcap=check_softcap(plan.softcap))
+    mask, bias, sink_rows = plan.mask, given, None if sink is None else sink[:, None, None]
+    groups = kv_groups(q, k, v) if plan.enable_gqa else 1
     if groups > 1:
-        # As in sdpa_forward: query heads grouped (..., H_kv, G, L, d), k and v broadcast over G.
         H = q.shape[-3]
         mask = group_heads(None if mask is None else as_bool_mask(mask), H, groups, "mask")
-        sink_rows = None if sink is None else group_heads(sink[:, None, None], H, groups, "sinks")
-        out, lse, q_, k_, v_, mask = attend(group_queries(q, groups), group_kv(k), group_kv(v), mask,
-                                            group_heads(given, H, groups, "bias"), sink_rows, *args)
-        out, lse = ungroup_queries(out), ungroup_queries(lse[..., None])[..., 0]   # (..., H, L, .)
-        q, k, v = ungroup_queries(q_), k_.reshape(k.shape), v_.reshape(v.shape)
+        bias, sink_rows = group_heads(given, H, groups, "bias"), group_heads(sink_rows, H, groups,
+                                                                            "sinks")
+        q_, k_, v_ = group_queries(q, groups), group_kv(k), group_kv(v)
     else:
-        sink_rows = None if sink is None else sink[:, None, None]                 # (h, 1, 1)
-        out, lse, q, k, v, mask = attend(q, k, v, mask, given, sink_rows, *args)
+        q_, k_, v_ = q, k, v
+    out, lse, q_, k_, v_, mask = attend(q_, k_, v_, mask, bias, sink_rows, scale, tiling)
+    if groups > 1:
+        out, lse = ungroup_queries(out), ungroup_queries(lse[..., None])[..., 0]   # (..., H, L, .)
+        q_ = ungroup_queries(q_)
     # The cache keeps its own copy of out: the backward's D = rowsum(dout * out) needs it unchanged.
-    return out, FlashCache(q, k, v, out.copy(), lse, mask, bool(is_causal), scale, int(block_size),
-                           groups, given, window, softcap, sink)
+    return out, FlashCache(q=q_, k=k_.reshape(k.shape), v=v_.reshape(v.shape), out=out.copy(),
+                           lse=lse, mask=mask, is_causal=tiling.is_causal, scale=scale,
+                           block_size=int(block_size), kv_groups=groups, bias=given,
+                           window=tiling.window, softcap=tiling.softcap, sinks=sink)
 
 
-def attend(q, k, v, mask, bias, sink, is_causal, scale, block_size, window, softcap):
+def attend(q, k, v, mask, bias, sink, scale, tiling: Tiling):
     """The tiled forward on checked (and, with grouped-query attention, grouped) inputs.
 
-    ``sink`` is None or the sink logits broadcastable to the rows ``(..., L, 1)``. Returns
-    ``out (..., L, d_v)``, ``lse (..., L)``, ``q, k, v`` with masked positions zeroed, and the
-    checked mask.
+    ``sink`` is None or the sink logits broadcastable to the rows ``(..., L, 1)``; ``tiling``
+    holds the causal flag, window, soft-cap and block size (its mask and bias are set here).
+    Returns ``out (..., L, d_v)``, ``lse (..., L)``, ``q, k, v`` with masked positions zeroed,
+    and the checked mask.
     """
-    mask, bias, batch = check_flash(q, k, v, mask, block_size, bias)
+    mask, bias, batch = check_flash(q, k, v, mask, tiling.block_size, bias)
     q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
     qs, post = scaled_q(q, scale)                   # (..., L, d_k): scale q, not every tile
     # A NaN or inf in q, k or v: sum over the attended pairs only (0 * NaN = NaN), see masked_matmul.
-    garbage = (mask is not None or is_causal or window != (None, None)) and not all_finite(q, k, v)
-    args = (qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window, softcap, sink)
+    garbage = ((mask is not None or tiling.is_causal or tiling.window != (None, None))
+               and not all_finite(q, k, v))
+    t = replace(tiling, mask=mask, bias=bias, batch=batch, post=post, garbage=garbage)
     with np.errstate(over="ignore", invalid="ignore"):      # caught below, or NaN in, NaN out
-        m, l, acc = tiles_on_threads(*args, normalized=False)
+        m, l, acc = tiles_on_threads(t, qs, k, v, sink, normalized=False)
     redo = None if np.isfinite(acc).all() else ~np.isfinite(acc)
     if redo is not None:
         # acc sums up to S values before the division by l: it may overflow where out does not
         # (v ~ 3e38 in float32). Only then, redo it keeping acc divided by l after every tile.
         with np.errstate(over="ignore", invalid="ignore"):
-            _, _, avg = tiles_on_threads(*args, normalized=True)
+            _, _, avg = tiles_on_threads(t, qs, k, v, sink, normalized=True)
 
     # A fully masked row (without a sink) has l = 0 and acc = 0: divide by 1 to give out = 0 (the
     # dense path's convention), and give it lse = +inf so that the backward's exp(scores - lse) is 0.
@@ -188,23 +190,20 @@ def attend(q, k, v, mask, bias, sink, is_causal, scale, block_size, window, soft
     return out, lse[..., 0], q, k, v, mask
 
 
-def tiles_on_threads(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window,
-                     softcap, sink, normalized):
+def tiles_on_threads(t: Tiling, qs, k, v, sink, *, normalized: bool):
     """:func:`forward_tiles`, the batch entries (heads) shared out to the worker threads when
     there are several of both and the mask and bias are the same for every entry (no sinks)."""
-    mask1, bias1 = shared(mask), shared(bias)
-    entries = int(np.prod(batch, dtype=np.int64)) * qs.shape[-2] * k.shape[-2]
-    varies = mask1 is mask is not None or bias1 is bias is not None     # differs along the batch
-    if len(slices(batch, entries)) < 2 or sink is not None or varies:
-        return forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias,
-                             window, softcap, sink, normalized)
+    mask1, bias1 = shared(t.mask), shared(t.bias)
+    entries = int(np.prod(t.batch, dtype=np.int64)) * qs.shape[-2] * k.shape[-2]
+    varies = mask1 is t.mask is not None or bias1 is t.bias is not None   # differs along the batch
+    if len(slices(t.batch, entries)) < 2 or sink is not None or varies:
+        return forward_tiles(t, qs, k, v, sink, normalized=normalized)
     return map_slices(lambda qs, k, v, sub: forward_tiles(
-        qs, k, v, mask1, is_causal, block_size, sub, post, garbage, bias1, window, softcap, None,
-        normalized), batch, (qs, k, v), entries)
+        replace(t, mask=mask1, bias=bias1, batch=sub), qs, k, v, None, normalized=normalized),
+        t.batch, (qs, k, v), entries)
 
 
-def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, bias, window,
-                  softcap, sink, normalized):
+def forward_tiles(t: Tiling, qs, k, v, sink, *, normalized: bool):
     """The online softmax over the key blocks: ``(m, l, acc)``, each (..., L, .).
 
     ``normalized``: keep ``acc`` divided by the running ``l`` (a weighted average, which cannot
@@ -212,7 +211,7 @@ def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, b
     """
     *_, L, _ = qs.shape
     S, d_v = v.shape[-2:]
-    dtype = qs.dtype
+    dtype, batch = qs.dtype, t.batch
     m = np.full(batch + (L, 1), -np.inf, dtype)     # running max of each row's scores
     l = np.zeros(batch + (L, 1), dtype)             # running sum of exp(scores - m)
     acc = np.zeros(batch + (L, d_v), dtype)         # running sum of exp(scores - m) @ v
@@ -222,19 +221,19 @@ def forward_tiles(qs, k, v, mask, is_causal, block_size, batch, post, garbage, b
         # as the fast lane, which adds to l as it stands, and rows no block visits rely on
         m[...] = sink
         l[...] = sink > -np.inf
-    work = scratch("tile 1", (np.prod(batch + (L, min(block_size, S)), dtype=np.int64),), dtype)
+    work = scratch("tile 1", (np.prod(batch + (L, min(t.block_size, S)), dtype=np.int64),), dtype)
     # work: every tile's scores in turn, (..., R, Bk) at most (..., L, block_size)
     lazy = None
-    if softcap is None and post is None and not garbage and not normalized:
-        lazy = LazyShift(qs, k, v, m, batch, blocks=-(-S // block_size))
+    if t.softcap is None and t.post is None and not t.garbage and not normalized:
+        lazy = LazyShift(qs, k, v, m, batch, blocks=-(-S // t.block_size))
 
-    for j0, j1, i0, i1 in key_blocks(L, S, block_size, is_causal, window):
+    for block in t.blocks(L, S):
+        j0, j1, i0, i1 = block
         rows = np.s_[..., i0:i1, :]
-        tile_args = (mask, is_causal, j0, j1, i0, i1, batch, bias, window)
-        if lazy is not None and lazy.add_tile(l, acc, tile_args, rows, j0, j1, work):
+        if lazy is not None and lazy.add_tile(l, acc, t, block, rows, work):
             continue
-        p, _ = tile_scores(qs, k, *tile_args, post=post, softcap=softcap, work=work)  # (..., R, Bk)
-        allowed = tile_allowed(qs, k, *tile_args) if garbage else None
+        p, _ = tile_scores(qs, k, t, block, post=t.post, softcap=t.softcap, work=work)  # (..., R, Bk)
+        allowed = tile_allowed(qs, k, t, block) if t.garbage else None
         m_new = np.maximum(m[rows], p.max(axis=-1, keepdims=True))      # (..., R, 1)
         # A row that has seen only masked keys has max -inf; shift it by 0 instead, so that
         # exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = NaN.
@@ -295,7 +294,7 @@ class LazyShift:
         self.pv_work = scratch("rows 2", (self.q_m[..., 0].size * self.v_1.shape[-1],), qs.dtype)
         self.big = np.sqrt(np.finfo(qs.dtype).max) / max(1, blocks)
 
-    def add_tile(self, l, acc, tile_args, rows, j0, j1, work) -> bool:
+    def add_tile(self, l, acc, t: Tiling, block: tuple, rows, work) -> bool:
         """Add a tile's ``exp(s - m)`` into ``l`` and ``acc`` (its scores in ``work``); False
         (nothing changed) when the exact update must do it."""
         if (self.q_m[rows][..., -1:] == np.inf).all():       # -m = +inf: no row has seen a key
@@ -303,9 +302,9 @@ class LazyShift:
         # inf and NaN are expected here (a row's first keys, -inf bias): they send the tile to the
         # exact update. Silenced here, not by the caller: NumPy's error state is per thread.
         with np.errstate(over="ignore", invalid="ignore"):
-            p, _ = tile_scores(self.q_m, self.k_1, *tile_args, work=work)   # (..., R, Bk) = s - m
+            p, _ = tile_scores(self.q_m, self.k_1, t, block, work=work)   # (..., R, Bk) = s - m
             np.exp(p, out=p)
-            v_1 = self.v_1[..., j0:j1, :]
+            v_1 = self.v_1[..., block[0]:block[1], :]
             # pv (..., R, d_v + 1) = [p @ v, rowsum p]
             pv = np.matmul(p, v_1, out=carve(self.pv_work, p.shape[:-1] + v_1.shape[-1:]))
         row_sum = pv[..., -1:]                               # (..., R, 1)

@@ -9,6 +9,8 @@ bias's block, ``-inf`` where masked. Nothing here is ever ``(L, S)``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from attention_np._checks import check_int
@@ -37,15 +39,49 @@ def key_blocks(L: int, S: int, block_size: int, is_causal: bool, window=(None, N
             yield j0, j1, i0, i1
 
 
-def tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None),
-                post=None, softcap=None, work=None):
+@dataclass(frozen=True, kw_only=True)
+class Tiling:
+    """What every tile of one call of the tiled path shares, the forward's and the backward's.
+
+    Attributes
+    ----------
+    mask : bool, broadcastable to (..., L, S) (>= 2-D), or None
+    bias : float, broadcastable to (..., L, S) (>= 2-D), or None
+    is_causal : bool, top-left aligned (applied per tile)
+    window : ``(left, right)`` of the sliding window, ``(None, None)`` without one
+    softcap : the cap ``c`` of ``c·tanh(scores / c)``, or None
+    block_size : keys per block
+    batch : the scores' broadcast batch shape
+    post : the scale, when ``q * scale`` overflowed and the scores are scaled after the product;
+        else None (``q`` arrives scaled)
+    garbage : an input is NaN or inf under a mask: sum over the attended pairs only
+    """
+
+    mask: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    is_causal: bool = False
+    window: tuple = (None, None)
+    softcap: float | None = None
+    block_size: int = 128
+    batch: tuple = ()
+    post: object = None
+    garbage: bool = False
+
+    def blocks(self, L: int, S: int):
+        """:func:`key_blocks` of this tiling: ``(j0, j1, i0, i1)`` for each key block."""
+        return key_blocks(L, S, self.block_size, self.is_causal, self.window)
+
+
+def tile_scores(qs, k, t: Tiling, block: tuple, *, post=None, softcap=None, work=None):
     """Scores of query rows ``[i0, i1)`` against keys ``[j0, j1)``, ``-inf`` where masked.
 
-    ``qs`` is ``q * scale`` (or ``q``, with the scale as ``post`` when ``q * scale`` overflows);
-    ``shape`` is the broadcast batch shape; ``work``, a flat buffer the scores are written into
-    (see :func:`carve`), or None. Returns the scores ``(*shape, i1 - i0, j1 - j0)`` and, with ``softcap``, the
+    ``block`` is ``(j0, j1, i0, i1)``; ``t`` gives the mask, bias, causal flag, window and batch
+    shape. ``qs`` is ``q * scale`` (or ``q``, with the scale as ``post`` when ``q * scale``
+    overflows); ``work``, a flat buffer the scores are written into (see :func:`carve`), or
+    None. Returns the scores ``(*t.batch, i1 - i0, j1 - j0)`` and, with ``softcap``, the
     ``tanh(QKᵀ·scale / c)`` of the tile (the backward's ``1 - tanh²``), else None.
     """
+    j0, j1, i0, i1 = block
     a, b = qs[..., i0:i1, :], np.swapaxes(k[..., j0:j1, :], -1, -2)
     into = carve(work, np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (i1 - i0, j1 - j0))
     s = np.matmul(a, b, out=into)                                        # (..., R, Bk)
@@ -55,38 +91,44 @@ def tile_scores(qs, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window
     if softcap is not None:
         # (beyond the paper) soft-capping, before the bias and the mask as in the dense path
         s, capped = softcap_forward(s, softcap)                           # (..., R, Bk) each
-    if s.shape[:-2] != shape:                 # a mask that adds batch dims: grow the tile
-        s = np.broadcast_to(s, shape + s.shape[-2:]).copy()
-    if bias is not None:
-        s += tile(bias, i0, i1, j0, j1)          # the bias's block, as the dense path adds it
-    if mask is not None:
+    if s.shape[:-2] != t.batch:               # a mask that adds batch dims: grow the tile
+        s = np.broadcast_to(s, t.batch + s.shape[-2:]).copy()
+    if t.bias is not None:
+        s += tile(t.bias, i0, i1, j0, j1)        # the bias's block, as the dense path adds it
+    if t.mask is not None:
         # Slice only the mask dims that are not broadcast (size 1), never a full (L, S) copy.
-        np.copyto(s, -np.inf, where=~tile(mask, i0, i1, j0, j1))
-    if is_causal:
+        np.copyto(s, -np.inf, where=~tile(t.mask, i0, i1, j0, j1))
+    if t.is_causal:
         # Only the first rows of the tile straddle the diagonal: row i0 + r blocks keys j > i0 + r.
         r = min(j1, s.shape[-2] + i0) - i0
         blocked = np.arange(j0, j1) > np.arange(i0, i0 + r)[:, None]    # (r, Bk)
         np.copyto(s[..., :r, :], -np.inf, where=blocked)
-    if window != (None, None):
-        # key minus query position in the tile; outside [-left, right] is blocked
-        rel = np.arange(j0, j1) - np.arange(i0, i1)[:, None]                # (R, Bk)
-        left, right = window
-        outside = np.zeros(rel.shape, bool)
-        if left is not None:
-            outside |= rel < -left
-        if right is not None:
-            outside |= rel > right
-        np.copyto(s, -np.inf, where=outside)
+    if t.window != (None, None):
+        np.copyto(s, -np.inf, where=outside_window(t.window, block))
     return s, capped
 
 
-def tile_allowed(q, k, mask, is_causal, j0, j1, i0, i1, shape, bias=None, window=(None, None)):
+def outside_window(window: tuple, block: tuple):
+    """The pairs of a tile outside the sliding window, bool (R, Bk): key minus query position
+    outside ``[-left, right]``."""
+    j0, j1, i0, i1 = block
+    rel = np.arange(j0, j1) - np.arange(i0, i1)[:, None]                    # (R, Bk)
+    left, right = window
+    outside = np.zeros(rel.shape, bool)
+    if left is not None:
+        outside |= rel < -left
+    if right is not None:
+        outside |= rel > right
+    return outside
+
+
+def tile_allowed(q, k, t: Tiling, block: tuple):
     """The attended pairs of a tile, bool (..., R, Bk): where :func:`tile_scores` of zeros is not -inf.
 
     Needed only when an input is NaN or inf (see :func:`attention_np.kernels.guard.masked_matmul`).
     """
     zq, zk = np.zeros(q.shape[:-1] + (1,), q.dtype), np.zeros(k.shape[:-1] + (1,), k.dtype)
-    return tile_scores(zq, zk, mask, is_causal, j0, j1, i0, i1, shape, bias, window)[0] > -np.inf
+    return tile_scores(zq, zk, t, block)[0] > -np.inf
 
 
 def scaled_q(q, scale):
