@@ -319,33 +319,6 @@ def _link_named_notebooks(app, docname, source):
     source[0] = "".join(parts)
 
 
-# -- Each lesson links its view of the explorer ----------------------------------------------------
-# Where the lesson's own text does not link it yet (../docs/explorer.md#...), its page says where
-# to move its claim by hand, under the note on how to run it.
-EXPLORER_VIEWS = {
-    "01_scaled_dot_product_attention": ("masks", "padding and causal masks, and the weights they give"),
-    "02_why_scale_by_sqrt_dk": ("eq1", "Eq. (1) for d_k from 4 to 1024, with and without the scale"),
-    "03_multi_head_attention": ("heads", "what each head of a trained model attends to"),
-    "05_attention_that_learns": ("heads", "the heads of trained models, layer by layer"),
-    "06_positional_encoding": ("masks", "ALiBi's position bias, against masks"),
-    "07_tiling_and_kv_cache": ("masks", "causal masks in both alignments when L ≠ S, and windows"),
-    "08_encoder_decoder": ("heads", "the dates model's self- and cross-attention, head by head"),
-    "09_real_model_attention": ("heads", "every head of MiniLM on three sentences"),
-}
-
-# Pages of the navigation written by others that a branch may not have yet: listed in index.md's
-# toctree, dropped from it (not a build error) while the file is missing.
-OPTIONAL_PAGES = ("references",)
-
-
-def _optional_pages(app, docname, source):
-    if docname != "index":
-        return
-    for page in OPTIONAL_PAGES:
-        if not (DOCS / f"{page}.md").is_file():
-            source[0] = re.sub(rf"^{page}\n", "", source[0], flags=re.M)
-
-
 # -- The docstring reference, folded --------------------------------------------------------------
 # reference.md documents about 150 objects: unfolded it is about 100,000 px tall on a phone. Each
 # object (and each module's docstring) shows its signature and its first paragraph; the rest
@@ -474,14 +447,6 @@ def _launch_note(app, doctree):
                             classes=["launch-note", "tip"])
     title = sections[0][0]
     sections[0].insert(sections[0].index(title) + 1, note)
-    view = EXPLORER_VIEWS.get(name) if kind == "lesson" else None
-    source = (DOCS / f"{docname}.ipynb").read_text(encoding="utf-8")
-    if view and "explorer.md" not in source:            # the lesson links it itself: no second link
-        see = nodes.paragraph(classes=["explorer-link"])
-        see += nodes.Text("See it move: ")
-        see += nodes.reference("", f"the explorer ({view[1]})", refuri=f"../explorer.html#{view[0]}")
-        see += nodes.Text(", computed by this library, in the browser.")
-        sections[0].insert(sections[0].index(note) + 1, see)
 
 
 def _require_assets(app):
@@ -500,7 +465,6 @@ def setup(app):
     app.connect("builder-inited", _require_assets)
     app.connect("builder-inited", _generate)
     app.add_directive("course-figures", _course_figures_directive())
-    app.connect("source-read", _optional_pages)
     app.connect("source-read", _link_named_notebooks)
     app.connect("source-read", _outside_markdown_as_download)
     app.connect("source-read", _reference_anchors)

@@ -460,7 +460,7 @@ LESSONS = (
            ("80 0.4204 0.1984",))),
         ("the sinusoids", "PE(i)·PE(j) against |i - j|", "training with and without PE",
          "the maps with and without PE"),
-        explorer=None),
+        explorer="masks"),                 # ALiBi, the lesson's other way to put order into the scores
     Lesson(
         7, "07_tiling_and_kv_cache",
         "Beyond the paper: tiled attention, the KV cache, grouped-query attention",
