@@ -37,8 +37,10 @@ def test_every_model_class_is_in_the_sweep_once(rows):
 def test_each_row_agrees_with_the_change_caught_or_says_why(rows):
     for r in rows:
         if r.verdict == "AGREE":
-            # max_error is NaN when every call is of the changed layer (ALBERT shares one)
-            assert "+1e-06 caught" in r.reason and not r.max_error >= 1e-9, r
+            # max_error is NaN when every call is of the changed layer (ALBERT shares one); it
+            # must sit well below the 1e-6 change for "caught" to mean something (float64 rounding,
+            # or a model's float32 rotary angles: glmasr_encoder 2e-08)
+            assert "+1e-06 caught" in r.reason and not r.max_error >= 1e-7, r
         elif r.verdict in ("refused", "skipped"):
             assert len(r.reason) > 20, r             # a feature or a build error, named
     # the commonest families, read by what they compute, all agree
