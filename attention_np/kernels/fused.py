@@ -32,6 +32,7 @@ from attention_np._checks import (
     check_dout,
     check_dropout_p,
     check_qkv,
+    check_rng,
     sum_to_shape,
 )
 from attention_np.kernels import blocked
@@ -178,6 +179,7 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
                                                        plan.enable_gqa, plan.rng)
     q, k, v, scale = check_qkv(q, k, v, plan.scale)
     dropout_p = check_dropout_p(plan.dropout_p)
+    check_rng(rng)
     softcap = check_softcap(plan.softcap)
     sink = None if plan.sinks is None else check_sinks(plan.sinks, q).astype(q.dtype)[:, None, None]
     if sink is not None and (dropout_p or dropout_mask is not None):
