@@ -20,6 +20,7 @@ from attention_np.paper._checks import (  # noqa: F401  (re-exported)
     check_bool,
     check_broadcasts_to,
     check_cache,
+    check_d_v,
     check_dout,
     check_int,
     check_min_ndim,
@@ -58,13 +59,24 @@ def as_bias(bias, name: str = "bias") -> np.ndarray:
     return bias
 
 
+def check_rng(rng) -> None:
+    """``rng`` is None, an int seed >= 0 or a ``np.random.Generator`` (checked even where it is
+    not used this time, e.g. with no dropout: a wrong one is a mistake either way)."""
+    if isinstance(rng, np.random.Generator) or rng is None:
+        return
+    if not isinstance(rng, (int, np.integer)) or isinstance(rng, (bool, np.bool_)):
+        raise TypeError(f"rng must be None, an int seed or a np.random.Generator, got "
+                        f"{type(rng).__name__} ({rng!r})")
+    if rng < 0:
+        raise ValueError(f"rng must be a seed >= 0, got {rng}")
+
+
 def as_generator(rng) -> np.random.Generator:
     """A seed, a Generator or None (fresh entropy) as a ``np.random.Generator``."""
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or isinstance(rng, (int, np.integer)):
-        return np.random.default_rng(rng)
-    raise TypeError(f"rng must be None, an int seed or a np.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
+    return np.random.default_rng(rng)
 
 
 def check_qkv(q, k, v, scale=None):
@@ -75,6 +87,7 @@ def check_qkv(q, k, v, scale=None):
     q = as_float_array(q, "q", 2, "(..., L, d_k)")
     k = as_float_array(k, "k", 2, "(..., S, d_k)")
     v = as_float_array(v, "v", 2, "(..., S, d_v)")
+    check_d_v(v)
     check_same_dtype(q=q, k=k, v=v)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q has d_k={q.shape[-1]} but k has d_k={k.shape[-1]} "

@@ -495,3 +495,90 @@ def test_editing_the_returned_out_does_not_change_the_backward(fwd, bwd):
                 np.testing.assert_array_equal(g[n], w[n])
         else:
             np.testing.assert_array_equal(g, w)
+
+
+# --- found by tools/fuzz_calls.py (issue 34, item 5) ------------------------------------------
+
+def test_fuzz_finds_nothing_left():
+    """Every bad value tools/fuzz_calls.py throws at the public functions is refused by name."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "fuzz_calls.py"
+    spec = importlib.util.spec_from_file_location("fuzz_calls", path)
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    findings, tried = fuzz.fuzz_api()
+    assert tried > 600
+    assert findings == []
+    covered = set(fuzz.CALLS) | {"gradcheck", "train_retrieval", "scoring_mha_forward",
+                                 "scoring_mha_backward"}
+    assert {n for n in an.__all__ if not n.endswith(("Cache", "Result"))} <= covered
+
+
+@pytest.mark.parametrize("spec", [an.AttentionSpec(is_causal=False),
+                                  an.AttentionSpec(num_heads=2, is_causal=False)])
+def test_decode_step_refuses_a_spec_that_is_not_causal(spec):
+    cache = an.KVCache(8)
+    kw = {} if spec.num_heads else {"num_heads": 2}
+    with pytest.raises(ValueError, match="spec.is_causal=False"):
+        an.mha_decode_step(X[:, :1], P, cache, spec=spec, **kw)
+    assert cache.length == 0
+    out = an.mha_decode_step(X[:, :1], P, cache, spec=an.AttentionSpec(num_heads=2, is_causal=True))
+    assert out.shape == (2, 1, 8)          # True (or unset) is what decoding does
+
+
+@pytest.mark.parametrize("step", ["self", "cross"])
+@pytest.mark.parametrize("x, exc", [("abc", TypeError), (np.ones((2, 1, 8), int), TypeError),
+                                    (np.ones(8), ValueError), (np.ones((2, 1, 9)), ValueError)])
+def test_decode_steps_name_x(step, x, exc):
+    with pytest.raises(exc, match=r"\bx\b"):
+        if step == "self":
+            an.mha_decode_step(x, P, an.KVCache(4), num_heads=2)
+        else:
+            an.mha_cross_decode_step(x, P, an.cross_kv_cache(X, P, num_heads=2), num_heads=2)
+
+
+@pytest.mark.parametrize("fwd", list(ATTENTION.values()) + [an.paper.sdpa_forward],
+                         ids=list(ATTENTION) + ["paper.sdpa_forward"])
+def test_d_v_zero_is_refused(fwd):
+    with pytest.raises(ValueError, match="d_v"):
+        fwd(Q, K, V[..., :0])
+
+
+def test_sinks_d_v_zero_is_refused():
+    with pytest.raises(ValueError, match="d_v"):
+        an.sdpa_sinks_forward(Q[:, None], K[:, None], V[:, None, :, :0], np.zeros(1))
+
+
+@pytest.mark.parametrize("kw, exc", [(dict(L=True), TypeError), (dict(L=-1), ValueError),
+                                     (dict(S=1.5), ValueError), (dict(S="5"), ValueError),
+                                     (dict(S=np.nan), ValueError)])
+def test_lengths_mask_names_L_and_S(kw, exc):
+    name = next(iter(kw))
+    with pytest.raises((TypeError, ValueError), match=rf"\b{name}\b"):
+        an.lengths_mask(q_lengths=[2, 3], kv_lengths=[4, 5], **kw)
+
+
+def test_softmax_axis_bool_is_refused():
+    with pytest.raises(ValueError, match="axis"):
+        an.softmax(Q, axis=True)
+
+
+@pytest.mark.parametrize("rng, exc", [("seed", TypeError), (1.5, TypeError), (True, TypeError),
+                                      (-1, ValueError)])
+def test_sdpa_rng_is_checked_even_without_dropout(rng, exc):
+    with pytest.raises(exc, match="rng"):
+        an.sdpa_forward(Q, K, V, rng=rng)
+
+
+@pytest.mark.parametrize("x", [np.float64(1.0), 1.0, np.ones(3, int), [1.0, 2.0]])
+def test_numerical_gradient_needs_the_array_loss_reads(x):
+    with pytest.raises(TypeError, match=r"\bx\b"):
+        an.numerical_gradient(lambda: 0.0, x)
+
+
+@pytest.mark.parametrize("flag", ["no", 1, 1.5, None])
+def test_t5_buckets_bidirectional_is_a_bool(flag):
+    with pytest.raises(TypeError, match="bidirectional"):
+        an.t5_relative_buckets(an.relative_positions(3, 4), bidirectional=flag)

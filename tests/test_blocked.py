@@ -60,6 +60,27 @@ def test_plan_caps_the_rows_of_a_block():
     assert max(rows) == blocked.MAX_ROWS and sum(rows) == 1000
 
 
+def test_plan_makes_at_least_min_blocks():
+    rows = [j - i for i, j, _, _ in blocked.plan((1,), 200, 600, None, min_blocks=2)]
+    assert rows == [100, 100]
+    assert len(blocked.plan((1,), 1, 600, None, min_blocks=2)) == 1      # one row: one block
+
+
+@pytest.mark.parametrize("workers, blocks", [("1", 1), ("2", 2), ("3", 3)])
+def test_one_head_is_cut_into_a_block_per_worker(rng, monkeypatch, workers, blocks):
+    """A single head whose rows fit one block still gives every worker a block (its products
+    on one BLAS thread each), instead of running alone on the calling thread."""
+    monkeypatch.setenv("ATTENTION_NP_NUM_THREADS", workers)
+    q, k, v = randn(rng, 1, 220, 8), randn(rng, 1, 600, 8), randn(rng, 1, 600, 8)
+    out, cache = an.sdpa_forward(q, k, v)
+    assert len(cache.blocks) == blocks
+    np.testing.assert_allclose(out, an.paper.sdpa_forward(q, k, v)[0], rtol=1e-12, atol=1e-13)
+    dq, dk, dv = an.sdpa_backward(np.ones_like(out), cache)
+    pq, pk, pv = an.paper.sdpa_backward(np.ones_like(out), an.paper.sdpa_forward(q, k, v)[1])
+    for got, want in ((dq, pq), (dk, pk), (dv, pv)):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12)
+
+
 @pytest.mark.parametrize("kw, taken", [
     (dict(), True),
     (dict(is_causal=True), True),

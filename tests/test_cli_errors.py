@@ -66,6 +66,10 @@ CASES = [
      "argument --label-smoothing: got 1, expected a number from 0 up to (not including) 1"),
     (AN + ("train", "--task", "dates", "--lr-factor", "nan"), "argument --lr-factor: got 'nan', "
                                                               "expected a finite number"),
+    (AN + ("check", "--function", "fn"), "argument --function: got 'fn' without an exercise and a "
+                                         "solution file, expected both"),
+    (AN + ("check", "--list", "--function", "fn"), "argument --function: got 'fn' without an "
+                                                   "exercise and a solution file, expected both"),
     (("-m", "attention_np.studies.lessons"), "the following arguments are required: OUT.npz"),
     (("-m", "attention_np.studies.lessons", "{tmp}/no/such/dir/run.npz"),
      "argument OUT.npz: got '{tmp}/no/such/dir/run.npz', expected a file in an existing directory"),

@@ -201,3 +201,51 @@ def test_normalize_qk_is_a_bias_free_layer_norm_and_agrees_rms_norm_does_not(rng
     x64, kv64 = x.astype(np.float64), kv.astype(np.float64)
     rms = an.mha_forward(x64, kv64, kv64, p64, num_heads=h)[0]      # params' norms: RMSNorm
     assert np.abs(rms - theirs).max() > 1e-3
+
+
+# ---- issue 34: compare_flax_mha checks its inputs before Flax runs, and says when it casts ----
+
+@pytest.mark.parametrize("which, bad, exc, names", [
+    (0, lambda a: a.astype(np.int64), TypeError, "inputs_q must be a floating-point array, got dtype int64"),
+    (0, lambda a: a > 0, TypeError, "inputs_q must be a floating-point array, got dtype bool"),
+    (0, lambda a: "abc", TypeError, "inputs_q must be a floating-point array"),
+    (0, lambda a: a[0, 0], ValueError, "inputs_q must be (..., L, 8)"),
+    (0, lambda a: a[..., :7], ValueError, "inputs_q must be (..., L, 8)"),
+    (1, lambda a: a[..., :5], ValueError, "inputs_k must be (..., S, 6)"),
+    (1, lambda a: a[:1], ValueError, "must have the same batch dims"),
+    (2, lambda a: a[:, :3], ValueError, "inputs_k has S=7 positions but inputs_v has S=3"),
+])
+def test_compare_flax_mha_refuses_bad_input_by_name_before_flax_runs(rng, which, bad, exc, names):
+    from attention_np.interop import compare_flax_mha
+
+    module, variables, x, kv = _flax_module_and_variables(rng)
+    inputs = [x, kv, kv]
+    inputs[which] = bad(inputs[which])
+    with pytest.raises(exc) as info:
+        compare_flax_mha(module, variables, *inputs)
+    assert names in str(info.value)
+
+
+@pytest.mark.parametrize("kw, exc, names", [
+    (dict(mask=np.ones((5, 5), bool)), ValueError, "mask of shape (5, 5) does not broadcast to "
+                                                   "(..., num_heads, L, S) = (2, 2, 5, 7)"),
+    (dict(mask=np.ones((5, 7))), TypeError, "mask must be a bool array"),
+    (dict(seed=-1), ValueError, "seed"),
+])
+def test_compare_flax_mha_checks_the_mask_and_the_seed(rng, kw, exc, names):
+    from attention_np.interop import compare_flax_mha
+
+    module, variables, x, kv = _flax_module_and_variables(rng)
+    with pytest.raises(exc) as info:
+        compare_flax_mha(module, variables, x, kv, **kw)
+    assert names in str(info.value)
+
+
+def test_compare_flax_mha_says_when_it_casts_to_the_variables_dtype(rng):
+    from attention_np.interop import compare_flax_mha
+
+    module, variables, x, kv = _flax_module_and_variables(rng)
+    assert not compare_flax_mha(module, variables, x, kv).notes
+    report = compare_flax_mha(module, variables, x.astype(np.float64), kv)
+    assert report.ok, str(report)
+    assert report.notes == ["inputs_q float64 cast to the module's float32 before both ran"]

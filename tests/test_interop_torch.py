@@ -409,3 +409,38 @@ def test_compare_mha_says_when_it_casts_to_the_modules_dtype():
     assert not compare_mha(module, x).notes
     report = compare_mha(module, x.astype(np.float32))
     assert "query float32 cast to the module's float64 before both ran" in report.notes
+
+
+@pytest.mark.parametrize("kw, exc, names", [
+    (dict(key_padding_mask=np.ones((5, 5), bool)), ValueError,
+     "key_padding_mask must have shape (2, 3) for these inputs"),
+    (dict(key_padding_mask=np.ones((2, 3), int)), TypeError, "key_padding_mask must be bool"),
+    (dict(attn_mask=np.ones((4, 4), bool)), ValueError, "attn_mask must have shape (3, 3) or (4, 3, 3)"),
+    (dict(attn_mask=np.ones((3, 3, 3), bool)), ValueError, "attn_mask must have shape"),
+    (dict(is_causal="no"), TypeError, "is_causal must be True or False"),
+    (dict(is_causal=True), ValueError, "is_causal=True needs attn_mask"),
+    (dict(need_weights=1), TypeError, "need_weights must be True or False"),
+    (dict(seed=-1), ValueError, "seed"),
+    (dict(seed=1.5), ValueError, "seed"),
+    (dict(static_k=np.ones((3, 3))), ValueError, "static_k must be (N*num_heads, S, head_dim) = (4, S, 4)"),
+    (dict(static_k=np.ones((4, 3, 4), int)), TypeError, "static_k must be a floating-point array"),
+])
+def test_compare_mha_checks_masks_flags_and_static_heads_before_torch_runs(kw, exc, names):
+    module = _module64()
+    x = np.random.default_rng(0).standard_normal((2, 3, 8))
+    with pytest.raises(exc) as info:
+        compare_mha(module, x, **kw)
+    assert names in str(info.value)
+
+
+def test_compare_mha_takes_numpy_masks():
+    """A NumPy mask was a TypeError from inside torch; it is now converted (bool as torch's
+    True = blocked, float in the module's dtype)."""
+    module = _module64()
+    x = np.random.default_rng(0).standard_normal((2, 3, 8))
+    kpm = np.array([[False, False, True], [False, False, False]])
+    report = compare_mha(module, x, key_padding_mask=kpm)
+    assert report.ok, str(report)
+    float_mask = np.where(np.triu(np.ones((3, 3), bool), 1), -np.inf, 0.0).astype(np.float32)
+    report = compare_mha(module, x, attn_mask=float_mask)
+    assert report.ok, str(report)

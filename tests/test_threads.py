@@ -26,8 +26,9 @@ def _inputs(shape, seed):
     return tuple(r.standard_normal(shape).astype(np.float32) for _ in range(3))
 
 
-# (3, 1, 600, 48): several parts on two workers; (1, 1, 220, 600)-scores: one part, run on the
-# calling thread; both take the blocked path, both have a (rows, 600) @ (600, 48) product.
+# (3, 1, 600, 48): several parts on two workers; (1, 1, 220, 600)-scores: one head, one block per
+# worker (one part, run on the calling thread, with ATTENTION_NP_NUM_THREADS=1); both take the
+# blocked path, both have a (rows, 600) @ (600, 48) product.
 CALLS = {"several parts": ((3, 1, 600, 48), {}), "one part": ((1, 1, 220, 48), {})}
 
 

@@ -20,6 +20,11 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import attention_np.exercises as ex
 
+    if args.function is not None and (args.list or args.name is None):
+        print(f"python -m attention_np check: error: argument --function: got {args.function!r} "
+              f"without an exercise and a solution file, expected both "
+              f"(check NAME solution.py --function FN)", file=sys.stderr)
+        return 2
     if args.list or args.name is None:
         for name, e in ex.EXERCISES.items():
             print(f"{name:20s} {e.signature}  ({len(e.mistakes)} catalogued mistakes)")

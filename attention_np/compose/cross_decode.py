@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np._checks import as_float_array, check_min_ndim
-from attention_np.compose.decode import KVCache
+from attention_np.compose.decode import KVCache, check_new_positions
 from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.variants.qk_layernorm import qk_norm_forward
@@ -98,6 +98,7 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
         raise TypeError(f"kv_cache must be a KVCache (from cross_kv_cache), got "
                         f"{type(kv_cache).__name__}")
     caller = "mha_cross_decode_step"
+    x = check_new_positions(x, params)
     layer, x = _cross_layer(caller, x, params, num_heads, spec, deprecated, scale=scale)
     if layer.spec.is_causal:
         raise ValueError(f"{caller}: cross-attention has no causal mask (spec.is_causal=True)")

@@ -26,6 +26,7 @@ from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
+from attention_np.variants.spec import AttentionSpec
 from attention_np.variants.window import window_mask
 
 
@@ -143,6 +144,18 @@ class KVCache:
         return self.k, self.v
 
 
+def check_new_positions(x, params) -> np.ndarray:
+    """A decoding step's new positions ``x (..., T, d_model)`` as a float array, named ``x`` in
+    the errors (the multi-head checks would call it ``query``)."""
+    x = as_float_array(x, "x")
+    check_min_ndim(x, "x", 2, "(..., T, d_model)")
+    W_q = params.get("W_q") if isinstance(params, dict) else None
+    if W_q is not None and np.ndim(W_q) == 2 and x.shape[-1] != np.shape(W_q)[0]:
+        raise ValueError(f"x has {x.shape[-1]} features (shape {x.shape}) but params['W_q'] has "
+                         f"shape {np.shape(W_q)}: its rows must match d_model")
+    return x
+
+
 def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int | None = None,
                     scale=None, spec=None, mask=None, bias=None, positions=None, **deprecated):
     """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
@@ -164,7 +177,8 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
         The keys and values of the earlier positions; the new ones are appended. Required
         (the default ``None`` exists only so that the old keyword ``cache`` can stand in for it).
     num_heads, scale, spec : as in :func:`mha_forward`
-        The causal mask is implied (``spec.is_causal`` is not needed); ``spec.window`` is
+        The causal mask is implied (``spec.is_causal`` is not needed; False is a
+        ``ValueError``); ``spec.window`` is
         bottom-right aligned as the causal mask: new query ``t`` (at position ``t + S - T``)
         sees the ``left`` positions before it. ``spec.rope`` with ``"scaling"`` of type
         ``"dynamic"`` or ``"longrope"`` uses, at each step, the frequencies of its length
@@ -197,9 +211,15 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
         kv_cache = deprecated.pop("cache")
     if not isinstance(kv_cache, KVCache):
         raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
+    if isinstance(spec, AttentionSpec) and spec.is_causal is not None and not spec.is_causal:
+        raise ValueError("mha_decode_step got spec.is_causal=False, but decoding is causal (each "
+                         "new position sees the cached ones and itself, never later ones): leave "
+                         "spec.is_causal unset or True; for attention to a fixed memory use "
+                         "mha_cross_decode_step")
     spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, scale=scale)
     if spec.dropout_p:
         raise ValueError("mha_decode_step generates: it has no attention dropout (spec.dropout_p=0)")
+    x = check_new_positions(x, params)
     x, _, _, layer = check_layer(caller, x, x, x, params, spec, deprecated)
     h, h_kv = layer.num_heads, layer.num_kv_heads
     T = x.shape[-2]

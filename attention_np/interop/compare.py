@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_np._checks import as_bool_mask, check_bool, check_broadcasts_to, check_int
 from attention_np._optional import import_optional
 from attention_np.compose.extra_kv import mha_extra_kv_backward, mha_extra_kv_forward
 from attention_np.compose.multihead import mha_backward, mha_forward
@@ -96,6 +97,19 @@ def _restore(module, saved, training):
     module.train(training)
 
 
+def _as_input(name: str, a, np_dtype, notes: list) -> np.ndarray:
+    """One input of a diff as an array of the module's dtype ``np_dtype``: floating (an integer
+    or bool input is a ``TypeError``, not silently cast), cast with a note in ``notes``."""
+    a = itorch.to_numpy(a)
+    if not np.issubdtype(a.dtype, np.floating):
+        raise TypeError(f"{name} must be a floating-point array, got dtype {a.dtype} (the "
+                        f"module is {np.dtype(np_dtype).name}: cast it yourself if you mean it)")
+    if a.dtype != np_dtype:
+        notes.append(f"{name} {a.dtype} cast to the module's {np.dtype(np_dtype).name} "
+                     f"before both ran")
+    return a.astype(np_dtype)
+
+
 def _check_mha_inputs(module, inputs, np_dtype) -> tuple[list, list]:
     """``query, key, value`` as arrays of the module's dtype, checked against the module before
     it runs (torch's own errors are bare asserts): floating, 2-D or 3-D, widths ``embed_dim``,
@@ -103,19 +117,13 @@ def _check_mha_inputs(module, inputs, np_dtype) -> tuple[list, list]:
     arrays, notes = [], []
     widths = {"query": module.embed_dim, "key": module.kdim, "value": module.vdim}
     for (name, width), a in zip(widths.items(), inputs, strict=True):
-        a = itorch.to_numpy(a)
-        if not np.issubdtype(a.dtype, np.floating):
-            raise TypeError(f"{name} must be a floating-point array, got dtype {a.dtype} (the "
-                            f"module is {np.dtype(np_dtype).name}: cast it yourself if you mean it)")
+        a = _as_input(name, a, np_dtype, notes)
         if a.ndim not in (2, 3) or a.shape[-1] != width:
             layout = "(N, L, E)" if module.batch_first else "(L, N, E)"
             raise ValueError(f"{name} must be (L, {width}) or {layout} with the last dim {width} "
                              f"(the module's {'embed_dim' if name == 'query' else name[0] + 'dim'}), "
                              f"got shape {a.shape}")
-        if a.dtype != np_dtype:
-            notes.append(f"{name} {a.dtype} cast to the module's {np.dtype(np_dtype).name} "
-                         f"before both ran")
-        arrays.append(a.astype(np_dtype))
+        arrays.append(a)
     q, k, v = arrays
     if len({x.ndim for x in arrays}) != 1:
         raise ValueError(f"query, key and value must all be batched or all unbatched, got shapes "
@@ -129,6 +137,79 @@ def _check_mha_inputs(module, inputs, np_dtype) -> tuple[list, list]:
             raise ValueError(f"query has batch {q.shape[b]} but key has batch {k.shape[b]} "
                              f"(query {q.shape}, key {k.shape})")
     return arrays, notes
+
+
+def _check_mha_extras(torch, module, arrays, np_dtype, masks: dict, statics: dict) -> tuple:
+    """``key_padding_mask``, ``attn_mask`` (``masks``) and ``static_k``, ``static_v``
+    (``statics``) checked against the module and the inputs ``arrays`` before torch runs (its
+    own errors are bare asserts, or a ``TypeError`` about a NumPy array): the masks bool or
+    floating, ``(N, S)`` (``(S,)`` unbatched) and ``(L, S)`` or ``(N*num_heads, L, S)``, as
+    tensors (a float mask in the module's dtype); the static heads floating,
+    ``(N*num_heads, S', head_dim)``. Returns the masks (tensors) and the static heads (arrays)."""
+    q, k = arrays[0], arrays[1]
+    batched = q.ndim == 3
+    b, seq = (0, 1) if module.batch_first else (1, 0)
+    N = q.shape[b] if batched else 1
+    L, S = (q.shape[seq], k.shape[seq]) if batched else (q.shape[0], k.shape[0])
+    h = module.num_heads
+    heads = {}
+    for name, a in statics.items():
+        if a is None:
+            continue
+        a = _as_input(name, a, np_dtype, [])
+        if a.ndim != 3 or a.shape[0] != N * h or a.shape[2] != module.head_dim:
+            raise ValueError(f"{name} must be (N*num_heads, S, head_dim) = ({N * h}, S, "
+                             f"{module.head_dim}), got shape {a.shape}")
+        heads[name] = a
+    if "static_k" in heads:                 # the keys are the given heads, not key's projection
+        S = heads["static_k"].shape[1]
+    shapes = {"key_padding_mask": [(N, S)] if batched else [(S,)],
+              "attn_mask": [(L, S), (N * h, L, S)]}
+    out = {}
+    for name, m in masks.items():
+        if m is None:
+            out[name] = None
+            continue
+        a = itorch.to_numpy(m)
+        if a.dtype != np.bool_ and not np.issubdtype(a.dtype, np.floating):
+            raise TypeError(f"{name} must be bool (True = blocked, torch's convention) or floating "
+                            f"(added to the scores), got dtype {a.dtype}")
+        if a.shape not in shapes[name]:
+            raise ValueError(f"{name} must have shape {' or '.join(map(str, shapes[name]))} "
+                             f"for these inputs (N={N}, L={L}, S={S}, num_heads={h}), got {a.shape}")
+        out[name] = torch.from_numpy(np.ascontiguousarray(
+            a if a.dtype == np.bool_ else a.astype(np_dtype)))
+    return out, heads
+
+
+def _check_flax_inputs(params: dict, num_heads: int, inputs, mask) -> tuple[list, list, object]:
+    """``inputs_q, inputs_k, inputs_v`` as arrays of the variables' dtype and ``mask`` as a bool
+    array, checked before Flax runs (its own errors are bare asserts or a parameter-shape error):
+    floating, ``(..., L or S, features)`` with the kernels' input widths, one batch shape, one
+    key length; ``mask`` bool, broadcastable to ``(..., num_heads, L, S)``. Returns the arrays,
+    a note per cast and the mask."""
+    np_dtype = params["W_q"].dtype
+    arrays, notes = [], []
+    names = {"inputs_q": ("W_q", "L"), "inputs_k": ("W_k", "S"), "inputs_v": ("W_v", "S")}
+    for (name, (W, length)), a in zip(names.items(), inputs, strict=True):
+        a = _as_input(name, a, np_dtype, notes)
+        width = params[W].shape[0]
+        if a.ndim < 2 or a.shape[-1] != width:
+            raise ValueError(f"{name} must be (..., {length}, {width}) (the last dim is the "
+                             f"{W[-1]} kernel's input width {width}), got shape {a.shape}")
+        arrays.append(a)
+    q, k, v = arrays
+    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+        raise ValueError(f"inputs_q, inputs_k and inputs_v must have the same batch dims, got "
+                         f"shapes {q.shape}, {k.shape}, {v.shape}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"inputs_k has S={k.shape[-2]} positions but inputs_v has "
+                         f"S={v.shape[-2]} (shapes {k.shape}, {v.shape})")
+    if mask is not None:
+        mask = as_bool_mask(itorch.to_numpy(mask), "mask")
+        scores = q.shape[:-2] + (num_heads, q.shape[-2], k.shape[-2])
+        check_broadcasts_to(mask, "mask", scores, "(..., num_heads, L, S)")
+    return arrays, notes, mask
 
 
 def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, attn_mask=None,
@@ -176,9 +257,20 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"module dtype must be float32 or float64, got {dtype}")
     np_dtype = np.float64 if dtype == torch.float64 else np.float32
+    check_bool(is_causal, "is_causal")
+    if is_causal and attn_mask is None:
+        raise ValueError("is_causal=True needs attn_mask: torch's is_causal is a hint that "
+                         "attn_mask is causal, not a mask of its own (pass the causal attn_mask too)")
+    check_bool(need_weights, "need_weights")
+    check_bool(average_attn_weights, "average_attn_weights")
+    check_int(seed, "seed", 0)
     key = query if key is None else key
     value = key if value is None else value
     arrays, cast = _check_mha_inputs(module, (query, key, value), np_dtype)
+    masks, given = _check_mha_extras(torch, module, arrays, np_dtype,
+                                     {"key_padding_mask": key_padding_mask, "attn_mask": attn_mask},
+                                     {"static_k": static_k, "static_v": static_v})
+    key_padding_mask, attn_mask = masks["key_padding_mask"], masks["attn_mask"]
     swap = not module.batch_first and arrays[0].ndim == 3     # (L, N, E) -> ours (N, L, E)
 
     def ours_layout(a):
@@ -191,8 +283,7 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")
     shape = arrays[0].shape[:-1] + (module.embed_dim,)                  # out, in the module's layout
     dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
-    statics = {n: torch.tensor(itorch.to_numpy(a).astype(np_dtype), requires_grad=True)
-               for n, a in (("static_k", static_k), ("static_v", static_v)) if a is not None}
+    statics = {n: torch.tensor(a, requires_grad=True) for n, a in given.items()}
     try:
         module.train(False)
         out, weights, dinputs, grads = itorch.mha_forward_backward(
@@ -284,9 +375,10 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
         raise TypeError(f"variables must be float32 or float64, got {np_dtype}")
     inputs_k = inputs_q if inputs_k is None else inputs_k
     inputs_v = inputs_k if inputs_v is None else inputs_v
-    arrays = [np.asarray(a).astype(np_dtype) for a in (inputs_q, inputs_k, inputs_v)]
-    mask = None if mask is None else np.asarray(mask)
+    check_int(seed, "seed", 0)
+    arrays, cast, mask = _check_flax_inputs(params, num_heads, (inputs_q, inputs_k, inputs_v), mask)
     report = MHAReport("flax MultiHeadDotProductAttention", np.dtype(np_dtype).name)
+    report.notes += cast
 
     shape = arrays[0].shape[:-1] + (params["W_o"].shape[1],)                # (..., L, out)
     dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)

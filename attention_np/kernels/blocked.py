@@ -69,8 +69,13 @@ def attend(q, k, v, mask, scale: float, sink=None):
     if mask is not None and mask.ndim < 2:
         mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)        # (..., L or 1, S or 1)
     n = int(np.prod(_batch(q, k, mask), dtype=np.int64))
-    per_worker = -(-n // max(1, min(n, num_threads())))     # batch entries in one unit of work
-    blocks = plan((per_worker,), q.shape[-2], k.shape[-2], mask)
+    workers = num_threads()
+    parts = max(1, min(n, workers))                         # batch slices (kernels/batch_split.py)
+    per_worker = -(-n // parts)                             # batch entries in one unit of work
+    # fewer batch slices than workers (one head, say): at least enough row blocks to give every
+    # worker one, so that the products run on every core (each on one BLAS thread) rather than
+    # on the calling thread alone
+    blocks = plan((per_worker,), q.shape[-2], k.shape[-2], mask, min_blocks=-(-workers // parts))
     out, e, l, sink_weight = forward(q, k, v, mask=mask, blocks=blocks, sink=sink,
                                      scale_scores=lambda qb, kb, s: scaled_scores(qb, kb, scale, out=s))
     return out, e, l, blocks, mask, sink_weight
@@ -81,14 +86,15 @@ def _batch(q, k, mask) -> tuple:
     return np.broadcast_shapes(q.shape[:-2], k.shape[:-2], () if mask is None else mask.shape[:-2])
 
 
-def plan(batch: tuple, L: int, S: int, mask) -> list[tuple[int, int, int, int]]:
+def plan(batch: tuple, L: int, S: int, mask, min_blocks: int = 1) -> list[tuple[int, int, int, int]]:
     """Cut the query rows into blocks: ``[(i, j, j0, j1), ...]``, rows ``i:j`` read keys ``j0:j1``.
 
     ``batch`` is the scores' batch shape; ``mask`` is bool broadcastable to ``(*batch, L, S)``
-    (True = may attend) or None. A block whose rows may attend no key gets ``j0 = j1``.
+    (True = may attend) or None. A block whose rows may attend no key gets ``j0 = j1``. At least
+    ``min_blocks`` blocks when there are that many rows.
     """
     n = int(np.prod(batch, dtype=np.int64))
-    rows = max(1, min(L, MAX_ROWS, BLOCK_ELEMENTS // max(1, n * S)))
+    rows = max(1, min(L, MAX_ROWS, BLOCK_ELEMENTS // max(1, n * S), -(-L // max(1, min_blocks))))
     blocks = []
     for i in range(0, L, rows):
         j = min(L, i + rows)

@@ -32,6 +32,7 @@ from attention_np._checks import (
     check_dout,
     check_dropout_p,
     check_qkv,
+    check_rng,
     sum_to_shape,
 )
 from attention_np.kernels import blocked
@@ -271,6 +272,7 @@ def checked_options(q, plan: Plan, dropout_mask) -> tuple:
     """``plan``'s dropout rate, soft-cap and sink logits (``(h, 1, 1)`` in ``q``'s dtype, or
     None), checked; sinks do not combine with dropout."""
     dropout_p = check_dropout_p(plan.dropout_p)
+    check_rng(plan.rng)                           # refused by name even where no dropout draws from it
     softcap = check_softcap(plan.softcap)
     if plan.sinks is None:
         return dropout_p, softcap, None

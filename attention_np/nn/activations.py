@@ -78,7 +78,11 @@ def erf(x) -> np.ndarray:
         for c in my_chunks:
             out[c] = _erf64(flat[c].astype(np.float64), terms)
 
-    parallel_map(work, deal(chunks, num_threads()))
+    parts = deal(chunks, num_threads())
+    if len(parts) == 1:
+        work(parts[0])          # no matrix product: the BLAS thread count is not this call's concern
+    else:
+        parallel_map(work, parts)
     return out.reshape(x.shape)
 
 

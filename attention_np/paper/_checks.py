@@ -132,6 +132,13 @@ def sum_to_shape(g: np.ndarray, shape: tuple) -> np.ndarray:
     return g.sum(axis=tuple(range(lead)) + stretched, keepdims=True).reshape(shape)
 
 
+def check_d_v(v: np.ndarray) -> None:
+    """The values have features: ``d_v = v.shape[-1] >= 1`` (0 would give an empty output)."""
+    if v.shape[-1] < 1:
+        raise ValueError(f"d_v (the last dim of v) must be >= 1, got d_v=0 (v of shape {v.shape}): "
+                         f"the output would be empty")
+
+
 def check_scale(scale, d_k: int) -> float:
     """The factor on ``QKᵀ``: ``1/sqrt(d_k)`` when None, else a finite real number."""
     if d_k < 1:          # no features: 1/sqrt(0), and no dot product to scale

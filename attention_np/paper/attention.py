@@ -26,6 +26,7 @@ from attention_np.paper._checks import (
     check_bool,
     check_broadcasts_to,
     check_cache,
+    check_d_v,
     check_dout,
     check_same_dtype,
     check_scale,
@@ -58,6 +59,7 @@ def _check_inputs(q, k, v, mask, is_causal, scale):
     q = as_float_array(q, "q", 2, "(..., L, d_k)")
     k = as_float_array(k, "k", 2, "(..., S, d_k)")
     v = as_float_array(v, "v", 2, "(..., S, d_v)")
+    check_d_v(v)
     check_same_dtype(q=q, k=k, v=v)
     (L, d_k), (S, d_k2) = q.shape[-2:], k.shape[-2:]
     if d_k != d_k2:

@@ -49,6 +49,10 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     ``x`` is nudged in place one entry at a time and restored (two calls of ``loss`` per entry:
     keep ``x`` small).
     """
+    if not isinstance(x, np.ndarray) or not np.issubdtype(x.dtype, np.floating):
+        got = f"dtype {x.dtype}" if isinstance(x, np.ndarray) else type(x).__name__
+        raise TypeError(f"x must be a floating-point ndarray, the very array loss() reads (it is "
+                        f"nudged in place: a scalar or a copy would change nothing), got {got}")
     check_real(eps, "eps", positive=True)
     grad = np.zeros_like(x)
     flat, gflat = x.reshape(-1), grad.reshape(-1)      # views: writing flat[i] writes x

@@ -16,7 +16,8 @@ from attention_np.paper._checks import as_bool_mask, as_float_array, check_dout
 def _check_axis(axis, x: np.ndarray, name: str) -> None:
     if x.ndim == 0:
         raise ValueError(f"{name} must have at least 1 dim (the axis that sums to 1), got a 0-d array")
-    if not isinstance(axis, (int, np.integer)) or not -x.ndim <= axis < x.ndim:
+    if (not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_))
+            or not -x.ndim <= axis < x.ndim):
         raise ValueError(f"axis must be an int in [-{x.ndim}, {x.ndim}) for {name} of shape "
                          f"{x.shape}, got {axis!r}")
 

@@ -27,6 +27,7 @@ from attention_np._checks import (
     as_float_array,
     as_generator,
     check_cache,
+    check_d_v,
     check_dout,
     check_int,
     check_min_ndim,
@@ -127,6 +128,7 @@ def _check(q, k, v, params):
     check_min_ndim(q, "q", 2, "(..., L, d_q)")
     check_min_ndim(k, "k", 2, "(..., S, d_k)")
     check_min_ndim(v, "v", 2, "(..., S, d_v)")
+    check_d_v(v)
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k has S={k.shape[-2]} positions but v has S={v.shape[-2]} "
                          f"(k {k.shape}, v {v.shape})")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np._checks import as_bool_mask
+from attention_np._checks import as_bool_mask, check_int
 
 
 def with_lengths(mask, q_lengths, kv_lengths, q_shape: tuple, k_shape: tuple):
@@ -60,6 +60,8 @@ def lengths_mask(q_lengths=None, kv_lengths=None, L: int | None = None, S: int |
     B = np.shape(given)[0] if np.ndim(given) == 1 else -1
     if B < 0:
         raise ValueError(f"q_lengths and kv_lengths must be int arrays (B,), got shape {np.shape(given)}")
+    L = None if L is None else check_int(L, "L", 0)
+    S = None if S is None else check_int(S, "S", 0)
     if L is None:
         L = 1 if q_lengths is None else int(np.max(q_lengths, initial=0))
     if S is None:

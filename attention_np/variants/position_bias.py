@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np._checks import as_float_array, check_int
+from attention_np._checks import as_float_array, check_bool, check_int
 from attention_np.paper.masks import ALIGNMENTS
 
 
@@ -97,6 +97,7 @@ def t5_relative_buckets(relative_position, *, bidirectional: bool = True, num_bu
     if not np.issubdtype(rel.dtype, np.integer):
         raise TypeError(f"relative_position must be an int array (key minus query position), "
                         f"got dtype {rel.dtype}")
+    check_bool(bidirectional, "bidirectional")
     n = check_int(num_buckets, "num_buckets", minimum=2)
     max_distance = check_int(max_distance, "max_distance")
     rel = rel.astype(np.int64)
