@@ -6,6 +6,7 @@ a named disagreement."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -24,16 +25,27 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "transformers_sweep.md"
 
 
+SWEEP = pytest.mark.skipif(
+    os.environ.get("ATTENTION_NP_SWEEP") != "1",
+    reason="the sweep builds a tiny model of every transformers model class (minutes of CPU: over "
+           "CI's budget while its open false verdicts are worked on, docs/transformers_sweep.md): "
+           "ATTENTION_NP_SWEEP=1 python -m pytest -m sweep tests/test_transformers_sweep.py")
+
+
 @pytest.fixture(scope="module")
 def rows():
     """One sweep for every test here (each model built once)."""
     return sw.sweep()
 
 
+@pytest.mark.sweep
+@SWEEP
 def test_every_model_class_is_in_the_sweep_once(rows):
     assert [r.family for r in rows] == sw.model_types()
 
 
+@pytest.mark.sweep
+@SWEEP
 def test_each_row_agrees_with_the_change_caught_or_says_why(rows):
     for r in rows:
         if r.verdict == "AGREE":
@@ -49,6 +61,8 @@ def test_each_row_agrees_with_the_change_caught_or_says_why(rows):
             "vit", "gpt_neox", "olmo", "granite", "mixtral", "whisper"} <= agree
 
 
+@pytest.mark.sweep
+@SWEEP
 def test_the_false_verdicts_are_the_ones_the_docs_list_as_open(rows):
     """A MISMATCH, an uncaught change or an error is a bug of the reader; the table lists each
     as open. A new one fails here (the table would have to be regenerated to hide it)."""
@@ -57,6 +71,8 @@ def test_the_false_verdicts_are_the_ones_the_docs_list_as_open(rows):
     assert {(r.family, r.verdict) for r in rows if r.false_verdict} <= listed
 
 
+@pytest.mark.sweep
+@SWEEP
 def test_the_docs_table_is_this_sweep(rows):
     table = sw.read_table(DOC.read_text())
     assert [(f, m, v) for f, m, v, _ in table] == [(r.family, r.model, r.verdict) for r in rows]
