@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np._checks import as_float_array, check_min_ndim
-from attention_np.compose.decode import KVCache, check_new_positions
+from attention_np.compose.decode import KVCache, check_inputs_of, check_new_positions
 from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.variants.qk_layernorm import qk_norm_forward
@@ -43,12 +42,8 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
         ``max_len = length = S``: full, so that appending to it raises. ``.k (..., H_kv, S, d_k)``,
         ``.v (..., H_kv, S, d_v)``; pass it to :func:`mha_cross_decode_step` at every step.
     """
-    memory = as_float_array(memory, "memory")
-    check_min_ndim(memory, "memory", 2, "(..., S, d_model)")
-    W_k = params.get("W_k") if isinstance(params, dict) else None
-    if W_k is not None and np.ndim(W_k) == 2 and memory.shape[-1] != np.shape(W_k)[0]:
-        raise ValueError(f"memory has {memory.shape[-1]} features but params['W_k'] has shape "
-                         f"{np.shape(W_k)}: its rows must match the encoder output's d_model")
+    memory = check_inputs_of(memory, "memory", "(..., S, d_model)", params, "W_k",
+                             "the encoder output's d_model")
     layer, memory = _cross_layer("cross_kv_cache", memory, params, num_heads, spec, deprecated)
     # 1) project the keys and values once, 2) split into heads
     k = project_heads(memory, params, "k", layer.num_kv_heads)       # (..., h_kv, S, d_k)

@@ -144,16 +144,22 @@ class KVCache:
         return self.k, self.v
 
 
-def check_new_positions(x, params) -> np.ndarray:
-    """A decoding step's new positions ``x (..., T, d_model)`` as a float array, named ``x`` in
-    the errors (the multi-head checks would call it ``query``)."""
-    x = as_float_array(x, "x")
-    check_min_ndim(x, "x", 2, "(..., T, d_model)")
-    W_q = params.get("W_q") if isinstance(params, dict) else None
-    if W_q is not None and np.ndim(W_q) == 2 and x.shape[-1] != np.shape(W_q)[0]:
-        raise ValueError(f"x has {x.shape[-1]} features (shape {x.shape}) but params['W_q'] has "
-                         f"shape {np.shape(W_q)}: its rows must match d_model")
+def check_inputs_of(x, name: str, layout: str, params, weight: str, d_model: str) -> np.ndarray:
+    """``x`` as a float array of at least two axes (``layout``), its last axis the rows of
+    ``params[weight]``; every error names ``x`` as ``name`` (the multi-head checks would call it
+    ``query`` or ``key``) and says what ``d_model`` is."""
+    x = as_float_array(x, name)
+    check_min_ndim(x, name, 2, layout)
+    W = params.get(weight) if isinstance(params, dict) else None
+    if W is not None and np.ndim(W) == 2 and x.shape[-1] != np.shape(W)[0]:
+        raise ValueError(f"{name} has {x.shape[-1]} features (shape {x.shape}) but params[{weight!r}] "
+                         f"has shape {np.shape(W)}: its rows must match {d_model}")
     return x
+
+
+def check_new_positions(x, params) -> np.ndarray:
+    """A decoding step's new positions ``x (..., T, d_model)`` as a float array, named ``x``."""
+    return check_inputs_of(x, "x", "(..., T, d_model)", params, "W_q", "d_model")
 
 
 def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int | None = None,
