@@ -258,3 +258,18 @@ def test_setup_makes_a_venv_that_run_autograder_uses(grader, tmp_path):
     assert scores["sinusoidal"][0] == scores["sinusoidal"][1] > 0
     assert feedback["sinusoidal"].endswith("Graded file: pe.py")
     assert "no file of the submission defines it" in feedback["softmax"]
+
+
+def test_a_file_whose_top_level_code_outlasts_the_limit_is_said_to_load_too_long(grader, tmp_path):
+    # the alarm rings inside the student's top-level code, which the loader reports as an error the
+    # file raised: the grader must still say it was time, never "the file cannot run"
+    slow = "import time\ntime.sleep(30)\n\n\ndef softmax(x):\n    return x\n"
+    root, env = _layout(tmp_path, grader, {"softmax.py": slow},
+                        {"time_limit_per_case_s": 0.5, "time_budget_s": 20,
+                         "time_reserve_per_exercise_s": 0.3})
+    subprocess.run(["bash", str(root / "source" / "run_autograder")], env={**env, "PYTHON": sys.executable},
+                   cwd=root, check=True, timeout=120)
+    scores, feedback = _by_exercise(json.loads((root / "results" / "results.json").read_text()))
+    assert scores["softmax"][0] == 0
+    assert "loading softmax.py took longer than 0.5 s" in feedback["softmax"], feedback["softmax"]
+    assert "cannot run" not in feedback["softmax"]

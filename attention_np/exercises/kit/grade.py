@@ -108,13 +108,14 @@ def worker(name: str, path: str, out: str, deadline: str) -> None:
         _alarm(allowed)
         fn = loading.load_function(path, rec["function"], rec["signature"])
         _alarm(0)
-    except loading.CannotRun as e:
+    except (loading.CannotRun, engine.TimeLimit) as e:
         _alarm(0)
-        state["message"], state["rest"] = f"FAILED: {name}: cannot run: {e}", "not run: the file cannot run"
-        write_json(out, state)
-        return
-    except engine.TimeLimit:
-        if allowed < limit:
+        # the alarm may ring inside the student's top-level code: the loader reports that as an
+        # error the file raised, with the TimeLimit as its context
+        if not isinstance(e, engine.TimeLimit) and not isinstance(e.__context__, engine.TimeLimit):
+            state["message"] = f"FAILED: {name}: cannot run: {e}"
+            state["rest"] = "not run: the file cannot run"
+        elif allowed < limit:
             state["message"] = f"FAILED: {name}: not graded: the time budget ran out while {path} loaded"
             state["rest"] = budget_note
         else:
