@@ -337,7 +337,7 @@ LESSONS = (
            "1 pt: both give zeros; 1 pt: the weights' sum is constant, so its gradient is 0; 1 pt: a "
            "random upstream gradient exposes the broken backward.",
            ("upstream of ones -> [-0. -0. -0. -0. -0.]",))),
-        (), explorer=None),
+        (), explorer="eq1"),                  # the gradient norms through the softmax, by d_k
     Lesson(
         5, "05_attention_that_learns", "Attention that learns: training a Transformer encoder in NumPy",
         ("§3.1", "§3.3", "§3.4", "§3.5", "§5.3, Eq. (3)"),
