@@ -12,8 +12,10 @@ The package is layered; each layer imports only the ones below it:
   :class:`AttentionSpec`
 - :mod:`attention_np.kernels`: the computations of Eq. (1) (reference, fused, tiled), one registry
 - :mod:`attention_np.compose`: multi-head attention with the variants, decoding with a KV cache
-- :mod:`attention_np.nn`: layers and a Transformer trained in NumPy
-- :mod:`attention_np.studies`: footnote 4 and additive attention, measured
+- :mod:`attention_np.nn`: the Transformer's layers (encoder, decoder, encoder-decoder) in NumPy
+- :mod:`attention_np.training`: tasks and trainers for those models
+- :mod:`attention_np.studies`: the claims of §3.2 measured (footnote 4, additive attention, ...);
+  :mod:`attention_np.lessons`: the lessons' example data and timing
 - :mod:`attention_np.pretrained`, :mod:`attention_np.interop`: a real model, other frameworks
 - :mod:`attention_np.viz` (matplotlib), :mod:`attention_np.cli` (``python -m attention_np``)
 """
@@ -24,9 +26,9 @@ from importlib.metadata import version as _version
 
 from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
 from attention_np.compose.decode import KVCache, mha_decode_step
-from attention_np.compose.multihead import MHACache, init_mha_params, mha_backward, mha_forward
+from attention_np.compose.mha import MHACache, init_mha_params, mha_backward, mha_forward
 from attention_np.kernels.fused import SDPACache, scaled_dot_product_attention, sdpa_backward, sdpa_forward
-from attention_np.kernels.sinks import SinksCache, sdpa_sinks_backward, sdpa_sinks_forward
+from attention_np.kernels.sink_logits import SinksCache, sdpa_sinks_backward, sdpa_sinks_forward
 from attention_np.kernels.tiled import FlashCache, flash_attention_backward, flash_attention_forward
 from attention_np.paper.gradcheck import GradcheckResult, gradcheck, numerical_gradient
 from attention_np.paper.heads import merge_heads, split_heads
@@ -98,7 +100,7 @@ __all__ = [
 _MOVED = {
     "attention": "attention_np.paper.attention",   # the Eq. (1) file students read
     "masks": "attention_np.paper.masks", "heads": "attention_np.paper.heads",
-    "linear": "attention_np.paper.linear", "multihead": "attention_np.compose.multihead",
+    "linear": "attention_np.paper.linear", "multihead": "attention_np.compose.mha",
     "gqa": "attention_np.variants.gqa", "flash": "attention_np.kernels.tiled",
     "kv_cache": "attention_np.compose.decode", "scaling": "attention_np.studies.scaling",
     "additive": "attention_np.studies.additive",
@@ -109,9 +111,9 @@ _MOVED = {
 
 
 # Subpackages reachable as attributes (``an.viz``, ``an.interop``, ...), imported on first use
-# only: ``import attention_np`` stays NumPy-only (tests/test_lazy_subpackages.py).
-_SUBPACKAGES = ("paper", "variants", "kernels", "compose", "core", "efficient", "nn", "studies",
-                "pretrained", "interop", "viz", "cli", "exercises")
+# only: ``import attention_np`` stays NumPy-only (tests/api/test_lazy_subpackages.py).
+_SUBPACKAGES = ("paper", "variants", "kernels", "compose", "core", "efficient", "nn", "training",
+                "studies", "lessons", "pretrained", "interop", "viz", "cli", "exercises")
 
 
 def __getattr__(name):

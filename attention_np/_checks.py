@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 # the checks §3.2 needs, shared with attention_np.paper (which imports nothing else): one copy each
-from attention_np.paper._checks import (  # noqa: F401  (re-exported)
+from attention_np.paper._validate import (  # noqa: F401  (re-exported)
     as_bool_mask,
     as_float_array,
     broadcast_batch,

@@ -13,7 +13,7 @@ import re
 # PyTorch's CPU build, installed before any extra that lists torch: from PyPI, `torch` is the
 # CUDA build (triton and the nvidia-* packages, gigabytes). Any torch >= 2.5 works.
 TORCH_CPU = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
-# The optional extras of pyproject.toml the hints install (tests/test_packaging.py holds these
+# The optional extras of pyproject.toml the hints install (tests/api/test_packaging.py holds these
 # equal to pyproject.toml's [project.optional-dependencies]).
 EXTRAS = {
     "plots": ("matplotlib>=3.7",),

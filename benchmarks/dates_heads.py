@@ -34,8 +34,8 @@ from attention_np.cli.train_dates import (
     DATES_STEPS,
     DATES_WARMUP,
 )
-from attention_np.nn.seq2seq_trainer import dates_config, train_seq2seq
-from attention_np.nn.threads import blas_threads
+from attention_np.kernels.threads import blas_threads
+from attention_np.training.seq2seq_trainer import dates_config, train_seq2seq
 
 TARGET = 0.99
 

@@ -32,12 +32,12 @@ from attention_np.cli.train_dates import (
     DATES_STEPS,
     DATES_WARMUP,
 )
-from attention_np.nn.adam import adam_init, adam_step, transformer_lr
-from attention_np.nn.dates import DatesTask
+from attention_np.kernels.threads import blas_threads
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
 from attention_np.nn.seq2seq import init_seq2seq, seq2seq_backward, seq2seq_forward
-from attention_np.nn.seq2seq_trainer import dates_config, train_seq2seq
-from attention_np.nn.threads import blas_threads
+from attention_np.training.adam import adam_init, adam_step, transformer_lr
+from attention_np.training.dates import DatesTask
+from attention_np.training.seq2seq_trainer import dates_config, train_seq2seq
 
 
 def load() -> str:

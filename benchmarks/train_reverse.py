@@ -4,7 +4,7 @@ The issue's target is the default run at 100 % of held-out sequences in <= 5 s o
 This script prints
 
 - the machine's load average before and after (other jobs slow a shared machine: report it);
-- the cost of one training step in float32 and in float64 (``nn.train`` with the command's
+- the cost of one training step in float32 and in float64 (``training.train`` with the command's
   schedule, batch 64, one BLAS thread), measured in the same run: short runs per dtype, the dtypes
   alternating, the median reported, so that a burst of load hits both alike; wall and CPU time;
   and the split of a float32 step into batching, forward, loss, backward, Adam (each phase timed
@@ -41,12 +41,12 @@ from attention_np.cli.train import (
     REVERSE_STEPS,
     REVERSE_WARMUP,
 )
-from attention_np.nn.adam import adam_init, adam_step, cooldown_lr
+from attention_np.kernels.threads import blas_threads
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
 from attention_np.nn.model import ModelConfig, init_model, model_backward, model_forward
-from attention_np.nn.tasks import ReversalTask
-from attention_np.nn.threads import blas_threads
-from attention_np.nn.trainer import train
+from attention_np.training.adam import adam_init, adam_step, cooldown_lr
+from attention_np.training.tasks import ReversalTask
+from attention_np.training.trainer import train
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("batching", "forward", "loss", "backward", "Adam")
@@ -58,7 +58,7 @@ def load() -> str:
 
 
 class Trainer:
-    """The loop of :func:`attention_np.nn.train` at the command's defaults, one step at a time,
+    """The loop of :func:`attention_np.training.train` at the command's defaults, one step at a time,
     with the seconds of each phase added up in ``phases``."""
 
     def __init__(self, dtype, batch_size: int = 64, seed: int = 0):
@@ -93,7 +93,7 @@ class Trainer:
 
 def step_costs(rounds: int, block: int) -> dict:
     """Median (wall, CPU) seconds per step of each dtype: ``rounds`` alternating runs of
-    :func:`attention_np.nn.train` (the command's function and schedule) of ``block`` steps, timed
+    :func:`attention_np.training.train` (the command's function and schedule) of ``block`` steps, timed
     from the end of step 1 to the end of the last (no set-up, no evaluation). One thread: the CPU
     time hardly moves with other processes' load, the wall time does."""
     times = {dt: [] for dt in ("float32", "float64")}
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     with blas_threads(1):
         per_step = step_costs(args.rounds, args.block)
         split = phases(args.rounds * args.block)
-    print(f"one training step (nn.train, the command's schedule, batch 64, one BLAS thread; median of "
+    print(f"one training step (training.train, the command's schedule, batch 64, one BLAS thread; median of "
           f"{args.rounds} alternating runs of {args.block} steps):")
     for i, clock in enumerate(("wall", "CPU")):
         t32, t64 = per_step["float32"][i], per_step["float64"][i]

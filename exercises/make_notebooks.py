@@ -6,7 +6,7 @@ The notebooks' content (titles, lesson links, hints, each stub's contract, the w
 questions) lives in :mod:`attention_np.exercises.notebooks`; ``python -m attention_np course
 build OUT`` writes the same notebooks for a course (checked by the kit's NumPy-only check.py),
 with solution notebooks beside them. Each stub cell is tagged ``stub`` with
-``metadata.exercise``; tests/test_exercise_notebooks.py replaces it with the library's solution.
+``metadata.exercise``; tests/course/test_exercise_notebooks.py replaces it with the library's solution.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ def sdpa(request):
 
 @pytest.fixture(scope="session")
 def course_build(tmp_path_factory):
-    """One `python -m attention_np course build OUT` for the session (tests/test_course.py and
-    tests/test_autograder.py read it; neither writes into it)."""
+    """One `python -m attention_np course build OUT` for the session (tests/course/test_course.py and
+    tests/course/test_autograder.py read it; neither writes into it)."""
     out = tmp_path_factory.mktemp("course")
     r = subprocess.run([sys.executable, "-m", "attention_np", "course", "build", str(out)],
                        cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)

@@ -18,7 +18,7 @@ Usage (from the repository root)::
     PYTHONPATH=. python tools/fuzz_calls.py            # prints the findings, exit 1 if any
     PYTHONPATH=. python tools/fuzz_calls.py --cli      # also the CLI flags (slower: subprocesses)
 
-``tests/test_bad_inputs.py`` holds the cases this found, as tests.
+``tests/api/test_bad_inputs.py`` holds the cases this found, as tests.
 """
 
 from __future__ import annotations

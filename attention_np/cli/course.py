@@ -24,10 +24,10 @@ def run(args) -> int:
     if getattr(args, "action", None) != "build":
         print("error: give an action: python -m attention_np course build OUT", file=sys.stderr)
         return 2
-    from attention_np.exercises import course
+    from attention_np.exercises import course_kit
 
     try:
-        folders = course.build(args.out, force=args.force, lessons_url=args.lessons_url)
+        folders = course_kit.build(args.out, force=args.force, lessons_url=args.lessons_url)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

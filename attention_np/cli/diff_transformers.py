@@ -3,15 +3,15 @@ transformers family, and a ``generate()`` replay of each decoder and encoder-dec
 against attention_np.
 
 Runs :func:`~attention_np.interop.transformers.compare_transformers_attention` on the tiny random
-layers of :mod:`attention_np.interop.transformers_cases` (float64, forward and every gradient),
-:func:`~attention_np.interop.transformers_decode.replay_generate` on GPT-2, Llama, Mistral,
+layers of :mod:`attention_np.interop.transformers.family_cases` (float64, forward and every gradient),
+:func:`~attention_np.interop.transformers.decode_diff.replay_generate` on GPT-2, Llama, Mistral,
 Qwen2, Qwen3, Gemma 2, Gemma 3 and gpt-oss (plain and left-padded prompts) and on T5 and BART
 (the decoder's self- and cross-attention; plain and padded sources), both again on a tiny Llama
 per RoPE scaling type (rows ``rope:<type>``), and a whole tiny model of each family of
-:data:`MODELS` (mode "model", :func:`~attention_np.interop.transformers_model.
+:data:`MODELS` (mode "model", :func:`~attention_np.interop.transformers.model_diff.
 compare_transformers_model`; a refused one says why and is no mismatch), prints the largest
 differences per family, then demonstrates
-transformers' traps (:mod:`attention_np.interop.transformers_known`). Exit status 1 on a
+transformers' traps (:mod:`attention_np.interop.transformers.family_traps`). Exit status 1 on a
 mismatch, on a trap that no longer reproduces as documented, or when torch or transformers is not
 installed (said on stderr, with the pip command).
 
@@ -31,10 +31,10 @@ from attention_np.cli.progress import ProgressBar
 
 DECODERS = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")
 ENCODER_DECODERS = ("t5", "bart")
-# RoPE scaling types (transformers_cases.ROPE_SCALINGS): a layer and a generate() of 4 + 7
+# RoPE scaling types (family_cases.ROPE_SCALINGS): a layer and a generate() of 4 + 7
 # tokens each, past the length 8 where "dynamic" and "longrope" change their frequencies
 ROPE_TYPES = ("linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
-# whole models of the families read by what they compute (transformers_families.NEW), mode "model"
+# whole models of the families read by what they compute (families.NEW), mode "model"
 MODELS = ("roberta", "distilbert", "deberta-v2", "albert", "opt", "gpt_neox", "falcon", "phi",
           "phi3", "stablelm", "gemma", "cohere", "mixtral", "olmo", "granite", "smollm3",
           "whisper", "clip")
@@ -126,15 +126,15 @@ def run(args) -> int:
         return status
     import transformers
 
-    from attention_np.interop import transformers_cases as cases
-    from attention_np.interop import transformers_known as known
     from attention_np.interop.tolerance import RTOL64
     from attention_np.interop.transformers import compare_transformers_attention
-    from attention_np.interop.transformers_decode import replay_generate
+    from attention_np.interop.transformers import family_cases as cases
+    from attention_np.interop.transformers import family_traps as known
+    from attention_np.interop.transformers.decode_diff import replay_generate
 
     transformers.logging.set_verbosity_error()
-    from attention_np.interop import transformers_families as fam
-    from attention_np.interop.transformers_model import compare_transformers_model
+    from attention_np.interop.transformers import families as fam
+    from attention_np.interop.transformers.model_diff import compare_transformers_model
 
     bar = ProgressBar(len(cases.FAMILIES) + len(DECODERS) + len(ENCODER_DECODERS)
                       + len(ROPE_TYPES) + len(MODELS) + len(known.DEMOS))
@@ -265,12 +265,12 @@ def _load_checkpoint(path: str):
 
 
 def run_model(args) -> int:
-    """``diff --model NAME|PATH``: :func:`~attention_np.interop.transformers_model.
+    """``diff --model NAME|PATH``: :func:`~attention_np.interop.transformers.model_diff.
     compare_transformers_model` on a tiny random model of family NAME, or on the checkpoint in
     the local folder PATH (``from_pretrained(PATH, local_files_only=True)``), its report
     printed. Exit 0 when every layer agrees, 1 otherwise (a refused layer included), 2 for an
     unknown NAME (the known ones listed) or a PATH that is no loadable checkpoint."""
-    from attention_np.interop.transformers_families import KNOWN
+    from attention_np.interop.transformers.families import KNOWN
     path = args.model not in KNOWN and _is_path(args.model)
     if args.model not in KNOWN and not path:
         print(f"error: --model {args.model!r} is not a known family; the known ones are: "
@@ -281,8 +281,8 @@ def run_model(args) -> int:
         return status
     import transformers
 
-    from attention_np.interop import transformers_families as fam
-    from attention_np.interop.transformers_model import compare_transformers_model
+    from attention_np.interop.transformers import families as fam
+    from attention_np.interop.transformers.model_diff import compare_transformers_model
     transformers.logging.set_verbosity_error()
     if path:
         model, error = _load_checkpoint(args.model)

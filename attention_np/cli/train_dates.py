@@ -18,9 +18,9 @@ import time
 import numpy as np
 
 from attention_np.cli.progress import ProgressBar
-from attention_np.nn.dates import DatesTask
-from attention_np.nn.seq2seq_trainer import dates_config, train_seq2seq
-from attention_np.nn.threads import blas_threads
+from attention_np.kernels.threads import blas_threads
+from attention_np.training.dates import DatesTask
+from attention_np.training.seq2seq_trainer import dates_config, train_seq2seq
 
 DATES_STEPS = 1200
 DATES_BATCH = 64

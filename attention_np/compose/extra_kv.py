@@ -24,7 +24,7 @@ import numpy as np
 from attention_np._checks import check_cache
 from attention_np.compose.pipeline import output, project_heads, project_heads_backward
 from attention_np.kernels import fused
-from attention_np.kernels.linear import linear_backward
+from attention_np.kernels.fast_linear import linear_backward
 from attention_np.paper.heads import merge_heads, split_heads
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np._checks import as_bias, as_bool_mask, check_broadcasts_to, warn_deprecated
-from attention_np.compose.params import check_mha_inputs
+from attention_np.compose.mha_params import check_mha_inputs
 from attention_np.kernels.plan import Plan, merged
 from attention_np.kernels.registry import check_supports, get_kernel
 from attention_np.variants.qk_norm import NORMS

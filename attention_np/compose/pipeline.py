@@ -13,7 +13,7 @@ reverse by :func:`transform_qk_backward`.
 from __future__ import annotations
 
 from attention_np.compose.layer_spec import Layer
-from attention_np.kernels.linear import linear_backward, linear_forward
+from attention_np.kernels.fast_linear import linear_backward, linear_forward
 from attention_np.kernels.plan import Plan
 from attention_np.kernels.registry import attend
 from attention_np.paper.heads import merge_heads, split_heads

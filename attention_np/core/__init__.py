@@ -19,14 +19,14 @@ MOVED = {
     "_checks": "attention_np._checks", "optional": "attention_np._optional",
     "attention": "attention_np.kernels.reference", "blocked": "attention_np.kernels.blocked",
     "fused": "attention_np.kernels.fused", "threads": "attention_np.kernels.threads",
-    "scores": "attention_np.kernels.scores", "sinks": "attention_np.kernels.sinks",
+    "scores": "attention_np.kernels.scores", "sinks": "attention_np.kernels.sink_logits",
     "dropout": "attention_np.variants.dropout", "gqa": "attention_np.variants.gqa",
     "position_bias": "attention_np.variants.position_bias", "qk_norm": "attention_np.variants.qk_norm",
     "rope": "attention_np.variants.rope", "rope_scaling": "attention_np.variants.rope_scaling",
     "gradcheck": "attention_np.paper.gradcheck", "heads": "attention_np.paper.heads",
     "linear": "attention_np.paper.linear", "masks": "attention_np.paper.masks",
     "softmax": "attention_np.paper.softmax",
-    "mha_params": "attention_np.compose.params", "multihead": "attention_np.compose.multihead",
+    "mha_params": "attention_np.compose.mha_params", "multihead": "attention_np.compose.mha",
 }
 
 _warn_deprecated("attention_np.core is deprecated since 0.2.0 and will be removed in 0.3: import from "

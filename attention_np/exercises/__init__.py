@@ -17,12 +17,18 @@ kit with the cases' expected values (:mod:`.course`). The student notebooks are 
 
 from __future__ import annotations
 
-from attention_np.exercises.attention import ATTENTION, ATTENTION_BACKWARD
-from attention_np.exercises.basics import CAUSAL_MASK, PADDING_MASK, SINUSOIDAL, SOFTMAX, SOFTMAX_BACKWARD
+from attention_np.exercises.attention_exercises import ATTENTION, ATTENTION_BACKWARD
+from attention_np.exercises.basics_exercises import (
+    CAUSAL_MASK,
+    PADDING_MASK,
+    SINUSOIDAL,
+    SOFTMAX,
+    SOFTMAX_BACKWARD,
+)
 from attention_np.exercises.checker import Case, CheckResult, Exercise, Mistake
 from attention_np.exercises.checker import run_check as _run_check
-from attention_np.exercises.efficient import DECODE_STEP, TILED_ATTENTION
-from attention_np.exercises.multihead import MERGE_HEADS, MHA_BACKWARD, MHA_FORWARD, SPLIT_HEADS
+from attention_np.exercises.efficient_exercises import DECODE_STEP, TILED_ATTENTION
+from attention_np.exercises.multihead_exercises import MERGE_HEADS, MHA_BACKWARD, MHA_FORWARD, SPLIT_HEADS
 
 #: name -> Exercise, in the order of the course
 EXERCISES = {e.name: e for e in (

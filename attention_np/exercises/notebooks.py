@@ -30,7 +30,7 @@ COMMON_RULES = ("    Rules the checker holds you to (every exercise):\n"
 
 #: exercise -> (summary, [(key or keys, text)]): the stub's docstring, one clause at a time. Each
 #: clause key is named by the cases that test it (``Case.clauses`` in attention_np.exercises), public and
-#: hidden; tests/test_exercises.py fails when a clause has none.
+#: hidden; tests/course/test_exercises.py fails when a clause has none.
 CLAUSES = {
     "softmax": ("Stable softmax over the last axis.", [
         ("batch", "    x : float array (..., n), any number of leading axes; n may be 1."),

@@ -1,7 +1,7 @@
 """Model solutions of the 13 exercises, in plain NumPy, as an instructor shows them.
 
 Written independently of the library's references (the checker compares them: see
-tests/test_exercises.py). The course build puts them in the solution notebooks
+tests/course/test_exercises.py). The course build puts them in the solution notebooks
 (``OUT/solutions/``), never in the student kit. Each function stands alone, with the helpers
 listed in :data:`SOLUTIONS`.
 """

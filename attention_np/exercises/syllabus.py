@@ -17,7 +17,7 @@ module generates
 
 ``python -m attention_np.exercises.syllabus --write`` rewrites the marked sections and the
 notebooks' generated cells (from the repository root); ``--check`` lists what differs, exit 1.
-``tests/test_syllabus.py`` fails when a document differs from what this table generates.
+``tests/course/test_syllabus.py`` fails when a document differs from what this table generates.
 
 Standard library only (plus :mod:`.notebooks`): the student kit's README is built from it.
 """

@@ -11,9 +11,9 @@ One submodule per framework, each importing its framework only when a function n
 - :mod:`attention_np.interop.transformers`: :func:`compare_transformers_attention`, diff one
   attention layer of a Hugging Face model, read by what it computes (29 families agree, see
   ``docs/frameworks.md``)
-- :mod:`attention_np.interop.transformers_model`: :func:`compare_transformers_model`, every
+- :mod:`attention_np.interop.transformers.model_diff`: :func:`compare_transformers_model`, every
   attention layer of a model run once, layer by layer
-- :mod:`attention_np.interop.transformers_interface`: :func:`compare_attention_kernels`, the
+- :mod:`attention_np.interop.transformers.kernel_diff`: :func:`compare_attention_kernels`, the
   attention kernel of every layer through transformers' attention interface
 - :mod:`attention_np.interop.tolerance`: when two implementations agree
 
@@ -22,8 +22,8 @@ One submodule per framework, each importing its framework only when a function n
 
 from attention_np.interop.compare import MHAReport, compare_flax_mha, compare_mha
 from attention_np.interop.transformers import compare_transformers_attention
-from attention_np.interop.transformers_interface import compare_attention_kernels
-from attention_np.interop.transformers_model import compare_transformers_model
+from attention_np.interop.transformers.kernel_diff import compare_attention_kernels
+from attention_np.interop.transformers.model_diff import compare_transformers_model
 
 __all__ = ["compare_mha", "compare_flax_mha", "compare_transformers_attention",
            "compare_transformers_model", "compare_attention_kernels", "MHAReport"]

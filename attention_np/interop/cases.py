@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from attention_np.compose.multihead import init_mha_params
+from attention_np.compose.mha import init_mha_params
 from attention_np.paper.masks import causal_mask, padding_mask
 
 

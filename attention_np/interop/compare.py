@@ -20,7 +20,7 @@ import numpy as np
 from attention_np._checks import as_bool_mask, check_bool, check_broadcasts_to, check_int
 from attention_np._optional import import_optional
 from attention_np.compose.extra_kv import mha_extra_kv_backward, mha_extra_kv_forward
-from attention_np.compose.multihead import mha_backward, mha_forward
+from attention_np.compose.mha import mha_backward, mha_forward
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.compose.multihead import init_mha_params, mha_forward
+from attention_np.compose.mha import init_mha_params, mha_forward
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch

@@ -13,7 +13,7 @@ import contextlib
 
 import numpy as np
 
-from attention_np.compose.multihead import mha_backward, mha_forward
+from attention_np.compose.mha import mha_backward, mha_forward
 from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch

@@ -210,7 +210,7 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
 
     ``plan.sinks`` (h,) (gpt-oss, :mod:`attention_np.variants.sinks`) join each row's max and
     softmax denominator as one more term, never as a key; ``cache.sink_weight`` keeps their
-    weights for :func:`attention_np.kernels.sinks.sdpa_sinks_backward`. Not with dropout.
+    weights for :func:`attention_np.kernels.sink_logits.sdpa_sinks_backward`. Not with dropout.
 
     Each option is one guarded step, ``steps.append((name, saved))``; the cache keeps the steps
     and :func:`backward` walks them in reverse.
@@ -394,7 +394,7 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
 def backward(dout, cache: SDPACache, *, dbias: bool = False) -> Grads:
     """:func:`sdpa_backward` as one :class:`~attention_np.kernels.grads.Grads` (``dbias`` only when
     asked for: it costs a pass over the (L, S) gradient; ``dsinks`` is
-    :func:`attention_np.kernels.sinks.sdpa_sinks_backward`'s)."""
+    :func:`attention_np.kernels.sink_logits.sdpa_sinks_backward`'s)."""
     check_cache(cache, SDPACache, SDPACache.made_by)
     c = cache
     dout = check_dout(dout, c.out.shape, c.out.dtype)

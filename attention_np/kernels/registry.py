@@ -17,7 +17,7 @@ kernel         what it is                                                       
 =============  ===================================================================  =========
 
 The tests hold every kernel equal to :mod:`attention_np.paper` on one case matrix
-(``tests/test_kernels.py``).
+(``tests/kernels/test_registry.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.kernels import fused, reference, sinks, tiled
+from attention_np.kernels import fused, reference, sink_logits, tiled
 from attention_np.kernels.grads import Grads
 from attention_np.kernels.plan import OPTIONS, Plan
 
@@ -56,15 +56,15 @@ def _reference_backward(dout, cache) -> Grads:
 
 def _fused_forward(q, k, v, p: Plan):
     if p.sinks is not None:
-        return sinks.sdpa_sinks_forward(q, k, v, p.sinks, p.mask, bias=p.bias,
+        return sink_logits.sdpa_sinks_forward(q, k, v, p.sinks, p.mask, bias=p.bias,
                                         is_causal=p.is_causal, scale=p.scale,
                                         enable_gqa=p.enable_gqa, window=p.window, softcap=p.softcap)
     return fused.sdpa_plan(q, k, v, p)
 
 
 def _fused_backward(dout, cache) -> Grads:
-    if isinstance(cache, sinks.SinksCache):
-        return sinks.backward(dout, cache, dbias=True)
+    if isinstance(cache, sink_logits.SinksCache):
+        return sink_logits.backward(dout, cache, dbias=True)
     return fused.backward(dout, cache, dbias=True)
 
 

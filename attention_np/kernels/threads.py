@@ -53,7 +53,7 @@ def blas_threads(n: int | None):
     """Within the block, BLAS uses ``n`` threads (``None``: leave it alone).
 
     The count is the whole process's (OpenBLAS has one; its ``openblas_set_num_threads_local`` is
-    process-wide too in the build NumPy ships, tests/test_threads.py): every thread's BLAS sees
+    process-wide too in the build NumPy ships, tests/kernels/test_threads.py): every thread's BLAS sees
     it while the block runs. Use it around a computation of your own, a training loop say.
     """
     funcs = _openblas() if n is not None else None

@@ -1,7 +1,7 @@
 r"""The forward of the tiled path (:mod:`attention_np.kernels.tiled` explains the algorithm):
 an online softmax over the key blocks, keeping ``out`` and the per-row log-sum-exp only.
 
-An attention sink (gpt-oss, :mod:`attention_np.kernels.sinks`) is one more term ``e^{s_n}`` in every
+An attention sink (gpt-oss, :mod:`attention_np.kernels.sink_logits`) is one more term ``e^{s_n}`` in every
 row's softmax denominator, with value 0. The online softmax *starts* from it instead of from
 nothing: running max ``m = s_n``, running sum ``l = e^{s_n - m} = 1``, accumulator ``acc = 0``; no
 key column is appended. The blocks then update ``m``, ``l``, ``acc`` as usual, and ``lse = m +
@@ -19,7 +19,7 @@ from attention_np.kernels.batch_split import map_slices, shared, slices
 from attention_np.kernels.guard import all_finite, drop_masked, masked_matmul
 from attention_np.kernels.plan import Plan, plan_from
 from attention_np.kernels.scratch import append_column, carve, scratch
-from attention_np.kernels.sinks import check_sinks
+from attention_np.kernels.sink_logits import check_sinks
 from attention_np.kernels.tiles import Tiling, check_flash, scaled_q, tile_allowed, tile_scores
 from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from attention_np.variants.softcap import check_softcap

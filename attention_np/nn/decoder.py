@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np._checks import as_generator
-from attention_np.compose.multihead import MHACache, init_mha_params, mha_backward, mha_forward
+from attention_np.compose.mha import MHACache, init_mha_params, mha_backward, mha_forward
 from attention_np.nn.encoder import sub
 from attention_np.nn.feedforward import FFNCache, ffn_backward, ffn_forward, init_ffn_params
 from attention_np.nn.layernorm import LayerNormCache, layernorm_backward, layernorm_forward

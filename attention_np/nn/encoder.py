@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.compose.multihead import MHACache, mha_backward, mha_forward
+from attention_np.compose.mha import MHACache, mha_backward, mha_forward
 from attention_np.nn.feedforward import FFNCache, ffn_backward, ffn_forward
 from attention_np.nn.layernorm import LayerNormCache, layernorm_backward, layernorm_forward
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np._checks import as_generator
-from attention_np.kernels.linear import linear_backward, linear_forward
+from attention_np.kernels.fast_linear import linear_backward, linear_forward
 from attention_np.nn.activations import gelu_backward, gelu_forward, relu_backward, relu_forward
 from attention_np.paper.params import glorot_uniform
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np._checks import as_generator
-from attention_np.compose.multihead import init_mha_params
-from attention_np.kernels.linear import linear_backward, linear_forward
+from attention_np.compose.mha import init_mha_params
+from attention_np.kernels.fast_linear import linear_backward, linear_forward
 from attention_np.nn.embedding import EmbeddingCache, embedding_backward, embedding_forward
 from attention_np.nn.encoder import encoder_layer_backward, encoder_layer_forward, sub
 from attention_np.nn.feedforward import init_ffn_params

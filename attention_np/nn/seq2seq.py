@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np._checks import as_generator
-from attention_np.compose.multihead import init_mha_params
-from attention_np.kernels.linear import linear_backward, linear_forward
+from attention_np.compose.mha import init_mha_params
+from attention_np.kernels.fast_linear import linear_backward, linear_forward
 from attention_np.nn.decoder import (
     decoder_layer_backward,
     decoder_layer_forward,

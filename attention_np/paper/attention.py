@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np.paper._checks import (
+from attention_np.paper._validate import (
     as_bool_mask,
     as_float_array,
     broadcast_batch,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.paper._checks import check_int, check_real
+from attention_np.paper._validate import check_int, check_real
 
 
 @dataclass

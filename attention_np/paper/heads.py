@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.paper._checks import check_int
+from attention_np.paper._validate import check_int
 
 
 def split_heads(x, num_heads: int) -> np.ndarray:

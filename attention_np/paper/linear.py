@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.paper._checks import as_float_array, check_dout, check_same_dtype
+from attention_np.paper._validate import as_float_array, check_dout, check_same_dtype
 
 
 def _check_linear(x, W, b):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.paper._checks import as_bool_mask, check_int
+from attention_np.paper._validate import as_bool_mask, check_int
 
 ALIGNMENTS = ("top_left", "bottom_right")
 

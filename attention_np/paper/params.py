@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.paper._checks import check_int, check_same_dtype
+from attention_np.paper._validate import check_int, check_same_dtype
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 BIASES = ("b_q", "b_k", "b_v", "b_o")

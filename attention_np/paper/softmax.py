@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.paper._checks import as_bool_mask, as_float_array, check_dout
+from attention_np.paper._validate import as_bool_mask, as_float_array, check_dout
 
 
 def _check_axis(axis, x: np.ndarray, name: str) -> None:

@@ -1,5 +1,7 @@
-"""The studies behind the lessons: footnote 4 measured, additive attention, and the scoring
-functions compared on a task. Each returns numbers; :mod:`attention_np.viz` draws them.
+"""The claims of §3.2, measured: footnote 4 (why 1/sqrt(d_k)), additive against dot-product
+attention, the scoring functions compared on a task, what the heads of §3.2.2 learn, positional
+schemes. Each returns numbers; :mod:`attention_np.viz` draws them. The lessons' example data and
+timing are in :mod:`attention_np.lessons`.
 """
 
 import importlib as _importlib

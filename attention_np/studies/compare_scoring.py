@@ -33,8 +33,7 @@ import numpy as np
 
 from attention_np._checks import as_generator, check_int
 from attention_np.kernels.fused import SDPACache, sdpa_backward, sdpa_forward
-from attention_np.nn.adam import adam_init, adam_step
-from attention_np.nn.threads import blas_threads
+from attention_np.kernels.threads import blas_threads
 from attention_np.paper.linear import linear_backward
 from attention_np.paper.params import glorot_uniform
 from attention_np.studies.additive import (
@@ -43,6 +42,7 @@ from attention_np.studies.additive import (
     init_additive_params,
 )
 from attention_np.studies.scaling import check_d_ks
+from attention_np.training.adam import adam_init, adam_step
 
 SCORINGS = ("additive", "unscaled", "scaled")
 

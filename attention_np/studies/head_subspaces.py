@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.compose.multihead import mha_backward, mha_forward
-from attention_np.compose.params import init_mha_params
+from attention_np.compose.mha import mha_backward, mha_forward
+from attention_np.compose.mha_params import init_mha_params
 from attention_np.kernels.threads import blas_threads
-from attention_np.nn.adam import adam_init, adam_step
 from attention_np.paper.linear import linear_backward, linear_forward
+from attention_np.training.adam import adam_init, adam_step
 
 TASKS = ("two positions", "one position (control)")
 

@@ -24,10 +24,10 @@ from math import comb
 
 import numpy as np
 
+from attention_np.kernels.threads import blas_threads
 from attention_np.nn.model import ModelConfig, model_forward
-from attention_np.nn.tasks import ReversalTask
-from attention_np.nn.threads import blas_threads
-from attention_np.nn.trainer import train
+from attention_np.training.tasks import ReversalTask
+from attention_np.training.trainer import train
 
 __all__ = [
     "sinusoid_wavelengths", "measured_wavelengths", "shift_matrix", "dot_by_distance",
@@ -204,7 +204,7 @@ def train_with_and_without_positions(seeds=(0,), *, config: ModelConfig = POSITI
     """Train the same model on :class:`ReversalTask` with and without positional encoding.
 
     Same seeds, same initial params, same batches, same budget; only ``config.positional``
-    differs. Runs on one BLAS thread (see :mod:`attention_np.nn.threads`).
+    differs. Runs on one BLAS thread (see :mod:`attention_np.kernels.threads`).
 
     Returns
     -------

@@ -6,7 +6,7 @@ attention outperforms dot product attention without scaling for larger values of
 architectures").
 
 The test: the encoder of :mod:`attention_np.studies.scoring_model` learns to reverse sequences
-(:class:`attention_np.nn.ReversalTask`), once per scoring function and ``d_k``. Everything else
+(:class:`attention_np.training.ReversalTask`), once per scoring function and ``d_k``. Everything else
 is equal: the model, the data stream of a seed, the number of steps and the batch size. The
 learning rate is the only setting tuned, per scoring function and ``d_k``, from a small grid,
 on a validation split (seed 0); then every seed trains with the chosen rate and is scored on a
@@ -27,10 +27,8 @@ from dataclasses import asdict
 import numpy as np
 
 from attention_np._args import output_file, positive_int
-from attention_np.nn.adam import adam_init, adam_step
+from attention_np.kernels.threads import blas_threads
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
-from attention_np.nn.tasks import ReversalTask
-from attention_np.nn.threads import blas_threads
 from attention_np.studies.scoring_attention import SCORINGS
 from attention_np.studies.scoring_model import (
     ScoringConfig,
@@ -38,6 +36,8 @@ from attention_np.studies.scoring_model import (
     scoring_model_backward,
     scoring_model_forward,
 )
+from attention_np.training.adam import adam_init, adam_step
+from attention_np.training.tasks import ReversalTask
 
 
 def peak_lr(step: int, peak: float, warmup: int) -> float:

@@ -27,7 +27,7 @@ from attention_np.variants.rope import check_rope
 from attention_np.variants.softcap import check_softcap
 from attention_np.variants.window import check_window
 
-# The kernels of attention_np.kernels.registry (tests/test_kernels.py holds the two lists equal).
+# The kernels of attention_np.kernels.registry (tests/kernels/test_registry.py holds the two lists equal).
 KERNEL_NAMES = ("fused", "reference", "tiled")
 
 

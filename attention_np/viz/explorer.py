@@ -178,10 +178,10 @@ def dates_maps(path=DATES_WEIGHTS, example: int | None = None):
     """The trained dates model (4 heads) on one held-out date, greedy-decoded as lesson 8 does:
     ``(text, maps)`` with ``maps[kind] = (query tokens, key tokens, weights (layers, h, Lq, Lk))``
     for ``kind`` in encoder / decoder_self / cross."""
-    from attention_np.nn.dates import BOS, ISO_LEN, VOCAB, DatesTask
     from attention_np.nn.decoding import greedy_decode
     from attention_np.nn.seq2seq import seq2seq_forward
-    from attention_np.nn.seq2seq_trainer import dates_config
+    from attention_np.training.dates import BOS, ISO_LEN, VOCAB, DatesTask
+    from attention_np.training.seq2seq_trainer import dates_config
 
     saved = np.load(path)
     params = {name: saved[name] for name in saved.files if name != "losses"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_np.pretrained.heads import BEHAVIOURS, best_heads, head_scores
+from attention_np.pretrained.head_finder import BEHAVIOURS, best_heads, head_scores
 
 # Sentences with repeated words (for "match" heads) and punctuation, short enough to read.
 SENTENCES = [

@@ -223,10 +223,10 @@ def test_each_mask_control_changes_the_picture(explorer):
 
 def _dates_weights():
     """Lesson 8's trained model on its first held-out "of" date, greedy-decoded, every attention map."""
-    from attention_np.nn.dates import BOS, ISO_LEN, DatesTask
     from attention_np.nn.decoding import greedy_decode
     from attention_np.nn.seq2seq import seq2seq_forward
-    from attention_np.nn.seq2seq_trainer import dates_config
+    from attention_np.training.dates import BOS, ISO_LEN, DatesTask
+    from attention_np.training.seq2seq_trainer import dates_config
 
     saved = np.load(ROOT / "notebooks" / "weights" / "dates_h4.npz")
     params = {n: saved[n] for n in saved.files if n != "losses"}

@@ -1,0 +1,268 @@
+"""Diff one attention layer of a Hugging Face ``transformers`` model against attention_np::
+
+    from attention_np.interop.transformers import compare_transformers_attention
+    print(compare_transformers_attention(model.model.layers[0].self_attn, hidden_states))
+
+The layer is read as it is stored (``nn.Linear`` or GPT-2's packed ``Conv1D``, grouped-query
+heads, a free ``head_dim``, with or without biases, RoPE parameters, a sliding window); a copy is
+cast to float64, both sides run forward and backward with one random upstream gradient, and the
+report (:class:`~attention_np.interop.compare.MHAReport`) lists the output, the input gradients
+and every parameter gradient. The traps this meets are in ``docs/frameworks.md``.
+
+Needs ``torch`` and ``transformers``; no network: build the model from a tiny config.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from attention_np._optional import import_optional
+from attention_np.interop.compare import MHAReport
+from attention_np.interop.tolerance import judge
+from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers.layer_reading import (  # noqa: F401  (re-exported)
+    ROPE,
+    SUPPORTED,
+    LayerSpec,
+    UnsupportedLayer,
+    forward_parameters,
+    layer_spec,
+    no_causal,
+    params_from_transformers,
+)
+from attention_np.interop.transformers.recent import EAGER_FLOAT64, prepare_recent_layer
+from attention_np.interop.transformers.replay import (
+    dead_rows,
+    float64_rope_function,
+    leave_out_rows,
+    replay,
+)
+from attention_np.interop.transformers.rotary import (  # noqa: F401  (rope_cos_sin re-exported)
+    check_rope_frequencies,
+    model_frequencies,
+    rope_cos_sin,
+    spec_cos_sin,
+)
+from attention_np.variants.window import sliding_window_mask
+
+# what compare_transformers_attention runs the copy with (None: the module's own)
+IMPLEMENTATIONS = ("sdpa", "eager", EAGER_FLOAT64, None)
+
+
+def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
+               attention_mask=None) -> np.ndarray | None:
+    """Our bool mask (B, 1, L, S), True = may attend: padding, causal, sliding window.
+
+    ``attention_mask`` (B, S) is transformers' 0/1 padding mask (1 = a real token). The causal
+    and window masks compare cache indices, as transformers' ``masking_utils`` does: query ``t``
+    is index ``S - L + t`` (the last ``L`` of ``S``), key ``j`` is index ``j``; RoPE's
+    ``position_ids`` do not enter.
+    """
+    mask = None
+    if attention_mask is not None:
+        mask = np.asarray(attention_mask).astype(bool)[:, None, None, :]      # (B, 1, 1, S)
+    if spec.is_causal:        # the L queries are the last L of the S positions; W counts i itself
+        left = None if spec.window is None else spec.window - 1
+        keep = sliding_window_mask(L, S, left=left, right=0, align="bottom_right")   # (L, S)
+        mask = keep if mask is None else mask & keep
+    if mask is None:
+        return None
+    return np.broadcast_to(mask, (batch, 1, L, S))
+
+
+def _torch_mask(mask, torch):
+    """transformers' own 4-D additive mask: 0 where allowed, the dtype's minimum elsewhere."""
+    if mask is None:
+        return None
+    fill = np.where(mask, 0.0, np.finfo(np.float64).min)
+    return torch.from_numpy(np.ascontiguousarray(fill))
+
+
+def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, torch) -> dict:
+    """The keyword arguments of the layer's own ``forward``, by its parameter names."""
+    names = forward_parameters(module)
+    kwargs = {("attention_mask" if "attention_mask" in names else "mask"): _torch_mask(mask, torch)}
+    if spec.cross:                                  # GPT-2: the encoder output and its mask
+        kwargs = {"encoder_attention_mask": kwargs.pop("attention_mask"), "encoder_hidden_states": kv}
+    elif kv is not None:
+        kwargs["key_value_states"] = kv
+    if "alibi" in names:                            # Falcon: positional, None without ALiBi
+        kwargs["alibi"] = None
+    if spec.has_rope:
+        cos, sin = spec_cos_sin(spec, positions)
+        kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
+    elif "position_embeddings" in names:            # SmolLM3's NoPE layers take and ignore them
+        ones = torch.ones(positions.shape + (spec.head_dim,), dtype=torch.float64)
+        kwargs["position_embeddings"] = (ones, 0 * ones)
+    if position_bias is not None:
+        kwargs["position_bias"] = torch.from_numpy(position_bias)
+    return kwargs
+
+
+def compare_transformers_attention(module, hidden_states, *, key_value_states=None,
+                                   attention_mask=None, position_ids=None, position_bias=None,
+                                   attn_implementation: str | None = "sdpa",
+                                   seed: int = 0) -> MHAReport:
+    """Run a transformers attention layer and attention_np in float64, forward and backward, and diff.
+
+    Parameters
+    ----------
+    module : an attention layer
+        Any layer :func:`~attention_np.interop.transformers.layer_reading.layer_spec` reads, by what it
+        computes (BERT, RoBERTa, DistilBERT, ALBERT, ViT, CLIP, GPT-2, BART, OPT, Whisper, T5,
+        Llama, Mistral, Mixtral, Qwen2, Qwen3, Gemma 1-3, Cohere, OLMo, Granite, SmolLM3,
+        GPT-NeoX, Falcon, Phi, Phi-3, StableLM, gpt-oss, subclasses included); one that
+        computes what attention_np cannot express raises
+        :class:`~attention_np.interop.transformers.layer_reading.UnsupportedLayer` naming it. A copy is
+        cast to float64 and run in eval mode (QK-norms and rotary functions that compute in
+        float32 are run in float64, see :mod:`~attention_np.interop.transformers.recent`); the
+        module itself is left untouched. Parameter gradients are diffed as "dW_q", ...,
+        "dq_norm", "dbias_table" (T5), "dsinks" (gpt-oss).
+    hidden_states : (B, L, d_model) array or tensor
+    key_value_states : (B, S, d_model), optional
+        Cross-attention (BART, T5, Whisper, GPT-2's ``is_cross_attention`` layer): the encoder
+        output the keys and values come from.
+    attention_mask : (B, S) 0/1, optional
+        transformers' 2-D padding mask (1 = a real token). The layer gets the model's 4-D float
+        mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
+        layer folded in; attention_np gets the same as a bool mask. Query rows left with no
+        key (left padding in a causal layer) are left out of the verdict and listed in
+        ``report.excluded_rows``.
+    position_ids : (B, L) or (1, L) int, optional
+        RoPE positions, default ``arange(L)``; cos and sin are computed in float64 here, over the
+        layer's rotated width and in its pair layout, and passed as ``position_embeddings``.
+    position_bias : (B | 1, h, L, S) float, optional
+        T5 blocks after the first: the bias block 0 computed (mask folded in). Without it such
+        a layer runs without any position bias, and the report says so.
+    attn_implementation : {"sdpa", "eager", "attention_np_eager_float64", None}
+        The copy's ``config._attn_implementation``; ``None`` keeps the module's.
+    seed : int
+        Seed of the random upstream gradient.
+
+    Returns
+    -------
+    MHAReport
+        ``checks`` for "out", "dhidden_states" (and "dkey_value"), and "dW_q", ... in
+        attention_np's layout; for RoPE layers also "inv_freq rel" and "attn_factor" (the
+        family's rotary embedding against ours, when it can be built from the config).
+    """
+    torch = import_optional("torch", "attention_np.interop.transformers")
+    import_optional("transformers", "attention_np.interop.transformers")
+    spec = layer_spec(module)
+    if spec.alibi is not None or spec.adds_residual:
+        raise UnsupportedLayer(
+            f"{type(module).__name__}: its ALiBi bias (or residual) comes from the model's "
+            "forward, not the layer: diff the whole model with compare_transformers_model")
+    if attn_implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"attn_implementation must be one of {IMPLEMENTATIONS} (float64 forward "
+                         f"and backward on CPU), got {attn_implementation!r}")
+    names = forward_parameters(module)
+    takes_kv = spec.cross or "key_value_states" in names
+    if key_value_states is not None and not takes_kv:
+        raise ValueError(f"key_value_states (cross-attention) needs a layer whose forward takes "
+                         f"key_value_states (BART, T5, Whisper) or GPT2Attention(is_cross_attention"
+                         f"=True); {type(module).__name__} takes {names}")
+    if spec.cross and key_value_states is None:
+        raise ValueError(f"{type(module).__name__}(is_cross_attention=True) needs "
+                         "key_value_states, the encoder output (B, S, d_model) its keys and "
+                         "values come from")
+    x = to_numpy(hidden_states).astype(np.float64)
+    if x.ndim != 3:
+        raise ValueError(f"hidden_states must be (B, L, d_model), got shape {x.shape}")
+    weights, _ = params_from_transformers(module)          # d_model: the rows of W_q and W_k
+    if x.shape[-1] != weights["W_q"].shape[0]:
+        raise ValueError(f"hidden_states must be (B, L, d_model) with d_model = "
+                         f"{weights['W_q'].shape[0]} (the layer's), got shape {x.shape}")
+    kv = None if key_value_states is None else to_numpy(key_value_states).astype(np.float64)
+    B, L = x.shape[:2]
+    S = L if kv is None else kv.shape[1]
+    if attention_mask is not None and np.shape(to_numpy(attention_mask)) != (B, S):
+        raise ValueError(f"attention_mask must be (B, S) = {(B, S)}, got "
+                         f"{np.shape(to_numpy(attention_mask))}")
+    if kv is not None and (kv.ndim != 3 or kv.shape[0] != B
+                           or kv.shape[-1] != weights["W_k"].shape[0]):
+        raise ValueError(f"key_value_states must be (B, S, d_model) with B = {B}, d_model = "
+                         f"{weights['W_k'].shape[0]} (the layer's), got shape {kv.shape}")
+    pad = None if attention_mask is None else to_numpy(attention_mask)
+    positions = np.arange(L) if position_ids is None else np.asarray(to_numpy(position_ids))
+    if positions.shape in ((L,), (1, L)):          # transformers' arange(L)[None]: every sequence
+        positions = np.broadcast_to(positions.reshape(1, L), (B, L))
+    if positions.shape != (B, L) or not np.issubdtype(positions.dtype, np.integer):
+        raise ValueError(f"position_ids must be (B, L) = {(B, L)} integers (or (1, L), shared "
+                         f"by the batch), got {positions.dtype} {positions.shape}")
+    bias = None
+    if position_bias is not None:
+        if "position_bias" not in names or spec.buckets is not None:
+            raise ValueError(f"position_bias is for a T5 layer without its own bias table; "
+                             f"{type(module).__name__} {'has one' if spec.buckets else 'takes none'}")
+        bias = np.asarray(to_numpy(position_bias), dtype=np.float64)
+        if bias.ndim != 4 or bias.shape[1:] != (spec.num_heads, L, S) or bias.shape[0] not in (1, B):
+            raise ValueError(f"position_bias must be (B or 1, h, L, S) = ({B}, {spec.num_heads}, "
+                             f"{L}, {S}), got {bias.shape}")
+    mask = build_mask(spec if kv is None else no_causal(spec), B, L, S, pad)
+
+    layer = copy.deepcopy(module).double().eval()
+    if attn_implementation is not None:
+        layer.config._attn_implementation = attn_implementation
+    impl = layer.config._attn_implementation
+    if impl == "eager" and getattr(module, "reorder_and_upcast_attn", False):
+        # GPT-2's _upcast_and_reordered_attn: float32 scores, and a float64 mask makes its
+        # softmax float64, on which it raises RuntimeError("Error with upcasting ...")
+        raise ValueError("GPT2Attention with reorder_and_upcast_attn=True computes its scores "
+                         "in float32 under eager (and raises on a float64 mask): pass "
+                         "attn_implementation='sdpa' (float64, ignores reorder_and_upcast_attn)")
+    prepare_recent_layer(layer, spec, impl)
+    for p in layer.parameters():
+        p.requires_grad_(True)
+        p.grad = None
+    xt = torch.tensor(x, requires_grad=True)
+    kvt = None if kv is None else torch.tensor(kv, requires_grad=True)
+    kwargs = _call_kwargs(module, spec, mask, kvt, positions, bias, torch)
+    with float64_rope_function(layer):
+        out_t = layer(xt, **kwargs)[0]
+    dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
+    rows = dead_rows(mask)
+    if rows is not None:                # rows that attend nothing: no upstream gradient there
+        dout = np.where(rows[..., None], 0.0, dout)
+    out_t.backward(torch.from_numpy(dout))
+    got = {"out": to_numpy(out_t), "dhidden_states": to_numpy(xt.grad)}
+    if kvt is not None:
+        got["dkey_value"] = to_numpy(kvt.grad)
+    params, _ = params_from_transformers(layer)
+    grads, _ = params_from_transformers(layer, grads=True)
+    got.update({f"d{n}": g for n, g in grads.items()})
+    if bias is not None:                # the mask is folded into T5's bias: keep it out of ours
+        bias = np.where(bias > np.finfo(np.float64).min / 2, bias, 0.0)
+    ours = replay(spec, params, x, kv, mask, dout, positions=positions, bias=bias)
+    excluded = leave_out_rows(got, ours, rows)
+    report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
+    report.checks = judge(got, ours)
+    report.excluded_rows = excluded
+    if spec.has_rope:        # the model's own frequencies, after a forward on positions
+        freqs = model_frequencies(module, positions, torch)
+        if freqs is None:
+            report.notes.append("RoPE frequencies not checked: no rotary embedding class of "
+                                f"{type(module).__name__}'s family found")
+        else:
+            report.checks += check_rope_frequencies(spec, *freqs, int(positions.max()) + 1)
+    if excluded:
+        report.notes.append(f"{len(excluded)} query row(s) (batch, position) have every key "
+                            f"masked and are left out of the verdict: {excluded} (transformers' "
+                            "finfo.min mask gives them mean(V), attention_np 0; see "
+                            "docs/frameworks.md)")
+    if "position_bias" in names and spec.buckets is None and bias is None and kv is None:
+        report.notes.append(f"{type(module).__name__} has no bias table of its own: inside the "
+                            "model it gets the position bias block 0 computed, which this diff "
+                            "did not get (pass position_bias=, or diff the whole model with "
+                            "compare_transformers_model)")
+    if position_ids is not None and not spec.has_rope:
+        report.notes.append(f"position_ids not used: {type(module).__name__} has no rotary "
+                            "embedding (its positions, if any, enter before the layer or, T5, "
+                            "as the relative bias)")
+    if impl == "eager" and (spec.family == "vit" or spec.has_rope) and not spec.sinks:
+        instead = "'sdpa'" if spec.softcap is None else f"{EAGER_FLOAT64!r} (sdpa refuses the soft-cap)"
+        report.notes.append("eager attention of this family runs its softmax in float32 even "
+                            f"in float64: use attn_implementation={instead} for a float64 diff")
+    return report

@@ -1,0 +1,441 @@
+"""Read a Hugging Face ``transformers`` attention layer by what it computes, not by its class name.
+
+:func:`layer_spec` is the one place a layer is read: its projections (separate, GPT-2's packed
+``Conv1D``, a fused ``qkv`` Linear in any of its three layouts), head counts, scale, causality,
+RoPE (rotated width, pair layout, probed from the family's ``rotate_half``), sliding window,
+soft-cap, QK-norm (its kind probed: RMSNorm, ``(1 + w)`` RMSNorm or mean-centred LayerNorm,
+shared or one per head), sinks, T5's bucketed bias, ALBERT's residual LayerNorm. Any
+``nn.Module`` whose computation these describe is accepted, subclasses and unknown classes
+included; one that adds what they cannot describe is refused with the feature named
+(:class:`UnsupportedLayer`). :func:`params_from_transformers` gives the weights, or their
+gradients, in attention_np's layout (:mod:`~attention_np.interop.transformers.weights`).
+
+The :class:`LayerSpec` is what ``attention_np.AttentionSpec`` will describe; every consumer
+(``compare_transformers_attention``, the ``generate()`` replay, the whole-model diff, the
+attention-interface diff) takes its keyword arguments from :func:`mha_options` only.
+
+Reads attributes (and probes two small functions of the layer's family): imports neither torch
+nor transformers itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers.refusal import UnsupportedLayer, refuse
+from attention_np.interop.transformers.rotary import rope_scaling_from_config
+from attention_np.interop.transformers.weights import (
+    QK_NORMS,
+    find_projections,
+    linear_tensors,
+    norm_tensors,
+    qkv_columns,
+    read_qk_norm,
+)
+from attention_np.variants.position_bias import alibi_slopes
+from attention_np.variants.spec import AttentionSpec, RoPE
+
+# the families the docs list by name (a tag for messages and family-specific traps; a subclass
+# gets the tag of its nearest listed base). Support does not depend on it.
+SUPPORTED = {
+    "BertSelfAttention": "bert", "ViTAttention": "vit", "GPT2Attention": "gpt2",
+    "BartAttention": "bart", "LlamaAttention": "llama", "MistralAttention": "mistral",
+    "Qwen2Attention": "qwen2", "T5Attention": "t5",
+    "Qwen3Attention": "qwen3", "Gemma2Attention": "gemma2", "Gemma3Attention": "gemma3",
+    "GptOssAttention": "gpt_oss",
+}
+ROPE = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gpt_oss")   # (legacy tags)
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """What a layer computes besides its weights (one description; ``AttentionSpec`` to be)."""
+
+    family: str
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    scale: float
+    is_causal: bool
+    has_w_o: bool                    # BERT's self-attention ends before W^O
+    rope_theta: float | None = None  # None: no rotary embedding
+    window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window)
+    buckets: tuple | None = None     # T5: (num_buckets, max_distance, bidirectional) of its bias table
+    rope_scaling: dict | None = None  # RoPE scaling type and parameters (rope_frequencies' scaling)
+    softcap: float | None = None     # Gemma 2: attn_logit_softcapping, c * tanh(scores / c)
+    qk_norm_eps: float | None = None  # the eps of the QK-norm; None: no QK-norm
+    qk_norm: str | None = None       # "rms" or "layer" (AttentionSpec.qk_norm)
+    rotary_dim: int | None = None    # RoPE on the first rotary_dim features (None: all)
+    rope_layout: str = "half"        # "half" (rotate_half) or "interleaved" (Cohere)
+    sinks: bool = False              # gpt-oss: a learned sink logit per head
+    post_norm_eps: float | None = None  # ALBERT: LayerNorm(x + out) inside the layer
+    cross: bool = False              # keys and values from another sequence (encoder output)
+    alibi: tuple | None = None       # ALiBi: per-head slopes m_n of the bias -m_n |j - i| added
+    #                                  to the scaled scores (BLOOM, MPT; Falcon's times the scale)
+    adds_residual: bool = False      # BLOOM: the layer returns out + its ``residual`` argument
+    bool_mask_masks: bool = False    # MPT: a bool attention_mask is True where a key is masked
+    rope_sin_first: bool = False     # GPT-J: position_embeddings are (sin, cos) of the r/2 angles
+
+    @property
+    def has_rope(self) -> bool:
+        return self.rope_theta is not None
+
+
+def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
+    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers: heads, scale,
+    RoPE (theta, layout, rotated width, scaling), soft-cap, QK-norm kind and eps, and with
+    ``window=True`` the sliding window (``(W - 1, 0)``: transformers' ``W`` counts the query;
+    the full forward takes the window in its mask instead). Grouped-query attention, the
+    QK-norm weights and the sinks are in the parameters, which decide them."""
+    rope = None
+    if spec.has_rope:
+        r = spec.rotary_dim if spec.rotary_dim not in (None, spec.head_dim) else None
+        rope = RoPE(theta=spec.rope_theta, layout=spec.rope_layout, rotary_dim=r,
+                    scaling=spec.rope_scaling)
+    return AttentionSpec(
+        num_heads=spec.num_heads, scale=spec.scale, rope=rope, softcap=spec.softcap,
+        window=(spec.window - 1, 0) if window and spec.window is not None else None,
+        qk_norm=spec.qk_norm or "rms",
+        qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)
+
+
+def mha_options(spec: LayerSpec, positions=None, *, window: bool = False) -> dict:
+    """The keyword arguments of :func:`attention_np.mha_forward` (and the decode step) that
+    ``spec`` implies: ``spec=`` (:func:`attention_spec`) and, with RoPE, ``positions=``. The
+    only translation of a layer into keyword arguments (masks and biases are the caller's:
+    they depend on the call)."""
+    kw = {"spec": attention_spec(spec, window=window)}
+    if spec.has_rope:
+        kw["positions"] = positions
+    return kw
+
+
+def _family(module) -> str:
+    for cls in type(module).__mro__:
+        if cls.__name__ in SUPPORTED:
+            return SUPPORTED[cls.__name__]
+    return type(module).__name__.replace("Attention", "").lower() or type(module).__name__
+
+
+def gpt2_cross(module) -> bool:
+    return _family(module) == "gpt2" and bool(getattr(module, "is_cross_attention", False))
+
+
+def forward_parameters(module) -> tuple:
+    """The names of the layer's ``forward`` parameters."""
+    return tuple(inspect.signature(module.forward).parameters)
+
+
+def _source(module) -> str:
+    try:
+        return inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return ""
+
+
+# attention algorithms other than the paper's (a score for every allowed query-key pair), each
+# refused by its name before anything else is read: (test on the module, the name)
+ALGORITHMS = (
+    (lambda m: hasattr(m, "num_hashes") or "LSH" in type(m).__name__,
+     "LSH bucketed attention (Reformer: queries and keys hashed into buckets, attention within "
+     "sorted chunks of a bucket)"),
+    (lambda m: hasattr(m, "chunk_length") and hasattr(m, "num_chunks_before"),
+     "chunked local attention (Reformer: each chunk of queries attends its own and the "
+     "neighbouring chunks of keys)"),
+    (lambda m: hasattr(m, "query_global") or hasattr(m, "one_sided_attn_window_size"),
+     "sliding-window attention with global tokens (Longformer: a local band plus global "
+     "attention with its own projections)"),
+    (lambda m: hasattr(m, "num_random_blocks") or "BlockSparse" in type(m).__name__,
+     "block-sparse attention (BigBird: global, sliding and random blocks of keys)"),
+    (lambda m: hasattr(m, "in_proj") and hasattr(m, "q_bias") and hasattr(m, "v_bias"),
+     "DeBERTa (v1) attention (a fused in_proj with separate q_bias, v_bias and, with "
+     "relative_attention, disentangled relative attention)"),
+    (lambda m: getattr(m, "relative_attention", False) is True and hasattr(m, "pos_att_type"),
+     "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + k.r_q(j-i) from "
+     "relative-position embeddings, content-to-position and position-to-content, scaled by "
+     "1/sqrt(3 d))"),
+)
+
+
+def refuse_other_algorithm(module) -> None:
+    """Refuse, by its name, an attention algorithm that is not the paper's (LSH buckets,
+    chunked local, global+local, block-sparse, disentangled): checked first, so that the real
+    feature is named rather than what reading it would trip over."""
+    for test, name in ALGORITHMS:
+        if test(module):
+            refuse(module, name)
+
+
+def _unsupported_features(module, cfg) -> None:
+    """Refuse what the spec cannot express, naming it."""
+    if getattr(module, "relative_attention", False):            # DeBERTa-v2 / v3
+        refuse(module, "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + "
+                        "k.r_q(j-i) from relative-position embeddings, content-to-position and "
+                        "position-to-content, scaled by 1/sqrt(3 d))")
+    if "mp_num" in _source(module):                                      # CodeGen
+        refuse(module, "a fused qkv_proj in CodeGen's layout (split into mp_num model-parallel "
+                        "blocks, each [q | v | k])")
+    if getattr(cfg, "clip_qkv", None) is not None and "clip_qkv" in _source(module):
+        refuse(module, f"clamping q, k, v to +-{cfg.clip_qkv} (clip_qkv)")
+
+
+def _alibi(module, cfg, h: int, scale: float) -> tuple | None:
+    """ALiBi's slopes, where a model puts it: an ``alibi`` argument (BLOOM; Falcon with
+    ``config.alibi``), MPT's ``position_bias`` (its family's ``build_mpt_alibi_tensor``). Falcon adds the bias
+    before the scale (its slopes times the scale here)."""
+    params = forward_parameters(module)
+    attn = getattr(cfg, "attn_config", None)
+    if "alibi" in params and getattr(cfg, "alibi", True):
+        slopes = alibi_slopes(h)
+        if "*= self.inv_norm_factor" in _source(module):        # Falcon: (q.k + bias) * scale
+            slopes = slopes * scale
+    elif "position_bias" in params and getattr(attn, "alibi", True) and \
+            family_function(module, "build_mpt_alibi_tensor") is not None:
+        # MPT: its model always passes build_mpt_alibi_tensor(h, ..., alibi_bias_max=8)
+        if h & (h - 1):
+            refuse(module, f"MPT's ALiBi slopes for {h} heads (not a power of 2: MPT orders "
+                            "them unlike BLOOM's rule, alibi_slopes)")
+        slopes = 2.0 ** (-8.0 * np.arange(1, h + 1) / h)
+    else:
+        return None
+    return tuple(float(m) for m in slopes)
+
+
+def _heads(module, cfg, projections) -> tuple:
+    """``(h, h_kv, head_dim)``: heads from the layer (or its config), widths from its weights."""
+    def attr(names):
+        return next((int(getattr(module, a)) for a in names
+                     if isinstance(getattr(module, a, None), int)
+                     and not isinstance(getattr(module, a), bool)), None)
+    h = attr(("num_heads", "num_attention_heads", "n_heads", "n_head"))
+    h = h if h is not None else getattr(cfg, "num_attention_heads", None)
+    d = attr(("head_dim", "attention_head_size", "head_size", "key_value_proj_dim"))
+    if h is None:
+        refuse(module, "a layer whose number of heads is not readable (no num_heads, "
+                        "num_attention_heads, n_heads attribute or config.num_attention_heads)")
+    if d is None:
+        if projections.fused is not None:
+            refuse(module, "a fused q/k/v projection without a readable head_dim")
+        d = projections.widths(h, 1)["q"] // h
+    widths = projections.widths(h, d)
+    if widths["q"] != h * d:
+        refuse(module, f"a query projection of width {widths['q']} != heads {h} x head_dim {d}")
+    return h, widths["k"] // d, d
+
+
+def _scale(module, d: int) -> float:
+    for a in ("scaling", "scale", "inv_norm_factor", "softmax_scale"):
+        v = getattr(module, a, None)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    refuse(module, "a layer whose score scale is not readable (no scaling, scale or "
+                    f"inv_norm_factor attribute; 1/sqrt({d}) is not assumed)")
+
+
+def _rope(module, cfg, family: str, d: int, alibi) -> dict:
+    """RoPE of a layer that takes ``position_embeddings``: theta, scaling, width, layout
+    (none with ALiBi: Falcon rotates only without it)."""
+    if alibi is not None or "position_embeddings" not in forward_parameters(module) or \
+            not getattr(module, "use_rope", True):                   # SmolLM3's NoPE layers
+        return {}
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    rope = rope.get(getattr(module, "layer_type", None), rope)     # Gemma 3: one per layer type
+    theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
+    partial = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 1.0))
+    r = getattr(module, "rotary_ndims", None)
+    if r is None and isinstance(getattr(module, "rotary_dim", None), int):      # GPT-J
+        r = module.rotary_dim
+    if r is None:
+        r = int(d * partial) if rope.get("rope_type", "default") != "proportional" else d
+    r = int(r)
+    if r % 2 or not 2 <= r <= d:
+        refuse(module, f"a rotated width of {r} features (head_dim {d})")
+    partial_ok = r != d and (hasattr(module, "rotary_ndims") or hasattr(module, "rotary_dim")
+                             or _rotates_part(module, d, r))
+    # a layer that rotates the whole head keeps the factor: rope_scaling_from_config refuses it
+    plain = {k: v for k, v in rope.items() if k != "partial_rotary_factor"} if partial_ok \
+        else rope
+    scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
+    layout = "half" if family == "gpt_oss" else _rope_layout(module)
+    return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
+                rope_sin_first="sin, cos = position_embeddings" in _source(module))
+
+
+def _rotates_part(module, d: int, r: int) -> bool:
+    """Whether the family's ``apply_rotary_pos_emb`` takes cos, sin narrower than the head
+    (GPT-NeoX's turns the first ``r`` features; Llama's broadcasts them against all ``d`` and
+    fails)."""
+    fn = family_function(module, "apply_rotary_pos_emb")
+    if fn is None:
+        return False
+    import torch
+    q, cs = torch.ones((1, 1, 2, d)), torch.ones((1, 2, r))
+    try:
+        out = fn(q, q, cs, cs)[0]
+    except (RuntimeError, ValueError):
+        return False
+    return tuple(out.shape) == (1, 1, 2, d)
+
+
+def _rope_layout(module) -> str:
+    """Which features a RoPE pair joins, probed from the family's ``rotate_half`` (GPT-J's
+    ``rotate_every_two``): (0, 1, 2, 3)
+    -> (-2, -3, 0, 1) pairs m with m + d/2 ("half"), -> (-1, 0, -3, 2) pairs 2m, 2m+1."""
+    rotate_half = family_function(module, "rotate_half")
+    every_two = family_function(module, "rotate_every_two")             # GPT-J: (B, L, h, r)
+    if rotate_half is None and every_two is None:
+        refuse(module, "a rotary embedding without a rotate_half or rotate_every_two function "
+                        "(pair layout unknown)")
+    import torch
+    got = (rotate_half(torch.arange(4.0)) if rotate_half is not None else
+           every_two(torch.arange(4.0).reshape(1, 1, 1, 4))).reshape(-1).tolist()
+    layouts = {(-2.0, -3.0, 0.0, 1.0): "half", (-1.0, 0.0, -3.0, 2.0): "interleaved"}
+    if tuple(got) not in layouts:
+        refuse(module, f"a rotary pair layout with rotate_half([0, 1, 2, 3]) = {got}")
+    return layouts[tuple(got)]
+
+
+def family_function(module, name: str):
+    """A function of the layer's modeling module (``rotate_half``, ``apply_rotary_pos_emb``):
+    its class's, or for a subclass its nearest base's that has one; None if none has."""
+    for cls in type(module).__mro__:
+        fn = getattr(sys.modules.get(cls.__module__), name, None)
+        if fn is not None:
+            return fn
+    return None
+
+
+def _window(module, cfg) -> int | None:
+    if hasattr(module, "sliding_window"):
+        return module.sliding_window
+    if getattr(cfg, "use_sliding_window", True) is False:
+        return None
+    return getattr(cfg, "sliding_window", None)
+
+
+def _softcap(module) -> float | None:
+    cap = getattr(module, "attn_logit_softcapping", None)
+    # Gemma 3 keeps attn_logit_softcapping but passes no softcap to its attention function
+    return float(cap) if cap is not None and "softcap=" in _source(module) else None
+
+
+def layer_spec(module) -> LayerSpec:
+    """Read the :class:`LayerSpec` of an attention layer by its modules and config.
+
+    Raises :class:`UnsupportedLayer` (a ``TypeError``) naming the feature the spec cannot
+    express, or why the module is not an attention layer."""
+    cfg = getattr(module, "config", None)
+    family = _family(module)
+    refuse_other_algorithm(module)                   # by name, before what it would trip on
+    projections = find_projections(module)           # refuses a module without q, k, v
+    _unsupported_features(module, cfg)
+    h, h_kv, d = _heads(module, cfg, projections)
+    if h_kv == 0 or h % h_kv:
+        refuse(module, f"{h} query heads over {h_kv} key/value heads (not a whole number of "
+                        "groups)")
+    cross = bool(getattr(module, "is_cross_attention", False))
+    causal = bool(getattr(module, "is_causal", False)) and not cross
+    if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \
+            and not getattr(module, "is_causal", True):    # Gemma 2 / 3 bidirectional
+        raise ValueError(f"{type(module).__name__} is bidirectional (is_causal False, config."
+                         f"use_bidirectional_attention=True): not read; only causal layers are")
+    buckets = None
+    if getattr(module, "has_relative_attention_bias", False):       # T5: nn.Embedding (buckets, h)
+        buckets = (module.relative_attention_num_buckets, module.relative_attention_max_distance,
+                   not module.is_decoder)
+        causal = bool(module.is_decoder)
+    norm = read_qk_norm(module, h, h_kv, d)
+    post = getattr(module, "LayerNorm", None)                          # ALBERT
+    scale = _scale(module, d)
+    alibi = _alibi(module, cfg, h, scale)
+    return LayerSpec(
+        family, h, h_kv, d, scale, causal, projections.has_o,
+        window=_window(module, cfg), buckets=buckets, softcap=_softcap(module),
+        qk_norm=None if norm is None else norm.kind,
+        qk_norm_eps=None if norm is None else norm.eps,
+        sinks=getattr(module, "sinks", None) is not None,
+        post_norm_eps=None if post is None else float(post.eps), cross=cross, alibi=alibi,
+        adds_residual="residual" in forward_parameters(module),
+        bool_mask_masks="masked_fill(attention_mask," in _source(module),
+        **_rope(module, cfg, family, d, alibi))
+
+
+def no_causal(spec: LayerSpec) -> LayerSpec:
+    """Cross-attention: every query sees every (unpadded) key."""
+    return replace(spec, is_causal=False, window=None)
+
+
+def params_from_transformers(module, *, grads: bool = False) -> tuple:
+    """Read a transformers attention layer as ``(params, spec)`` for attention_np.
+
+    Parameters
+    ----------
+    module : an attention layer :func:`layer_spec` accepts
+    grads : bool
+        Read the parameters' ``.grad`` instead of their values (same names and layout).
+
+    Returns
+    -------
+    params : dict of float arrays, ``W_q (d_model, h*d_k)``, ``W_k``, ``W_v (.., h_kv*d)``,
+        ``W_o (h*d_v, d_model)`` (absent for BERT, whose self-attention stops at the
+        concatenated heads) and the biases the layer has; a QK-norm adds ``q_norm``,
+        ``k_norm`` (``(head_dim,)`` or per head ``(h, head_dim)``; an RMSNorm by ``1 + w``
+        gives ``1 + w``, its gradient stays the gradient w.r.t. ``w``, the same number) and a
+        LayerNorm's ``q_norm_bias``, ``k_norm_bias``; T5 ``bias_table (num_buckets, h)``;
+        gpt-oss ``sinks (h,)``; ALBERT ``post_norm_w``, ``post_norm_b`` (its residual
+        LayerNorm).
+    spec : LayerSpec
+    """
+    spec = layer_spec(module)
+
+    def get(t):
+        a = t.grad if grads else t.data
+        if a is None:
+            raise ValueError(f"{type(module).__name__} has no .grad: run a backward pass first")
+        return to_numpy(a).astype(np.float64)
+
+    p = find_projections(module)
+    h, h_kv, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
+    out = {}
+    if p.fused is None:
+        for n in "qkv":
+            out[f"W_{n}"], b = linear_tensors(getattr(p, n), get)
+            if b is not None:
+                out[f"b_{n}"] = b
+    else:
+        W, b = linear_tensors(p.fused, get)
+        if p.kv_fused:
+            out["W_q"], bq = linear_tensors(p.q, get)
+            if bq is not None:
+                out["b_q"] = bq
+        for n, cols in qkv_columns(p.layout, h, h_kv, d, p.kv_fused).items():
+            out[f"W_{n}"] = W[:, cols]
+            if b is not None:
+                out[f"b_{n}"] = b[cols]
+    if p.o is not None:
+        out["W_o"], b = linear_tensors(p.o, get)
+        if b is not None:
+            out["b_o"] = b
+    if spec.buckets is not None:                       # T5: nn.Embedding (num_buckets, h)
+        out["bias_table"] = get(module.relative_attention_bias.weight)
+    norm = read_qk_norm(module, h, h_kv, d)
+    if norm is not None:
+        out.update(norm_tensors(norm, get))
+        if not grads and norm.offset:                  # d/dw = d/d(offset + w)
+            out["q_norm"], out["k_norm"] = out["q_norm"] + norm.offset, out["k_norm"] + norm.offset
+    if spec.sinks:                                     # one learned sink logit per head (h,)
+        out["sinks"] = get(module.sinks)
+    if spec.post_norm_eps is not None:                 # ALBERT: LayerNorm(x + out)
+        out["post_norm_w"], out["post_norm_b"] = get(module.LayerNorm.weight), \
+            get(module.LayerNorm.bias)
+    return {n: np.ascontiguousarray(a) for n, a in out.items()}, spec
+
+
+__all__ = ["LayerSpec", "UnsupportedLayer", "attention_spec", "layer_spec", "mha_options",
+           "no_causal",
+           "params_from_transformers", "QK_NORMS", "SUPPORTED"]

@@ -1,0 +1,350 @@
+"""Diff a whole transformers model layer by layer: :func:`compare_transformers_model`.
+
+The model's float64 copy runs once; a hook on every attention layer records what the layer
+received and returned (hidden states, the encoder output of a cross-attention, the model's own
+mask, T5's position bias from block 0, the RoPE positions its rotary embedding was called with).
+Every recorded call is then replayed in NumPy float64 (:func:`~attention_np.interop.
+transformers.replay.replay`) with the parameters read before the run: the output against the one
+recorded in the model, the gradients against the layer re-run on the recorded inputs with one
+random upstream gradient. Layers are found by what they compute (:func:`~attention_np.interop.
+transformers.layer_reading.layer_spec`); one it cannot express is listed as refused, with the feature.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import typing
+from dataclasses import replace
+
+import numpy as np
+
+from attention_np._optional import import_optional
+from attention_np.interop.tolerance import judge
+from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers.layer_diff import build_mask
+from attention_np.interop.transformers.layer_reading import (
+    UnsupportedLayer,
+    layer_spec,
+    no_causal,
+    params_from_transformers,
+)
+from attention_np.interop.transformers.model_report import LayerResult, ModelReport  # noqa: F401
+from attention_np.interop.transformers.recent import (
+    EAGER_FLOAT64,
+    float64_experts,
+    float64_upcasts,
+    prepare_recent_layer,
+)
+from attention_np.interop.transformers.replay import (
+    dead_rows,
+    float64_rope_function,
+    leave_out_rows,
+    replay,
+)
+from attention_np.interop.transformers.rotary import check_position_embeddings, spec_cos_sin
+from attention_np.variants.position_bias import alibi_bias
+
+MIN = np.finfo(np.float64).min / 2
+CACHES = ("cache", "past_key_values", "past_key_value", "layer_past")
+
+
+def attention_layers(model) -> tuple[list, list]:
+    """``([(name, module, spec)], [(name, reason)])``: the modules read as attention layers, and
+    the attention layers refused. A module whose class is named ``...Attention`` that is not
+    read (no q, k, v projections found) is refused with the reason, unless a module inside it
+    or around it is read or refused (BERT's ``BertAttention`` holds ``BertSelfAttention``):
+    no attention module is dropped without a word."""
+    found, refused, unread = [], [], []
+    for name, module in model.named_modules():
+        try:
+            found.append((name, module, layer_spec(module)))
+        except UnsupportedLayer as e:
+            if "is not an attention layer" not in str(e):
+                refused.append((name, str(e)))
+            elif type(module).__name__.endswith("Attention"):
+                unread.append((name, str(e)))
+    known = [n for n, *_ in found] + [n for n, _ in refused]
+
+    def related(a, b):
+        return a == b or not a or not b or a.startswith(b + ".") or b.startswith(a + ".")
+    for name, why in unread:
+        if not any(related(name, k) for k in known):
+            refused.append((name, why))
+            known.append(name)
+    return found, refused
+
+
+def _np(t):
+    return None if t is None else to_numpy(t.detach()).astype(np.float64) \
+        if t.is_floating_point() else to_numpy(t.detach())
+
+
+def _mask(arg, spec, B, L, S, cross):
+    """The recorded mask (None, bool, or additive float) as ``(bool (B, 1|h, L, S), bias)``."""
+    if arg is None:
+        return (None if cross else build_mask(spec, B, L, S)), None
+    m = _np(arg)
+    if m.dtype == bool and spec.bool_mask_masks:         # MPT: True where masked
+        m = ~m
+    if m.dtype == bool:
+        return np.broadcast_to(m, (B,) + m.shape[1:-2] + (L, S)), None
+    keep = m > MIN
+    extra = np.where(keep, m, 0.0)
+    return keep, (extra if extra.any() else None)
+
+
+def _rotary_hooks(model, log) -> list:
+    """A forward hook on every ``*RotaryEmbedding`` of the model copy: logs its name, the
+    ``position_ids`` it was called with and the ``(cos, sin)`` it returned. The module runs as
+    the model has it (nothing replaced): what it computes is checked against ours."""
+    handles = []
+    for name, module in model.named_modules():
+        if not type(module).__name__.endswith("RotaryEmbedding"):
+            continue
+
+        def hook(mod, args, kwargs, output, _name=name):
+            ids = args[1] if len(args) > 1 else kwargs.get("position_ids")
+            if ids is not None and isinstance(output, tuple) and len(output) == 2:
+                log.append({"name": _name, "module": type(mod).__name__,
+                            "positions": to_numpy(ids).copy(), "out": output})
+        handles.append(module.register_forward_hook(hook, with_kwargs=True))
+    return handles
+
+
+def _rope_source(log, position_embeddings):
+    """The rotary log entry whose ``(cos, sin)`` a layer received (the same tensor), else the
+    last one logged, else None."""
+    if not log:
+        return None
+    cos = position_embeddings[0] if position_embeddings is not None else None
+    return next((e for e in reversed(log) if e["out"][0] is cos), log[-1])
+
+
+def _text_positions(positions, spec, name: str):
+    """``(B, L)`` positions from a rotary call's: multimodal RoPE's ``(3, B, L)`` (Qwen2-VL:
+    temporal, height, width) is plain RoPE when the three agree (text-only input)."""
+    positions = np.asarray(positions)
+    if positions.ndim == 3:
+        if not (positions == positions[:1]).all():
+            raise UnsupportedLayer(
+                f"{name}: multimodal RoPE (mrope) with different temporal, height and width "
+                "positions (image or video tokens) is not supported; text-only positions are")
+        positions = positions[0]
+    return positions
+
+
+def check_model_inputs(model, inputs: dict, torch) -> None:
+    """A torch module, and keyword inputs its ``forward`` takes (before any work)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a transformers model (a torch.nn.Module), got "
+                        f"{type(model).__name__}")
+    if not inputs:
+        raise ValueError(f"no inputs: pass what {type(model).__name__} takes as keywords, e.g. "
+                         "input_ids=..., attention_mask=...")
+    params = inspect.signature(model.forward).parameters
+    allowed = {n for n, p in params.items() if p.kind != p.VAR_KEYWORD}
+    for p in params.values():            # transformers' **kwargs: Unpack[TransformersKwargs]
+        if p.kind == p.VAR_KEYWORD:
+            typed = typing.get_args(p.annotation)
+            keys = getattr(typed[0], "__annotations__", None) if typed else None
+            allowed = None if keys is None else allowed | set(keys)
+    if allowed is not None:
+        unknown = sorted(set(inputs) - allowed)
+        if unknown:
+            raise TypeError(f"{type(model).__name__}.forward takes no {unknown}; it takes "
+                            f"{sorted(n for n in params if n != 'kwargs')} (and transformers' "
+                            "keyword options)")
+
+
+def _implementation(model, specs) -> str:
+    if any(s.sinks for _, _, s in specs) or not getattr(model, "_supports_sdpa", True) and \
+            any(s.alibi is not None for _, _, s in specs):
+        # (BLOOM, MPT: no sdpa, their masks are eager's; MPT's bool, True where masked)
+        return "eager"                   # transformers' sdpa drops the sinks
+    if any(s.softcap is not None for _, _, s in specs):
+        return EAGER_FLOAT64             # sdpa refuses the soft-cap, eager's softmax is float32
+    return "sdpa"
+
+
+def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport:
+    """Run ``model(**inputs)`` once in float64 and diff every attention layer it runs.
+
+    Parameters
+    ----------
+    model : a transformers model (``torch.nn.Module``); left untouched (a float64 copy runs)
+    seed : int
+        Seed of the random upstream gradients (one per layer call).
+    **inputs : what ``model`` takes (``input_ids``, ``attention_mask``, ``decoder_input_ids``,
+        ``pixel_values``, ``input_features``, ...), tensors or arrays.
+
+    Returns
+    -------
+    ModelReport
+        ``.ok``, ``.layers`` (one :class:`LayerResult` per attention layer call, in order, with
+        ``forward_error`` and ``gradient_error``), ``.first_disagreement``, ``.refused``;
+        ``print(report)`` gives the table, a notebook shows it as HTML. Query rows that attend
+        no key (left padding in a causal model) are left out and listed per layer.
+    """
+    torch = import_optional("torch", "attention_np.interop.transformers.model_diff")
+    import_optional("transformers", "attention_np.interop.transformers.model_diff")
+    check_model_inputs(model, inputs, torch)
+    work = copy.deepcopy(model).double().eval()
+    float64_experts(work)
+    specs, refused = attention_layers(work)
+    report = ModelReport(type(model).__name__, refused=refused)
+    if not specs:
+        if not refused:
+            report.notes.append("no attention layer found")
+        return report
+    impl = _implementation(work, specs)
+    for cfg in {id(m.config): m.config for m in work.modules() if hasattr(m, "config")}.values():
+        cfg._attn_implementation = impl
+    log, calls, handles = [], [], []
+    params = {}
+    for name, module, spec in specs:
+        prepare_recent_layer(module, spec, impl)
+        params[name] = params_from_transformers(module)[0]        # before the run
+        sig = inspect.signature(module.forward)
+
+        def pre(mod, args, kwargs, _name=name, _sig=sig, _spec=spec):
+            bound = _sig.bind_partial(*args, **kwargs).arguments
+            extra = bound.pop("kwargs", {}) or {}
+            bound = {**extra, **bound}
+            calls.append({"name": _name, "module": mod, "spec": _spec, "args": args,
+                          "kwargs": dict(kwargs), "bound": bound,
+                          "rope": _rope_source(log, bound.get("position_embeddings"))})
+
+        def post(mod, args, kwargs, output, _name=name):
+            out = output[0] if isinstance(output, tuple) else output
+            next(c for c in reversed(calls) if c["name"] == _name)["out"] = _np(out)
+        handles += [module.register_forward_pre_hook(pre, with_kwargs=True),
+                    module.register_forward_hook(post, with_kwargs=True)]
+    handles += _rotary_hooks(work, log)
+    feed = {k: torch.from_numpy(np.asarray(v)) if isinstance(v, np.ndarray) else v
+            for k, v in inputs.items()}
+    feed = {k: v.double() if hasattr(v, "is_floating_point") and v.is_floating_point() else v
+            for k, v in feed.items()}
+    if "use_cache" in inspect.signature(work.forward).parameters:
+        feed.setdefault("use_cache", False)         # each layer sees the whole sequence
+    try:
+        upcasts = not getattr(work, "_supports_sdpa", True)      # BLOOM, MPT: see _implementation
+        with contextlib.ExitStack() as stack, torch.no_grad():
+            stack.enter_context(float64_upcasts(torch, upcasts))
+            for kind in {type(m): m for _, m, _ in specs}.values():
+                stack.enter_context(float64_rope_function(kind))
+            work(**feed)
+        for h in handles:
+            h.remove()
+        rng = np.random.default_rng(seed)
+        seen, rotary_rows = {}, set()
+        for call in calls:
+            seen[call["name"]] = seen.get(call["name"], -1) + 1
+            label = call["name"] + (f"#{seen[call['name']]}" if seen[call["name"]] else "")
+            try:
+                if call["spec"].has_rope:
+                    _rotary_row(call, report, rotary_rows)
+                with contextlib.ExitStack() as stack:
+                    stack.enter_context(float64_upcasts(torch, upcasts))
+                    stack.enter_context(float64_rope_function(call["module"]))
+                    report.layers.append(_diff_call(label, call, params[call["name"]], rng,
+                                                    torch))
+            except UnsupportedLayer as e:
+                report.refused.append((label, str(e)))
+        called = {c["name"] for c in calls}
+        report.notes += [f"{name} ({type(m).__name__}) was not called by this forward: not "
+                         "compared" for name, m, _ in specs if name not in called]
+    finally:
+        for h in handles:
+            h.remove()
+    return report
+
+
+def _rotary_row(call, report, done: set) -> None:
+    """Before a RoPE layer's row: the ``(cos, sin)`` the model passed it against ours for the
+    positions its rotary embedding was called with (one row per distinct pair); sets
+    ``call["positions"]`` (B, L) for the replay."""
+    spec, bound = call["spec"], call["bound"]
+    x = bound.get("hidden_states", call["args"][0] if call["args"] else None)
+    B, L = x.shape[:2]
+    entry = call["rope"]
+    pe = bound.get("position_embeddings")
+    if entry is None:
+        positions = np.arange(L)
+        report.notes.append(f"{call['name']}: no rotary embedding call was seen; its RoPE "
+                            "positions are taken as 0 .. L-1")
+    else:
+        positions = _text_positions(entry["positions"], spec, type(call["module"]).__name__)
+    positions = np.broadcast_to(positions.reshape((-1, L)), (B, L))
+    call["positions"] = positions
+    if pe is None or id(pe[0]) in done:
+        return
+    done.add(id(pe[0]))
+    source = entry["name"] if entry is not None and entry["out"][0] is pe[0] else \
+        f"{call['name']} position_embeddings"
+    module = entry["module"] if entry is not None else "cos, sin"
+    report.layers.append(LayerResult(f"{source} (cos, sin)", module,
+                                     check_position_embeddings(spec, positions, *pe),
+                                     kind="rotary"))
+
+
+def _diff_call(label, call, params, rng, torch) -> LayerResult:
+    spec, bound, layer = call["spec"], call["bound"], call["module"]
+    if isinstance(bound.get("is_causal"), bool):       # CLIP's text model: is_causal=True
+        spec = replace(spec, is_causal=bound["is_causal"])  # passed to a non-causal layer
+    x_t = bound.get("hidden_states", call["args"][0] if call["args"] else None)
+    kv_t = bound.get("key_value_states", bound.get("encoder_hidden_states"))
+    x, kv = _np(x_t), _np(kv_t)
+    B, L = x.shape[:2]
+    S = L if kv is None else kv.shape[1]
+    cross = kv is not None
+    arg = bound.get("encoder_attention_mask") if spec.cross else bound.get(
+        "attention_mask", bound.get("mask"))
+    pb = None if spec.alibi is not None else bound.get("position_bias")   # MPT: its ALiBi
+    p = dict(params)
+    mask, bias = _mask(arg, spec if not cross else no_causal(spec), B, L, S, cross)
+    if pb is not None:        # T5: the bias block 0 computed (older transformers: mask folded in)
+        keep, pb = _mask(pb, spec, B, L, S, cross)
+        mask = keep if mask is None else mask & keep
+        bias = pb if bias is None else bias + (0.0 if pb is None else pb)
+        p.pop("bias_table", None)
+    if spec.alibi is not None:   # ours, whatever the model added (Falcon: folded in its mask)
+        bias = alibi_bias(np.asarray(spec.alibi), L, S, align="bottom_right")[None]
+    positions = None
+    if spec.has_rope:
+        positions = call.get("positions")
+    rows = dead_rows(mask)
+    dout = rng.standard_normal(call["out"].shape)
+    if rows is not None:
+        dout = np.where(rows[..., None], 0.0, dout)
+    # the layer again on the recorded inputs, for the gradients
+    for t in layer.parameters():
+        t.requires_grad_(True)
+        t.grad = None
+    xt = x_t.detach().clone().requires_grad_(True)
+    kwargs = {k: (None if k in CACHES else v) for k, v in call["kwargs"].items()}
+    args = (xt,) + tuple(call["args"][1:]) if call["args"] else ()
+    if not call["args"]:
+        kwargs["hidden_states"] = xt
+    kvt = None
+    if kv_t is not None:
+        kvt = kv_t.detach().clone().requires_grad_(True)
+        kwargs["key_value_states" if "key_value_states" in kwargs else "encoder_hidden_states"] = kvt
+    if spec.has_rope:           # the layer again with our float64 cos, sin (the model's: float32)
+        cos, sin = spec_cos_sin(spec, positions)
+        kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
+    with torch.enable_grad():
+        out_t = layer(*args, **kwargs)
+        out_t = out_t[0] if isinstance(out_t, tuple) else out_t
+        out_t.backward(torch.from_numpy(dout))
+    got = {"out": _np(out_t) if spec.has_rope else call["out"], "dhidden_states": _np(xt.grad)}
+    if kvt is not None:
+        got["dkey_value"] = _np(kvt.grad)
+    grads = params_from_transformers(layer, grads=True)[0]
+    got.update({f"d{n}": grads[n] for n in p})
+    ours = replay(spec, p, x, kv, mask, dout, positions=positions, bias=bias)
+    if spec.adds_residual:      # BLOOM: out + residual (no gradient: the block's own input)
+        ours["out"] = ours["out"] + _np(bound["residual"])
+    excluded = leave_out_rows(got, ours, rows)
+    return LayerResult(label, type(layer).__name__, judge(got, ours), excluded)

@@ -1,0 +1,130 @@
+"""What the recent open models add to a transformers attention layer, for
+:func:`~attention_np.interop.transformers.compare_transformers_attention`:
+
+- Qwen3, Gemma 3, Cohere, ...: QK-norm, an RMSNorm or a LayerNorm per head on q and k
+  (``AttentionSpec(qk_norm="rms" | "layer")``); Gemma's RMSNorm multiplies by ``(1 + w)``, Qwen3's by ``w``;
+- Gemma 2: a soft-cap on the scores (``attn_logit_softcapping`` -> ``softcap``);
+- gpt-oss: a learned sink logit per head (``module.sinks`` -> ``params["sinks"]``).
+
+And how the float64 copy of such a layer is run so that the diff is float64 throughout:
+transformers' ``Qwen3RMSNorm`` / ``Gemma3RMSNorm`` / ``CohereLayerNorm`` cast to float32, so the
+copy's norms are
+replaced by the same formula in the input's dtype; transformers' sdpa refuses Gemma 2's soft-cap
+and its eager softmax is float32, so Gemma 2 runs :data:`EAGER_FLOAT64`; sdpa drops gpt-oss's
+sinks without an error, so gpt-oss runs eager (float64 there); a float64 gpt-oss model's experts
+run ``experts_implementation="eager"`` (:func:`float64_experts`). See docs/frameworks.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+# transformers' eager attention with its softmax in the input's dtype instead of float32: the
+# float64 reference for Gemma 2, whose soft-cap transformers' sdpa refuses (docs/frameworks.md)
+EAGER_FLOAT64 = "attention_np_eager_float64"
+
+
+def prepare_recent_layer(layer, spec, impl: str) -> None:
+    """Before the float64 copy ``layer`` runs with ``impl``: refuse sdpa with a soft-cap
+    (transformers' sdpa raises) and gpt-oss without eager (sdpa drops the sinks), register
+    :data:`EAGER_FLOAT64`, run the copy's QK-norms in float64 (theirs cast to float32).
+
+    ``spec`` is the layer's :class:`~attention_np.interop.transformers.LayerSpec`.
+    """
+    if spec.softcap is not None and impl == "sdpa":
+        raise ValueError(f"{type(layer).__name__} has attn_logit_softcapping={spec.softcap} and "
+                         f"transformers' sdpa attention refuses a soft-cap: pass "
+                         f"attn_implementation={EAGER_FLOAT64!r} (eager in float64) or 'eager' "
+                         f"(its softmax in float32)")
+    if spec.sinks and impl != "eager":
+        raise ValueError(f"GptOssAttention: only attn_implementation='eager' applies its sinks "
+                         f"(float64 throughout); transformers' sdpa drops them without an error, "
+                         f"got {impl!r}")
+    if impl == EAGER_FLOAT64:
+        # with eager's masks (a full model builds its own): float, 0 or finfo.min, never None
+        import transformers
+        from transformers.masking_utils import eager_mask
+        transformers.AttentionInterface.register(EAGER_FLOAT64, eager_float64_attention)
+        transformers.AttentionMaskInterface.register(EAGER_FLOAT64, eager_mask)
+    if spec.qk_norm is not None:
+        from attention_np.interop.transformers.weights import read_qk_norm
+        read = read_qk_norm(layer, spec.num_heads, spec.num_kv_heads, spec.head_dim)
+        for norm in (read.q, read.k):
+            if not isinstance(norm, list) and type(norm).__name__ != "LayerNorm":
+                norm.forward = norm_in_input_dtype(norm, read.kind, read.offset, read.eps)
+
+
+def norm_in_input_dtype(norm, kind: str, offset: float, eps: float):
+    """A QK-norm's forward (``Qwen3RMSNorm``, ``Gemma3RMSNorm``, ``CohereLayerNorm``, ...)
+    without its cast to float32: ``xhat * (offset + w)`` in the dtype of ``x`` (..., head_dim),
+    ``xhat`` the RMS- or mean-centred normalised ``x``."""
+    import torch
+
+    def forward(x):
+        if kind == "layer":
+            x = x - x.mean(-1, keepdim=True)
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + norm.weight)
+    return forward
+
+
+def eager_float64_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
+                            softcap=None, **kwargs):
+    """Gemma 2's ``eager_attention_forward``, line for line, with the softmax in the input's
+    dtype (theirs: ``softmax(..., dtype=torch.float32)``). query (B, h, L, d), key and value
+    (B, h_kv, S, d) -> (B, L, h, d_v), weights (B, h, L, S)."""
+    import torch
+    if scaling is None:
+        scaling = module.head_dim ** -0.5
+    groups = module.num_key_value_groups
+    key = key.repeat_interleave(groups, dim=1)                  # transformers' repeat_kv
+    value = value.repeat_interleave(groups, dim=1)              # (B, h, S, d)
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    weights = torch.softmax(scores, dim=-1)                     # in float64, not float32
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def float64_experts(model) -> None:
+    """Make a float64 copy of a mixture-of-experts model (gpt-oss) run its experts in float64.
+
+    transformers 5 dispatches ``GptOssExperts.forward`` on ``config._experts_implementation``
+    (``@use_experts_implementation``): the default ``"grouped_mm"`` calls
+    ``torch.nn.functional.grouped_mm``, which takes float32, bfloat16 or float16 only;
+    ``"eager"`` is the class's own forward (a loop over the experts hit, ``x @ gate_up_proj[e]``,
+    the clamped SwiGLU, ``@ down_proj[e]``, weighted by the router), any dtype. Its documented
+    switch, ``model.set_experts_implementation("eager")``, is used: the same function, in the
+    model's dtype (``test_gpt_oss_eager_experts_equal_grouped_mm_in_float32``).
+    """
+    if getattr(model.config, "_experts_implementation", None) not in (None, "eager"):
+        model.set_experts_implementation("eager")
+
+
+@contextlib.contextmanager
+def float64_upcasts(torch, active: bool = True):
+    """While inside (when ``active``): a float64 tensor's ``.float()`` stays float64 and
+    ``softmax(x, dtype=torch.float32)`` of a float64 ``x`` is taken in float64. For the layers
+    that upcast to float32 in their own forward instead of through the attention interface
+    (BLOOM's ``softmax(..., dtype=float32)``, MPT's ``scores.float()``): the same formula, in
+    the copy's float64. Restored on exit."""
+    if not active:
+        yield
+        return
+    functional, tensor_float = torch.nn.functional, torch.Tensor.float
+    softmax = functional.softmax
+
+    def as_float(self, *args, **kwargs):
+        return self if self.dtype == torch.float64 else tensor_float(self, *args, **kwargs)
+
+    def float64_softmax(x, dim=None, _stacklevel=3, dtype=None):
+        if dtype == torch.float32 and x.dtype == torch.float64:
+            dtype = torch.float64
+        return softmax(x, dim=dim, dtype=dtype)
+    torch.Tensor.float, functional.softmax = as_float, float64_softmax
+    try:
+        yield
+    finally:
+        torch.Tensor.float, functional.softmax = tensor_float, softmax

@@ -1,0 +1,129 @@
+"""Replay one transformers attention layer in NumPy float64, forward and backward, from its
+:class:`~attention_np.interop.transformers.layer_reading.LayerSpec`, its parameters and the inputs of a
+call; shared by the one-layer diff, the whole-model diff and the attention-interface diff.
+
+Also what makes a float64 copy of a layer float64 throughout (a rotary function that computes in
+float32, Cohere's) and the rows left out of a verdict (query rows with every key masked).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import numpy as np
+
+from attention_np.compose.mha import mha_backward, mha_forward
+from attention_np.interop.transformers.layer_reading import LayerSpec, family_function, mha_options
+from attention_np.variants.position_bias import (
+    relative_position_bias,
+    relative_position_bias_backward,
+    relative_positions,
+    t5_relative_buckets,
+)
+from attention_np.variants.qk_layernorm import layer_norm_backward, layer_norm_forward
+
+POST_NORM = ("post_norm_w", "post_norm_b")
+
+
+def t5_bias(spec: LayerSpec, table, L: int, S: int):
+    """T5's bias ``(h, L, S)`` from its table and the buckets ``(L, S)`` (bottom-right)."""
+    num_buckets, max_distance, bidirectional = spec.buckets
+    bucket = t5_relative_buckets(relative_positions(L, S, align="bottom_right"),
+                                 bidirectional=bidirectional, num_buckets=num_buckets,
+                                 max_distance=max_distance)                     # (L, S)
+    return relative_position_bias(table, bucket), bucket
+
+
+def replay(spec: LayerSpec, params: dict, x, kv, mask, dout, *, positions=None, bias=None):
+    """attention_np's forward and backward of the layer on ``x (B, L, d_model)`` (and
+    ``kv (B, S, d_model)`` for cross-attention): ``{"out", "dhidden_states", ("dkey_value"),
+    "d<param>"...}`` in the names of ``params``.
+
+    ``mask`` bool ``(B, 1, L, S)`` or None; ``bias`` an additive ``(.., h, L, S)`` bias the layer
+    receives (T5's blocks after the first); ``positions (B, L)`` RoPE's."""
+    p = dict(params)
+    if not spec.has_w_o:                    # BERT stops at the concatenated heads: W^O = I
+        p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
+    table = p.pop("bias_table", None)
+    post = {n: p.pop(n) for n in POST_NORM if n in p}
+    src = x if kv is None else kv
+    L, S = x.shape[1], src.shape[1]
+    bucket = None
+    if table is not None:                   # T5: bias[n, i, j] = table[bucket(j - i), n]
+        bias, bucket = t5_bias(spec, table, L, S)
+    out, cache = mha_forward(x, src, src, p, mask, bias=bias, **mha_options(spec, positions))
+    dmha = dout
+    if post:                                # ALBERT: LayerNorm(x + out)
+        y, ln = layer_norm_forward(x + out, post["post_norm_w"], post["post_norm_b"],
+                                   spec.post_norm_eps)
+        dsum, dw, db = layer_norm_backward(dout, ln)
+        out, dmha = y, dsum
+    dq, dk, dv, g, dbias = mha_backward(dmha, cache, return_dbias=True)
+    if table is not None:
+        g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])
+    ours = {"out": out, "dhidden_states": dq if kv is not None else dq + dk + dv}
+    if post:
+        ours["dhidden_states"] = ours["dhidden_states"] + dsum
+        g["post_norm_w"], g["post_norm_b"] = dw, db
+    if kv is not None:
+        ours["dkey_value"] = dk + dv
+    ours.update({f"d{n}": g[n] for n in params})
+    return ours
+
+
+def dead_rows(mask) -> np.ndarray:
+    """``(B, L)`` bool: query rows with every key masked (in every head) by ``mask``
+    ``(B, 1|h, L, S)``; None -> none."""
+    if mask is None:
+        return None
+    return ~np.asarray(mask).any(axis=-1).any(axis=1)
+
+
+def leave_out_rows(got: dict, ours: dict, rows) -> list:
+    """Set the rows ``rows (B, L)`` of ``"out"`` to ours in ``got`` (transformers gives a row
+    that attends nothing the mean of V; attention_np 0: neither is checked); the upstream
+    gradient there was 0, so no gradient depends on them. Returns ``[(b, i), ...]``."""
+    if rows is None or not rows.any():
+        return []
+    got["out"] = np.where(rows[..., None], ours["out"], got["out"])
+    return [tuple(int(v) for v in idx) for idx in np.argwhere(rows)]
+
+
+def _float32_rotary(fn, rotate_half) -> bool:
+    """Whether the family's ``apply_rotary_pos_emb`` loses float64 precision (Cohere: float32)."""
+    import torch
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn((1, 1, 3, 4), generator=g, dtype=torch.float64) * 3
+    cos, sin = torch.cos(q[0] * 7.1), torch.sin(q[0] * 7.1)
+    want = q * cos + rotate_half(q) * sin
+    got, _ = fn(q, q, cos, sin)
+    return bool((got - want).abs().max() > 1e-12)
+
+
+@contextlib.contextmanager
+def float64_rope_function(layer):
+    """While inside: the layer's family's ``apply_rotary_pos_emb`` in float64, when it computes
+    in float32 (Cohere: ``q.float()``); the same formula, ``q * cos + rotate_half(q) * sin`` on
+    the first ``cos.shape[-1]`` features. Restored on exit."""
+    fn, rotate_half = (family_function(layer, n) for n in ("apply_rotary_pos_emb", "rotate_half"))
+    mod = next((sys.modules[c.__module__] for c in type(layer).__mro__
+                if getattr(sys.modules.get(c.__module__), "apply_rotary_pos_emb", None) is fn), None)
+    if fn is None or rotate_half is None or not _float32_rotary(fn, rotate_half):
+        yield False
+        return
+    import torch
+
+    def in_float64(q, k, cos, sin, unsqueeze_dim=1, **_):
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        r = cos.shape[-1]
+
+        def turn(x):
+            return torch.cat([x[..., :r] * cos + rotate_half(x[..., :r]) * sin, x[..., r:]], -1)
+        return turn(q), turn(k)
+
+    mod.apply_rotary_pos_emb = in_float64
+    try:
+        yield True
+    finally:
+        mod.apply_rotary_pos_emb = fn

@@ -1,0 +1,331 @@
+"""Every model class of the installed transformers, diffed: a tiny random model of each, and a
+verdict an engineer can act on (docs/transformers_sweep.md is this module's table).
+
+For each ``model_type`` of transformers' ``AutoModel`` mapping, :func:`tiny_config` shrinks
+the family's default config (widths 32, 4 heads, 2 key/value heads, 2 layers, feed-forward 37,
+vocabulary 99, every sub-config likewise; no download), :func:`sweep_one` builds the model with
+random weights and diffs it:
+
+- a text model (``main_input_name == "input_ids"``) whole, with
+  :func:`~attention_np.interop.transformers.model_diff.compare_transformers_model` (its rotary
+  embedding's cos and sin, every attention layer call, forward and backward);
+- any other model layer by layer, the first layer of each attention class with
+  :func:`~attention_np.interop.transformers.compare_transformers_attention`.
+
+A model that agrees is diffed again with ``1e-6`` added to the output of its first attention
+layer (a forward hook on the torch side): the verdict must become MISMATCH and name that layer.
+The row's verdict is one of ``"AGREE"`` (and the change caught), ``"refused"`` (the feature
+named), ``"skipped"`` (no model: the tiny config could not be built, the reason said),
+``"no attention"`` (no attention layer in the model), ``"MISMATCH"``, ``"not caught"`` or
+``"error"`` (the last three: a false verdict, each a bug to fix).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from attention_np._optional import import_optional
+
+WIDTH = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim", "model_dim",
+         "word_embed_proj_dim", "embedding_size", "projection_dim", "text_embed_dim",
+         "vision_embed_dim")
+HEADS = ("num_attention_heads", "n_head", "n_heads", "encoder_attention_heads",
+         "decoder_attention_heads", "num_heads", "attention_heads")
+LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "encoder_layers", "decoder_layers",
+          "n_layers", "num_decoder_layers", "num_encoder_layers")
+FFN = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
+       "ffn_hidden_size", "moe_intermediate_size", "shared_expert_intermediate_size")
+SMALL = {"num_key_value_heads": 2, "head_dim": 8, "vocab_size": 99, "num_local_experts": 2,
+         "num_experts": 2, "n_routed_experts": 2, "num_experts_per_tok": 1,
+         "max_position_embeddings": 64, "image_size": 32, "patch_size": 8,
+         **{n: 32 for n in WIDTH}, **{n: 4 for n in HEADS}, **{n: 2 for n in LAYERS},
+         **{n: 37 for n in FFN},
+         "rotary_dim": 4}                      # GPT-J, CodeGen: partial RoPE of the 8
+VOCAB = 99
+B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
+CHANGE = 1e-6                           # added to one layer's output: must be caught and named
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _shrink(d: dict) -> dict:
+    """A config dict with every width, head count, depth, vocabulary made small (recursively
+    into sub-configs); per-layer lists cut to the new depth; token ids inside the vocabulary."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and "model_type" in v:
+            v = _shrink(v)
+        elif k in SMALL and _is_int(v):
+            v = SMALL[k]
+        elif k.endswith("_token_id") and _is_int(v) and v >= VOCAB:
+            v = 1
+        elif k == "rope_parameters" and isinstance(v, dict) and \
+                d.get("model_type", "").startswith("qwen2_vl"):
+            # multimodal RoPE: sections of the head's d/2 frequencies (default [16, 24, 24])
+            v = {**v, "mrope_section": [2, 1, 1]}
+        out[k] = v
+    depth = next((out[n] for n in LAYERS if _is_int(out.get(n))), None)
+    for k in ("layer_types", "attention_layers", "no_rope_layers", "mlp_only_layers",
+              "layers_block_type"):
+        v = out.get(k)
+        if depth is not None and isinstance(v, list) and len(v) > depth:
+            kinds = list(dict.fromkeys(v))                   # keep one layer of each kind
+            out[k] = (kinds + v)[:depth] if len(kinds) <= depth else v[:depth]
+    return out
+
+
+def tiny_config(model_type: str):
+    """The family's default config, shrunk (:func:`_shrink`), built again from its dict."""
+    tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
+    cfg = tf.AutoConfig.for_model(model_type)
+    small = _shrink(cfg.to_dict())
+    small.pop("transformers_version", None)
+    return type(cfg).from_dict(small)
+
+
+@dataclass
+class SweepRow:
+    """One model class: its ``model_type``, class, verdict, largest error, reason or layers."""
+
+    family: str
+    model: str
+    verdict: str
+    max_error: float = float("nan")
+    reason: str = ""
+
+    @property
+    def false_verdict(self) -> bool:
+        return self.verdict in ("MISMATCH", "not caught", "error")
+
+
+def build(model_type: str, seed: int = 0):
+    """A tiny random ``AutoModel`` of ``model_type`` in eval mode (float32 as built); weights
+    redrawn from N(0, 0.3^2) as in :mod:`~attention_np.interop.transformers.family_cases`."""
+    tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
+    torch = import_optional("torch", "attention_np.interop.transformers.sweep")
+    cfg = tiny_config(model_type)
+    with torch.device("meta"):
+        size = sum(p.numel() for p in tf.AutoModel.from_config(cfg).parameters())
+    if size > 5_000_000:
+        raise ValueError(f"the shrunk config still has {size} parameters")
+    model = tf.AutoModel.from_config(cfg)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
+    return model.eval()
+
+
+def _one_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {' '.join(str(e).split())}"[:300]
+
+
+def _text_inputs(model) -> dict | None:
+    import inspect
+
+    import torch
+    if getattr(model, "main_input_name", None) != "input_ids" or \
+            getattr(model.config, "is_encoder_decoder", False):
+        return None
+    names = inspect.signature(model.forward).parameters
+    rng = np.random.default_rng(0)
+    inputs = {"input_ids": torch.from_numpy(rng.integers(3, VOCAB, (B, L)))}
+    if "attention_mask" in names:
+        inputs["attention_mask"] = torch.ones((B, L), dtype=torch.long)
+    return inputs
+
+
+def _change(module):
+    """A forward hook adding :data:`CHANGE` to a layer's output (its first element)."""
+    def hook(mod, args, output):
+        if isinstance(output, tuple):
+            return (output[0] + CHANGE,) + tuple(output[1:])
+        return output + CHANGE
+    return module.register_forward_hook(hook)
+
+
+def _only_the_change(checks) -> bool:
+    """Whether the only disagreement among ``checks`` is the output, off by :data:`CHANGE`
+    (within the output's tolerance): the layer agrees but for the change, which is caught."""
+    bad = [c for c in checks if not c.ok]
+    return [c.name for c in bad] == ["out"] and abs(bad[0].err - CHANGE) <= bad[0].tol
+
+
+def _diff_model(model, inputs, first) -> tuple:
+    """One whole-model diff with :data:`CHANGE` added to the first attention layer's output:
+    every layer is replayed on its recorded inputs, so that layer alone may disagree, and only
+    by the change (one run shows both the agreement and the change caught)."""
+    from attention_np.interop.transformers.model_diff import compare_transformers_model
+    handle = _change(first[1])
+    try:
+        report = compare_transformers_model(model, **inputs)
+    finally:
+        handle.remove()
+    if report.refused and not [r for r in report.layers if not r.ok]:
+        return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in report.refused[:2])
+    rows = report.attention
+    changed = [r for r in rows if r.name.split("#")[0] == first[0]]
+    others = [r for r in report.layers if r not in changed]
+    err = max((r.forward_error for r in others if r.kind == "attention"), default=float("nan"))
+    bad = next((r for r in others if not r.ok), None)
+    if bad is not None:
+        return "MISMATCH", err, f"{bad.name}: " + ", ".join(
+            f"{c.name} {c.err:.1e}" for c in bad.checks if not c.ok)[:200]
+    if not changed or not all(_only_the_change(r.checks) for r in changed):
+        return "not caught", err, f"+{CHANGE:g} on {first[0]}: {report.verdict}"
+    return "AGREE", err, f"{len(rows)} layer calls (whole model); +{CHANGE:g} caught at " \
+                         f"{changed[0].name}"
+
+
+def _diff_layers(found) -> tuple:
+    """Each attention class's first layer alone, with :data:`CHANGE` added to its output."""
+    from attention_np.interop.transformers.layer_diff import compare_transformers_attention
+    from attention_np.interop.transformers.layer_reading import UnsupportedLayer, params_from_transformers
+    seen, names, errs = set(), [], []
+    for name, module, spec in found:
+        if type(module) in seen:
+            continue
+        seen.add(type(module))
+        d_model = params_from_transformers(module)[0]["W_q"].shape[0]
+        x = np.random.default_rng(1).standard_normal((B, L, d_model))
+        kv = np.random.default_rng(2).standard_normal((B, L + 1, d_model)) if spec.cross else None
+        handle = _change(module)
+        try:
+            r = compare_transformers_attention(module, x, key_value_states=kv,
+                                               attn_implementation="eager" if spec.sinks else None)
+        except UnsupportedLayer as e:
+            return "refused", float("nan"), f"{name}: {e}"
+        finally:
+            handle.remove()
+        if not _only_the_change(r.checks):
+            bad = ", ".join(f"{c.name} {c.err:.1e}" for c in r.checks if not c.ok)
+            return ("not caught" if r.ok else "MISMATCH"), float("nan"), f"{name}: {bad}"[:200]
+        names.append(type(module).__name__)
+        errs.append(max(c.err for c in r.checks if c.name != "out"))     # the gradients
+    return "AGREE", max(errs), f"{len(names)} layer kind(s) one by one " \
+                                  f"({', '.join(names)}); +{CHANGE:g} caught in each"
+
+
+def sweep_one(model_type: str, seed: int = 0) -> SweepRow:
+    """Build and diff one family; every failure becomes the row's verdict, none escapes."""
+    from attention_np.interop.transformers.model_diff import attention_layers
+    quiet = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stderr(quiet):
+        warnings.simplefilter("ignore")
+        try:
+            model = build(model_type, seed)
+        except Exception as e:                                     # noqa: BLE001
+            return SweepRow(model_type, "-", "skipped", reason=f"tiny model not built: "
+                                                               f"{_one_line(e)}")
+        cls = type(model).__name__
+        try:
+            found, refused = attention_layers(model)
+        except Exception as e:                                     # noqa: BLE001
+            return SweepRow(model_type, cls, "error", reason=f"reading the layers: "
+                                                             f"{_one_line(e)}")
+        if not found and not refused:
+            return SweepRow(model_type, cls, "no attention")
+        if refused and not found:
+            n, why = refused[0]
+            return SweepRow(model_type, cls, "refused", reason=f"{n}: {why}")
+        try:
+            inputs = _text_inputs(model)
+            if inputs is not None:
+                verdict, err, why = _diff_model(model, inputs, found[0])
+            else:
+                verdict, err, why = _diff_layers(found)
+            if verdict == "AGREE" and refused:
+                verdict, why = "refused", f"{refused[0][0]}: {refused[0][1]}"
+        except Exception as e:                                     # noqa: BLE001
+            return SweepRow(model_type, cls, "error", reason=_one_line(e))
+    return SweepRow(model_type, cls, verdict, err, why)
+
+
+def model_types() -> list:
+    """Every ``model_type`` of transformers' ``AutoModel`` mapping, sorted."""
+    import_optional("transformers", "attention_np.interop.transformers.sweep")
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+    return sorted(MODEL_MAPPING_NAMES)
+
+
+def sweep(types=None, seed: int = 0) -> list:
+    """:func:`sweep_one` for each of ``types`` (default: :func:`model_types`)."""
+    import transformers
+    transformers.logging.set_verbosity_error()
+    return [sweep_one(t, seed) for t in (model_types() if types is None else types)]
+
+
+VERDICTS = ("AGREE", "refused", "skipped", "no attention", "MISMATCH", "not caught", "error")
+
+
+def counts(rows) -> dict:
+    """How many rows have each verdict (every key of :data:`VERDICTS`)."""
+    return {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+
+
+def counts_line(rows) -> str:
+    """The sentence the README carries (tests/interop/test_transformers_sweep.py keeps them equal)."""
+    c = counts(rows)
+    return (f"{len(rows)} model classes: {c['AGREE']} agree (a 1e-6 change caught in each), "
+            f"{c['refused']} refused by name, {c['MISMATCH']} mismatch, {c['not caught']} "
+            f"change not caught, {c['error']} errors, {c['skipped']} skipped (no tiny model), "
+            f"{c['no attention']} without an attention layer")
+
+
+def markdown(rows, version: str) -> str:
+    """docs/transformers_sweep.md: the counts and one table row per model class."""
+    def cell(s):
+        return str(s).replace("|", "\\|").replace("\n", " ")
+    lines = [
+        "# Every transformers model class, diffed",
+        "",
+        f"Generated by `python -m attention_np.interop.transformers.sweep docs/transformers_sweep.md`"
+        f" with transformers {version}; `tests/interop/test_transformers_sweep.py` runs the sweep again "
+        "and holds this table (family, model, verdict, reason) and the README's counts to it.",
+        "A tiny random model of each `model_type` of transformers' `AutoModel` mapping "
+        "(widths 32, 4 heads, 2 layers, vocabulary 99; no download) is diffed in float64 with "
+        "1e-6 added to its first attention layer's output on the torch side: AGREE means every "
+        "other row agrees and that layer differs by exactly the change (a text model whole, with "
+        "`compare_transformers_model`; any other model one layer of each attention class, with "
+        "`compare_transformers_attention`). MISMATCH, `not caught` and `error` are open bugs "
+        "of attention_np's reader, listed as they are. max error: the largest output error of "
+        "the unchanged layers (whole model) or the largest gradient error (layer by layer).",
+        "",
+        f"**{counts_line(rows)}.**",
+        "",
+        "| family | model | verdict | max error | reason or layers |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        err = "" if np.isnan(r.max_error) else f"{r.max_error:.0e}"
+        lines.append(f"| {cell(r.family)} | {cell(r.model)} | {r.verdict} | {err} | "
+                     f"{cell(r.reason)} |")
+    return "\n".join(lines) + "\n"
+
+
+def read_table(text: str) -> list:
+    """``[(family, model, verdict, reason)]`` from :func:`markdown`'s table."""
+    rows = []
+    for line in text.splitlines():
+        if not line.startswith("| ") or line.startswith(("| family", "| ---")):
+            continue
+        cells = [c.strip().replace("\\|", "|") for c in line.strip("|").split(" | ")]
+        rows.append((cells[0], cells[1], cells[2], cells[4] if len(cells) > 4 else ""))
+    return rows
+
+
+if __name__ == "__main__":          # python -m attention_np.interop.transformers.sweep OUT.md
+    import sys
+
+    import transformers
+    result = sweep()
+    with open(sys.argv[1], "w") as f:
+        f.write(markdown(result, transformers.__version__))
+    print(counts_line(result))

@@ -1,0 +1,273 @@
+"""Layers read by what they compute (interop/transformers/layer_reading.py), the 18 families beyond the
+first 17 kinds, the LayerNorm QK-norm (core/qk_layernorm.py), and whole models diffed layer by
+layer (interop/transformers/model_diff.py)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from attention_np.paper.gradcheck import numerical_gradient
+from attention_np.variants.qk_layernorm import layer_norm_backward, layer_norm_forward
+from tests.helpers import max_abs_diff, require
+
+torch = require("torch")
+require("transformers")
+
+from attention_np.interop import transformers as itf  # noqa: E402
+from attention_np.interop.transformers import families as fam  # noqa: E402
+from attention_np.interop.transformers.layer_reading import UnsupportedLayer, layer_spec  # noqa: E402
+from attention_np.interop.transformers.model_diff import (  # noqa: E402
+    attention_layers,
+    compare_transformers_model,
+)
+
+R = np.random.default_rng(2525)
+AGREE = sorted(set(fam.NEW) - {"deberta-v2"})
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 1, 5)])
+def test_layer_norm_backward_matches_finite_differences(shape):
+    x, dy = R.standard_normal((2, 3, 4, 5)), R.standard_normal((2, 3, 4, 5))
+    w, b = 1 + 0.3 * R.standard_normal(shape), R.standard_normal(shape)
+    dx, dw, db = layer_norm_backward(dy, layer_norm_forward(x, w, b, 1e-3)[1])
+    for a, g in ((x, dx), (w, dw), (b, db)):
+        num = numerical_gradient(
+            lambda: float(np.sum(layer_norm_forward(x, w, b, 1e-3)[0] * dy)), a)
+        assert max_abs_diff(g, num) < 1e-8 * max(1.0, np.abs(num).max())
+
+
+def test_layer_norm_equals_torch_layer_norm_forward_and_backward():
+    x, dy = R.standard_normal((3, 4, 6)), R.standard_normal((3, 4, 6))
+    ln = torch.nn.LayerNorm(6, eps=1e-6).double()
+    with torch.no_grad():
+        ln.weight.copy_(torch.from_numpy(1 + 0.3 * R.standard_normal(6)))
+        ln.bias.copy_(torch.from_numpy(R.standard_normal(6)))
+    xt = torch.tensor(x, requires_grad=True)
+    yt = ln(xt)
+    yt.backward(torch.from_numpy(dy))
+    y, cache = layer_norm_forward(x, ln.weight.detach().numpy(), ln.bias.detach().numpy(), 1e-6)
+    dx, dw, db = layer_norm_backward(dy, cache)
+    for ours, theirs in ((y, yt), (dx, xt.grad), (dw, ln.weight.grad), (db, ln.bias.grad)):
+        assert max_abs_diff(ours, theirs.detach().numpy()) < 1e-12
+
+
+@pytest.mark.parametrize("name", AGREE)
+def test_every_attention_layer_of_the_new_families_agrees_in_float64(name):
+    model = fam.family_model(name, seed=1)
+    layers, refused = attention_layers(model)
+    assert layers and not refused
+    x = R.standard_normal((2, 6, 32))
+    pad = np.ones((2, 6), dtype=np.int64)
+    pad[1, -2:] = 0
+    for _, module, _spec in layers:
+        r = itf.compare_transformers_attention(module, x, attention_mask=pad, seed=3)
+        assert r.ok, str(r)
+        assert max(c.err for c in r.checks if c.rule == "float64") < 1e-12
+
+
+def test_what_the_reader_finds_in_each_family():
+    spec = {n: layer_spec(attention_layers(fam.family_model(n))[0][0][1])
+            for n in ("gpt_neox", "falcon", "phi", "phi3", "stablelm", "cohere", "granite",
+                      "albert", "roberta")}
+    assert (spec["gpt_neox"].rotary_dim, spec["gpt_neox"].head_dim) == (4, 8)
+    assert (spec["falcon"].num_heads, spec["falcon"].num_kv_heads) == (4, 2)
+    assert spec["phi"].qk_norm == "layer" and spec["phi"].rotary_dim == 4
+    assert spec["phi3"].num_kv_heads == 2
+    assert spec["stablelm"].qk_norm == "layer" and spec["stablelm"].rotary_dim == 4
+    assert (spec["cohere"].rope_layout, spec["cohere"].qk_norm) == ("interleaved", "layer")
+    assert spec["granite"].scale == 0.2
+    assert spec["albert"].post_norm_eps is not None
+    assert not spec["roberta"].has_w_o and not spec["roberta"].is_causal
+
+
+def test_fused_qkv_columns_are_the_layers_own_split():
+    """GPT-NeoX (per head) and Falcon (grouped): q, k, v read from the fused weight are what the
+    layer's own reshape gives."""
+    from attention_np.interop.transformers.weights import find_projections, qkv_columns
+    for name in ("gpt_neox", "falcon"):
+        module = attention_layers(fam.family_model(name))[0][0][1]
+        spec = layer_spec(module)
+        p = find_projections(module)
+        cols = qkv_columns(p.layout, spec.num_heads, spec.num_kv_heads, spec.head_dim)
+        assert sorted(np.concatenate(list(cols.values()))) == list(range(p.fused.weight.shape[0]))
+
+
+def test_deberta_is_refused_naming_its_disentangled_attention():
+    model = fam.family_model("deberta-v2")
+    layers, refused = attention_layers(model)
+    assert not layers and len(refused) == 2
+    assert "disentangled relative attention" in refused[0][1]
+    with pytest.raises(UnsupportedLayer, match="disentangled relative attention"):
+        itf.compare_transformers_attention(model.encoder.layer[0].attention.self,
+                                           R.standard_normal((1, 3, 32)))
+
+
+def test_a_subclass_is_read_and_a_module_without_projections_is_refused():
+    model = fam.family_model("llama")
+    base = model.layers[0].self_attn
+    sub = type("MyAttention", (type(base),), {})
+    layer = copy.deepcopy(base)
+    layer.__class__ = sub
+    r = itf.compare_transformers_attention(layer, R.standard_normal((2, 5, 32)), seed=1)
+    assert r.ok, str(r)
+    with pytest.raises(UnsupportedLayer, match="is not an attention layer"):
+        layer_spec(torch.nn.Linear(3, 3))
+
+
+def test_clip_qkv_is_refused_and_alibi_named_alone():
+    tf = require("transformers")
+    olmo = tf.OlmoModel(tf.OlmoConfig(**fam.NEW["olmo"][1], clip_qkv=8.0))
+    with pytest.raises(UnsupportedLayer, match="clamping q, k, v to \\+-8.0"):
+        layer_spec(olmo.layers[0].self_attn)
+    falcon = tf.FalconModel(tf.FalconConfig(hidden_size=32, num_attention_heads=4,
+                                            num_hidden_layers=1, vocab_size=61, alibi=True))
+    assert layer_spec(falcon.h[0].self_attention).alibi is not None      # read, not refused
+    with pytest.raises(UnsupportedLayer, match="ALiBi .* compare_transformers_model"):
+        itf.compare_transformers_attention(falcon.h[0].self_attention, np.zeros((1, 3, 32)))
+
+
+@pytest.mark.parametrize("name", ["bert", "llama", "bart", "falcon", "whisper"])
+def test_a_whole_model_agrees_layer_by_layer(name):
+    model = fam.family_model(name, seed=2)
+    report = compare_transformers_model(model, seed=4, **fam.model_inputs(name, model))
+    assert report.ok and report.first_disagreement is None, str(report)
+    expected = len(attention_layers(model)[0])
+    assert len(report.attention) == expected
+    assert "AGREE" in str(report) and "<table>" in report._repr_html_()
+
+
+def _t5_two_blocks():
+    tf = require("transformers")
+    cfg = tf.T5Config(d_model=32, d_kv=8, num_heads=4, num_layers=2, num_decoder_layers=2,
+                      d_ff=40, vocab_size=61, relative_attention_num_buckets=8,
+                      relative_attention_max_distance=20, decoder_start_token_id=0)
+    model = tf.T5Model(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(0.3 * torch.randn(p.shape))
+    return model.eval()
+
+
+def test_t5_blocks_after_the_first_are_replayed_with_block_0s_bias():
+    model = _t5_two_blocks()
+    inputs = fam.model_inputs("t5", model)
+    report = compare_transformers_model(model, **inputs)
+    assert report.ok, str(report)
+    names = [r.name for r in report.attention]
+    assert "encoder.block.1.layer.0.SelfAttention" in names and len(names) == 2 + 2 * 2
+
+
+def test_t5_block_1_alone_says_it_runs_without_the_bias_it_gets_in_the_model():
+    model = _t5_two_blocks()
+    layer = model.encoder.block[1].layer[0].SelfAttention
+    x = R.standard_normal((2, 5, 32))
+    r = itf.compare_transformers_attention(layer, x)
+    assert any("position bias block 0 computed" in n for n in r.notes)
+    table = model.encoder.block[0].layer[0].SelfAttention
+    with torch.no_grad():
+        bias = table.compute_bias(5, 5).double().numpy()           # (1, h, L, S)
+    r = itf.compare_transformers_attention(layer, x, position_bias=bias)
+    assert r.ok and not r.notes, str(r)
+
+
+def test_a_weight_changed_by_1e_7_during_the_run_is_the_first_disagreement():
+    model = fam.family_model("qwen3", seed=0)        # two layers
+    target = model.layers[1].self_attn
+
+    def corrupt(module, args, kwargs):
+        with torch.no_grad():
+            module.q_proj.weight[0, 0] += 1e-7
+    target.register_forward_pre_hook(corrupt, with_kwargs=True)
+    report = compare_transformers_model(model, **fam.model_inputs("qwen3", model))
+    assert not report.ok
+    assert report.first_disagreement.name == "layers.1.self_attn", str(report)
+    assert report.layers[0].ok
+    assert "first disagreement: layers.1.self_attn" in str(report)
+
+
+def test_a_wrong_replay_is_the_first_disagreement(monkeypatch):
+    from attention_np.interop.transformers import model_diff as tm
+    model = fam.family_model("gpt_neox", seed=0)
+    real = tm.replay
+    calls = []
+
+    def wrong(spec, params, *a, **k):
+        calls.append(1)
+        if len(calls) == 2:                          # the second layer: W_v off by 1e-7
+            params = {**params, "W_v": params["W_v"] + 1e-7}
+        return real(spec, params, *a, **k)
+    monkeypatch.setattr(tm, "replay", wrong)
+    report = compare_transformers_model(model, **fam.model_inputs("gpt_neox", model))
+    assert report.first_disagreement.name == "layers.1.attention"
+
+
+def test_left_padding_rows_are_left_out_of_the_verdict_and_listed():
+    model = fam.family_model("llama", seed=0)
+    report = compare_transformers_model(model, **fam.model_inputs("llama", model, left_pad=True))
+    assert report.ok, str(report)
+    assert report.attention[0].excluded_rows == [(1, 0), (1, 1)]
+    assert "left out of the verdict" in str(report)
+
+
+def test_left_padding_in_one_layer_is_left_out_and_listed_not_a_mismatch():
+    from attention_np.interop.transformers import family_cases as cases
+    module, inputs = cases.case("llama")
+    pad = np.ones((2, 6), dtype=np.int64)
+    pad[1, :2] = 0
+    r = itf.compare_transformers_attention(module, **{**inputs, "attention_mask": pad})
+    assert r.ok, str(r)
+    assert r.excluded_rows == [(1, 0), (1, 1)]
+
+
+@pytest.mark.parametrize("name", ["llama", "bert", "cohere", "gpt_neox", "whisper", "qwen3", "t5"])
+def test_the_attention_interface_diffs_every_kernel_call_without_family_code(name):
+    from attention_np.interop.transformers.kernel_diff import compare_attention_kernels
+    model = fam.family_model(name, seed=1)
+    report = compare_attention_kernels(model, **fam.model_inputs(name, model))
+    assert report.ok and len(report.layers) == len(attention_layers(model)[0]), str(report)
+
+
+def test_the_attention_interface_shows_sdpa_dropping_gpt_oss_sinks():
+    from attention_np.interop.transformers.kernel_diff import compare_attention_kernels
+    model = fam.family_model("gpt_oss")
+    inputs = fam.model_inputs("gpt_oss", model)
+    eager = compare_attention_kernels(model, reference="eager", **inputs)
+    assert eager.ok, str(eager)                      # gpt-oss's eager applies the sinks
+    sdpa = compare_attention_kernels(model, **inputs)
+    worst = sdpa.first_disagreement
+    assert worst is not None and next(c for c in worst.checks if c.name == "dsinks").err > 1e-3
+
+
+def test_the_attention_interface_diffs_gemma2_soft_cap_with_the_float64_eager():
+    from attention_np.interop.transformers.kernel_diff import compare_attention_kernels
+    model = fam.family_model("gemma2")
+    report = compare_attention_kernels(model, reference="attention_np_eager_float64",
+                                       **fam.model_inputs("gemma2", model))
+    assert report.ok and len(report.layers) == 2, str(report)
+
+
+def test_diff_model_cli_runs_a_family_and_lists_the_known_ones_for_an_unknown(capsys):
+    from attention_np.__main__ import main
+    assert main(["diff", "--model", "phi"]) == 0
+    assert "AGREE" in capsys.readouterr().out
+    assert main(["diff", "--model", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "'nope' is not a known family" in err and "whisper" in err and "cohere" in err
+    assert main(["diff", "--model", "deberta-v2"]) == 1
+    assert "disentangled relative attention" in capsys.readouterr().out
+
+
+def test_bad_model_or_inputs_are_named_before_any_work():
+    from attention_np.interop.transformers.kernel_diff import compare_attention_kernels
+    model = fam.family_model("llama")
+    with pytest.raises(TypeError, match="model must be a transformers model"):
+        compare_transformers_model("llama", input_ids=np.zeros((1, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="no inputs"):
+        compare_transformers_model(model)
+    with pytest.raises(TypeError, match=r"LlamaModel.forward takes no \['input_idz'\]"):
+        compare_transformers_model(model, input_idz=np.zeros((1, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="reference must be one of .*got 'fast'"):
+        compare_attention_kernels(model, reference="fast", input_ids=np.zeros((1, 3), np.int64))
