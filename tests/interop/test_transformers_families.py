@@ -16,8 +16,8 @@ from tests.helpers import max_abs_diff, require
 torch = require("torch")
 require("transformers")
 
-from attention_np.interop import transformers as itf  # noqa: E402
 from attention_np.interop.transformers import families as fam  # noqa: E402
+from attention_np.interop.transformers import layer_diff as itf  # noqa: E402
 from attention_np.interop.transformers.layer_reading import UnsupportedLayer, layer_spec  # noqa: E402
 from attention_np.interop.transformers.model_diff import (  # noqa: E402
     attention_layers,

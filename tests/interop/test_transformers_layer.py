@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from attention_np.interop import transformers as itf
 from attention_np.interop.transformers import family_cases as cases
+from attention_np.interop.transformers import layer_diff as itf
 from tests.helpers import require
 
 torch = require("torch")

@@ -38,7 +38,8 @@ MODULES = {
     "attention_np.kernels.threads": 2,                   # one BLAS thread (a utility, not the model)
     "attention_np.studies.head_subspaces": 3,
     "attention_np.paper.heads": 3,
-    "attention_np.nn": 5,                           # the encoder and its training
+    "attention_np.nn": 5,                           # the encoder
+    "attention_np.training": 5,                     # its training
     "attention_np.studies.trained_scaling": 5,
     "attention_np.studies.positions": 6,
     "attention_np.kernels.tiled_forward": 7,        # its lse = +inf lines, printed from the file
