@@ -513,3 +513,86 @@ def test_a_minus_inf_bias_removes_a_key_like_the_mask(path, bad, rng):
     np.testing.assert_array_equal(dq_b[0, :2], dq[0, :2])
     np.testing.assert_array_equal(out_b[1], out[1])
     assert not np.isfinite(out_b[0, 2:]).any()
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def test_drop_masked_returns_inputs_with_nothing_to_zero_as_they_are(rng):
+    """Kills the deleted ``return x`` when every row and key is alive: documented "returned as
+    is" (no copy of q, k, v when nothing is masked away)."""
+    from attention_np.kernels.guard import drop_masked
+    q, k, v = randn(rng, 3, 2), randn(rng, 4, 2), randn(rng, 4, 2)
+    mask = np.ones((3, 4), bool)
+    mask[0, 1] = False                                  # key 1 still alive for other queries
+    out = drop_masked(q, k, v, mask)
+    assert all(a is b for a, b in zip(out, (q, k, v), strict=True))
+
+
+@pytest.mark.parametrize("k_batch, v_batch", [((2,), (1,)), ((2, 2, 2), (2, 2))])
+def test_masked_key_with_k_and_v_of_different_batch_dims(rng, sdpa, k_batch, v_batch):
+    """Kills a changed batch reduction in ``drop_masked``'s ``zero`` (``!=`` -> ``==``, deleted,
+    or ``[:-2]`` -> ``[:2]``): k and v of different batch dims with a masked key; v must keep
+    its own shape, and dv too."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, *k_batch, 5, 4), randn(rng, *v_batch, 5, 2)
+    mask = np.array([True, True, False, True, True])
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    dq, dk, dv = sdpa.sdpa_backward(randn(rng, *out.shape), cache)
+    assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
+    keep = [0, 1, 3, 4]
+    out_kept, _ = sdpa.sdpa_forward(q, k[..., keep, :], v[..., keep, :])   # the masked key left out
+    np.testing.assert_allclose(out, out_kept, rtol=1e-13, atol=1e-15)
+
+
+def test_masked_garbage_with_a_mask_of_more_batch_dims_than_k(rng, sdpa):
+    """Kills a change to the axes ``_alive_in`` reduces over (``lead + i``, ``n == 1``,
+    ``full[...] != 1``): k, v (2, 1, S, d) under a mask (5, 2, 3, L, S), where a key slot of k
+    is dead when every query of every broadcast copy (5 x 3) masks it; a NaN in a dead slot never
+    reaches the answer, which equals the one with 0 in that slot."""
+    L, S = 2, 4
+    q, k, v = randn(rng, 3, L, 2), randn(rng, 2, 1, S, 2), randn(rng, 2, 1, S, 3)
+    mask = rng.random((5, 2, 3, L, S)) > 0.3
+    mask[..., 0] = True
+    mask[:, 0, :, :, 2] = False                          # key 2 of k[0] is dead everywhere
+    k0, v0 = k.copy(), v.copy()
+    k0[0, 0, 2], v0[0, 0, 2] = 0.0, 0.0
+    k[0, 0, 2], v[0, 0, 2] = np.nan, np.inf
+    dout = randn(rng, 5, 2, 3, L, 3)
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    out0, cache0 = sdpa.sdpa_forward(q, k0, v0, mask)
+    for a, b in zip((out, *sdpa.sdpa_backward(dout, cache)),
+                    (out0, *sdpa.sdpa_backward(dout, cache0)), strict=True):
+        assert np.isfinite(a).all() and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+def test_masked_garbage_in_v_of_fewer_batch_dims_than_k(rng, sdpa):
+    """Kills ``x.shape[:-2]`` -> ``[:-3]`` in the reduction of ``drop_masked``'s ``zero``: k (2, 2,
+    2, S, d), v (2, 2, S, d), key 2 dead for v[0] (all of its broadcast copies) and alive for
+    v[1]; a NaN in v[0]'s slot must not reach the answer."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 2, 2, 2, 5, 4), randn(rng, 2, 2, 5, 2)
+    mask = np.ones((2, 2, 2, 1, 5), bool)
+    mask[:, 0, :, :, 2] = False
+    v0 = v.copy()
+    v0[0, :, 2] = 0.0
+    v[0, :, 2] = np.nan
+    dout = randn(rng, 2, 2, 2, 3, 2)
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    out0, cache0 = sdpa.sdpa_forward(q, k, v0, mask)
+    for a, b in zip((out, *sdpa.sdpa_backward(dout, cache)),
+                    (out0, *sdpa.sdpa_backward(dout, cache0)), strict=True):
+        assert np.isfinite(a).all() and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+def test_masked_key_with_v_whose_first_dims_equal_the_kv_batch(rng, sdpa):
+    """Kills ``x.shape[:-2]`` -> ``x.shape[:2]`` in ``zero``'s test: k (2, 2, S=2, d) and v (2,
+    S=2, d_v), whose first two dims (2, 2) equal the k, v batch (2, 2), so the mutant skips
+    reducing the alive keys to v's own batch; v, and dv, must keep v's shape."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 2, 2, 2, 4), randn(rng, 2, 2, 3)
+    mask = np.array([True, False])
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    dq, dk, dv = sdpa.sdpa_backward(randn(rng, *out.shape), cache)
+    assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
+    np.testing.assert_allclose(out, np.broadcast_to(v[:, :1], (2, 2, 1, 3)).repeat(3, axis=2),
+                               rtol=1e-15)        # only key 0 is seen: every query gets v[..., 0, :]

@@ -6,6 +6,7 @@ Every test that takes the ``sdpa`` fixture runs twice: on the textbook Eq. (1)
 ``fused`` directly (section "dropout: fused path only").
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -250,3 +251,51 @@ def test_no_keys_gives_zero_output_in_both_paths(sdpa, rng):
     fout, _ = an.flash_attention_forward(q, k, v)
     assert out.shape == (3, 2) and np.all(out == 0) and np.all(fout == 0)
     assert cache.weights.shape == (3, 0)
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def test_attention_caches_are_frozen(rng, sdpa):
+    """Kills ``@dataclass(frozen=True)`` -> ``frozen=False`` (or the keyword dropped): the
+    backward reads the cache, so a caller must not be able to rebind its arrays."""
+    q = randn(rng, 2, 3)
+    _, cache = sdpa.sdpa_forward(q, q, q)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.q = np.zeros_like(q)
+
+
+def test_sdpa_forward_default_is_not_causal(rng, sdpa):
+    """Kills ``is_causal: bool = False`` -> ``True`` in either sdpa_forward: with no mask every
+    query attends to every key, the definition softmax(q k^T / sqrt(d_k)) @ v."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
+    out, cache = sdpa.sdpa_forward(q, k, v)
+    want = oracles.softmax_rows(q @ k.T / 2.0)
+    np.testing.assert_allclose(cache.weights, want, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(out, want @ v, rtol=1e-13, atol=1e-15)
+
+
+def test_sdpa_cache_built_without_its_optional_fields(rng):
+    """Kills a changed default of ``SDPACache.kv_groups`` or ``dropout_scale``: they mean "no
+    dropout, no grouped-query attention", so a cache built from a plain forward's fields without
+    them gives the same backward."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    _, c = an.sdpa_forward(q, k, v)
+    hand = an.SDPACache(q=c.q, k=c.k, v=c.v, exp_scores=c.exp_scores, rowsum=c.rowsum, out=c.out,
+                        scale=c.scale)
+    assert hand.dropout_mask is None and hand.dropout_scale == c.dropout_scale
+    dout = randn(rng, 2, 3, 2)
+    for a, b in zip(an.sdpa_backward(dout, c), an.sdpa_backward(dout, hand), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_float32_values_near_the_maximum(rng):
+    """Kills any change to the fallback ``(kept / l) @ v`` and a dropped ``errstate(over=...)``
+    around it (a RuntimeWarning escaping): v = 3e38 everywhere in float32, so ``e @ v``
+    overflows before its division while the weighted average (3e38) does not."""
+    q, k = (rng.standard_normal((2, 3, 4)).astype(np.float32) for _ in range(2))
+    v = np.full((2, 3, 2), 3e38, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, _ = an.sdpa_forward(q, k, v)
+    np.testing.assert_allclose(out, np.full((2, 3, 2), 3e38), rtol=1e-6)   # each row: weights sum to 1
