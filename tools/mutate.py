@@ -7,7 +7,7 @@ directory; each mutant is written there and the given test files run with ``pyte
 A mutant the tests pass on *survives*: either the tests miss a real change, or the mutant is
 equivalent (changes nothing observable), which only reading it can tell.
 
-    python tools/mutate.py attention_np/core/masks.py tests/paper/test_masks.py [more tests]
+    python tools/mutate.py attention_np/paper/masks.py tests/paper/test_masks.py [more tests]
         [--out tools/mutation/masks.json] [--only-survivors] [--budget SECONDS]
         [--timeout SECONDS] [--lines A-B]
     python tools/mutate.py --report tools/mutation/*.json

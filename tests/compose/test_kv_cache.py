@@ -118,7 +118,7 @@ def test_cache_refuses_overflow_and_mismatched_shapes(rng):
 
 
 def test_max_len_is_a_bound_not_an_allocation(rng):
-    # issue 34: KVCache(10**12) was accepted and failed at its first append (8 TB of np.empty)
+    # KVCache(10**12) was once accepted and failed at its first append (8 TB of np.empty)
     cache = an.KVCache(10**12)
     k, v = randn(rng, 2, 3, 4), randn(rng, 2, 3, 5)
     cache.append(k, v)

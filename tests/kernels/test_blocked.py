@@ -1,9 +1,9 @@
 """The blocked path (kernels/blocked.py): which blocks and key spans it plans, when sdpa_forward
-takes it, and that it gives the textbook's numbers with real block sizes on two threads, in the
+takes it, and that it gives the reference kernel's numbers with real block sizes on two threads, in the
 edge cases of its own (overflow fallbacks, thread settings; garbage at masked keys: the
 ``blocked`` path of tests/kernels/test_masked_garbage.py).
 
-The whole textbook-equals-fused matrix also runs on it (tests/kernels/test_reference_equals_fused.py).
+The whole reference-equals-fused matrix also runs on it (tests/kernels/test_reference_equals_fused.py).
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import blocked
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import blocked, reference
 from attention_np.kernels.threads import blas_threads
 from attention_np.paper.masks import causal_mask
 from tests.helpers import assert_float32_near_float64, q_times_scale_overflows, randn
@@ -97,7 +96,7 @@ def test_sdpa_forward_takes_the_blocked_path_for_big_scores_without_dropout_or_b
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_real_block_sizes_on_two_threads_give_the_textbook_numbers(rng, dtype, two_threads):
+def test_real_block_sizes_on_two_threads_give_the_reference_numbers(rng, dtype, two_threads):
     B, H, L, S = 2, 3, 300, 260           # 468 000 scores: blocks of MAX_ROWS rows and a rest
     q, k, v = randn(rng, B, H, L, 16, dtype=dtype), randn(rng, B, H, S, 16, dtype=dtype), \
         randn(rng, B, H, S, 8, dtype=dtype)
@@ -105,12 +104,12 @@ def test_real_block_sizes_on_two_threads_give_the_textbook_numbers(rng, dtype, t
     mask[1, ..., 200:] = False            # batch 1 pads its last 60 keys
     out, cache = an.sdpa_forward(q, k, v, mask, is_causal=True)
     assert cache.blocks is not None and len(cache.blocks) == -(-L // blocked.MAX_ROWS) > 1
-    out_t, cache_t = textbook.sdpa_forward(q, k, v, mask, is_causal=True)
+    out_t, cache_t = reference.sdpa_forward(q, k, v, mask, is_causal=True)
     dout = randn(rng, *out.shape, dtype=dtype)
     eps = np.finfo(dtype).eps
     for what, a, b in zip(("out", "weights", "dq", "dk", "dv"),
                           (out, cache.weights, *an.sdpa_backward(dout, cache)),
-                          (out_t, cache_t.weights, *textbook.sdpa_backward(dout, cache_t)),
+                          (out_t, cache_t.weights, *reference.sdpa_backward(dout, cache_t)),
                           strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=64 * eps * max(1.0, np.abs(b).max()),
                                    err_msg=what)
@@ -249,14 +248,14 @@ def test_sinks_on_the_blocked_path_keep_garbage_at_masked_slots_out(forced, rng,
 def test_blocked_unbatched_with_a_mask_of_fewer_dims(rng, forced, mask_shape):
     """Kills ``2`` -> ``3`` and ``2 - ndim`` -> ``2 + ndim`` or ``3 - ndim`` in the padding of a
     mask's dims: a 0-d, 1-D or 2-D mask with an unbatched ``q (L, d_k)`` adds no batch dim; the
-    output is ``(L, d_v)``, as the textbook's."""
+    output is ``(L, d_v)``, as the reference kernel's."""
     q, k, v = randn(rng, 6, 4), randn(rng, 8, 4), randn(rng, 8, 3)
     mask = np.ones(mask_shape, bool) if mask_shape else np.True_
     if mask_shape:
         mask[..., 2] = False
     out, cache = an.sdpa_forward(q, k, v, mask)
     assert cache.blocks is not None
-    ref, _ = textbook.sdpa_forward(q, k, v, mask)
+    ref, _ = reference.sdpa_forward(q, k, v, mask)
     assert out.shape == ref.shape == (6, 3)
     np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-14)
 
@@ -287,17 +286,17 @@ def test_blocked_backward_when_q_times_scale_overflows_but_the_softmax_is_not_sa
         rng, forced):
     """Kills the blocked backward's recomputed ``dk`` deleted (or divided by the scale), and its
     errstate dropped: float32, causal, scale 1e29, max |q| = 5e9, k ~ 5e-39 (scores ~1),
-    against the float64 textbook on the same inputs, without a warning."""
+    against the float64 reference kernel on the same inputs, without a warning."""
     q, k, v, dout = q_times_scale_overflows(rng, (1,))
     with warnings.catch_warnings():       # causal: masked pairs have dscores = 0, and 0 * inf
         warnings.simplefilter("error")    # (q * scale) is the "invalid" the errstate hides
         out, cache = an.sdpa_forward(q, k, v, scale=1e29, is_causal=True)
         grads = an.sdpa_backward(dout, cache)
     assert cache.blocks is not None
-    ref, c64 = textbook.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), scale=1e29,
+    ref, c64 = reference.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), scale=1e29,
                                      is_causal=True)
     assert_float32_near_float64(out, grads, ref,
-                                textbook.sdpa_backward(dout.astype(np.float64), c64))
+                                reference.sdpa_backward(dout.astype(np.float64), c64))
 
 
 def test_blocked_values_of_mixed_sign_near_float32_max_without_a_warning(forced):
@@ -318,15 +317,15 @@ def test_blocked_values_of_mixed_sign_near_float32_max_without_a_warning(forced)
 def test_blocked_one_key_and_a_row_that_sees_none(rng, forced):
     """Probes ``S == 0`` -> ``S == 1`` in the plan's empty key span (an equivalent mutant,
     docs/mutation.md): with one key, a row that may not attend it gives 0, and the others give
-    v, forward and backward as the textbook."""
+    v, forward and backward as the reference."""
     q, k, v, dout = randn(rng, 4, 3), randn(rng, 1, 3), randn(rng, 1, 2), randn(rng, 4, 2)
     mask = np.array([[True], [False], [True], [True]])
     out, cache = an.sdpa_forward(q, k, v, mask)
     assert cache.blocks is not None
-    ref, rc = textbook.sdpa_forward(q, k, v, mask)
+    ref, rc = reference.sdpa_forward(q, k, v, mask)
     np.testing.assert_array_equal(out[1], 0)
     np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-14)
-    for g, r in zip(an.sdpa_backward(dout, cache), textbook.sdpa_backward(dout, rc), strict=True):
+    for g, r in zip(an.sdpa_backward(dout, cache), reference.sdpa_backward(dout, rc), strict=True):
         np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14)
 
 

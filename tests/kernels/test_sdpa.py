@@ -1,6 +1,6 @@
 """sdpa_forward / sdpa_backward: Eq. (1), its masks and its hand-written backward.
 
-Every test that takes the ``sdpa`` fixture runs twice: on the textbook Eq. (1)
+Every test that takes the ``sdpa`` fixture runs twice: on the reference Eq. (1)
 (``attention_np.kernels.reference``) and on the fused path that ``attention_np.sdpa_forward`` runs
 (``attention_np.kernels.fused``). Dropout exists on the fused path only: those tests call
 ``fused`` directly (section "dropout: fused path only").
@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import fused
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import fused, reference
 from tests import oracles
 from tests.helpers import randn
 
@@ -101,7 +100,7 @@ def test_grads_with_dk_not_equal_dv_and_custom_scale(sdpa, rng):
 
 
 def test_grads_with_replayed_dropout_mask(rng):
-    """Fused path only: the textbook Eq. (1) has no dropout."""
+    """Fused path only: the reference Eq. (1) has no dropout."""
     keep = rng.random((2, 3, 5)) > 0.3
     check_grads(fused, rng, randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3),
                 dropout_p=0.3, dropout_mask=keep)
@@ -172,7 +171,7 @@ def test_dtype_is_kept_end_to_end(sdpa, rng, dtype):
     assert all(g.dtype == dtype for g in sdpa.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache))
 
 
-# --- dropout: fused path only (the textbook Eq. (1) has none) ------------------------------
+# --- dropout: fused path only (the reference Eq. (1) has none) -----------------------------
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dtype_is_kept_end_to_end_with_dropout(rng, dtype):
@@ -230,11 +229,11 @@ def test_forward_does_not_modify_inputs(sdpa, rng):
 
 # --- the caller's arrays and the cache stay independent ---------------------------------
 
-@pytest.mark.parametrize("forward,backward", [(textbook.sdpa_forward, textbook.sdpa_backward),
+@pytest.mark.parametrize("forward,backward", [(reference.sdpa_forward, reference.sdpa_backward),
                                               (fused.sdpa_forward, fused.sdpa_backward),
                                               (an.flash_attention_forward,
                                                an.flash_attention_backward)],
-                         ids=["textbook", "fused", "flash"])
+                         ids=["reference", "fused", "tiled"])
 def test_changing_the_returned_output_does_not_change_the_gradients(rng, forward, backward):
     q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3)
     out, cache = forward(q, k, v)
