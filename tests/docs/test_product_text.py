@@ -12,8 +12,6 @@ import subprocess
 import warnings
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = (".py", ".md", ".ipynb", ".rst", ".txt", ".toml", ".cfg", ".yml", ".yaml", ".html", ".js",
         ".css", ".sh", ".cff")
@@ -87,7 +85,6 @@ PLACEHOLDER = re.compile(r"(^|\.)([A-Z]|[A-Z][A-Z_]*NAME|unknown_\w+)(\.|$)")   
 def test_every_dotted_name_in_the_package_docs_and_lessons_exists():
     """``attention_np.exercises.bank`` (say) in a docstring, a doc or a lesson names a module
     that exists, or an attribute of one."""
-    pytest.importorskip("numpy")
     names = {}
     for p in PRODUCT:
         if p.parts[len(ROOT.parts)] in ("attention_np", "docs", "notebooks") or p.name == "README.md":
