@@ -40,7 +40,7 @@ DEFAULT_SHAPES = [(1, 8, 256, 64), (1, 8, 512, 64), (1, 8, 1024, 64), (4, 8, 512
 FULL_SHAPES = DEFAULT_SHAPES + [(1, 8, 2048, 64), (1, 16, 1024, 32), (2, 12, 1024, 128),
                                 (8, 8, 256, 64)]
 QUICK_SHAPES = [(1, 2, 64, 16)]
-TARGET = (1, 8, 1024, 64)   # the shape of the targets in docs/performance.md (issues 16 and 26)
+TARGET = (1, 8, 1024, 64)   # the shape of the targets in docs/performance.md (against torch, the floor)
 
 
 def inputs(B, H, L, d, seed=0):
@@ -263,22 +263,22 @@ def main(argv=None) -> int:
 
     if TARGET in shapes:
         print(f"\nRatios at (B, H, L, d) = (1, 8, 1024, 64), over {runs} run(s): median [min, max]; "
-              f"targets: issue 16 (against torch), issue 26 (against the floor, non-causal; "
+              f"targets: against torch, and against the floor (non-causal; "
               f"benchmarks/floor.py measures those at one and two threads)")
-        targets = [("dense fwd / torch fwd", "fwd ratio", (1.25, 1.25), 16),
-                   ("dense f+b / torch f+b", "f+b ratio", (1.0, 1.0), 16),
-                   ("dense fwd / floor fwd", "fwd/floor", (1.4, None), 26),
-                   ("dense f+b / floor f+b", "f+b/floor", (1.2, None), 26),
-                   ("tiled f+b / floor f+b", "tiled/floor", (1.3, None), 26)]
+        targets = [("dense fwd / torch fwd", "fwd ratio", (1.25, 1.25), "torch"),
+                   ("dense f+b / torch f+b", "f+b ratio", (1.0, 1.0), "torch"),
+                   ("dense fwd / floor fwd", "fwd/floor", (1.4, None), "floor"),
+                   ("dense f+b / floor f+b", "f+b/floor", (1.2, None), "floor"),
+                   ("tiled f+b / floor f+b", "tiled/floor", (1.3, None), "floor")]
         for causal in (False, True):
-            for label, key, goals, issue in targets:
+            for label, key, goals, against in targets:
                 r = [sp[(*TARGET, causal)][key] for sp in speeds]
                 if np.isnan(r).any():
                     continue
                 med = statistics.median(r)
                 goal = goals[causal]
                 verdict = ("(information)" if goal is None else
-                           f"(issue {issue} target <= {goal}x: {'met' if med <= goal else 'not met'})")
+                           f"({against} target <= {goal}x: {'met' if med <= goal else 'not met'})")
                 print(f"  causal={causal!s:5} {label}: {med:.2f}x [{min(r):.2f}, {max(r):.2f}] {verdict}")
     for L, (_, tiled) in peaks.items():
         if L >= 16384:

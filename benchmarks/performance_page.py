@@ -59,7 +59,7 @@ What the paths are:
 
 `bench_attention.py` reports medians (each case after a pause, so that one library's spinning
 threads do not slow the other's), `floor.py` minimums of interleaved rounds: on a busy machine
-the median moves more, and the two can disagree; `floor.py` is the measure of issue 26's targets.
+the median moves more, and the two can disagree; `floor.py` is the measure of the targets against the floor.
 
 ---
 """

@@ -1,7 +1,7 @@
 """Where the dense path's time goes: each step of sdpa_forward / sdpa_backward timed alone.
 
-The steps are the lines of ``attention_np/attention.py`` (no dropout, no mask unless
-``--causal``), each run on its own inputs; the median of the repeats is printed, with its
+The steps are the lines of the fused kernel, ``attention_np/kernels/fused.py`` (no dropout, no
+mask unless ``--causal``), each run on its own inputs; the median of the repeats is printed, with its
 share of the sum. Matrix products use every BLAS thread; the elementwise passes over (L, S)
 arrays run on one core (NumPy's ufuncs are single-threaded).
 

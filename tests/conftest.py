@@ -18,15 +18,14 @@ def rng():
     return np.random.default_rng(20170612)  # the paper's arXiv date
 
 
-@pytest.fixture(params=["textbook", "fused"])
+@pytest.fixture(params=["reference", "fused"])
 def sdpa(request):
     """The module that computes Eq. (1), for tests that hold both paths to one expectation:
-    ``kernels/reference.py`` (the textbook, as the paper writes it), then ``kernels/fused.py`` (what
-    ``attention_np.sdpa_forward`` runs). Each has ``sdpa_forward``, ``sdpa_backward`` and
-    ``scaled_dot_product_attention``."""
-    from attention_np.kernels import fused
-    from attention_np.kernels import reference as attention
-    return {"textbook": attention, "fused": fused}[request.param]
+    ``kernels/reference.py`` (the reference kernel: Eq. (1) as the paper writes it), then
+    ``kernels/fused.py`` (what ``attention_np.sdpa_forward`` runs). Each has ``sdpa_forward``,
+    ``sdpa_backward`` and ``scaled_dot_product_attention``."""
+    from attention_np.kernels import fused, reference
+    return {"reference": reference, "fused": fused}[request.param]
 
 
 @pytest.fixture(scope="session")

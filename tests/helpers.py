@@ -122,3 +122,26 @@ def assert_float32_all(names, ours32, theirs32, oracle64, *, framework="framewor
     for name, o, t, r in zip(names, ours32, theirs32, oracle64, strict=True):
         assert np.shape(o) == np.shape(t) == np.shape(r), (name, np.shape(o), np.shape(t), np.shape(r))
         assert_float32_within_framework(o, t, r, name=name, framework=framework)
+
+
+def q_times_scale_overflows(rng, batch, L=8, S=8):
+    """float32 q, k, v, dout where ``q * 1e29`` overflows (max |q| = 5e9) but the scores
+    ``q @ k.T * 1e29`` are ~1 (k ~ 5e-39) and ``dk = 1e29 dS^T q`` fits (dout ~ 0.01): the
+    kernels' fallback for a huge scale, with a softmax that is not saturated."""
+    q = randn(rng, *batch, L, 4)
+    q = (q / np.abs(q).max() * 5e9).astype(np.float32)
+    k = (randn(rng, *batch, S, 4) * 5e-39).astype(np.float32)
+    v = randn(rng, *batch, S, 2, dtype=np.float32)
+    dout = (0.01 * randn(rng, *batch, L, 2)).astype(np.float32)
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(q * np.float32(1e29)).all()
+    return q, k, v, dout
+
+
+def assert_float32_near_float64(out, grads, ref, refs):
+    """float32 results against a float64 oracle on the same inputs, relative to each array's
+    largest entry; every reference gradient is non-zero (a saturated softmax would give 0)."""
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5 * np.abs(ref).max())
+    for g, r, name in zip(grads, refs, ("dq", "dk", "dv"), strict=True):
+        assert np.abs(r).max() > 0
+        np.testing.assert_allclose(g, r, rtol=1e-3, atol=1e-4 * np.abs(r).max(), err_msg=name)

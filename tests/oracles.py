@@ -14,6 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 
+def softmax_rows(x):
+    """Softmax over the last axis as the definition writes it: ``exp(x - max) / sum``, float64."""
+    e = np.exp(np.asarray(x, np.float64) - np.max(x, axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def attention(q, k, v, mask=None, *, bias=None, is_causal=False, scale=None):
     """Eq. (1): ``softmax(q k^T / sqrt(d_k) + bias) v`` over the keys, masked keys removed.
 

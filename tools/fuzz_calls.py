@@ -111,7 +111,7 @@ def _mha_cache():
     return an.mha_forward(X, X, X, P, num_heads=2)[1]
 
 
-def _flash_cache():
+def _tiled_cache():
     return an.flash_attention_forward(Q, K, V, block_size=2)[1]
 
 
@@ -294,7 +294,7 @@ CALLS = {
     ),
     "flash_attention_backward": (
         an.flash_attention_backward,
-        {"dout": DOUT, "cache": "FLASH"},
+        {"dout": DOUT, "cache": "TILED"},
         {"dout": "array", "cache": "cache"},
     ),
     "KVCache": (an.KVCache, {"max_len": 8}, {"max_len": "count"}),
@@ -357,7 +357,7 @@ CALLS = {
 CACHES = {
     "SDPA": _sdpa_cache,
     "MHA": _mha_cache,
-    "FLASH": _flash_cache,
+    "TILED": _tiled_cache,
     "SINKS": _sinks_cache,
     "ADD": _add_cache,
     "KV": _kv,

@@ -7,7 +7,7 @@ directory; each mutant is written there and the given test files run with ``pyte
 A mutant the tests pass on *survives*: either the tests miss a real change, or the mutant is
 equivalent (changes nothing observable), which only reading it can tell.
 
-    python tools/mutate.py attention_np/core/masks.py tests/paper/test_masks.py [more tests]
+    python tools/mutate.py attention_np/paper/masks.py tests/paper/test_masks.py [more tests]
         [--out tools/mutation/masks.json] [--only-survivors] [--budget SECONDS]
         [--timeout SECONDS] [--lines A-B]
     python tools/mutate.py --report tools/mutation/*.json
@@ -24,6 +24,13 @@ survivors only (after new tests were added) and keeps their first verdict as ``b
 ``--report`` prints the before/after table; survivors listed in ``equivalent.json`` beside the
 result files (``"MODULE:LINE: CHANGE": "reason"``) are left out of the score over
 non-equivalent mutants.
+
+Where the tests for survivors go: a test that kills a real survivor goes in the test file of the
+module it tests (``attention_np/kernels/tiles.py`` -> ``tests/kernels/``, beside that module's other
+tests; the test folders mirror the package), never in a file of its own for mutation-found cases.
+Its docstring's first line says, in words, what mutant it kills ("Kills ``<`` -> ``<=`` in the
+window's left edge"), not the line number, which the next edit of the module makes stale. An
+equivalent survivor gets its reason in ``equivalent.json`` instead (docs/mutation.md).
 """
 
 from __future__ import annotations
@@ -243,6 +250,14 @@ def report(paths) -> int:
     return 0
 
 
+def _test_folder(module: str) -> str:
+    """The folder of a module's tests: the test folders mirror the package
+    (``attention_np/kernels/tiles.py`` -> ``tests/kernels/``)."""
+    parts = Path(module).parts
+    sub = parts[1:-1] if parts and parts[0] == "attention_np" else parts[:-1]
+    return "/".join(("tests", *sub[:1])) + "/"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("module", nargs="?")
@@ -343,6 +358,9 @@ def main(argv=None) -> int:
     score = killed / run if run else float("nan")
     print(f"{args.module}: {run} mutants run now, {killed} killed, {len(survived)} survived, "
           f"score {100 * score:.1f} %; {len(recorded)} recorded in {args.out}")
+    if survived:
+        print(f"a test that kills a survivor goes in {_test_folder(args.module)}, in the file of "
+              f"the tests of {Path(args.module).name}, its docstring saying what mutant it kills")
     return 0
 
 

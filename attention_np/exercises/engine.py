@@ -3,7 +3,8 @@
 NumPy and the standard library only, and no import of ``attention_np``: the course build copies
 this file (with :mod:`probes`) into the student kit and the autograder. The cases and their
 expected values come from a *bank* (built from the library's references by
-:mod:`attention_np.exercises.bank`, stored as JSON + .npz in the kits).
+:func:`attention_np.exercises.checker.build_record`, stored as JSON + .npz in the kits by
+:mod:`attention_np.exercises.storage`).
 
 Each call gets fresh copies of its inputs while the engine keeps a second copy; after the call
 the two are compared, so a function that writes into an input is caught (nothing hides it).

@@ -1,8 +1,8 @@
 r"""Eq. (1), blocked: the fused path walking blocks of query rows, on every core.
 
-Read :mod:`attention_np.kernels.reference` (the textbook) and :mod:`attention_np.kernels.fused` first.
+Read :mod:`attention_np.kernels.reference` (the reference kernel) and :mod:`attention_np.kernels.fused` first.
 This file changes only the *order* in which the fused path's numbers are computed, never the
-numbers' formulas, and the tests hold it equal to the textbook to float64 rounding.
+numbers' formulas, and the tests hold it equal to the reference kernel to float64 rounding.
 
 Why. For (1, 8, 1024, 64) the scores ``q @ k.T`` are a 32 MiB float32 array: written by the
 product, read and written by the exp, read by ``@ v``. Each pass goes to main memory, and every

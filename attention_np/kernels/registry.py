@@ -73,7 +73,7 @@ KERNELS = {
                         frozenset({"bias", "window"})),
     "fused": Kernel("fused", _fused_forward, _fused_backward, frozenset(OPTIONS),
                     refuses_together=(("sinks", "dropout"),)),
-    "tiled": Kernel("tiled", tiled.flash_plan, tiled.backward, frozenset(OPTIONS) - {"dropout"}),
+    "tiled": Kernel("tiled", tiled.tiled_plan, tiled.backward, frozenset(OPTIONS) - {"dropout"}),
 }
 
 

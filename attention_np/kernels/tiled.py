@@ -50,6 +50,6 @@ The code, one concept per module, imports pointing down:
 """
 
 from attention_np.kernels.tiled_backward import backward, flash_attention_backward
-from attention_np.kernels.tiled_forward import FlashCache, flash_attention_forward, flash_plan
+from attention_np.kernels.tiled_forward import FlashCache, flash_attention_forward, tiled_plan
 
-__all__ = ["FlashCache", "backward", "flash_attention_forward", "flash_attention_backward", "flash_plan"]
+__all__ = ["FlashCache", "backward", "flash_attention_forward", "flash_attention_backward", "tiled_plan"]

@@ -22,7 +22,7 @@ from attention_np.kernels.row_sums import rows_product
 from attention_np.kernels.scratch import append_column, carve, scratch
 from attention_np.kernels.threads import parallel_map
 from attention_np.kernels.tiled_forward import FlashCache
-from attention_np.kernels.tiles import Tiling, check_flash, scaled_q, tile_allowed, tile_scores
+from attention_np.kernels.tiles import Tiling, check_tiled, scaled_q, tile_allowed, tile_scores
 from attention_np.variants.gqa import group_heads, group_kv, group_queries
 from attention_np.variants.softcap import softcap_backward
 
@@ -90,7 +90,7 @@ def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
     dq = np.zeros(batch + q.shape[-2:], q.dtype)
     dk = np.zeros(batch + k.shape[-2:], k.dtype)
     dv = np.zeros(batch + v.shape[-2:], v.dtype)
-    bias = None if bias is None else check_flash(q, k, v, None, 1, bias)[1]   # >= 2-D
+    bias = None if bias is None else check_tiled(q, k, v, None, 1, bias)[1]   # >= 2-D
     dbias = None if bias is None else np.zeros(bias.shape, q.dtype)
     t = Tiling(mask=mask, bias=bias, is_causal=c.is_causal, window=c.window, softcap=c.softcap,
                block_size=c.block_size, batch=batch, post=post, garbage=garbage)

@@ -20,7 +20,7 @@ from attention_np.kernels.guard import all_finite, drop_masked, masked_matmul
 from attention_np.kernels.plan import Plan, plan_from
 from attention_np.kernels.scratch import append_column, carve, scratch
 from attention_np.kernels.sink_logits import check_sinks
-from attention_np.kernels.tiles import Tiling, check_flash, scaled_q, tile_allowed, tile_scores
+from attention_np.kernels.tiles import Tiling, check_tiled, scaled_q, tile_allowed, tile_scores
 from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from attention_np.variants.softcap import check_softcap
 from attention_np.variants.window import check_window
@@ -113,10 +113,10 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | 
                          f"runs through attention_np.mha_forward")
     plan = plan_from("flash_attention_forward", spec, deprecated, q, k, mask, bias=bias,
                      is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, sinks=sinks)
-    return flash_plan(q, k, v, plan, block_size)
+    return tiled_plan(q, k, v, plan, block_size)
 
 
-def flash_plan(q, k, v, plan: Plan, block_size: int = 128):
+def tiled_plan(q, k, v, plan: Plan, block_size: int = 128):
     """:func:`flash_attention_forward` for a :class:`~attention_np.kernels.plan.Plan` (the kernel
     registry's entry).
 
@@ -161,7 +161,7 @@ def attend(q, k, v, mask, bias, sink, scale, tiling: Tiling):
     Returns ``out (..., L, d_v)``, ``lse (..., L)``, ``q, k, v`` with masked positions zeroed,
     and the checked mask.
     """
-    mask, bias, batch = check_flash(q, k, v, mask, tiling.block_size, bias)
+    mask, bias, batch = check_tiled(q, k, v, mask, tiling.block_size, bias)
     q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
     qs, post = scaled_q(q, scale)                   # (..., L, d_k): scale q, not every tile
     # A NaN or inf in q, k or v: sum over the attended pairs only (0 * NaN = NaN), see masked_matmul.

@@ -142,7 +142,7 @@ def scaled_q(q, scale):
     return (q, s) if overflowed(qs, q) else (qs, None)
 
 
-def check_flash(q, k, v, mask, block_size, bias=None):
+def check_tiled(q, k, v, mask, block_size, bias=None):
     """The checked mask and bias (causal is applied per tile, not here) and the broadcast batch shape."""
     if mask is not None and np.ndim(mask) < 2:
         # a 0-d or 1-D mask (valid for sdpa_forward): give it the (L, S) dims the tiles slice

@@ -147,7 +147,7 @@ WIDE_BY_DESIGN = {"train", "train_retrieval", "compare_attention", "compare_mha"
 
 
 def test_no_public_function_takes_more_than_twelve_parameters():
-    """Issue 22: the 0.1 API had mha_forward with 23 parameters; variants now go in the spec
+    """The 0.1 API had mha_forward with 23 parameters; variants now go in the spec
     (a ``**deprecated`` catch-all for the 0.1 keywords is not counted: it warns)."""
     wide = {}
     for name in an.__all__:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import reference
 from attention_np.kernels.tiled import flash_attention_backward, flash_attention_forward
 from attention_np.studies.additive import additive_attention_backward, additive_attention_forward
 
@@ -30,7 +30,7 @@ W, BIAS = R.standard_normal((8, 5)), np.zeros(5)
 
 ATTENTION = {
     "sdpa_forward": an.sdpa_forward,
-    "textbook.sdpa_forward": textbook.sdpa_forward,
+    "reference.sdpa_forward": reference.sdpa_forward,
     "flash_attention_forward": flash_attention_forward,
     "scaled_dot_product_attention": an.scaled_dot_product_attention,
     "additive_attention_forward": lambda q, k, v, mask=None, **kw: additive_attention_forward(
@@ -73,12 +73,12 @@ def _rows():
     # shapes that disagree between q, k, v
     for fname, fn in ATTENTION.items():
         rows.append((f"{fname}-S differs", lambda f=fn: f(Q, K, V[:, :4]), ValueError, "S="))
-    for fname in ("sdpa_forward", "textbook.sdpa_forward", "flash_attention_forward"):
+    for fname in ("sdpa_forward", "reference.sdpa_forward", "flash_attention_forward"):
         rows.append((f"{fname}-d_k differs", lambda f=ATTENTION[fname]: f(Q, K[..., :3], V),
                      ValueError, "d_k"))
     for what, b, exc in [("bool", np.ones((3, 5), bool), TypeError),
                          ("wrong shape", np.zeros((4, 5)), ValueError)]:
-        for fname in ("sdpa_forward", "textbook.sdpa_forward"):
+        for fname in ("sdpa_forward", "reference.sdpa_forward"):
             rows.append((f"{fname}-bias-{what}", lambda f=ATTENTION[fname], b=b: f(Q, K, V, bias=b),
                          exc, "bias"))
     for what, p, exc in BAD_DROPOUT:
@@ -97,11 +97,11 @@ def _rows():
         ("flash-block_size-float", lambda: flash_attention_forward(Q, K, V, block_size=2.0), ValueError,
          "block_size"),
     ]
-    # issue 12: windows, lengths, soft-capping, sinks, RoPE, position biases, decode options
+    # the variants: windows, lengths, soft-capping, sinks, RoPE, position biases, decode options
     # (the fused and tiled kernels take the window and soft-cap in the spec, checked when it is made)
-    for fname in ("sdpa_forward", "textbook.sdpa_forward", "flash_attention_forward"):
+    for fname in ("sdpa_forward", "reference.sdpa_forward", "flash_attention_forward"):
         for what, w in (("one number", 2), ("negative", (-1, 0)), ("float", (1.5, 0)), ("triple", (1, 1, 1))):
-            call = ((lambda w=w: textbook.sdpa_forward(Q, K, V, window=w)) if fname.startswith("textbook")
+            call = ((lambda w=w: reference.sdpa_forward(Q, K, V, window=w)) if fname.startswith("reference")
                     else (lambda f=ATTENTION[fname], w=w: f(Q, K, V, spec=an.AttentionSpec(window=w))))
             rows.append((f"{fname}-window-{what}", call, ValueError, "window"))
     for what, kw in (("q_lengths float", dict(q_lengths=np.array([1.0, 2.0]))),
@@ -152,7 +152,7 @@ def _rows():
                                                          num_heads=2), TypeError, "sinks"),
         ("mha_forward-sinks-float32", lambda: an.mha_forward(X, X, X, dict(P, sinks=np.zeros(2, np.float32)),
                                                              num_heads=2), TypeError, "sinks"),
-        ("mha_forward-sinks-textbook", lambda: an.mha_forward(
+        ("mha_forward-sinks-reference", lambda: an.mha_forward(
             X, X, X, PS, spec=an.AttentionSpec(num_heads=2, kernel="reference")), ValueError, "sinks"),
         ("mha_forward-sinks-dropout", lambda: an.mha_forward(
             X, X, X, PS, spec=an.AttentionSpec(num_heads=2, dropout_p=0.1)), ValueError, "sinks"),
@@ -166,7 +166,7 @@ def _rows():
     # backwards: dout and cache
     caches = {
         "sdpa_backward": (an.sdpa_backward, an.sdpa_forward(Q, K, V)[1], DOUT),
-        "textbook.sdpa_backward": (textbook.sdpa_backward, textbook.sdpa_forward(Q, K, V)[1], DOUT),
+        "reference.sdpa_backward": (reference.sdpa_backward, reference.sdpa_forward(Q, K, V)[1], DOUT),
         "flash_attention_backward": (flash_attention_backward, flash_attention_forward(Q, K, V)[1], DOUT),
         "additive_attention_backward": (additive_attention_backward,
                                         additive_attention_forward(Q, K, V, AP)[1], DOUT),
@@ -315,7 +315,7 @@ def _rows():
         ("mha_decode_step-params-None", lambda: an.mha_decode_step(X, None, an.KVCache(4), num_heads=2),
          TypeError, "params"),
     ]
-    # issue 34: checked when made, not at the first use; d_k = 0; gradcheck's numbers
+    # specs and options checked when made, not at the first use; d_k = 0; gradcheck's numbers
     for what, kw, exc, name in [
             ("RoPE-theta--1", dict(theta=-1), ValueError, "theta"),
             ("RoPE-theta-0", dict(theta=0.0), ValueError, "theta"),
@@ -351,7 +351,7 @@ def _rows():
     Q0, K0 = Q[..., :0], K[..., :0]
     rows += [
         ("sdpa_forward-d_k-0", lambda: an.sdpa_forward(Q0, K0, V), ValueError, "d_k"),
-        ("textbook.sdpa_forward-d_k-0", lambda: textbook.sdpa_forward(Q0, K0, V), ValueError, "d_k"),
+        ("reference.sdpa_forward-d_k-0", lambda: reference.sdpa_forward(Q0, K0, V), ValueError, "d_k"),
         ("flash_attention_forward-d_k-0", lambda: flash_attention_forward(Q0, K0, V), ValueError, "d_k"),
         ("paper.sdpa_forward-d_k-0", lambda: an.paper.sdpa_forward(Q0, K0, V), ValueError, "d_k"),
         ("scaled_dot_product_attention-d_k-0", lambda: an.scaled_dot_product_attention(Q0, K0, V),
@@ -480,10 +480,10 @@ def test_failed_decode_step_does_not_touch_the_cache(bad):
 
 @pytest.mark.parametrize("fwd, bwd", [
     (an.sdpa_forward, an.sdpa_backward),
-    (textbook.sdpa_forward, textbook.sdpa_backward),
+    (reference.sdpa_forward, reference.sdpa_backward),
     (flash_attention_forward, flash_attention_backward),
     (lambda q, k, v: additive_attention_forward(q, k, v, AP), additive_attention_backward),
-], ids=["fused", "textbook", "flash", "additive"])
+], ids=["fused", "reference", "tiled", "additive"])
 def test_editing_the_returned_out_does_not_change_the_backward(fwd, bwd):
     out, cache = fwd(Q, K, V)
     want = bwd(DOUT, cache)
@@ -497,7 +497,7 @@ def test_editing_the_returned_out_does_not_change_the_backward(fwd, bwd):
             np.testing.assert_array_equal(g, w)
 
 
-# --- found by tools/fuzz_calls.py (issue 34, item 5) ------------------------------------------
+# --- found by tools/fuzz_calls.py (calls with every argument varied) -------------------------
 
 def test_fuzz_finds_nothing_left():
     """Every bad value tools/fuzz_calls.py throws at the public functions is refused by name."""

@@ -1,4 +1,4 @@
-"""One answer per call (issue 34, item 5): an option with two homes, a keyword of the call and a
+"""One answer per call: an option with two homes, a keyword of the call and a
 field of the :class:`~attention_np.AttentionSpec` (``num_heads``, ``is_causal``, ``scale``,
 ``dropout_p``), given in both with different values is a ``ValueError`` naming both, on every
 entry point that takes both; the same value twice, or either home alone, is the option.
@@ -12,7 +12,7 @@ import pytest
 
 import attention_np as an
 from attention_np import paper
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import reference
 
 R = np.random.default_rng(0)
 Q = R.standard_normal((2, 3, 4))
@@ -83,7 +83,7 @@ IS_CAUSAL_TAKERS = {
     "sdpa_forward": lambda c: an.sdpa_forward(Q, Q, Q, is_causal=c),
     "scaled_dot_product_attention": lambda c: an.scaled_dot_product_attention(Q, Q, Q, is_causal=c),
     "flash_attention_forward": lambda c: an.flash_attention_forward(Q, Q, Q, is_causal=c),
-    "textbook.sdpa_forward": lambda c: textbook.sdpa_forward(Q, Q, Q, is_causal=c),
+    "reference.sdpa_forward": lambda c: reference.sdpa_forward(Q, Q, Q, is_causal=c),
     "sdpa_sinks_forward": lambda c: an.sdpa_sinks_forward(Q[:, None], Q[:, None], Q[:, None],
                                                           np.zeros(1), is_causal=c),
     "mha_forward": lambda c: an.mha_forward(X, X, X, P, num_heads=2, is_causal=c),

@@ -4,6 +4,8 @@ target sequence, and of torch's nn.MultiheadAttention."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -154,3 +156,80 @@ def test_cross_decode_with_qk_norm_equals_the_whole_target_forward(rng):
     assert max_abs_diff(step, full) < 1e-12
     plain = {n: w for n, w in params.items() if n not in ("q_norm", "k_norm")}
     assert max_abs_diff(an.mha_forward(y, memory, memory, plain, spec=spec)[0], full) > 1e-3
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def _cross_setup(rng, B=2, T=3, S=5, d_model=8, h=2):
+    params = an.init_mha_params(d_model, h, rng=rng)
+    memory, y = randn(rng, B, S, d_model), randn(rng, B, T, d_model)
+    return params, memory, y
+
+
+def test_cross_kv_cache_takes_a_list_and_an_unbatched_memory(rng):
+    """Kills the deleted ``as_float_array`` of ``memory`` (a list has no ``.shape``) and ``2`` ->
+    ``3`` in its ndim check (an unbatched ``(S, d_model)`` memory refused): both are the
+    documented ``(..., S, d_model)``, and give the keys of ``mha_forward`` on the same memory."""
+    from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
+
+    params, memory, y = _cross_setup(rng)
+    for mem, q in ((memory[0].tolist(), y[0]), (memory[0], y[0])):      # (S, d_model), (T, d)
+        cache = cross_kv_cache(mem, params, num_heads=2)
+        out = mha_cross_decode_step(q, params, cache, num_heads=2)
+        ref, _ = an.mha_forward(q, memory[0], memory[0], params, num_heads=2)
+        np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-13)
+
+
+def test_cross_kv_cache_names_a_memory_without_positions(rng):
+    """Kills the deleted ndim check of ``memory``: a 1-D memory is refused naming ``memory`` and
+    the layout it must have."""
+    from attention_np.compose.cross_decode import cross_kv_cache
+
+    params, _, _ = _cross_setup(rng)
+    with pytest.raises(ValueError, match=re.escape("memory") + r".*\(\.\.\., S, d_model\)"):
+        cross_kv_cache(np.ones(8), params, num_heads=2)
+
+
+def test_cross_decode_step_refuses_qk_norm_params_its_cache_was_not_built_with(rng):
+    """Written beside the mutants (for no one mutant): the step applies QK-norm, so a cache built
+    before the norms were added holds keys that were never normalised, which it must refuse, not
+    mix."""
+    from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
+
+    params, memory, y = _cross_setup(rng)
+    cache = cross_kv_cache(memory, params, num_heads=2)
+    normed = {**params, "q_norm": np.ones(4), "k_norm": np.ones(4)}
+    with pytest.raises(ValueError, match=re.escape("['k_norm', 'q_norm']") + ".*no k_norm"):
+        mha_cross_decode_step(y, normed, cache, num_heads=2)
+    other = cross_kv_cache(memory, {**normed, "k_norm": np.full(4, 2.0)}, num_heads=2)
+    with pytest.raises(ValueError, match="another k_norm"):
+        mha_cross_decode_step(y, normed, other, num_heads=2)
+
+
+def test_cross_decode_mask_and_bias_are_checked_against_the_multihead_scores(rng):
+    """Kills ``T`` or ``S`` read from the wrong axis, the batch dims dropped, the conversion of a
+    list deleted, or the checks deleted (leaving sdpa_forward's message, which names the
+    per-head scores ``(..., L, S)`` without ``h``) in the cross decode step's mask and bias
+    checks: a full ``(B, h, T, S)`` mask or bias, unbatched ones of ``(h, T, S)``, and lists are
+    taken, and a wrong shape is named against ``scores (..., h, T, S) = (B, h, T, S)``."""
+    from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
+
+    params, memory, y = _cross_setup(rng)                     # B=2, T=3, S=5, h=2
+    cache = cross_kv_cache(memory, params, num_heads=2)
+    mask = rng.random((2, 2, 3, 5)) < 0.7
+    mask[..., 0] = True
+    bias = randn(rng, 2, 2, 3, 5)
+    ref, _ = an.mha_forward(y, memory, memory, params, mask, num_heads=2, bias=bias)
+    for m, b in ((mask, bias), (mask.tolist(), bias.tolist())):
+        out = mha_cross_decode_step(y, params, cache, num_heads=2, mask=m, bias=b)
+        np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-13)
+    one = cross_kv_cache(memory[0], params, num_heads=2)       # unbatched: (h, T, S)
+    out = mha_cross_decode_step(y[0], params, one, num_heads=2, mask=mask[0], bias=bias[0])
+    np.testing.assert_allclose(out, ref[0], rtol=1e-13, atol=1e-13)
+    for name in ("mask", "bias"):
+        bad = np.ones((2, 1, 3, 4), bool if name == "mask" else float)
+        with pytest.raises(ValueError, match=re.escape(
+                f"{name} of shape (2, 1, 3, 4) does not broadcast to scores (..., h, T, S) = "
+                f"(2, 2, 3, 5)")):
+            mha_cross_decode_step(y, params, cache, num_heads=2, **{name: bad})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -116,7 +118,7 @@ def test_cache_refuses_overflow_and_mismatched_shapes(rng):
 
 
 def test_max_len_is_a_bound_not_an_allocation(rng):
-    # issue 34: KVCache(10**12) was accepted and failed at its first append (8 TB of np.empty)
+    # KVCache(10**12) was once accepted and failed at its first append (8 TB of np.empty)
     cache = an.KVCache(10**12)
     k, v = randn(rng, 2, 3, 4), randn(rng, 2, 3, 5)
     cache.append(k, v)
@@ -151,3 +153,141 @@ def test_an_allocation_that_fails_names_the_bytes_and_leaves_the_cache_unchanged
     monkeypatch.setattr(np, "empty", real_empty)
     assert cache.length == 2
     np.testing.assert_array_equal(cache.k, k)
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def test_kv_cache_append_takes_array_likes_and_names_bad_ones(rng):
+    """Kills the deleted ``as_float_array`` / ``np.asarray`` of ``k_new``, ``v_new``, or the
+    ``v_new`` ndim check, in ``KVCache``: lists append like arrays; an int or 1-D one is refused."""
+    k, v = randn(rng, 2, 3, 4), randn(rng, 2, 3, 5)
+    cache = an.KVCache(max_len=4)
+    ck, cv = cache.append(k.tolist(), v.tolist())
+    np.testing.assert_array_equal(ck, k)
+    np.testing.assert_array_equal(cv, v)
+    with pytest.raises(TypeError, match="k_new must be a floating-point array"):
+        an.KVCache(max_len=4).append(np.ones((2, 3, 4), int), v)
+    with pytest.raises(ValueError, match="v_new must have at least 2 dims"):
+        an.KVCache(max_len=4).append(k[0], v[0, 0])
+
+
+def test_mha_decode_step_scale_and_the_deprecated_cache_keyword(rng):
+    """Kills ``mha_decode_step`` dropping ``scale=`` (the output must be mha_forward's with the
+    same scale), and any change to the deprecated ``cache=`` path: it warns (from the caller's
+    line), does what ``kv_cache=`` does, and refuses both keywords at once."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 3, 4)
+    want, _ = an.mha_forward(x, x, x, params, num_heads=2, is_causal=True, scale=0.3)
+    out = an.mha_decode_step(x, params, an.KVCache(max_len=3), num_heads=2, scale=0.3)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
+    with pytest.warns(DeprecationWarning, match="the keyword is kv_cache") as record:
+        old = an.mha_decode_step(x, params, cache=an.KVCache(max_len=3), num_heads=2, scale=0.3)
+    assert record[0].filename == __file__
+    np.testing.assert_array_equal(old, out)
+    with pytest.raises(TypeError, match="got both kv_cache and its deprecated spelling"):
+        an.mha_decode_step(x, params, an.KVCache(max_len=3), cache=an.KVCache(max_len=3),
+                           num_heads=2)
+
+
+def test_kv_cache_second_append_must_match_the_first(rng):
+    """Kills a change to the shape test of a later ``append`` (``[:-2]`` -> ``[:-3]`` or
+    ``[:2]``, ``[-1]`` -> ``[-2]``): a valid second chunk is taken; other heads or widths are not."""
+    cache = an.KVCache(max_len=6)
+    cache.append(randn(rng, 2, 3, 4), randn(rng, 2, 3, 5))
+    k, v = cache.append(randn(rng, 2, 1, 4), randn(rng, 2, 1, 5))
+    assert k.shape == (2, 4, 4) and v.shape == (2, 4, 5)
+    for k_new in (randn(rng, 3, 1, 4), randn(rng, 2, 1, 3)):
+        with pytest.raises(ValueError, match=r"k_new has shape .* but the cache holds "
+                                             r"\(2,\) \+ \(positions, 4\)$"):
+            cache.append(k_new, randn(rng, *k_new.shape[:-1], 5))
+    assert cache.length == 4
+
+
+def _decode_setup(rng, B=2, T=3, d_model=8, h=2):
+    params = an.init_mha_params(d_model, h, rng=rng, qk_norm=True)
+    kv = an.KVCache(10)
+    an.mha_decode_step(randn(rng, B, 2, d_model), params, kv, num_heads=h)   # 2 cached positions
+    return params, kv, randn(rng, B, T, d_model)
+
+
+@pytest.mark.parametrize("bad", [
+    (dict(spec=dict(softcap=-1.0)), ValueError, "softcap must be a positive finite number, got -1.0"),
+    (dict(q_norm=3), ValueError, "params['q_norm'] has shape (3,), expected (4,)"),
+])
+def test_decode_step_checks_softcap_and_qk_norm_before_the_cache_changes(rng, bad):
+    """Kills the deleted ``check_softcap`` (sdpa_forward refuses a bad softcap, but after the
+    cache has grown) and ``check_qk_norm`` (or ``d_k`` as ``W_q.shape[1] / num_heads``, printed
+    ``(4.0,)``) of the decode step."""
+    kwargs, error, message = bad
+    params, kv, x = _decode_setup(rng)
+    if "q_norm" in kwargs:
+        params = {**params, "q_norm": np.ones(kwargs.pop("q_norm"))}
+    before = kv.k.copy(), kv.length
+    with pytest.raises(error, match=re.escape(message)):      # (a bad spec: when it is made)
+        if "spec" in kwargs:
+            kwargs = {"spec": an.AttentionSpec(**kwargs["spec"])}
+        an.mha_decode_step(x, params, kv, num_heads=2, **kwargs)
+    assert kv.length == before[1]
+    np.testing.assert_array_equal(kv.k, before[0])
+
+
+def test_decode_step_takes_a_list_bias_and_a_full_mask_of_the_batch(rng):
+    """Kills the deleted ``as_bias`` (a list has no ``.shape``) and ``x.shape[:-3]`` (the batch
+    dim dropped from the scores the mask is checked against) of the decode step: a bias given as
+    a list and a full ``(B, h, T, S)`` mask give the last T rows of ``mha_forward`` on the whole
+    sequence with the same mask and bias."""
+    params = an.init_mha_params(8, 2, rng=rng)
+    xs = randn(rng, 2, 5, 8)
+    mask = rng.random((2, 2, 5, 5)) < 0.8
+    mask[..., 0] = True
+    bias = randn(rng, 2, 2, 5, 5)
+    ref, _ = an.mha_forward(xs, xs, xs, params, mask, num_heads=2, bias=bias, is_causal=True)
+    kv = an.KVCache(5)
+    an.mha_decode_step(xs[:, :2], params, kv, num_heads=2, mask=mask[..., :2, :2],
+                       bias=bias[..., :2, :2].tolist())
+    out = an.mha_decode_step(xs[:, 2:], params, kv, num_heads=2, mask=mask[..., 2:, :],
+                             bias=bias[..., 2:, :].tolist())
+    np.testing.assert_allclose(out, ref[:, 2:], rtol=1e-13, atol=1e-13)
+
+
+def test_decode_step_default_qk_norm_eps_is_mha_forwards(rng):
+    """Kills the decode step's default ``qk_norm_eps`` ``1e-06`` -> ``1.000001``: with both
+    defaults, decoding with QK-norm gives ``mha_forward``'s causal output (eps 1e-6 in both,
+    transformers' Qwen3 default)."""
+    params = an.init_mha_params(8, 2, rng=rng, qk_norm=True)
+    params["q_norm"], params["k_norm"] = 0.5 + rng.random(4), 0.5 + rng.random(4)
+    xs = randn(rng, 2, 4, 8) * 1e-3          # small heads: the eps is not negligible against them
+    ref, _ = an.mha_forward(xs, xs, xs, params, num_heads=2, is_causal=True)       # QK-norm: params
+    kv = an.KVCache(4)
+    out = np.concatenate([an.mha_decode_step(xs[:, t:t + 1], params, kv, num_heads=2)
+                          for t in range(4)], axis=1)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-15)
+
+
+def test_decode_step_refuses_a_mask_of_another_batch_before_the_cache_changes(rng):
+    """Kills ``2`` -> ``3`` in the batch dims of the scores the decode step checks a mask
+    against: a mask of batch 4 for a batch of 2 broadcasts against ``(h, T, S)`` but not
+    ``(B, h, T, S)``; it is named against the latter, and the cache keeps its length."""
+    params, kv, x = _decode_setup(rng)                     # B = 2, T = 3, h = 2, 2 cached
+    with pytest.raises(ValueError, match=re.escape(
+            "mask of shape (4, 1, 3, 5) does not broadcast to scores (..., h, T, S) after "
+            "appending = (2, 2, 3, 5)")):
+        an.mha_decode_step(x, params, kv, num_heads=2, mask=np.ones((4, 1, 3, 5), bool))
+    assert kv.length == 2
+
+
+def test_decode_step_with_sinks_passes_bias_and_scale(rng):
+    """Kills ``bias=`` or ``scale=`` dropped on the way to the sinks' attention: decoding with
+    sinks, a bias and a scale gives ``mha_forward``'s causal output with the same."""
+    params = an.init_mha_params(8, 2, rng=rng, sinks=True)
+    params["sinks"] = randn(rng, 2)
+    xs = randn(rng, 2, 4, 8)
+    bias = randn(rng, 2, 4, 4)
+    ref, _ = an.mha_forward(xs, xs, xs, params, num_heads=2, is_causal=True,       # sinks: params
+                            bias=bias, scale=0.7)
+    kv = an.KVCache(4)
+    out = np.concatenate([an.mha_decode_step(xs[:, t:t + 1], params, kv, num_heads=2,
+                                             bias=bias[:, t:t + 1, :t + 1], scale=0.7)
+                          for t in range(4)], axis=1)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-14)

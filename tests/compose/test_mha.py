@@ -1,11 +1,15 @@
 """Multi-head attention, §3.2.2: parameters, forward against the paper's per-head formula, backward."""
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 
 import attention_np as an
+from attention_np.kernels import fused
 from tests import oracles
-from tests.helpers import mha_params, randn
+from tests.helpers import max_abs_diff, mha_params, randn
 
 
 def multihead_by_definition(query, key, value, p, h, mask=None, is_causal=False):
@@ -142,3 +146,171 @@ def test_key_bias_gradient_is_zero_because_a_softmax_ignores_a_shift_of_every_sc
     out, cache = an.mha_forward(x, y, y, p, num_heads=2)
     grads = an.mha_backward(randn(rng, *out.shape), cache)[3]
     assert np.abs(grads["b_k"]).max() < 1e-12 < np.abs(grads["b_q"]).max()
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def _mha_by_hand(x, params, h, mask=None, **sdpa_kw):
+    """Self-attention of §3.2.2 step by step: project, split heads, fused Eq. (1), concat, W_o."""
+    B, L, _ = x.shape
+
+    def heads(W, b):                                    # (B, L, h*d) -> (B, h, L, d)
+        return (x @ params[W] + params[b]).reshape(B, L, h, -1).transpose(0, 2, 1, 3)
+    o, _ = fused.sdpa_forward(heads("W_q", "b_q"), heads("W_k", "b_k"), heads("W_v", "b_v"),
+                              mask, **sdpa_kw)
+    return o.transpose(0, 2, 1, 3).reshape(B, L, -1) @ params["W_o"] + params["b_o"]
+
+
+def test_mha_cache_is_frozen(rng):
+    """Kills ``frozen=True`` dropped from ``MHACache``: the backward reads it."""
+    x = randn(rng, 3, 4)
+    _, cache = an.mha_forward(x, x, x, an.init_mha_params(4, 2, rng=0), num_heads=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.concat = np.zeros_like(cache.concat)
+
+
+def test_mha_takes_array_likes_and_names_each_bad_input(rng):
+    """Kills the deleted ``as_float_array`` or ``check_min_ndim`` of ``query``, ``key`` or
+    ``value`` in ``check_mha_inputs``: nested lists work as arrays; an int or 1-D input is
+    refused by name."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 3, 4)
+    want, _ = an.mha_forward(x, x, x, params, num_heads=2)
+    for i in range(3):
+        args = [x, x, x]
+        args[i] = x.tolist()
+        np.testing.assert_array_equal(an.mha_forward(*args, params, num_heads=2)[0], want)
+    for i, name in enumerate(("query", "key", "value")):
+        args = [x, x, x]
+        args[i] = np.ones((3, 4), dtype=int)
+        with pytest.raises(TypeError, match=f"{name} must be a floating-point array"):
+            an.mha_forward(*args, params, num_heads=2)
+        args[i] = x[0]
+        with pytest.raises(ValueError, match=f"{name} must have at least 2 dims"):
+            an.mha_forward(*args, params, num_heads=2)
+
+
+def test_mha_names_a_mask_that_does_not_fit_and_a_bad_dropout_p(rng):
+    """Kills the deleted mask check of ``_drop_masked_inputs`` or ``check_dropout_p`` on the
+    way to the kernel: the error names the argument (not NumPy's, not the path's)."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 3, 4)
+    bad_mask = np.ones((3, 7), bool)
+    bad_mask[:, 0] = False                  # a dead key: the inputs' dropping runs before Eq. (1)
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 7\) does not broadcast"):
+        an.mha_forward(x, x, x, params, bad_mask, num_heads=2)
+    for kernel in ("fused", "reference"):
+        with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\], got 1.5"):
+            an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, dropout_p=1.5, kernel=kernel))
+
+
+def test_mha_grouped_query_params_with_a_wrong_W_k_width(rng):
+    """Kills the deleted ``W_k`` width check for ``num_kv_heads`` (or ``d_k`` computed with
+    ``/``: the message would say ``d_k=2.0``): h=2, H_kv=1, d_k=2 need W_k with 2 columns. The
+    check answers the 0.1 keyword ``num_kv_heads=`` (deprecated since 0.2.0, warned); without it
+    the width of W_k decides, and 3 columns fit no number of key heads."""
+    params = an.init_mha_params(4, 2, num_kv_heads=1, rng=0)
+    params["W_k"], params["b_k"] = np.zeros((4, 3)), np.zeros(3)
+    x = randn(rng, 3, 4)
+    with pytest.warns(DeprecationWarning, match=r"mha_forward\(num_kv_heads=\.\.\.\) is deprecated"), \
+            pytest.raises(ValueError, match=r"params\['W_k'\] has 3 columns but num_kv_heads=1 key "
+                                            r"heads of d_k=2 need 2$"):
+        an.mha_forward(x, x, x, params, num_heads=2, num_kv_heads=1)
+    with pytest.raises(ValueError, match=r"params\['W_q'\] has 4 columns but params\['W_k'\] has 3"):
+        an.mha_forward(x, x, x, params, num_heads=2)
+
+
+@pytest.mark.parametrize("mask_ndim", [3, 4])
+def test_mha_per_head_mask_over_a_batch_as_long_as_the_heads(rng, mask_ndim):
+    """Kills ``m.ndim >= 3`` -> ``> 3`` and a deleted ``m.any(axis=-3)`` (which would line the
+    head axis up with the batch): a per-head mask (h, L, S) (or (B, h, L, S)) over query (B, L,
+    d_model) with B = h = 2, key 1 masked for head 0 only, so the inputs dropped before the
+    projections must be those dead for *every* head. Oracle: the steps of §3.2.2 by hand."""
+    B, h, L, d_model = 2, 2, 3, 4
+    params = an.init_mha_params(d_model, h, rng=0)
+    x = randn(rng, B, L, d_model)
+    mask = np.ones((h, L, L), bool)
+    mask[0, :, 1] = False
+    if mask_ndim == 3:
+        # B == h: per head or per sequence? mha_forward refuses to guess and names the fix
+        with pytest.raises(ValueError, match=re.escape("mask[None]")):
+            an.mha_forward(x, x, x, params, mask, num_heads=h)
+        mask = mask[None]
+    else:
+        mask = np.broadcast_to(mask, (B, h, L, L))
+    out, _ = an.mha_forward(x, x, x, params, mask, num_heads=h)
+    np.testing.assert_allclose(out, _mha_by_hand(x, params, h, mask), rtol=1e-12, atol=1e-14)
+
+
+def test_mha_passes_dropout_and_its_rng_to_the_attention(rng):
+    """Kills ``mha_forward`` dropping ``spec.dropout_p`` or ``rng=`` on the way to Eq. (1): the
+    output is that of the same steps by hand with the same dropout draw."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 2, 3, 4)
+    out, _ = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, dropout_p=0.5), rng=3)
+    want = _mha_by_hand(x, params, 2, dropout_p=0.5, rng=3)
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-14)
+    assert max_abs_diff(out, _mha_by_hand(x, params, 2)) > 1e-3        # dropout did something
+
+
+def test_mha_passes_bias_to_the_attention(rng):
+    """Kills ``mha_forward`` dropping ``bias=`` on the way to Eq. (1)."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 2, 3, 4)
+    bias = randn(rng, 2, 3, 3)                                 # (h, L, S)
+    out, _ = an.mha_forward(x, x, x, params, num_heads=2, bias=bias)
+    np.testing.assert_allclose(out, _mha_by_hand(x, params, 2, bias=bias), rtol=1e-12, atol=1e-14)
+
+
+def test_init_mha_params_refuses_a_default_width_that_does_not_divide():
+    """Kills ``(d_k is None or d_v is None)`` -> ``and``: d_model=5, h=2 with only d_k given
+    leaves d_v to the default d_model / h, which does not divide."""
+    for kw in (dict(d_k=3), dict(d_v=3)):
+        with pytest.raises(ValueError, match="d_model=5 is not divisible by num_heads=2"):
+            an.init_mha_params(5, 2, **kw)
+
+
+def test_mha_params_width_messages_name_the_right_count(rng):
+    """Kills ``num_kv_heads is None`` -> ``is not None`` in the message's name, and ``//`` ->
+    ``/`` for the concatenated width (the message would say 4.0 features)."""
+    x = randn(rng, 3, 4)
+    params = an.init_mha_params(4, 2, rng=0)
+    bad_v = dict(params, W_v=np.zeros((4, 3)), b_v=np.zeros(3))
+    with pytest.raises(ValueError, match=r"params\['W_v'\] has 3 columns, not divisible by "
+                                         r"num_heads=2$"):
+        an.mha_forward(x, x, x, bad_v, num_heads=2)
+    bad_o = dict(params, W_o=np.zeros((5, 4)))
+    with pytest.raises(ValueError, match=r"the concatenated heads have 4 features \(h\*d_v\)$"):
+        an.mha_forward(x, x, x, bad_o, num_heads=2)
+
+
+def test_mha_key_dead_only_under_mask_and_causal(rng):
+    """Kills a dropped ``m & causal_mask`` or ``mask is not None`` -> ``is None``: key 2 is seen
+    only by query 2 under the causal mask, and the mask blocks (2, 2), so it is dead only for
+    ``mask & causal``; a NaN in its input must not reach the answer."""
+    params = an.init_mha_params(4, 2, rng=0)
+    x = randn(rng, 3, 4)
+    kv0, kv = x.copy(), x.copy()
+    kv0[2], kv[2] = 0.0, np.nan
+    mask = np.ones((3, 3), bool)
+    mask[2, 2] = False
+    out, cache = an.mha_forward(x, kv, kv, params, mask, num_heads=2, is_causal=True)
+    out0, cache0 = an.mha_forward(x, kv0, kv0, params, mask, num_heads=2, is_causal=True)
+    dout = randn(rng, 3, 4)
+    g, g0 = an.mha_backward(dout, cache), an.mha_backward(dout, cache0)
+    for a, b in zip((out, *g[:3], *g[3].values()), (out0, *g0[:3], *g0[3].values()), strict=True):
+        assert np.isfinite(a).all()
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("kernel", ["fused", "reference"])
+def test_mha_sinks_of_the_wrong_length_are_refused(rng, kernel):
+    """Kills the deleted ``raise`` for ``params["sinks"]`` of the wrong length: one logit per
+    head."""
+    params = an.init_mha_params(8, 2, sinks=True, rng=0)
+    params["sinks"] = np.zeros(3)
+    x = randn(rng, 3, 8)
+    with pytest.raises(ValueError, match=re.escape("params['sinks'] has shape (3,), expected "
+                                                   "(num_heads,) = (2,)")):
+        an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, kernel=kernel))

@@ -57,8 +57,9 @@ def causal_mask(L, S, align):
 
 
 def padding_mask(lengths, S):
-    """Key j of sequence b is real iff ``j < lengths[b]``."""
-    return np.arange(S)[None, :] < np.asarray(lengths)[:, None]
+    """Key j of sequence b is real iff ``j < lengths[b]``; shape (B, 1, S), the 1 broadcasting over
+    the queries of the scores (B, L, S)."""
+    return (np.arange(S)[None, :] < np.asarray(lengths)[:, None])[:, None, :]
 
 
 def sinusoidal(length, d_model):
@@ -135,6 +136,15 @@ def _project(x, p, name, h, i):
     return x @ W[:, i * d:(i + 1) * d] + b[i * d:(i + 1) * d]
 
 
+def _head_mask(mask, i):
+    """Head i's mask: the scores are (..., h, L, S), so a mask of 3 or more dims has the heads (h
+    or 1 of them) on its axis -3; a 2-D (L, S) mask is every head's."""
+    if mask is None or np.ndim(mask) < 3:
+        return mask
+    m = np.asarray(mask)
+    return m[..., min(i, m.shape[-3] - 1), :, :]
+
+
 def mha_forward(query, key, value, params, num_heads, mask=None):
     """``MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O + b_o``,
     ``head_i = Attention(Q W_i^Q + b_i^Q, K W_i^K + b_i^K, V W_i^V + b_i^V)``, one head at a time."""
@@ -142,7 +152,7 @@ def mha_forward(query, key, value, params, num_heads, mask=None):
     p = {n: np.asarray(a, np.float64) for n, a in params.items()}
     h = num_heads
     heads = [attention(_project(x[0], p, "q", h, i), _project(x[1], p, "k", h, i),
-                       _project(x[2], p, "v", h, i), mask) for i in range(h)]
+                       _project(x[2], p, "v", h, i), _head_mask(mask, i)) for i in range(h)]
     out = np.concatenate(heads, axis=-1) @ p["W_o"] + p["b_o"]
     return out.astype(_dtype(query, key, value, *params.values()))
 

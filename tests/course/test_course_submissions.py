@@ -1,6 +1,6 @@
 """The checker tried as students would: correct solutions in different styles pass, realistic
 wrong ones (tests/course/course_submissions/wrong, each with the student's slip in its header) fail,
-and at least 85 % of the wrong ones (issue 35's target) are named by a MISTAKE line."""
+and at least 85 % of the wrong ones (the course's target) are named by a MISTAKE line."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_the_instructors_guide_numbers():
 
 
 def test_the_batch_written_from_the_kit_covers_every_exercise():
-    # issue 35: at least four wrong files and one correct one per exercise, written from the
+    # at least four wrong files and one correct one per exercise, written from the
     # student kit alone; every wrong one carries the diagnosis it gets
     kit = [p for p in CORRECT + WRONG if p.stem.startswith("kit_")]
     for name in ex.EXERCISES:

@@ -390,6 +390,43 @@ def test_model_solutions_pass_and_are_written_independently():
         assert ex.check(name, getattr(solutions, name)).ok, name
 
 
+def _agree(got, want, tol):
+    """``got`` equals ``want`` (arrays, tuples of them, dicts of them) within ``rtol = atol = tol``."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys()
+        for key in want:
+            _agree(got[key], want[key], tol)
+    elif isinstance(want, tuple | list):
+        assert isinstance(got, tuple | list) and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _agree(g, w, tol)
+    else:
+        got, want = np.asarray(got), np.asarray(want)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", list(ex.EXERCISES))
+def test_the_references_agree_with_answers_written_independently(name):
+    """tests/course/exercise_answers.py answers each exercise from its definition in plain NumPy
+    (no attention_np): the reference gives its numbers on every public and hidden case, and the
+    checker passes it. A wrong reference, and the stored expected values made from it, fail here,
+    which checking the references against their own stored values cannot show."""
+    import copy
+
+    from tests.course.exercise_answers import ANSWERS
+
+    assert ANSWERS.keys() == ex.EXERCISES.keys()
+    answer, reference = ANSWERS[name], ex.reference(name)
+    result = ex.check(name, answer)
+    assert result.ok, str(result)
+    e = ex.EXERCISES[name]
+    for case in [*e.cases(), *e.hidden_cases()]:
+        want = reference(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+        got = answer(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+        _agree(got, want, 1e-4 if case.dtype in ("float32", np.float32) else 1e-10)
+
+
 def test_the_references_run_the_paper_code_where_it_has_the_function():
     # the student runs what they read: attention_np.paper, except the tiled forward (kernels) and
     # the positional table (nn), which the paper code does not have
@@ -404,7 +441,7 @@ def test_the_references_run_the_paper_code_where_it_has_the_function():
         assert called and all(m.startswith(want) for m in called), (name, called)
 
 
-# ---- issue 35: every contract clause has a case, partial credit, hints that agree with contracts
+# ---- every contract clause has a case, partial credit, hints that agree with contracts
 def _cases(name, hidden):
     e = ex.EXERCISES[name]
     return e.hidden_cases() if hidden else e.cases()

@@ -203,7 +203,7 @@ def test_normalize_qk_is_a_bias_free_layer_norm_and_agrees_rms_norm_does_not(rng
     assert np.abs(rms - theirs).max() > 1e-3
 
 
-# ---- issue 34: compare_flax_mha checks its inputs before Flax runs, and says when it casts ----
+# ---- compare_flax_mha checks its inputs before Flax runs, and says when it casts ----
 
 @pytest.mark.parametrize("which, bad, exc, names", [
     (0, lambda a: a.astype(np.int64), TypeError, "inputs_q must be a floating-point array, got dtype int64"),

@@ -372,7 +372,7 @@ def test_torch_sdpa_backends_disagree_on_mask_with_is_causal_so_we_fold_it(rng):
                                                               mask.numpy(), is_causal=True))
 
 
-# ---- issue 34: compare_mha checks its inputs before torch runs, and says when it casts ----
+# ---- compare_mha checks its inputs before torch runs, and says when it casts ----
 
 def _module64():
     torch = require("torch")

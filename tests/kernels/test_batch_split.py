@@ -1,5 +1,5 @@
 """Heads in parallel (attention_np/kernels/batch_split.py): the blocked and tiled kernels with their
-batch entries shared out to two worker threads give the textbook's numbers, and fall back to one
+batch entries shared out to two worker threads give the reference kernel's numbers, and fall back to one
 thread where the mask or bias differs along the batch, or the work is small."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import batch_split, blocked
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import batch_split, blocked, reference
 from tests.helpers import randn
 
 
@@ -48,7 +47,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("kernel", ["fused", "tiled"])
-def test_split_kernels_give_the_textbook_numbers(rng, split, kernel, case):
+def test_split_kernels_give_the_reference_numbers(rng, split, kernel, case):
     B, H, L, S = 2, 3, 7, 9
     q, k, v = randn(rng, B, H, L, 4), randn(rng, B, H, S, 4), randn(rng, B, H, S, 5)
     kw = CASES[case](rng)
@@ -59,9 +58,9 @@ def test_split_kernels_give_the_textbook_numbers(rng, split, kernel, case):
         out, cache = an.flash_attention_forward(q, k, v, block_size=4, **kw)
     dout = randn(rng, *out.shape)
     grads = (an.sdpa_backward if kernel == "fused" else an.flash_attention_backward)(dout, cache)
-    out_t, cache_t = textbook.sdpa_forward(q, k, v, **kw)
+    out_t, cache_t = reference.sdpa_forward(q, k, v, **kw)
     for what, a, b in zip(("out", "dq", "dk", "dv"), (out, *grads),
-                          (out_t, *textbook.sdpa_backward(dout, cache_t)), strict=True):
+                          (out_t, *reference.sdpa_backward(dout, cache_t)), strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * max(1.0, np.abs(b).max()), err_msg=what)
 
 

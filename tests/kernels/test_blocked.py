@@ -1,22 +1,23 @@
 """The blocked path (kernels/blocked.py): which blocks and key spans it plans, when sdpa_forward
-takes it, and that it gives the textbook's numbers with real block sizes on two threads, in the
+takes it, and that it gives the reference kernel's numbers with real block sizes on two threads, in the
 edge cases of its own (overflow fallbacks, thread settings; garbage at masked keys: the
 ``blocked`` path of tests/kernels/test_masked_garbage.py).
 
-The whole textbook-equals-fused matrix also runs on it (tests/kernels/test_reference_equals_fused.py).
+The whole reference-equals-fused matrix also runs on it (tests/kernels/test_reference_equals_fused.py).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import blocked
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import blocked, reference
 from attention_np.kernels.threads import blas_threads
 from attention_np.paper.masks import causal_mask
-from tests.helpers import randn
+from tests.helpers import assert_float32_near_float64, q_times_scale_overflows, randn
 
 
 @pytest.fixture
@@ -95,7 +96,7 @@ def test_sdpa_forward_takes_the_blocked_path_for_big_scores_without_dropout_or_b
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_real_block_sizes_on_two_threads_give_the_textbook_numbers(rng, dtype, two_threads):
+def test_real_block_sizes_on_two_threads_give_the_reference_numbers(rng, dtype, two_threads):
     B, H, L, S = 2, 3, 300, 260           # 468 000 scores: blocks of MAX_ROWS rows and a rest
     q, k, v = randn(rng, B, H, L, 16, dtype=dtype), randn(rng, B, H, S, 16, dtype=dtype), \
         randn(rng, B, H, S, 8, dtype=dtype)
@@ -103,12 +104,12 @@ def test_real_block_sizes_on_two_threads_give_the_textbook_numbers(rng, dtype, t
     mask[1, ..., 200:] = False            # batch 1 pads its last 60 keys
     out, cache = an.sdpa_forward(q, k, v, mask, is_causal=True)
     assert cache.blocks is not None and len(cache.blocks) == -(-L // blocked.MAX_ROWS) > 1
-    out_t, cache_t = textbook.sdpa_forward(q, k, v, mask, is_causal=True)
+    out_t, cache_t = reference.sdpa_forward(q, k, v, mask, is_causal=True)
     dout = randn(rng, *out.shape, dtype=dtype)
     eps = np.finfo(dtype).eps
     for what, a, b in zip(("out", "weights", "dq", "dk", "dv"),
                           (out, cache.weights, *an.sdpa_backward(dout, cache)),
-                          (out_t, cache_t.weights, *textbook.sdpa_backward(dout, cache_t)),
+                          (out_t, cache_t.weights, *reference.sdpa_backward(dout, cache_t)),
                           strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=64 * eps * max(1.0, np.abs(b).max()),
                                    err_msg=what)
@@ -237,3 +238,134 @@ def test_sinks_on_the_blocked_path_keep_garbage_at_masked_slots_out(forced, rng,
         assert cache.attention.blocks is not None
     for a, b in zip(*runs, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+# (``forced``: every call blocked, two query rows per block when the batch is 1 and S = 8)
+
+
+@pytest.mark.parametrize("mask_shape", [(), (8,), (1, 8)])
+def test_blocked_unbatched_with_a_mask_of_fewer_dims(rng, forced, mask_shape):
+    """Kills ``2`` -> ``3`` and ``2 - ndim`` -> ``2 + ndim`` or ``3 - ndim`` in the padding of a
+    mask's dims: a 0-d, 1-D or 2-D mask with an unbatched ``q (L, d_k)`` adds no batch dim; the
+    output is ``(L, d_v)``, as the reference kernel's."""
+    q, k, v = randn(rng, 6, 4), randn(rng, 8, 4), randn(rng, 8, 3)
+    mask = np.ones(mask_shape, bool) if mask_shape else np.True_
+    if mask_shape:
+        mask[..., 2] = False
+    out, cache = an.sdpa_forward(q, k, v, mask)
+    assert cache.blocks is not None
+    ref, _ = reference.sdpa_forward(q, k, v, mask)
+    assert out.shape == ref.shape == (6, 3)
+    np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_blocked_garbage_in_a_block_whose_other_row_sees_it(rng, forced, bad):
+    """Kills ``mask is not None`` -> ``is None`` where the forward and backward choose the
+    attended-pairs sums, and ``invalid=`` dropped from their errstates (a warning): batch 1, two
+    rows per block, causal, a NaN or inf at key 5. Rows 4 and 5 share a block whose key span
+    holds key 5, which row 4 does not see; row 4's output and gradient must equal the clean
+    input's, and no warning may surface (the fused path's behaviour)."""
+    q, k, v, dout = randn(rng, 1, 8, 4), randn(rng, 1, 8, 4), randn(rng, 1, 8, 3), randn(rng, 1, 8, 3)
+    q[:, 6] = np.abs(q[:, 6])             # an inf key scores +inf: the softmax meets inf - inf
+    q[:, 7] = np.abs(q[:, 7]) * [1, -1, 1, -1]      # +inf - inf inside the product q @ k.T
+    kb, vb = k.copy(), v.copy()
+    kb[:, 5] = vb[:, 5] = bad
+    clean, c_cache = an.sdpa_forward(q, k, v, is_causal=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dirty, d_cache = an.sdpa_forward(q, kb, vb, is_causal=True)
+        grads = an.sdpa_backward(dout, d_cache)
+    assert d_cache.blocks is not None and any(b[:2] == (4, 6) for b in d_cache.blocks)
+    np.testing.assert_array_equal(dirty[:, :5], clean[:, :5])
+    np.testing.assert_array_equal(grads[0][:, :5], an.sdpa_backward(dout, c_cache)[0][:, :5])
+
+
+def test_blocked_backward_when_q_times_scale_overflows_but_the_softmax_is_not_saturated(
+        rng, forced):
+    """Kills the blocked backward's recomputed ``dk`` deleted (or divided by the scale), and its
+    errstate dropped: float32, causal, scale 1e29, max |q| = 5e9, k ~ 5e-39 (scores ~1),
+    against the float64 reference kernel on the same inputs, without a warning."""
+    q, k, v, dout = q_times_scale_overflows(rng, (1,))
+    with warnings.catch_warnings():       # causal: masked pairs have dscores = 0, and 0 * inf
+        warnings.simplefilter("error")    # (q * scale) is the "invalid" the errstate hides
+        out, cache = an.sdpa_forward(q, k, v, scale=1e29, is_causal=True)
+        grads = an.sdpa_backward(dout, cache)
+    assert cache.blocks is not None
+    ref, c64 = reference.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), scale=1e29,
+                                     is_causal=True)
+    assert_float32_near_float64(out, grads, ref,
+                                reference.sdpa_backward(dout.astype(np.float64), c64))
+
+
+def test_blocked_values_of_mixed_sign_near_float32_max_without_a_warning(forced):
+    """Kills ``over=`` or ``invalid=`` dropped from the errstates of the blocked forward's
+    ``e @ v`` and its fallback: equal weights (q = 0) on values +-3e38 overflow ``e @ v`` before
+    the division by the row sum; the fallback gives the average, 3e38 / 5 on every row, without
+    a warning."""
+    q = np.zeros((1, 6, 4), np.float32)
+    k = np.ones((1, 5, 4), np.float32)
+    v = np.array([3e38, 3e38, -3e38, -3e38, 3e38], np.float32).reshape(1, 5, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, cache = an.sdpa_forward(q, k, v)
+    assert cache.blocks is not None
+    np.testing.assert_allclose(out, np.float32(3e38) / 5, rtol=1e-6)
+
+
+def test_blocked_one_key_and_a_row_that_sees_none(rng, forced):
+    """Probes ``S == 0`` -> ``S == 1`` in the plan's empty key span (an equivalent mutant,
+    docs/mutation.md): with one key, a row that may not attend it gives 0, and the others give
+    v, forward and backward as the reference."""
+    q, k, v, dout = randn(rng, 4, 3), randn(rng, 1, 3), randn(rng, 1, 2), randn(rng, 4, 2)
+    mask = np.array([[True], [False], [True], [True]])
+    out, cache = an.sdpa_forward(q, k, v, mask)
+    assert cache.blocks is not None
+    ref, rc = reference.sdpa_forward(q, k, v, mask)
+    np.testing.assert_array_equal(out[1], 0)
+    np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-14)
+    for g, r in zip(an.sdpa_backward(dout, cache), reference.sdpa_backward(dout, rc), strict=True):
+        np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14)
+
+
+def test_blocked_infinite_values_without_a_mask_give_nan_silently_as_the_fused_path(rng, forced):
+    """Kills ``invalid=`` dropped from the errstate of the blocked forward's fallback: values
+    +inf and -inf, no mask: ``e @ v`` is NaN (inf - inf), the fallback meets the same; NaN in,
+    NaN out, without a warning, as the fused path (which ignores invalid operations there)."""
+    q, k = randn(rng, 1, 6, 4), randn(rng, 1, 5, 4)
+    v = randn(rng, 1, 5, 2)
+    v[0, 1], v[0, 3] = np.inf, -np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, cache = an.sdpa_forward(q, k, v)
+        assert cache.blocks is not None
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(blocked, "MIN_ELEMENTS", 1 << 40)          # the fused path, unblocked
+            fused, fcache = an.sdpa_forward(q, k, v)
+    assert fcache.blocks is None
+    np.testing.assert_array_equal(out, fused)                     # NaN where NaN
+
+
+def test_blocked_backward_is_as_silent_as_the_fused_path_when_garbage_meets_an_overflow(
+        rng, forced):
+    """Kills ``over=`` dropped from the blocked backward's errstate: an inf in a value that rows
+    0-4 do not see (causal), and ``dout ~ 1e30`` times ``v ~ 1e10`` overflowing float32: the
+    fused backward ignores overflows once an input is non-finite under a mask, and so does the
+    blocked one; the same numbers."""
+    q, k = randn(rng, 1, 8, 3, dtype=np.float32), randn(rng, 1, 8, 3, dtype=np.float32)
+    v = (randn(rng, 1, 8, 2) * 1e10).astype(np.float32)
+    v[0, 5] = np.inf
+    dout = (randn(rng, 1, 8, 2) * 1e30).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, cache = an.sdpa_forward(q, k, v, is_causal=True)
+        got = an.sdpa_backward(dout, cache)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(blocked, "MIN_ELEMENTS", 1 << 40)
+            _, fcache = an.sdpa_forward(q, k, v, is_causal=True)
+            want = an.sdpa_backward(dout, fcache)
+    assert cache.blocks is not None and fcache.blocks is None
+    assert not np.isfinite(want[0][0, :5]).all()          # rows that never see key 5 overflow
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5)

@@ -1,4 +1,4 @@
-"""The gradient w.r.t. ``bias`` (``return_dbias=True``): textbook, fused, tiled and multi-head paths,
+"""The gradient w.r.t. ``bias`` (``return_dbias=True``): reference, fused, tiled and multi-head paths,
 against PyTorch (a float ``attn_mask`` with ``requires_grad``) and JAX (``jax.nn.dot_product_attention``'s
 bias), and by central finite differences, with random upstream gradients, summed to broadcast shapes."""
 
@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import fused
-from attention_np.kernels import reference as textbook
-from attention_np.kernels import tiled as flash
+from attention_np.kernels import fused, reference, tiled
 from attention_np.paper.gradcheck import numerical_gradient
 from tests import torch_ref
 from tests.helpers import assert_float32_all, max_abs_diff, randn, require, rounded
@@ -19,14 +17,14 @@ R = np.random.default_rng(120)
 B, H, L, S, D = 2, 3, 4, 7, 5
 
 
-def _flash(q, k, v, mask=None, **kw):
-    return flash.flash_attention_forward(q, k, v, mask, block_size=3, **kw)
+def _tiled(q, k, v, mask=None, **kw):
+    return tiled.flash_attention_forward(q, k, v, mask, block_size=3, **kw)
 
 
 PATHS = {
-    "textbook": (textbook.sdpa_forward, textbook.sdpa_backward),
+    "reference": (reference.sdpa_forward, reference.sdpa_backward),
     "fused": (fused.sdpa_forward, fused.sdpa_backward),
-    "flash": (_flash, flash.flash_attention_backward),
+    "tiled": (_tiled, tiled.flash_attention_backward),
 }
 BIAS_SHAPES = [(B, H, L, S), (L, S), (H, 1, S), (B, 1, 1, S), (1, L, 1), ()]
 
@@ -61,8 +59,8 @@ def test_dbias_equals_torch_float64(path, shape):
 @pytest.mark.parametrize("path", PATHS)
 def test_dbias_with_causal_and_gqa_equals_torch(path):
     forward, backward = PATHS[path]
-    if path == "textbook":
-        pytest.skip("the textbook path has no grouped-query attention")
+    if path == "reference":
+        pytest.skip("the reference kernel has no grouped-query attention")
     q, k, v = randn(R, B, 4, L, D), randn(R, B, 2, S, D), randn(R, B, 2, S, D)
     bias = randn(R, 4, L, S)
     out, cache = forward(q, k, v, bias=bias, is_causal=True, enable_gqa=True)

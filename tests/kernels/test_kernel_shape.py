@@ -1,4 +1,4 @@
-"""The kernels and the composition layer stay lists of small steps (issue 37's 0.3 design).
+"""The kernels and the composition layer stay lists of small steps (the 0.3 design).
 
 - no function in ``attention_np/kernels/`` or ``attention_np/compose/`` has more than
   :data:`MAX_BRANCHES` branches, counted as ruff's C901 / PLR0912 would (``if``/``elif``, ``for``,

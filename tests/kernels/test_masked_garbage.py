@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import blocked
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import blocked, reference
 from attention_np.kernels.tiled import flash_attention_backward, flash_attention_forward
 from attention_np.studies.additive import (
     additive_attention_backward,
@@ -78,8 +77,8 @@ def _blocked(q, k, v, mask, dout, **kw):
 PATHS = {
     "fused": _dense(an.sdpa_forward, an.sdpa_backward),
     "blocked": _blocked,
-    "textbook": _dense(textbook.sdpa_forward, textbook.sdpa_backward),
-    "flash": _dense(lambda q, k, v, m, **kw: flash_attention_forward(q, k, v, m, block_size=2, **kw),
+    "reference": _dense(reference.sdpa_forward, reference.sdpa_backward),
+    "tiled": _dense(lambda q, k, v, m, **kw: flash_attention_forward(q, k, v, m, block_size=2, **kw),
                     flash_attention_backward),
 }
 
@@ -168,7 +167,7 @@ def test_garbage_at_padded_positions_multi_head(kernel, rng):
         np.testing.assert_array_equal(g_g[n], g_w[n])
 
 
-def test_mask_of_any_rank_in_flash_like_sdpa(rng):
+def test_mask_of_any_rank_in_tiled_like_sdpa(rng):
     q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 4)
     for mask in (np.array(True), np.array([True, False, True, True, False])):
         want, _ = an.sdpa_forward(q, k, v, mask)
@@ -286,14 +285,15 @@ def test_garbage_at_partly_masked_key_reaches_only_rows_that_see_it(path, kind, 
 
 
 @pytest.mark.parametrize("bad", GARBAGE)
-def test_garbage_in_partly_masked_key_flash_is_causal(bad, rng):
-    """flash skips the causal blocks above the diagonal: is_causal=True, S > L, garbage in k and v."""
+def test_garbage_in_partly_masked_key_tiled_is_causal(bad, rng):
+    """The tiled kernel skips the causal blocks above the diagonal: is_causal=True, S > L, garbage in
+    k and v."""
     q, k, v = randn(rng, B, L, D), randn(rng, B, 7, D), randn(rng, B, 7, D)
     dout = randn(rng, B, L, D)
     kb, vb = k.copy(), v.copy()
     kb[:, 2], vb[:, 2] = bad, bad                          # rows 2, 3 see key 2, rows 0, 1 do not
     with np.errstate(invalid="ignore"):                   # inf * 0 in the rows that see key 2
-        runs = [PATHS["flash"](q, kk, vv, None, dout, is_causal=True)
+        runs = [PATHS["tiled"](q, kk, vv, None, dout, is_causal=True)
                 for kk, vv in ((k, v), (kb, vb))]
         fused = PATHS["fused"](q, kb, vb, None, dout, is_causal=True)
     (out, dq, dk, dv), (out_b, dq_b, dk_b, dv_b) = runs
@@ -392,7 +392,7 @@ def test_garbage_in_a_prefill_chunk_reaches_only_later_positions(bad, rng):
 
 
 @pytest.mark.parametrize("block_size", [2, 128])
-def test_flash_values_near_float32_max_do_not_overflow(block_size, rng):
+def test_tiled_values_near_float32_max_do_not_overflow(block_size, rng):
     """The tiled path's acc sums up to S values of 3e38 before dividing: the fallback keeps it an
     average. Forward and backward as the dense path, and torch where torch is finite."""
     q, k = randn(rng, 3, 4, dtype=np.float32), randn(rng, 5, 4, dtype=np.float32)
@@ -416,7 +416,7 @@ def test_flash_values_near_float32_max_do_not_overflow(block_size, rng):
 
 
 @pytest.mark.parametrize("block_size", [2, 128])
-def test_flash_q_times_scale_overflow_with_representable_scores(block_size, rng):
+def test_tiled_q_times_scale_overflow_with_representable_scores(block_size, rng):
     """scale 1e30, q ~ 1e10, k ~ 1e-10 in float32: the tiled path as the dense path and torch."""
     q = (randn(rng, 3, 4) * 1e10).astype(np.float32)
     k = (randn(rng, 5, 4) * 1e-10).astype(np.float32)
@@ -434,7 +434,7 @@ def test_flash_q_times_scale_overflow_with_representable_scores(block_size, rng)
     np.testing.assert_allclose(grads[2], t_dv, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("path", ["fused", "flash"])
+@pytest.mark.parametrize("path", ["fused", "tiled"])
 def test_garbage_at_partly_masked_key_grouped_query_attention(path, rng):
     """enable_gqa: 4 query heads share 2 key/value heads; NaN at key 2 of kv head 0 (causal)."""
     q, k, v = randn(rng, B, 4, L, D), randn(rng, B, 2, S, D), randn(rng, B, 2, S, D)
@@ -480,7 +480,7 @@ def test_random_garbage_and_masks_reach_only_the_rows_that_see_them(path):
             _assert_same(g[sel], c[sel], name)
 
 
-def test_flash_overflow_fallback_with_masks_and_a_fully_masked_row(rng):
+def test_tiled_overflow_fallback_with_masks_and_a_fully_masked_row(rng):
     """The averaged redo keeps the mask, the causal blocks and a fully masked row's 0."""
     q, k = randn(rng, 2, 4, 3, dtype=np.float32), randn(rng, 2, 6, 3, dtype=np.float32)
     v = np.full((2, 6, 2), 3e38, np.float32)
@@ -495,11 +495,11 @@ def test_flash_overflow_fallback_with_masks_and_a_fully_masked_row(rng):
 
 
 @pytest.mark.parametrize("bad", GARBAGE)
-@pytest.mark.parametrize("path", ["fused", "textbook"])
+@pytest.mark.parametrize("path", ["fused", "reference"])
 def test_a_minus_inf_bias_removes_a_key_like_the_mask(path, bad, rng):
     """bias = -inf for rows 0, 1 at key 2 (no bool mask): garbage there stays out of those rows."""
-    fwd = {"fused": an.sdpa_forward, "textbook": textbook.sdpa_forward}[path]
-    bwd = {"fused": an.sdpa_backward, "textbook": textbook.sdpa_backward}[path]
+    fwd = {"fused": an.sdpa_forward, "reference": reference.sdpa_forward}[path]
+    bwd = {"fused": an.sdpa_backward, "reference": reference.sdpa_backward}[path]
     q, k, v = randn(rng, B, L, D), randn(rng, B, S, D), randn(rng, B, S, D)
     bias, dout = randn(rng, L, S), randn(rng, B, L, D)
     bias[:2, 2] = -np.inf
@@ -513,3 +513,86 @@ def test_a_minus_inf_bias_removes_a_key_like_the_mask(path, bad, rng):
     np.testing.assert_array_equal(dq_b[0, :2], dq[0, :2])
     np.testing.assert_array_equal(out_b[1], out[1])
     assert not np.isfinite(out_b[0, 2:]).any()
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def test_drop_masked_returns_inputs_with_nothing_to_zero_as_they_are(rng):
+    """Kills the deleted ``return x`` when every row and key is alive: documented "returned as
+    is" (no copy of q, k, v when nothing is masked away)."""
+    from attention_np.kernels.guard import drop_masked
+    q, k, v = randn(rng, 3, 2), randn(rng, 4, 2), randn(rng, 4, 2)
+    mask = np.ones((3, 4), bool)
+    mask[0, 1] = False                                  # key 1 still alive for other queries
+    out = drop_masked(q, k, v, mask)
+    assert all(a is b for a, b in zip(out, (q, k, v), strict=True))
+
+
+@pytest.mark.parametrize("k_batch, v_batch", [((2,), (1,)), ((2, 2, 2), (2, 2))])
+def test_masked_key_with_k_and_v_of_different_batch_dims(rng, sdpa, k_batch, v_batch):
+    """Kills a changed batch reduction in ``drop_masked``'s ``zero`` (``!=`` -> ``==``, deleted,
+    or ``[:-2]`` -> ``[:2]``): k and v of different batch dims with a masked key; v must keep
+    its own shape, and dv too."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, *k_batch, 5, 4), randn(rng, *v_batch, 5, 2)
+    mask = np.array([True, True, False, True, True])
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    dq, dk, dv = sdpa.sdpa_backward(randn(rng, *out.shape), cache)
+    assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
+    keep = [0, 1, 3, 4]
+    out_kept, _ = sdpa.sdpa_forward(q, k[..., keep, :], v[..., keep, :])   # the masked key left out
+    np.testing.assert_allclose(out, out_kept, rtol=1e-13, atol=1e-15)
+
+
+def test_masked_garbage_with_a_mask_of_more_batch_dims_than_k(rng, sdpa):
+    """Kills a change to the axes ``_alive_in`` reduces over (``lead + i``, ``n == 1``,
+    ``full[...] != 1``): k, v (2, 1, S, d) under a mask (5, 2, 3, L, S), where a key slot of k
+    is dead when every query of every broadcast copy (5 x 3) masks it; a NaN in a dead slot never
+    reaches the answer, which equals the one with 0 in that slot."""
+    L, S = 2, 4
+    q, k, v = randn(rng, 3, L, 2), randn(rng, 2, 1, S, 2), randn(rng, 2, 1, S, 3)
+    mask = rng.random((5, 2, 3, L, S)) > 0.3
+    mask[..., 0] = True
+    mask[:, 0, :, :, 2] = False                          # key 2 of k[0] is dead everywhere
+    k0, v0 = k.copy(), v.copy()
+    k0[0, 0, 2], v0[0, 0, 2] = 0.0, 0.0
+    k[0, 0, 2], v[0, 0, 2] = np.nan, np.inf
+    dout = randn(rng, 5, 2, 3, L, 3)
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    out0, cache0 = sdpa.sdpa_forward(q, k0, v0, mask)
+    for a, b in zip((out, *sdpa.sdpa_backward(dout, cache)),
+                    (out0, *sdpa.sdpa_backward(dout, cache0)), strict=True):
+        assert np.isfinite(a).all() and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+def test_masked_garbage_in_v_of_fewer_batch_dims_than_k(rng, sdpa):
+    """Kills ``x.shape[:-2]`` -> ``[:-3]`` in the reduction of ``drop_masked``'s ``zero``: k (2, 2,
+    2, S, d), v (2, 2, S, d), key 2 dead for v[0] (all of its broadcast copies) and alive for
+    v[1]; a NaN in v[0]'s slot must not reach the answer."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 2, 2, 2, 5, 4), randn(rng, 2, 2, 5, 2)
+    mask = np.ones((2, 2, 2, 1, 5), bool)
+    mask[:, 0, :, :, 2] = False
+    v0 = v.copy()
+    v0[0, :, 2] = 0.0
+    v[0, :, 2] = np.nan
+    dout = randn(rng, 2, 2, 2, 3, 2)
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    out0, cache0 = sdpa.sdpa_forward(q, k, v0, mask)
+    for a, b in zip((out, *sdpa.sdpa_backward(dout, cache)),
+                    (out0, *sdpa.sdpa_backward(dout, cache0)), strict=True):
+        assert np.isfinite(a).all() and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+def test_masked_key_with_v_whose_first_dims_equal_the_kv_batch(rng, sdpa):
+    """Kills ``x.shape[:-2]`` -> ``x.shape[:2]`` in ``zero``'s test: k (2, 2, S=2, d) and v (2,
+    S=2, d_v), whose first two dims (2, 2) equal the k, v batch (2, 2), so the mutant skips
+    reducing the alive keys to v's own batch; v, and dv, must keep v's shape."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 2, 2, 2, 4), randn(rng, 2, 2, 3)
+    mask = np.array([True, False])
+    out, cache = sdpa.sdpa_forward(q, k, v, mask)
+    dq, dk, dv = sdpa.sdpa_backward(randn(rng, *out.shape), cache)
+    assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
+    np.testing.assert_allclose(out, np.broadcast_to(v[:, :1], (2, 2, 1, 3)).repeat(3, axis=2),
+                               rtol=1e-15)        # only key 0 is seen: every query gets v[..., 0, :]

@@ -1,4 +1,4 @@
-"""The textbook Eq. (1) (kernels/reference.py) and the fused path (kernels/fused.py) give the same
+"""The reference Eq. (1) (kernels/reference.py) and the fused path (kernels/fused.py) give the same
 numbers: outputs, weights and every gradient, to float64 rounding, over the attention test matrix
 (every mask broadcast shape, bias, causal with L < S, L = S and L > S, custom scale, d_k != d_v,
 broadcast batch dims, fully masked rows, S = 0).
@@ -9,8 +9,7 @@ the blocked path (kernels/blocked.py) forced on, one query row per block, on two
 import numpy as np
 import pytest
 
-from attention_np.kernels import blocked, fused
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import blocked, fused, reference
 from tests.helpers import randn
 
 B, H, L, S, D_K, D_V = 2, 3, 4, 6, 5, 3
@@ -49,7 +48,7 @@ def path(request, monkeypatch):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("name", list(CASES))
-def test_textbook_and_fused_paths_agree(rng, name, dtype, path):
+def test_reference_and_fused_paths_agree(rng, name, dtype, path):
     c = CASES[name]
     Lq, Sk, d_v = c.get("L", L), c.get("S", S), c.get("d_v", D_V)
     qb, kvb = c.get("q_batch", (B, H)), c.get("kv_batch", (B, H))
@@ -67,12 +66,12 @@ def test_textbook_and_fused_paths_agree(rng, name, dtype, path):
     if "bias_shape" in c:
         kw["bias"] = randn(rng, *c["bias_shape"], dtype=dtype)
 
-    out_t, cache_t = textbook.sdpa_forward(q, k, v, **kw)
+    out_t, cache_t = reference.sdpa_forward(q, k, v, **kw)
     out_f, cache_f = fused.sdpa_forward(q, k, v, **kw)
     # the blocked path takes every case without bias (no dropout here)
     assert (cache_f.blocks is not None) == (path == "blocked" and "bias_shape" not in c)
     dout = randn(rng, *out_t.shape, dtype=dtype)
-    grads_t = textbook.sdpa_backward(dout, cache_t)
+    grads_t = reference.sdpa_backward(dout, cache_t)
     grads_f = fused.sdpa_backward(dout, cache_f)
 
     # float64: a few ulps of the values involved; float32: the same, in float32 ulps.
@@ -89,13 +88,13 @@ def test_textbook_and_fused_paths_agree(rng, name, dtype, path):
 
 def test_each_backward_refuses_the_other_paths_cache_and_names_its_forward(rng):
     q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
-    out_t, cache_t = textbook.sdpa_forward(q, k, v)
+    out_t, cache_t = reference.sdpa_forward(q, k, v)
     out_f, cache_f = fused.sdpa_forward(q, k, v)
     made_by = r"AttentionCache comes from attention_np\.kernels\.reference\.sdpa_forward"
     with pytest.raises(TypeError, match=made_by):
         fused.sdpa_backward(out_t, cache_t)
     with pytest.raises(TypeError, match=r"SDPACache comes from attention_np\.sdpa_forward"):
-        textbook.sdpa_backward(out_f, cache_f)
+        reference.sdpa_backward(out_f, cache_f)
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(is_causal=True), dict(mask_shape=(2, 1, 1, 6))])
@@ -113,7 +112,7 @@ def test_multihead_attention_through_either_path_agrees(rng, kw):
         np.testing.assert_allclose(gt, gf, rtol=0, atol=1e-13)
 
 
-def test_textbook_path_refuses_dropout_and_grouped_query_attention(rng):
+def test_reference_path_refuses_dropout_and_grouped_query_attention(rng):
     import attention_np as an
     x = randn(rng, 2, 6, 8)
     with pytest.raises(ValueError, match="kernel 'reference' cannot do dropout"):

@@ -1,19 +1,19 @@
 """sdpa_forward / sdpa_backward: Eq. (1), its masks and its hand-written backward.
 
-Every test that takes the ``sdpa`` fixture runs twice: on the textbook Eq. (1)
+Every test that takes the ``sdpa`` fixture runs twice: on the reference Eq. (1)
 (``attention_np.kernels.reference``) and on the fused path that ``attention_np.sdpa_forward`` runs
 (``attention_np.kernels.fused``). Dropout exists on the fused path only: those tests call
 ``fused`` directly (section "dropout: fused path only").
 """
 
+import dataclasses
 import warnings
 
 import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import fused
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import fused, reference
 from tests import oracles
 from tests.helpers import randn
 
@@ -100,7 +100,7 @@ def test_grads_with_dk_not_equal_dv_and_custom_scale(sdpa, rng):
 
 
 def test_grads_with_replayed_dropout_mask(rng):
-    """Fused path only: the textbook Eq. (1) has no dropout."""
+    """Fused path only: the reference Eq. (1) has no dropout."""
     keep = rng.random((2, 3, 5)) > 0.3
     check_grads(fused, rng, randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3),
                 dropout_p=0.3, dropout_mask=keep)
@@ -171,7 +171,7 @@ def test_dtype_is_kept_end_to_end(sdpa, rng, dtype):
     assert all(g.dtype == dtype for g in sdpa.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache))
 
 
-# --- dropout: fused path only (the textbook Eq. (1) has none) ------------------------------
+# --- dropout: fused path only (the reference Eq. (1) has none) -----------------------------
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dtype_is_kept_end_to_end_with_dropout(rng, dtype):
@@ -229,11 +229,11 @@ def test_forward_does_not_modify_inputs(sdpa, rng):
 
 # --- the caller's arrays and the cache stay independent ---------------------------------
 
-@pytest.mark.parametrize("forward,backward", [(textbook.sdpa_forward, textbook.sdpa_backward),
+@pytest.mark.parametrize("forward,backward", [(reference.sdpa_forward, reference.sdpa_backward),
                                               (fused.sdpa_forward, fused.sdpa_backward),
                                               (an.flash_attention_forward,
                                                an.flash_attention_backward)],
-                         ids=["textbook", "fused", "flash"])
+                         ids=["reference", "fused", "tiled"])
 def test_changing_the_returned_output_does_not_change_the_gradients(rng, forward, backward):
     q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3)
     out, cache = forward(q, k, v)
@@ -250,3 +250,51 @@ def test_no_keys_gives_zero_output_in_both_paths(sdpa, rng):
     fout, _ = an.flash_attention_forward(q, k, v)
     assert out.shape == (3, 2) and np.all(out == 0) and np.all(fout == 0)
     assert cache.weights.shape == (3, 0)
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def test_attention_caches_are_frozen(rng, sdpa):
+    """Kills ``@dataclass(frozen=True)`` -> ``frozen=False`` (or the keyword dropped): the
+    backward reads the cache, so a caller must not be able to rebind its arrays."""
+    q = randn(rng, 2, 3)
+    _, cache = sdpa.sdpa_forward(q, q, q)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.q = np.zeros_like(q)
+
+
+def test_sdpa_forward_default_is_not_causal(rng, sdpa):
+    """Kills ``is_causal: bool = False`` -> ``True`` in either sdpa_forward: with no mask every
+    query attends to every key, the definition softmax(q k^T / sqrt(d_k)) @ v."""
+    q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
+    out, cache = sdpa.sdpa_forward(q, k, v)
+    want = oracles.softmax_rows(q @ k.T / 2.0)
+    np.testing.assert_allclose(cache.weights, want, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(out, want @ v, rtol=1e-13, atol=1e-15)
+
+
+def test_sdpa_cache_built_without_its_optional_fields(rng):
+    """Kills a changed default of ``SDPACache.kv_groups`` or ``dropout_scale``: they mean "no
+    dropout, no grouped-query attention", so a cache built from a plain forward's fields without
+    them gives the same backward."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    _, c = an.sdpa_forward(q, k, v)
+    hand = an.SDPACache(q=c.q, k=c.k, v=c.v, exp_scores=c.exp_scores, rowsum=c.rowsum, out=c.out,
+                        scale=c.scale)
+    assert hand.dropout_mask is None and hand.dropout_scale == c.dropout_scale
+    dout = randn(rng, 2, 3, 2)
+    for a, b in zip(an.sdpa_backward(dout, c), an.sdpa_backward(dout, hand), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_float32_values_near_the_maximum(rng):
+    """Kills any change to the fallback ``(kept / l) @ v`` and a dropped ``errstate(over=...)``
+    around it (a RuntimeWarning escaping): v = 3e38 everywhere in float32, so ``e @ v``
+    overflows before its division while the weighted average (3e38) does not."""
+    q, k = (rng.standard_normal((2, 3, 4)).astype(np.float32) for _ in range(2))
+    v = np.full((2, 3, 2), 3e38, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, _ = an.sdpa_forward(q, k, v)
+    np.testing.assert_allclose(out, np.full((2, 3, 2), 3e38), rtol=1e-6)   # each row: weights sum to 1

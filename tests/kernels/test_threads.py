@@ -1,4 +1,4 @@
-"""A call gives the same bits whatever other Python threads are doing (issue 34, item 5).
+"""A call gives the same bits whatever other Python threads are doing.
 
 OpenBLAS has one thread count for the whole process, and its products can round differently
 with another count (checked below for one shape). The blocked path runs its products on one BLAS

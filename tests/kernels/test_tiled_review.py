@@ -264,7 +264,7 @@ def test_nothing_returned_or_cached_shares_memory_with_a_scratch_buffer(rng, mon
                                                                         threads):
     """Each array a kernel returns, and each field of its cache, against each buffer of every
     thread's scratch pool: a returned array in scratch would change under the caller at the next
-    call. Caught: ``scaled_q`` returning its scratch ``q * scale`` into the cache (``flash_plan``
+    call. Caught: ``scaled_q`` returning its scratch ``q * scale`` into the cache (``tiled_plan``
     caching ``qs``), and ``rows_product`` returning its scratch ``term``."""
     monkeypatch.setenv("ATTENTION_NP_NUM_THREADS", threads)
     monkeypatch.setattr("attention_np.kernels.batch_split.MIN_ELEMENTS", 0)

@@ -1,4 +1,4 @@
-"""Soft-capping and attention sinks in the tiled path (efficient/flash*.py): equal to the dense paths
+"""Soft-capping and attention sinks in the tiled path (kernels/tiled*.py): equal to the dense paths
 (sdpa_forward with spec.softcap, sdpa_sinks_forward) to float64 rounding with masks, windows, GQA and biases,
 checked by finite differences, and in float32 against the formula in torch (the float32 rule of
 tests/helpers.py)."""

@@ -3,7 +3,7 @@
 float64: outputs and every gradient to 1e-10 relative (measured ~1e-15). float32: our error against
 a float64 oracle is held to torch's own float32 error against the same oracle.
 
-Every test runs twice, through the ``sdpa`` fixture: on the textbook Eq. (1)
+Every test runs twice, through the ``sdpa`` fixture: on the reference Eq. (1)
 (``attention_np.kernels.reference``) and on the fused path that ``attention_np.sdpa_forward`` runs
 (``attention_np.kernels.fused``). Grouped-query attention, fused only, is diffed against torch's
 ``enable_gqa`` in tests/variants/test_gqa.py; dropout, fused only, draws its own keep-mask and is checked

@@ -1,4 +1,4 @@
-"""The claims the notebooks make, asserted with margins that hold on any CPU (issue 14).
+"""The claims the notebooks make, asserted with margins that hold on any CPU.
 
 Each test names the notebook cell whose prose it backs. Seeded numbers that a different CPU can move
 (BLAS summation order, SIMD code paths) are asserted with a margin, or over several seeds, never to the

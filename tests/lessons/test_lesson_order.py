@@ -1,4 +1,4 @@
-"""One order: lesson N uses only what lessons 1..N-1 taught (issue 33).
+"""One order: lesson N uses only what lessons 1..N-1 taught.
 
 Reads every lesson notebook and fails when one needs a later one:
 

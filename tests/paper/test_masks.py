@@ -42,3 +42,24 @@ def test_padding_mask_marks_positions_before_each_length():
 def test_mask_from_blocked_inverts_polarity():
     blocked = np.array([[False, True], [True, True]])
     np.testing.assert_array_equal(an.mask_from_blocked(blocked), ~blocked)
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+@pytest.mark.parametrize("L, S", [(0, 0), (3, 0), (0, 4)])
+def test_causal_mask_with_no_keys_or_no_queries(L, S):
+    """Kills a lower bound of 1 instead of 0 on ``L`` or ``S``: an empty (L, S) mask is valid."""
+    for align in ("top_left", "bottom_right"):
+        m = an.causal_mask(L, S, align=align)
+        assert m.shape == (L, S) and m.dtype == bool
+
+
+def test_padding_mask_with_S_zero():
+    """Kills a lower bound of 1 on ``S``, and a longest length of 1 for no sequences at all."""
+    m = an.padding_mask(np.array([0, 0]))
+    assert m.shape == (2, 1, 0) and m.dtype == bool
+    m = an.padding_mask(np.array([0, 0]), S=0)
+    assert m.shape == (2, 1, 0)
+    assert an.padding_mask(np.array([], dtype=int), S=3).shape == (0, 1, 3)
+    assert an.padding_mask(np.array([], dtype=int)).shape == (0, 1, 0)   # no sequences: S = 0

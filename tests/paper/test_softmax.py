@@ -113,3 +113,36 @@ def test_softmax_backward_is_zero_where_p_is_zero(rng):
     p = an.softmax(randn(rng, 2, 4), where=np.array([True, False, True, False]))
     dx = an.softmax_backward(randn(rng, 2, 4), p)
     assert np.all(dx[:, [1, 3]] == 0)
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def test_softmax_backward_takes_array_likes_and_names_a_non_float_argument():
+    """Kills the deleted conversion of ``dp`` or ``p`` to a float array in ``softmax_backward``:
+    nested lists are array-likes like everywhere else, and an int ``dp`` is refused as not
+    floating."""
+    p = np.array([[0.25, 0.75]])
+    dp = np.array([[1.0, -2.0]])
+    want = p * (dp - (dp * p).sum())                       # p_j (dp_j - sum_i dp_i p_i)
+    np.testing.assert_allclose(an.softmax_backward(dp.tolist(), p), want, rtol=1e-15)
+    np.testing.assert_allclose(an.softmax_backward(dp, p.tolist()), want, rtol=1e-15)
+    with pytest.raises(TypeError, match="dp must be a floating-point array"):
+        an.softmax_backward(np.array([[1, 2]]), p)
+    with pytest.raises(TypeError, match="p must be a floating-point array"):
+        an.softmax_backward(dp, np.array([[0, 1]]))
+
+
+def test_softmax_refuses_a_0d_array_and_an_axis_out_of_range():
+    """Kills the deleted 0-d ``raise`` and ``axis < x.ndim`` -> ``<=`` in ``softmax`` and
+    ``softmax_backward``: the documented errors, not NumPy's."""
+    with pytest.raises(ValueError, match="at least 1 dim"):
+        an.softmax(np.float64(1.0))
+    x = np.zeros((2, 3))
+    with pytest.raises(ValueError, match=r"axis must be an int in \[-2, 2\)"):
+        an.softmax(x, axis=2)
+    for axis in (2, 1.0):
+        with pytest.raises(ValueError, match=r"axis must be an int in \[-2, 2\)"):
+            an.softmax_backward(x, x, axis=axis)
+    with pytest.raises(ValueError, match="p must have at least 1 dim"):
+        an.softmax_backward(np.float64(1.0), np.float64(0.5))

@@ -5,7 +5,7 @@ to 4 decimals, the other numbers to 4 significant digits.
 
 The page's data were computed at build time by attention_np/viz/explorer.py (with
 ``attention_np.sdpa_forward``, ``studies.scaling``, ...); this test recomputes them another way
-(``attention_np.paper``'s Eq. (1), the textbook kernel for masks with a bias, the models' forward
+(``attention_np.paper``'s Eq. (1), the reference kernel for masks with a bias, the models' forward
 passes), so that a slip in the generator or in the page's drawing shows up as a wrong number.
 
 Run after ``bash docs/build.sh docs/_build/html``:

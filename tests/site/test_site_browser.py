@@ -230,7 +230,7 @@ def test_a_lesson_page_has_what_a_course_page_needs(server, browser):
         page.close()
 
 
-# ---- What a reader reported (issue 36) -----------------------------------------------------------
+# ---- What a reader reported --------------------------------------------------------------------
 
 def _searchindex() -> dict:
     import json

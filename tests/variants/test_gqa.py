@@ -219,3 +219,41 @@ def test_grouped_query_shapes_without_the_flag_suggest_it():
     with pytest.warns(DeprecationWarning, match=r"mha_forward\(num_kv_heads=\.\.\.\) is deprecated"):
         old = an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=2)[0]
     assert out.shape == (2, 5, 16) and np.array_equal(out, old)
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+@pytest.mark.parametrize("dropout", ["none", "drawn", "given"])
+def test_dense_grouped_query_attention_with_per_head_mask_bias_and_dropout(rng, dropout):
+    """Kills a change to the grouping of mask, bias and dropout mask (``H = q.shape[-3]``, the
+    ``is None`` tests, ``groups > 1``) in the forward, or to the backward's regrouping of the
+    keep-mask: ``enable_gqa`` with a per-query-head mask and bias (H, L, S) and dropout, against
+    the same call on k, v repeated to H heads (dk, dv summed back over each group of G = 2)."""
+    from attention_np.kernels import fused
+
+    H, H_kv, L, S = 4, 2, 3, 5
+    q, k, v = randn(rng, 2, H, L, 2), randn(rng, 2, H_kv, S, 2), randn(rng, 2, H_kv, S, 3)
+    mask = rng.random((H, L, S)) > 0.3
+    mask[..., 0] = True
+    bias = randn(rng, H, L, S)
+    kw = dict(mask=mask, bias=bias)
+    if dropout == "drawn":
+        kw.update(dropout_p=0.3, rng=4)
+    elif dropout == "given":
+        kw.update(dropout_p=0.3, dropout_mask=rng.random((2, H, L, S)) > 0.3)
+    out, cache = fused.sdpa_forward(q, k, v, enable_gqa=True, **kw)
+    if dropout != "none":
+        assert cache.dropout_mask.shape[-3:] == (H, L, S)
+        kw.pop("rng", None)
+        kw["dropout_mask"] = cache.dropout_mask
+    k_rep, v_rep = np.repeat(k, 2, axis=-3), np.repeat(v, 2, axis=-3)
+    want, cache_rep = fused.sdpa_forward(q, k_rep, v_rep, **kw)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
+    dout = randn(rng, 2, H, L, 3)
+    dq, dk, dv = fused.sdpa_backward(dout, cache)
+    dq_r, dk_r, dv_r = fused.sdpa_backward(dout, cache_rep)
+    np.testing.assert_allclose(dq, dq_r, rtol=1e-12, atol=1e-14)
+    for g, g_rep in ((dk, dk_r), (dv, dv_r)):
+        np.testing.assert_allclose(g, g_rep.reshape(2, H_kv, 2, S, -1).sum(axis=2),
+                                   rtol=1e-12, atol=1e-14)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import tiled as flash
+from attention_np.kernels import tiled
 from tests.helpers import max_abs_diff, randn, require
 
 R = np.random.default_rng(1205)
@@ -19,8 +19,8 @@ MASK = ((np.arange(L) < QL[:, None])[:, :, None] & (np.arange(S) < KL[:, None])[
 
 @pytest.mark.parametrize("forward,backward", [
     (an.sdpa_forward, an.sdpa_backward),
-    (lambda *a, **kw: flash.flash_attention_forward(*a, block_size=4, **kw), flash.flash_attention_backward),
-], ids=["fused", "flash"])
+    (lambda *a, **kw: tiled.flash_attention_forward(*a, block_size=4, **kw), tiled.flash_attention_backward),
+], ids=["fused", "tiled"])
 def test_lengths_equal_the_explicit_padding_mask(forward, backward):
     q, k, v = randn(R, B, H, L, D), randn(R, B, H, S, D), randn(R, B, H, S, D)
     k[1, :, 3:] = np.nan                                 # padding keys never reach the answer
@@ -67,7 +67,7 @@ def test_bad_lengths_of_the_0_1_keywords_name_themselves(kw, words):
     """The 0.1 mapping: the deprecated keywords warn, then their bad values are refused by name."""
     q, k, v = randn(R, B, H, L, D), randn(R, B, H, S, D), randn(R, B, H, S, D)
     deprecated = r"\(q_lengths=\.\.\., kv_lengths=\.\.\.\) is deprecated since 0\.2\.0"
-    for forward in (an.sdpa_forward, flash.flash_attention_forward):
+    for forward in (an.sdpa_forward, tiled.flash_attention_forward):
         with pytest.warns(DeprecationWarning, match=deprecated), pytest.raises(ValueError, match=words):
             forward(q, k, v, **kw)
     with pytest.warns(DeprecationWarning, match=deprecated), pytest.raises(ValueError, match="batch axis"):

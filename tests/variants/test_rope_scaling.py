@@ -429,3 +429,168 @@ def test_layer_spec_refuses_a_partial_rotary_factor_outside_proportional():
     module.config.rope_parameters = {**module.config.rope_parameters, "partial_rotary_factor": 0.5}
     with pytest.raises(ValueError, match="partial_rotary_factor=0.5: this layer rotates the whole"):
         layer_spec(module)
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def test_rope_frequencies_default_base_is_ten_thousand():
+    """Kills the default ``theta=10000.0`` -> ``10001.0``: RoFormer's (and §3.5's)
+    ``w_m = 10000^(-2m/d)``."""
+    inv_freq, factor = an.rope_frequencies(8)
+    np.testing.assert_allclose(inv_freq, [1.0, 10000.0 ** -0.25, 10000.0 ** -0.5, 10000.0 ** -0.75],
+                               rtol=1e-15)
+    assert factor == 1.0
+
+
+def test_proportional_rotates_floor_of_half_the_rotated_width():
+    """Kills ``// 2`` -> ``/ 2`` in proportional's rotated pairs: with
+    ``partial_rotary_factor * d = 3`` (odd), ``floor(3 / 2) = 1`` pair turns (transformers'
+    ``int(p * head_dim // 2)``), not 2."""
+    inv_freq, _ = an.rope_frequencies(8, theta=100.0, scaling={
+        "rope_type": "proportional", "partial_rotary_factor": 0.375})
+    np.testing.assert_array_equal(inv_freq, [1.0, 0.0, 0.0, 0.0])
+
+
+def test_rope_frequencies_of_the_smallest_width():
+    """Kills ``d < 2`` -> ``d <= 2`` in the width check: ``d = 2`` is one pair of features, one
+    frequency ``w_0 = theta^0 = 1``."""
+    inv_freq, factor = an.rope_frequencies(2)
+    np.testing.assert_array_equal(inv_freq, [1.0])
+    assert factor == 1.0
+
+
+@pytest.mark.parametrize("factor, want", [(0.5, 1.0), (1.0, 1.0), (1.5, 0.1 * np.log(1.5) + 1),
+                                         (4.0, 0.1 * np.log(4.0) + 1)])
+def test_yarn_attention_factor_default_is_eq_22(factor, want):
+    """Kills a changed ``1.0`` or ``factor <= 1`` in YaRN's default attention factor: YaRN's
+    ``sqrt(1/t) = 0.1 ln(s) + 1`` (Peng et al. 2023, Eq. 22), and 1 for a factor ``s <= 1`` (no
+    interpolation)."""
+    _, a = an.rope_frequencies(8, scaling={"rope_type": "yarn", "factor": factor,
+                                           "original_max_position_embeddings": 64})
+    assert a == pytest.approx(want, rel=1e-15)
+
+
+def test_yarn_default_betas_are_the_papers():
+    """Kills the default ``beta_fast: 32.0`` -> ``33.0`` (and ``beta_slow``): YaRN's alpha = 1, beta =
+    32 (Peng et al. 2023, §3.2), which transformers also defaults to; unrounded
+    (``truncate=False``) so that any change of either bound moves the ramp."""
+    base = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256,
+            "truncate": False}
+    got, _ = an.rope_frequencies(32, scaling=base)
+    want, _ = an.rope_frequencies(32, scaling={**base, "beta_fast": 32.0, "beta_slow": 1.0})
+    np.testing.assert_array_equal(got, want)
+    other, _ = an.rope_frequencies(32, scaling={**base, "beta_fast": 33.0, "beta_slow": 1.0})
+    assert not np.array_equal(other, want)                  # the test can see a change of beta
+
+
+def test_proportional_default_factor_is_one():
+    """Kills proportional's default ``"factor": 1.0`` -> ``2.0``: without a factor the turning
+    frequencies are RoFormer's own, ``w_m = theta^(-2m/d)``."""
+    inv_freq, _ = an.rope_frequencies(8, theta=100.0, scaling={
+        "rope_type": "proportional", "partial_rotary_factor": 0.5})
+    np.testing.assert_allclose(inv_freq, [1.0, 100.0 ** -0.25, 0.0, 0.0], rtol=1e-15)
+
+
+def test_rope_frequencies_bad_theta_message_names_no_rope_type():
+    """Kills ``rope_type is None`` -> ``is not None``: a bad ``theta`` is not a parameter of a
+    rope_type, a bad ``factor`` is."""
+    with pytest.raises(ValueError, match=r"^theta must be a positive finite number, got -1\.0$"):
+        an.rope_frequencies(8, theta=-1.0)
+    with pytest.raises(ValueError, match=r"^rope_type 'linear': factor must be a positive"):
+        an.rope_frequencies(8, scaling={"rope_type": "linear", "factor": -1.0})
+
+
+def test_llama3_refuses_equal_frequency_factors():
+    """Kills ``>`` -> ``>=`` in llama3's check of its frequency factors: with
+    ``high_freq_factor == low_freq_factor`` the blend weight
+    ``(L / lambda - low) / (high - low)`` divides by zero."""
+    with pytest.raises(ValueError, match="high_freq_factor must exceed low_freq_factor"):
+        an.rope_frequencies(8, scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 2.0,
+                                        "high_freq_factor": 2.0,
+                                        "original_max_position_embeddings": 64})
+
+
+def test_dynamic_at_the_original_length_one_is_the_default():
+    """Kills ``v < 1`` -> ``v <= 1`` in the check of a positive int:
+    ``original_max_position_embeddings`` is a positive int, 1 included; dynamic NTK at
+    ``n = L`` keeps ``theta' = theta``."""
+    inv_freq, _ = an.rope_frequencies(8, scaling={"rope_type": "dynamic", "factor": 2.0,
+                                                  "original_max_position_embeddings": 1})
+    np.testing.assert_allclose(inv_freq, 10000.0 ** (-np.arange(4) / 4), rtol=1e-14)
+
+
+def test_yarn_ramp_clipped_at_d_minus_one_from_a_nonzero_start():
+    """Kills ``min(hi, d - 1)`` -> ``d - 2``, and ``m - lo`` or ``hi - lo`` -> ``+``: d = 8, theta =
+    10, L = 471 put YaRN's pair indices at ``m(32) = 8 ln(471 / 64pi) / (2 ln 10) = 1.48`` and
+    ``m(1) = 7.50``: lo = 1, hi = ceil(7.50) = 8 clipped to d - 1 = 7, so the ramp
+    ``(m - 1) / 6`` is 0, 0, 1/6, 1/3 over m = 0..3."""
+    s = 4.0
+    inv_freq, _ = an.rope_frequencies(8, theta=10.0, scaling={
+        "rope_type": "yarn", "factor": s, "original_max_position_embeddings": 471})
+    w = 10.0 ** (-np.arange(4) / 4)
+    g = np.array([0.0, 0.0, 1 / 6, 1 / 3])
+    np.testing.assert_allclose(inv_freq, (1 - g) * w + g * w / s, rtol=1e-14)
+
+
+def test_yarn_deepseek_mscale_may_be_negative_and_needs_both():
+    """Kills ``positive=`` dropped from the check of DeepSeek's scales (``mscale`` and
+    ``mscale_all_dim`` may be 0 or negative) and ``and`` -> ``or`` where both are needed: only
+    both give DeepSeek's ``mscale(s, mscale) / mscale(s, mscale_all_dim)``, with
+    ``mscale(s, a) = 0.1 a ln s + 1``; one alone leaves Eq. 22's ``0.1 ln s + 1``."""
+    base = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+    _, a = an.rope_frequencies(8, scaling={**base, "mscale": -1.0, "mscale_all_dim": 1.0})
+    ln = np.log(4.0)
+    assert a == pytest.approx((1 - 0.1 * ln) / (1 + 0.1 * ln), rel=1e-15)
+    for one in ({"mscale": 0.707}, {"mscale_all_dim": 0.707}):
+        _, a = an.rope_frequencies(8, scaling={**base, **one})
+        assert a == pytest.approx(0.1 * ln + 1, rel=1e-15)
+
+
+def test_yarn_ramp_of_equal_bounds_is_a_step():
+    """Kills ``or 0.001`` -> ``1.001`` in YaRN's ramp: with ``beta_fast = beta_slow`` unrounded, lo =
+    hi = ``8 ln(15 / 2pi) / (2 ln 10) = 1.51``: the frequencies below are kept, those above
+    divided by s (transformers nudges ``hi`` by 0.001 alike)."""
+    s = 4.0
+    inv_freq, _ = an.rope_frequencies(8, theta=10.0, scaling={
+        "rope_type": "yarn", "factor": s, "original_max_position_embeddings": 15,
+        "beta_fast": 1.0, "beta_slow": 1.0, "truncate": False})
+    w = 10.0 ** (-np.arange(4) / 4)
+    np.testing.assert_allclose(inv_freq, w / [1, 1, s, s], rtol=1e-14)
+
+
+@pytest.mark.parametrize("factor", [0.5, 1.0])
+def test_longrope_attention_factor_is_one_without_extension(factor):
+    """Kills ``1.0 if s <= 1`` -> ``2.0``: LongRoPE's ``sqrt(1 + ln s / ln L)`` is 1 at s = 1, and 1
+    for a factor below."""
+    _, a = an.rope_frequencies(8, scaling={
+        "rope_type": "longrope", "factor": factor, "original_max_position_embeddings": 64,
+        "short_factor": [1.0] * 4, "long_factor": [2.0] * 4})
+    assert a == 1.0
+
+
+def test_llama3_three_bands_by_hand():
+    """Kills a ``/`` -> ``*`` in llama3's bands (``w / s``, ``L / low_freq_factor``): d = 8, theta =
+    10 give wavelengths ``2pi 10^(m/4)`` = 6.3, 11.2, 19.9, 35.3; with L = 64 the bands are
+    below L / 8 = 8 (kept), above L / 2 = 32 (divided by s), and blended in between with
+    ``a = (L / lambda - 2) / (8 - 2)``."""
+    s = 4.0
+    inv_freq, _ = an.rope_frequencies(8, theta=10.0, scaling={
+        "rope_type": "llama3", "factor": s, "low_freq_factor": 2.0, "high_freq_factor": 8.0,
+        "original_max_position_embeddings": 64})
+    w = 10.0 ** (-np.arange(4) / 4)
+    a = (64 * w / (2 * np.pi) - 2) / 6
+    want = [w[0], (1 - a[1]) * w[1] / s + a[1] * w[1], (1 - a[2]) * w[2] / s + a[2] * w[2], w[3] / s]
+    np.testing.assert_allclose(inv_freq, want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("bad", [["1.0"] * 4, ["a"] * 4, [True] * 4])
+def test_longrope_factors_must_be_numbers(bad):
+    """A bug found reading a survivor (``dtype=float`` dropped from the list check survived): the list
+    check converted with ``np.asarray(v, dtype=float)``, which took ``["1.0", ...]`` and bools
+    as numbers and gave NumPy's "could not convert string to float" for ``["a", ...]``; now
+    each is a ValueError naming the parameter."""
+    with pytest.raises(ValueError, match="short_factor must be a list of positive numbers"):
+        an.rope_frequencies(8, scaling={"rope_type": "longrope", "factor": 2.0,
+                                        "original_max_position_embeddings": 64,
+                                        "short_factor": bad, "long_factor": [1.0] * 4})

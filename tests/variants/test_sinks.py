@@ -4,6 +4,9 @@ finite differences."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 
@@ -320,3 +323,125 @@ def test_a_sink_far_above_every_score_joins_the_max_and_does_not_overflow():
     assert max_abs_diff(out, e / total @ v) < 1e-40 + 1e-6 * np.abs(e / total @ v).max()
     np.testing.assert_allclose(cache.attention.sink_weight, 1, rtol=1e-6)
     assert all(np.isfinite(g).all() for g in (dq, dk, dv, dsinks))
+
+
+# --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
+
+
+def test_sinks_cache_is_frozen(rng):
+    """Kills ``frozen=True`` dropped from ``SinksCache``: the backward reads the cache, so a
+    caller must not be able to rebind what it holds."""
+    q = randn(rng, 2, 3, 4)
+    _, cache = an.sdpa_sinks_forward(q, q, q, np.zeros(2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.attention = None
+
+
+def test_sinks_forward_takes_array_likes(rng):
+    """Kills the deleted ``check_qkv`` of ``sdpa_sinks_forward``: nested lists are inputs as for
+    ``sdpa_forward``, and give the numbers of the arrays they hold."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    sinks = np.array([0.5, -1.0])
+    want, _ = an.sdpa_sinks_forward(q, k, v, sinks)
+    out, _ = an.sdpa_sinks_forward(q.tolist(), k.tolist(), v.tolist(), sinks.tolist())
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("scale", [None, 0.3])
+def test_sinks_forward_default_is_not_causal_and_scale_is_used(rng, scale):
+    """Kills ``is_causal: bool = False`` -> ``True`` and ``scale=`` dropped in
+    ``sdpa_sinks_forward``: with no mask every query attends every key, by the definition
+    ``e^{scores} / (e^{s_n} + sum_j e^{scores_j})`` with ``scores = q kᵀ·scale``."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    sinks = np.array([0.5, -1.0])
+    s = 0.5 if scale is None else scale                                # 1/sqrt(d_k), d_k = 4
+    e = np.exp(q @ np.swapaxes(k, -1, -2) * s)                         # (2, 3, 5)
+    weights = e / (np.exp(sinks)[:, None, None] + e.sum(axis=-1, keepdims=True))
+    out, _ = an.sdpa_sinks_forward(q, k, v, sinks, scale=scale)
+    np.testing.assert_allclose(out, weights @ v, rtol=1e-12, atol=1e-14)
+
+
+def test_sinks_mask_of_more_batch_dims_than_q_with_a_dead_row(rng):
+    """Kills the deleted sum of a batch-adding mask's dead-row flags back to q's rows (in 0.1's
+    sinks module; the fused kernel's ``drop_masked`` does this now): q must keep its shape, so dq
+    has q's shape and is the sum of the gradients of the batch's masks run one at a time (the
+    backward of broadcasting q over them)."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    sinks = np.array([0.3, -0.7])
+    mask = rng.random((2, 1, 3, 5)) > 0.3
+    mask[0, 0, 1] = False                       # query 1 sees no key in batch 0 (only the sink)
+    mask[1, 0, 1, 2] = True                     # but it sees key 2 in batch 1
+    dout = randn(rng, 2, 2, 3, 2)
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, mask)
+    dq, dk, dv, dsinks = an.sdpa_sinks_backward(dout, cache)
+    assert out.shape == (2, 2, 3, 2) and dq.shape == q.shape
+    parts = []
+    for b in range(2):
+        out_b, cache_b = an.sdpa_sinks_forward(q, k, v, sinks, mask[b])
+        np.testing.assert_allclose(out[b], out_b, rtol=1e-13, atol=1e-15)
+        parts.append(an.sdpa_sinks_backward(dout[b], cache_b))
+    for got, want in zip((dq, dk, dv, dsinks), (sum(p[i] for p in parts) for i in range(4)),
+                         strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"mask": np.ones((4, 3), bool)}, "mask of shape (4, 3)"),
+    ({"bias": np.zeros((5, 3, 3))}, "bias of shape (5, 3, 3)"),
+    ({"bias": np.zeros((3, 4))}, "bias of shape (3, 4)"),
+])
+def test_sinks_forward_names_a_mask_or_bias_that_does_not_fit(kw, words):
+    """A bug found reading a survivor (the broadcast of the allowed pairs to the mask's shape
+    deleted): a mask or bias that does not fit the scores raised NumPy's "shape mismatch: objects
+    cannot be broadcast", naming neither; now a ValueError names the argument, its shape and the
+    scores' shape."""
+    q = np.zeros((2, 3, 4))
+    with pytest.raises(ValueError, match=re.escape(words) + ".*does not broadcast to scores"):
+        an.sdpa_sinks_forward(q, q, q, np.zeros(2), **kw)
+
+
+def test_sinks_mask_as_a_list_or_a_float_array(rng):
+    """Kills the deleted ``mask = as_bool_mask(mask)`` of ``sdpa_sinks_forward``: a nested list of
+    bools is a mask (the numbers of the array it holds); a float array is a TypeError naming
+    ``mask``."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    mask = rng.random((3, 5)) > 0.4
+    want, _ = an.sdpa_sinks_forward(q, k, v, np.zeros(2), mask)
+    out, _ = an.sdpa_sinks_forward(q, k, v, np.zeros(2), mask.tolist())
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(TypeError, match="mask must be a bool array"):
+        an.sdpa_sinks_forward(q, k, v, np.zeros(2), mask.astype(float))
+
+
+def test_sinks_forward_default_is_not_grouped_query_attention(rng):
+    """Kills ``enable_gqa: bool = False`` -> ``True`` in ``sdpa_sinks_forward``: as
+    ``sdpa_forward`` (and PyTorch SDPA), k and v of fewer heads than q are refused unless
+    ``enable_gqa=True``, which then gives query head n the key/value head n // 2 (here against k,
+    v repeated by hand)."""
+    q, k, v = randn(rng, 4, 3, 8), randn(rng, 2, 5, 8), randn(rng, 2, 5, 2)
+    sinks = np.array([0.1, -0.2, 0.3, 0.0])
+    with pytest.raises(ValueError, match="batch dims do not broadcast"):
+        an.sdpa_sinks_forward(q, k, v, sinks)
+    out, _ = an.sdpa_sinks_forward(q, k, v, sinks, enable_gqa=True)
+    want, _ = an.sdpa_sinks_forward(q, np.repeat(k, 2, axis=0), np.repeat(v, 2, axis=0), sinks)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
+
+
+def test_sinks_nan_query_in_a_row_that_sees_no_key(rng):
+    """Kills ``any(axis=-1)`` -> ``axis=1`` in the rows that see no key: a query whose every key
+    is masked (here row 1 of head 0 under a per-head mask) attends the sink alone, value 0, so
+    its output is 0 even when that query is NaN (the sink key's score is ``q · 0`` then); the
+    other rows are the definition's."""
+    q, k, v = randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 2)
+    sinks = np.array([0.5, -1.0])
+    mask = np.ones((2, 3, 5), bool)
+    mask[0, 1] = False
+    q[0, 1] = np.nan
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, mask)
+    assert np.all(out[0, 1] == 0)
+    e = np.exp(q @ np.swapaxes(k, -1, -2) / 2.0)
+    weights = e / (np.exp(sinks)[:, None, None] + e.sum(axis=-1, keepdims=True))
+    want = weights @ v
+    np.testing.assert_allclose(out[1], want[1], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out[0, [0, 2]], want[0, [0, 2]], rtol=1e-12, atol=1e-14)
+    assert all(np.isfinite(g).all() for g in an.sdpa_sinks_backward(randn(rng, 2, 3, 2), cache))

@@ -1,5 +1,5 @@
 """Sliding-window (local) attention: sliding_window_mask against causal_mask, transformers' Mistral
-masks and JAX's local_window_size; the window in the textbook, fused, tiled and multi-head paths, with
+masks and JAX's local_window_size; the window in the reference, fused, tiled and multi-head paths, with
 finite differences and PyTorch (the window as a bool attn_mask) on random upstream gradients."""
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import reference as textbook
-from attention_np.kernels import tiled as flash
-from attention_np.kernels import tiles
+from attention_np.kernels import reference, tiled, tiles
 from attention_np.paper.gradcheck import numerical_gradient
 from attention_np.variants.window import sliding_window_mask
 from tests import torch_ref
@@ -78,9 +76,9 @@ def _in_spec(forward, **fixed):
 
 
 PATHS = {
-    "textbook": (textbook.sdpa_forward, textbook.sdpa_backward),    # the kernel takes window=
+    "reference": (reference.sdpa_forward, reference.sdpa_backward),    # the kernel takes window=
     "fused": (_in_spec(an.sdpa_forward), an.sdpa_backward),
-    "flash": (_in_spec(flash.flash_attention_forward, block_size=2), flash.flash_attention_backward),
+    "tiled": (_in_spec(tiled.flash_attention_forward, block_size=2), tiled.flash_attention_backward),
 }
 WINDOWS = [((2, 1), False), ((1, None), True), ((0, 0), False), ((None, 3), False), ((3, 2), True)]
 
@@ -171,7 +169,7 @@ def test_bad_window_names_itself(window, exc):
 
 
 @pytest.mark.float32
-@pytest.mark.parametrize("path", ["fused", "flash"])
+@pytest.mark.parametrize("path", ["fused", "tiled"])
 def test_window_float32(path):
     forward, backward = PATHS[path]
     (q, k, v, dout), f64 = rounded(*(randn(R, 2, 3, 9, 8) for _ in range(4)))
