@@ -14,8 +14,6 @@ import ast
 import sys
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[2] / "attention_np"
 
 # Only what other changes still own, each (file, "from-module import name"); an entry that no
@@ -88,16 +86,11 @@ def private_imports(path: Path) -> list[str]:
 FILES = sorted(PACKAGE.rglob("*.py"))
 
 
-def _found(path: Path) -> list[str]:
-    rel = path.relative_to(PACKAGE).as_posix()
-    return [f for f in private_imports(path) if (rel, f.split(": ", 1)[1]) not in ALLOWED]
-
-
-@pytest.mark.parametrize("path", FILES, ids=[p.relative_to(PACKAGE).as_posix() for p in FILES])
-def test_no_private_import_across_modules(path):
-    found = _found(path)
-    assert not found, (f"attention_np/{path.relative_to(PACKAGE).as_posix()} imports private names of "
-                       f"other modules (make them public, with a docstring, in the lower module): {found}")
+def test_no_private_import_across_modules():
+    found = [f"attention_np/{rel}:{f}" for p in FILES for rel in [p.relative_to(PACKAGE).as_posix()]
+             for f in private_imports(p) if (rel, f.split(": ", 1)[1]) not in ALLOWED]
+    assert not found, ("private names imported from other modules (make each public, with a docstring, "
+                       "in the lower module):\n  " + "\n  ".join(found))
 
 
 def test_the_allow_list_names_only_what_still_occurs():
