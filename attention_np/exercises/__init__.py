@@ -17,6 +17,7 @@ kit with the cases' expected values (:mod:`.course`). The student notebooks are 
 
 from __future__ import annotations
 
+from attention_np.exercises import checker
 from attention_np.exercises.attention_exercises import ATTENTION, ATTENTION_BACKWARD
 from attention_np.exercises.basics_exercises import (
     CAUSAL_MASK,
@@ -26,7 +27,6 @@ from attention_np.exercises.basics_exercises import (
     SOFTMAX_BACKWARD,
 )
 from attention_np.exercises.checker import Case, CheckResult, Exercise, Mistake
-from attention_np.exercises.checker import run_check as _run_check
 from attention_np.exercises.efficient_exercises import DECODE_STEP, TILED_ATTENTION
 from attention_np.exercises.multihead_exercises import MERGE_HEADS, MHA_BACKWARD, MHA_FORWARD, SPLIT_HEADS
 
@@ -79,4 +79,4 @@ def check(name: str, student_fn) -> CheckResult:
     if not callable(student_fn):
         raise TypeError(f"student_fn must be a function with signature {exercise.signature}, "
                         f"got {type(student_fn).__name__}")
-    return _run_check(exercise, student_fn)
+    return checker.run_check(exercise, student_fn)

@@ -7,16 +7,14 @@ import numpy as np
 from attention_np.exercises.checker import UNWEIGHTED_HINT, Case, Exercise, Mistake
 from attention_np.nn.positional import sinusoidal_encoding
 from attention_np.paper.gradcheck import numerical_gradient
-from attention_np.paper.masks import causal_mask as _lib_causal_mask
-from attention_np.paper.masks import padding_mask as _lib_padding_mask
-from attention_np.paper.softmax import softmax as _lib_softmax
-from attention_np.paper.softmax import softmax_backward as _lib_softmax_backward
+from attention_np.paper.masks import causal_mask, padding_mask
+from attention_np.paper.softmax import softmax, softmax_backward
 
 
 # ---------------------------------------------------------------- softmax
 def ref_softmax(x):
     """Stable softmax over the last axis of ``x`` (..., n); keeps the dtype."""
-    return _lib_softmax(x, axis=-1)
+    return softmax(x, axis=-1)
 
 
 def _softmax_cases(seed=0):
@@ -75,7 +73,7 @@ SOFTMAX = Exercise(
             np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True)),
                 "Your values are negative: softmax returns probabilities in [0, 1]."),
         Mistake("dtype not kept",
-                lambda x: _lib_softmax(np.asarray(x, dtype=np.float64)),
+                lambda x: softmax(np.asarray(x, dtype=np.float64)),
                 "Keep the input's dtype: a float32 model should stay float32 (avoid float64 "
                 "constants or dtype=np.float64 in intermediate arrays)."),
     ])
@@ -84,12 +82,12 @@ SOFTMAX = Exercise(
 # ---------------------------------------------------------------- softmax backward
 def ref_softmax_backward(dp, p):
     """dL/dx from dL/dp (..., n) and p = softmax(x) (..., n), over the last axis."""
-    return _lib_softmax_backward(dp, p, axis=-1)
+    return softmax_backward(dp, p, axis=-1)
 
 
 def _fd_softmax_grad(x, dp):
     x = x.copy()
-    return numerical_gradient(lambda: float((dp * _lib_softmax(x)).sum()), x)
+    return numerical_gradient(lambda: float((dp * softmax(x)).sum()), x)
 
 
 def _softmax_backward_cases(seed=1):
@@ -100,13 +98,13 @@ def _softmax_backward_cases(seed=1):
     x32 = rng.normal(size=(3, 6))
     dp32 = rng.normal(size=(3, 6))
     return [
-        Case("random (3, 5)", (dp, _lib_softmax(x)), clauses=("gradient",)),
-        Case("batched (2, 2, 3, 4)", (dp4, _lib_softmax(x4)), clauses=("batch",)),
-        Case("peaked rows (huge logits)", (dp, _lib_softmax(30 * x)), clauses=("gradient",)),
-        Case("masked entries (p = 0)", (dp, _lib_softmax(xm)), clauses=("zeros",)),
-        Case("gradcheck: central differences of softmax", (dp, _lib_softmax(x)),
+        Case("random (3, 5)", (dp, softmax(x)), clauses=("gradient",)),
+        Case("batched (2, 2, 3, 4)", (dp4, softmax(x4)), clauses=("batch",)),
+        Case("peaked rows (huge logits)", (dp, softmax(30 * x)), clauses=("gradient",)),
+        Case("masked entries (p = 0)", (dp, softmax(xm)), clauses=("zeros",)),
+        Case("gradcheck: central differences of softmax", (dp, softmax(x)),
              expected=_fd_softmax_grad(x, dp), tol=(1e-6, 1e-8), clauses=("gradient",)),
-        Case("float32", (dp32.astype(np.float32), _lib_softmax(x32).astype(np.float32)),
+        Case("float32", (dp32.astype(np.float32), softmax(x32).astype(np.float32)),
              dtype=np.float32, clauses=("dtype",)),
     ]
 
@@ -136,7 +134,7 @@ SOFTMAX_BACKWARD = Exercise(
 # ---------------------------------------------------------------- masks
 def ref_causal_mask(L, S, align):
     """Bool (L, S), True = may attend; align "top_left" or "bottom_right"."""
-    return _lib_causal_mask(L, S, align=align)
+    return causal_mask(L, S, align=align)
 
 
 def _causal_cases(sizes=((4, 4), (2, 5), (5, 2), (1, 6), (3, 3))):
@@ -174,7 +172,7 @@ CAUSAL_MASK = Exercise(
 
 def ref_padding_mask(lengths, S):
     """Bool (B, 1, S): key j of sequence b is real (True) iff j < lengths[b]."""
-    return _lib_padding_mask(lengths, S)
+    return padding_mask(lengths, S)
 
 
 def _padding_cases():

@@ -17,8 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from .probes_attention import (
-    _backward_inputs,
-    _tiled_inputs,
     attention_backward_probe,
     attention_broadcast_mask,
     attention_full_row,
@@ -26,6 +24,8 @@ from .probes_attention import (
     attention_scale_axis,
     attention_shapes,
     attention_stability,
+    backward_inputs,
+    tiled_inputs,
     tiled_probe,
     tiled_shared_max,
 )
@@ -38,12 +38,12 @@ from .probes_basics import (
     softmax_stability,
 )
 from .probes_heads import (
-    _decode_inputs,
-    _mha_backward_inputs,
-    _mha_inputs,
+    decode_inputs,
     decode_probe,
     merge_probe,
+    mha_backward_inputs,
     mha_backward_probe,
+    mha_inputs,
     mha_mask,
     mha_probe,
     split_probe,
@@ -54,11 +54,11 @@ from .probes_heads import (
 INPUTS = {
     "split_heads": lambda: {"split": ((np.arange(24, dtype=float).reshape(4, 6), 2), {})},
     "merge_heads": lambda: {"merge": ((np.arange(24, dtype=float).reshape(2, 4, 3),), {})},
-    "attention_backward": _backward_inputs,
-    "tiled_attention": lambda: {"blocks": ((*(_tiled_inputs()[n] for n in "qkv"), 4), {})},
-    "mha_backward": _mha_backward_inputs,
-    "decode_step": _decode_inputs,
-    "mha_forward": lambda: {"one_head": ((*_mha_inputs()[:2], _mha_inputs()[1], _mha_inputs()[2], 1), {})},
+    "attention_backward": backward_inputs,
+    "tiled_attention": lambda: {"blocks": ((*(tiled_inputs()[n] for n in "qkv"), 4), {})},
+    "mha_backward": mha_backward_inputs,
+    "decode_step": decode_inputs,
+    "mha_forward": lambda: {"one_head": ((*mha_inputs()[:2], mha_inputs()[1], mha_inputs()[2], 1), {})},
 }
 
 #: exercise -> probes tried in order

@@ -7,13 +7,13 @@ import numpy as np
 from .engine import Finding, Raised
 from .probing import (
     RNG_SEED,
-    _arr,
-    _close,
-    _nan,
-    _run,
+    as_array,
+    close_to,
     describe,
+    has_nan,
     measure_scale,
     measured,
+    output_of,
     scale_finding,
 )
 
@@ -27,20 +27,20 @@ def _attention_inputs():
 
 def attention_shapes(fn, expected):
     x = _attention_inputs()
-    out = _run(fn, x["q"], x["k"], x["v"])
+    out = output_of(fn, x["q"], x["k"], x["v"])
     if isinstance(out, Raised):
         return None
-    a = _arr(out)
+    a = as_array(out)
     if a is not None and a.shape == (3, 6):
         return Finding("returned the attention weights instead of the output", "your output has shape "
                        "(L, S) = (3, 6), expected (L, d_v) = (3, 2)", "Eq. (1) ends with '... V': the "
                        "weights average the values.")
     if a is None or a.shape != (3, 2):
         return None
-    batched = _run(fn, x["qb"], x["kb"], x["vb"])
-    shared = _run(fn, x["qb"], x["kb"][0], x["vb"][0])
+    batched = output_of(fn, x["qb"], x["kb"], x["vb"])
+    shared = output_of(fn, x["qb"], x["kb"][0], x["vb"][0])
     for out, what in ((batched, "batched inputs (2, L, d)"), (shared, "k and v shared across the batch")):
-        b = _arr(out)
+        b = as_array(out)
         if b is None or b.shape != (2, 3, 2):
             got = out.text if isinstance(out, Raised) else f"shape {getattr(b, 'shape', None)}"
             return Finding("does not broadcast over batch axes", f"it works unbatched but on {what} it "
@@ -54,11 +54,11 @@ def attention_scale_axis(fn, expected):
     x = _attention_inputs()
     q, k = x["q"], x["k"]
     # v = I with an extra zero column: the output is the weights, and d_v = 7 differs from S = 6
-    w = _arr(_run(fn, q, k, np.eye(6, 7)))
-    if w is None or w.shape != (3, 7) or _nan(w):
+    w = as_array(output_of(fn, q, k, np.eye(6, 7)))
+    if w is None or w.shape != (3, 7) or has_nan(w):
         return None
     w = w[:, :6]
-    if not _close(w.sum(-1), np.ones(3), 1e-6) and _close(w.sum(0), np.ones(6), 1e-6):
+    if not close_to(w.sum(-1), np.ones(3), 1e-6) and close_to(w.sum(0), np.ones(6), 1e-6):
         return Finding("softmax over the wrong axis (over queries)", "your weights sum to 1 over the "
                        "queries (axis -2), not over the keys", "Each query distributes its attention "
                        "over the keys: the weights of one query (one row) sum to 1.")
@@ -69,8 +69,8 @@ def attention_masks(fn, expected):
     rng = np.random.default_rng(RNG_SEED + 2)
     q, k = rng.normal(size=(2, 4)), rng.normal(size=(4, 4))
     mask = np.array([[True, False, True, False], [True, True, True, False]])
-    w = _arr(_run(fn, q, k, np.eye(4), mask))          # v = I: the output is the weights
-    if w is not None and w.shape == (2, 4) and not _nan(w):
+    w = as_array(output_of(fn, q, k, np.eye(4), mask))          # v = I: the output is the weights
+    if w is not None and w.shape == (2, 4) and not has_nan(w):
         masked, allowed = w[~mask], w[mask]
         if np.abs(allowed).max() < 1e-12 and masked.min() > 0:
             return Finding("mask polarity flipped", "your weights are 0 on the keys the mask allows",
@@ -80,16 +80,16 @@ def attention_masks(fn, expected):
                            f"(up to {np.abs(masked).max():.3g}): their score was set to 0 or another "
                            "finite value, or the mask was ignored", "exp(0) = 1: a score of 0 still "
                            "gets weight. What score gets weight exactly 0?")
-        if not _close(w.sum(-1), np.ones(2), 1e-6):
+        if not close_to(w.sum(-1), np.ones(2), 1e-6):
             return Finding("masked after the softmax without renormalizing", "your weights are 0 on "
                            "masked keys but a row sums to less than 1", "Zeroing weights after the "
                            "softmax leaves rows that no longer sum to 1. Mask the scores, before the "
                            "softmax.")
     # a masked logit larger than the others: q k^T = [800, 1]; the answer is v[1] = 2
-    out = _arr(_run(fn, np.array([[1.0]]), np.array([[800.0], [1.0]]), np.array([[5.0], [2.0]]),
+    out = as_array(output_of(fn, np.array([[1.0]]), np.array([[800.0], [1.0]]), np.array([[5.0], [2.0]]),
                     np.array([[False, True]])))
-    if out is not None and out.shape == (1, 1) and not _close(out, [[2.0]]):
-        if _close(out, [[5.0]]):
+    if out is not None and out.shape == (1, 1) and not close_to(out, [[2.0]]):
+        if close_to(out, [[5.0]]):
             return Finding("masked keys get weight", "a masked key that scores far above the others "
                            "(800 vs 1) takes all the weight: the mask did not remove it",
                            "A masked score must become -inf before the softmax (np.where(mask, s, "
@@ -109,7 +109,7 @@ def attention_broadcast_mask(fn, expected):
     q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 2))
     small = (np.arange(5) < np.array([4, 2])[:, None])[:, None, :]
     full = np.broadcast_to(small, (2, 3, 5)).copy()
-    spelled, short = _run(fn, q, k, v, full), _run(fn, q, k, v, small)
+    spelled, short = output_of(fn, q, k, v, full), output_of(fn, q, k, v, small)
     if isinstance(spelled, Raised):
         return None
     if not isinstance(short, Raised):
@@ -127,12 +127,12 @@ def short_mask_finding(fn, args, where, extra=None):
     L, S = q.shape[-2], k.shape[-2]
     short = np.arange(S)[None, :] <= np.arange(L)[:, None] + (S - L)
     lead = extra if extra is not None else q.shape[:-2]
-    spelled = _arr(_run(fn, *args, np.broadcast_to(short, (*lead, L, S)).copy()))
-    got = _run(fn, *args, short)
-    if spelled is None or _nan(spelled):
+    spelled = as_array(output_of(fn, *args, np.broadcast_to(short, (*lead, L, S)).copy()))
+    got = output_of(fn, *args, short)
+    if spelled is None or has_nan(spelled):
         return None
-    a = _arr(got)
-    if a is not None and a.shape == spelled.shape and _close(a, spelled, 1e-9, 1e-12):
+    a = as_array(got)
+    if a is not None and a.shape == spelled.shape and close_to(a, spelled, 1e-9, 1e-12):
         return None
     how = (f"raises {got.text}" if isinstance(got, Raised) else "gives another output" if a is not None
            and a.shape == spelled.shape else f"gives shape {np.shape(got)}")
@@ -147,26 +147,26 @@ def attention_full_row(fn, expected):
     rng = np.random.default_rng(RNG_SEED + 3)
     q, k, v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
     mask = np.array([[True, True, False], [False, False, False]])
-    if isinstance(_run(fn, q, k, v, np.array([[True, True, False], [True, False, False]])), Raised):
+    if isinstance(output_of(fn, q, k, v, np.array([[True, True, False], [True, False, False]])), Raised):
         return None                             # it raises anyway: not about the full row
-    out = _run(fn, q, k, v, mask)
-    a = _arr(out)
+    out = output_of(fn, q, k, v, mask)
+    a = as_array(out)
     if isinstance(out, Raised):
         return Finding("error on a fully masked row", f"a query that may attend to nothing makes your "
                        f"function raise {out.text}", "A row of all -inf scores must give an output of "
                        "0 (the contract): special-case rows whose max is -inf.")
     if a is None or a.shape != (2, 2):
         return None
-    if _nan(a[1]):
+    if has_nan(a[1]):
         return Finding("NaN on a fully masked row", "a query that may attend to nothing gives NaN",
                        "A row that may attend to nothing is all -inf: its max is -inf and -inf - "
                        "(-inf) is NaN. The contract: such a row returns 0; special-case it.")
-    if _close(a[1], v.mean(0), 1e-6):
+    if close_to(a[1], v.mean(0), 1e-6):
         return Finding("a fully masked row attends uniformly (finite fill like -1e9)", "a query that may "
                        "attend to nothing returns the mean of the values", "With a finite fill, a row "
                        "with every key masked softmaxes to uniform weights over keys it may not see. "
                        "It should attend to nothing (output 0).")
-    if not _close(a[1], np.zeros(2), 0, 1e-12):
+    if not close_to(a[1], np.zeros(2), 0, 1e-12):
         return Finding("a fully masked row is not 0", "a query that may attend to nothing returns "
                        f"{a[1]}", "The contract: a row with no allowed key returns 0.")
     return None
@@ -176,7 +176,7 @@ def attention_stability(fn, expected):
     rng = np.random.default_rng(RNG_SEED + 4)
     q, k, v = 60 * rng.normal(size=(2, 4)), 60 * rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
     for dtype, f in ((np.float64, 1.0), (np.float32, 0.3)):
-        out = _arr(_run(fn, (q * f).astype(dtype), (k * f).astype(dtype), v.astype(dtype)))
+        out = as_array(output_of(fn, (q * f).astype(dtype), (k * f).astype(dtype), v.astype(dtype)))
         if out is not None and out.shape == (2, 2) and not np.all(np.isfinite(out)):
             return Finding("no max subtraction (overflow)", f"with large scores ({np.dtype(dtype).name}, "
                            "|scores| ~ 10^2-10^3) your output has inf or NaN", "exp overflows (above 709 "
@@ -186,7 +186,9 @@ def attention_stability(fn, expected):
 
 
 # ======================================================================== attention backward
-def _backward_inputs():
+def backward_inputs():
+    """The attention_backward probes' inputs, ``{probe_id: ((dout, q, k, v[, mask]), {})}``, whose
+    reference gradients the build stores (probes.py's :data:`INPUTS`)."""
     rng = np.random.default_rng(RNG_SEED + 5)
     q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
     mask = np.ones((3, 5), bool)
@@ -211,7 +213,7 @@ _BWD_NAMES = ("dq", "dk", "dv")
 def _bwd_describe(fn, inputs, expected, key, factors=()):
     """(descriptions of dq, dk, dv or None when right; the raw output) on probe input ``key``."""
     (args, kwargs), ref = inputs[key], expected.get(key)
-    out = _run(fn, *args, **kwargs)
+    out = output_of(fn, *args, **kwargs)
     if ref is None or not isinstance(out, (tuple, list)) or len(out) != 3:
         return None, out
     dout, q, k, v = args[:4]
@@ -222,7 +224,7 @@ def _bwd_describe(fn, inputs, expected, key, factors=()):
 
 
 def attention_backward_probe(fn, expected):
-    inputs = _backward_inputs()
+    inputs = backward_inputs()
     (dout, q, k, v), _ = inputs["plain"]
     r = np.sqrt(q.shape[-1])
     factors = ((r, "sqrt(d_k): the scale is missing"), (1 / r, "1/sqrt(d_k): scaled twice"),
@@ -258,7 +260,7 @@ def attention_backward_probe(fn, expected):
                        "scale gives dq = dS k * scale and dk = dS^T q * scale.")
     masked, out = _bwd_describe(fn, inputs, expected, "masked_key")
     if masked is not None and any(d is not None for d in masked):
-        gk, gv = _arr(out[1]), _arr(out[2])
+        gk, gv = as_array(out[1]), as_array(out[2])
         if gk is not None and gv is not None and gk.shape == (5, 4) and gv.shape == (5, 2) and (
                 np.abs(gk[2]).max() > 1e-12 or np.abs(gv[2]).max() > 1e-12):
             return Finding("gradient flows into a masked key", "a key that no query may see gets a "
@@ -316,7 +318,9 @@ def attention_backward_probe(fn, expected):
 
 
 # ======================================================================== tiled
-def _tiled_inputs():
+def tiled_inputs():
+    """The tiled probes' inputs: ``q`` (3, 4), ``k`` (10, 4), ``v`` (10, 2) float64, and ``low``, a
+    float32 ``(q, k, v)`` whose scores are all near -110 (``exp`` of them is 0 in float32)."""
     rng = np.random.default_rng(RNG_SEED + 7)
     q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(10, 4)), rng.normal(size=(10, 2))
     # scores q k^T / sqrt(4) = 4 * (-55) / 2 = -110 (+- a little): exp(-110) is 0 in float32
@@ -332,15 +336,15 @@ def tiled_shared_max(fn, expected):
     q = np.array([[1.0] * d, [-1.0] * d])
     k = (np.arange(10)[:, None] * 100.0 * 2 / d) * np.ones((1, d))
     v = np.random.default_rng(RNG_SEED + 12).normal(size=(10, 2))
-    both = _arr(_run(fn, q, k, v, 3))
-    alone = [_arr(_run(fn, q[i:i + 1], k, v, 3)) for i in range(2)]
+    both = as_array(output_of(fn, q, k, v, 3))
+    alone = [as_array(output_of(fn, q[i:i + 1], k, v, 3)) for i in range(2)]
     if both is None or both.shape != (2, 2) or any(a is None or a.shape != (1, 2) for a in alone):
         return None
     if not all(np.all(np.isfinite(a)) for a in alone):
         return None
-    bad = [i for i in range(2) if not _close(both[i], alone[i][0], 1e-7, 1e-10)]
+    bad = [i for i in range(2) if not close_to(both[i], alone[i][0], 1e-7, 1e-10)]
     if bad:
-        got = "NaN" if _nan(both[bad[0]]) else f"{both[bad[0]]}"
+        got = "NaN" if has_nan(both[bad[0]]) else f"{both[bad[0]]}"
         return Finding("one running max shared by all queries", f"row {bad[0]} alone gives "
                        f"{alone[bad[0]][0]}, but next to a row whose scores are ~900 higher it gives "
                        f"{got}: the rows share a shift", "Each query keeps its own running max "
@@ -350,12 +354,12 @@ def tiled_shared_max(fn, expected):
 
 
 def tiled_probe(fn, expected):
-    x = _tiled_inputs()
+    x = tiled_inputs()
     q, k, v = x["q"], x["k"], x["v"]
     ref = expected.get("blocks")
-    outs = {B: _arr(_run(fn, q, k, v, B)) for B in (5, 10, 3, 4, 16)}
+    outs = {B: as_array(output_of(fn, q, k, v, B)) for B in (5, 10, 3, 4, 16)}
     if ref is not None and all(o is not None and o.shape == ref.shape for o in outs.values()):
-        ok = {B: _close(o, ref, 1e-7, 1e-10) for B, o in outs.items()}
+        ok = {B: close_to(o, ref, 1e-7, 1e-10) for B, o in outs.items()}
         if ok[10] and ok[16] and not (ok[5] or ok[3] or ok[4]):
             return Finding("the blocks are not combined correctly", "with one block (block_size >= S) "
                            "your output is right, with several it is not", "Each block's exponents "
@@ -367,8 +371,8 @@ def tiled_probe(fn, expected):
             qr = np.array([[1.0] * 4, [0.5] * 4])
             kr = np.arange(10)[:, None] * np.full((1, 4), 0.75)
             vr = np.random.default_rng(RNG_SEED + 14).normal(size=(10, 2))
-            one, two = _arr(_run(fn, qr, kr, vr, 10)), _arr(_run(fn, qr, kr, vr, 5))
-            if one is not None and two is not None and one.shape == two.shape and not _close(
+            one, two = as_array(output_of(fn, qr, kr, vr, 10)), as_array(output_of(fn, qr, kr, vr, 5))
+            if one is not None and two is not None and one.shape == two.shape and not close_to(
                     one, two, 1e-7, 1e-10):
                 return Finding("the rescale when the running max grows is wrong", "on scores that "
                                "rise from block to block (each block raises the running max), two "
@@ -380,8 +384,8 @@ def tiled_probe(fn, expected):
             return Finding("the last, partial block is mishandled", "block sizes that divide S = 10 "
                            "are right, 3 and 4 (a partial last block) are not", "range(0, S, B) with "
                            "slices k[..., j:j + B, :] handles a shorter last block; S // B loops drop it.")
-        w = _arr(_run(fn, q, k, np.eye(10, 11), 4))      # the weights; d_v = 11 differs from S
-        if w is not None and w.shape == (3, 11) and not _nan(w):
+        w = as_array(output_of(fn, q, k, np.eye(10, 11), 4))      # the weights; d_v = 11 differs from S
+        if w is not None and w.shape == (3, 11) and not has_nan(w):
             dropped = [j for j in range(10) if np.all(w[:, j] == 0)]
             if dropped:
                 return Finding("keys left out of the blocks", f"with block_size 4 and S = 10, keys "
@@ -396,7 +400,7 @@ def tiled_probe(fn, expected):
     kg = np.repeat(np.array([0.0, 0.0, 0.0, 400.0, 400.0, 400.0]), 4).reshape(6, 4)   # scores 0, 800
     kg = kg + 0.1 * np.random.default_rng(RNG_SEED + 10).normal(size=(6, 4))
     vg = np.arange(12.0).reshape(6, 2)
-    one, tiled = _arr(_run(fn, qg, kg, vg, 6)), _arr(_run(fn, qg, kg, vg, 3))
+    one, tiled = as_array(output_of(fn, qg, kg, vg, 6)), as_array(output_of(fn, qg, kg, vg, 3))
     if one is not None and tiled is not None and np.all(np.isfinite(one)) and not np.all(np.isfinite(tiled)):
         return Finding("running max never updated (max of the first block only)", "with one block "
                        "your output is finite, but when a later block scores ~800 above the first, "
@@ -404,9 +408,9 @@ def tiled_probe(fn, expected):
                        "first: update m = max(m, block max) at every block and rescale what was "
                        "summed so far.")
     low = x["low"]
-    out = _arr(_run(fn, *low, 2))
-    if out is not None and out.shape == (2, 2) and (_nan(out) or np.abs(out).max() == 0):
-        hi = _arr(_run(fn, low[0], -low[1], low[2], 2))
+    out = as_array(output_of(fn, *low, 2))
+    if out is not None and out.shape == (2, 2) and (has_nan(out) or np.abs(out).max() == 0):
+        hi = as_array(output_of(fn, low[0], -low[1], low[2], 2))
         if hi is not None and np.all(np.isfinite(hi)):
             return Finding("running max started at 0 instead of -inf", "when every score of a row is "
                            "about -110 (float32) your output is NaN or 0: exp(s - 0) underflows to 0 and "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .engine import Finding, Raised
-from .probing import RNG_SEED, _arr, _close, _nan, _run
+from .probing import RNG_SEED, as_array, close_to, has_nan, output_of
 
 
 # ======================================================================== softmax
@@ -16,10 +16,10 @@ def _softmax_inputs():
 
 def softmax_axis(fn, expected):
     x = _softmax_inputs()["x3"]
-    out = _arr(_run(fn, x))
-    if out is None or out.shape != x.shape or _nan(out):
+    out = as_array(output_of(fn, x))
+    if out is None or out.shape != x.shape or has_nan(out):
         return None
-    if _close(out.sum(-1), np.ones(x.shape[:-1])):
+    if close_to(out.sum(-1), np.ones(x.shape[:-1])):
         off = float(np.max(np.abs(out.sum(-1) - 1)))
         if off > 1e-11:                         # float64 rounding leaves ~1e-16
             return Finding("the rows do not sum to 1", f"your rows sum to 1 within {off:.2g} only "
@@ -27,16 +27,16 @@ def softmax_axis(fn, expected):
                            "clipped", "After the max shift the row's sum is >= 1 (the largest "
                            "exponent is exp(0) = 1): divide by it as it is, with no epsilon.")
         return None
-    if np.all(out <= 1e-12) and _close(np.exp(out).sum(-1), np.ones(x.shape[:-1])):
+    if np.all(out <= 1e-12) and close_to(np.exp(out).sum(-1), np.ones(x.shape[:-1])):
         return Finding("returned log-softmax", "your values are log-probabilities (all <= 0, and their "
                        "exp sums to 1 per row)", "softmax returns probabilities in [0, 1]: exp(x - m) / "
                        "sum(exp(x - m)), without the log.")
-    if _close(out.sum(), 1.0):
+    if close_to(out.sum(), 1.0):
         return Finding("normalized over the whole array", "the whole array sums to 1, not each row",
                        "Each row (the last axis) is one distribution: divide by the row's own sum, "
                        "with keepdims=True so it broadcasts.")
     for ax in range(x.ndim - 1):
-        if _close(out.sum(ax), np.ones(x.shape[:ax] + x.shape[ax + 1:])):
+        if close_to(out.sum(ax), np.ones(x.shape[:ax] + x.shape[ax + 1:])):
             return Finding("softmax over the wrong axis",
                            f"your output sums to 1 over axis {ax} (length {x.shape[ax]}), not over the "
                            "last axis", "Each query's weights over the keys sum to one: the keys are "
@@ -52,13 +52,13 @@ def softmax_axis(fn, expected):
 
 def softmax_stability(fn, expected):
     def row(values, dtype=np.float64):
-        return _arr(_run(fn, np.array([values], dtype=dtype)))
+        return as_array(output_of(fn, np.array([values], dtype=dtype)))
     small = row([1.0, 2.0, 3.0])
-    if small is None or not _close(small.sum(-1), [1.0], 1e-6):
+    if small is None or not close_to(small.sum(-1), [1.0], 1e-6):
         return None
     big, tiny = row([1000.0, 1001.0, 1002.0]), row([-1000.0, -1001.0, -1002.0])
-    big_bad = big is None or not np.all(np.isfinite(big)) or not _close(big, small, 1e-6)
-    tiny_bad = tiny is None or not np.all(np.isfinite(tiny)) or not _close(tiny, small[:, ::-1], 1e-6)
+    big_bad = big is None or not np.all(np.isfinite(big)) or not close_to(big, small, 1e-6)
+    tiny_bad = tiny is None or not np.all(np.isfinite(tiny)) or not close_to(tiny, small[:, ::-1], 1e-6)
     if big_bad and tiny_bad:
         def seen(out):
             return "inf or NaN" if out is None or not np.all(np.isfinite(out)) else "wrong values"
@@ -67,8 +67,8 @@ def softmax_stability(fn, expected):
                        "[1, 2, 3] (exp overflows to inf above 709, underflows to 0 below -745)",
                        "softmax(x) = softmax(x - c) for any constant c per row: which c makes every "
                        "exponent <= 0 and the largest exactly 0?")
-    mixed = _arr(_run(fn, np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 802.0]])))
-    if mixed is not None and (not np.all(np.isfinite(mixed)) or not _close(mixed[0], small[0], 1e-6)):
+    mixed = as_array(output_of(fn, np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 802.0]])))
+    if mixed is not None and (not np.all(np.isfinite(mixed)) or not close_to(mixed[0], small[0], 1e-6)):
         return Finding("subtracted the global max instead of each row's",
                        "with rows on different scales ([1, 2, 3] and [800, 801, 802]) the small row "
                        "comes out wrong", "One constant for the whole array makes another row's "
@@ -80,7 +80,7 @@ def softmax_stability(fn, expected):
                        "inf or NaN: after your shift some exponent is still large",
                        "Subtract each row's MAX (not its min or mean, not a constant): then every "
                        "exponent is <= 0 and the largest is exactly 0.")
-    x32 = _arr(_run(fn, np.array([[80.0, 90.0, 100.0]], dtype=np.float32)))
+    x32 = as_array(output_of(fn, np.array([[80.0, 90.0, 100.0]], dtype=np.float32)))
     if x32 is None or not np.all(np.isfinite(x32)):
         return Finding("float32 overflow", "float32 logits ~100 give inf or NaN (exp overflows "
                        "float32 above 88)", "Shift by the row max in the input's own dtype.")
@@ -92,21 +92,21 @@ _P = np.array([[0.1, 0.2, 0.3, 0.4]])
 
 
 def softmax_backward_probe(fn, expected):
-    ones = _arr(_run(fn, np.ones_like(_P), _P.copy()))
+    ones = as_array(output_of(fn, np.ones_like(_P), _P.copy()))
     if ones is None or ones.shape != _P.shape:
         return None
     n = _P.shape[-1]
-    if not _close(ones, np.zeros_like(_P), 0, 1e-9):
-        if _close(ones, _P):
+    if not close_to(ones, np.zeros_like(_P), 0, 1e-9):
+        if close_to(ones, _P):
             return Finding("dropped the sum term", "with dp = 1 (a loss that does not depend on x, since "
                            "p always sums to 1) your gradient is p, not 0",
                            "Changing x_j changes the normalizer, which moves every p_i: the gradient has "
                            "a term that sums over the row.")
-        if _close(ones, _P * (1 - n)):
+        if close_to(ones, _P * (1 - n)):
             return Finding("sum without the weights p", "with dp = 1 your gradient is p * (1 - n), not 0: "
                            "the row sum is not weighted by p", "The sum is an expectation under p: "
                            "weight each dp_j by p_j.")
-        if _close(ones, _P * (1 - _P)):
+        if close_to(ones, _P * (1 - _P)):
             return Finding("kept only the diagonal of the Jacobian", "with dp = 1 your gradient is "
                            "p (1 - p), not 0", "Each output p_i depends on every input x_j: the "
                            "Jacobian diag(p) - p p^T has off-diagonal terms.")
@@ -115,13 +115,13 @@ def softmax_backward_probe(fn, expected):
                        "moves together, so the gradient must sum to 0 over each row.")
     p0 = np.array([[0.0, 0.5, 0.5, 0.0]])
     dp = np.array([[1.0, 2.0, -1.0, 0.5]])
-    g = _arr(_run(fn, dp, p0.copy()))
+    g = as_array(output_of(fn, dp, p0.copy()))
     if g is not None and g.shape == p0.shape and np.abs(g[p0 == 0]).max() > 1e-12:
         return Finding("forgot the factor p", "where p = 0 (a masked key) your gradient is not 0",
                        "Differentiate exp(x_i) / Z: the derivative of exp is exp, which brings p_i in "
                        "front of every term.")
     e0 = np.array([[1.0, 0.0, 0.0, 0.0]])
-    g = _arr(_run(fn, e0, _P.copy()))
+    g = as_array(output_of(fn, e0, _P.copy()))
     if g is None or g.shape != _P.shape:
         return None
     if g[0, 0] < 0:
@@ -132,7 +132,7 @@ def softmax_backward_probe(fn, expected):
                        "off the diagonal", "Each output p_i depends on every input x_j: the Jacobian "
                        "diag(p) - p p^T has off-diagonal terms.")
     pb = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]])
-    g2 = _run(fn, np.arange(12.0).reshape(3, 4), pb.copy())
+    g2 = output_of(fn, np.arange(12.0).reshape(3, 4), pb.copy())
     if isinstance(g2, Raised) or np.shape(g2) != pb.shape:
         got = g2.text if isinstance(g2, Raised) else f"shape {np.shape(g2)}"
         return Finding("the row sum does not broadcast back (keepdims missing)", "one row (1, 4) works "
@@ -141,7 +141,7 @@ def softmax_backward_probe(fn, expected):
                        "axis: (dp * p).sum(axis=-1, keepdims=True) has shape (..., 1) and broadcasts "
                        "along each row.")
     p3 = np.broadcast_to(_P, (2, 3, 4)).copy()
-    g3 = _run(fn, np.ones_like(p3), p3)
+    g3 = output_of(fn, np.ones_like(p3), p3)
     if isinstance(g3, Raised) or np.shape(g3) != p3.shape:
         got = g3.text if isinstance(g3, Raised) else f"shape {np.shape(g3)}"
         return Finding("does not work with batch axes", f"2-D inputs (1, 4) and (3, 4) work but (2, 3, 4) "
@@ -149,8 +149,8 @@ def softmax_backward_probe(fn, expected):
                        "Write it for any number of leading axes: reduce over axis=-1 with "
                        "keepdims=True, and never build the (n, n) Jacobian (np.diag, np.outer are "
                        "2-D only).")
-    gb = _arr(_run(fn, np.arange(12.0).reshape(3, 4), pb))
-    if gb is not None and gb.shape == pb.shape and not _close(gb.sum(-1), np.zeros(3), 0, 1e-9):
+    gb = as_array(output_of(fn, np.arange(12.0).reshape(3, 4), pb))
+    if gb is not None and gb.shape == pb.shape and not close_to(gb.sum(-1), np.zeros(3), 0, 1e-9):
         return Finding("summed over the wrong axis", "on a (3, 4) input your rows do not sum to 0 (each "
                        "row's gradient of a softmax must)", "Each row is its own softmax: sum over "
                        "axis=-1 with keepdims=True.")
@@ -181,7 +181,7 @@ def _offsets(m):
 
 def causal_probe(fn, expected):
     for L, S, align in ((3, 6, "top_left"), (6, 3, "bottom_right")):
-        m = _run(fn, L, S, align)
+        m = output_of(fn, L, S, align)
         if not isinstance(m, Raised) and np.shape(m) == (S, L):
             return Finding("causal mask transposed", f"for L={L}, S={S} your mask has shape (S, L) = "
                            f"{(S, L)}, expected (L, S) = {(L, S)}", "One row per query (L), one column "
@@ -190,7 +190,7 @@ def causal_probe(fn, expected):
     right_when_l_below_s = False
     for L, S, align in ((5, 5, "top_left"), (3, 6, "bottom_right"), (3, 6, "top_left"),
                         (6, 3, "bottom_right")):
-        out = _run(fn, L, S, align)
+        out = output_of(fn, L, S, align)
         if isinstance(out, Raised):
             return None
         m = np.asarray(out)
@@ -248,7 +248,7 @@ def causal_probe(fn, expected):
 
 def padding_probe(fn, expected):
     lengths, S = np.array([2, 0, 4]), 5
-    out = _run(fn, lengths.copy(), S)
+    out = output_of(fn, lengths.copy(), S)
     if isinstance(out, Raised):
         return None
     m = np.asarray(out)
@@ -290,27 +290,27 @@ def padding_probe(fn, expected):
 # ======================================================================== sinusoidal
 def sinusoidal_probe(fn, expected):
     n, d = 6, 8
-    out = _arr(_run(fn, n, d))
+    out = as_array(output_of(fn, n, d))
     if out is None or out.shape != (n, d):
         if out is not None and out.shape == (d, n):
             return Finding("table transposed", f"shape {out.shape}, expected (length, d_model) = {(n, d)}",
                            "One row per position.")
         return None
     row0 = out[0]
-    if _close(row0, np.tile([1.0, 0.0], d // 2)):
+    if close_to(row0, np.tile([1.0, 0.0], d // 2)):
         return Finding("sin and cos swapped", "row 0 is 1, 0, 1, 0, ...", "Row 0 should start 0, 1, 0, "
                        "1, ...: which of sin and cos is 0 at pos = 0?")
-    if _close(row0, np.repeat([0.0, 1.0], d // 2)):
+    if close_to(row0, np.repeat([0.0, 1.0], d // 2)):
         return Finding("sin and cos in two halves instead of interleaved", "row 0 is 0, ..., 0, 1, ..., 1",
                        "The paper interleaves: even columns sin, odd columns cos.")
-    if not _close(row0, np.tile([0.0, 1.0], d // 2)):
+    if not close_to(row0, np.tile([0.0, 1.0], d // 2)):
         return Finding("positions start at 1", "row 0 is not sin(0), cos(0), ...: it is the encoding of "
                        "another position", "The first position is pos = 0: row 0 is sin(0), cos(0), ...")
     w_sin, w_cos = np.arcsin(np.clip(out[1, 0::2], -1, 1)), np.arccos(np.clip(out[1, 1::2], -1, 1))
     big = (w_sin > 0.05) & (w_cos > 0.05)               # well-conditioned angles (float32 too)
-    if big.any() and not _close(w_sin[big], w_cos[big], 1e-4, 1e-5):   # pos = 1: each column's frequency
+    if big.any() and not close_to(w_sin[big], w_cos[big], 1e-4, 1e-5):   # pos = 1: each column's frequency
         own = 10000.0 ** (-np.arange(1, d, 2) / d)
-        if _close(w_cos, own, 1e-4, 1e-5) and _close(w_sin, 10000.0 ** (-np.arange(0, d, 2) / d)):
+        if close_to(w_cos, own, 1e-4, 1e-5) and close_to(w_sin, 10000.0 ** (-np.arange(0, d, 2) / d)):
             return Finding("each column uses its own index in the exponent", "the cos column 2i+1 has "
                            "frequency 10000^(-(2i+1)/d_model), its sin partner 10000^(-2i/d_model)",
                            "Columns 2i and 2i+1 are one pair with ONE frequency, "
@@ -320,14 +320,14 @@ def sinusoidal_probe(fn, expected):
                        f"{np.round(w_cos, 4).tolist()}", "Columns 2i and 2i+1 share one frequency, "
                        "1/10000^(2i/d_model).")
     pos, pair = np.arange(n)[:, None], np.arange(0, d, 2)[None, :]
-    if not _close(out[:, 0::2], np.sin(pos / 10000.0 ** (pair / d)), 1e-6, 1e-9) and _close(
+    if not close_to(out[:, 0::2], np.sin(pos / 10000.0 ** (pair / d)), 1e-6, 1e-9) and close_to(
             out[:, 0::2], np.sin(pos * 10000.0 ** (pair / d)), 1e-6, 1e-9):
         return Finding("frequencies rise instead of fall", "your pair i has frequency "
                        "10000^(+2i/d_model): the position is multiplied by 10000^(2i/d_model)",
                        "The angle is pos / 10000^(2i/d_model): the wavelengths grow from 2*pi "
                        "(pair 0) to nearly 10000 * 2*pi.")
     w = np.arctan2(out[1, 0::2], out[1, 1::2])          # the angle of pos = 1: its frequencies
-    if np.all(w > 0) and _close(w, np.full_like(w, w[0]), 1e-9, 1e-12):
+    if np.all(w > 0) and close_to(w, np.full_like(w, w[0]), 1e-9, 1e-12):
         return Finding("every pair has the same frequency", f"at pos = 1 every sin/cos pair has angle "
                        f"{w[0]:.4g}: the frequency does not fall with the pair index i", "The "
                        "exponent 2i/d_model grows with i. Note that 2 * i // d_model is integer "

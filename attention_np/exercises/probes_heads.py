@@ -6,17 +6,17 @@ import numpy as np
 
 from .engine import Finding, Raised
 from .probes_attention import short_mask_finding
-from .probing import RNG_SEED, _arr, _close, _nan, _run, describe, measure_scale, measured
+from .probing import RNG_SEED, as_array, close_to, describe, has_nan, measure_scale, measured, output_of
 
 # ======================================================================== heads
 
 def split_probe(fn, expected):
     L, h, d = 4, 2, 3
     x = np.arange(L * h * d, dtype=float).reshape(L, h * d)
-    raw = _run(fn, x.copy(), h)
-    out = _arr(raw)
+    raw = output_of(fn, x.copy(), h)
+    out = as_array(raw)
     if out is None:
-        one = _arr(_run(fn, x[None], h))
+        one = as_array(output_of(fn, x[None], h))
         if isinstance(raw, Raised) and one is not None and one.shape == (1, h, L, d):
             return Finding("works only for a fixed number of axes", f"a batch (1, L, h*d) works but "
                            f"(L, h*d) raises {raw.text}", "Count axes from the end (reshape(*x.shape"
@@ -26,7 +26,7 @@ def split_probe(fn, expected):
     if out.shape == (L, h, d):
         return Finding("head axis not moved", "the output has shape (L, h, d), expected (h, L, d)",
                        "After the reshape to (..., L, h, d), swap the two axes before the last.")
-    if out.shape == (h, L // h, h * d) and _close(out, x.reshape(h, L // h, h * d)):
+    if out.shape == (h, L // h, h * d) and close_to(out, x.reshape(h, L // h, h * d)):
         return Finding("split along the positions", f"(L, h*d) = {x.shape} gives {out.shape}: head i "
                        "holds a block of positions with all their features", "The heads split the "
                        "FEATURE axis (the last): every head sees every position, with d = h*d / h of "
@@ -40,19 +40,19 @@ def split_probe(fn, expected):
     if out.shape != (h, L, d):
         return None
     inter = np.swapaxes(np.swapaxes(x.reshape(L, d, h), -1, -2), -2, -3)
-    if _close(out, inter):
+    if close_to(out, inter):
         return Finding("head split transposed (heads interleaved)", "head 0 gets columns 0, h, 2h, ... "
                        "instead of a contiguous block", "Head i should own a CONTIGUOUS block of d_k "
                        "columns: reshape the last axis as (h, d_k), not (d_k, h).")
-    if _close(out, x.reshape(h, L, d)):
+    if close_to(out, x.reshape(h, L, d)):
         return Finding("reshape without the transpose", "a plain reshape to (h, L, d) mixes positions "
                        "into heads", "A reshape keeps the memory order: split the feature axis first, "
                        "(L, h, d), then move the head axis.")
-    if _close(out, expected.get("split")):
+    if close_to(out, expected.get("split")):
         xb = np.stack([x, x + x.size])                   # two copies, offset: the answer is known
-        b = _run(fn, xb, h)
+        b = output_of(fn, xb, h)
         want = np.stack([expected["split"], expected["split"] + x.size])
-        if not _close(_arr(b), want):
+        if not close_to(as_array(b), want):
             got = b.text if isinstance(b, Raised) else f"shape {np.shape(b)}"
             return Finding("does not work with batch axes", f"(L, h*d) works but a batch (2, L, h*d) "
                            f"gives {got}" + (" with the wrong values" if np.shape(b) == want.shape else ""),
@@ -64,10 +64,10 @@ def split_probe(fn, expected):
 def merge_probe(fn, expected):
     h, L, d = 2, 4, 3
     x = np.arange(h * L * d, dtype=float).reshape(h, L, d)
-    raw = _run(fn, x.copy())
-    out = _arr(raw)
+    raw = output_of(fn, x.copy())
+    out = as_array(raw)
     if out is None:
-        one = _arr(_run(fn, x[None]))
+        one = as_array(output_of(fn, x[None]))
         if isinstance(raw, Raised) and one is not None and one.shape == (1, L, h * d):
             return Finding("works only for a fixed number of axes", f"a batch (1, h, L, d) works but "
                            f"(h, L, d) raises {raw.text}", "Count axes from the end (swapaxes(-3, -2), "
@@ -78,13 +78,13 @@ def merge_probe(fn, expected):
         return Finding("merge to the wrong shape", f"(h, L, d) = {x.shape} gives {out.shape}, expected "
                        f"(L, h*d) = {(L, h * d)}", "Move the head axis next to the feature axis, then "
                        "merge the two.") if out.shape == (h * L, d) or out.shape == (h, L * d) else None
-    if _close(out, np.moveaxis(x, 0, -1).reshape(L, h * d)):
+    if close_to(out, np.moveaxis(x, 0, -1).reshape(L, h * d)):
         return Finding("merge transposed (heads interleaved)", "the merged features alternate between "
                        "heads", "Concat puts head 1's d_v features first, then head 2's: a block per head.")
-    if _close(out, x.reshape(L, h * d)):
+    if close_to(out, x.reshape(L, h * d)):
         return Finding("reshape without the transpose", "a plain reshape mixes positions and heads",
                        "Move the head axis next to the feature axis before the reshape.")
-    if not _close(out, expected.get("merge")) and np.array_equal(np.sort(out.ravel()), x.ravel()):
+    if not close_to(out, expected.get("merge")) and np.array_equal(np.sort(out.ravel()), x.ravel()):
         positions = (out.astype(int) // d) % L              # x's values encode (head, position, feature)
         mixed = [i for i in range(L) if set(positions[i].tolist()) != {i}]
         if mixed:
@@ -94,11 +94,11 @@ def merge_probe(fn, expected):
                            f"must hold position {i}'s features of every head)", "A reshape keeps the "
                            "memory order: first move the head axis next to the feature axis, "
                            "swapaxes(-3, -2) giving (..., L, h, d), then merge the last two.")
-    if _close(out, expected.get("merge")):
+    if close_to(out, expected.get("merge")):
         xb = np.stack([x, x + x.size])
-        b = _run(fn, xb)
+        b = output_of(fn, xb)
         want = np.stack([expected["merge"], expected["merge"] + x.size])
-        if not _close(_arr(b), want):
+        if not close_to(as_array(b), want):
             got = b.text if isinstance(b, Raised) else f"shape {np.shape(b)}"
             return Finding("does not work with batch axes", f"(h, L, d) works but a batch (2, h, L, d) "
                            f"gives {got}" + (" with the wrong values" if np.shape(b) == want.shape else ""),
@@ -108,7 +108,9 @@ def merge_probe(fn, expected):
 
 
 # ======================================================================== multi-head
-def _mha_inputs():
+def mha_inputs():
+    """The multi-head probes' inputs ``(x, y, params, h)``: ``x`` (2, 3, 4), ``y`` (2, 5, 4), the
+    weights and biases of ``d_model = 4``, and ``h = 2`` heads."""
     rng = np.random.default_rng(RNG_SEED + 11)
     d, h = 4, 2
     p = {f"W_{n}": rng.normal(size=(d, d)) / 2 for n in "qkvo"}
@@ -117,15 +119,15 @@ def _mha_inputs():
 
 
 def mha_probe(fn, expected):
-    x, y, p, h = _mha_inputs()
-    base = _arr(_run(fn, x, y, y, p, h))
-    if base is None or base.shape != x.shape or _nan(base):
+    x, y, p, h = mha_inputs()
+    base = as_array(output_of(fn, x, y, y, p, h))
+    if base is None or base.shape != x.shape or has_nan(base):
         return None
     d = x.shape[-1]
     plain = {**{f"W_{n}": np.zeros((d, d)) for n in "qk"}, "W_v": np.eye(d), "W_o": np.eye(d),
              **{f"b_{n}": np.zeros(d) for n in "qkvo"}}
-    mean = _arr(_run(fn, x, y, y, plain, h))           # uniform weights, identity projections
-    if mean is not None and mean.shape == base.shape and not _close(
+    mean = as_array(output_of(fn, x, y, y, plain, h))           # uniform weights, identity projections
+    if mean is not None and mean.shape == base.shape and not close_to(
             mean, np.broadcast_to(y.mean(-2, keepdims=True), x.shape)):
         return Finding("heads split or merged wrongly", "with W_q = W_k = 0 (every weight equal), W_v = "
                        "W_o = I and zero biases, your output is not the mean of the values at every "
@@ -134,19 +136,19 @@ def mha_probe(fn, expected):
     delta = np.array([0.5, -1.0, 2.0, 0.25])
 
     def moved(name):
-        return _arr(_run(fn, x, y, y, dict(p, **{name: p[name] + delta}), h))
+        return as_array(output_of(fn, x, y, y, dict(p, **{name: p[name] + delta}), h))
     for name, want, what in (("b_o", delta, "b_o"), ("b_v", delta @ p["W_o"], "b_v")):
         out = moved(name)
-        if out is not None and out.shape == base.shape and not _close(out - base, np.broadcast_to(
+        if out is not None and out.shape == base.shape and not close_to(out - base, np.broadcast_to(
                 want, base.shape), 1e-6, 1e-9):
-            ignored = _close(out, base)
+            ignored = close_to(out, base)
             return Finding("projection biases forgotten" if ignored else f"{what} used wrongly",
                            f"moving {what} by a vector moves your output by "
                            f"{'nothing' if ignored else 'something else'} (it must move by "
                            f"{'that vector' if name == 'b_o' else 'that vector times W_o'})",
                            "params holds b_q, b_k, b_v, b_o: each projection is x W + b.")
     moved_q = moved("b_q")
-    if moved_q is not None and _close(moved_q, base):
+    if moved_q is not None and close_to(moved_q, base):
         return Finding("projection biases forgotten", "moving b_q by a vector changes nothing in your "
                        "output (it must: b_q shifts every query, so every score)", "params holds b_q, "
                        "b_k, b_v, b_o: each projection is x W + b.")
@@ -154,7 +156,7 @@ def mha_probe(fn, expected):
     if f is not None:
         return f
     one = expected.get("one_head")
-    if one is not None and _close(base, one):
+    if one is not None and close_to(base, one):
         return Finding("a single head (no split)", f"your output with num_heads = {h} is the output of "
                        "one head", "With one head of width h*d_k the softmax averages over all "
                        "features together; split into num_heads heads, each with its own softmax.")
@@ -163,7 +165,7 @@ def mha_probe(fn, expected):
 
 def mha_mask(fn, expected):
     """An (L, S) mask against the same mask spelled out to (B, 1, L, S)."""
-    x, y, p, h = _mha_inputs()
+    x, y, p, h = mha_inputs()
     return short_mask_finding(fn, (x, y, y, p, h), f"query (2, 3, d_model), key and value (2, 5, "
                               f"d_model) and {h} heads", extra=(x.shape[0], 1))
 
@@ -179,8 +181,8 @@ def _mha_scale(fn):
          "b_v": np.zeros(dm), "b_o": np.zeros(dm)}
     query, key = rng.normal(size=(B, L, dm)), rng.normal(size=(B, S, dm))
     value = np.concatenate([np.eye(S), np.eye(S)], axis=-1)[None]     # head i's values: one-hot keys
-    out = _arr(_run(fn, query, key, value, p, h))
-    if out is None or out.shape != (B, L, dm) or _nan(out):
+    out = as_array(output_of(fn, query, key, value, p, h))
+    if out is None or out.shape != (B, L, dm) or has_nan(out):
         return None
     q, k = query[0] @ p["W_q"], key[0] @ p["W_k"]
     cs = [measure_scale(out[0, :, i * S:(i + 1) * S], q[:, i * dk:(i + 1) * dk], k[:, i * dk:(i + 1) * dk])
@@ -201,8 +203,8 @@ def _mha_scale(fn):
 
 
 def mha_backward_probe(fn, expected):
-    inputs = _mha_backward_inputs()["self"][0]
-    out = _run(fn, *inputs)
+    inputs = mha_backward_inputs()["self"][0]
+    out = output_of(fn, *inputs)
     ref = expected.get("self")
     if isinstance(out, Raised) or not isinstance(out, (tuple, list)) or len(out) != 4 or ref is None:
         return None
@@ -216,14 +218,14 @@ def mha_backward_probe(fn, expected):
         return Finding("grads has missing keys", f"grads has no {missing}", "One gradient per "
                        "parameter, with the same keys as params.")
     total = ref[0] + ref[1] + ref[2]
-    if all(_close(_arr(x), total) for x in (dq, dk, dv)):
+    if all(close_to(as_array(x), total) for x in (dq, dk, dv)):
         return Finding("the three input gradients summed", "with query = key = value you return the "
                        "sum of the three gradients for each of them", "The contract: dquery, dkey and "
                        "dvalue are the gradients through each argument alone, even when they are the "
                        "same array (the caller adds them).")
     dist = expected.get("distinct")
-    args = _mha_backward_inputs()["distinct"][0]
-    out = _run(fn, *args)
+    args = mha_backward_inputs()["distinct"][0]
+    out = output_of(fn, *args)
     if dist is None or not isinstance(out, (tuple, list)) or len(out) != 4 or not isinstance(out[3], dict):
         return None
     names = ["dquery", "dkey", "dvalue"] + [f"d{n}" for n in sorted(dist[3])]
@@ -238,7 +240,8 @@ def mha_backward_probe(fn, expected):
         return None
     where = "on cross-attention with every size distinct (B=3, L=4, S=7, d_model=5, h=2, d_k=6)"
     what = f"{where}: {measured(d, names)}"
-    if set(wrong) == {"db_k"} and _arr(got[names.index("db_k")]) is not None and wrong["db_k"][0] != "zero":
+    if (set(wrong) == {"db_k"} and as_array(got[names.index("db_k")]) is not None
+            and wrong["db_k"][0] != "zero"):
         return Finding("nonzero gradient for b_k", f"your db_k is not 0 ({what})", "Adding b_k adds "
                        "q_i . b_k to every score of row i: a constant per row, which softmax ignores. "
                        "What does that make dL/db_k?")
@@ -282,7 +285,7 @@ def mha_backward_probe(fn, expected):
                            "of W_q, W_k, W_v and the rows of W_o: merge the head gradients back in the "
                            "order split_heads took them.")
     one = expected.get("one_head")
-    out1 = _run(fn, *_mha_backward_inputs()["one_head"][0])
+    out1 = output_of(fn, *mha_backward_inputs()["one_head"][0])
     if one is not None and isinstance(out1, (tuple, list)) and len(out1) == 4 and isinstance(out1[3], dict):
         got1 = list(out1[:3]) + [out1[3].get(n) for n in sorted(one[3])]
         want1 = list(one[:3]) + [one[3][n] for n in sorted(one[3])]
@@ -299,10 +302,10 @@ def mha_backward_probe(fn, expected):
 
 # ======================================================================== decode step
 def decode_probe(fn, expected):
-    args = _decode_inputs()["step"][0]
+    args = decode_inputs()["step"][0]
     x, kc, vc, p, h = args
-    empty = _run(fn, x, kc[..., :0, :], vc[..., :0, :], p, h)
-    full = _run(fn, *args)
+    empty = output_of(fn, x, kc[..., :0, :], vc[..., :0, :], p, h)
+    full = output_of(fn, *args)
     if isinstance(empty, Raised) and not isinstance(full, Raised):
         return Finding("attended before appending the new key and value", f"with an empty cache (the "
                        f"first step) your function raises {empty.text}", "Position t may attend to "
@@ -310,13 +313,13 @@ def decode_probe(fn, expected):
                        "one key.")
     ref = expected.get("step")
     if isinstance(full, (tuple, list)) and len(full) == 3 and ref is not None:
-        kn = _arr(full[1])
+        kn = as_array(full[1])
         if kn is not None and kn.shape == ref[1].shape:
-            if _close(kn[..., 1:, :], kc) and _close(kn[..., :1, :], ref[1][..., -1:, :]):
+            if close_to(kn[..., 1:, :], kc) and close_to(kn[..., :1, :], ref[1][..., -1:, :]):
                 return Finding("new key and value prepended to the cache", "the new key is first in the "
                                "returned cache", "The cache must stay in position order: append at "
                                "the end.")
-            if not _close(kn[..., :-1, :], kc):
+            if not close_to(kn[..., :-1, :], kc):
                 return Finding("the cached keys changed", "the first t entries of the returned k_cache "
                                "are not the cache you were given", "Append the new position: "
                                "np.concatenate([k_cache, k_new], axis=-2).")
@@ -324,15 +327,15 @@ def decode_probe(fn, expected):
             return Finding("cache of the wrong shape", f"the returned k_cache has shape {kn.shape}, "
                            f"expected {ref[1].shape} (t + 1 positions)", "Append exactly one position "
                            "along the time axis (-2).")
-        vn = _arr(full[2])
+        vn = as_array(full[2])
         new_wrong = [n for n, got, want in (("key", kn, ref[1]), ("value", vn, ref[2]))
-                     if got is not None and got.shape == want.shape and not _close(got[..., -1:, :],
+                     if got is not None and got.shape == want.shape and not close_to(got[..., -1:, :],
                                                                                     want[..., -1:, :])]
         if new_wrong:
             d = x.shape[-1]
-            shifted = _run(fn, x, kc, vc, dict(p, b_k=p["b_k"] + np.arange(1.0, d + 1)), h)
-            ks = _arr(shifted[1]) if isinstance(shifted, (tuple, list)) and len(shifted) == 3 else None
-            ignored = ks is not None and kn is not None and _close(ks, kn)
+            shifted = output_of(fn, x, kc, vc, dict(p, b_k=p["b_k"] + np.arange(1.0, d + 1)), h)
+            ks = as_array(shifted[1]) if isinstance(shifted, (tuple, list)) and len(shifted) == 3 else None
+            ignored = ks is not None and kn is not None and close_to(ks, kn)
             note = " (moving b_k changes nothing in the returned cache)" if ignored else ""
             return Finding("projection biases forgotten" if ignored else "the new key or value is wrong",
                            f"the cached positions are kept but the appended {' and '.join(new_wrong)} "
@@ -345,9 +348,9 @@ def decode_probe(fn, expected):
     pw = {"W_q": rng.normal(size=(d, d)), "W_k": rng.normal(size=(d, d)), "W_v": np.zeros((d, d)),
           "W_o": np.eye(d), **{f"b_{n}": np.zeros(d) for n in "qkvo"}}
     vc1 = np.eye(t, d)[None, None]                          # (1, 1, t, d): cached value j = e_j
-    got = _run(fn, rng.normal(size=(1, 1, d)), rng.normal(size=(1, 1, t, d)), vc1, pw, 1)
-    o = _arr(got[0]) if isinstance(got, (tuple, list)) and len(got) == 3 else None
-    if o is not None and o.shape == (1, 1, d) and not _nan(o):
+    got = output_of(fn, rng.normal(size=(1, 1, d)), rng.normal(size=(1, 1, t, d)), vc1, pw, 1)
+    o = as_array(got[0]) if isinstance(got, (tuple, list)) and len(got) == 3 else None
+    if o is not None and o.shape == (1, 1, d) and not has_nan(o):
         w = o[0, 0, :t]                                     # the weights of the t cached keys
         if w.sum() > 1 + 1e-9 or np.any(w < -1e-12):
             return Finding("weights do not sum to 1 over the keys", f"with values that show the "
@@ -358,7 +361,9 @@ def decode_probe(fn, expected):
     return None
 
 
-def _mha_backward_inputs():
+def mha_backward_inputs():
+    """The mha_backward probes' inputs, ``{probe_id: ((dout, query, key, value, params, h), {})}``:
+    self-attention, and cross-attention with every size distinct as two heads and as one."""
     rng = np.random.default_rng(RNG_SEED + 8)
     d, h = 4, 2
     p = {f"W_{n}": rng.normal(size=(d, d)) / 2 for n in "qkvo"}
@@ -375,7 +380,9 @@ def _mha_backward_inputs():
             "one_head": ((dout, q, kv, kv, pd, 1), {})}         # the same, as one head of d_k = 12
 
 
-def _decode_inputs():
+def decode_inputs():
+    """The decode_step probe's inputs, ``{"step": ((x (2, 1, 4), k_cache, v_cache (2, 2, 3, 2),
+    params, h = 2), {})}``."""
     rng = np.random.default_rng(RNG_SEED + 9)
     d, h = 4, 2
     p = {f"W_{n}": rng.normal(size=(d, d)) / 2 for n in "qkvo"}

@@ -13,12 +13,12 @@ from .engine import Finding, Raised, call
 RNG_SEED = 20260
 
 
-def _run(fn, *args, **kwargs):
+def output_of(fn, *args, **kwargs):
     """The output of one call on fresh copies (a :class:`Raised` if it raised)."""
     return call(fn, args, kwargs).out
 
 
-def _arr(x):
+def as_array(x):
     """``x`` as a float64 array, or None when it is not one (raised, wrong structure)."""
     if isinstance(x, Raised) or isinstance(x, (tuple, list, dict)):
         return None
@@ -31,14 +31,17 @@ def _arr(x):
     return a.astype(np.float64)
 
 
-def _close(a, b, rtol=1e-6, atol=1e-9):
+def close_to(a, b, rtol=1e-6, atol=1e-9):
+    """True when arrays ``a`` and ``b`` (either may be None: False) have one shape and agree within
+    ``atol + rtol * |b|`` everywhere."""
     if a is None or b is None or np.shape(a) != np.shape(b):
         return False
     a, b = np.asarray(a, float), np.asarray(b, float)
     return bool(np.all(np.abs(a - b) <= atol + rtol * np.abs(b)))
 
 
-def _nan(a):
+def has_nan(a):
+    """True when the array ``a`` (None: False) has a NaN."""
     return a is not None and bool(np.isnan(a).any())
 
 
@@ -91,12 +94,12 @@ def describe(name, got, want, factors=(), broadcast=None):
     (e.g. (2.0, "sqrt(d_k)")); ``broadcast`` is the shape a gradient has before it is summed
     back to its input's shape."""
     want = np.asarray(want, dtype=np.float64)
-    g = _arr(got)
+    g = as_array(got)
     if g is None:
         return "missing", f"{name} is not an array"
     if g.shape != want.shape:
         gs, ws = g.shape, want.shape
-        if tuple(n for n in gs if n != 1) == tuple(n for n in ws if n != 1) and _close(
+        if tuple(n for n in gs if n != 1) == tuple(n for n in ws if n != 1) and close_to(
                 g.reshape(ws), want):
             return "kept_axes", (f"{name} has shape {gs}, expected {ws}: the values are right, the "
                                  "summed axes were kept (keepdims) or dropped")
@@ -109,24 +112,24 @@ def describe(name, got, want, factors=(), broadcast=None):
                                       "were not summed")
             return "partial_sum", (f"{name} has shape {gs}, expected {ws}: summed over some of "
                                    f"the broadcast axes of {tuple(broadcast)} only")
-        if g.ndim == 2 and gs == ws[::-1] and _close(g.T, want):
+        if g.ndim == 2 and gs == ws[::-1] and close_to(g.T, want):
             return "transposed", f"{name} is the transpose of the answer (shape {gs}, expected {ws})"
         return "shape", f"{name} has shape {gs}, expected {ws}"
-    if _nan(g):
+    if has_nan(g):
         return "nan", f"{name} has NaN at {int(np.isnan(g).sum())} of {g.size} entries"
-    if _close(g, want):
+    if close_to(g, want):
         return None
     if np.abs(g).max() == 0:
         return "zero", f"{name} is 0 everywhere"
-    if _close(g, -want):
+    if close_to(g, -want):
         return "sign", f"{name} has the wrong sign"
     ww = float((want * want).sum())
     if ww > 0:
         c = float((g * want).sum() / ww)
-        if c != 0 and _close(g, c * want, 1e-6, 1e-9):
+        if c != 0 and close_to(g, c * want, 1e-6, 1e-9):
             words = next((w for value, w in factors if abs(c - value) <= 1e-6 * abs(value)), None)
             return "scale", (f"{name} is {c:.4g} times the answer" + (f" ({words})" if words else ""))
-    if g.ndim >= 2 and g.shape[-1] == g.shape[-2] and _close(np.swapaxes(g, -1, -2), want):
+    if g.ndim >= 2 and g.shape[-1] == g.shape[-2] and close_to(np.swapaxes(g, -1, -2), want):
         return "transposed", f"{name} is the transpose of the answer"
     for axis in (-1, -2) if g.ndim >= 2 else (-1,):
         perm = _permutation(g, want, axis)
@@ -143,7 +146,7 @@ def _permutation(g, want, axis):
     a, b = np.moveaxis(g, axis, 0), np.moveaxis(want, axis, 0)
     perm = []
     for i in range(a.shape[0]):
-        j = next((j for j in range(b.shape[0]) if j not in perm and _close(a[i], b[j])), None)
+        j = next((j for j in range(b.shape[0]) if j not in perm and close_to(a[i], b[j])), None)
         if j is None:
             return None
         perm.append(j)

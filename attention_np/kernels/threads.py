@@ -32,8 +32,16 @@ _SUFFIXES = ("scipy_openblas_{}64_", "scipy_openblas_{}", "openblas_{}64_", "ope
 
 
 @functools.cache
-def _openblas():
-    """(get_num_threads, set_num_threads) of the OpenBLAS bundled with NumPy, or None."""
+def openblas_thread_functions():
+    """OpenBLAS's own thread-count functions, for the OpenBLAS NumPy was built with.
+
+    Returns
+    -------
+    tuple of (callable, callable) or None
+        ``(get_num_threads, set_num_threads)``: ``get()`` returns the process's BLAS thread count,
+        ``set(n)`` sets it. None when NumPy does not bundle OpenBLAS (then :func:`blas_threads`
+        does nothing).
+    """
     root = Path(np.__file__).resolve().parent
     for lib in sorted([*root.parent.glob("numpy.libs/*openblas*"), *root.glob(".dylibs/*openblas*")]):
         try:
@@ -56,7 +64,7 @@ def blas_threads(n: int | None):
     process-wide too in the build NumPy ships, tests/kernels/test_threads.py): every thread's BLAS sees
     it while the block runs. Use it around a computation of your own, a training loop say.
     """
-    funcs = _openblas() if n is not None else None
+    funcs = openblas_thread_functions() if n is not None else None
     if funcs is None:
         yield
         return
@@ -88,7 +96,7 @@ def one_blas_thread():
     depend on other threads. Overlapping blocks share one setting, restored when the last ends.
     """
     global _one_users, _one_before
-    funcs = _openblas()
+    funcs = openblas_thread_functions()
     if funcs is None:
         yield
         return

@@ -142,8 +142,8 @@ def test_a_bad_thread_count_names_the_variable(rng, monkeypatch, value):
 
 
 def test_blas_threads_are_restored_after_a_blocked_call(rng, two_threads):
-    from attention_np.kernels.threads import _openblas
-    funcs = _openblas()
+    from attention_np.kernels.threads import openblas_thread_functions
+    funcs = openblas_thread_functions()
     if funcs is None:
         pytest.skip("NumPy is not linked against OpenBLAS here")
     get, _ = funcs

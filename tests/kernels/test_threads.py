@@ -18,7 +18,7 @@ import pytest
 
 import attention_np as an
 from attention_np.kernels import blocked
-from attention_np.kernels.threads import _openblas, blas_threads
+from attention_np.kernels.threads import blas_threads, openblas_thread_functions
 
 
 def _inputs(shape, seed):
@@ -43,7 +43,7 @@ def _call(name, q, k, v):
 
 def test_a_blas_product_may_round_differently_with_another_thread_count():
     """Why the blocked path pins BLAS to one thread rather than leaving the count alone."""
-    if _openblas() is None:
+    if openblas_thread_functions() is None:
         pytest.skip("NumPy is not linked against OpenBLAS here")
     r = np.random.default_rng(0)
     a, b = r.standard_normal((256, 600), np.float32), r.standard_normal((600, 48), np.float32)
@@ -82,7 +82,7 @@ def test_four_threads_give_the_bits_of_the_call_alone(monkeypatch, workers):
 
 
 def test_calls_on_other_threads_leave_the_blas_count_as_they_found_it():
-    funcs = _openblas()
+    funcs = openblas_thread_functions()
     if funcs is None:
         pytest.skip("NumPy is not linked against OpenBLAS here")
     get, _ = funcs
@@ -100,7 +100,7 @@ def test_calls_on_other_threads_leave_the_blas_count_as_they_found_it():
 def test_openblas_local_thread_count_is_process_wide():
     """Why there is no per-thread setting to use: ``openblas_set_num_threads_local`` set on one
     thread is what every other thread reads (a fact of the OpenBLAS that NumPy ships)."""
-    funcs = _openblas()
+    funcs = openblas_thread_functions()
     root = Path(np.__file__).resolve().parent.parent / "numpy.libs"
     libs = sorted(root.glob("*openblas*"))
     if funcs is None or not libs:

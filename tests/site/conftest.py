@@ -13,9 +13,9 @@ import pytest
 from tests.site.browser import CHROMIUM, DESKTOP, FLAGS, SITE
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server():
-    """The site over http on 127.0.0.1, a free port; stopped after the module's tests."""
+    """The site over http on 127.0.0.1, a free port; stopped after the last test."""
     handler = functools.partial(_QuietHandler, directory=str(Path(SITE).resolve()))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -31,7 +31,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser(tmp_path_factory):
     """One Chromium with a fresh profile; every request it makes is recorded, and any request to a
     host other than 127.0.0.1 is recorded and refused (so no test waits on a network)."""

@@ -94,92 +94,120 @@ _CUT_OFF = """() => {
   }).map(el => el.tagName + ": " + el.textContent.trim().slice(0, 60));
 }"""
 
-@pytest.mark.parametrize("name", pages() or ["(no site)"])
-def test_page_reads_offline(name, server, browser):
+# The pages a later test reads again (the two slowest to load): the load of the two tests below is
+# left open here for it, and handed over once (see `kept_or_loaded`).
+LESSON_2 = "lessons/02_why_scale_by_sqrt_dk.html"
+KEPT: dict = {"reference.html": None, LESSON_2: None}
+
+
+@pytest.fixture(scope="module", params=pages() or ["(no site)"])
+def loaded(request, server, browser):
+    """One page of the site, loaded once (at 1280 px) for the two tests below: pytest runs both on
+    it before loading the next page. Typesetting its math is most of a page's load time, and MathJax's
+    output does not depend on the width (its displayOverflow is "overflow": no line breaking to a
+    width), so test_page_fits_a_phone resizes this load to 390 px instead of loading it again."""
+    name = request.param
     context, requests = browser
     requests.clear()
     page, errors, mathjax = open_page(context, server + name, DESKTOP)
-    try:
-        problems = []
-        if mathjax != "ok":
-            problems.append(f"MathJax is not loaded: {mathjax}")
-        if RAW_TEX.search(page.title()):
-            problems.append(f"raw TeX in the title: {page.title()!r}")
-        text = page.evaluate(_VISIBLE_TEXT)
-        raw = sorted({text[max(0, m.start() - 30):m.end() + 30] for m in RAW_TEX.finditer(text)})
-        if raw:
-            problems.append(f"raw TeX in the visible text: {raw[:5]}")
-        math = page.evaluate(_MATH)
-        if math["untypeset"]:
-            problems.append(f"{len(math['untypeset'])} of {math['math']} formulas not typeset, "
-                            f"e.g. {math['untypeset'][:3]}")
-        if math["errors"]:
-            problems.append(f"MathJax errors: {math['errors'][:3]}")
-        cut = page.evaluate(_CUT_OFF)
-        if cut:
-            problems.append(f"wider than the text column and not scrollable: {cut[:3]}")
-        broken = page.evaluate(_IMAGES)
-        if broken:
-            problems.append(f"images not loaded: {broken}")
-        unlinked = page.evaluate(_UNLINKED_FIGURES)
-        if unlinked:
-            problems.append(f"figures that do not open at full size (no link to their file): {unlinked[:3]}")
-        if name in SCREENSHOTS:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=SHOTS / f"{SCREENSHOTS[name]}-1280.png", full_page=False)
-        page.wait_for_timeout(100)             # let late requests (fonts, the speech worker) start
-        elsewhere = foreign(requests)
-        if elsewhere:
-            problems.append(f"requests to other hosts: {elsewhere[:5]}")
-        if errors:
-            problems.append(f"script errors: {errors[:3]}")
-        assert not problems, f"{name}:\n  " + "\n  ".join(problems)
-    finally:
+    yield name, page, errors, mathjax
+    if name in KEPT:
+        KEPT[name] = page, errors
+    else:
         page.close()
 
 
-@pytest.mark.parametrize("name", pages() or ["(no site)"])
-def test_page_fits_a_phone(name, server, browser):
-    context, _ = browser
-    page, _, _ = open_page(context, server + name, PHONE)
-    try:
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= PHONE["width"], f"{name}: {width} px wide at {PHONE['width']} px: it scrolls sideways"
-        # The navigation: a visible menu button in the first screen that opens the site's table of
-        # contents, whose links are then visible on screen.
-        button = page.locator(".primary-toggle:visible").first
-        assert button.count() == 1, f"{name}: no visible menu button at {PHONE['width']} px"
-        box = button.bounding_box()
-        assert box and 0 <= box["y"] < PHONE["height"] and box["x"] + box["width"] <= PHONE["width"], (
-            f"{name}: the menu button is not in the first screen: {box}")
-        if name in SCREENSHOTS:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=SHOTS / f"{SCREENSHOTS[name]}-390.png")
-        if name in MULTI_PANEL:
-            # the multi-panel figures, shrunk to the phone's width, open (their link) at least twice
-            # as wide as shown: their labels are readable there
-            sizes = page.evaluate("""() => [...document.querySelectorAll(".bd-article a.figure-zoom img")]
-                .map(img => [img.naturalWidth, img.getBoundingClientRect().width])""")
-            wide = [s for s in sizes if s[0] >= 700]
-            assert wide and all(natural >= 2 * shown for natural, shown in wide), (name, sizes)
-        button.click()
-        page.wait_for_function("document.getElementById('pst-primary-sidebar-modal')?.open === true",
-                               timeout=5000)
-        # the site's table of contents: a link to each lesson, the first of them on screen
-        lessons = page.locator("#pst-primary-sidebar-modal a.reference.internal",
-                               has_text="Scaled dot-product")
-        lessons.first.wait_for(state="visible", timeout=5000)
-        box = lessons.first.bounding_box()
-        assert box and 0 <= box["x"] < PHONE["width"] and 0 <= box["y"] < PHONE["height"], (
-            f"{name}: the opened navigation is off screen: {box}")
-        count = page.evaluate("""() => [...document.querySelectorAll(
-            "#pst-primary-sidebar-modal a.reference.internal")].filter(
-            a => /^[1-9]\\. /.test(a.textContent.trim())).length""")
-        assert count >= 9, f"{name}: the opened navigation lists {count} lessons, not 9"
-        if name in SCREENSHOTS:
-            page.screenshot(path=SHOTS / f"{SCREENSHOTS[name]}-390-menu.png")
-    finally:
-        page.close()
+def kept_or_loaded(context, server, name, viewport):
+    """Page ``name`` at ``viewport``, with the list its script errors go to: the load the two tests
+    above left open (its menu closed again, scrolled to the top, resized), or else a new load."""
+    page, errors = KEPT.get(name) or (None, None)
+    KEPT[name] = None
+    if page is None or page.is_closed():
+        page, errors, _ = open_page(context, server + name, viewport)
+        return page, errors
+    page.evaluate("document.getElementById('pst-primary-sidebar-modal')?.close(); window.scrollTo(0, 0)")
+    page.set_viewport_size(viewport)
+    return page, errors
+
+
+def test_page_reads_offline(loaded, browser):
+    name, page, errors, mathjax = loaded
+    _, requests = browser
+    page.set_viewport_size(DESKTOP)
+    problems = []
+    if mathjax != "ok":
+        problems.append(f"MathJax is not loaded: {mathjax}")
+    if RAW_TEX.search(page.title()):
+        problems.append(f"raw TeX in the title: {page.title()!r}")
+    text = page.evaluate(_VISIBLE_TEXT)
+    raw = sorted({text[max(0, m.start() - 30):m.end() + 30] for m in RAW_TEX.finditer(text)})
+    if raw:
+        problems.append(f"raw TeX in the visible text: {raw[:5]}")
+    math = page.evaluate(_MATH)
+    if math["untypeset"]:
+        problems.append(f"{len(math['untypeset'])} of {math['math']} formulas not typeset, "
+                        f"e.g. {math['untypeset'][:3]}")
+    if math["errors"]:
+        problems.append(f"MathJax errors: {math['errors'][:3]}")
+    cut = page.evaluate(_CUT_OFF)
+    if cut:
+        problems.append(f"wider than the text column and not scrollable: {cut[:3]}")
+    broken = page.evaluate(_IMAGES)
+    if broken:
+        problems.append(f"images not loaded: {broken}")
+    unlinked = page.evaluate(_UNLINKED_FIGURES)
+    if unlinked:
+        problems.append(f"figures that do not open at full size (no link to their file): {unlinked[:3]}")
+    if name in SCREENSHOTS:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SHOTS / f"{SCREENSHOTS[name]}-1280.png", full_page=False)
+    page.wait_for_timeout(100)             # let late requests (fonts, the speech worker) start
+    elsewhere = foreign(requests)
+    if elsewhere:
+        problems.append(f"requests to other hosts: {elsewhere[:5]}")
+    if errors:
+        problems.append(f"script errors: {errors[:3]}")
+    assert not problems, f"{name}:\n  " + "\n  ".join(problems)
+
+
+def test_page_fits_a_phone(loaded):
+    name, page, _, _ = loaded
+    page.set_viewport_size(PHONE)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"{name}: {width} px wide at {PHONE['width']} px: it scrolls sideways"
+    # The navigation: a visible menu button in the first screen that opens the site's table of
+    # contents, whose links are then visible on screen.
+    button = page.locator(".primary-toggle:visible").first
+    assert button.count() == 1, f"{name}: no visible menu button at {PHONE['width']} px"
+    box = button.bounding_box()
+    assert box and 0 <= box["y"] < PHONE["height"] and box["x"] + box["width"] <= PHONE["width"], (
+        f"{name}: the menu button is not in the first screen: {box}")
+    if name in SCREENSHOTS:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SHOTS / f"{SCREENSHOTS[name]}-390.png")
+    if name in MULTI_PANEL:
+        # the multi-panel figures, shrunk to the phone's width, open (their link) at least twice
+        # as wide as shown: their labels are readable there
+        sizes = page.evaluate("""() => [...document.querySelectorAll(".bd-article a.figure-zoom img")]
+            .map(img => [img.naturalWidth, img.getBoundingClientRect().width])""")
+        wide = [s for s in sizes if s[0] >= 700]
+        assert wide and all(natural >= 2 * shown for natural, shown in wide), (name, sizes)
+    button.click()
+    page.wait_for_function("document.getElementById('pst-primary-sidebar-modal')?.open === true",
+                           timeout=5000)
+    # the site's table of contents: a link to each lesson, the first of them on screen
+    lessons = page.locator("#pst-primary-sidebar-modal a.reference.internal",
+                           has_text="Scaled dot-product")
+    lessons.first.wait_for(state="visible", timeout=5000)
+    box = lessons.first.bounding_box()
+    assert box and 0 <= box["x"] < PHONE["width"] and 0 <= box["y"] < PHONE["height"], (
+        f"{name}: the opened navigation is off screen: {box}")
+    count = page.evaluate("""() => [...document.querySelectorAll(
+        "#pst-primary-sidebar-modal a.reference.internal")].filter(
+        a => /^[1-9]\\. /.test(a.textContent.trim())).length""")
+    assert count >= 9, f"{name}: the opened navigation lists {count} lessons, not 9"
+    if name in SCREENSHOTS:
+        page.screenshot(path=SHOTS / f"{SCREENSHOTS[name]}-390-menu.png")
 
 
 def test_search_results_show_no_raw_tex(server, browser):
@@ -211,7 +239,7 @@ def test_a_lesson_page_has_what_a_course_page_needs(server, browser):
     """Lesson 2: previous/next links to lessons 1 and 3, the favicon, a copy button on code, and
     the note on how to run it (with its download link)."""
     context, _ = browser
-    page, errors, _ = open_page(context, server + "lessons/02_why_scale_by_sqrt_dk.html", DESKTOP)
+    page, errors = kept_or_loaded(context, server, LESSON_2, DESKTOP)
     try:
         prev = page.locator(".prev-next-area a.left-prev")
         nxt = page.locator(".prev-next-area a.right-next")
@@ -305,7 +333,7 @@ def test_teaching_page_shows_its_figures(server, browser):
 
 def test_reference_reads_paper_first_and_folds(server, browser):
     context, _ = browser
-    page, _, _ = open_page(context, server + "reference.html", PHONE)
+    page, _ = kept_or_loaded(context, server, "reference.html", PHONE)
     try:
         text = page.inner_text(".bd-article")
         for module in ("attention_np.paper.attention", "attention_np.paper.multihead",
@@ -337,8 +365,10 @@ def test_reference_reads_paper_first_and_folds(server, browser):
 
 
 def _dom(context, url):
-    """A page's DOM, scripts run, without waiting for MathJax (links and code do not need it)."""
+    """A page's DOM, the site's scripts run, without MathJax (links and code do not need it): its
+    requests are refused, so no navigation waits for it to load and typeset (most of a page's time)."""
     page = context.new_page()
+    page.route("**/_static/mathjax/**", lambda route: route.abort())
     page.goto(url, wait_until="domcontentloaded")
     return page
 

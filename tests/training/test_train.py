@@ -147,9 +147,9 @@ def test_training_lowers_the_loss_below_chance():
 
 
 def test_blas_threads_restores_the_previous_setting():
-    from attention_np.kernels.threads import _openblas
+    from attention_np.kernels.threads import openblas_thread_functions
 
-    funcs = _openblas()
+    funcs = openblas_thread_functions()
     if funcs is None:                                     # NumPy not on OpenBLAS: a no-op
         with blas_threads(1):
             pass
