@@ -29,6 +29,7 @@ from attention_np.interop.transformers.layer_reading import (
     layer_spec,
     no_causal,
     params_from_transformers,
+    recurrent_layer,
 )
 from attention_np.interop.transformers.model_report import LayerResult, ModelReport  # noqa: F401
 from attention_np.interop.transformers.recent import (
@@ -37,6 +38,7 @@ from attention_np.interop.transformers.recent import (
     float64_upcasts,
     prepare_recent_layer,
 )
+from attention_np.interop.transformers.refusal import refuse
 from attention_np.interop.transformers.replay import (
     dead_rows,
     float64_rope_function,
@@ -55,10 +57,14 @@ def attention_layers(model) -> tuple[list, list]:
     the attention layers refused. A module whose class is named ``...Attention`` that is not
     read (no q, k, v projections found) is refused with the reason, unless a module inside it
     or around it is read or refused (BERT's ``BertAttention`` holds ``BertSelfAttention``):
-    no attention module is dropped without a word."""
+    no attention module is dropped without a word. A recurrent sequence-mixing layer of a hybrid
+    model (Mamba's state-space scan, a delta-rule net) is refused by that name."""
     found, refused, unread = [], [], []
     for name, module in model.named_modules():
         try:
+            recurrent = recurrent_layer(module)   # Mamba, delta nets: no attention to compare
+            if recurrent is not None:
+                refuse(module, recurrent)
             found.append((name, module, layer_spec(module)))
         except UnsupportedLayer as e:
             if "is not an attention layer" not in str(e):
@@ -289,6 +295,28 @@ def _rotary_row(call, report, done: set) -> None:
                                      kind="rotary"))
 
 
+def _grid_call(call, spec, arg, B: int, torch):
+    """A call of a layer with a 2-D relative position table (Data2VecVision, Swin): refused by
+    name when the table is interpolated to another grid; Swin's ``(num_windows, N, N)``
+    shifted-window mask as the ``(B, 1, N, N)`` the layer adds (window ``b`` gets
+    ``mask[b % num_windows]``)."""
+    bound, name = call["bound"], type(call["module"]).__name__
+    H, W, cls = spec.grid_table
+    resolution = bound.get("resolution")
+    if bound.get("interpolate_pos_encoding") or (resolution is not None and (
+            resolution[0] // call["module"].config.patch_size,
+            resolution[1] // call["module"].config.patch_size) != (H, W)):
+        raise UnsupportedLayer(f"{name}: a relative position bias table interpolated "
+                               f"(bilinear) from its {H}x{W} grid to an image of {resolution} "
+                               "pixels is not supported; at the table's own resolution it is")
+    if arg is None or cls or arg.ndim != 3:
+        return arg
+    if B % arg.shape[0]:
+        raise UnsupportedLayer(f"{name}: a shifted-window mask of {arg.shape[0]} windows for "
+                               f"a batch of {B} windows (not a multiple) is not supported")
+    return arg[torch.arange(B, device=arg.device) % arg.shape[0]][:, None]   # (B, 1, N, N)
+
+
 def _diff_call(label, call, params, rng, torch) -> LayerResult:
     spec, bound, layer = call["spec"], call["bound"], call["module"]
     if isinstance(bound.get("is_causal"), bool):       # CLIP's text model: is_causal=True
@@ -303,7 +331,12 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         "attention_mask", bound.get("mask"))
     pb = None if spec.alibi is not None else bound.get("position_bias")   # MPT: its ALiBi
     p = dict(params)
+    if spec.grid_table is not None:
+        arg = _grid_call(call, spec, arg, B, torch)
     mask, bias = _mask(arg, spec if not cross else no_causal(spec), B, L, S, cross)
+    shared = bound.get("relative_position_bias")   # Data2VecVision: the model's shared table
+    if shared is not None and hasattr(shared, "shape"):
+        bias = _np(shared) if bias is None else bias + _np(shared)
     if pb is not None:        # T5: the bias block 0 computed (older transformers: mask folded in)
         keep, pb = _mask(pb, spec, B, L, S, cross)
         mask = keep if mask is None else mask & keep
