@@ -1,6 +1,7 @@
-"""Layers read by what they compute (interop/transformers/layer_reading.py), the 18 families beyond the
-first 17 kinds, the LayerNorm QK-norm (core/qk_layernorm.py), and whole models diffed layer by
-layer (interop/transformers/model_diff.py)."""
+"""Layers read by what they compute (interop/transformers/layer_reading.py), the 22 families beyond the
+first 17 kinds (OLMo 2's QK-norm over all heads, BEiT's, Data2VecVision's and Swin's 2-D bias
+tables among them; Zamba's hybrid), the LayerNorm QK-norm (core/qk_layernorm.py), and whole
+models diffed layer by layer (interop/transformers/model_diff.py)."""
 
 from __future__ import annotations
 
@@ -332,6 +333,9 @@ def test_data2vec_vision_shared_table_agrees_in_the_model_and_the_layer_says_wha
     model = fam._randomize(tf.Data2VecVisionModel(tf.Data2VecVisionConfig(**kw)), 1)
     assert attention_layers(model)[0][0][2].grid_table is None
     assert _caught(model, fam.model_inputs("data2vec-vision", model)) < 1e-12
+    report = compare_transformers_model(model, **fam.model_inputs("data2vec-vision", model))
+    assert report.ok and report.layers[0].name == "encoder.relative_position_bias (bias table)"
+    assert report.layers[0].forward_error < 1e-12
     r = itf.compare_transformers_attention(model.encoder.layer[0].attention.attention,
                                            R.standard_normal((2, 17, 32)))
     assert any("shared relative position bias" in n for n in r.notes)
@@ -393,3 +397,22 @@ def test_zamba_attention_is_compared_and_its_mamba_layers_refused_by_name():
     assert row.verdict == "refused" and "state-space layer" in row.reason and row.max_error < 1e-12
     with pytest.raises(UnsupportedLayer, match="is not an attention layer"):
         layer_spec(model.layers[0].mamba)
+
+
+def test_beit_tables_outside_its_attention_layers_are_rows_of_their_own():
+    """BEiT computes each layer's bias in its BeitLayer and passes it as the attention mask: the
+    bias is compared with ours from the table read before the run (a row per table), the layer
+    on the mask it got; at another image size the interpolated table is refused by name."""
+    model = fam.family_model("beit", seed=1)
+    inputs = fam.model_inputs("beit", model)
+    report = compare_transformers_model(model, **inputs)
+    assert report.ok, str(report)
+    assert [r.name for r in report.layers if r.kind == "bias table"] == [
+        "layers.0.relative_position_bias (bias table)",
+        "layers.1.relative_position_bias (bias table)"]
+    assert max(r.forward_error for r in report.layers) < 1e-12
+    assert _caught(model, inputs) < 1e-12
+    pixels = torch.from_numpy(R.standard_normal((1, 3, 24, 24)))
+    report = compare_transformers_model(model, pixel_values=pixels, interpolate_pos_encoding=True)
+    assert report.verdict == "INCOMPLETE"
+    assert any("bias table interpolated (bilinear)" in why for _, why in report.refused)

@@ -123,11 +123,13 @@ def test_a_changed_scale_is_the_layers_mismatch():
 # the layer whose table is changed, and the table: T5's buckets, Data2VecVision's 2-D offsets
 # (with a class token), Swin's per window (its second block: shifted windows)
 TABLES = {
-    "t5": ("encoder.block.0.layer.0.SelfAttention", "relative_attention_bias.weight"),
+    "t5": ("encoder.block.0.layer.0.SelfAttention", "relative_attention_bias.weight", ""),
     "data2vec-vision": ("encoder.layer.1.attention.attention",
-                        "relative_position_bias.relative_position_bias_table"),
+                        "relative_position_bias.relative_position_bias_table", ""),
     "swin": ("encoder.layers.0.blocks.1.attention",
-             "relative_position_bias.relative_position_bias_table"),
+             "relative_position_bias.relative_position_bias_table", ""),
+    # BEiT's table is outside its attention layer (each BeitLayer's): its own row
+    "beit": ("layers.1.relative_position_bias", "relative_position_bias_table", " (bias table)"),
 }
 
 
@@ -136,7 +138,7 @@ def test_a_changed_bias_table_is_the_layers_mismatch(family):
     model = fam.family_model(family, seed=1)
     inputs = fam.model_inputs(family, model)
     assert compare_transformers_model(model, **inputs).ok
-    name, table = TABLES[family]
+    name, table, row = TABLES[family]
     layer = model.get_submodule(name)
 
     def corrupt(module, args, kwargs):               # after our copy of the table was read
@@ -145,7 +147,7 @@ def test_a_changed_bias_table_is_the_layers_mismatch(family):
     layer.register_forward_pre_hook(corrupt, with_kwargs=True)
     report = compare_transformers_model(model, **inputs)
     assert report.verdict == "MISMATCH"
-    assert report.first_disagreement.name == name, str(report)
+    assert report.first_disagreement.name == name + row, str(report)
 
 
 def test_one_verdict_in_text_html_and_ok_when_a_layer_is_refused():

@@ -338,14 +338,25 @@ def family_function(module, name: str):
     return None
 
 
+def bias_table_owner(module):
+    """The module holding the layer's ``relative_position_bias_table``: the layer itself (Swin's
+    older copies: Donut, MaskFormer, CLAP, Swin2SR) or its ``relative_position_bias`` (Swin,
+    Data2VecVision); None."""
+    for owner in (module, getattr(module, "relative_position_bias", None)):
+        if getattr(owner, "relative_position_bias_table", None) is not None and \
+                hasattr(owner, "window_size"):
+            return owner
+    return None
+
+
 def _grid_table(module) -> tuple | None:
     """A 2-D relative position bias table the layer holds and adds to its scores (Data2VecVision,
     Swin): ``(height, width, cls)`` of its grid of patches, from the table's ``window_size`` and
     its rows (``(2H - 1)(2W - 1)``, ``+ 3`` with a class token). None when it has none."""
-    table_module = getattr(module, "relative_position_bias", None)
-    table = getattr(table_module, "relative_position_bias_table", None)
-    if table is None or getattr(module, "has_relative_position_bias", True) is False:
+    table_module = bias_table_owner(module)
+    if table_module is None or getattr(module, "has_relative_position_bias", True) is False:
         return None
+    table = table_module.relative_position_bias_table
     H, W = (int(v) for v in table_module.window_size)
     rows = (2 * H - 1) * (2 * W - 1)
     if table.shape[0] not in (rows, rows + 3):
@@ -472,7 +483,7 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
     if spec.buckets is not None:                       # T5: nn.Embedding (num_buckets, h)
         out["bias_table"] = get(module.relative_attention_bias.weight)
     if spec.grid_table is not None:                    # Data2VecVision, Swin: (rows, h)
-        out["bias_table"] = get(module.relative_position_bias.relative_position_bias_table)
+        out["bias_table"] = get(bias_table_owner(module).relative_position_bias_table)
     norm = read_qk_norm(module, h, h_kv, d)
     if norm is not None:
         out.update(norm_tensors(norm, get))

@@ -46,7 +46,11 @@ from attention_np.interop.transformers.replay import (
     replay,
 )
 from attention_np.interop.transformers.rotary import check_position_embeddings, spec_cos_sin
-from attention_np.variants.position_bias import alibi_bias
+from attention_np.variants.position_bias import (
+    alibi_bias,
+    grid_relative_index,
+    relative_position_bias,
+)
 
 MIN = np.finfo(np.float64).min / 2
 CACHES = ("cache", "past_key_values", "past_key_value", "layer_past")
@@ -117,6 +121,54 @@ def _rotary_hooks(model, log) -> list:
                             "positions": to_numpy(ids).copy(), "out": output})
         handles.append(module.register_forward_hook(hook, with_kwargs=True))
     return handles
+
+
+def _table_hooks(model, found, log) -> list:
+    """A forward hook on every 2-D relative position bias table outside the attention layers
+    read (BEiT's in each ``BeitLayer``, a table shared by the encoder: the layers get its bias
+    through their mask or an argument): logs its name, the table (read now, before the run),
+    the grid it was asked for and the bias it returned, for :func:`_table_row`."""
+    inside = [n for n, *_ in found]
+    handles = []
+    for name, module in model.named_modules():
+        table = getattr(module, "relative_position_bias_table", None)
+        if table is None or not hasattr(module, "window_size") or \
+                next(module.children(), None) is not None or \
+                any(name == n or name.startswith(n + ".") for n in inside):
+            continue                          # (a layer holding its own table: in its replay)
+        entry = {"name": name, "module": module, "table": _np(table), "calls": []}
+        log.append(entry)
+
+        def hook(mod, args, kwargs, output, _entry=entry):
+            names = ("window_size", "interpolate_pos_encoding", "dim_size")[:len(args)]
+            bound = {**dict(zip(names, args, strict=True)), **kwargs}
+            _entry["calls"].append((bound, output))
+        handles.append(module.register_forward_hook(hook, with_kwargs=True))
+    return handles
+
+
+def _table_row(entry, report) -> None:
+    """A table's first call: the bias it returned against ours from the table read before the
+    run (:func:`~attention_np.variants.position_bias.grid_relative_index`, the class token's 3
+    rows when the table has them), a row of its own; an interpolated table is refused by name."""
+    if not entry["calls"]:
+        return
+    bound, output = entry["calls"][0]
+    module, table = entry["module"], entry["table"]
+    H, W = (int(v) for v in module.window_size)
+    cls = table.shape[0] == (2 * H - 1) * (2 * W - 1) + 3
+    window = bound.get("window_size")
+    if bound.get("interpolate_pos_encoding") or (window is not None and
+                                                  tuple(int(v) for v in window) != (H, W)):
+        report.refused.append((entry["name"], f"{type(module).__name__}: a relative position "
+                               f"bias table interpolated (bilinear) from its {H}x{W} grid to "
+                               f"{window} is not supported; at its own grid it is"))
+        return
+    ours = relative_position_bias(table, grid_relative_index(H, W, cls=cls))      # (h, N, N)
+    theirs = _np(output)
+    theirs = theirs.reshape(ours.shape) if theirs.size == ours.size else theirs
+    report.layers.append(LayerResult(f"{entry['name']} (bias table)", type(module).__name__,
+                                     judge({"bias": theirs}, {"bias": ours}), kind="bias table"))
 
 
 def _rope_source(log, position_embeddings):
@@ -228,6 +280,8 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
         handles += [module.register_forward_pre_hook(pre, with_kwargs=True),
                     module.register_forward_hook(post, with_kwargs=True)]
     handles += _rotary_hooks(work, log)
+    tables = []
+    handles += _table_hooks(work, specs, tables)
     feed = {k: torch.from_numpy(np.asarray(v)) if isinstance(v, np.ndarray) else v
             for k, v in inputs.items()}
     feed = {k: v.double() if hasattr(v, "is_floating_point") and v.is_floating_point() else v
@@ -244,6 +298,8 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
         for h in handles:
             h.remove()
         rng = np.random.default_rng(seed)
+        for entry in tables:
+            _table_row(entry, report)
         seen, rotary_rows = {}, set()
         for call in calls:
             seen[call["name"]] = seen.get(call["name"], -1) + 1

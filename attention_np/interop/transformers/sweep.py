@@ -56,8 +56,9 @@ OVERRIDES = {
              "stage_names": ["stem", "stage1", "stage2"], "out_features": ["stage2"],
              "out_indices": [2]},
     # the 2-D relative position bias table of each layer (BEiT's checkpoints use one); the
-    # default config has none
+    # default config has none (BEiT's backbone outputs name a stage of the full depth)
     "data2vec-vision": {"use_relative_position_bias": True},
+    "beit": {"use_relative_position_bias": True, "out_features": ["stage2"], "out_indices": [2]},
     # Zamba ties every hybrid layer's shared attention block to the first one's: with a single
     # hybrid layer transformers' tie_weights finds nothing to tie and raises; its attention
     # widths are stored, not derived (2 x hidden: the block reads [hidden | embeddings])
