@@ -416,3 +416,19 @@ def test_beit_tables_outside_its_attention_layers_are_rows_of_their_own():
     report = compare_transformers_model(model, pixel_values=pixels, interpolate_pos_encoding=True)
     assert report.verdict == "INCOMPLETE"
     assert any("bias table interpolated (bilinear)" in why for _, why in report.refused)
+
+
+@pytest.mark.parametrize("config, model", [("DonutSwinConfig", "DonutSwinModel"),
+                                           ("MaskFormerSwinConfig", "MaskFormerSwinModel")])
+def test_swin_copies_whose_layers_hold_the_table_agree(config, model):
+    """Donut-Swin and MaskFormer-Swin keep Swin's older self-attention: the table is the layer's
+    own parameter (not a relative_position_bias module); read and gathered the same way."""
+    tf = require("transformers")
+    cfg = getattr(tf, config)(**fam.NEW["swin"][1])
+    swin = fam._randomize(getattr(tf, model)(cfg), 1)
+    layers, refused = attention_layers(swin)
+    assert len(layers) == 4 and not refused
+    assert all(spec.grid_table == (4, 4, False) for *_, spec in layers)
+    assert swin.encoder.layers[0].blocks[1].shift_size == 2
+    assert "bias_table" in params_from_transformers(layers[1][1])[0]
+    assert _caught(swin, fam.model_inputs("swin", swin)) < 1e-12

@@ -300,7 +300,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                             "did not get (pass position_bias=, or diff the whole model with "
                             "compare_transformers_model)")
     if "relative_position_bias" in names and getattr(
-            module.config, "use_shared_relative_position_bias", False):
+            getattr(module, "config", None), "use_shared_relative_position_bias", False):
         report.notes.append(f"{type(module).__name__} gets the model's shared relative position "
                             "bias (use_shared_relative_position_bias) as an argument, which this "
                             "diff did not pass: diff the whole model with "

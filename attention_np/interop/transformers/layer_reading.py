@@ -259,8 +259,9 @@ def _scale(module, d: int) -> float:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
     if isinstance(getattr(module, "attention_head_size", None), int) and \
-            "math.sqrt(self.attention_head_size)" in _source(module):
-        return 1.0 / float(np.sqrt(module.attention_head_size))   # Data2VecVision: in its forward
+            hasattr(module, "has_relative_position_bias") and \
+            "math.sqrt(self.attention_head_size)" in _source(module):   # Data2VecVision: in
+        return 1.0 / float(np.sqrt(module.attention_head_size))      # its forward, by d
     refuse(module, "a layer whose score scale is not readable (no scaling, scale or "
                     f"inv_norm_factor attribute; 1/sqrt({d}) is not assumed)")
 
@@ -272,7 +273,8 @@ def _rope(module, cfg, family: str, d: int, alibi) -> dict:
             not getattr(module, "use_rope", True):                   # SmolLM3's NoPE layers
         return {}
     rope = getattr(cfg, "rope_parameters", None) or {}
-    rope = rope.get(getattr(module, "layer_type", None), rope)     # Gemma 3: one per layer type
+    kind = getattr(module, "layer_type", None) or getattr(module, "attention_type", None)
+    rope = rope.get(kind, rope)               # Gemma 3, OLMo 3: one per layer type
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
     partial = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 1.0))
     r = getattr(module, "rotary_ndims", None)

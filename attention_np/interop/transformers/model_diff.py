@@ -166,9 +166,14 @@ def _table_row(entry, report) -> None:
         return
     ours = relative_position_bias(table, grid_relative_index(H, W, cls=cls))      # (h, N, N)
     theirs = _np(output)
-    theirs = theirs.reshape(ours.shape) if theirs.size == ours.size else theirs
+    if theirs.size != ours.size:
+        report.refused.append((entry["name"], f"{type(module).__name__}: a bias of shape "
+                               f"{tuple(theirs.shape)} from a table of a {H}x{W} grid (ours: "
+                               f"{ours.shape}) is not supported"))
+        return
     report.layers.append(LayerResult(f"{entry['name']} (bias table)", type(module).__name__,
-                                     judge({"bias": theirs}, {"bias": ours}), kind="bias table"))
+                                     judge({"bias": theirs.reshape(ours.shape)}, {"bias": ours}),
+                                     kind="bias table"))
 
 
 def _rope_source(log, position_embeddings):
