@@ -258,10 +258,10 @@ def _scale(module, d: int) -> float:
         v = getattr(module, a, None)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
-    if isinstance(getattr(module, "attention_head_size", None), int) and \
-            hasattr(module, "has_relative_position_bias") and \
-            "math.sqrt(self.attention_head_size)" in _source(module):   # Data2VecVision: in
-        return 1.0 / float(np.sqrt(module.attention_head_size))      # its forward, by d
+    table = hasattr(module, "has_relative_position_bias") or bias_table_owner(module)
+    if isinstance(getattr(module, "attention_head_size", None), int) and table and \
+            "math.sqrt(self.attention_head_size)" in _source(module):   # Data2VecVision, Swin's
+        return 1.0 / float(np.sqrt(module.attention_head_size))  # copies: in their forward, by d
     refuse(module, "a layer whose score scale is not readable (no scaling, scale or "
                     f"inv_norm_factor attribute; 1/sqrt({d}) is not assumed)")
 
