@@ -37,7 +37,7 @@ ROPE_TYPES = ("linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 # whole models of the families read by what they compute (families.NEW), mode "model"
 MODELS = ("roberta", "distilbert", "deberta-v2", "albert", "opt", "gpt_neox", "falcon", "phi",
           "phi3", "stablelm", "gemma", "cohere", "mixtral", "olmo", "granite", "smollm3",
-          "whisper", "clip")
+          "whisper", "clip", "olmo2", "beit", "data2vec-vision", "swin")
 
 
 def _fmt(e: float) -> str:

@@ -50,7 +50,8 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
     v = project_heads(memory, params, "v", layer.num_kv_heads)       # (..., h_kv, S, d_v)
     # 2') (beyond the paper) QK-norm of the keys, once
     if layer.qk_norm:
-        k = qk_norm_forward(layer.spec.qk_norm, k, params, "k_norm", layer.spec.qk_norm_eps)[0]
+        k = qk_norm_forward(layer.spec.qk_norm, k, params, "k_norm", layer.spec.qk_norm_eps,
+                            layer.spec.qk_norm_scope)[0]
     kv_cache = KVCache(memory.shape[-2])
     kv_cache.append(k, v)
     if layer.qk_norm:
@@ -143,13 +144,14 @@ def _cross_layer(caller, x, params, num_heads, spec, deprecated, scale=None):
 
 
 def _key_norm(params: dict, layer) -> tuple:
-    """What normalised the cached keys: the norm's kind, epsilon, weight and bias (or None)."""
+    """What normalised the cached keys: the norm's kind, epsilon, scope, weight and bias (or None)."""
     bias = params.get("k_norm_bias")
-    return (layer.spec.qk_norm, layer.spec.qk_norm_eps, np.array(params["k_norm"]),
+    return (layer.spec.qk_norm, layer.spec.qk_norm_eps, layer.spec.qk_norm_scope,
+            np.array(params["k_norm"]),
             None if bias is None else np.array(bias))
 
 
 def _same_norm(a: tuple, b: tuple) -> bool:
-    return a[:2] == b[:2] and all(
+    return a[:3] == b[:3] and all(
         (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
-        for x, y in zip(a[2:], b[2:], strict=True))
+        for x, y in zip(a[3:], b[3:], strict=True))

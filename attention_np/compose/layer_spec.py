@@ -122,7 +122,8 @@ def _kv_heads_of(W_q, W_k, h: int):
 
 def _check_qk_norm(params: dict, spec: AttentionSpec, qk_norm: bool, h: int, h_kv: int) -> None:
     """QK-norm's weights (and biases): both or neither, each ``(d_k,)`` shared or one per head,
-    ``(h, d_k)`` for q and ``(h_kv, d_k)`` for k; a bias only with a LayerNorm."""
+    ``(h, d_k)`` for q and ``(h_kv, d_k)`` for k, or with ``spec.qk_norm_scope="all"``
+    ``(h*d_k,)`` and ``(h_kv*d_k,)``; a bias only with a LayerNorm."""
     if not qk_norm:
         if any(n in params for n in NORMS):
             raise ValueError(f"params has {[n for n in NORMS if n in params]} but not both of "
@@ -131,9 +132,19 @@ def _check_qk_norm(params: dict, spec: AttentionSpec, qk_norm: bool, h: int, h_k
     d_k = params["W_q"].shape[1] // h
     for name, heads in (("q_norm", h), ("k_norm", h_kv)):
         for entry in (name, f"{name}_bias"):
-            if entry in params and np.shape(params[entry]) not in ((d_k,), (heads, d_k)):
-                raise ValueError(f"params[{entry!r}] has shape {np.shape(params[entry])}, "
-                                 f"expected ({d_k},) or ({heads}, {d_k})")
+            if entry not in params:
+                continue
+            shape = np.shape(params[entry])
+            if spec.qk_norm_scope == "all":          # one norm over the heads' h*d_k features
+                if shape != (heads * d_k,):
+                    raise ValueError(f"params[{entry!r}] has shape {shape}, expected "
+                                     f"({heads * d_k},) = {heads} heads x d_k={d_k}: "
+                                     f"spec.qk_norm_scope='all' normalises all heads at once")
+            elif shape not in ((d_k,), (heads, d_k)):
+                more = (" (all heads' features: pass spec=AttentionSpec(..., "
+                        "qk_norm_scope='all'))" if shape == (heads * d_k,) else "")
+                raise ValueError(f"params[{entry!r}] has shape {shape}, "
+                                 f"expected ({d_k},) or ({heads}, {d_k}){more}")
     if spec.qk_norm == "rms" and any(f"{n}_bias" in params for n in NORMS):
         raise ValueError("params has a QK-norm bias (q_norm_bias/k_norm_bias), which only "
                          "a LayerNorm has: pass spec=AttentionSpec(..., qk_norm='layer')")

@@ -37,17 +37,19 @@ def project_heads_backward(dheads, x, params: dict, which: str):
 
 
 def transform_qk(q, k, params: dict, layer: Layer, q_positions, k_positions):
-    """Step 2, beyond the paper: QK-norm (when ``params`` has its weights), then RoPE (when the
-    spec has it). ``q (..., h, L, d_k)``, ``k (..., h_kv, S, d_k)``; ``k`` may be None (cross-
-    attention decoding transforms its queries alone).
+    """Step 2, beyond the paper: QK-norm (when ``params`` has its weights; per head, or over all
+    heads with ``spec.qk_norm_scope="all"``), then RoPE (when the spec has it).
+    ``q (..., h, L, d_k)``, ``k (..., h_kv, S, d_k)``; ``k`` may be None (cross-attention
+    decoding transforms its queries alone).
 
     Returns ``q, k, steps``: ``steps`` is what :func:`transform_qk_backward` needs.
     """
     steps = []
     if layer.qk_norm:           # the spec's kind: RMSNorm or (mean-centred) LayerNorm
-        kind, eps = layer.spec.qk_norm, layer.spec.qk_norm_eps
-        q, q_norm = qk_norm_forward(kind, q, params, "q_norm", eps)
-        k, k_norm = (None, None) if k is None else qk_norm_forward(kind, k, params, "k_norm", eps)
+        kind, eps, scope = layer.spec.qk_norm, layer.spec.qk_norm_eps, layer.spec.qk_norm_scope
+        q, q_norm = qk_norm_forward(kind, q, params, "q_norm", eps, scope)
+        k, k_norm = (None, None) if k is None else qk_norm_forward(kind, k, params, "k_norm", eps,
+                                                                   scope)
         steps.append(("qk_norm", (q_norm, k_norm)))
     if layer.spec.rope is not None:
         q, k, saved = rotate_heads(q, k, q_positions, k_positions, layer.spec.rope.options())

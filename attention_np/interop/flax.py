@@ -56,6 +56,10 @@ def params_to_flax(params: dict, num_heads: int) -> dict:
     if biases:
         flax_params["out"]["bias"] = np.asarray(params["b_o"])
     for ln, norm in (("query_ln", "q_norm"), ("key_ln", "k_norm")):   # normalize_qk=True
+        if norm in params and np.shape(params[norm]) != (d,):
+            raise ValueError(f"params[{norm!r}] has shape {np.shape(params[norm])}: Flax's "
+                             f"normalize_qk has one ({d},) scale per head width, no QK-norm per "
+                             f"head ((h, d)) nor over all heads at once (qk_norm_scope='all')")
         if norm in params:
             flax_params[ln] = {"scale": np.asarray(params[norm])}
     return {"params": flax_params}

@@ -77,7 +77,8 @@ def kernel_spec(caller: str, spec, deprecated: dict, *, stacklevel: int = 4) -> 
             if getattr(spec, new) is not None:
                 raise TypeError(f"{caller} got both {old}= and spec.{new}; pass spec.{new} only")
             spec = spec.replace(**{new: deprecated[old]})
-    layer_only = {"num_heads": None, "rope": None, "qk_norm": "rms", "qk_norm_eps": 1e-6}
+    layer_only = {"num_heads": None, "rope": None, "qk_norm": "rms", "qk_norm_eps": 1e-6,
+                  "qk_norm_scope": "head"}
     for name, default in layer_only.items():
         if getattr(spec, name) != default:
             raise ValueError(f"{caller} computes Eq. (1) on heads already projected and split: "

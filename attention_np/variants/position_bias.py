@@ -10,6 +10,9 @@ query's, ``rel = j - i`` (pass the result as ``bias`` to any attention forward):
   distances, logarithmic up to ``max_distance``), and each head learns one number per bucket: a
   table ``(num_buckets, h)`` gathered into a bias ``(h, L, S)``. Its backward scatter-adds
   ``dbias`` (from ``sdpa_backward(..., return_dbias=True)``) into the rows of the table.
+- **2-D tables** (BEiT, Data2VecVision; Swin within each window): image patches on a grid, one
+  learned number per head for each 2-D offset between a query patch and a key patch
+  (:func:`grid_relative_index`), gathered and scattered back by the same two functions.
 """
 
 from __future__ import annotations
@@ -118,6 +121,35 @@ def t5_relative_buckets(relative_position, *, bidirectional: bool = True, num_bu
                          * np.float32(n - max_exact))
     large = np.minimum(np.where(distance < max_exact, 0, large).astype(np.int64), n - 1)
     return buckets + np.where(distance < max_exact, distance, large)
+
+
+def grid_relative_index(height: int, width: int, *, cls: bool = False) -> np.ndarray:
+    """The table row of each query-key pair of a ``height x width`` grid of image patches: a
+    learned bias per 2-D relative position (BEiT, Data2VecVision; Swin within each window).
+
+    Patches are in row-major order, patch ``i`` at ``(r_i, c_i)``. The pair ``(i, j)`` is the
+    offset ``(dr, dc) = (r_i - r_j, c_i - c_j)``, query minus key, one of ``(2H - 1)(2W - 1)``,
+    numbered ``(dr + H - 1)(2W - 1) + (dc + W - 1)``. With ``cls`` (a class token first,
+    BEiT's and Data2VecVision's) the table has 3 more rows: the class token's query row,
+    ``n - 3``; its key column, ``n - 2``; the class token with itself, ``n - 1``
+    (``n = (2H - 1)(2W - 1) + 3``).
+
+    Returns
+    -------
+    index : int (N, N), ``N = H W`` (``+ 1`` with ``cls``); gather with
+        :func:`relative_position_bias` (``table (n, h)``) into a bias ``(h, N, N)``.
+    """
+    H, W = check_int(height, "height"), check_int(width, "width")
+    cls = check_bool(cls, "cls")
+    r, c = np.divmod(np.arange(H * W), W)                               # (N,) row, column
+    index = (r[:, None] - r[None, :] + H - 1) * (2 * W - 1) + (c[:, None] - c[None, :] + W - 1)
+    if not cls:
+        return index
+    n = (2 * H - 1) * (2 * W - 1) + 3
+    out = np.empty((H * W + 1,) * 2, dtype=index.dtype)
+    out[1:, 1:] = index
+    out[0, :], out[:, 0], out[0, 0] = n - 3, n - 2, n - 1
+    return out
 
 
 def relative_position_bias(table, buckets) -> np.ndarray:

@@ -21,7 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np._checks import sum_to_shape
-from attention_np.variants.qk_norm import rms_norm_backward, rms_norm_forward
+from attention_np.paper.heads import merge_heads, split_heads
+from attention_np.variants.qk_norm import (
+    rms_norm_all_heads_backward,
+    rms_norm_all_heads_forward,
+    rms_norm_backward,
+    rms_norm_forward,
+)
 
 
 def layer_norm_forward(x, w, b=None, eps: float = 1e-5):
@@ -54,9 +60,20 @@ def layer_norm_backward(dy, cache):
     return dx, dw, db
 
 
-def qk_norm_forward(kind: str, x, params: dict, name: str, eps: float):
+def qk_norm_forward(kind: str, x, params: dict, name: str, eps: float, scope: str = "head"):
     """The QK-norm ``kind`` of heads ``x (..., h, L, d_k)`` with ``params[name]`` (and, for a
-    LayerNorm, ``params[name + "_bias"]`` when present); returns ``(y, cache)``."""
+    LayerNorm, ``params[name + "_bias"]`` when present); returns ``(y, cache)``.
+
+    ``scope`` (``AttentionSpec.qk_norm_scope``): ``"head"`` normalises each head's ``d_k``
+    features, ``"all"`` a position's ``h·d_k`` features at once (OLMo 2), weights ``(h·d_k,)``."""
+    if scope == "all":
+        b = params.get(f"{name}_bias")
+        if kind == "rms":
+            y, cache = rms_norm_all_heads_forward(x, params[name], eps)
+        else:                        # the projection (..., L, h*d_k), normalised, split again
+            merged, cache = layer_norm_forward(merge_heads(x), params[name], b, eps)
+            y, cache = split_heads(merged, x.shape[-3]), (cache, x.shape[-3])
+        return y, (f"{kind}-all", cache, np.shape(params[name]))
     w = _per_head(params[name], x)
     if kind == "rms":
         y, cache = rms_norm_forward(x, w, eps)
@@ -70,6 +87,13 @@ def qk_norm_backward(dy, cache) -> tuple:
     """Backward of :func:`qk_norm_forward`: ``(dx, {name: grad})`` with the weight's gradient as
     ``"w"`` and a LayerNorm bias's as ``"b"``, in the shapes of the parameters."""
     kind, inner, shape = cache
+    if kind == "rms-all":
+        dx, dw = rms_norm_all_heads_backward(dy, inner)
+        return dx, {"w": dw}
+    if kind == "layer-all":
+        (ln, h) = inner
+        dx, dw, db = layer_norm_backward(merge_heads(dy), ln)
+        return split_heads(dx, h), ({"w": dw} if db is None else {"w": dw, "b": db})
     if kind == "rms":
         xhat, r, w = inner
         dx, _ = rms_norm_backward(dy, inner)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from attention_np._checks import check_bool, check_dropout_p, check_int, check_scale
-from attention_np.variants.qk_norm import QK_NORMS
+from attention_np.variants.qk_norm import QK_NORM_SCOPES, QK_NORMS
 from attention_np.variants.rope import check_rope
 from attention_np.variants.softcap import check_softcap
 from attention_np.variants.window import check_window
@@ -97,6 +97,13 @@ class AttentionSpec:
         ``params`` has them: RMSNorm (Qwen3, Gemma 3) or LayerNorm (Cohere, Flax ``normalize_qk``).
     qk_norm_eps : float
         The norm's epsilon.
+    qk_norm_scope : {"head", "all"}
+        Which features one norm's mean runs over: ``"head"`` (the default), each head's ``d_k``
+        (Qwen3, Gemma 3; weights ``(d_k,)`` or ``(h, d_k)``); ``"all"``, the ``h·d_k`` features of
+        a position's query and the ``h_kv·d_k`` of its key at once, before the split into heads
+        (OLMo 2; weights ``(h·d_k,)`` and ``(h_kv·d_k,)``). A field rather than read from the
+        weights' shape: it is the norm's formula (which mean), not a learned number, and a
+        ``(d_k,)`` weight of one head would say nothing either way.
     dropout_p : float, optional
         None (the default): the call's ``dropout_p=`` where it has one, else 0. Attention dropout
         on the weights (§5.4 applies dropout to sub-layer outputs; BERT and
@@ -115,6 +122,7 @@ class AttentionSpec:
     softcap: float | None = None
     qk_norm: str = "rms"
     qk_norm_eps: float = 1e-6
+    qk_norm_scope: str = "head"
     dropout_p: float | None = None
     kernel: str = "fused"
 
@@ -133,6 +141,9 @@ class AttentionSpec:
         object.__setattr__(self, "softcap", check_softcap(self.softcap))
         if not isinstance(self.qk_norm, str) or self.qk_norm not in QK_NORMS:
             raise ValueError(f"qk_norm must be one of {tuple(QK_NORMS)}, got {self.qk_norm!r}")
+        if not isinstance(self.qk_norm_scope, str) or self.qk_norm_scope not in QK_NORM_SCOPES:
+            raise ValueError(f"qk_norm_scope must be one of {QK_NORM_SCOPES} (each head's d_k "
+                             f"features, or all heads' h*d_k at once), got {self.qk_norm_scope!r}")
         eps = self.qk_norm_eps
         if isinstance(eps, (bool, np.bool_)) or not isinstance(
                 eps, (int, float, np.integer, np.floating)) or not (np.isfinite(eps) and eps > 0):

@@ -1,6 +1,7 @@
-"""Layers read by what they compute (interop/transformers/layer_reading.py), the 18 families beyond the
-first 17 kinds, the LayerNorm QK-norm (core/qk_layernorm.py), and whole models diffed layer by
-layer (interop/transformers/model_diff.py)."""
+"""Layers read by what they compute (interop/transformers/layer_reading.py), the 22 families beyond the
+first 17 kinds (OLMo 2's QK-norm over all heads, BEiT's, Data2VecVision's and Swin's 2-D bias
+tables among them; Zamba's hybrid), the LayerNorm QK-norm (core/qk_layernorm.py), and whole
+models diffed layer by layer (interop/transformers/model_diff.py)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,19 @@ require("transformers")
 
 from attention_np.interop.transformers import families as fam  # noqa: E402
 from attention_np.interop.transformers import layer_diff as itf  # noqa: E402
-from attention_np.interop.transformers.layer_reading import UnsupportedLayer, layer_spec  # noqa: E402
+from attention_np.interop.transformers.layer_reading import (  # noqa: E402
+    UnsupportedLayer,
+    layer_spec,
+    params_from_transformers,
+)
 from attention_np.interop.transformers.model_diff import (  # noqa: E402
     attention_layers,
     compare_transformers_model,
 )
 
 R = np.random.default_rng(2525)
-AGREE = sorted(set(fam.NEW) - {"deberta-v2"})
+# (Data2VecVision and Swin attend a grid of patches, a window: tested below with their shapes)
+AGREE = sorted(set(fam.NEW) - {"deberta-v2", "data2vec-vision", "swin"})
 
 
 @pytest.mark.parametrize("shape", [(5,), (3, 1, 5)])
@@ -271,3 +277,158 @@ def test_bad_model_or_inputs_are_named_before_any_work():
         compare_transformers_model(model, input_idz=np.zeros((1, 3), dtype=np.int64))
     with pytest.raises(ValueError, match="reference must be one of .*got 'fast'"):
         compare_attention_kernels(model, reference="fast", input_ids=np.zeros((1, 3), np.int64))
+
+
+# Families read by what they compute: QK-norm over all heads (OLMo 2), 2-D relative position bias
+# tables (Data2VecVision with a class token, Swin per window with its shifted windows). Each agrees
+# at float64 rounding, layer and model, and 1e-6 added to one layer's output is caught and named.
+
+def _caught(model, inputs):
+    """The whole model diffed with 1e-6 added to its first attention layer's output: AGREE means
+    every other layer agrees (max error returned) and that layer differs by exactly the change."""
+    from attention_np.interop.transformers import sweep as sw
+    found = attention_layers(model)[0]
+    verdict, err, why = sw._diff_model(model, inputs, found[0])
+    assert verdict == "AGREE", why
+    assert f"caught at {found[0][0]}" in why
+    return err
+
+
+def test_olmo2_qk_norm_over_all_heads_is_read_and_agrees_layer_and_model():
+    model = fam.family_model("olmo2", seed=1)
+    layers, refused = attention_layers(model)
+    assert len(layers) == 2 and not refused
+    spec = layers[0][2]
+    assert (spec.qk_norm, spec.qk_norm_scope) == ("rms", "all")
+    params = params_from_transformers(layers[0][1])[0]
+    assert params["q_norm"].shape == (4 * 8,) and params["k_norm"].shape == (2 * 8,)
+    r = itf.compare_transformers_attention(layers[0][1], R.standard_normal((2, 6, 32)), seed=3)
+    assert r.ok and max(c.err for c in r.checks if c.rule == "float64") < 1e-12, str(r)
+    assert _caught(model, fam.model_inputs("olmo2", model)) < 1e-12
+
+
+def test_data2vec_vision_reads_its_bias_table_and_agrees_layer_and_model():
+    model = fam.family_model("data2vec-vision", seed=1)
+    layers, refused = attention_layers(model)
+    assert len(layers) == 2 and not refused
+    module, spec = layers[0][1], layers[0][2]
+    assert spec.grid_table == (4, 4, True) and spec.scale == 1 / np.sqrt(8) and not spec.has_w_o
+    assert params_from_transformers(module)[0]["bias_table"].shape == (7 * 7 + 3, 4)
+    for impl in ("sdpa", "eager"):                   # Data2VecVision's two classes
+        layer = fam.family_model("data2vec-vision", seed=1, attn_implementation=impl)
+        r = itf.compare_transformers_attention(attention_layers(layer)[0][0][1],
+                                               R.standard_normal((2, 17, 32)), seed=3,
+                                               attn_implementation=None)
+        assert r.ok and "dbias_table" in [c.name for c in r.checks], str(r)
+        assert max(c.err for c in r.checks) < 1e-12
+    assert _caught(model, fam.model_inputs("data2vec-vision", model)) < 1e-12
+    with pytest.raises(ValueError, match=r"hidden_states must be \(B, 17, d_model\)"):
+        itf.compare_transformers_attention(module, R.standard_normal((2, 6, 32)))
+
+
+def test_data2vec_vision_shared_table_agrees_in_the_model_and_the_layer_says_what_it_lacks():
+    tf = require("transformers")
+    kw = dict(fam.NEW["data2vec-vision"][1], use_relative_position_bias=False,
+              use_shared_relative_position_bias=True)
+    model = fam._randomize(tf.Data2VecVisionModel(tf.Data2VecVisionConfig(**kw)), 1)
+    assert attention_layers(model)[0][0][2].grid_table is None
+    assert _caught(model, fam.model_inputs("data2vec-vision", model)) < 1e-12
+    report = compare_transformers_model(model, **fam.model_inputs("data2vec-vision", model))
+    assert report.ok and report.layers[0].name == "encoder.relative_position_bias (bias table)"
+    assert report.layers[0].forward_error < 1e-12
+    r = itf.compare_transformers_attention(model.encoder.layer[0].attention.attention,
+                                           R.standard_normal((2, 17, 32)))
+    assert any("shared relative position bias" in n for n in r.notes)
+
+
+def test_data2vec_vision_at_another_resolution_is_refused_naming_the_interpolated_table():
+    model = fam.family_model("data2vec-vision", seed=1)
+    pixels = torch.from_numpy(R.standard_normal((1, 3, 24, 24)))
+    report = compare_transformers_model(model, pixel_values=pixels, interpolate_pos_encoding=True)
+    assert report.verdict == "INCOMPLETE" and not report.layers
+    assert all("relative position bias table interpolated" in why for _, why in report.refused)
+
+
+def test_swin_window_attention_agrees_with_its_table_and_shifted_window_mask():
+    model = fam.family_model("swin", seed=1)
+    layers, refused = attention_layers(model)
+    assert len(layers) == 4 and not refused
+    block = model.encoder.layers[0].blocks[1]              # the shifted one: 8x8, windows of 4x4
+    spec = layer_spec(block.attention)
+    assert spec.grid_table == (4, 4, False) and block.shift_size == 2
+    mask = block.get_attn_mask(8, 8, torch.float64, "cpu")           # (4 windows, 16, 16)
+    x = R.standard_normal((2 * 4, 16, 16))                           # B = 2 images x 4 windows
+    r = itf.compare_transformers_attention(block.attention, x, window_mask=mask, seed=3)
+    assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
+    # the mask matters: it moves the layer's output (so agreeing with it is a real test)
+    layer = copy.deepcopy(block.attention).double()
+    with torch.no_grad():
+        moved = layer(torch.from_numpy(x), mask)[0] - layer(torch.from_numpy(x))[0]
+    assert moved.abs().max() > 1e-3
+    assert itf.compare_transformers_attention(block.attention, x, seed=3).ok     # no mask
+    assert _caught(model, fam.model_inputs("swin", model)) < 1e-12
+    with pytest.raises(ValueError, match="one window; B counts the windows"):
+        itf.compare_transformers_attention(block.attention, R.standard_normal((2, 6, 16)))
+    with pytest.raises(ValueError, match=r"window_mask must be \(num_windows, N, N\)"):
+        itf.compare_transformers_attention(block.attention, x[:6], window_mask=mask)
+    with pytest.raises(ValueError, match="window_mask is Swin's shifted-window mask"):
+        llama = fam.family_model("llama").layers[0].self_attn
+        itf.compare_transformers_attention(llama, R.standard_normal((2, 6, 32)), window_mask=mask)
+
+
+def test_zamba_attention_is_compared_and_its_mamba_layers_refused_by_name():
+    """A hybrid model: its shared attention blocks agree (one alone too: its forward takes
+    layer_idx), its Mamba state-space layers are listed as refused, by that name."""
+    from attention_np.interop.transformers import sweep as sw
+    model = sw.build("zamba")
+    layers, refused = attention_layers(model)
+    assert [n for n, *_ in layers] == ["layers.1.shared_transf.self_attn",
+                                       "layers.2.shared_transf.self_attn"]
+    assert [n for n, _ in refused] == ["layers.0.mamba", "layers.1.mamba_decoder.mamba",
+                                       "layers.2.mamba_decoder.mamba"]
+    assert all("ZambaMambaMixer: a state-space layer (Mamba's selective scan" in why
+               for _, why in refused)
+    r = itf.compare_transformers_attention(layers[0][1], R.standard_normal((2, 6, 64)), seed=3)
+    assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.verdict == "INCOMPLETE" and len(report.attention) == 2
+    assert all(r.ok for r in report.layers) and len(report.refused) == 3
+    row = sw.sweep_one("zamba")          # the change caught at the first attention layer
+    assert row.verdict == "refused" and "state-space layer" in row.reason and row.max_error < 1e-12
+    with pytest.raises(UnsupportedLayer, match="is not an attention layer"):
+        layer_spec(model.layers[0].mamba)
+
+
+def test_beit_tables_outside_its_attention_layers_are_rows_of_their_own():
+    """BEiT computes each layer's bias in its BeitLayer and passes it as the attention mask: the
+    bias is compared with ours from the table read before the run (a row per table), the layer
+    on the mask it got; at another image size the interpolated table is refused by name."""
+    model = fam.family_model("beit", seed=1)
+    inputs = fam.model_inputs("beit", model)
+    report = compare_transformers_model(model, **inputs)
+    assert report.ok, str(report)
+    assert [r.name for r in report.layers if r.kind == "bias table"] == [
+        "layers.0.relative_position_bias (bias table)",
+        "layers.1.relative_position_bias (bias table)"]
+    assert max(r.forward_error for r in report.layers) < 1e-12
+    assert _caught(model, inputs) < 1e-12
+    pixels = torch.from_numpy(R.standard_normal((1, 3, 24, 24)))
+    report = compare_transformers_model(model, pixel_values=pixels, interpolate_pos_encoding=True)
+    assert report.verdict == "INCOMPLETE"
+    assert any("bias table interpolated (bilinear)" in why for _, why in report.refused)
+
+
+@pytest.mark.parametrize("config, model", [("DonutSwinConfig", "DonutSwinModel"),
+                                           ("MaskFormerSwinConfig", "MaskFormerSwinModel")])
+def test_swin_copies_whose_layers_hold_the_table_agree(config, model):
+    """Donut-Swin and MaskFormer-Swin keep Swin's older self-attention: the table is the layer's
+    own parameter (not a relative_position_bias module); read and gathered the same way."""
+    tf = require("transformers")
+    cfg = getattr(tf, config)(**fam.NEW["swin"][1])
+    swin = fam._randomize(getattr(tf, model)(cfg), 1)
+    layers, refused = attention_layers(swin)
+    assert len(layers) == 4 and not refused
+    assert all(spec.grid_table == (4, 4, False) for *_, spec in layers)
+    assert swin.encoder.layers[0].blocks[1].shift_size == 2
+    assert "bias_table" in params_from_transformers(layers[1][1])[0]
+    assert _caught(swin, fam.model_inputs("swin", swin)) < 1e-12

@@ -120,18 +120,34 @@ def test_a_changed_scale_is_the_layers_mismatch():
     assert report.first_disagreement.name == "layers.0.self_attn", str(report)
 
 
-def test_a_changed_bias_table_is_the_layers_mismatch():
-    model = fam.family_model("t5", seed=1)
-    inputs = fam.model_inputs("t5", model)
+# the layer whose table is changed, and the table: T5's buckets, Data2VecVision's 2-D offsets
+# (with a class token), Swin's per window (its second block: shifted windows)
+TABLES = {
+    "t5": ("encoder.block.0.layer.0.SelfAttention", "relative_attention_bias.weight", ""),
+    "data2vec-vision": ("encoder.layer.1.attention.attention",
+                        "relative_position_bias.relative_position_bias_table", ""),
+    "swin": ("encoder.layers.0.blocks.1.attention",
+             "relative_position_bias.relative_position_bias_table", ""),
+    # BEiT's table is outside its attention layer (each BeitLayer's): its own row
+    "beit": ("layers.1.relative_position_bias", "relative_position_bias_table", " (bias table)"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(TABLES))
+def test_a_changed_bias_table_is_the_layers_mismatch(family):
+    model = fam.family_model(family, seed=1)
+    inputs = fam.model_inputs(family, model)
     assert compare_transformers_model(model, **inputs).ok
-    layer = model.encoder.block[0].layer[0].SelfAttention
+    name, table, row = TABLES[family]
+    layer = model.get_submodule(name)
 
     def corrupt(module, args, kwargs):               # after our copy of the table was read
         with torch.no_grad():
-            module.relative_attention_bias.weight[0, 0] += 1e-3
+            module.get_parameter(table)[0, 0] += 1e-3
     layer.register_forward_pre_hook(corrupt, with_kwargs=True)
     report = compare_transformers_model(model, **inputs)
-    assert report.first_disagreement.name == "encoder.block.0.layer.0.SelfAttention", str(report)
+    assert report.verdict == "MISMATCH"
+    assert report.first_disagreement.name == name + row, str(report)
 
 
 def test_one_verdict_in_text_html_and_ok_when_a_layer_is_refused():

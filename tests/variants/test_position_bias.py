@@ -121,3 +121,34 @@ def test_bad_arguments_name_themselves(call, exc, words):
     with pytest.raises(exc) as info:
         call()
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("height, width", [(4, 4), (2, 3), (3, 1)])
+def test_grid_relative_index_equals_swin_and_data2vec_vision(height, width):
+    """The 2-D offsets of a grid of patches: Swin's index (a window, no class token) and
+    Data2VecVision's (a class token first, 3 more rows), built by transformers itself."""
+    torch = require("torch")
+    swin = require("transformers.models.swin.modeling_swin")
+    d2v = require("transformers.models.data2vec.modeling_data2vec_vision")
+    from attention_np.variants.position_bias import grid_relative_index
+    theirs = swin.SwinRelativePositionBias(2, (height, width)).relative_position_index
+    ours = grid_relative_index(height, width)
+    assert ours.shape == (height * width,) * 2
+    assert np.array_equal(ours.ravel(), theirs.numpy())
+    with_cls = d2v.Data2VecVisionRelativePositionBias.generate_relative_position_index(
+        (height, width))
+    assert np.array_equal(grid_relative_index(height, width, cls=True), with_cls.numpy())
+    rows = (2 * height - 1) * (2 * width - 1)
+    assert set(np.unique(ours)) == set(range(rows))           # every offset, once a row
+    # the gather of a table (rows, h) into (h, N, N) and its backward against torch autograd
+    table = randn(R, rows + 3, 2)
+    t = torch.tensor(table, requires_grad=True)
+    bias = t[with_cls.reshape(-1)].reshape(*with_cls.shape, 2).permute(2, 0, 1)
+    dbias = randn(R, *bias.shape)
+    bias.backward(torch.tensor(dbias))
+    index = grid_relative_index(height, width, cls=True)
+    assert max_abs_diff(an.relative_position_bias(table, index), bias.detach().numpy()) == 0
+    assert max_abs_diff(an.relative_position_bias_backward(dbias, index, rows + 3),
+                        t.grad.numpy()) < 1e-14
+    with pytest.raises(ValueError, match="height"):
+        grid_relative_index(0, 2)

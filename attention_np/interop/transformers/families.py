@@ -7,7 +7,9 @@ relative attention: refused), OPT, GPT-NeoX (fused per-head qkv, partial rotary)
 grouped qkv, GQA), Phi (partial rotary, LayerNorm QK-norm with bias), Phi-3 (fused contiguous qkv),
 StableLM (per-head LayerNorm QK-norm, partial rotary, qkv biases), Gemma, Cohere (LayerNorm
 QK-norm per head, interleaved RoPE), Mixtral, OLMo, Granite (attention_multiplier), SmolLM3 (a
-layer without RoPE), Whisper (encoder, decoder, cross), CLIP (text: causal mask from the model).
+layer without RoPE), Whisper (encoder, decoder, cross), CLIP (text: causal mask from the model),
+OLMo 2 (QK-norm over all heads), BEiT and Data2VecVision (a 2-D relative position bias table with
+a class token), Swin (a table per window, shifted windows).
 
 :func:`family_model` builds one; :func:`KNOWN` lists every name ``diff --model`` takes.
 """
@@ -59,7 +61,20 @@ NEW = {
                                       eos_token_id=0, decoder_start_token_id=0),
                 "WhisperModel"),
     "clip": ("CLIPTextConfig", dict(ENC, bos_token_id=0, eos_token_id=2), "CLIPTextModel"),
+    "olmo2": ("Olmo2Config", dict(DEC, head_dim=8), "Olmo2Model"),
+    # 16x16 images of 4x4 patches and a class token: a 4x4 grid, the table's own in each layer
+    # (BEiT: in each BeitLayer, outside the attention layer, its bias passed as the mask)
+    "beit": ("BeitConfig", dict(hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
+                                intermediate_size=40, image_size=16, patch_size=4,
+                                use_relative_position_bias=True, out_indices=[1]), "BeitModel"),
+    "data2vec-vision": ("Data2VecVisionConfig", dict(
+        hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=40,
+        image_size=16, patch_size=4, use_relative_position_bias=True), "Data2VecVisionModel"),
+    # 16x16 images of 2x2 patches: 8x8, four 4x4 windows, the second block's shifted; then 4x4
+    "swin": ("SwinConfig", dict(image_size=16, patch_size=2, embed_dim=16, depths=[2, 2],
+                                num_heads=[2, 4], window_size=4), "SwinModel"),
 }
+VISION = ("vit", "beit", "data2vec-vision", "swin")     # model_inputs: pixel_values
 OLD = ("bert", "vit", "gpt2", "bart", "t5", "llama", "mistral", "qwen2", "qwen3", "gemma2",
        "gemma3", "gpt_oss")
 KNOWN = tuple(sorted(set(OLD) | set(NEW)))
@@ -91,8 +106,9 @@ def model_inputs(name: str, model, seed: int = 0, *, left_pad: bool = False) -> 
     import torch
     rng = np.random.default_rng(seed)
     B, L = 2, 6
-    if name == "vit":
-        return {"pixel_values": torch.from_numpy(rng.standard_normal((B, 3, 8, 8)))}
+    if name in VISION:
+        size = 8 if name == "vit" else 16
+        return {"pixel_values": torch.from_numpy(rng.standard_normal((B, 3, size, size)))}
     ids = torch.from_numpy(rng.integers(3, 61, (B, L)))
     mask = torch.ones((B, L), dtype=torch.long)
     if left_pad:

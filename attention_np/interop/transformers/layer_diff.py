@@ -83,11 +83,15 @@ def _torch_mask(mask, torch):
 def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, torch) -> dict:
     """The keyword arguments of the layer's own ``forward``, by its parameter names."""
     names = forward_parameters(module)
-    kwargs = {("attention_mask" if "attention_mask" in names else "mask"): _torch_mask(mask, torch)}
+    # a layer without a mask parameter (Data2VecVision) gets none (the caller checked there is none)
+    takes = "attention_mask" if "attention_mask" in names else "mask" if "mask" in names else None
+    kwargs = {} if takes is None and mask is None else {takes or "mask": _torch_mask(mask, torch)}
     if spec.cross:                                  # GPT-2: the encoder output and its mask
         kwargs = {"encoder_attention_mask": kwargs.pop("attention_mask"), "encoder_hidden_states": kv}
     elif kv is not None:
         kwargs["key_value_states"] = kv
+    if "layer_idx" in names:                        # Zamba: its cache's index (no cache here)
+        kwargs["layer_idx"] = getattr(module, "layer_idx", None)
     if "alibi" in names:                            # Falcon: positional, None without ALiBi
         kwargs["alibi"] = None
     if spec.has_rope:
@@ -98,12 +102,29 @@ def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, to
         kwargs["position_embeddings"] = (ones, 0 * ones)
     if position_bias is not None:
         kwargs["position_bias"] = torch.from_numpy(position_bias)
+    if spec.grid_table is not None and "resolution" in names:     # Data2VecVision: its table's
+        H, W, _ = spec.grid_table                                   # grid, in pixels
+        kwargs["resolution"] = (H * module.config.patch_size, W * module.config.patch_size)
     return kwargs
+
+
+def _window_bias(module, spec: LayerSpec, window_mask, B: int, L: int, bias):
+    """Swin's ``(num_windows, N, N)`` shifted-window mask as a bias ``(B, 1, N, N)`` of windows,
+    window ``b`` getting ``window_mask[b % num_windows]`` (checked before any work)."""
+    if spec.grid_table is None or spec.grid_table[2] or bias is not None:
+        raise ValueError(f"window_mask is Swin's shifted-window mask, for a window attention "
+                         f"layer with a relative position bias table per window (and no "
+                         f"position_bias); {type(module).__name__} is not one")
+    m = np.asarray(to_numpy(window_mask), dtype=np.float64)
+    if m.ndim != 3 or m.shape[1:] != (L, L) or B % m.shape[0]:
+        raise ValueError(f"window_mask must be (num_windows, N, N) = (nW, {L}, {L}) with the "
+                         f"batch of windows B = {B} a multiple of nW, got shape {m.shape}")
+    return m[np.arange(B) % m.shape[0]][:, None]                    # (B, 1, N, N)
 
 
 def compare_transformers_attention(module, hidden_states, *, key_value_states=None,
                                    attention_mask=None, position_ids=None, position_bias=None,
-                                   attn_implementation: str | None = "sdpa",
+                                   window_mask=None, attn_implementation: str | None = "sdpa",
                                    seed: int = 0) -> MHAReport:
     """Run a transformers attention layer and attention_np in float64, forward and backward, and diff.
 
@@ -136,6 +157,12 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     position_bias : (B | 1, h, L, S) float, optional
         T5 blocks after the first: the bias block 0 computed (mask folded in). Without it such
         a layer runs without any position bias, and the report says so.
+    window_mask : (num_windows, N, N) float, optional
+        Swin's shifted-window mask as its window attention layer gets it
+        (``SwinLayer.get_attn_mask``: 0, or -100 between positions from different regions of
+        the shifted image), with ``hidden_states`` the ``B * num_windows`` windows
+        ``(B * num_windows, N, d_model)`` of ``N = window_size**2`` patches. Added to the scores
+        of window ``b`` as ``window_mask[b % num_windows]`` (a bias: -100 is not -inf).
     attn_implementation : {"sdpa", "eager", "attention_np_eager_float64", None}
         The copy's ``config._attn_implementation``; ``None`` keeps the module's.
     seed : int
@@ -177,6 +204,13 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                          f"{weights['W_q'].shape[0]} (the layer's), got shape {x.shape}")
     kv = None if key_value_states is None else to_numpy(key_value_states).astype(np.float64)
     B, L = x.shape[:2]
+    if spec.grid_table is not None:                # Data2VecVision, Swin: the table's positions
+        H, W, cls = spec.grid_table
+        if L != H * W + cls:
+            what = " and a class token" if cls else " (one window; B counts the windows)"
+            raise ValueError(f"hidden_states must be (B, {H * W + cls}, d_model): "
+                             f"{type(module).__name__} has a relative position bias table for "
+                             f"a {H}x{W} grid of patches{what}, got shape {x.shape}")
     S = L if kv is None else kv.shape[1]
     if attention_mask is not None and np.shape(to_numpy(attention_mask)) != (B, S):
         raise ValueError(f"attention_mask must be (B, S) = {(B, S)}, got "
@@ -201,6 +235,11 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         if bias.ndim != 4 or bias.shape[1:] != (spec.num_heads, L, S) or bias.shape[0] not in (1, B):
             raise ValueError(f"position_bias must be (B or 1, h, L, S) = ({B}, {spec.num_heads}, "
                              f"{L}, {S}), got {bias.shape}")
+    if pad is not None and not {"attention_mask", "mask"} & set(names):
+        raise ValueError(f"attention_mask: {type(module).__name__} takes no mask (its forward "
+                         f"takes {names})")
+    if window_mask is not None:
+        bias = _window_bias(module, spec, window_mask, B, L, bias)
     mask = build_mask(spec if kv is None else no_causal(spec), B, L, S, pad)
 
     layer = copy.deepcopy(module).double().eval()
@@ -219,7 +258,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         p.grad = None
     xt = torch.tensor(x, requires_grad=True)
     kvt = None if kv is None else torch.tensor(kv, requires_grad=True)
-    kwargs = _call_kwargs(module, spec, mask, kvt, positions, bias, torch)
+    kwargs = _call_kwargs(module, spec, mask, kvt, positions,
+                          None if window_mask is not None else bias, torch)
+    if window_mask is not None:                     # Swin: the layer's own attention_mask
+        kwargs["attention_mask"] = torch.from_numpy(np.asarray(window_mask, dtype=np.float64))
     with float64_rope_function(layer):
         out_t = layer(xt, **kwargs)[0]
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
@@ -233,8 +275,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     params, _ = params_from_transformers(layer)
     grads, _ = params_from_transformers(layer, grads=True)
     got.update({f"d{n}": g for n, g in grads.items()})
-    if bias is not None:                # the mask is folded into T5's bias: keep it out of ours
-        bias = np.where(bias > np.finfo(np.float64).min / 2, bias, 0.0)
+    if bias is not None and window_mask is None:   # T5's bias has the mask folded in: keep
+        bias = np.where(bias > np.finfo(np.float64).min / 2, bias, 0.0)   # it out of ours
     ours = replay(spec, params, x, kv, mask, dout, positions=positions, bias=bias)
     excluded = leave_out_rows(got, ours, rows)
     report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
@@ -257,11 +299,18 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                             "model it gets the position bias block 0 computed, which this diff "
                             "did not get (pass position_bias=, or diff the whole model with "
                             "compare_transformers_model)")
+    if "relative_position_bias" in names and getattr(
+            getattr(module, "config", None), "use_shared_relative_position_bias", False):
+        report.notes.append(f"{type(module).__name__} gets the model's shared relative position "
+                            "bias (use_shared_relative_position_bias) as an argument, which this "
+                            "diff did not pass: diff the whole model with "
+                            "compare_transformers_model")
     if position_ids is not None and not spec.has_rope:
         report.notes.append(f"position_ids not used: {type(module).__name__} has no rotary "
                             "embedding (its positions, if any, enter before the layer or, T5, "
                             "as the relative bias)")
-    if impl == "eager" and (spec.family == "vit" or spec.has_rope) and not spec.sinks:
+    swin = spec.grid_table is not None and not spec.grid_table[2]      # Swin's eager: float32 too
+    if impl == "eager" and (spec.family == "vit" or spec.has_rope or swin) and not spec.sinks:
         instead = "'sdpa'" if spec.softcap is None else f"{EAGER_FLOAT64!r} (sdpa refuses the soft-cap)"
         report.notes.append("eager attention of this family runs its softmax in float32 even "
                             f"in float64: use attn_implementation={instead} for a float64 diff")

@@ -4,7 +4,9 @@
 ``Conv1D``, a fused ``qkv`` Linear in any of its three layouts), head counts, scale, causality,
 RoPE (rotated width, pair layout, probed from the family's ``rotate_half``), sliding window,
 soft-cap, QK-norm (its kind probed: RMSNorm, ``(1 + w)`` RMSNorm or mean-centred LayerNorm,
-shared or one per head), sinks, T5's bucketed bias, ALBERT's residual LayerNorm. Any
+shared or one per head, or over all heads at once as OLMo 2's), sinks, T5's bucketed bias,
+2-D relative position bias tables (Data2VecVision, Swin's windows), ALBERT's residual
+LayerNorm. Any
 ``nn.Module`` whose computation these describe is accepted, subclasses and unknown classes
 included; one that adds what they cannot describe is refused with the feature named
 (:class:`UnsupportedLayer`). :func:`params_from_transformers` gives the weights, or their
@@ -70,6 +72,7 @@ class LayerSpec:
     softcap: float | None = None     # Gemma 2: attn_logit_softcapping, c * tanh(scores / c)
     qk_norm_eps: float | None = None  # the eps of the QK-norm; None: no QK-norm
     qk_norm: str | None = None       # "rms" or "layer" (AttentionSpec.qk_norm)
+    qk_norm_scope: str = "head"      # "all": over all heads' features at once (OLMo 2)
     rotary_dim: int | None = None    # RoPE on the first rotary_dim features (None: all)
     rope_layout: str = "half"        # "half" (rotate_half) or "interleaved" (Cohere)
     sinks: bool = False              # gpt-oss: a learned sink logit per head
@@ -80,6 +83,9 @@ class LayerSpec:
     adds_residual: bool = False      # BLOOM: the layer returns out + its ``residual`` argument
     bool_mask_masks: bool = False    # MPT: a bool attention_mask is True where a key is masked
     rope_sin_first: bool = False     # GPT-J: position_embeddings are (sin, cos) of the r/2 angles
+    grid_table: tuple | None = None  # a 2-D relative position bias table (height, width, cls) of
+    #                                  its grid of patches: Data2VecVision (a class token first),
+    #                                  Swin (each window; cls False); variants.grid_relative_index
 
     @property
     def has_rope(self) -> bool:
@@ -100,7 +106,7 @@ def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
     return AttentionSpec(
         num_heads=spec.num_heads, scale=spec.scale, rope=rope, softcap=spec.softcap,
         window=(spec.window - 1, 0) if window and spec.window is not None else None,
-        qk_norm=spec.qk_norm or "rms",
+        qk_norm=spec.qk_norm or "rms", qk_norm_scope=spec.qk_norm_scope,
         qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)
 
 
@@ -160,6 +166,25 @@ ALGORITHMS = (
      "relative-position embeddings, content-to-position and position-to-content, scaled by "
      "1/sqrt(3 d))"),
 )
+
+
+def recurrent_layer(module) -> str | None:
+    """What a sequence-mixing layer without attention weights computes, by name (a state that
+    decays by a learned ``A_log`` as it scans the sequence, fed by a short convolution: Mamba's
+    selective scan, a gated delta-rule net), or None. Hybrid models (Zamba, Jamba, Falcon-H1,
+    Qwen3-Next) interleave them with attention layers; the whole-model diff lists them as refused,
+    so that a model is never AGREE on layers that were not compared."""
+    if not (hasattr(module, "A_log") and hasattr(module, "conv1d")):
+        return None
+    name = type(module).__name__
+    if "Delta" in name:
+        return ("a gated delta-rule layer (linear attention: a recurrent state updated by the "
+                "delta rule along the sequence, no softmax over scores)")
+    if "Linear" in name:
+        return ("a linear-attention layer with a decaying recurrent state (no softmax over "
+                "scores)")
+    return ("a state-space layer (Mamba's selective scan: a recurrent state with a learned decay "
+            "A_log along the sequence, no attention weights)")
 
 
 def refuse_other_algorithm(module) -> None:
@@ -233,6 +258,10 @@ def _scale(module, d: int) -> float:
         v = getattr(module, a, None)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
+    table = hasattr(module, "has_relative_position_bias") or bias_table_owner(module)
+    if isinstance(getattr(module, "attention_head_size", None), int) and table and \
+            "math.sqrt(self.attention_head_size)" in _source(module):   # Data2VecVision, Swin's
+        return 1.0 / float(np.sqrt(module.attention_head_size))  # copies: in their forward, by d
     refuse(module, "a layer whose score scale is not readable (no scaling, scale or "
                     f"inv_norm_factor attribute; 1/sqrt({d}) is not assumed)")
 
@@ -244,7 +273,8 @@ def _rope(module, cfg, family: str, d: int, alibi) -> dict:
             not getattr(module, "use_rope", True):                   # SmolLM3's NoPE layers
         return {}
     rope = getattr(cfg, "rope_parameters", None) or {}
-    rope = rope.get(getattr(module, "layer_type", None), rope)     # Gemma 3: one per layer type
+    kind = getattr(module, "layer_type", None) or getattr(module, "attention_type", None)
+    rope = rope.get(kind, rope)               # Gemma 3, OLMo 3: one per layer type
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
     partial = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 1.0))
     r = getattr(module, "rotary_ndims", None)
@@ -310,6 +340,33 @@ def family_function(module, name: str):
     return None
 
 
+def bias_table_owner(module):
+    """The module holding the layer's ``relative_position_bias_table``: the layer itself (Swin's
+    older copies: Donut, MaskFormer, CLAP, Swin2SR) or its ``relative_position_bias`` (Swin,
+    Data2VecVision); None."""
+    for owner in (module, getattr(module, "relative_position_bias", None)):
+        if getattr(owner, "relative_position_bias_table", None) is not None and \
+                hasattr(owner, "window_size"):
+            return owner
+    return None
+
+
+def _grid_table(module) -> tuple | None:
+    """A 2-D relative position bias table the layer holds and adds to its scores (Data2VecVision,
+    Swin): ``(height, width, cls)`` of its grid of patches, from the table's ``window_size`` and
+    its rows (``(2H - 1)(2W - 1)``, ``+ 3`` with a class token). None when it has none."""
+    table_module = bias_table_owner(module)
+    if table_module is None or getattr(module, "has_relative_position_bias", True) is False:
+        return None
+    table = table_module.relative_position_bias_table
+    H, W = (int(v) for v in table_module.window_size)
+    rows = (2 * H - 1) * (2 * W - 1)
+    if table.shape[0] not in (rows, rows + 3):
+        refuse(module, f"a relative position bias table of {table.shape[0]} rows for a {H}x{W} "
+                        f"grid (neither {rows} 2-D offsets nor {rows + 3} with a class token)")
+    return H, W, table.shape[0] == rows + 3
+
+
 def _window(module, cfg) -> int | None:
     if hasattr(module, "sliding_window"):
         return module.sliding_window
@@ -358,10 +415,12 @@ def layer_spec(module) -> LayerSpec:
         window=_window(module, cfg), buckets=buckets, softcap=_softcap(module),
         qk_norm=None if norm is None else norm.kind,
         qk_norm_eps=None if norm is None else norm.eps,
+        qk_norm_scope="head" if norm is None else norm.scope,
         sinks=getattr(module, "sinks", None) is not None,
         post_norm_eps=None if post is None else float(post.eps), cross=cross, alibi=alibi,
         adds_residual="residual" in forward_parameters(module),
         bool_mask_masks="masked_fill(attention_mask," in _source(module),
+        grid_table=_grid_table(module),
         **_rope(module, cfg, family, d, alibi))
 
 
@@ -384,9 +443,11 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
     params : dict of float arrays, ``W_q (d_model, h*d_k)``, ``W_k``, ``W_v (.., h_kv*d)``,
         ``W_o (h*d_v, d_model)`` (absent for BERT, whose self-attention stops at the
         concatenated heads) and the biases the layer has; a QK-norm adds ``q_norm``,
-        ``k_norm`` (``(head_dim,)`` or per head ``(h, head_dim)``; an RMSNorm by ``1 + w``
+        ``k_norm`` (``(head_dim,)``, per head ``(h, head_dim)`` or over all heads
+        ``(h*head_dim,)``, OLMo 2; an RMSNorm by ``1 + w``
         gives ``1 + w``, its gradient stays the gradient w.r.t. ``w``, the same number) and a
-        LayerNorm's ``q_norm_bias``, ``k_norm_bias``; T5 ``bias_table (num_buckets, h)``;
+        LayerNorm's ``q_norm_bias``, ``k_norm_bias``; T5 ``bias_table (num_buckets, h)``,
+        Data2VecVision and Swin ``bias_table ((2H-1)(2W-1) [+ 3], h)``;
         gpt-oss ``sinks (h,)``; ALBERT ``post_norm_w``, ``post_norm_b`` (its residual
         LayerNorm).
     spec : LayerSpec
@@ -423,6 +484,8 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
             out["b_o"] = b
     if spec.buckets is not None:                       # T5: nn.Embedding (num_buckets, h)
         out["bias_table"] = get(module.relative_attention_bias.weight)
+    if spec.grid_table is not None:                    # Data2VecVision, Swin: (rows, h)
+        out["bias_table"] = get(bias_table_owner(module).relative_position_bias_table)
     norm = read_qk_norm(module, h, h_kv, d)
     if norm is not None:
         out.update(norm_tensors(norm, get))

@@ -29,6 +29,7 @@ from attention_np.interop.transformers.layer_reading import (
     layer_spec,
     no_causal,
     params_from_transformers,
+    recurrent_layer,
 )
 from attention_np.interop.transformers.model_report import LayerResult, ModelReport  # noqa: F401
 from attention_np.interop.transformers.recent import (
@@ -37,6 +38,7 @@ from attention_np.interop.transformers.recent import (
     float64_upcasts,
     prepare_recent_layer,
 )
+from attention_np.interop.transformers.refusal import refuse
 from attention_np.interop.transformers.replay import (
     dead_rows,
     float64_rope_function,
@@ -44,7 +46,11 @@ from attention_np.interop.transformers.replay import (
     replay,
 )
 from attention_np.interop.transformers.rotary import check_position_embeddings, spec_cos_sin
-from attention_np.variants.position_bias import alibi_bias
+from attention_np.variants.position_bias import (
+    alibi_bias,
+    grid_relative_index,
+    relative_position_bias,
+)
 
 MIN = np.finfo(np.float64).min / 2
 CACHES = ("cache", "past_key_values", "past_key_value", "layer_past")
@@ -55,10 +61,14 @@ def attention_layers(model) -> tuple[list, list]:
     the attention layers refused. A module whose class is named ``...Attention`` that is not
     read (no q, k, v projections found) is refused with the reason, unless a module inside it
     or around it is read or refused (BERT's ``BertAttention`` holds ``BertSelfAttention``):
-    no attention module is dropped without a word."""
+    no attention module is dropped without a word. A recurrent sequence-mixing layer of a hybrid
+    model (Mamba's state-space scan, a delta-rule net) is refused by that name."""
     found, refused, unread = [], [], []
     for name, module in model.named_modules():
         try:
+            recurrent = recurrent_layer(module)   # Mamba, delta nets: no attention to compare
+            if recurrent is not None:
+                refuse(module, recurrent)
             found.append((name, module, layer_spec(module)))
         except UnsupportedLayer as e:
             if "is not an attention layer" not in str(e):
@@ -111,6 +121,59 @@ def _rotary_hooks(model, log) -> list:
                             "positions": to_numpy(ids).copy(), "out": output})
         handles.append(module.register_forward_hook(hook, with_kwargs=True))
     return handles
+
+
+def _table_hooks(model, found, log) -> list:
+    """A forward hook on every 2-D relative position bias table outside the attention layers
+    read (BEiT's in each ``BeitLayer``, a table shared by the encoder: the layers get its bias
+    through their mask or an argument): logs its name, the table (read now, before the run),
+    the grid it was asked for and the bias it returned, for :func:`_table_row`."""
+    inside = [n for n, *_ in found]
+    handles = []
+    for name, module in model.named_modules():
+        table = getattr(module, "relative_position_bias_table", None)
+        if table is None or not hasattr(module, "window_size") or \
+                next(module.children(), None) is not None or \
+                any(name == n or name.startswith(n + ".") for n in inside):
+            continue                          # (a layer holding its own table: in its replay)
+        entry = {"name": name, "module": module, "table": _np(table), "calls": []}
+        log.append(entry)
+
+        def hook(mod, args, kwargs, output, _entry=entry):
+            names = ("window_size", "interpolate_pos_encoding", "dim_size")[:len(args)]
+            bound = {**dict(zip(names, args, strict=True)), **kwargs}
+            _entry["calls"].append((bound, output))
+        handles.append(module.register_forward_hook(hook, with_kwargs=True))
+    return handles
+
+
+def _table_row(entry, report) -> None:
+    """A table's first call: the bias it returned against ours from the table read before the
+    run (:func:`~attention_np.variants.position_bias.grid_relative_index`, the class token's 3
+    rows when the table has them), a row of its own; an interpolated table is refused by name."""
+    if not entry["calls"]:
+        return
+    bound, output = entry["calls"][0]
+    module, table = entry["module"], entry["table"]
+    H, W = (int(v) for v in module.window_size)
+    cls = table.shape[0] == (2 * H - 1) * (2 * W - 1) + 3
+    window = bound.get("window_size")
+    if bound.get("interpolate_pos_encoding") or (window is not None and
+                                                  tuple(int(v) for v in window) != (H, W)):
+        report.refused.append((entry["name"], f"{type(module).__name__}: a relative position "
+                               f"bias table interpolated (bilinear) from its {H}x{W} grid to "
+                               f"{window} is not supported; at its own grid it is"))
+        return
+    ours = relative_position_bias(table, grid_relative_index(H, W, cls=cls))      # (h, N, N)
+    theirs = _np(output)
+    if theirs.size != ours.size:
+        report.refused.append((entry["name"], f"{type(module).__name__}: a bias of shape "
+                               f"{tuple(theirs.shape)} from a table of a {H}x{W} grid (ours: "
+                               f"{ours.shape}) is not supported"))
+        return
+    report.layers.append(LayerResult(f"{entry['name']} (bias table)", type(module).__name__,
+                                     judge({"bias": theirs.reshape(ours.shape)}, {"bias": ours}),
+                                     kind="bias table"))
 
 
 def _rope_source(log, position_embeddings):
@@ -222,6 +285,8 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
         handles += [module.register_forward_pre_hook(pre, with_kwargs=True),
                     module.register_forward_hook(post, with_kwargs=True)]
     handles += _rotary_hooks(work, log)
+    tables = []
+    handles += _table_hooks(work, specs, tables)
     feed = {k: torch.from_numpy(np.asarray(v)) if isinstance(v, np.ndarray) else v
             for k, v in inputs.items()}
     feed = {k: v.double() if hasattr(v, "is_floating_point") and v.is_floating_point() else v
@@ -238,6 +303,8 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
         for h in handles:
             h.remove()
         rng = np.random.default_rng(seed)
+        for entry in tables:
+            _table_row(entry, report)
         seen, rotary_rows = {}, set()
         for call in calls:
             seen[call["name"]] = seen.get(call["name"], -1) + 1
@@ -289,6 +356,28 @@ def _rotary_row(call, report, done: set) -> None:
                                      kind="rotary"))
 
 
+def _grid_call(call, spec, arg, B: int, torch):
+    """A call of a layer with a 2-D relative position table (Data2VecVision, Swin): refused by
+    name when the table is interpolated to another grid; Swin's ``(num_windows, N, N)``
+    shifted-window mask as the ``(B, 1, N, N)`` the layer adds (window ``b`` gets
+    ``mask[b % num_windows]``)."""
+    bound, name = call["bound"], type(call["module"]).__name__
+    H, W, cls = spec.grid_table
+    resolution = bound.get("resolution")
+    if bound.get("interpolate_pos_encoding") or (resolution is not None and (
+            resolution[0] // call["module"].config.patch_size,
+            resolution[1] // call["module"].config.patch_size) != (H, W)):
+        raise UnsupportedLayer(f"{name}: a relative position bias table interpolated "
+                               f"(bilinear) from its {H}x{W} grid to an image of {resolution} "
+                               "pixels is not supported; at the table's own resolution it is")
+    if arg is None or cls or arg.ndim != 3:
+        return arg
+    if B % arg.shape[0]:
+        raise UnsupportedLayer(f"{name}: a shifted-window mask of {arg.shape[0]} windows for "
+                               f"a batch of {B} windows (not a multiple) is not supported")
+    return arg[torch.arange(B, device=arg.device) % arg.shape[0]][:, None]   # (B, 1, N, N)
+
+
 def _diff_call(label, call, params, rng, torch) -> LayerResult:
     spec, bound, layer = call["spec"], call["bound"], call["module"]
     if isinstance(bound.get("is_causal"), bool):       # CLIP's text model: is_causal=True
@@ -303,7 +392,12 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         "attention_mask", bound.get("mask"))
     pb = None if spec.alibi is not None else bound.get("position_bias")   # MPT: its ALiBi
     p = dict(params)
+    if spec.grid_table is not None:
+        arg = _grid_call(call, spec, arg, B, torch)
     mask, bias = _mask(arg, spec if not cross else no_causal(spec), B, L, S, cross)
+    shared = bound.get("relative_position_bias")   # Data2VecVision: the model's shared table
+    if shared is not None and hasattr(shared, "shape"):
+        bias = _np(shared) if bias is None else bias + _np(shared)
     if pb is not None:        # T5: the bias block 0 computed (older transformers: mask folded in)
         keep, pb = _mask(pb, spec, B, L, S, cross)
         mask = keep if mask is None else mask & keep

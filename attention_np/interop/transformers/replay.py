@@ -16,6 +16,7 @@ import numpy as np
 from attention_np.compose.mha import mha_backward, mha_forward
 from attention_np.interop.transformers.layer_reading import LayerSpec, family_function, mha_options
 from attention_np.variants.position_bias import (
+    grid_relative_index,
     relative_position_bias,
     relative_position_bias_backward,
     relative_positions,
@@ -35,13 +36,28 @@ def t5_bias(spec: LayerSpec, table, L: int, S: int):
     return relative_position_bias(table, bucket), bucket
 
 
+def grid_bias(spec: LayerSpec, table, L: int, S: int):
+    """A 2-D relative position table's bias ``(h, L, L)`` (Data2VecVision, Swin) and its index
+    ``(L, L)``; the layer's queries must be its grid's patches (and class token)."""
+    H, W, cls = spec.grid_table
+    index = grid_relative_index(H, W, cls=cls)                                     # (N, N)
+    if (L, S) != index.shape:
+        raise ValueError(f"a layer with a {H}x{W} relative position bias table"
+                         f"{' and a class token' if cls else ''} attends {index.shape[0]} "
+                         f"positions (its {'grid' if cls else 'window'}), got L={L}, S={S}: "
+                         f"hidden_states must be (B, {index.shape[0]}, d_model)"
+                         + ("" if cls else ", one row per window"))
+    return relative_position_bias(table, index), index
+
+
 def replay(spec: LayerSpec, params: dict, x, kv, mask, dout, *, positions=None, bias=None):
     """attention_np's forward and backward of the layer on ``x (B, L, d_model)`` (and
     ``kv (B, S, d_model)`` for cross-attention): ``{"out", "dhidden_states", ("dkey_value"),
     "d<param>"...}`` in the names of ``params``.
 
     ``mask`` bool ``(B, 1, L, S)`` or None; ``bias`` an additive ``(.., h, L, S)`` bias the layer
-    receives (T5's blocks after the first); ``positions (B, L)`` RoPE's."""
+    receives (T5's blocks after the first, Data2VecVision's shared table, Swin's shifted-window
+    mask); ``positions (B, L)`` RoPE's."""
     p = dict(params)
     if not spec.has_w_o:                    # BERT stops at the concatenated heads: W^O = I
         p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
@@ -50,7 +66,10 @@ def replay(spec: LayerSpec, params: dict, x, kv, mask, dout, *, positions=None, 
     src = x if kv is None else kv
     L, S = x.shape[1], src.shape[1]
     bucket = None
-    if table is not None:                   # T5: bias[n, i, j] = table[bucket(j - i), n]
+    if table is not None and spec.grid_table is not None:   # a 2-D table: bias[n, i, j] =
+        own, bucket = grid_bias(spec, table, L, S)          # table[index(i, j), n], plus any
+        bias = own if bias is None else own + bias          # bias the layer was passed
+    elif table is not None:                 # T5: bias[n, i, j] = table[bucket(j - i), n]
         bias, bucket = t5_bias(spec, table, L, S)
     out, cache = mha_forward(x, src, src, p, mask, bias=bias, **mha_options(spec, positions))
     dmha = dout
@@ -61,7 +80,7 @@ def replay(spec: LayerSpec, params: dict, x, kv, mask, dout, *, positions=None, 
         out, dmha = y, dsum
     dq, dk, dv, g, dbias = mha_backward(dmha, cache, return_dbias=True)
     if table is not None:
-        g["bias_table"] = relative_position_bias_backward(dbias, bucket, spec.buckets[0])
+        g["bias_table"] = relative_position_bias_backward(dbias, bucket, table.shape[0])
     ours = {"out": out, "dhidden_states": dq if kv is not None else dq + dk + dv}
     if post:
         ours["dhidden_states"] = ours["dhidden_states"] + dsum

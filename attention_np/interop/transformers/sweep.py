@@ -47,6 +47,25 @@ SMALL = {"num_key_value_heads": 2, "head_dim": 8, "vocab_size": 99, "num_local_e
          **{n: 37 for n in FFN},
          "rotary_dim": 4}                      # GPT-J, CodeGen: partial RoPE of the 8
 VOCAB = 99
+# families whose tiny config needs more than the generic shrink, each for the reason given
+OVERRIDES = {
+    # Swin's per-stage head counts (3, 6, 12, 24) do not divide its shrunk widths (32, 64, ...),
+    # which transformers cannot run; 2x2 windows on the 4x4 patches of a 32x32 image, so that
+    # the second block of the first stage attends shifted windows
+    "swin": {"num_heads": [4, 4], "depths": [2, 2], "window_size": 2,
+             "stage_names": ["stem", "stage1", "stage2"], "out_features": ["stage2"],
+             "out_indices": [2]},
+    # the 2-D relative position bias table of each layer (BEiT's checkpoints use one); the
+    # default config has none (BEiT's backbone outputs name a stage of the full depth)
+    "data2vec-vision": {"use_relative_position_bias": True},
+    "beit": {"use_relative_position_bias": True, "out_features": ["stage2"], "out_indices": [2]},
+    # Zamba ties every hybrid layer's shared attention block to the first one's: with a single
+    # hybrid layer transformers' tie_weights finds nothing to tie and raises; its attention
+    # widths are stored, not derived (2 x hidden: the block reads [hidden | embeddings])
+    "zamba": {"num_hidden_layers": 3,
+              "layers_block_type": ["linear_attention", "hybrid", "hybrid"],
+              "attention_hidden_size": 64, "attention_head_dim": 16, "mamba_dt_rank": 4},
+}
 B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
 CHANGE = 1e-6                           # added to one layer's output: must be caught and named
 
@@ -82,10 +101,11 @@ def _shrink(d: dict) -> dict:
 
 
 def tiny_config(model_type: str):
-    """The family's default config, shrunk (:func:`_shrink`), built again from its dict."""
+    """The family's default config, shrunk (:func:`_shrink`; :data:`OVERRIDES`), built again
+    from its dict."""
     tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
     cfg = tf.AutoConfig.for_model(model_type)
-    small = _shrink(cfg.to_dict())
+    small = {**_shrink(cfg.to_dict()), **OVERRIDES.get(model_type, {})}
     small.pop("transformers_version", None)
     return type(cfg).from_dict(small)
 
@@ -196,6 +216,9 @@ def _diff_layers(found) -> tuple:
         d_model = params_from_transformers(module)[0]["W_q"].shape[0]
         x = np.random.default_rng(1).standard_normal((B, L, d_model))
         kv = np.random.default_rng(2).standard_normal((B, L + 1, d_model)) if spec.cross else None
+        if spec.grid_table is not None:          # its table's grid (and class token), or window
+            H, W, cls = spec.grid_table
+            x = np.random.default_rng(1).standard_normal((B, H * W + cls, d_model))
         handle = _change(module)
         try:
             r = compare_transformers_attention(module, x, key_value_states=kv,

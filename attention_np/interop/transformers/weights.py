@@ -133,6 +133,7 @@ class NormRead:
     q: object                 # the q norm module (or a list of per-head LayerNorms)
     k: object
     offset: float = 0.0       # Gemma: the RMSNorm multiplies by (1 + w)
+    scope: str = "head"       # "all": over the h*d features before the split (OLMo 2)
 
 
 def _norm_modules(module):
@@ -159,16 +160,18 @@ def read_qk_norm(module, h: int, h_kv: int, d: int) -> NormRead | None:
         if type(inner).__name__ != "LayerNorm":
             refuse(module, f"a per-head QK-norm of {type(inner).__name__}")
         return NormRead("layer", float(inner.eps), q, k)
-    shape = tuple(q.weight.shape)
-    if shape not in ((d,), (h, d)):
-        refuse(module, f"a QK-norm over a width of {shape} (all heads together, as OLMo 2's, "
-                        f"rather than each head's {d} features)")
+    shape, k_shape = tuple(q.weight.shape), tuple(k.weight.shape)
+    # OLMo 2: one norm over the h*d features of the projection, before the split into heads
+    scope = "all" if h > 1 and (shape, k_shape) == ((h * d,), (h_kv * d,)) else "head"
+    if scope == "head" and (shape not in ((d,), (h, d)) or k_shape not in ((d,), (h_kv, d))):
+        refuse(module, f"a QK-norm with weights of shapes {shape} and {k_shape} (neither each "
+                        f"head's {d} features nor all heads' {h}x{d} and {h_kv}x{d})")
     eps = float(next(getattr(q, a) for a in ("variance_epsilon", "eps", "epsilon")
                      if hasattr(q, a)))
     if type(q).__name__ == "LayerNorm":       # torch.nn.LayerNorm (Phi): with its bias
-        return NormRead("layer", eps, q, k)
+        return NormRead("layer", eps, q, k, scope=scope)
     kind, offset = _probe_norm(module, q, eps)
-    return NormRead(kind, eps, q, k, offset)
+    return NormRead(kind, eps, q, k, offset, scope)
 
 
 def _probe_norm(module, norm, eps: float) -> tuple:
