@@ -89,7 +89,7 @@ def test_dropout_is_drawn_in_the_inputs_precision(dtype):
     inputs' precision, so a seed gives the same keep-mask as that draw (and float32 attention
     makes no float64 (L, S) array)."""
     q, k, v = (np.ones((2, 4, 3), dtype) for _ in range(3))
-    _, cache = an.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
+    _, cache = an.sdpa_forward(q, k, v, rng=7, spec=an.AttentionSpec(dropout_p=0.5))
     want = np.random.default_rng(7).random((2, 4, 4), dtype=dtype) >= 0.5
     np.testing.assert_array_equal(cache.dropout_mask, want)
     other = np.float64 if dtype == np.float32 else np.float32
@@ -225,9 +225,9 @@ def test_tiled_grouped_query_attention_keeps_scale_block_size_and_drops_masked_k
     mask = np.array([True, True, False, True, False])
     k[:, 2], v[:, 4] = np.nan, np.inf
     dout = randn(rng, 4, 3, 3)
-    out, cache = an.sdpa_forward(q, k, v, mask, scale=0.3, enable_gqa=True)
+    out, cache = an.sdpa_forward(q, k, v, mask, scale=0.3, spec=an.AttentionSpec(enable_gqa=True))
     fout, fcache = an.flash_attention_forward(q, k, v, mask, scale=0.3, block_size=2,
-                                              enable_gqa=True)
+                                              spec=an.AttentionSpec(enable_gqa=True))
     assert fcache.block_size == 2
     dense = (out, *an.sdpa_backward(dout, cache))
     tiled = (fout, *an.flash_attention_backward(dout, fcache))
@@ -272,7 +272,7 @@ def test_dropout_keeps_a_draw_equal_to_p():
     so that P(dropped) = P(u < p) = p exactly; a draw equal to p is kept."""
     q = np.ones((1, 2, 3))
     u = np.random.default_rng(5).random((1, 2, 2))
-    _, cache = fused.sdpa_forward(q, q, q, dropout_p=float(u[0, 0, 0]), rng=5)
+    _, cache = fused.sdpa_forward(q, q, q, rng=5, spec=an.AttentionSpec(dropout_p=float(u[0, 0, 0])))
     assert cache.dropout_mask[0, 0, 0]
     np.testing.assert_array_equal(cache.dropout_mask, u >= u[0, 0, 0])
 
@@ -355,21 +355,16 @@ def test_mha_names_a_mask_that_does_not_fit_and_a_bad_dropout_p(rng):
         an.mha_forward(x, x, x, params, bad_mask, num_heads=2)
     for kernel in ("fused", "reference"):
         with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\], got 1.5"):
-            an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, dropout_p=1.5, kernel=kernel))
+            an.mha_forward(x, x, x, params, spec=an.AttentionSpec(dropout_p=1.5, kernel=kernel), num_heads=2)
 
 
 def test_mha_grouped_query_params_with_a_wrong_W_k_width(rng):
     """Catches deleting the ``W_k`` width check for ``num_kv_heads`` (or ``d_k`` computed with
     ``/``: the message would say ``d_k=2.0``): h=2, H_kv=1, d_k=2 need W_k with 2 columns. The
-    check answers the 0.1 keyword ``num_kv_heads=`` (deprecated since 0.2.0, warned); without it
-    the width of W_k decides, and 3 columns fit no number of key heads."""
+    width of W_k decides the key heads, and 3 columns fit no number of them."""
     params = an.init_mha_params(4, 2, num_kv_heads=1, rng=0)
     params["W_k"], params["b_k"] = np.zeros((4, 3)), np.zeros(3)
     x = randn(rng, 3, 4)
-    with pytest.warns(DeprecationWarning, match=r"mha_forward\(num_kv_heads=\.\.\.\) is deprecated"), \
-            pytest.raises(ValueError, match=r"params\['W_k'\] has 3 columns but num_kv_heads=1 key "
-                                            r"heads of d_k=2 need 2$"):
-        an.mha_forward(x, x, x, params, num_heads=2, num_kv_heads=1)
     with pytest.raises(ValueError, match=r"params\['W_q'\] has 4 columns but params\['W_k'\] has 3"):
         an.mha_forward(x, x, x, params, num_heads=2)
 
@@ -425,8 +420,8 @@ def test_mha_passes_dropout_and_its_rng_to_the_attention(rng):
     output is that of the same steps by hand with the same dropout draw."""
     params = an.init_mha_params(4, 2, rng=0)
     x = randn(rng, 2, 3, 4)
-    out, _ = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, dropout_p=0.5), rng=3)
-    want = _mha_by_hand(x, params, 2, dropout_p=0.5, rng=3)
+    out, _ = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(dropout_p=0.5), rng=3, num_heads=2)
+    want = _mha_by_hand(x, params, 2, spec=an.AttentionSpec(dropout_p=0.5), rng=3)
     np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-14)
     assert max_abs_diff(out, _mha_by_hand(x, params, 2)) > 1e-3        # dropout did something
 
@@ -464,12 +459,12 @@ def test_dense_grouped_query_attention_with_per_head_mask_bias_and_dropout(rng, 
     mask = rng.random((H, L, S)) > 0.3
     mask[..., 0] = True
     bias = randn(rng, H, L, S)
-    kw = dict(mask=mask, bias=bias)
+    kw = dict(mask=mask, bias=bias, spec=an.AttentionSpec(dropout_p=0.0 if dropout == "none" else 0.3))
     if dropout == "drawn":
-        kw.update(dropout_p=0.3, rng=4)
+        kw.update(rng=4)
     elif dropout == "given":
-        kw.update(dropout_p=0.3, dropout_mask=rng.random((2, H, L, S)) > 0.3)
-    out, cache = fused.sdpa_forward(q, k, v, enable_gqa=True, **kw)
+        kw.update(dropout_mask=rng.random((2, H, L, S)) > 0.3)
+    out, cache = fused.sdpa_forward(q, k, v, **{**kw, "spec": kw["spec"].replace(enable_gqa=True)})
     if dropout != "none":
         assert cache.dropout_mask.shape[-3:] == (H, L, S)
         kw.pop("rng", None)
@@ -582,22 +577,15 @@ def test_kv_cache_append_takes_array_likes_and_names_bad_ones(rng):
         an.KVCache(max_len=4).append(k[0], v[0, 0])
 
 
-def test_mha_decode_step_scale_and_the_deprecated_cache_keyword(rng):
+def test_mha_decode_step_scale(rng):
     """Catches ``mha_decode_step`` dropping ``scale=`` (the output must be mha_forward's with the
-    same scale), and any change to the deprecated ``cache=`` path: it warns (from the caller's
-    line), does what ``kv_cache=`` does, and refuses both keywords at once."""
+    same scale)."""
     params = an.init_mha_params(4, 2, rng=0)
     x = randn(rng, 3, 4)
     want, _ = an.mha_forward(x, x, x, params, num_heads=2, is_causal=True, scale=0.3)
     out = an.mha_decode_step(x, params, an.KVCache(max_len=3), num_heads=2, scale=0.3)
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
-    with pytest.warns(DeprecationWarning, match="the keyword is kv_cache") as record:
-        old = an.mha_decode_step(x, params, cache=an.KVCache(max_len=3), num_heads=2, scale=0.3)
-    assert record[0].filename == __file__
-    np.testing.assert_array_equal(old, out)
-    with pytest.raises(TypeError, match="got both kv_cache and its deprecated spelling"):
-        an.mha_decode_step(x, params, an.KVCache(max_len=3), cache=an.KVCache(max_len=3),
-                           num_heads=2)
+    assert max_abs_diff(out, an.mha_decode_step(x, params, an.KVCache(max_len=3), num_heads=2)) > 1e-6
 
 
 def test_kv_cache_second_append_must_match_the_first(rng):

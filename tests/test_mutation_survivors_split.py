@@ -23,7 +23,7 @@ def test_dropout_p_one_drops_even_the_weights_a_given_mask_keeps(rng):
     pass through unscaled."""
     q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
     keep = np.ones((3, 5), bool)
-    out, cache = an.sdpa_forward(q, k, v, dropout_p=1.0, dropout_mask=keep)
+    out, cache = an.sdpa_forward(q, k, v, dropout_mask=keep, spec=an.AttentionSpec(dropout_p=1.0))
     assert np.all(out == 0)
     dq, dk, dv = an.sdpa_backward(randn(rng, 3, 2), cache)
     assert np.all(dq == 0) and np.all(dk == 0) and np.all(dv == 0)
@@ -267,7 +267,7 @@ def test_mha_sinks_of_the_wrong_length_are_refused(rng, kernel):
     x = randn(rng, 3, 8)
     with pytest.raises(ValueError, match=re.escape("params['sinks'] has shape (3,), expected "
                                                    "(num_heads,) = (2,)")):
-        an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, kernel=kernel))
+        an.mha_forward(x, x, x, params, spec=an.AttentionSpec(kernel=kernel), num_heads=2)
 
 
 @pytest.mark.parametrize("bad", [["1.0"] * 4, ["a"] * 4, [True] * 4])
@@ -283,14 +283,14 @@ def test_longrope_factors_must_be_numbers(bad):
 
 
 def test_sinks_forward_default_is_not_grouped_query_attention(rng):
-    """Catches sinks.py:62 ``enable_gqa: bool = False`` -> ``True``: as ``sdpa_forward`` (and
-    PyTorch SDPA), k and v of fewer heads than q are refused unless ``enable_gqa=True``, which
+    """Catches ``enable_gqa`` on by default: as ``sdpa_forward`` (and PyTorch SDPA), k and v of
+    fewer heads than q are refused unless ``spec.enable_gqa`` is True, which
     then gives query head n the key/value head n // 2 (here against k, v repeated by hand)."""
     q, k, v = randn(rng, 4, 3, 8), randn(rng, 2, 5, 8), randn(rng, 2, 5, 2)
     sinks = np.array([0.1, -0.2, 0.3, 0.0])
     with pytest.raises(ValueError, match="batch dims do not broadcast"):
         an.sdpa_sinks_forward(q, k, v, sinks)
-    out, _ = an.sdpa_sinks_forward(q, k, v, sinks, enable_gqa=True)
+    out, _ = an.sdpa_sinks_forward(q, k, v, sinks, spec=an.AttentionSpec(enable_gqa=True))
     want, _ = an.sdpa_sinks_forward(q, np.repeat(k, 2, axis=0), np.repeat(v, 2, axis=0), sinks)
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
 

@@ -56,9 +56,7 @@ def _reference_backward(dout, cache) -> Grads:
 
 def _fused_forward(q, k, v, p: Plan):
     if p.sinks is not None:
-        return sink_logits.sdpa_sinks_forward(q, k, v, p.sinks, p.mask, bias=p.bias,
-                                        is_causal=p.is_causal, scale=p.scale,
-                                        enable_gqa=p.enable_gqa, window=p.window, softcap=p.softcap)
+        return sink_logits.sinks_plan(q, k, v, p)
     return fused.sdpa_plan(q, k, v, p)
 
 

@@ -69,17 +69,13 @@ def test_qk_norm_equals_qwen3_attention_in_float64():
 
 def test_mha_qk_norm_gradients_match_finite_differences():
     params, x, dout = _params(), randn(R, 3, E), randn(R, 3, E)
-    kw = dict(spec=an.AttentionSpec(num_heads=H, qk_norm_eps=1e-3))
+    kw = dict(num_heads=H, spec=an.AttentionSpec(qk_norm_eps=1e-3))
     grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, **kw)[1])[3]
     for n in ("q_norm", "k_norm", "W_q"):
         num = numerical_gradient(lambda: float(np.sum(an.mha_forward(x, x, x, params, **kw)[0] * dout)),
                                  params[n])
         assert max_abs_diff(grads[n], num) < 1e-8
-    # the weights in params switch QK-norm on (0.2); a 0.1 flag (deprecated) that says otherwise
-    # is refused
-    with pytest.warns(DeprecationWarning, match=r"mha_forward\(qk_norm=\.\.\.\) is deprecated"), \
-            pytest.raises(ValueError, match="qk_norm=False but params holds its weights"):
-        an.mha_forward(x, x, x, params, num_heads=H, qk_norm=False)
+    # the weights in params switch QK-norm on (0.2)
     plain = {n: w for n, w in params.items() if n not in ("q_norm", "k_norm")}
     assert "q_norm" not in an.mha_backward(dout, an.mha_forward(x, x, x, plain, num_heads=H)[1])[3]
 
@@ -87,10 +83,6 @@ def test_mha_qk_norm_gradients_match_finite_differences():
 def test_qk_norm_without_weights_names_them():
     p = an.init_mha_params(E, H, rng=0)
     x = randn(R, 3, E)
-    # the 0.1 flag (deprecated) asks for weights params lacks
-    with pytest.warns(DeprecationWarning, match=r"mha_forward\(qk_norm=\.\.\.\) is deprecated"), \
-            pytest.raises(ValueError, match="q_norm"):
-        an.mha_forward(x, x, x, p, num_heads=H, qk_norm=True)
     p["q_norm"], p["k_norm"] = np.ones(3), np.ones(D)
     with pytest.raises(ValueError, match="q_norm"):
         an.mha_forward(x, x, x, p, num_heads=H)

@@ -135,8 +135,8 @@ def test_mha_forward_window_equals_the_mask():
     params = an.init_mha_params(8, 2, rng=3)
     dout = randn(R, 2, 7, 8)
     for kernel in ("fused", "reference"):
-        a, ca = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, window=(2, 0),
-                                                                      kernel=kernel))
+        a, ca = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(window=(2, 0),
+                                                                      kernel=kernel), num_heads=2)
         b, cb = an.mha_forward(x, x, x, params, sliding_window_mask(7, 7, left=2, right=0), num_heads=2)
         assert max_abs_diff(a, b) < 1e-15
         ga, gb = an.mha_backward(dout, ca), an.mha_backward(dout, cb)
