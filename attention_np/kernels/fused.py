@@ -7,7 +7,7 @@ never *what*, and the tests hold the two equal to float64 rounding. What it chan
 - **deferred normalisation**: the softmax's division by the row sums ``l`` moves after the
   product with ``v`` (``out = (e @ v) / l``), dividing L*d_v numbers instead of L*S;
 - **one (L, S) buffer** reused in place for the scores, their exponentials and ``dscores``;
-- **grouped-query attention** (``enable_gqa``, see :mod:`attention_np.variants.gqa`) by
+- **grouped-query attention** (``spec.enable_gqa``, see :mod:`attention_np.variants.gqa`) by
   broadcasting, never copying the key/value heads;
 - **attention dropout**, its ``1/(1-p)`` folded onto the (L, d_v) output;
 - **attention sinks** (``plan.sinks``, :mod:`attention_np.variants.sinks`): one more term in each
