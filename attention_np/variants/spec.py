@@ -193,8 +193,10 @@ def where_it_lives(name: str) -> str:
 
 def refuse_elsewhere(caller: str, given: dict) -> None:
     """The ``**elsewhere`` catch-all of an entry point: a ``TypeError`` for the first keyword, naming
-    its home when it is an option that lives elsewhere, else as Python names an unknown keyword."""
+    its home when it is an option that lives in the spec or in ``params``, else as Python names an
+    unknown keyword (a keyword of the call that this call does not take, ``cross_kv_cache(scale=)``,
+    is simply not one of its options)."""
     for name in given:
-        if name in HOMES:
+        if name in HOMES and HOMES[name][0] != "call":
             raise TypeError(f"{caller}() got {name}=, which is not taken here: {where_it_lives(name)}")
         raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")

@@ -137,6 +137,15 @@ def test_grouped_query_attention_in_multi_head_attention_lives_in_params(entry):
     assert out.shape == X.shape
 
 
+@pytest.mark.parametrize("entry, name", [("cross_kv_cache", "scale"), ("cross_kv_cache", "mask"),
+                                         ("sdpa_forward", "positions"), ("mha_decode_step", "rng"),
+                                         ("flash_attention_forward", "dropout_mask")])
+def test_a_call_option_a_call_does_not_take_is_python_s_plain_type_error(entry, name):
+    with pytest.raises(TypeError) as info:
+        ENTRY_POINTS[entry]({name: None}, None)
+    assert str(info.value) == f"{entry}() got an unexpected keyword argument {name!r}"
+
+
 @pytest.mark.parametrize("entry", ["mha_decode_step", "mha_cross_decode_step"])
 def test_decoding_has_no_is_causal_keyword_and_says_why(entry):
     with pytest.raises(TypeError, match=f"{entry}\\(\\) got is_causal=: .*(decoding is causal|no causal "
