@@ -103,9 +103,9 @@ def _rows():
     # (the fused and tiled kernels take the window and soft-cap in the spec, checked when it is made)
     for fname in ("sdpa_forward", "textbook.sdpa_forward", "flash_attention_forward"):
         for what, w in (("one number", 2), ("negative", (-1, 0)), ("float", (1.5, 0)), ("triple", (1, 1, 1))):
-            call = ((lambda w=w: textbook.sdpa_forward(Q, K, V, window=w)) if fname.startswith("textbook")
-                    else (lambda f=ATTENTION[fname], w=w: f(Q, K, V, spec=an.AttentionSpec(window=w))))
-            rows.append((f"{fname}-window-{what}", call, ValueError, "window"))
+            f = textbook.sdpa_forward if fname.startswith("textbook") else ATTENTION[fname]
+            rows.append((f"{fname}-window-{what}",
+                         lambda f=f, w=w: f(Q, K, V, spec=an.AttentionSpec(window=w)), ValueError, "window"))
     for what, kw in (("q_lengths float", dict(q_lengths=np.array([1.0, 2.0]))),
                      ("kv_lengths > S", dict(kv_lengths=np.array([1, 6]))),
                      ("kv_lengths negative", dict(kv_lengths=np.array([-1, 2])))):

@@ -239,3 +239,16 @@ def test_a_frozen_spec_does_not_follow_the_callers_dict():
     as_dict = {**rope.options(), "scaling": dict(lists, short_factor=[1.0, 2.0])}
     np.testing.assert_array_equal(an.apply_rope(x, np.arange(3), **rope.options()),
                                   an.apply_rope(x, np.arange(3), **as_dict))
+
+
+def test_the_reference_kernel_takes_the_window_in_the_spec_and_refuses_what_it_cannot_do():
+    caller = "attention_np.kernels.reference.sdpa_forward"
+    windowed, _ = textbook.sdpa_forward(Q, Q, Q, spec=Spec(window=(1, 0)))
+    np.testing.assert_allclose(windowed, an.sdpa_forward(Q, Q, Q, spec=Spec(window=(1, 0)))[0],
+                               rtol=1e-13, atol=1e-14)
+    with pytest.raises(TypeError, match=rf"^{caller}\(\) got window=, which is not taken here: "
+                                        r"window is a field of the spec"):
+        textbook.sdpa_forward(Q, Q, Q, window=(1, 0))
+    for field in ("softcap", "dropout_p", "enable_gqa"):
+        with pytest.raises(ValueError, match=rf"{caller} cannot do spec.{field}"):
+            textbook.sdpa_forward(Q, Q, Q, spec=Spec(**{field: SPEC_VALUES[field]}))

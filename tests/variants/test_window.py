@@ -78,7 +78,7 @@ def _in_spec(forward, **fixed):
 
 
 PATHS = {
-    "textbook": (textbook.sdpa_forward, textbook.sdpa_backward),    # the kernel takes window=
+    "textbook": (_in_spec(textbook.sdpa_forward), textbook.sdpa_backward),
     "fused": (_in_spec(an.sdpa_forward), an.sdpa_backward),
     "flash": (_in_spec(flash.flash_attention_forward, block_size=2), flash.flash_attention_backward),
 }
