@@ -135,7 +135,7 @@ class AttentionSpec:
                 eps, (int, float, np.integer, np.floating)) or not (np.isfinite(eps) and eps > 0):
             raise ValueError(f"qk_norm_eps must be a positive finite number, got {eps!r}")
         object.__setattr__(self, "dropout_p", check_dropout_p(self.dropout_p))
-        object.__setattr__(self, "enable_gqa", bool(check_bool(self.enable_gqa, "enable_gqa")))
+        object.__setattr__(self, "enable_gqa", check_bool(self.enable_gqa, "enable_gqa"))
         if not isinstance(self.kernel, str) or self.kernel not in KERNEL_NAMES:
             raise ValueError(f"kernel must be one of {KERNEL_NAMES}, got {self.kernel!r}")
 
