@@ -95,15 +95,15 @@ __all__ = [
     "init_scoring_mha_params", "scoring_mha_forward", "scoring_mha_backward",
 ]
 
-# Modules that lived at the top of the package before 0.2 (attention_np.scaling, ...), still
-# reachable as attributes, e.g. ``from attention_np import plot``.
-_MOVED = {
-    "attention": "attention_np.paper.attention",   # the Eq. (1) file students read
-    "masks": "attention_np.paper.masks", "heads": "attention_np.paper.heads",
-    "linear": "attention_np.paper.linear", "multihead": "attention_np.compose.mha",
-    "gqa": "attention_np.variants.gqa", "flash": "attention_np.kernels.tiled",
-    "kv_cache": "attention_np.compose.decode", "scaling": "attention_np.studies.scaling",
-    "additive": "attention_np.studies.additive",
+# Names 0.3 removed (0.1 paths, aliases since 0.2): their attribute access says where they went.
+_REMOVED = {
+    "core": "attention_np.paper, .variants, .kernels or .compose",
+    "efficient": "attention_np.kernels (tiled) or attention_np.compose (decode, cross_decode)",
+    "attention": "attention_np.paper.attention", "masks": "attention_np.paper.masks",
+    "heads": "attention_np.paper.heads", "linear": "attention_np.paper.linear",
+    "multihead": "attention_np.compose.mha", "gqa": "attention_np.variants.gqa",
+    "flash": "attention_np.kernels.tiled", "kv_cache": "attention_np.compose.decode",
+    "scaling": "attention_np.studies.scaling", "additive": "attention_np.studies.additive",
     "compare_scoring": "attention_np.studies.compare_scoring", "plot": "attention_np.viz.plot",
     "figures": "attention_np.cli.figures", "train": "attention_np.cli.train",
     "tour": "attention_np.cli.tour",
@@ -112,15 +112,16 @@ _MOVED = {
 
 # Subpackages reachable as attributes (``an.viz``, ``an.interop``, ...), imported on first use
 # only: ``import attention_np`` stays NumPy-only (tests/api/test_lazy_subpackages.py).
-_SUBPACKAGES = ("paper", "variants", "kernels", "compose", "core", "efficient", "nn", "training",
+_SUBPACKAGES = ("paper", "variants", "kernels", "compose", "nn", "training",
                 "studies", "lessons", "pretrained", "interop", "viz", "cli", "exercises")
 
 
 def __getattr__(name):
-    if name in _MOVED:
-        return _import_module(_MOVED[name])
     if name in _SUBPACKAGES:
         return _import_module(f"attention_np.{name}")
+    if name in _REMOVED:
+        raise AttributeError(f"module 'attention_np' has no attribute {name!r}: attention_np.{name} "
+                             f"was removed in 0.3, use {_REMOVED[name]} (see CHANGELOG.md)")
     raise AttributeError(f"module 'attention_np' has no attribute {name!r}")
 
 

@@ -133,8 +133,8 @@ def _kv():
 CALLS = {
     "AttentionSpec": (
         an.AttentionSpec,
-        {"*": 0, "num_heads": 2, "scale": 0.5, "window": (2, 0), "softcap": 30.0, "dropout_p": 0.1},
-        {"num_heads": "count", "scale": "real", "softcap": "positive"},
+        {"*": 0, "window": (2, 0), "softcap": 30.0, "dropout_p": 0.1, "enable_gqa": False},
+        {"softcap": "positive", "enable_gqa": "flag"},
     ),
     "RoPE": (
         an.RoPE,
@@ -163,7 +163,7 @@ CALLS = {
     ),
     "sdpa_forward": (
         an.sdpa_forward,
-        {"q": Q, "k": K, "v": V, "*": 0, "is_causal": False, "scale": 0.5, "dropout_p": 0.0},
+        {"q": Q, "k": K, "v": V, "*": 0, "is_causal": False, "scale": 0.5},
         {"q": "array_w", "k": "array_w", "v": "array", "is_causal": "flag", "scale": "real", "rng": "rng"},
     ),
     "sdpa_backward": (an.sdpa_backward, {"dout": DOUT, "cache": "SDPA"}, {"dout": "array", "cache": "cache"}),

@@ -16,10 +16,11 @@ from attention_np.compose.decode import KVCache, check_inputs_of, check_new_posi
 from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.variants.qk_layernorm import qk_norm_forward
+from attention_np.variants.spec import refuse_elsewhere
 
 
 def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=None,
-                   **deprecated) -> KVCache:
+                   **elsewhere) -> KVCache:
     """Cross-attention's keys and values, projected from the encoder output once.
 
     Parameters
@@ -32,9 +33,8 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
     num_heads, spec : as in :func:`mha_forward`
         RoPE is refused: cross-attention has no relative position between a query and the
         encoder's keys. QK-norm (``params["k_norm"]``) normalises the cached keys.
-    **deprecated
-        ``num_kv_heads`` (the width of ``params["W_k"]`` decides it), with a
-        ``DeprecationWarning``.
+    **elsewhere
+        Nothing: an option whose home is elsewhere is a ``TypeError`` naming it.
 
     Returns
     -------
@@ -44,7 +44,8 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
     """
     memory = check_inputs_of(memory, "memory", "(..., S, d_model)", params, "W_k",
                              "the encoder output's d_model")
-    layer, memory = _cross_layer("cross_kv_cache", memory, params, num_heads, spec, deprecated)
+    refuse_elsewhere("cross_kv_cache", elsewhere)
+    layer, memory = _cross_layer("cross_kv_cache", memory, params, num_heads, spec)
     # 1) project the keys and values once, 2) split into heads
     k = project_heads(memory, params, "k", layer.num_kv_heads)       # (..., h_kv, S, d_k)
     v = project_heads(memory, params, "v", layer.num_kv_heads)       # (..., h_kv, S, d_v)
@@ -60,7 +61,7 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
 
 
 def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None = None,
-                          scale=None, spec=None, mask=None, bias=None, **deprecated):
+                          scale=None, spec=None, mask=None, bias=None, **elsewhere):
     """Multi-head cross-attention (§3.2.3) of ``T`` new decoder positions to a fixed memory.
 
     The keys and values come from ``kv_cache`` (:func:`cross_kv_cache`, projected once); nothing
@@ -78,13 +79,14 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
         ``q_norm`` are used here).
     kv_cache : KVCache
         From :func:`cross_kv_cache` with the same params and spec; left unchanged.
-    num_heads, scale, spec : as in :func:`mha_forward` (no RoPE, no causal mask)
+    num_heads, scale, spec : as in :func:`mha_forward` (no RoPE, no window, no causal mask)
     mask : bool, broadcastable to (..., h, T, S), optional
         E.g. the source padding mask ``(B, 1, 1, S)``.
     bias : float, broadcastable to (..., h, T, S), optional
         Added to the scores.
-    **deprecated
-        ``num_kv_heads``, as in :func:`cross_kv_cache`.
+    **elsewhere
+        Nothing: an option whose home is elsewhere is a ``TypeError`` naming it (``is_causal=``:
+        cross-attention has no causal mask).
 
     Returns
     -------
@@ -94,10 +96,12 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
         raise TypeError(f"kv_cache must be a KVCache (from cross_kv_cache), got "
                         f"{type(kv_cache).__name__}")
     caller = "mha_cross_decode_step"
+    if "is_causal" in elsewhere:
+        raise TypeError(f"{caller}() got is_causal=: cross-attention has no causal mask (every new "
+                        f"query sees every source position)")
+    refuse_elsewhere(caller, elsewhere)
     x = check_new_positions(x, params)
-    layer, x = _cross_layer(caller, x, params, num_heads, spec, deprecated, scale=scale)
-    if layer.spec.is_causal:
-        raise ValueError(f"{caller}: cross-attention has no causal mask (spec.is_causal=True)")
+    layer, x = _cross_layer(caller, x, params, num_heads, spec, scale=scale)
     if layer.spec.dropout_p:
         raise ValueError(f"{caller} generates: it has no attention dropout (spec.dropout_p=0)")
     h, h_kv = layer.num_heads, layer.num_kv_heads
@@ -132,14 +136,14 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
     return output(heads, params)[0]                                  # (..., T, d_model)
 
 
-def _cross_layer(caller, x, params, num_heads, spec, deprecated, scale=None):
+def _cross_layer(caller, x, params, num_heads, spec, scale=None):
     """The checked :class:`Layer` of a cross-attention decoding call, and ``x`` as an array."""
-    spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, scale=scale)
+    spec = layer_spec(caller, spec, num_heads)
     if spec.rope is not None or spec.window is not None:
         raise ValueError(f"{caller}: cross-attention decoding has no "
                          f"{'RoPE (spec.rope)' if spec.rope is not None else 'window (spec.window)'}: "
                          f"a query and the encoder's keys have no relative position")
-    x, _, _, layer = check_layer(caller, x, x, x, params, spec, deprecated)
+    x, _, _, layer = check_layer(caller, x, x, x, params, spec, num_heads, scale)
     return layer, x
 
 

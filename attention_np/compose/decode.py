@@ -17,8 +17,6 @@ An encoder-decoder's cross-attention caches differently: :mod:`attention_np.comp
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from attention_np._checks import as_float_array, check_int, check_min_ndim, check_same_dtype
@@ -26,7 +24,7 @@ from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
-from attention_np.variants.spec import AttentionSpec
+from attention_np.variants.spec import refuse_elsewhere
 from attention_np.variants.window import window_mask
 
 
@@ -162,8 +160,8 @@ def check_new_positions(x, params) -> np.ndarray:
     return check_inputs_of(x, "x", "(..., T, d_model)", params, "W_q", "d_model")
 
 
-def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_heads: int | None = None,
-                    scale=None, spec=None, mask=None, bias=None, positions=None, **deprecated):
+def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None = None,
+                    scale=None, spec=None, mask=None, bias=None, positions=None, **elsewhere):
     """Causal multi-head self-attention (§3.2.2, §3.2.3) for the next ``T`` positions only.
 
     ``T = 1`` is one decoding step; ``T > 1`` is a chunk of a prompt (chunked prefill).
@@ -180,11 +178,9 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     params : dict from :func:`init_mha_params`
         As in :func:`mha_forward`: it decides grouped-query attention, QK-norm and sinks.
     kv_cache : KVCache
-        The keys and values of the earlier positions; the new ones are appended. Required
-        (the default ``None`` exists only so that the old keyword ``cache`` can stand in for it).
+        The keys and values of the earlier positions; the new ones are appended. Required.
     num_heads, scale, spec : as in :func:`mha_forward`
-        The causal mask is implied (``spec.is_causal`` is not needed; False is a
-        ``ValueError``); ``spec.window`` is
+        The causal mask is implied (there is no ``is_causal``); ``spec.window`` is
         bottom-right aligned as the causal mask: new query ``t`` (at position ``t + S - T``)
         sees the ``left`` positions before it. ``spec.rope`` with ``"scaling"`` of type
         ``"dynamic"`` or ``"longrope"`` uses, at each step, the frequencies of its length
@@ -198,35 +194,27 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache | None = None, *, num_hea
     positions : int (T,) or (..., T), optional
         The positions RoPE rotates the new tokens by; default ``S - T .. S - 1`` (pass them for
         a left-padded batch, where each sequence counts from its first real token).
-    **deprecated
-        The 0.1 keywords, as in :func:`mha_forward` (``window``, ``rope``, ``softcap``,
-        ``qk_norm_eps``; ``num_kv_heads``, ``qk_norm``, ``sinks``), and ``cache`` for
-        ``kv_cache``, each with a ``DeprecationWarning``.
+    **elsewhere
+        Nothing: an option whose home is elsewhere is a ``TypeError`` naming it, as in
+        :func:`mha_forward`.
 
     Returns
     -------
     out : (..., T, d_model)
     """
     caller = "mha_decode_step"
-    if "cache" in deprecated:
-        if kv_cache is not None:
-            raise TypeError("mha_decode_step got both kv_cache and its deprecated spelling "
-                            "cache; pass kv_cache only")
-        warnings.warn("mha_decode_step(cache=...) is deprecated: the keyword is kv_cache",
-                      DeprecationWarning, stacklevel=2)
-        kv_cache = deprecated.pop("cache")
+    if "is_causal" in elsewhere:
+        raise TypeError(f"{caller}() got is_causal=: decoding is causal (each new position sees "
+                        f"the cached ones and itself, never later ones); for attention to a fixed "
+                        f"memory use mha_cross_decode_step")
+    refuse_elsewhere(caller, elsewhere)
     if not isinstance(kv_cache, KVCache):
         raise TypeError(f"kv_cache must be a KVCache, got {type(kv_cache).__name__}")
-    if isinstance(spec, AttentionSpec) and spec.is_causal is not None and not spec.is_causal:
-        raise ValueError("mha_decode_step got spec.is_causal=False, but decoding is causal (each "
-                         "new position sees the cached ones and itself, never later ones): leave "
-                         "spec.is_causal unset or True; for attention to a fixed memory use "
-                         "mha_cross_decode_step")
-    spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, scale=scale)
+    spec = layer_spec(caller, spec, num_heads)
     if spec.dropout_p:
         raise ValueError("mha_decode_step generates: it has no attention dropout (spec.dropout_p=0)")
     x = check_new_positions(x, params)
-    x, _, _, layer = check_layer(caller, x, x, x, params, spec, deprecated)
+    x, _, _, layer = check_layer(caller, x, x, x, params, spec, num_heads, scale)
     h, h_kv = layer.num_heads, layer.num_kv_heads
     T = x.shape[-2]
     S = kv_cache.length + T                                          # positions after appending

@@ -12,12 +12,11 @@ asks for nothing beyond the paper, the tests hold it equal to the paper's.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import check_cache, check_dout
+from attention_np._checks import check_bool, check_cache, check_dout
 from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec, positions_without_rope
 from attention_np.compose.mha_params import init_mha_params  # noqa: F401  (re-exported)
 from attention_np.compose.pipeline import (
@@ -30,11 +29,11 @@ from attention_np.compose.pipeline import (
 )
 from attention_np.kernels.fast_linear import linear_backward
 from attention_np.kernels.guard import drop_masked
-from attention_np.kernels.plan import mask_with_lengths
 from attention_np.kernels.registry import KernelCache, attend_backward
 from attention_np.paper.heads import split_heads
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
+from attention_np.variants.spec import refuse_elsewhere
 from attention_np.variants.window import window_mask
 
 
@@ -68,8 +67,8 @@ class MHACache:
 
 
 def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | None = None,
-                is_causal: bool | None = None, scale=None, spec=None, bias=None, positions=None, rng=None,
-                **deprecated):
+                is_causal: bool = False, scale=None, spec=None, bias=None, positions=None, rng=None,
+                **elsewhere):
     """Multi-head attention, §3.2.2, forward pass, with the variants of ``spec``.
 
     Parameters
@@ -85,11 +84,15 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
         True = may attend; e.g. ``(L, S)``, or ``(B, 1, 1, S)`` for key padding. A 3-D mask
         with batched queries is refused (its first axis would line up with the heads): pass
         ``padding_mask(lengths)[:, None]``.
-    num_heads, is_causal, scale : the paper's options (or in ``spec``)
-        ``h``; top-left causal mask ANDed with ``mask``; default ``1 / sqrt(d_k)``.
+    num_heads : int
+        ``h`` of §3.2.2 (query heads). Required.
+    is_causal : bool
+        Top-left causal mask, ANDed with ``mask``.
+    scale : float, optional
+        Default ``1 / sqrt(d_k)``.
     spec : AttentionSpec, optional
         Everything beyond the paper: window, RoPE, soft-cap, the QK-norm kind and epsilon,
-        dropout, the kernel.
+        dropout, the kernel (``spec.enable_gqa`` is refused: ``params`` decides it).
     bias : float, broadcastable to (..., h, L, S), optional
         Added to the scaled scores of every head (ALiBi, T5's relative position bias).
     positions : int (L,) or (..., L), or a pair ``(q_positions, kv_positions)``, optional
@@ -98,12 +101,9 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
         ``0 .. S-1``, unless the pair gives them.
     rng : seed or np.random.Generator
         For attention dropout (``spec.dropout_p``).
-    **deprecated
-        The 0.1 keywords, mapped with a ``DeprecationWarning`` naming their new home and
-        removed in 0.3: ``window``, ``rope``, ``softcap``, ``dropout_p``, ``qk_norm_eps``,
-        ``path`` (the spec's fields; ``path="textbook"`` is ``kernel="reference"``);
-        ``num_kv_heads``, ``qk_norm``, ``sinks`` (what ``params`` holds decides them);
-        ``kv_positions`` (the pair in ``positions``); ``q_lengths``, ``kv_lengths`` (a mask).
+    **elsewhere
+        Nothing: an option whose home is elsewhere (``window=``, ``dropout_p=``: the spec;
+        ``num_kv_heads=``: ``params``) is a ``TypeError`` naming that home.
 
     Returns
     -------
@@ -111,21 +111,20 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     cache : MHACache, with ``cache.weights`` of shape (..., h, L, S)
     """
     caller = "mha_forward"
-    spec = layer_spec(caller, spec, deprecated, num_heads=num_heads, is_causal=is_causal, scale=scale,
-                      also=("kv_positions", "q_lengths", "kv_lengths"))
-    query, key, value, layer = check_layer(caller, query, key, value, params, spec, deprecated)
+    refuse_elsewhere(caller, elsewhere)
+    spec = layer_spec(caller, spec, num_heads)
+    is_causal = check_bool(is_causal, "is_causal")
+    query, key, value, layer = check_layer(caller, query, key, value, params, spec, num_heads, scale)
     h, h_kv = layer.num_heads, layer.num_kv_heads
     L, S = query.shape[-2], key.shape[-2]
     batch = np.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     scores = batch + (h, L, S)
     mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)", stretch_batch=True)
     bias = check_heads_mask(bias, "bias", batch, scores, "(..., h, L, S)", stretch_batch=True)
-    mask = mask_with_lengths(caller, mask, deprecated, query.shape, key.shape, heads=True,
-                             stacklevel=3)
-    q_positions, k_positions = _positions(positions, deprecated, L, S, spec.rope is not None)
+    q_positions, k_positions = _positions(positions, L, S, spec.rope is not None)
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
     #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
-    query, key, value = _drop_masked_inputs(query, key, value, mask, spec.is_causal, spec.window)
+    query, key, value = _drop_masked_inputs(query, key, value, mask, is_causal, spec.window)
     # 1) project every head's W_i^Q, W_i^K, W_i^V at once, 2) split into heads
     q = project_heads(query, params, "q", h)                         # (..., h, L, d_k)
     k = project_heads(key, params, "k", h_kv)                        # (..., h_kv, S, d_k)
@@ -134,7 +133,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     q, k, transforms = transform_qk(q, k, params, layer, q_positions, k_positions)
     # 3) attend, every head in parallel: Eq. (1)
     heads, attention = attend_heads(q, k, v, params, layer, mask=mask, bias=bias,
-                                    is_causal=spec.is_causal, window=spec.window, rng=rng)
+                                    is_causal=is_causal, window=spec.window, rng=rng)
     # 4) concat, 5) project back to d_model with W^O
     out, concat = output(heads, params)                              # (..., L, d_model)
     return out, MHACache(query, key, value, params, h, attention, concat, transforms)
@@ -192,14 +191,11 @@ def _drop_masked_inputs(query, key, value, mask, is_causal: bool, window):
     return drop_masked(query, key, value, m)
 
 
-def _positions(positions, deprecated, L: int, S: int, rope: bool):
+def _positions(positions, L: int, S: int, rope: bool):
     """The RoPE positions of queries and keys, for heads (``head_positions``)."""
-    kv_positions = deprecated.get("kv_positions")
-    if not rope and (positions is not None or kv_positions is not None):
+    kv_positions = None
+    if not rope and positions is not None:
         raise ValueError(positions_without_rope("mha_forward"))
-    if kv_positions is not None:
-        warnings.warn("mha_forward(kv_positions=...) is deprecated since 0.2.0: pass "
-                      "positions=(q_positions, kv_positions)", DeprecationWarning, stacklevel=3)
     if isinstance(positions, tuple) and len(positions) == 2 and all(
             x is None or np.ndim(x) >= 1 for x in positions):
         positions, kv_positions = positions

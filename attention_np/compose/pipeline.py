@@ -85,7 +85,7 @@ def attend_heads(q, k, v, params: dict, layer: Layer, *, mask=None, bias=None, i
     step aligns them bottom-right in ``mask`` instead).
     """
     spec = layer.spec
-    plan = Plan(mask=mask, is_causal=is_causal, scale=spec.scale, bias=bias, window=window,
+    plan = Plan(mask=mask, is_causal=is_causal, scale=layer.scale, bias=bias, window=window,
                 softcap=spec.softcap, enable_gqa=layer.num_kv_heads != layer.num_heads,
                 dropout_p=spec.dropout_p, rng=rng, sinks=params["sinks"] if layer.sinks else None)
     return attend(spec.kernel, q, k, v, plan)                       # (..., h, L, d_v)

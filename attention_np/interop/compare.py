@@ -389,10 +389,10 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
 
     def ours(dt):
         p = {n: a.astype(dt) for n, a in params.items()}
-        norm = dict(spec=AttentionSpec(num_heads=num_heads, qk_norm="layer",
-                                        qk_norm_eps=FLAX_QK_NORM_EPS)) if module.normalize_qk \
-            else dict(num_heads=num_heads)
-        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, mask=mask, **norm)
+        norm = dict(spec=AttentionSpec(qk_norm="layer", qk_norm_eps=FLAX_QK_NORM_EPS)) \
+            if module.normalize_qk else {}
+        o, cache = mha_forward(*(a.astype(dt) for a in arrays), p, mask=mask, num_heads=num_heads,
+                               **norm)
         dq, dk, dv, g = mha_backward(dout.astype(dt), cache)
         return {"out": o, "dquery": dq, "dkey": dk, "dvalue": dv,
                 **{f"d{n}": a for n, a in g.items()}}

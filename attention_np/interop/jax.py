@@ -8,7 +8,8 @@ Importing this module needs only NumPy; JAX is imported by the functions that ca
 - **masks**: same polarity (True = may attend), floats refused (pass ``bias``). ``is_causal``
   is top-left aligned, as ours.
 - **grouped-query attention**: ``key``/``value`` may have ``K`` heads with ``N % K == 0``; query
-  head ``n`` uses key/value head ``n // (N / K)``, our ``sdpa_forward(..., enable_gqa=True)``.
+  head ``n`` uses key/value head ``n // (N / K)``, our
+  ``sdpa_forward(..., spec=AttentionSpec(enable_gqa=True))``.
 - **d_k == d_v**: JAX requires ``value`` to have the shape of ``key``.
 - **precision**: JAX casts the scores to float32 for the softmax, whatever the input dtype, so
   float64 inputs get float32-accurate outputs. Without ``jax_enable_x64`` float64 arrays are
@@ -24,6 +25,7 @@ import numpy as np
 
 from attention_np._checks import as_bool_mask
 from attention_np._optional import import_optional
+from attention_np.variants.spec import AttentionSpec
 
 
 def _jax():
@@ -84,15 +86,15 @@ def to_jax_dpa(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=
 def from_jax_dpa(query, key, value, bias=None, mask=None, *, scale=None, is_causal: bool = False):
     """``jax.nn.dot_product_attention``'s arguments in our layout: ``(q, k, v, kwargs)``.
 
-    ``kwargs`` holds ``mask, bias, is_causal, scale, enable_gqa`` for :func:`sdpa_forward`;
-    ``enable_gqa`` is True when the key/value have fewer heads than the query (grouped-query
+    ``kwargs`` holds ``mask, bias, is_causal, scale, spec`` for :func:`sdpa_forward`;
+    ``spec.enable_gqa`` is True when the key/value have fewer heads than the query (grouped-query
     attention).
     """
     q, k, v = (from_jax_layout(np.asarray(a)) for a in (query, key, value))
     kwargs = {"mask": None if mask is None else as_bool_mask(np.asarray(mask)),
               "bias": None if bias is None else np.asarray(bias),
               "is_causal": bool(is_causal), "scale": scale,
-              "enable_gqa": k.shape[-3] != q.shape[-3]}
+              "spec": AttentionSpec(enable_gqa=k.shape[-3] != q.shape[-3])}
     return q, k, v, kwargs
 
 

@@ -18,6 +18,7 @@ from attention_np.interop import flax as iflax
 from attention_np.interop import jax as ijax
 from attention_np.interop import torch as itorch
 from attention_np.kernels.fused import sdpa_backward, sdpa_forward
+from attention_np.variants.spec import AttentionSpec
 
 FLOATS = ("q", "k", "v", "bias", "query", "key", "value")
 
@@ -35,10 +36,10 @@ def cast(inputs: dict, dtype) -> dict:
 
 def run_ours(kind: str, x: dict, dout) -> dict:
     if kind == "sdpa":
-        # enable_gqa for the grouped-query case (k, v with fewer heads); with as many heads as q
-        # it changes nothing. Every SDPA case is (B, H, L, d), so there is a head axis.
+        # spec.enable_gqa for the grouped-query case (k, v with fewer heads); with as many heads
+        # as q it changes nothing. Every SDPA case is (B, H, L, d), so there is a head axis.
         out, cache = sdpa_forward(x["q"], x["k"], x["v"], x["mask"], bias=x["bias"],
-                                  is_causal=x["is_causal"], enable_gqa=True)
+                                  is_causal=x["is_causal"], spec=AttentionSpec(enable_gqa=True))
         dq, dk, dv = sdpa_backward(dout, cache)
         return {"out": out, "dq": dq, "dk": dk, "dv": dv}
     out, cache = mha_forward(x["query"], x["key"], x["value"], x["params"],

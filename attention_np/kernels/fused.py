@@ -7,7 +7,7 @@ never *what*, and the tests hold the two equal to float64 rounding. What it chan
 - **deferred normalisation**: the softmax's division by the row sums ``l`` moves after the
   product with ``v`` (``out = (e @ v) / l``), dividing L*d_v numbers instead of L*S;
 - **one (L, S) buffer** reused in place for the scores, their exponentials and ``dscores``;
-- **grouped-query attention** (``enable_gqa``, see :mod:`attention_np.variants.gqa`) by
+- **grouped-query attention** (``spec.enable_gqa``, see :mod:`attention_np.variants.gqa`) by
   broadcasting, never copying the key/value heads;
 - **attention dropout**, its ``1/(1-p)`` folded onto the (L, d_v) output;
 - **attention sinks** (``plan.sinks``, :mod:`attention_np.variants.sinks`): one more term in each
@@ -53,6 +53,7 @@ from attention_np.variants.dropout import dropout_keep
 from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from attention_np.variants.sinks import check_sinks
 from attention_np.variants.softcap import check_softcap, softcap_backward, softcap_forward
+from attention_np.variants.spec import refuse_elsewhere
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,9 +143,8 @@ class SDPACache:
         return self.saved("dropout", (None, 1.0))[1]
 
 
-def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | None = None, scale=None,
-                 dropout_p: float | None = None, rng=None, dropout_mask=None, enable_gqa: bool = False,
-                 spec=None, **deprecated):
+def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None, rng=None,
+                 dropout_mask=None, spec=None, **elsewhere):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
     .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
@@ -160,33 +160,27 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | None = None
         True = this query may attend to this key (PyTorch SDPA's bool ``attn_mask``).
     bias : float, broadcastable to (..., L, S), optional
         Added to the scaled scores (ALiBi, relative positions, PyTorch's float ``attn_mask``).
-    is_causal : bool, optional
-        Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``. None (the
-        default): ``spec.is_causal``, False without one.
+    is_causal : bool
+        Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``.
     scale : float, optional
         Default ``1 / sqrt(d_k)``; ``scale=1.0`` is unscaled dot-product attention.
-    dropout_p : float, optional
-        Default ``spec.dropout_p``, 0 without one. Attention dropout: each weight is zeroed
-        with probability ``p``, kept ones scaled by ``1 / (1 - p)``. The keep-mask is saved in
-        the cache so that the backward replays it.
     rng : int seed or np.random.Generator, optional
-        Source of the dropout keep-mask.
+        Source of the dropout keep-mask (with ``spec.dropout_p``).
     dropout_mask : bool, broadcastable to (..., L, S), optional
         An explicit keep-mask (True = kept) instead of drawing one, e.g. to replay a framework's.
-    enable_gqa : bool
-        Grouped-query attention (see :mod:`attention_np.variants.gqa`): ``k`` and ``v`` may have fewer
-        heads than ``q``, ``(..., H_kv, S, d)`` with ``H % H_kv == 0``; query head ``n`` uses
-        key/value head ``n // (H / H_kv)``, as PyTorch SDPA's ``enable_gqa=True``.
     spec : AttentionSpec, optional
         Beyond the paper: ``spec.window`` (sliding-window attention, top-left aligned, as
-        ``is_causal``; see :func:`attention_np.sliding_window_mask`) and ``spec.softcap`` (logit
-        soft-capping ``c·tanh(QKᵀ·scale / c)``, before the bias and the mask, as Gemma 2).
-        ``is_causal``, ``scale`` and ``dropout_p`` may be given here or in the spec; in both
-        with different values, they are a ``ValueError`` naming both.
-    **deprecated
-        The 0.1 keywords ``window=``, ``softcap=`` (now ``spec.window``, ``spec.softcap``) and
-        ``q_lengths=``, ``kv_lengths=`` (now ``mask=attention_np.lengths_mask(...)``), with a
-        ``DeprecationWarning``; removed in 0.3.
+        ``is_causal``; see :func:`attention_np.sliding_window_mask`), ``spec.softcap`` (logit
+        soft-capping ``c·tanh(QKᵀ·scale / c)``, before the bias and the mask, as Gemma 2),
+        ``spec.dropout_p`` (attention dropout: each weight is zeroed with probability ``p``,
+        kept ones scaled by ``1 / (1 - p)``; the keep-mask is saved in the cache so that the
+        backward replays it) and ``spec.enable_gqa`` (grouped-query attention, see
+        :mod:`attention_np.variants.gqa`: ``k`` and ``v`` may have fewer heads than ``q``,
+        ``(..., H_kv, S, d)`` with ``H % H_kv == 0``; query head ``n`` uses key/value head
+        ``n // (H / H_kv)``, as PyTorch SDPA's ``enable_gqa=True``).
+    **elsewhere
+        Nothing: an option whose home is the spec (``dropout_p=``, ``enable_gqa=``, ``window=``)
+        is a ``TypeError`` naming that home.
 
     Returns
     -------
@@ -196,11 +190,11 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | None = None
         gets weights 0 and output 0 (never NaN).
     """
     caller = "sdpa_forward"
+    refuse_elsewhere(caller, elsewhere)
     if spec is not None and getattr(spec, "kernel", "fused") != "fused":
         raise ValueError(f"sdpa_forward is the fused kernel: spec.kernel={spec.kernel!r} runs "
                          f"through attention_np.mha_forward or attention_np.kernels.registry.attend")
-    plan = plan_from(caller, spec, deprecated, q, k, mask, bias=bias, is_causal=is_causal, scale=scale,
-                     dropout_p=dropout_p, rng=rng, enable_gqa=enable_gqa)
+    plan = plan_from(caller, spec, q, k, mask, bias=bias, is_causal=is_causal, scale=scale, rng=rng)
     return sdpa_plan(q, k, v, plan, dropout_mask)
 
 

@@ -48,7 +48,8 @@ def gqa_hint(q, k, v) -> str:
     ratio grouped-query attention could use (else "")."""
     hq, hk = (q.shape[-3], k.shape[-3]) if min(q.ndim, k.ndim) >= 3 else (0, 0)
     if hk and hq > hk and hq % hk == 0 and v.ndim >= 3 and v.shape[-3] == hk:
-        return f"; q has {hq} heads and k, v {hk}: for grouped-query attention pass enable_gqa=True"
+        return (f"; q has {hq} heads and k, v {hk}: for grouped-query attention pass "
+                f"spec=AttentionSpec(enable_gqa=True)")
     return ""
 
 

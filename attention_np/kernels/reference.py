@@ -7,7 +7,7 @@ The forward is Figure 2 (left), one line per box: MatMul, Scale, Mask (opt.), So
 The backward walks the same lines in reverse, each step quoting the forward line it undoes.
 
 The file to read next to the paper is :mod:`attention_np.paper.attention` (§3.2 alone); this
-one is the same lines with the hooks the variants need (``bias``, ``window``) and with masked keys
+one is the same lines with the hooks the variants need (``bias``, ``spec.window``) and with masked keys
 kept out of every product (a NaN in a masked key or value never reaches the output).
 :mod:`attention_np.kernels.fused` computes the same numbers with fewer passes over the (L, S)
 arrays (and adds dropout and grouped-query attention); ``attention_np.sdpa_forward`` and
@@ -32,7 +32,9 @@ from attention_np.kernels.guard import (
     transpose_mask,
     zero_masked,
 )
+from attention_np.kernels.plan import kernel_spec
 from attention_np.paper.softmax import softmax, softmax_backward
+from attention_np.variants.spec import refuse_elsewhere
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class AttentionCache:
 
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
-                 window=None):
+                 spec=None, **elsewhere):
     r"""Scaled dot-product attention, Eq. (1), forward pass.
 
     .. math:: \text{scores} = QK^\top \cdot \text{scale} + \text{bias},\quad
@@ -83,8 +85,11 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         Query ``i`` attends keys ``j <= i`` (top-left aligned); ANDed with ``mask``.
     scale : float, optional
         Default ``1 / sqrt(d_k)``; ``scale=1.0`` is unscaled dot-product attention.
-    window : (left, right), optional
-        Beyond the paper: local attention, query ``i`` sees keys ``i - left <= j <= i + right``.
+    spec : AttentionSpec, optional
+        Beyond the paper, this kernel takes ``spec.window`` alone: local attention, query ``i``
+        sees keys ``i - left <= j <= i + right``. Soft-capping, dropout and grouped-query
+        attention are refused by name (the fused kernel, :func:`attention_np.sdpa_forward`,
+        does them).
 
     Returns
     -------
@@ -93,6 +98,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
         ``cache.weights`` is the (..., L, S) weight array. A query row with every key masked
         gets weights 0 and output 0 (never NaN).
     """
+    window = _window_of(spec, elsewhere)
     q, k, v, scale = check_qkv(q, k, v, scale)
     mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal, window)  # causal, window: ANDed in
     q, k, v = drop_masked(q, k, v, mask)    # masked keys, dead rows -> 0: 0 * NaN would be NaN
@@ -153,6 +159,20 @@ def sdpa_backward(dout, cache: AttentionCache, *, return_dbias: bool = False):
     # forward: scores = scores + bias  ->  dbias = dscores (summed to the bias's shape)
     dbias = None if cache.bias_shape is None else sum_to_shape(dscores, cache.bias_shape)
     return (*grads, dbias)
+
+
+def _window_of(spec, elsewhere: dict):
+    """``spec.window``, the one option beyond the paper this kernel has a hook for; any other
+    option of the spec is refused by name, and a misplaced keyword names its home."""
+    caller = "attention_np.kernels.reference.sdpa_forward"
+    refuse_elsewhere(caller, elsewhere)
+    spec = kernel_spec(caller, spec)
+    for name, used in (("softcap", spec.softcap is not None), ("dropout_p", spec.dropout_p > 0),
+                       ("enable_gqa", spec.enable_gqa)):
+        if used:
+            raise ValueError(f"{caller} cannot do spec.{name}: the fused kernel "
+                             f"(attention_np.sdpa_forward) does")
+    return spec.window
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, bias=None, is_causal: bool = False,

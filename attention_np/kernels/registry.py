@@ -29,6 +29,7 @@ import numpy as np
 from attention_np.kernels import fused, reference, sink_logits, tiled
 from attention_np.kernels.grads import Grads
 from attention_np.kernels.plan import OPTIONS, Plan
+from attention_np.variants.spec import AttentionSpec
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Kernel:
 
 def _reference_forward(q, k, v, p: Plan):
     return reference.sdpa_forward(q, k, v, p.mask, bias=p.bias, is_causal=p.is_causal,
-                                  scale=p.scale, window=p.window)
+                                  scale=p.scale, spec=AttentionSpec(window=p.window))
 
 
 def _reference_backward(dout, cache) -> Grads:
@@ -56,9 +57,7 @@ def _reference_backward(dout, cache) -> Grads:
 
 def _fused_forward(q, k, v, p: Plan):
     if p.sinks is not None:
-        return sink_logits.sdpa_sinks_forward(q, k, v, p.sinks, p.mask, bias=p.bias,
-                                        is_causal=p.is_causal, scale=p.scale,
-                                        enable_gqa=p.enable_gqa, window=p.window, softcap=p.softcap)
+        return sink_logits.sinks_plan(q, k, v, p)
     return fused.sdpa_plan(q, k, v, p)
 
 

@@ -30,8 +30,9 @@ import numpy as np
 from attention_np._checks import as_bias, check_broadcasts_to, check_cache, check_qkv
 from attention_np.kernels import fused
 from attention_np.kernels.grads import Grads
-from attention_np.kernels.plan import Plan
+from attention_np.kernels.plan import Plan, plan_from
 from attention_np.variants.sinks import check_sinks, sinks_backward
+from attention_np.variants.spec import refuse_elsewhere
 
 __all__ = ["SinksCache", "check_sinks", "sdpa_sinks_backward", "sdpa_sinks_forward"]
 
@@ -57,7 +58,7 @@ class SinksCache:
 
 
 def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool = False,
-                       scale=None, enable_gqa: bool = False, window=None, softcap=None):
+                       scale=None, spec=None, **elsewhere):
     """Eq. (1) with a learned sink logit per head in the softmax denominator (gpt-oss).
 
     Parameters
@@ -65,23 +66,35 @@ def sdpa_sinks_forward(q, k, v, sinks, mask=None, *, bias=None, is_causal: bool 
     q : (..., h, L, d_k)
     k, v : (..., h | h_kv, S, d_k | d_v)
     sinks : float (h,), one logit per query head
-    mask, bias, is_causal, scale, enable_gqa, window : as in :func:`attention_np.sdpa_forward`
-    softcap : float, optional
-        Caps ``QKᵀ·scale`` as in :func:`attention_np.sdpa_forward`; the sink logit is not capped.
+    mask, bias, is_causal, scale : as in :func:`attention_np.sdpa_forward`
+    spec : AttentionSpec, optional
+        ``spec.window``, ``spec.enable_gqa`` as in :func:`attention_np.sdpa_forward`;
+        ``spec.softcap`` caps ``QKᵀ·scale`` as there, the sink logit is not capped. Not with
+        ``spec.dropout_p``.
 
     Returns
     -------
     out : (..., h, L, d_v)
     cache : SinksCache
     """
-    q, k, v, scale = check_qkv(q, k, v, scale)
-    sinks = check_sinks(sinks, q)
-    if bias is not None:       # a logit per head: the bias's head axis (if any) must be h's
-        check_broadcasts_to(as_bias(bias), "bias", (q.shape[-3], q.shape[-2], k.shape[-2]),
+    refuse_elsewhere("sdpa_sinks_forward", elsewhere)
+    if spec is not None and getattr(spec, "kernel", "fused") != "fused":
+        raise ValueError(f"sdpa_sinks_forward is the fused kernel: spec.kernel={spec.kernel!r} runs "
+                         f"through attention_np.mha_forward")
+    plan = plan_from("sdpa_sinks_forward", spec, q, k, mask, bias=bias, is_causal=is_causal,
+                     scale=scale, sinks=sinks)
+    return sinks_plan(q, k, v, plan)
+
+
+def sinks_plan(q, k, v, plan: Plan):
+    """:func:`sdpa_sinks_forward` for a :class:`~attention_np.kernels.plan.Plan` whose ``sinks``
+    are set (the kernel registry's entry)."""
+    q, k, v, scale = check_qkv(q, k, v, plan.scale)
+    sinks = check_sinks(plan.sinks, q)
+    if plan.bias is not None:  # a logit per head: the bias's head axis (if any) must be h's
+        check_broadcasts_to(as_bias(plan.bias), "bias", (q.shape[-3], q.shape[-2], k.shape[-2]),
                             "scores (..., h, L, S)")
-    out, attention = fused.sdpa_plan(q, k, v, Plan(mask=mask, is_causal=is_causal, scale=scale,
-                                                  bias=bias, window=window, softcap=softcap,
-                                                  enable_gqa=enable_gqa, sinks=sinks))
+    out, attention = fused.sdpa_plan(q, k, v, replace(plan, scale=scale, sinks=sinks))
     return out, SinksCache(attention=attention, sinks_shape=sinks.shape)
 
 

@@ -22,7 +22,7 @@ walks over the key blocks. Here NumPy's vectorization plays the thread blocks: a
 (and all batch and head dims) walk over the key blocks together, so the Python loop runs over
 key blocks only, and the extra memory is a few (..., L, block_size) tiles, never (..., L, S).
 With ``is_causal``, the query rows that cannot see a key block are not computed at all.
-``enable_gqa=True`` groups query heads over shared key/value heads as
+``spec.enable_gqa`` groups query heads over shared key/value heads as
 :mod:`attention_np.variants.gqa` explains.
 
 Two things make it fast in NumPy without changing the numbers beyond rounding

@@ -23,6 +23,7 @@ from attention_np.kernels.sink_logits import check_sinks
 from attention_np.kernels.tiles import Tiling, check_tiled, scaled_q, tile_allowed, tile_scores
 from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
 from attention_np.variants.softcap import check_softcap
+from attention_np.variants.spec import refuse_elsewhere
 from attention_np.variants.window import check_window
 
 
@@ -64,9 +65,8 @@ class FlashCache:
     made_by = "attention_np.flash_attention_forward (attention_np.kernels.tiled)"
 
 
-def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | None = None, scale=None,
-                            block_size: int = 128, enable_gqa: bool = False, sinks=None, spec=None,
-                            **deprecated):
+def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None,
+                            block_size: int = 128, sinks=None, spec=None, **elsewhere):
     r"""Eq. (1) computed block by block with an online softmax (FlashAttention-2's forward).
 
     The same numbers as :func:`sdpa_forward` (to rounding), without an (L, S) array.
@@ -87,19 +87,17 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | 
         Default ``1 / sqrt(d_k)``.
     block_size : int
         Keys and values per block; need not divide ``S``.
-    enable_gqa : bool
-        Grouped-query attention, as in :func:`sdpa_forward`: ``k``, ``v`` may have ``H_kv``
-        heads, ``H % H_kv == 0``; query head ``n`` uses key/value head ``n // (H / H_kv)``.
     sinks : float (h,), optional
         Attention sinks, as in :func:`attention_np.sdpa_sinks_forward`: the initial state of each
         row's online softmax (``q`` needs a head axis, ``(..., h, L, d_k)``).
     spec : AttentionSpec, optional
         ``spec.window`` (sliding-window attention: applied per tile, and the key blocks and
-        query rows outside every window are skipped) and ``spec.softcap`` (per tile, before the
-        bias and the mask), as in :func:`sdpa_forward`.
-    **deprecated
-        The 0.1 keywords ``window=``, ``softcap=``, ``q_lengths=``, ``kv_lengths=``, as in
-        :func:`sdpa_forward`.
+        query rows outside every window are skipped), ``spec.softcap`` (per tile, before the
+        bias and the mask) and ``spec.enable_gqa`` (grouped-query attention: ``k``, ``v`` may
+        have ``H_kv`` heads, ``H % H_kv == 0``; query head ``n`` uses key/value head
+        ``n // (H / H_kv)``), as in :func:`sdpa_forward`. ``spec.dropout_p`` is refused.
+    **elsewhere
+        Nothing: an option whose home is the spec is a ``TypeError`` naming it.
 
     Returns
     -------
@@ -108,11 +106,12 @@ def flash_attention_forward(q, k, v, mask=None, *, bias=None, is_causal: bool | 
     cache : FlashCache
         ``q, k, v, out`` and the per-row log-sum-exp ``lse`` (..., L): nothing of size L·S.
     """
+    refuse_elsewhere("flash_attention_forward", elsewhere)
     if spec is not None and getattr(spec, "kernel", "tiled") not in ("fused", "tiled"):
         raise ValueError(f"flash_attention_forward is the tiled kernel: spec.kernel={spec.kernel!r} "
                          f"runs through attention_np.mha_forward")
-    plan = plan_from("flash_attention_forward", spec, deprecated, q, k, mask, bias=bias,
-                     is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, sinks=sinks)
+    plan = plan_from("flash_attention_forward", spec, q, k, mask, bias=bias, is_causal=is_causal,
+                     scale=scale, sinks=sinks)
     return tiled_plan(q, k, v, plan, block_size)
 
 

@@ -34,3 +34,25 @@ __all__ = [
     "Seq2SeqConfig", "init_seq2seq", "seq2seq_forward", "seq2seq_backward",
     "sinusoidal_encoding",
 ]
+
+# Names 0.3 moved to attention_np.training (the tasks and trainers), kept here as attributes for
+# one release with a DeprecationWarning. Imported by name on first use only: nn sits below
+# training and imports nothing from it.
+MOVED_TO_TRAINING = ("AdamState", "adam_init", "adam_step", "transformer_lr", "ReversalTask",
+                     "TrainResult", "evaluate", "train", "adam", "tasks", "trainer", "dates",
+                     "seq2seq_trainer")
+
+
+def __getattr__(name):
+    if name in MOVED_TO_TRAINING:
+        from importlib import import_module
+
+        from attention_np._checks import warn_deprecated
+
+        warn_deprecated(f"attention_np.nn.{name} is deprecated since 0.3.0: it is "
+                        f"attention_np.training.{name} (removed from attention_np.nn in 0.4)")
+        training = import_module("attention_np.training")
+        if hasattr(training, name):
+            return getattr(training, name)
+        return import_module(f"attention_np.training.{name}")
+    raise AttributeError(f"module 'attention_np.nn' has no attribute {name!r}")

@@ -18,7 +18,6 @@ fully masked query row gives output 0, weights 0 and gradients 0).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +49,7 @@ PARAMS = ("W_q", "W_k", "w_v")
 
 
 def init_additive_params(d_q: int, kdim: int | None = None, d_hidden: int | None = None, *,
-                         rng=None, dtype=np.float64, d_k: int | None = None) -> dict:
+                         rng=None, dtype=np.float64) -> dict:
     """Parameters of additive attention.
 
     Parameters
@@ -65,23 +64,12 @@ def init_additive_params(d_q: int, kdim: int | None = None, d_hidden: int | None
         Width of the hidden layer (default ``d_q``).
     rng : int seed or np.random.Generator, optional
     dtype : float dtype of every array
-    d_k : int, optional
-        The 0.1 name of ``kdim``, deprecated since 0.2.0: still accepted, with a
-        ``DeprecationWarning``, for at least one minor version. ``d_k`` means the per-head
-        query/key width everywhere else in the package.
 
     Returns
     -------
     params : dict
         ``W_q (d_q, d_hidden)``, ``W_k (kdim, d_hidden)``, ``w_v (d_hidden,)``, Glorot-uniform.
     """
-    if d_k is not None:
-        if kdim is not None:
-            raise TypeError(f"init_additive_params got both kdim={kdim} and its deprecated "
-                            f"spelling d_k={d_k}; pass kdim only")
-        warnings.warn("init_additive_params(d_k=...) is deprecated: the key input width is "
-                      "called kdim, as in init_mha_params", DeprecationWarning, stacklevel=2)
-        kdim = d_k
     kdim = d_q if kdim is None else kdim
     d_hidden = d_q if d_hidden is None else d_hidden
     for name, n in (("d_q", d_q), ("kdim", kdim), ("d_hidden", d_hidden)):

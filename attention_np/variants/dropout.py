@@ -36,7 +36,8 @@ def dropout_keep(dropout_p, rng, dropout_mask, shape: tuple, dtype):
         if rng is not None:
             raise ValueError("pass rng or dropout_mask, not both")
         if dropout_p == 0.0:
-            raise ValueError("dropout_mask needs dropout_p > 0 (kept weights are scaled by 1/(1-p))")
+            raise ValueError("dropout_mask needs dropout_p > 0 (spec=AttentionSpec(dropout_p=p): kept "
+                             "weights are scaled by 1/(1-p))")
         keep = as_bool_mask(dropout_mask, "dropout_mask")
         if check_broadcasts_to(keep, "dropout_mask", shape, "weights (..., L, S)") != shape:
             raise ValueError(f"dropout_mask of shape {keep.shape} would add batch dims to the "

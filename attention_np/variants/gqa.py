@@ -26,7 +26,7 @@ def kv_groups(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> int:
     """``G = H / H_kv``, the number of query heads per key/value head; a clear error otherwise."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.ndim < 3:
-            raise ValueError(f"enable_gqa=True needs a head axis: {name} must be (..., heads, "
+            raise ValueError(f"spec.enable_gqa=True needs a head axis: {name} must be (..., heads, "
                              f"positions, features), got shape {x.shape}")
     H, H_k, H_v = q.shape[-3], k.shape[-3], v.shape[-3]
     if H_k != H_v:
@@ -72,5 +72,5 @@ def group_heads(x: np.ndarray | None, heads: int, groups: int, name: str) -> np.
         return group_queries(x, groups)
     if n == 1:
         return x[..., None, :, :]                        # (..., 1, 1, L, S)
-    raise ValueError(f"{name} of shape {x.shape} has {n} heads at axis -3; with enable_gqa=True "
+    raise ValueError(f"{name} of shape {x.shape} has {n} heads at axis -3; with spec.enable_gqa=True "
                      f"it must have 1 or the H={heads} query heads")

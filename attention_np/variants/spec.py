@@ -1,27 +1,35 @@
 """One frozen description of an attention layer beyond the paper: :class:`AttentionSpec`.
 
-The paper's multi-head attention (§3.2.2) needs only ``num_heads``, the causal flag and the scale.
-Everything the field added since is configuration of the same five steps, and it all lives here,
-in one place, taken by multi-head attention (:func:`attention_np.mha_forward`), the decode step,
-cross-attention decoding and the transformers adapter::
+Each option has one home (0.3):
 
-    spec = AttentionSpec(num_heads=8, is_causal=True, rope=RoPE(theta=1e6), window=(4096, 0))
-    out, cache = mha_forward(x, x, x, params, spec=spec, positions=positions)
+- the paper's own options, ``mask``, ``is_causal``, ``scale`` and ``num_heads`` (§3.2.2's ``h``),
+  are keywords of the call;
+- configuration beyond the paper (window, RoPE, soft-cap, QK-norm, the dropout rate, grouped-query
+  attention for heads already split, the kernel) is a field of :class:`AttentionSpec`, taken by
+  the kernel functions (:func:`attention_np.sdpa_forward`, ...), multi-head attention
+  (:func:`attention_np.mha_forward`), the decode steps and the transformers adapter;
+- data that changes from call to call (a bias array, positions, the dropout ``rng`` or keep-mask)
+  are keywords of the call: a frozen spec holds no arrays::
 
-What ``params`` already says is not asked again: grouped-query attention follows from the shape
-of ``W_k`` (``num_kv_heads * d_k`` columns), QK-norm from the weights ``q_norm``/``k_norm``, and
-attention sinks from ``sinks``. Data that changes from call to call (the mask, an additive bias,
-positions, the dropout ``rng``) are arguments of the call, not fields.
+    spec = AttentionSpec(rope=RoPE(theta=1e6), window=(4096, 0))
+    out, cache = mha_forward(x, x, x, params, num_heads=8, is_causal=True, spec=spec,
+                             positions=positions)
+
+An option given anywhere else is a ``TypeError`` that names its home (:data:`HOMES`).
+What ``params`` already says is not asked again: in multi-head attention grouped-query attention
+follows from the shape of ``W_k`` (``num_kv_heads * d_k`` columns), QK-norm from the weights
+``q_norm``/``k_norm``, and attention sinks from ``sinks``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from attention_np._checks import check_bool, check_dropout_p, check_int, check_scale
+from attention_np._checks import check_bool, check_dropout_p
 from attention_np.variants.qk_norm import QK_NORM_SCOPES, QK_NORMS
 from attention_np.variants.rope import check_rope
 from attention_np.variants.softcap import check_softcap
@@ -72,18 +80,11 @@ class RoPE:
 class AttentionSpec:
     """Everything beyond the paper that an attention layer does, checked once when made.
 
+    The paper's options are not fields: ``num_heads``, ``is_causal`` and ``scale`` are keywords
+    of the call (``AttentionSpec(num_heads=8)`` is a ``TypeError`` saying so).
+
     Attributes
     ----------
-    num_heads : int, optional
-        ``h`` of §3.2.2 (query heads); required by multi-head attention, None for one head.
-    is_causal : bool, optional
-        None (the default) leaves it to the call's ``is_causal=`` keyword (False when neither
-        says); a call whose keyword says otherwise is refused, naming both. Query ``i``
-        attends keys ``j <= i`` (§3.2.3's decoder self-attention; top-left aligned).
-        The decode step is causal whatever this says (bottom-right aligned: its new queries are
-        the last of the cached positions); cross-attention decoding refuses it.
-    scale : float, optional
-        The factor on ``QKᵀ``; default ``1 / sqrt(d_k)`` (footnote 4).
     window : (left, right), optional
         Sliding-window attention (Longformer, Mistral): query ``i`` sees keys
         ``i - left .. i + right``; None on a side is unbounded.
@@ -104,36 +105,32 @@ class AttentionSpec:
         (OLMo 2; weights ``(h·d_k,)`` and ``(h_kv·d_k,)``). A field rather than read from the
         weights' shape: it is the norm's formula (which mean), not a learned number, and a
         ``(d_k,)`` weight of one head would say nothing either way.
-    dropout_p : float, optional
-        None (the default): the call's ``dropout_p=`` where it has one, else 0. Attention dropout
-        on the weights (§5.4 applies dropout to sub-layer outputs; BERT and
-        torch's MHA also to the weights); needs ``rng`` in the call.
+    dropout_p : float
+        Attention dropout on the weights, 0 (the default) for none (§5.4 applies dropout to
+        sub-layer outputs; BERT and torch's MHA also to the weights); the call's ``rng`` (or
+        ``dropout_mask``) draws which weights drop. Decoding refuses it.
+    enable_gqa : bool
+        Grouped-query attention in the kernel functions (``sdpa_forward``, ...), on heads already
+        split: ``k`` and ``v`` may have fewer heads than ``q`` (PyTorch SDPA's ``enable_gqa``).
+        Multi-head attention reads it from ``params['W_k']``'s width instead and refuses this field.
     kernel : str
         Which computation of Eq. (1) runs (:mod:`attention_np.kernels.registry`):
         "fused" (default), "reference" (the paper's lines with the variants' hooks) or "tiled".
         A kernel that cannot do an option of the spec refuses it by name.
     """
 
-    num_heads: int | None = None
-    is_causal: bool | None = None
-    scale: float | None = None
     window: tuple | None = None
     rope: RoPE | None = None
     softcap: float | None = None
     qk_norm: str = "rms"
     qk_norm_eps: float = 1e-6
     qk_norm_scope: str = "head"
-    dropout_p: float | None = None
+    dropout_p: float = 0.0
+    enable_gqa: bool = False
     kernel: str = "fused"
 
     def __post_init__(self):
         # frozen: fields are set through object.__setattr__ once, here, after their checks
-        if self.num_heads is not None:
-            object.__setattr__(self, "num_heads", check_int(self.num_heads, "num_heads"))
-        if self.is_causal is not None:
-            object.__setattr__(self, "is_causal", check_bool(self.is_causal, "is_causal"))
-        if self.scale is not None:
-            object.__setattr__(self, "scale", check_scale(self.scale, 1))
         if self.window is not None:
             object.__setattr__(self, "window", check_window(self.window))
         if self.rope is not None and not isinstance(self.rope, RoPE):
@@ -148,14 +145,30 @@ class AttentionSpec:
         if isinstance(eps, (bool, np.bool_)) or not isinstance(
                 eps, (int, float, np.integer, np.floating)) or not (np.isfinite(eps) and eps > 0):
             raise ValueError(f"qk_norm_eps must be a positive finite number, got {eps!r}")
-        if self.dropout_p is not None:
-            object.__setattr__(self, "dropout_p", check_dropout_p(self.dropout_p))
+        object.__setattr__(self, "dropout_p", check_dropout_p(self.dropout_p))
+        object.__setattr__(self, "enable_gqa", check_bool(self.enable_gqa, "enable_gqa"))
         if not isinstance(self.kernel, str) or self.kernel not in KERNEL_NAMES:
             raise ValueError(f"kernel must be one of {KERNEL_NAMES}, got {self.kernel!r}")
 
     def replace(self, **changes) -> AttentionSpec:
         """A copy with some fields changed (the spec is frozen)."""
         return replace(self, **changes)
+
+
+def _named_if_misplaced(init):
+    """The dataclass's ``__init__``, first naming the home of an option given where it does not
+    live (``AttentionSpec(num_heads=8)``), which the dataclass would call unexpected."""
+    @functools.wraps(init)                 # inspect.signature shows the dataclass's fields
+    def checked(self, *args, **fields):
+        misplaced = [name for name in fields if name in HOMES and HOMES[name][0] != "spec"]
+        if misplaced:
+            raise TypeError(" ".join(f"AttentionSpec got {name}=: {where_it_lives(name)}."
+                                     for name in misplaced))
+        init(self, *args, **fields)
+    return checked
+
+
+AttentionSpec.__init__ = _named_if_misplaced(AttentionSpec.__init__)
 
 
 def _as_rope(rope) -> RoPE:
@@ -169,3 +182,32 @@ def _as_rope(rope) -> RoPE:
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(AttentionSpec))
+
+#: Where each option lives (0.3: one home each), as ``(home, how to give it)``: "call" (a keyword
+#: of the call), "spec" (a field of :class:`AttentionSpec`) or "params" (multi-head attention reads
+#: it from its weights). Held on every entry point by tests/api/test_one_home.py.
+HOMES = {
+    **{name: ("call", f"a keyword of the call ({name}=...)")
+       for name in ("mask", "is_causal", "scale", "num_heads", "bias", "positions", "rng",
+                    "dropout_mask")},
+    **{name: ("spec", f"a field of the spec (spec=AttentionSpec({name}=...))") for name in SPEC_FIELDS},
+    "num_kv_heads": ("params", "the width of params['W_k'] decides it (init_mha_params(..., "
+                               "num_kv_heads=...) makes it)"),
+}
+
+
+def where_it_lives(name: str) -> str:
+    """One sentence naming the home of the option ``name`` (a key of :data:`HOMES`)."""
+    home, how = HOMES[name]
+    return f"{name} is {how}" if home != "params" else f"in multi-head attention {how}"
+
+
+def refuse_elsewhere(caller: str, given: dict) -> None:
+    """The ``**elsewhere`` catch-all of an entry point: a ``TypeError`` for the first keyword, naming
+    its home when it is an option that lives in the spec or in ``params``, else as Python names an
+    unknown keyword (a keyword of the call that this call does not take, ``cross_kv_cache(scale=)``,
+    is simply not one of its options)."""
+    for name in given:
+        if name in HOMES and HOMES[name][0] != "call":
+            raise TypeError(f"{caller}() got {name}=, which is not taken here: {where_it_lives(name)}")
+        raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")

@@ -64,7 +64,7 @@ def test_changelog_has_a_section_for_the_version():
     assert f"## {an.__version__}" in changelog
 
 
-# --- renamed arguments: the new name, and the old one with a DeprecationWarning --------------
+# --- renamed arguments: the new name; the old one (deprecated in 0.2) removed in 0.3 -----------
 
 def test_init_additive_params_kdim_is_the_key_input_width():
     params = an.init_additive_params(4, kdim=3, d_hidden=5, rng=0)
@@ -80,17 +80,9 @@ def test_init_additive_params_positional_second_argument_still_means_kdim():
         np.testing.assert_array_equal(old[key], new[key])
 
 
-def test_init_additive_params_old_keyword_d_k_warns_and_still_works():
-    with pytest.warns(DeprecationWarning, match="kdim"):
-        old = an.init_additive_params(4, d_k=3, d_hidden=5, rng=0)
-    new = an.init_additive_params(4, kdim=3, d_hidden=5, rng=0)
-    for key in new:
-        np.testing.assert_array_equal(old[key], new[key])
-
-
-def test_init_additive_params_refuses_both_spellings():
-    with pytest.raises(TypeError, match="kdim=3.*d_k=2"):
-        an.init_additive_params(4, kdim=3, d_k=2)
+def test_init_additive_params_d_k_removed_in_0_3_is_a_plain_type_error():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'd_k'"):
+        an.init_additive_params(4, d_k=3, d_hidden=5, rng=0)
 
 
 def test_mha_decode_step_kv_cache_by_name_and_by_position_agree(rng):
@@ -103,22 +95,14 @@ def test_mha_decode_step_kv_cache_by_name_and_by_position_agree(rng):
     np.testing.assert_array_equal(by_name, by_position)
 
 
-def test_mha_decode_step_old_keyword_cache_warns_and_still_works(rng):
-    params = an.init_mha_params(8, 2, rng=1)
-    x = randn(rng, 2, 5, 8)
-    kv = an.KVCache(5)
-    with pytest.warns(DeprecationWarning, match="kv_cache"):
-        out = an.mha_decode_step(x, params, cache=kv, num_heads=2)
-    assert kv.length == 5
-    np.testing.assert_array_equal(out, an.mha_decode_step(x, params, an.KVCache(5), num_heads=2))
-
-
 def test_mha_decode_step_needs_a_kv_cache(rng):
     params = an.init_mha_params(8, 2, rng=1)
     x = randn(rng, 2, 1, 8)
-    with pytest.raises(TypeError, match="kv_cache must be a KVCache, got NoneType"):
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'kv_cache'"):
         an.mha_decode_step(x, params, num_heads=2)
-    with pytest.raises(TypeError, match="both kv_cache and"):
+    with pytest.raises(TypeError, match="kv_cache must be a KVCache, got NoneType"):
+        an.mha_decode_step(x, params, None, num_heads=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cache'"):     # removed in 0.3
         an.mha_decode_step(x, params, an.KVCache(2), cache=an.KVCache(2), num_heads=2)
 
 
@@ -137,8 +121,8 @@ def test_mask_follows_the_data_and_every_other_option_is_keyword_only(name, n_da
     assert params[n_data].name == "mask" and params[n_data].kind is params[n_data].POSITIONAL_OR_KEYWORD
     named = [p for p in params[n_data + 1:] if p.kind is not p.VAR_KEYWORD]
     assert all(p.kind is p.KEYWORD_ONLY for p in named)
-    # a ``**deprecated`` catch-all, if any, is last and holds only the 0.1 keywords (warned)
-    assert all(p.name == "deprecated" for p in params if p.kind is p.VAR_KEYWORD)
+    # a ``**elsewhere`` catch-all, if any, is last and only names the home of a misplaced option
+    assert all(p.name == "elsewhere" for p in params if p.kind is p.VAR_KEYWORD)
 
 
 # Drivers and framework comparisons take every knob of a study; everything else stays narrow.
@@ -148,7 +132,7 @@ WIDE_BY_DESIGN = {"train", "train_retrieval", "compare_attention", "compare_mha"
 
 def test_no_public_function_takes_more_than_twelve_parameters():
     """The 0.1 API had mha_forward with 23 parameters; variants now go in the spec
-    (a ``**deprecated`` catch-all for the 0.1 keywords is not counted: it warns)."""
+    (a ``**elsewhere`` catch-all is not counted: it only refuses)."""
     wide = {}
     for name in an.__all__:
         obj = getattr(an, name)

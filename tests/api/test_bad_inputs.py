@@ -7,7 +7,6 @@ size and the split of outcomes (the numbers quoted in the issue's closing note).
 
 from __future__ import annotations
 
-import contextlib
 import re
 
 import numpy as np
@@ -82,15 +81,18 @@ def _rows():
             rows.append((f"{fname}-bias-{what}", lambda f=ATTENTION[fname], b=b: f(Q, K, V, bias=b),
                          exc, "bias"))
     for what, p, exc in BAD_DROPOUT:
-        rows.append((f"sdpa_forward-dropout_p-{what}", lambda p=p: an.sdpa_forward(Q, K, V, dropout_p=p),
+        rows.append((f"sdpa_forward-dropout_p-{what}", lambda p=p: an.sdpa_forward(Q, K, V,
+                                                                                   spec=an.AttentionSpec(dropout_p=p)),
                      exc, "dropout_p"))
         rows.append((f"mha_forward-dropout_p-{what}",
-                     lambda p=p: an.mha_forward(X, X, X, P, spec=an.AttentionSpec(num_heads=2, dropout_p=p)),
+                     lambda p=p: an.mha_forward(X, X, X, P, spec=an.AttentionSpec(dropout_p=p), num_heads=2),
                      exc, "dropout_p"))
     rows += [
-        ("sdpa_forward-rng-str", lambda: an.sdpa_forward(Q, K, V, dropout_p=0.1, rng="x"), TypeError, "rng"),
+        ("sdpa_forward-rng-str", lambda: an.sdpa_forward(
+            Q, K, V, rng="x", spec=an.AttentionSpec(dropout_p=0.1)), TypeError, "rng"),
         ("sdpa_forward-dropout_mask-float",
-         lambda: an.sdpa_forward(Q, K, V, dropout_p=0.1, dropout_mask=np.ones((3, 5))), TypeError,
+         lambda: an.sdpa_forward(Q, K, V, dropout_mask=np.ones((3, 5)),
+                                 spec=an.AttentionSpec(dropout_p=0.1)), TypeError,
          "dropout_mask"),
         ("flash-block_size-0", lambda: flash_attention_forward(Q, K, V, block_size=0), ValueError,
          "block_size"),
@@ -101,9 +103,9 @@ def _rows():
     # (the fused and tiled kernels take the window and soft-cap in the spec, checked when it is made)
     for fname in ("sdpa_forward", "reference.sdpa_forward", "flash_attention_forward"):
         for what, w in (("one number", 2), ("negative", (-1, 0)), ("float", (1.5, 0)), ("triple", (1, 1, 1))):
-            call = ((lambda w=w: reference.sdpa_forward(Q, K, V, window=w)) if fname.startswith("reference")
-                    else (lambda f=ATTENTION[fname], w=w: f(Q, K, V, spec=an.AttentionSpec(window=w))))
-            rows.append((f"{fname}-window-{what}", call, ValueError, "window"))
+            f = reference.sdpa_forward if fname.startswith("reference") else ATTENTION[fname]
+            rows.append((f"{fname}-window-{what}",
+                         lambda f=f, w=w: f(Q, K, V, spec=an.AttentionSpec(window=w)), ValueError, "window"))
     for what, kw in (("q_lengths float", dict(q_lengths=np.array([1.0, 2.0]))),
                      ("kv_lengths > S", dict(kv_lengths=np.array([1, 6]))),
                      ("kv_lengths negative", dict(kv_lengths=np.array([-1, 2])))):
@@ -135,8 +137,8 @@ def _rows():
          "relative_position"),
         ("relative_position_bias-bucket-out-of-range",
          lambda: an.relative_position_bias(np.ones((4, 2)), np.array([[4]])), ValueError, "buckets"),
-        ("mha_forward-rope-str", lambda: an.mha_forward(X, X, X, P, spec=an.AttentionSpec(num_heads=2,
-                                                                                       rope="half")),
+        ("mha_forward-rope-str", lambda: an.mha_forward(X, X, X, P, spec=an.AttentionSpec(rope="half"),
+                                                        num_heads=2),
          ValueError, "rope"),
         ("mha_forward-qk_norm-one-weight", lambda: an.mha_forward(X, X, X, dict(P, q_norm=np.ones(4)),
                                                                   num_heads=2), ValueError, "k_norm"),
@@ -153,9 +155,9 @@ def _rows():
         ("mha_forward-sinks-float32", lambda: an.mha_forward(X, X, X, dict(P, sinks=np.zeros(2, np.float32)),
                                                              num_heads=2), TypeError, "sinks"),
         ("mha_forward-sinks-reference", lambda: an.mha_forward(
-            X, X, X, PS, spec=an.AttentionSpec(num_heads=2, kernel="reference")), ValueError, "sinks"),
+            X, X, X, PS, spec=an.AttentionSpec(kernel="reference"), num_heads=2), ValueError, "sinks"),
         ("mha_forward-sinks-dropout", lambda: an.mha_forward(
-            X, X, X, PS, spec=an.AttentionSpec(num_heads=2, dropout_p=0.1)), ValueError, "sinks"),
+            X, X, X, PS, spec=an.AttentionSpec(dropout_p=0.1), num_heads=2), ValueError, "sinks"),
         ("mha_decode_step-sinks-wrong-shape", lambda: an.mha_decode_step(X, PS3, an.KVCache(4), num_heads=2),
          ValueError, "sinks"),
         ("mha_decode_step-mask-float", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
@@ -207,8 +209,8 @@ def _rows():
          TypeError, "key"),
         ("mha_forward-value-width", lambda: an.mha_forward(X, X, X[..., :7], P, num_heads=2),
          ValueError, "value"),
-        ("mha_forward-kernel", lambda: an.mha_forward(X, X, X, P, spec=an.AttentionSpec(num_heads=2,
-                                                                                     kernel="fast")),
+        ("mha_forward-kernel", lambda: an.mha_forward(X, X, X, P, spec=an.AttentionSpec(kernel="fast"),
+                                                      num_heads=2),
          ValueError, "kernel"),
         ("mha_forward-scale-NaN", lambda: an.mha_forward(X, X, X, P, num_heads=2, scale=np.nan),
          ValueError, "scale"),
@@ -334,12 +336,13 @@ def _rows():
             ("RoPE-scaling-list", dict(scaling=[("rope_type", "linear")]), ValueError, "scaling")]:
         rows.append((what, lambda kw=kw: an.RoPE(**kw), exc, name))
     for what, kw, exc, name in [
-            ("AttentionSpec-is_causal-str", dict(is_causal="no"), TypeError, "is_causal"),
-            ("AttentionSpec-is_causal-1", dict(is_causal=1), TypeError, "is_causal"),
-            ("AttentionSpec-scale-NaN", dict(scale=np.nan), ValueError, "scale"),
-            ("AttentionSpec-scale-bool", dict(scale=True), TypeError, "scale"),
-            ("AttentionSpec-num_heads-0", dict(num_heads=0), ValueError, "num_heads"),
-            ("AttentionSpec-num_heads-bool", dict(num_heads=True), ValueError, "num_heads"),
+            # the paper's options are keywords of the call, not fields (0.3): named, whatever the value
+            ("AttentionSpec-is_causal", dict(is_causal=True), TypeError, "is_causal"),
+            ("AttentionSpec-scale", dict(scale=0.5), TypeError, "scale"),
+            ("AttentionSpec-num_heads", dict(num_heads=2), TypeError, "num_heads"),
+            ("AttentionSpec-enable_gqa-str", dict(enable_gqa="yes"), TypeError, "enable_gqa"),
+            ("AttentionSpec-enable_gqa-1", dict(enable_gqa=1), TypeError, "enable_gqa"),
+            ("AttentionSpec-dropout_p-None", dict(dropout_p=None), TypeError, "dropout_p"),
             ("AttentionSpec-qk_norm-list", dict(qk_norm=["rms"]), ValueError, "qk_norm"),
             ("AttentionSpec-qk_norm_eps-inf", dict(qk_norm_eps=np.inf), ValueError, "qk_norm_eps"),
             ("AttentionSpec-qk_norm_eps-bool", dict(qk_norm_eps=True), ValueError, "qk_norm_eps"),
@@ -386,40 +389,7 @@ def _rows():
     return rows
 
 
-def _rows_0_1():
-    """Bad values of the 0.1 keywords (deprecated since 0.2.0, removed in 0.3): each row also
-    names the DeprecationWarning the call gives first, or None when the value is refused before."""
-    rows = []
-    for fname in ("sdpa_forward", "flash_attention_forward"):
-        for what, kw in (("q_lengths wrong B", dict(q_lengths=np.array([1, 2, 3]))),
-                         ("q_lengths float", dict(q_lengths=np.array([1.0, 2.0]))),
-                         ("kv_lengths > S", dict(kv_lengths=np.array([1, 6]))),
-                         ("kv_lengths negative", dict(kv_lengths=np.array([-1, 2])))):
-            rows.append((f"{fname}-{what}", lambda f=ATTENTION[fname], kw=kw: f(Q, K, V, **kw),
-                         ValueError, what.split()[0], "q_lengths=..., kv_lengths=..."))
-    rows += [
-        ("mha_forward-qk_norm-no-weights", lambda: an.mha_forward(X, X, X, P, num_heads=2, qk_norm=True),
-         ValueError, "q_norm", "qk_norm=..."),
-        ("mha_forward-sinks-no-logits", lambda: an.mha_forward(X, X, X, P, num_heads=2, sinks=True),
-         ValueError, "sinks", "sinks=..."),
-        ("mha_forward-sinks-array-as-flag",
-         lambda: an.mha_forward(X, X, X, PS, num_heads=2, sinks=np.zeros(2)), TypeError, "sinks",
-         "sinks=..."),
-        ("mha_decode_step-sinks-no-logits", lambda: an.mha_decode_step(X, P, an.KVCache(4), num_heads=2,
-                                                                       sinks=True), ValueError, "sinks",
-         "sinks=..."),
-        ("mha_forward-num_kv_heads-0",
-         lambda: an.mha_forward(X, X, X, P, num_heads=2, num_kv_heads=0), ValueError, "num_kv_heads",
-         "num_kv_heads=..."),
-        ("mha_forward-path", lambda: an.mha_forward(X, X, X, P, num_heads=2, path="fast"),
-         ValueError, "path", None),
-        ("mha_forward-path-None", lambda: an.mha_forward(X, X, X, P, num_heads=2, path=None),
-         ValueError, "path", None),
-    ]
-    return rows
-
-
-ROWS, ROWS_0_1 = _rows(), _rows_0_1()
+ROWS = _rows()
 
 
 def _names_it(label: str, error: Exception, name: str) -> None:
@@ -434,22 +404,12 @@ def test_bad_input_is_refused_with_a_message_naming_it(label, call, exc, name):
     _names_it(label, info.value, name)
 
 
-@pytest.mark.parametrize("label, call, exc, name, warns", ROWS_0_1, ids=[r[0] for r in ROWS_0_1])
-def test_bad_value_of_a_0_1_keyword_is_refused_with_a_message_naming_it(label, call, exc, name, warns):
-    """The 0.1 mapping itself: a deprecated keyword with a bad value still gets a clear error."""
-    expected = (pytest.warns(DeprecationWarning, match=re.escape(f"({warns}) is deprecated since 0.2.0"))
-                if warns else contextlib.nullcontext())
-    with expected, pytest.raises(exc) as info:
-        call()
-    _names_it(label, info.value, name)
-
-
 def test_row_count():
     kinds = {}
-    for _, _, exc, _, *_ in ROWS + ROWS_0_1:
+    for _, _, exc, _, *_ in ROWS:
         kinds[exc.__name__] = kinds.get(exc.__name__, 0) + 1
-    print(f"\n{len(ROWS) + len(ROWS_0_1)} bad inputs ({len(ROWS_0_1)} of 0.1 keywords): {kinds}")
-    assert len(ROWS) + len(ROWS_0_1) >= 250
+    print(f"\n{len(ROWS)} bad inputs: {kinds}")
+    assert len(ROWS) >= 250
 
 
 # ---- nothing changes when a call is refused; no returned array aliases a cache ----
@@ -516,16 +476,12 @@ def test_fuzz_finds_nothing_left():
     assert {n for n in an.__all__ if not n.endswith(("Cache", "Result"))} <= covered
 
 
-@pytest.mark.parametrize("spec", [an.AttentionSpec(is_causal=False),
-                                  an.AttentionSpec(num_heads=2, is_causal=False)])
-def test_decode_step_refuses_a_spec_that_is_not_causal(spec):
+@pytest.mark.parametrize("flag", [False, True])
+def test_decode_step_refuses_is_causal_before_the_cache_changes(flag):
     cache = an.KVCache(8)
-    kw = {} if spec.num_heads else {"num_heads": 2}
-    with pytest.raises(ValueError, match="spec.is_causal=False"):
-        an.mha_decode_step(X[:, :1], P, cache, spec=spec, **kw)
+    with pytest.raises(TypeError, match="got is_causal=: decoding is causal"):
+        an.mha_decode_step(X[:, :1], P, cache, num_heads=2, is_causal=flag)
     assert cache.length == 0
-    out = an.mha_decode_step(X[:, :1], P, cache, spec=an.AttentionSpec(num_heads=2, is_causal=True))
-    assert out.shape == (2, 1, 8)          # True (or unset) is what decoding does
 
 
 @pytest.mark.parametrize("step", ["self", "cross"])

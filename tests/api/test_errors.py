@@ -121,7 +121,7 @@ def test_bias_that_does_not_broadcast():
 
 @pytest.mark.parametrize("p", [-0.1, 1.5])
 def test_dropout_p_out_of_range(p):
-    raises(ValueError, r"dropout_p must be in \[0, 1\]", an.sdpa_forward, q, k, v, dropout_p=p)
+    raises(ValueError, r"dropout_p must be in \[0, 1\]", an.AttentionSpec, dropout_p=p)
 
 
 def test_dropout_mask_needs_p_and_excludes_rng():
@@ -129,12 +129,12 @@ def test_dropout_mask_needs_p_and_excludes_rng():
     raises(ValueError, r"dropout_mask needs dropout_p > 0", an.sdpa_forward, q, k, v,
            dropout_mask=keep)
     raises(ValueError, r"pass rng or dropout_mask, not both", an.sdpa_forward, q, k, v,
-           dropout_p=0.1, rng=0, dropout_mask=keep)
+           spec=an.AttentionSpec(dropout_p=0.1), rng=0, dropout_mask=keep)
 
 
 def test_bad_rng_type():
     raises(TypeError, r"rng must be None, an int seed or a np.random.Generator, got str",
-           an.sdpa_forward, q, k, v, dropout_p=0.1, rng="seed")
+           an.sdpa_forward, q, k, v, spec=an.AttentionSpec(dropout_p=0.1), rng="seed")
 
 
 def test_backward_refuses_a_dout_of_another_dtype():
@@ -148,8 +148,8 @@ def test_backward_refuses_a_dout_of_another_dtype():
 
 def test_dropout_mask_that_would_add_batch_dims():
     raises(ValueError, r"dropout_mask of shape \(4, 2, 3, 5\) would add batch dims to the weights "
-           r"\(2, 3, 5\)", an.sdpa_forward, q, k, v, dropout_p=0.5,
-           dropout_mask=np.ones((4, 2, 3, 5), bool))
+           r"\(2, 3, 5\)", an.sdpa_forward, q, k, v,
+           spec=an.AttentionSpec(dropout_p=0.5), dropout_mask=np.ones((4, 2, 3, 5), bool))
 
 
 def test_backward_with_wrong_dout_shape():

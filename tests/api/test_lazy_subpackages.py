@@ -23,20 +23,13 @@ def test_import_attention_np_imports_no_optional_dependency():
 
 @pytest.mark.parametrize("name", ["nn", "studies", "pretrained", "interop", "viz", "cli", "exercises"])
 def test_every_subpackage_is_an_attribute(name):
-    """(The 0.1 paths ``core`` and ``efficient``, which warn: tests/api/test_0_1_keywords.py.)"""
+    """(The 0.1 paths ``core`` and ``efficient`` are gone: tests/api/test_removed_in_0_3.py.)"""
     import importlib
 
     import attention_np as an
 
     assert getattr(an, name) is importlib.import_module(f"attention_np.{name}")
     assert name in dir(an)
-
-
-def test_the_attention_alias_is_the_file_the_readme_has_students_read():
-    import attention_np as an
-    from attention_np.paper import attention
-
-    assert an.attention is attention and "paper/attention.py" in (ROOT / "README.md").read_text()
 
 
 def test_an_unknown_attribute_is_still_an_attribute_error():

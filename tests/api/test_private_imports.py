@@ -21,9 +21,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "attention_np"
 ALLOWED = {
     # interop/transformers/ is being reworked in another change: its helper becomes public there
     ("interop/transformers/families.py", "attention_np.interop.transformers.family_cases import _randomize"),
-    # core/ and efficient/, the 0.1 aliases that 0.3 deletes
-    ("core/__init__.py", "attention_np._checks import warn_deprecated as _warn_deprecated"),
-    ("efficient/__init__.py", "attention_np._checks import warn_deprecated as _warn_deprecated"),
 }
 
 

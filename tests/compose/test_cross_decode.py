@@ -138,9 +138,9 @@ def test_cross_decode_bad_input_is_refused_before_anything_changes(rng):
     with pytest.raises(ValueError, match=r"memory has 8 features"):
         an.cross_kv_cache(randn(rng, 2, 7, 8), params, num_heads=4)
     with pytest.raises(ValueError, match="no RoPE"):
-        an.cross_kv_cache(memory, params, spec=an.AttentionSpec(num_heads=4, rope=True))
-    with pytest.raises(ValueError, match="no causal mask"):
-        an.mha_cross_decode_step(y, params, cache, spec=an.AttentionSpec(num_heads=4, is_causal=True))
+        an.cross_kv_cache(memory, params, spec=an.AttentionSpec(rope=True), num_heads=4)
+    with pytest.raises(TypeError, match="no causal mask"):
+        an.mha_cross_decode_step(y, params, cache, num_heads=4, is_causal=True)
     assert cache.length == 7
 
 
@@ -148,14 +148,14 @@ def test_cross_decode_with_qk_norm_equals_the_whole_target_forward(rng):
     params = _params(rng)
     params.update(q_norm=1 + 0.1 * randn(rng, 4), k_norm=1 + 0.1 * randn(rng, 4))
     y, memory = randn(rng, 2, 5, 16), randn(rng, 2, 7, 16)
-    spec = an.AttentionSpec(num_heads=4, qk_norm_eps=1e-3)
-    full, _ = an.mha_forward(y, memory, memory, params, spec=spec)
-    cache = an.cross_kv_cache(memory, params, spec=spec)
-    step = np.concatenate([an.mha_cross_decode_step(y[:, t:t + 1], params, cache, spec=spec)
+    spec = an.AttentionSpec(qk_norm_eps=1e-3)
+    full, _ = an.mha_forward(y, memory, memory, params, spec=spec, num_heads=4)
+    cache = an.cross_kv_cache(memory, params, spec=spec, num_heads=4)
+    step = np.concatenate([an.mha_cross_decode_step(y[:, t:t + 1], params, cache, spec=spec, num_heads=4)
                            for t in range(5)], axis=1)
     assert max_abs_diff(step, full) < 1e-12
     plain = {n: w for n, w in params.items() if n not in ("q_norm", "k_norm")}
-    assert max_abs_diff(an.mha_forward(y, memory, memory, plain, spec=spec)[0], full) > 1e-3
+    assert max_abs_diff(an.mha_forward(y, memory, memory, plain, spec=spec, num_heads=4)[0], full) > 1e-3
 
 
 # --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------

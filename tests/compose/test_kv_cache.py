@@ -172,22 +172,15 @@ def test_kv_cache_append_takes_array_likes_and_names_bad_ones(rng):
         an.KVCache(max_len=4).append(k[0], v[0, 0])
 
 
-def test_mha_decode_step_scale_and_the_deprecated_cache_keyword(rng):
-    """Kills ``mha_decode_step`` dropping ``scale=`` (the output must be mha_forward's with the
-    same scale), and any change to the deprecated ``cache=`` path: it warns (from the caller's
-    line), does what ``kv_cache=`` does, and refuses both keywords at once."""
+def test_mha_decode_step_scale(rng):
+    """Kills ``mha_decode_step`` dropping ``scale=``: the output must be mha_forward's with the
+    same scale."""
     params = an.init_mha_params(4, 2, rng=0)
     x = randn(rng, 3, 4)
     want, _ = an.mha_forward(x, x, x, params, num_heads=2, is_causal=True, scale=0.3)
     out = an.mha_decode_step(x, params, an.KVCache(max_len=3), num_heads=2, scale=0.3)
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
-    with pytest.warns(DeprecationWarning, match="the keyword is kv_cache") as record:
-        old = an.mha_decode_step(x, params, cache=an.KVCache(max_len=3), num_heads=2, scale=0.3)
-    assert record[0].filename == __file__
-    np.testing.assert_array_equal(old, out)
-    with pytest.raises(TypeError, match="got both kv_cache and its deprecated spelling"):
-        an.mha_decode_step(x, params, an.KVCache(max_len=3), cache=an.KVCache(max_len=3),
-                           num_heads=2)
+    assert max_abs_diff(out, an.mha_decode_step(x, params, an.KVCache(max_len=3), num_heads=2)) > 1e-6
 
 
 def test_kv_cache_second_append_must_match_the_first(rng):

@@ -202,21 +202,16 @@ def test_mha_names_a_mask_that_does_not_fit_and_a_bad_dropout_p(rng):
         an.mha_forward(x, x, x, params, bad_mask, num_heads=2)
     for kernel in ("fused", "reference"):
         with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\], got 1.5"):
-            an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, dropout_p=1.5, kernel=kernel))
+            an.mha_forward(x, x, x, params, spec=an.AttentionSpec(dropout_p=1.5, kernel=kernel), num_heads=2)
 
 
 def test_mha_grouped_query_params_with_a_wrong_W_k_width(rng):
     """Kills the deleted ``W_k`` width check for ``num_kv_heads`` (or ``d_k`` computed with
-    ``/``: the message would say ``d_k=2.0``): h=2, H_kv=1, d_k=2 need W_k with 2 columns. The
-    check answers the 0.1 keyword ``num_kv_heads=`` (deprecated since 0.2.0, warned); without it
-    the width of W_k decides, and 3 columns fit no number of key heads."""
+    ``/``: the message would say ``d_k=2.0``): h=2, H_kv=1, d_k=2 need W_k with 2 columns; the
+    width of W_k decides the key heads, and 3 columns fit no number of them."""
     params = an.init_mha_params(4, 2, num_kv_heads=1, rng=0)
     params["W_k"], params["b_k"] = np.zeros((4, 3)), np.zeros(3)
     x = randn(rng, 3, 4)
-    with pytest.warns(DeprecationWarning, match=r"mha_forward\(num_kv_heads=\.\.\.\) is deprecated"), \
-            pytest.raises(ValueError, match=r"params\['W_k'\] has 3 columns but num_kv_heads=1 key "
-                                            r"heads of d_k=2 need 2$"):
-        an.mha_forward(x, x, x, params, num_heads=2, num_kv_heads=1)
     with pytest.raises(ValueError, match=r"params\['W_q'\] has 4 columns but params\['W_k'\] has 3"):
         an.mha_forward(x, x, x, params, num_heads=2)
 
@@ -248,8 +243,8 @@ def test_mha_passes_dropout_and_its_rng_to_the_attention(rng):
     output is that of the same steps by hand with the same dropout draw."""
     params = an.init_mha_params(4, 2, rng=0)
     x = randn(rng, 2, 3, 4)
-    out, _ = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, dropout_p=0.5), rng=3)
-    want = _mha_by_hand(x, params, 2, dropout_p=0.5, rng=3)
+    out, _ = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(dropout_p=0.5), rng=3, num_heads=2)
+    want = _mha_by_hand(x, params, 2, spec=an.AttentionSpec(dropout_p=0.5), rng=3)
     np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-14)
     assert max_abs_diff(out, _mha_by_hand(x, params, 2)) > 1e-3        # dropout did something
 
@@ -313,4 +308,4 @@ def test_mha_sinks_of_the_wrong_length_are_refused(rng, kernel):
     x = randn(rng, 3, 8)
     with pytest.raises(ValueError, match=re.escape("params['sinks'] has shape (3,), expected "
                                                    "(num_heads,) = (2,)")):
-        an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, kernel=kernel))
+        an.mha_forward(x, x, x, params, spec=an.AttentionSpec(kernel=kernel), num_heads=2)

@@ -55,7 +55,7 @@ def test_mha_rope_equals_llama_attention_forward_and_gradients():
 def test_mha_rope_gradients_match_finite_differences(layout):
     x, params = randn(R, 4, E), _params(bias=True)
     dout = randn(R, 4, E)
-    kw = dict(spec=an.AttentionSpec(num_heads=H, rope=an.RoPE(layout=layout, rotary_dim=2)),
+    kw = dict(num_heads=H, spec=an.AttentionSpec(rope=an.RoPE(layout=layout, rotary_dim=2)),
               positions=np.array([2, 3, 4, 5]))
     dq, dk, dv, grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, **kw)[1])
 
@@ -69,7 +69,7 @@ def test_mha_rope_gradients_match_finite_differences(layout):
 
 def test_rope_makes_self_attention_depend_on_relative_positions_only():
     x, params = randn(R, 5, E), _params()
-    kw = dict(spec=an.AttentionSpec(num_heads=H, rope=an.RoPE()))
+    kw = dict(num_heads=H, spec=an.AttentionSpec(rope=an.RoPE()))
     a, _ = an.mha_forward(x, x, x, params, positions=np.arange(5), **kw)
     b, _ = an.mha_forward(x, x, x, params, positions=np.arange(100, 105), **kw)
     c, _ = an.mha_forward(x, x, x, params, **kw)
@@ -155,10 +155,10 @@ def test_decode_bad_arguments_leave_the_cache_unchanged(kw, exc, words):
 def test_mha_forward_bad_rope_names_itself():
     x, params = randn(R, 3, E), _params()
     with pytest.raises(ValueError, match="rope"):
-        an.AttentionSpec(num_heads=H, rope="half")
+        an.AttentionSpec(rope="half")
     with pytest.raises(ValueError, match="positions"):
-        an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=H, rope=an.RoPE()),
-                       positions=np.arange(4))
+        an.mha_forward(x, x, x, params, spec=an.AttentionSpec(rope=an.RoPE()),
+                       positions=np.arange(4), num_heads=H)
 
 
 def test_decode_with_qk_norm_softcap_rope_and_gqa_equals_the_whole_sequence():

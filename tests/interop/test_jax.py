@@ -60,7 +60,7 @@ def test_dot_product_attention_matches_ours_forward_and_vjp_in_float32(rng, case
     # float64: its softmax runs in float32, see the next test)
     oracle = oracles.attention_and_gradients(q, k, v, dout, mask, groups=H // H_kv, **kw)
     got = ijax.forward_backward(q, k, v, dout, mask=mask, **kw)
-    out32, cache32 = an.sdpa_forward(q, k, v, mask, enable_gqa=H_kv != H, **kw)
+    out32, cache32 = an.sdpa_forward(q, k, v, mask, **kw, spec=an.AttentionSpec(enable_gqa=H_kv != H))
     ours = (out32, *an.sdpa_backward(dout, cache32))
     assert_float32_all(("out", "dq", "dk", "dv"), ours, got, oracle, framework="jax")
 
@@ -121,7 +121,7 @@ def test_from_jax_dpa_gives_our_layout_and_mask(rng):
     assert q.shape == (1, 2, 5, 4)
     np.testing.assert_array_equal(q[0, 1, 3], query[0, 3, 1])
     assert kw == {"mask": kw["mask"], "bias": None, "is_causal": True, "scale": 0.5,
-                  "enable_gqa": False}
+                  "spec": an.AttentionSpec(enable_gqa=False)}
     np.testing.assert_array_equal(kw["mask"], mask)
 
 
@@ -130,7 +130,7 @@ def test_from_jax_dpa_arguments_give_jax_s_grouped_query_attention(rng):
     query = rng.standard_normal((2, 5, 4, 8)).astype(np.float32)      # JAX (B, T, N=4, H)
     key, value = rng.standard_normal((2, 2, 6, 2, 8)).astype(np.float32)   # K=2 key/value heads
     q, k, v, kw = ijax.from_jax_dpa(query, key, value, is_causal=True)
-    assert kw["enable_gqa"] and q.shape == (2, 4, 5, 8) and k.shape == (2, 2, 6, 8)
+    assert kw["spec"].enable_gqa and q.shape == (2, 4, 5, 8) and k.shape == (2, 2, 6, 8)
     # float64 oracle on the float32 inputs, fed exactly what from_jax_dpa returned
     out, cache = an.sdpa_forward(*(a.astype(np.float64) for a in (q, k, v)), **kw)
     dout = rng.standard_normal(out.shape).astype(np.float32)

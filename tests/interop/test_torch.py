@@ -222,7 +222,7 @@ def test_from_torch_sdpa_reads_bool_float_and_causal_bias_masks(rng):
 def test_to_torch_sdpa_passes_enable_gqa_through(rng):
     q, k, v = rng.standard_normal((2, 4, 5, 3)), rng.standard_normal((2, 2, 6, 3)), \
         rng.standard_normal((2, 2, 6, 3))
-    out, cache = an.sdpa_forward(q, k, v, enable_gqa=True)
+    out, cache = an.sdpa_forward(q, k, v, spec=an.AttentionSpec(enable_gqa=True))
     dout = rng.standard_normal(out.shape)
     dq, dk, dv = an.sdpa_backward(dout, cache)
     targs = itorch.to_torch_sdpa(q, k, v, enable_gqa=True)

@@ -161,10 +161,10 @@ def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta
     gemma2, inputs = cases.case("gemma2")
     params, spec = itf.params_from_transformers(gemma2)
     x = inputs["hidden_states"]
-    plain_spec = AttentionSpec(num_heads=4, scale=spec.scale, is_causal=True,
-                               rope=RoPE(theta=spec.rope_theta, layout="half"))     # GQA: W_k's width
-    capped, _ = mha_forward(x, x, x, params, spec=plain_spec.replace(softcap=spec.softcap))
-    plain, _ = mha_forward(x, x, x, params, spec=plain_spec)
+    plain_spec = AttentionSpec(rope=RoPE(theta=spec.rope_theta, layout="half"))     # GQA: W_k's width
+    kw = dict(num_heads=4, scale=spec.scale, is_causal=True)
+    capped, _ = mha_forward(x, x, x, params, spec=plain_spec.replace(softcap=spec.softcap), **kw)
+    plain, _ = mha_forward(x, x, x, params, spec=plain_spec, **kw)
     assert np.abs(capped - plain).max() > 1e-2
 
 

@@ -85,7 +85,7 @@ def test_one_head_is_cut_into_a_block_per_worker(rng, monkeypatch, workers, bloc
 @pytest.mark.parametrize("kw, taken", [
     (dict(), True),
     (dict(is_causal=True), True),
-    (dict(dropout_p=0.1, rng=0), False),
+    (dict(spec=an.AttentionSpec(dropout_p=0.1), rng=0), False),
     (dict(bias=np.zeros((256, 256))), False),
 ])
 def test_sdpa_forward_takes_the_blocked_path_for_big_scores_without_dropout_or_bias(rng, kw, taken):
@@ -205,7 +205,7 @@ def test_sinks_on_the_blocked_path_give_the_fused_numbers(forced, rng, case):
         kw["mask"] = mask
     elif case == "gqa":
         k, v = k[:, :2], v[:, :2]
-        kw["enable_gqa"] = True
+        kw["spec"] = an.AttentionSpec(enable_gqa=True)
     else:
         sinks[1] = -np.inf
         kw["mask"] = np.ones((L, S), bool)

@@ -63,7 +63,7 @@ def test_dbias_with_causal_and_gqa_equals_torch(path):
         pytest.skip("the reference kernel has no grouped-query attention")
     q, k, v = randn(R, B, 4, L, D), randn(R, B, 2, S, D), randn(R, B, 2, S, D)
     bias = randn(R, 4, L, S)
-    out, cache = forward(q, k, v, bias=bias, is_causal=True, enable_gqa=True)
+    out, cache = forward(q, k, v, bias=bias, is_causal=True, spec=an.AttentionSpec(enable_gqa=True))
     dout = randn(R, *out.shape)
     *grads, dbias = backward(dout, cache, return_dbias=True)
     # torch refuses attn_mask with is_causal=True: the causal mask goes into attn_mask
@@ -122,7 +122,7 @@ def test_mha_backward_returns_dbias_for_every_path():
     results = []
     for kernel in ("fused", "reference"):
         out, cache = an.mha_forward(x, x, x, params, bias=bias,
-                                    spec=an.AttentionSpec(num_heads=2, kernel=kernel))
+                                    spec=an.AttentionSpec(kernel=kernel), num_heads=2)
         assert len(an.mha_backward(dout, cache)) == 4
         *_, dbias = an.mha_backward(dout, cache, return_dbias=True)
         results.append(dbias)

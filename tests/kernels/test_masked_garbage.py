@@ -154,7 +154,7 @@ def test_garbage_at_padded_positions_multi_head(kernel, rng):
     runs = []
     for xx in (x_zero, x_bad):
         out, cache = an.mha_forward(xx, xx, xx, p, mask=mask,
-                                    spec=an.AttentionSpec(num_heads=h, kernel=kernel))
+                                    spec=an.AttentionSpec(kernel=kernel), num_heads=h)
         runs.append((out, *an.mha_backward(dout, cache)))
     (out_w, dq_w, dk_w, dv_w, g_w), (out_g, dq_g, dk_g, dv_g, g_g) = runs
     np.testing.assert_array_equal(out_g, out_w)
@@ -337,7 +337,7 @@ def test_garbage_at_a_later_position_multi_head_causal(kernel, bad, rng):
     for xx in (x, x_bad):
         with np.errstate(invalid="ignore", over="ignore"):
             out, cache = an.mha_forward(xx, xx, xx, p, is_causal=True,
-                                        spec=an.AttentionSpec(num_heads=h, kernel=kernel))
+                                        spec=an.AttentionSpec(kernel=kernel), num_heads=h)
             runs.append((out, *an.mha_backward(dout, cache)[:3]))
     (out, dq, _, _), (out_b, dq_b, _, _) = runs
     np.testing.assert_array_equal(out_b[:, :2], out[:, :2])
@@ -442,7 +442,8 @@ def test_garbage_at_partly_masked_key_grouped_query_attention(path, rng):
     kb, vb = k.copy(), v.copy()
     kb[:, 0, 2], vb[:, 0, 2] = np.nan, np.nan
     with np.errstate(invalid="ignore"):
-        clean, got = (PATHS[path](q, kk, vv, None, dout, is_causal=True, enable_gqa=True)
+        clean, got = (PATHS[path](q, kk, vv, None, dout, is_causal=True,
+                                  spec=an.AttentionSpec(enable_gqa=True))
                       for kk, vv in ((k, v), (kb, vb)))
     # rows 0, 1 of query heads 0, 1 (kv head 0) do not see key 2; heads 2, 3 use kv head 1
     for name, g, c in zip(("out", "dq"), got[:2], clean[:2], strict=True):

@@ -105,7 +105,7 @@ def test_multihead_attention_through_either_path_agrees(rng, kw):
     mask = rng.random(kw.pop("mask_shape")) > 0.3 if "mask_shape" in kw else None
     out_f, c_f = an.mha_forward(x, x, x, params, num_heads=2, mask=mask, **kw)
     out_t, c_t = an.mha_forward(x, x, x, params, mask=mask,
-                                spec=an.AttentionSpec(num_heads=2, kernel="reference"), **kw)
+                                spec=an.AttentionSpec(kernel="reference"), **kw, num_heads=2)
     dout = randn(rng, *out_f.shape)
     np.testing.assert_allclose(out_t, out_f, rtol=0, atol=1e-14)
     for gf, gt in zip(an.mha_backward(dout, c_f)[:3], an.mha_backward(dout, c_t)[:3], strict=True):
@@ -117,12 +117,9 @@ def test_reference_path_refuses_dropout_and_grouped_query_attention(rng):
     x = randn(rng, 2, 6, 8)
     with pytest.raises(ValueError, match="kernel 'reference' cannot do dropout"):
         an.mha_forward(x, x, x, an.init_mha_params(8, 2, rng=1), rng=0,
-                       spec=an.AttentionSpec(num_heads=2, dropout_p=0.1, kernel="reference"))
+                       spec=an.AttentionSpec(dropout_p=0.1, kernel="reference"), num_heads=2)
     with pytest.raises(ValueError, match="kernel 'reference' cannot do gqa"):
         an.mha_forward(x, x, x, an.init_mha_params(8, 4, num_kv_heads=2, rng=1),
-                       spec=an.AttentionSpec(num_heads=4, kernel="reference"))
+                       spec=an.AttentionSpec(kernel="reference"), num_heads=4)
     with pytest.raises(ValueError, match="kernel must be one of"):
-        an.AttentionSpec(num_heads=2, kernel="fast")
-    # the 0.1 keyword path= (deprecated since 0.2.0) checks its value before it warns
-    with pytest.raises(ValueError, match="path must be one of"):
-        an.mha_forward(x, x, x, an.init_mha_params(8, 2, rng=1), num_heads=2, path="fast")
+        an.AttentionSpec(kernel="fast")

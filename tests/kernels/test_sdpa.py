@@ -103,7 +103,7 @@ def test_grads_with_replayed_dropout_mask(rng):
     """Fused path only: the reference Eq. (1) has no dropout."""
     keep = rng.random((2, 3, 5)) > 0.3
     check_grads(fused, rng, randn(rng, 2, 3, 4), randn(rng, 2, 5, 4), randn(rng, 2, 5, 3),
-                dropout_p=0.3, dropout_mask=keep)
+                spec=an.AttentionSpec(dropout_p=0.3), dropout_mask=keep)
 
 
 # --- fully masked rows ---------------------------------------------------------------------
@@ -177,26 +177,26 @@ def test_dtype_is_kept_end_to_end(sdpa, rng, dtype):
 def test_dtype_is_kept_end_to_end_with_dropout(rng, dtype):
     q, k, v = (randn(rng, 2, 3, 4, dtype=dtype) for _ in range(3))
     out, cache = fused.sdpa_forward(q, k, v, bias=randn(rng, 3, 3), is_causal=True,
-                                    dropout_p=0.2, rng=0)
+                                    rng=0, spec=an.AttentionSpec(dropout_p=0.2))
     assert out.dtype == dtype and cache.weights.dtype == dtype
     assert all(g.dtype == dtype for g in fused.sdpa_backward(randn(rng, *out.shape, dtype=dtype), cache))
 
 
 def test_dropout_is_reproducible_with_a_seed_and_saved_for_the_backward(rng):
     q, k, v = randn(rng, 4, 3), randn(rng, 6, 3), randn(rng, 6, 2)
-    out1, c1 = fused.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
-    out2, c2 = fused.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
+    out1, c1 = fused.sdpa_forward(q, k, v, rng=7, spec=an.AttentionSpec(dropout_p=0.5))
+    out2, c2 = fused.sdpa_forward(q, k, v, rng=7, spec=an.AttentionSpec(dropout_p=0.5))
     np.testing.assert_array_equal(out1, out2)
     assert c1.dropout_mask is not None and 0 < c1.dropout_mask.mean() < 1
     # replaying the saved keep-mask reproduces the output exactly
-    out3, _ = fused.sdpa_forward(q, k, v, dropout_p=0.5, dropout_mask=c1.dropout_mask)
+    out3, _ = fused.sdpa_forward(q, k, v, dropout_mask=c1.dropout_mask, spec=an.AttentionSpec(dropout_p=0.5))
     np.testing.assert_array_equal(out1, out3)
 
 
 def test_dropout_scales_kept_weights_by_one_over_keep_probability(rng):
     q, k, v = randn(rng, 2, 3), randn(rng, 4, 3), randn(rng, 4, 2)
     keep = np.array([[True, False, True, True], [False, True, True, False]])
-    out, cache = fused.sdpa_forward(q, k, v, dropout_p=0.25, dropout_mask=keep)
+    out, cache = fused.sdpa_forward(q, k, v, dropout_mask=keep, spec=an.AttentionSpec(dropout_p=0.25))
     # the definition: the weights of Eq. (1), dropped where keep is False, the rest / (1 - p)
     weights = attention_by_definition(q, k, v)[1]
     np.testing.assert_allclose(out, (weights * keep / 0.75) @ v, rtol=1e-13, atol=1e-15)
@@ -207,13 +207,14 @@ def test_dropout_preserves_the_output_in_expectation(rng):
     q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
     clean, _ = fused.sdpa_forward(q, k, v)
     g = np.random.default_rng(0)
-    mean = np.mean([fused.sdpa_forward(q, k, v, dropout_p=0.5, rng=g)[0] for _ in range(4000)], axis=0)
+    mean = np.mean([fused.sdpa_forward(q, k, v, rng=g,
+                                       spec=an.AttentionSpec(dropout_p=0.5))[0] for _ in range(4000)], axis=0)
     np.testing.assert_allclose(mean, clean, atol=0.06)
 
 
 def test_dropout_p_one_drops_everything(rng):
     out, cache = fused.sdpa_forward(randn(rng, 2, 3), randn(rng, 4, 3), randn(rng, 4, 2),
-                                    dropout_p=1.0, rng=0)
+                                    rng=0, spec=an.AttentionSpec(dropout_p=1.0))
     assert np.all(out == 0)
     assert all(np.all(g == 0) for g in fused.sdpa_backward(randn(rng, 2, 2), cache))
 

@@ -217,7 +217,8 @@ def test_float32_forward_passes_hold_no_float64_temporaries(monkeypatch, threads
     assert _peak_bytes(an.sdpa_forward, q, k, v) < 1.5 * scores32
     assert _peak_bytes(lambda: an.sdpa_forward(q, k, v, is_causal=True)) < 1.5 * scores32 + 2 * L * L
     # dropout: the keep-mask (1 byte per weight) and the kept weights, but no float64 random draw
-    assert _peak_bytes(lambda: an.sdpa_forward(q, k, v, dropout_p=0.1, rng=0)) < 3.5 * scores32
+    assert _peak_bytes(lambda: an.sdpa_forward(q, k, v, rng=0,
+                                               spec=an.AttentionSpec(dropout_p=0.1))) < 3.5 * scores32
     tiled = _peak_bytes(lambda: an.flash_attention_forward(q, k, v, block_size=64))
     assert tiled < 4 * (L * 64 * 4) + 8 * (L * d * 4)
 
@@ -229,9 +230,9 @@ def test_tiled_grouped_query_attention_equals_dense(rng, H, H_kv, mask_shape):
     mask = None
     if mask_shape is not None:
         mask = rng.random(mask_shape[:1] + (H if mask_shape[1] > 1 else 1,) + mask_shape[2:]) > 0.3
-    out, cache = an.sdpa_forward(q, k, v, mask, is_causal=True, enable_gqa=True)
+    out, cache = an.sdpa_forward(q, k, v, mask, is_causal=True, spec=an.AttentionSpec(enable_gqa=True))
     fout, fcache = an.flash_attention_forward(q, k, v, mask, is_causal=True, block_size=4,
-                                              enable_gqa=True)
+                                              spec=an.AttentionSpec(enable_gqa=True))
     dout = randn(rng, *out.shape)
     dense = (out, *an.sdpa_backward(dout, cache))
     tiled = (fout, *an.flash_attention_backward(dout, fcache))
@@ -324,9 +325,9 @@ def test_tiled_grouped_query_attention_keeps_scale_block_size_and_drops_masked_k
     mask = np.array([True, True, False, True, False])
     k[:, 2], v[:, 4] = np.nan, np.inf
     dout = randn(rng, 4, 3, 3)
-    out, cache = an.sdpa_forward(q, k, v, mask, scale=0.3, enable_gqa=True)
+    out, cache = an.sdpa_forward(q, k, v, mask, scale=0.3, spec=an.AttentionSpec(enable_gqa=True))
     fout, fcache = an.flash_attention_forward(q, k, v, mask, scale=0.3, block_size=2,
-                                              enable_gqa=True)
+                                              spec=an.AttentionSpec(enable_gqa=True))
     assert fcache.block_size == 2
     dense = (out, *an.sdpa_backward(dout, cache))
     tiled = (fout, *an.flash_attention_backward(dout, fcache))

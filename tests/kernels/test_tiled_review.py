@@ -169,8 +169,8 @@ def test_tiled_equals_equation_one_in_every_combination(seed, B, H_kv, G, L, S, 
         warnings.simplefilter("always")
         _threads(mp, threads)
         out, cache = an.flash_attention_forward(q, k, v, m, bias=b, is_causal=is_causal, sinks=s,
-                                                scale=scale, enable_gqa=G > 1, block_size=block,
-                                                spec=an.AttentionSpec(window=window))
+                                                scale=scale, block_size=block,
+                                                spec=an.AttentionSpec(window=window, enable_gqa=G > 1))
         got = [out, *an.flash_attention_backward(dout, cache)]
     _assert_close(got, want, "tiled")
     assert [str(w.message) for w in caught] == []          # finite inputs: nothing to warn about
@@ -186,17 +186,20 @@ def test_fused_and_blocked_equal_equation_one_in_every_combination(seed, B, H_kv
     ``rows_product``, its blocked backward through ``masked_matmul(out=)``."""
     q, k, v, dout, m, b, s = _case(seed, B, H_kv, G, L, S, d, mask, density, bias, sinks)
     want = _want(q, k, v, dout, m, b, s, G, is_causal, window, scale)
-    kw = dict(bias=b, is_causal=is_causal, scale=scale, enable_gqa=G > 1)
+    kw = dict(bias=b, is_causal=is_causal, scale=scale)
+    gqa = G > 1
     with pytest.MonkeyPatch.context() as mp:
         _threads(mp, threads)
         # blocked for odd ``block``; L = 0 never reaches it (no score entries: below MIN_ELEMENTS)
         mp.setattr(blocked, "MIN_ELEMENTS", 1 if block % 2 else blocked.MIN_ELEMENTS)
         mp.setattr(blocked, "MAX_ROWS", block)
         if s is None:
-            out, cache = an.sdpa_forward(q, k, v, m, spec=an.AttentionSpec(window=window), **kw)
+            out, cache = an.sdpa_forward(q, k, v, m, spec=an.AttentionSpec(window=window, enable_gqa=gqa),
+                                         **kw)
             got = [out, *an.sdpa_backward(dout, cache)]
         else:
-            out, cache = an.sdpa_sinks_forward(q, k, v, s, m, window=window, **kw)
+            out, cache = an.sdpa_sinks_forward(q, k, v, s, m, **kw,
+                                               spec=an.AttentionSpec(window=window, enable_gqa=gqa))
             got = [out, *an.sdpa_sinks_backward(dout, cache)]
     _assert_close(got, want, "fused")
 
@@ -280,9 +283,9 @@ def test_nothing_returned_or_cached_shares_memory_with_a_scratch_buffer(rng, mon
     if c.get("garbage"):
         mask[5] = False
         k[..., 5, 0], v[..., 5, 1] = np.nan, np.inf
-    kw = dict(is_causal=c.get("is_causal", False), scale=c.get("scale"), enable_gqa=H_kv < 4,
+    kw = dict(is_causal=c.get("is_causal", False), scale=c.get("scale"),
               bias=rng.standard_normal((96, 80)) if c.get("bias") else None,
-              spec=an.AttentionSpec(window=c.get("window")))
+              spec=an.AttentionSpec(window=c.get("window"), enable_gqa=H_kv < 4))
     scratch.release()
     if c["kernel"] == "tiled":
         out, cache = an.flash_attention_forward(q, k, v, mask, block_size=32, **kw,
@@ -447,7 +450,7 @@ def test_tiled_float32_is_held_to_torch_by_the_float32_rule(seed, L, S, G, block
                        *(() if b is None else (b,)))
     q, k, v, dout = f32[:4]
     out, cache = an.flash_attention_forward(q, k, v, mask, bias=None if b is None else f32[4],
-                                            enable_gqa=G > 1, block_size=block)
+                                            block_size=block, spec=an.AttentionSpec(enable_gqa=G > 1))
     ours = [out, *an.flash_attention_backward(dout, cache)]
     theirs = torch_ref.sdpa(*f32[:4], mask, None if b is None else f32[4], enable_gqa=G > 1)
     oracle = torch_ref.sdpa(*f64[:4], mask, None if b is None else f64[4], enable_gqa=G > 1)
@@ -507,18 +510,20 @@ def test_tiled_with_softcap_equals_the_dense_kernel_in_every_combination(
     update, with its tile buffers now scratch, against the dense kernel with the same cap
     (held to torch's formula in tests/kernels/test_tiled_sinks_softcap.py), in float64."""
     q, k, v, dout, m, b, s = _case(seed, B, H_kv, G, L, S, d, mask, density, bias, sinks)
-    kw = dict(bias=b, is_causal=is_causal, scale=scale, enable_gqa=G > 1)
+    kw = dict(bias=b, is_causal=is_causal, scale=scale)
+    gqa = G > 1
     if s is None:
         out, cache = an.sdpa_forward(q, k, v, m, spec=an.AttentionSpec(window=window,
-                                                                       softcap=softcap), **kw)
+                                                                       softcap=softcap, enable_gqa=gqa), **kw)
         want = [out, *an.sdpa_backward(dout, cache)]
     else:
-        out, cache = an.sdpa_sinks_forward(q, k, v, s, m, window=window, softcap=softcap, **kw)
+        out, cache = an.sdpa_sinks_forward(q, k, v, s, m, **kw, spec=an.AttentionSpec(
+            window=window, softcap=softcap, enable_gqa=gqa))
         want = [out, *an.sdpa_sinks_backward(dout, cache)]
     with pytest.MonkeyPatch.context() as mp:
         _threads(mp, threads)
         out, cache = an.flash_attention_forward(q, k, v, m, sinks=s, block_size=block, **kw,
-                                                spec=an.AttentionSpec(window=window,
-                                                                      softcap=softcap))
+                                                spec=an.AttentionSpec(window=window, softcap=softcap,
+                                                                      enable_gqa=gqa))
         got = [out, *an.flash_attention_backward(dout, cache)]
     _assert_close(got, want, "tiled, soft-capped")

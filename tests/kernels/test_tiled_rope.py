@@ -54,8 +54,9 @@ def test_rope_then_tiled_equals_multihead_rope_forward_and_backward(layout, wind
     q = an.apply_rope(_heads(query, H), at, **rope)
     k = an.apply_rope(_heads(kv, H_KV), at, **rope)
     v = _heads(kv, H_KV)
-    out_t, cache_t = an.flash_attention_forward(q, k, v, is_causal=True, spec=an.AttentionSpec(window=window),
-                                                block_size=4, enable_gqa=True)
+    out_t, cache_t = an.flash_attention_forward(q, k, v, is_causal=True, spec=an.AttentionSpec(window=window,
+                                                                                               enable_gqa=True),
+                                                block_size=4)
     dq, dk, dv = an.flash_attention_backward(_heads(dout, H), cache_t)
     dq, dk = an.apply_rope_backward(dq, at, **rope), an.apply_rope_backward(dk, at, **rope)
 

@@ -18,8 +18,8 @@ B, H, L, S, D = 2, 4, 6, 9, 5
 
 
 def _in_spec(kw: dict) -> dict:
-    """``kw`` with ``window`` and ``softcap`` moved into ``spec`` (the fused and tiled kernels')."""
-    moved = {n: kw.pop(n) for n in ("window", "softcap") if n in kw}
+    """``kw`` with ``window``, ``softcap`` and ``enable_gqa`` moved into ``spec`` (their home)."""
+    moved = {n: kw.pop(n) for n in ("window", "softcap", "enable_gqa") if n in kw}
     return {**kw, "spec": an.AttentionSpec(**moved)}
 
 
@@ -28,7 +28,7 @@ def _dense(q, k, v, sinks, dout, **kw):
     if sinks is None:
         out, cache = an.sdpa_forward(q, k, v, **_in_spec(kw))
         return [out, *an.sdpa_backward(dout, cache, return_dbias=True)]
-    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, **kw)
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, **_in_spec(kw))
     return [out, *an.sdpa_sinks_backward(dout, cache, return_dbias=True)]
 
 
@@ -121,8 +121,9 @@ def test_tiled_softcap_and_sinks_float32_against_torch():
     sinks, dout = randn(R, H), randn(R, B, H, L, 3)
     mask, cap = an.causal_mask(L, S), 1.5
     f32, f64 = rounded(q, k, v, sinks, dout)
-    out, cache = an.flash_attention_forward(*f32[:3], mask, sinks=f32[3], spec=an.AttentionSpec(softcap=cap),
-                                            enable_gqa=True, block_size=4)
+    out, cache = an.flash_attention_forward(*f32[:3], mask, sinks=f32[3], spec=an.AttentionSpec(softcap=cap,
+                                                                                                enable_gqa=True),
+                                            block_size=4)
     ours = [out, *an.flash_attention_backward(f32[4], cache)]
     # the same formula in torch with autograd: float64 (the oracle) and float32 (the peer)
     oracle, theirs = (torch_ref.formula(*a[:3], a[4], mask=mask, softcap=cap, sinks=a[3], groups=2)

@@ -21,7 +21,7 @@ def test_dropout_is_drawn_in_the_inputs_precision(dtype):
     inputs' precision, so a seed gives the same keep-mask as that draw (and float32 attention
     makes no float64 (L, S) array)."""
     q, k, v = (np.ones((2, 4, 3), dtype) for _ in range(3))
-    _, cache = an.sdpa_forward(q, k, v, dropout_p=0.5, rng=7)
+    _, cache = an.sdpa_forward(q, k, v, rng=7, spec=an.AttentionSpec(dropout_p=0.5))
     want = np.random.default_rng(7).random((2, 4, 4), dtype=dtype) >= 0.5
     np.testing.assert_array_equal(cache.dropout_mask, want)
     other = np.float64 if dtype == np.float32 else np.float32
@@ -33,7 +33,7 @@ def test_dropout_keeps_a_draw_equal_to_p():
     so that P(dropped) = P(u < p) = p exactly; a draw equal to p is kept."""
     q = np.ones((1, 2, 3))
     u = np.random.default_rng(5).random((1, 2, 2))
-    _, cache = fused.sdpa_forward(q, q, q, dropout_p=float(u[0, 0, 0]), rng=5)
+    _, cache = fused.sdpa_forward(q, q, q, rng=5, spec=an.AttentionSpec(dropout_p=float(u[0, 0, 0])))
     assert cache.dropout_mask[0, 0, 0]
     np.testing.assert_array_equal(cache.dropout_mask, u >= u[0, 0, 0])
 
@@ -45,7 +45,7 @@ def test_dropout_p_one_drops_even_the_weights_a_given_mask_keeps(rng):
     pass through unscaled."""
     q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
     keep = np.ones((3, 5), bool)
-    out, cache = an.sdpa_forward(q, k, v, dropout_p=1.0, dropout_mask=keep)
+    out, cache = an.sdpa_forward(q, k, v, dropout_mask=keep, spec=an.AttentionSpec(dropout_p=1.0))
     assert np.all(out == 0)
     dq, dk, dv = an.sdpa_backward(randn(rng, 3, 2), cache)
     assert np.all(dq == 0) and np.all(dk == 0) and np.all(dv == 0)

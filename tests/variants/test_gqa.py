@@ -29,7 +29,7 @@ def test_gqa_forward_and_gradients_match_torch_enable_gqa_float64(rng, H, H_kv, 
         mask[0, -1, 2] = False                     # one fully masked row: 0, as in torch
     elif masking == "padding":
         mask = an.padding_mask([S, 4])[:, None]   # (B, 1, 1, S)
-    out, cache = an.sdpa_forward(q, k, v, mask, is_causal=is_causal, enable_gqa=True)
+    out, cache = an.sdpa_forward(q, k, v, mask, is_causal=is_causal, spec=an.AttentionSpec(enable_gqa=True))
     dout = randn(rng, *out.shape)
     grads = an.sdpa_backward(dout, cache)
     want = _torch_sdpa(q, k, v, dout, mask, is_causal)
@@ -46,7 +46,7 @@ def test_gqa_float32_error_is_no_larger_than_torch_float32(rng, H, H_kv):
     f32, f64 = rounded(randn(rng, B, H, L, d), randn(rng, B, H_kv, S, d), randn(rng, B, H_kv, S, d),
                        randn(rng, B, H, L, d))
     oracle = _torch_sdpa(*f64, is_causal=True)                    # torch, float64: not ours
-    out, cache = an.sdpa_forward(*f32[:3], is_causal=True, enable_gqa=True)
+    out, cache = an.sdpa_forward(*f32[:3], is_causal=True, spec=an.AttentionSpec(enable_gqa=True))
     ours = (out, *an.sdpa_backward(f32[3], cache))
     theirs = _torch_sdpa(*f32, is_causal=True)
     assert_float32_all(("out", "dq", "dk", "dv"), ours, theirs, oracle, framework="torch")
@@ -56,7 +56,7 @@ def test_gqa_float32_error_is_no_larger_than_torch_float32(rng, H, H_kv):
 def test_gqa_equals_attention_with_kv_heads_repeated_and_sums_grads_over_the_group(rng, H, H_kv):
     G = H // H_kv
     q, k, v = randn(rng, 2, H, 4, 5), randn(rng, 2, H_kv, 6, 5), randn(rng, 2, H_kv, 6, 3)
-    out, cache = an.sdpa_forward(q, k, v, enable_gqa=True)
+    out, cache = an.sdpa_forward(q, k, v, spec=an.AttentionSpec(enable_gqa=True))
     dout = randn(rng, *out.shape)
     dq, dk, dv = an.sdpa_backward(dout, cache)
     # the reference materializes the repeated heads: query head n uses kv head n // G
@@ -75,7 +75,8 @@ def test_gqa_backward_passes_gradcheck_with_mask_bias_and_dropout(rng):
     bias = randn(rng, 1, 4, 3, 5)
 
     def forward(q, k, v):
-        return an.sdpa_forward(q, k, v, mask, bias=bias, dropout_p=0.25, rng=7, enable_gqa=True)
+        return an.sdpa_forward(q, k, v, mask, bias=bias, rng=7, spec=an.AttentionSpec(dropout_p=0.25,
+                                                                                      enable_gqa=True))
 
     result = an.gradcheck(forward, an.sdpa_backward, (q, k, v))
     assert result.ok, str(result)
@@ -84,18 +85,20 @@ def test_gqa_backward_passes_gradcheck_with_mask_bias_and_dropout(rng):
 def test_gqa_replays_an_explicit_per_head_dropout_mask(rng):
     q, k, v = randn(rng, 1, 4, 3, 2), randn(rng, 1, 2, 5, 2), randn(rng, 1, 2, 5, 3)
     keep = rng.random((1, 4, 3, 5)) > 0.4
-    out, cache = an.sdpa_forward(q, k, v, dropout_p=0.4, dropout_mask=keep, enable_gqa=True)
+    out, cache = an.sdpa_forward(q, k, v, dropout_mask=keep, spec=an.AttentionSpec(dropout_p=0.4,
+                                                                                   enable_gqa=True))
     ref, _ = an.sdpa_forward(q, np.repeat(k, 2, axis=-3), np.repeat(v, 2, axis=-3),
-                             dropout_p=0.4, dropout_mask=keep)
+                             dropout_mask=keep, spec=an.AttentionSpec(dropout_p=0.4))
     assert max_abs_diff(out, ref) < 1e-14
-    result = an.gradcheck(lambda q, k, v: an.sdpa_forward(q, k, v, dropout_p=0.4, dropout_mask=keep,
-                                                          enable_gqa=True), an.sdpa_backward, (q, k, v))
+    spec = an.AttentionSpec(dropout_p=0.4, enable_gqa=True)
+    result = an.gradcheck(lambda q, k, v: an.sdpa_forward(q, k, v, dropout_mask=keep, spec=spec),
+                          an.sdpa_backward, (q, k, v))
     assert result.ok, str(result)
 
 
 def test_gqa_flag_with_equal_head_counts_changes_nothing(rng):
     q, k, v = randn(rng, 2, 3, 4, 5), randn(rng, 2, 3, 6, 5), randn(rng, 2, 3, 6, 5)
-    a, _ = an.sdpa_forward(q, k, v, is_causal=True, enable_gqa=True)
+    a, _ = an.sdpa_forward(q, k, v, is_causal=True, spec=an.AttentionSpec(enable_gqa=True))
     b, _ = an.sdpa_forward(q, k, v, is_causal=True)
     assert np.array_equal(a, b)
 
@@ -103,13 +106,14 @@ def test_gqa_flag_with_equal_head_counts_changes_nothing(rng):
 def test_gqa_refuses_head_counts_that_do_not_divide(rng):
     q, k, v = randn(rng, 1, 6, 3, 4), randn(rng, 1, 4, 5, 4), randn(rng, 1, 4, 5, 4)
     with pytest.raises(ValueError, match=r"H=6 heads, not a multiple of the H_kv=4"):
-        an.sdpa_forward(q, k, v, enable_gqa=True)
+        an.sdpa_forward(q, k, v, spec=an.AttentionSpec(enable_gqa=True))
     with pytest.raises(ValueError, match=r"k has 2 heads but v has 4"):
-        an.sdpa_forward(q, k[:, :2], v, enable_gqa=True)
+        an.sdpa_forward(q, k[:, :2], v, spec=an.AttentionSpec(enable_gqa=True))
     with pytest.raises(ValueError, match=r"needs a head axis: k must be"):
-        an.sdpa_forward(q, k[0, 0], v, enable_gqa=True)
+        an.sdpa_forward(q, k[0, 0], v, spec=an.AttentionSpec(enable_gqa=True))
     with pytest.raises(ValueError, match=r"mask of shape \(1, 3, 3, 5\) has 3 heads"):
-        an.sdpa_forward(q, k[:, :2], v[:, :2], np.ones((1, 3, 3, 5), bool), enable_gqa=True)
+        an.sdpa_forward(q, k[:, :2], v[:, :2], np.ones((1, 3, 3, 5), bool),
+                        spec=an.AttentionSpec(enable_gqa=True))
 
 
 def test_gqa_without_the_flag_refuses_mismatched_heads_as_before(rng):
@@ -129,20 +133,6 @@ def test_init_mha_params_gives_kv_projections_num_kv_heads_wide():
     assert mqa["W_k"].shape == (24, 4) and "b_k" not in mqa
     with pytest.raises(ValueError, match="num_heads=6 is not a multiple of num_kv_heads=4"):
         an.init_mha_params(24, 6, num_kv_heads=4)
-
-
-def test_the_0_1_keyword_num_kv_heads_may_not_contradict_params(rng):
-    """The 0.1 mapping: ``num_kv_heads=`` (deprecated since 0.2.0) warns, and a value other than
-    what W_k's width says is refused."""
-    p = an.init_mha_params(24, 6, num_kv_heads=2, rng=0)
-    x = randn(rng, 2, 3, 24)
-    deprecated = r"mha_forward\(num_kv_heads=\.\.\.\) is deprecated since 0\.2\.0"
-    with pytest.warns(DeprecationWarning, match=deprecated), \
-            pytest.raises(ValueError, match=r"num_kv_heads=1 but params\['W_k'\] has 8 columns"):
-        an.mha_forward(x, x, x, p, num_heads=6, num_kv_heads=1)
-    with pytest.warns(DeprecationWarning, match=deprecated), \
-            pytest.raises(ValueError, match=r"num_kv_heads=4 but params\[.W_k.\] has 8 columns"):
-        an.mha_forward(x, x, x, p, num_heads=6, num_kv_heads=4)
 
 
 @pytest.mark.parametrize("num_kv_heads", [2, 1])
@@ -193,8 +183,9 @@ def test_mha_with_num_kv_heads_passes_gradcheck(rng):
 
 def test_tiled_gqa_accepts_nested_lists_like_the_dense_path(rng):
     q, k, v = randn(rng, 4, 3, 2), randn(rng, 2, 5, 2), randn(rng, 2, 5, 2)
-    out, _ = an.flash_attention_forward(q.tolist(), k.tolist(), v.tolist(), enable_gqa=True)
-    want, _ = an.sdpa_forward(q.tolist(), k.tolist(), v.tolist(), enable_gqa=True)
+    out, _ = an.flash_attention_forward(q.tolist(), k.tolist(), v.tolist(),
+                                        spec=an.AttentionSpec(enable_gqa=True))
+    want, _ = an.sdpa_forward(q.tolist(), k.tolist(), v.tolist(), spec=an.AttentionSpec(enable_gqa=True))
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
 
 
@@ -206,19 +197,16 @@ def test_grouped_query_shapes_without_the_flag_suggest_it():
     q, k = rng.normal(size=(1, 4, 5, 8)), rng.normal(size=(1, 2, 5, 8))
     for forward in (an.sdpa_forward, an.flash_attention_forward):
         with pytest.raises(ValueError, match=r"q has 4 heads and k, v 2: for grouped-query "
-                                             r"attention pass enable_gqa=True$"):
+                                             r"attention pass spec=AttentionSpec\(enable_gqa=True\)$"):
             forward(q, k, k)
     with pytest.raises(ValueError, match=r"do not broadcast: q \(1, 4\), k \(1, 3\), v \(1, 3\)$"):
         an.sdpa_forward(q, k[:, :1].repeat(3, 1), k[:, :1].repeat(3, 1))
     params = an.init_mha_params(16, 4, rng=0)
     params = {n: p[..., :8] if n[-1] in "kv" else p for n, p in params.items()}    # 2 kv heads
     x = rng.normal(size=(2, 5, 16))
-    # 0.2: W_k's width says 2 key/value heads, so mha_forward runs grouped-query attention as is
-    # (the 0.1 keyword, which had to say it, gives the same numbers with a DeprecationWarning)
+    # W_k's width says 2 key/value heads, so mha_forward runs grouped-query attention as is
     out = an.mha_forward(x, x, x, params, num_heads=4)[0]
-    with pytest.warns(DeprecationWarning, match=r"mha_forward\(num_kv_heads=\.\.\.\) is deprecated"):
-        old = an.mha_forward(x, x, x, params, num_heads=4, num_kv_heads=2)[0]
-    assert out.shape == (2, 5, 16) and np.array_equal(out, old)
+    assert out.shape == (2, 5, 16)
 
 
 # --- found by mutation testing (docs/mutation.md): each test names the mutant it kills ---------
@@ -237,12 +225,12 @@ def test_dense_grouped_query_attention_with_per_head_mask_bias_and_dropout(rng, 
     mask = rng.random((H, L, S)) > 0.3
     mask[..., 0] = True
     bias = randn(rng, H, L, S)
-    kw = dict(mask=mask, bias=bias)
+    kw = dict(mask=mask, bias=bias, spec=an.AttentionSpec(dropout_p=0.0 if dropout == "none" else 0.3))
     if dropout == "drawn":
-        kw.update(dropout_p=0.3, rng=4)
+        kw.update(rng=4)
     elif dropout == "given":
-        kw.update(dropout_p=0.3, dropout_mask=rng.random((2, H, L, S)) > 0.3)
-    out, cache = fused.sdpa_forward(q, k, v, enable_gqa=True, **kw)
+        kw.update(dropout_mask=rng.random((2, H, L, S)) > 0.3)
+    out, cache = fused.sdpa_forward(q, k, v, **{**kw, "spec": kw["spec"].replace(enable_gqa=True)})
     if dropout != "none":
         assert cache.dropout_mask.shape[-3:] == (H, L, S)
         kw.pop("rng", None)

@@ -57,33 +57,13 @@ def test_jax_seq_lengths():
     assert max_abs_diff(ours[real[:, None, :].repeat(H, 1)], theirs[real[:, None, :].repeat(H, 1)]) < 2e-5
 
 
-@pytest.mark.parametrize("kw,words", [
-    (dict(q_lengths=np.array([1, 2])), "q_lengths"),
-    (dict(kv_lengths=np.array([1, 2, 7])), "kv_lengths"),
-    (dict(q_lengths=np.array([1.0, 2.0, 3.0])), "q_lengths"),
-    (dict(kv_lengths=np.array([-1, 2, 3])), "kv_lengths"),
-])
-def test_bad_lengths_of_the_0_1_keywords_name_themselves(kw, words):
-    """The 0.1 mapping: the deprecated keywords warn, then their bad values are refused by name."""
-    q, k, v = randn(R, B, H, L, D), randn(R, B, H, S, D), randn(R, B, H, S, D)
-    deprecated = r"\(q_lengths=\.\.\., kv_lengths=\.\.\.\) is deprecated since 0\.2\.0"
-    for forward in (an.sdpa_forward, tiled.flash_attention_forward):
-        with pytest.warns(DeprecationWarning, match=deprecated), pytest.raises(ValueError, match=words):
-            forward(q, k, v, **kw)
-    with pytest.warns(DeprecationWarning, match=deprecated), pytest.raises(ValueError, match="batch axis"):
-        an.sdpa_forward(q[0, 0], k[0, 0], v[0, 0], q_lengths=QL)
-
-
-def test_lengths_mask_is_the_padding_of_the_lengths_and_replaces_the_keywords():
-    """0.2: the 0.1 keywords q_lengths=/kv_lengths= become a mask; both give the same numbers (the
-    0.1 mapping: the keywords warn, naming lengths_mask)."""
+def test_lengths_mask_is_the_padding_of_the_lengths():
+    """The 0.1 keywords q_lengths=/kv_lengths= became this mask (0.2; the keywords are gone in 0.3)."""
     rng = np.random.default_rng(5)
     q, k, v = rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 5, 2)), rng.standard_normal((3, 5, 3))
     ql, kl = np.array([4, 2, 0]), np.array([5, 1, 3])
     m = an.lengths_mask(ql, kl, 4, 5)
     i, j = np.arange(4)[:, None], np.arange(5)
     assert np.array_equal(m, (i < ql[:, None, None]) & (j < kl[:, None, None]))
-    with pytest.warns(DeprecationWarning, match=r"mask=attention_np\.lengths_mask\(q_lengths, kv_lengths"):
-        old, _ = an.sdpa_forward(q, k, v, q_lengths=ql, kv_lengths=kl)
     new, _ = an.sdpa_forward(q, k, v, m)
-    assert np.array_equal(old, new) and not new[2].any()
+    assert not new[2].any() and new[1, :2].any()                  # a padded query row gives 0

@@ -74,17 +74,13 @@ def test_qk_norm_equals_qwen3_attention_in_float64():
 
 def test_mha_qk_norm_gradients_match_finite_differences():
     params, x, dout = _params(), randn(R, 3, E), randn(R, 3, E)
-    kw = dict(spec=an.AttentionSpec(num_heads=H, qk_norm_eps=1e-3))
+    kw = dict(num_heads=H, spec=an.AttentionSpec(qk_norm_eps=1e-3))
     grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, **kw)[1])[3]
     for n in ("q_norm", "k_norm", "W_q"):
         num = numerical_gradient(lambda: float(np.sum(an.mha_forward(x, x, x, params, **kw)[0] * dout)),
                                  params[n])
         assert max_abs_diff(grads[n], num) < 1e-8
-    # the weights in params switch QK-norm on (0.2); a 0.1 flag (deprecated) that says otherwise
-    # is refused
-    with pytest.warns(DeprecationWarning, match=r"mha_forward\(qk_norm=\.\.\.\) is deprecated"), \
-            pytest.raises(ValueError, match="qk_norm=False but params holds its weights"):
-        an.mha_forward(x, x, x, params, num_heads=H, qk_norm=False)
+    # the weights in params switch QK-norm on (0.2)
     plain = {n: w for n, w in params.items() if n not in ("q_norm", "k_norm")}
     assert "q_norm" not in an.mha_backward(dout, an.mha_forward(x, x, x, plain, num_heads=H)[1])[3]
 
@@ -92,10 +88,6 @@ def test_mha_qk_norm_gradients_match_finite_differences():
 def test_qk_norm_without_weights_names_them():
     p = an.init_mha_params(E, H, rng=0)
     x = randn(R, 3, E)
-    # the 0.1 flag (deprecated) asks for weights params lacks
-    with pytest.warns(DeprecationWarning, match=r"mha_forward\(qk_norm=\.\.\.\) is deprecated"), \
-            pytest.raises(ValueError, match="q_norm"):
-        an.mha_forward(x, x, x, p, num_heads=H, qk_norm=True)
     p["q_norm"], p["k_norm"] = np.ones(3), np.ones(D)
     with pytest.raises(ValueError, match="q_norm"):
         an.mha_forward(x, x, x, p, num_heads=H)
@@ -172,9 +164,8 @@ def test_qk_norm_over_all_heads_equals_olmo2_attention_in_float64():
         np.where(an.causal_mask(L), 0.0, -np.inf)))
     dout = randn(R, B, L, E)
     out.backward(torch.tensor(dout))
-    spec = an.AttentionSpec(num_heads=H, is_causal=True, rope=an.RoPE(theta=10000.0),
-                            qk_norm_eps=1e-6, qk_norm_scope="all")
-    ours, cache = an.mha_forward(x, x, x, params, spec=spec)
+    spec = an.AttentionSpec(rope=an.RoPE(theta=10000.0), qk_norm_eps=1e-6, qk_norm_scope="all")
+    ours, cache = an.mha_forward(x, x, x, params, spec=spec, num_heads=H, is_causal=True)
     dq, dk, dv, grads = an.mha_backward(dout, cache)
     assert max_abs_diff(ours, out.detach().numpy()) < 1e-13
     assert max_abs_diff(dq + dk + dv, tx.grad.numpy()) < 1e-13
@@ -185,7 +176,8 @@ def test_qk_norm_over_all_heads_equals_olmo2_attention_in_float64():
     # the per-head norm is another function: the same weights per head differ from OLMo 2's
     per_head = dict(params, q_norm=params["q_norm"].reshape(H, D),
                     k_norm=params["k_norm"].reshape(H_KV, D))
-    other = an.mha_forward(x, x, x, per_head, spec=spec.replace(qk_norm_scope="head"))[0]
+    other = an.mha_forward(x, x, x, per_head, spec=spec.replace(qk_norm_scope="head"), num_heads=H,
+                           is_causal=True)[0]
     assert max_abs_diff(other, ours) > 1e-3
 
 
@@ -194,12 +186,13 @@ def test_mha_qk_norm_over_all_heads_gradients_match_finite_differences(kind):
     params, x, dout = _all_heads_params(), randn(R, 2, 3, E), randn(R, 2, 3, E)
     if kind == "layer":
         params["q_norm_bias"], params["k_norm_bias"] = randn(R, H * D), randn(R, H_KV * D)
-    spec = an.AttentionSpec(num_heads=H, qk_norm=kind, qk_norm_eps=1e-3, qk_norm_scope="all")
-    grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, spec=spec)[1])[3]
+    spec = an.AttentionSpec(qk_norm=kind, qk_norm_eps=1e-3, qk_norm_scope="all")
+    grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, spec=spec, num_heads=H)[1])[3]
     names = ("q_norm", "k_norm", "W_q", "W_k") + (("q_norm_bias", "k_norm_bias") if kind == "layer" else ())
     for n in names:
         num = numerical_gradient(
-            lambda: float(np.sum(an.mha_forward(x, x, x, params, spec=spec)[0] * dout)), params[n])
+            lambda: float(np.sum(an.mha_forward(x, x, x, params, spec=spec, num_heads=H)[0] * dout)),
+            params[n])
         assert max_abs_diff(grads[n], num) < 1e-8, n
 
 
@@ -207,21 +200,21 @@ def test_qk_norm_over_all_heads_in_the_decode_step_and_cross_decoding():
     """The decode step, one token at a time, equals the full causal forward; cross-attention
     decoding normalises the cached keys over all heads too (against mha_forward)."""
     params, x = _all_heads_params(), randn(R, 2, 5, E)
-    spec = an.AttentionSpec(num_heads=H, is_causal=True, qk_norm_scope="all")
-    full = an.mha_forward(x, x, x, params, spec=spec)[0]
+    spec = an.AttentionSpec(qk_norm_scope="all")
+    full = an.mha_forward(x, x, x, params, spec=spec, num_heads=H, is_causal=True)[0]
     cache = an.KVCache(5)
-    steps = [an.mha_decode_step(x[:, t:t + 1], params, cache, spec=spec.replace(is_causal=None))
-             for t in range(5)]
+    steps = [an.mha_decode_step(x[:, t:t + 1], params, cache, spec=spec, num_heads=H) for t in range(5)]
     assert max_abs_diff(np.concatenate(steps, axis=1), full) < 1e-13
     memory = randn(R, 2, 7, E)
-    cross = an.AttentionSpec(num_heads=H, qk_norm_scope="all")
-    kv = an.cross_kv_cache(memory, params, spec=cross)
-    step = an.mha_cross_decode_step(x[:, :2], params, kv, spec=cross)
-    assert max_abs_diff(step, an.mha_forward(x[:, :2], memory, memory, params, spec=cross)[0]) < 1e-13
+    cross = an.AttentionSpec(qk_norm_scope="all")
+    kv = an.cross_kv_cache(memory, params, spec=cross, num_heads=H)
+    step = an.mha_cross_decode_step(x[:, :2], params, kv, spec=cross, num_heads=H)
+    assert max_abs_diff(step, an.mha_forward(x[:, :2], memory, memory, params, spec=cross,
+                                             num_heads=H)[0]) < 1e-13
     with pytest.raises(ValueError, match="another k_norm"):      # a cache of the per-head norm
         an.mha_cross_decode_step(x[:, :2], dict(params, k_norm=params["k_norm"].reshape(H_KV, D),
                                                 q_norm=params["q_norm"].reshape(H, D)),
-                                 kv, spec=cross.replace(qk_norm_scope="head"))
+                                 kv, spec=cross.replace(qk_norm_scope="head"), num_heads=H)
 
 
 def test_qk_norm_scope_and_weight_shapes_are_checked_by_name():
@@ -232,7 +225,7 @@ def test_qk_norm_scope_and_weight_shapes_are_checked_by_name():
         an.mha_forward(x, x, x, params, num_heads=H)
     per_head = dict(params, q_norm=np.ones(D), k_norm=np.ones(D))
     with pytest.raises(ValueError, match=r"params\['q_norm'\] has shape \(4,\), expected \(16,\)"):
-        an.mha_forward(x, x, x, per_head, spec=an.AttentionSpec(num_heads=H, qk_norm_scope="all"))
+        an.mha_forward(x, x, x, per_head, spec=an.AttentionSpec(qk_norm_scope="all"), num_heads=H)
     # a kernel on heads already split cannot normalise over all heads: refused by name
     q = randn(R, 1, H, 3, D)
     with pytest.raises(ValueError, match="spec.qk_norm_scope belongs to multi-head attention"):

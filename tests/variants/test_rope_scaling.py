@@ -188,7 +188,7 @@ def test_mha_gradients_with_yarn_match_finite_differences():
     params = {n: a + 0.1 * randn(R, *a.shape) for n, a in
               an.init_mha_params(E, H, bias=True, rng=R).items()}
     x, dout = randn(R, 5, E), randn(R, 5, E)
-    kw = dict(is_causal=True, positions=np.arange(3, 8), spec=an.AttentionSpec(num_heads=H, rope=an.RoPE(
+    kw = dict(is_causal=True, positions=np.arange(3, 8), num_heads=H, spec=an.AttentionSpec(rope=an.RoPE(
         theta=20.0, scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4})))
     dq, dk, dv, grads = an.mha_backward(dout, an.mha_forward(x, x, x, params, **kw)[1])
 
@@ -207,8 +207,8 @@ def test_decode_follows_dynamic_ntk_and_cached_keys_keep_their_rotation():
     rope = {"scaling": {"rope_type": "dynamic", "factor": 4.0,
                         "original_max_position_embeddings": 3}}
     kv = an.KVCache(6)
-    spec = an.AttentionSpec(num_heads=H, rope=an.RoPE(**rope))
-    outs = [an.mha_decode_step(x[:, t:t + 1], params, kv, spec=spec) for t in range(6)]
+    spec = an.AttentionSpec(rope=an.RoPE(**rope))
+    outs = [an.mha_decode_step(x[:, t:t + 1], params, kv, spec=spec, num_heads=H) for t in range(6)]
     # step t rotates its query and key with the frequencies of length t + 1: the same as
     # a whole-sequence forward whose keys were each rotated at their own step
     q_all = an.split_heads(x @ params["W_q"], H)                     # (1, h, 6, d)
@@ -222,7 +222,7 @@ def test_decode_follows_dynamic_ntk_and_cached_keys_keep_their_rotation():
     want = an.merge_heads(heads) @ params["W_o"]
     assert max_abs_diff(np.concatenate(outs, axis=1), want) < 1e-14
     # and that differs from rotating every key with the last step's frequencies
-    full, _ = an.mha_forward(x, x, x, params, is_causal=True, spec=spec)
+    full, _ = an.mha_forward(x, x, x, params, is_causal=True, spec=spec, num_heads=H)
     assert max_abs_diff(full[:, -1], want[:, -1]) > 1e-6
 
 
@@ -299,11 +299,11 @@ def test_every_known_type_is_listed_and_a_bad_scaling_leaves_the_kv_cache_unchan
     kv = an.KVCache(4)
     with pytest.raises(ValueError, match="unknown rope_type"):      # refused when the spec is made
         an.mha_decode_step(randn(R, 1, 8), params, kv, spec=an.AttentionSpec(
-            num_heads=2, rope=an.RoPE(scaling={"rope_type": "ntk"})))
+            rope=an.RoPE(scaling={"rope_type": "ntk"})), num_heads=2)
     with pytest.raises(ValueError, match="short_factor must have d // 2 = 2 entries, got 3"):
-        an.mha_decode_step(randn(R, 1, 8), params, kv, spec=an.AttentionSpec(num_heads=2, rope=an.RoPE(
+        an.mha_decode_step(randn(R, 1, 8), params, kv, spec=an.AttentionSpec(rope=an.RoPE(
             scaling={"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3,
-                     "original_max_position_embeddings": 4, "factor": 2.0})))
+                     "original_max_position_embeddings": 4, "factor": 2.0})), num_heads=2)
     assert kv.length == 0
 
 

@@ -35,8 +35,8 @@ def test_sinks_equal_gpt_oss_forward_and_every_gradient(window):
     theirs, _ = gpt_oss.eager_attention_forward(module, tq, tk, tv, additive, scaling=D ** -0.5)
     dout = randn(R, B, L, H, D)                                   # gpt-oss returns (B, L, h, d)
     theirs.backward(torch.tensor(dout))
-    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, is_causal=True, window=window,
-                                       enable_gqa=True)
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, is_causal=True, spec=an.AttentionSpec(window=window,
+                                                                                             enable_gqa=True))
     dq, dk, dv, dsinks = an.sdpa_sinks_backward(np.swapaxes(dout, 1, 2), cache)
     assert max_abs_diff(out, np.swapaxes(theirs.detach().numpy(), 1, 2)) < 1e-13
     for ours, t in ((dq, tq), (dk, tk), (dv, tv)):
@@ -153,7 +153,7 @@ def test_mha_sink_gradients_match_finite_differences_with_softcap_and_bias():
     query, key = randn(R, 2, 3, E), randn(R, 2, 5, E)
     bias, mask = randn(R, H, 3, 5), R.random((2, 1, 3, 5)) < 0.7
     mask[0, 0, 1] = False                                           # a fully masked query row
-    kw = dict(spec=an.AttentionSpec(num_heads=H, softcap=1.5), bias=bias)
+    kw = dict(num_heads=H, spec=an.AttentionSpec(softcap=1.5), bias=bias)
 
     def loss():
         return float(np.sum(an.mha_forward(query, key, key, params, mask, **kw)[0] * dout))
@@ -170,32 +170,28 @@ def test_sinks_follow_params_and_a_very_negative_sink_changes_nothing():
     kw = dict(num_heads=H, is_causal=True)
     without = {n: w for n, w in params.items() if n != "sinks"}
     plain, cache = an.mha_forward(x, x, x, without, **kw)
-    # the 0.1 flag (deprecated) may not contradict params
-    with pytest.warns(DeprecationWarning, match=r"mha_forward\(sinks=\.\.\.\) is deprecated"), \
-            pytest.raises(ValueError, match="sinks=False but params holds its weights"):
-        an.mha_forward(x, x, x, params, sinks=False, **kw)
     params["sinks"] = np.full(H, -800.0)
     assert max_abs_diff(an.mha_forward(x, x, x, params, **kw)[0], plain) < 1e-15
 
 
 def test_decode_with_sinks_equals_the_whole_sequence_forward():
     params, x = _mha_params(), randn(R, 2, 7, E)
-    spec = an.AttentionSpec(num_heads=H, window=(3, 0), rope=an.RoPE(), softcap=2.0)
-    want, _ = an.mha_forward(x, x, x, params, is_causal=True, spec=spec)
+    spec = an.AttentionSpec(window=(3, 0), rope=an.RoPE(), softcap=2.0)
+    want, _ = an.mha_forward(x, x, x, params, is_causal=True, spec=spec, num_heads=H)
     kv = an.KVCache(7)
-    steps = [an.mha_decode_step(x[:, a:b], params, kv, spec=spec)
+    steps = [an.mha_decode_step(x[:, a:b], params, kv, spec=spec, num_heads=H)
              for a, b in ((0, 3), (3, 4), (4, 7))]                   # a prompt chunk, then steps
     assert max_abs_diff(np.concatenate(steps, axis=1), want) < 1e-13
     # and the sinks matter: the same decode without them gives other numbers
     without = {n: w for n, w in params.items() if n != "sinks"}
-    no_sinks = an.mha_decode_step(x, without, an.KVCache(7), spec=spec)
+    no_sinks = an.mha_decode_step(x, without, an.KVCache(7), spec=spec, num_heads=H)
     assert max_abs_diff(no_sinks, want) > 1e-3
 
 
 def test_sdpa_sinks_with_softcap_caps_the_scores_not_the_sink():
     q, k, v = randn(R, 2, 3, 4), randn(R, 2, 5, 4), randn(R, 2, 5, 3)
     sinks, dout = np.array([0.5, -1.0]), randn(R, 2, 3, 3)
-    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, softcap=0.7)
+    out, cache = an.sdpa_sinks_forward(q, k, v, sinks, spec=an.AttentionSpec(softcap=0.7))
     # the formula written out: capped scores and the uncapped sink in one softmax denominator
     s = 0.7 * np.tanh(q @ np.swapaxes(k, -1, -2) / 2 / 0.7)                   # scale 1/sqrt(4)
     e, e_sink = np.exp(s), np.exp(sinks)[:, None, None]
@@ -203,7 +199,8 @@ def test_sdpa_sinks_with_softcap_caps_the_scores_not_the_sink():
     grads = an.sdpa_sinks_backward(dout, cache)
     for x, g in zip((q, k, v, sinks), grads, strict=True):
         num = numerical_gradient(
-            lambda: float(np.sum(an.sdpa_sinks_forward(q, k, v, sinks, softcap=0.7)[0] * dout)), x)
+            lambda: float(np.sum(an.sdpa_sinks_forward(q, k, v, sinks,
+                                                       spec=an.AttentionSpec(softcap=0.7))[0] * dout)), x)
         assert max_abs_diff(g, num) < 1e-9
 
 
@@ -232,7 +229,7 @@ def test_garbage_in_masked_slots_never_reaches_the_answer_with_sinks(path, bad):
 
     def run(q, k, v):
         if path == "dense":
-            out, cache = an.sdpa_sinks_forward(q, k, v, sinks, mask, softcap=1.3)
+            out, cache = an.sdpa_sinks_forward(q, k, v, sinks, mask, spec=an.AttentionSpec(softcap=1.3))
             return [out, *an.sdpa_sinks_backward(dout, cache)]
         out, cache = an.flash_attention_forward(q, k, v, mask, sinks=sinks, block_size=2,
                                                 spec=an.AttentionSpec(softcap=1.3))
@@ -422,7 +419,7 @@ def test_sinks_forward_default_is_not_grouped_query_attention(rng):
     sinks = np.array([0.1, -0.2, 0.3, 0.0])
     with pytest.raises(ValueError, match="batch dims do not broadcast"):
         an.sdpa_sinks_forward(q, k, v, sinks)
-    out, _ = an.sdpa_sinks_forward(q, k, v, sinks, enable_gqa=True)
+    out, _ = an.sdpa_sinks_forward(q, k, v, sinks, spec=an.AttentionSpec(enable_gqa=True))
     want, _ = an.sdpa_sinks_forward(q, np.repeat(k, 2, axis=0), np.repeat(v, 2, axis=0), sinks)
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-15)
 

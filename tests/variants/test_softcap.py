@@ -18,15 +18,16 @@ R = np.random.default_rng(1250)
 def test_softcap_equals_the_formula_in_torch_with_bias_mask_and_gqa():
     q, k, v = 3 * randn(R, 2, 4, 5, 6), 3 * randn(R, 2, 2, 7, 6), randn(R, 2, 2, 7, 3)
     bias, mask = randn(R, 4, 5, 7), an.causal_mask(5, 7)
-    out, cache = an.sdpa_forward(q, k, v, mask, bias=bias, spec=an.AttentionSpec(softcap=2.0),
-                                 enable_gqa=True)
+    out, cache = an.sdpa_forward(q, k, v, mask, bias=bias, spec=an.AttentionSpec(softcap=2.0,
+                                                                                 enable_gqa=True))
     dout = randn(R, *out.shape)
     ours = [out, *an.sdpa_backward(dout, cache, return_dbias=True)]
     theirs = torch_ref.formula(q, k, v, dout, mask=mask, bias=bias, softcap=2.0, groups=2)
     for name, a, b in zip(("out", "dq", "dk", "dv", "dbias"), ours, theirs, strict=True):
         assert a.shape == b.shape and max_abs_diff(a, b) < 1e-12, name
     # the cap changes the answer: the scores reach |s| > 2
-    assert max_abs_diff(out, an.sdpa_forward(q, k, v, mask, bias=bias, enable_gqa=True)[0]) > 1e-2
+    assert max_abs_diff(out, an.sdpa_forward(q, k, v, mask, bias=bias,
+                                             spec=an.AttentionSpec(enable_gqa=True))[0]) > 1e-2
 
 
 def test_softcap_gradients_match_finite_differences():
@@ -56,15 +57,15 @@ def test_softcap_equals_gemma2_eager_attention_in_float64():
 def test_mha_softcap_and_bad_values():
     x = randn(R, 4, 8)
     params = an.init_mha_params(8, 2, rng=0)
-    spec = an.AttentionSpec(num_heads=2, softcap=0.5)
-    out, cache = an.mha_forward(x, x, x, params, spec=spec)
+    spec = an.AttentionSpec(softcap=0.5)
+    out, cache = an.mha_forward(x, x, x, params, spec=spec, num_heads=2)
     dout = randn(R, 4, 8)
     g = an.mha_backward(dout, cache)[3]["W_q"]
     num = numerical_gradient(lambda: float(np.sum(
-        an.mha_forward(x, x, x, params, spec=spec)[0] * dout)), params["W_q"])
+        an.mha_forward(x, x, x, params, spec=spec, num_heads=2)[0] * dout)), params["W_q"])
     assert max_abs_diff(g, num) < 1e-8
     with pytest.raises(ValueError, match="softcap"):
-        an.mha_forward(x, x, x, params, spec=spec.replace(kernel="reference"))
+        an.mha_forward(x, x, x, params, spec=spec.replace(kernel="reference"), num_heads=2)
     for bad, exc in ((0.0, ValueError), (-1.0, ValueError), (np.inf, ValueError), ("1", TypeError)):
         with pytest.raises(exc, match="softcap"):
             an.AttentionSpec(softcap=bad)

@@ -76,7 +76,7 @@ def _in_spec(forward, **fixed):
 
 
 PATHS = {
-    "reference": (reference.sdpa_forward, reference.sdpa_backward),    # the kernel takes window=
+    "reference": (_in_spec(reference.sdpa_forward), reference.sdpa_backward),
     "fused": (_in_spec(an.sdpa_forward), an.sdpa_backward),
     "tiled": (_in_spec(tiled.flash_attention_forward, block_size=2), tiled.flash_attention_backward),
 }
@@ -133,8 +133,8 @@ def test_mha_forward_window_equals_the_mask():
     params = an.init_mha_params(8, 2, rng=3)
     dout = randn(R, 2, 7, 8)
     for kernel in ("fused", "reference"):
-        a, ca = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(num_heads=2, window=(2, 0),
-                                                                      kernel=kernel))
+        a, ca = an.mha_forward(x, x, x, params, spec=an.AttentionSpec(window=(2, 0),
+                                                                      kernel=kernel), num_heads=2)
         b, cb = an.mha_forward(x, x, x, params, sliding_window_mask(7, 7, left=2, right=0), num_heads=2)
         assert max_abs_diff(a, b) < 1e-15
         ga, gb = an.mha_backward(dout, ca), an.mha_backward(dout, cb)

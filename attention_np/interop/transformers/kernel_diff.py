@@ -81,12 +81,12 @@ def _kernel(results, reference, rng, torch):
             if rows is not None:
                 dout = np.where(rows[..., None, None], 0.0, dout)
             out.backward(torch.from_numpy(dout).to(out.dtype))
-        kw = dict(bias=bias, scale=scaling, enable_gqa=k.shape[1] != h, softcap=softcap)
+        # the soft-cap and grouped-query attention are spec fields of the kernels
+        kw = dict(bias=bias, scale=scaling,
+                  spec=AttentionSpec(softcap=softcap, enable_gqa=k.shape[1] != h))
         d_heads = dout.transpose(0, 2, 1, 3)                              # (B, h, L, d)
-        if sinks is None:            # the soft-cap is a spec field of the fused kernel
-            spec = AttentionSpec(scale=scaling, softcap=softcap)
-            heads, cache = fused.sdpa_forward(q, k, v, keep, bias=bias, spec=spec,
-                                              enable_gqa=kw["enable_gqa"])
+        if sinks is None:
+            heads, cache = fused.sdpa_forward(q, k, v, keep, **kw)
             dq, dk, dv = fused.sdpa_backward(d_heads, cache)[:3]
         else:
             heads, cache = sdpa_sinks_forward(q, k, v, _np(s_aux), keep, **kw)

@@ -93,7 +93,7 @@ class LayerSpec:
 
 
 def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
-    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers: heads, scale,
+    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers:
     RoPE (theta, layout, rotated width, scaling), soft-cap, QK-norm kind and eps, and with
     ``window=True`` the sliding window (``(W - 1, 0)``: transformers' ``W`` counts the query;
     the full forward takes the window in its mask instead). Grouped-query attention, the
@@ -104,7 +104,7 @@ def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
         rope = RoPE(theta=spec.rope_theta, layout=spec.rope_layout, rotary_dim=r,
                     scaling=spec.rope_scaling)
     return AttentionSpec(
-        num_heads=spec.num_heads, scale=spec.scale, rope=rope, softcap=spec.softcap,
+        rope=rope, softcap=spec.softcap,
         window=(spec.window - 1, 0) if window and spec.window is not None else None,
         qk_norm=spec.qk_norm or "rms", qk_norm_scope=spec.qk_norm_scope,
         qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)
@@ -112,10 +112,11 @@ def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
 
 def mha_options(spec: LayerSpec, positions=None, *, window: bool = False) -> dict:
     """The keyword arguments of :func:`attention_np.mha_forward` (and the decode step) that
-    ``spec`` implies: ``spec=`` (:func:`attention_spec`) and, with RoPE, ``positions=``. The
+    ``spec`` implies: ``num_heads=``, ``scale=``, ``spec=`` (:func:`attention_spec`) and, with
+    RoPE, ``positions=``. The
     only translation of a layer into keyword arguments (masks and biases are the caller's:
     they depend on the call)."""
-    kw = {"spec": attention_spec(spec, window=window)}
+    kw = {"num_heads": spec.num_heads, "scale": spec.scale, "spec": attention_spec(spec, window=window)}
     if spec.has_rope:
         kw["positions"] = positions
     return kw
