@@ -7,7 +7,10 @@ relative attention: refused), OPT, GPT-NeoX (fused per-head qkv, partial rotary)
 grouped qkv, GQA), Phi (partial rotary, LayerNorm QK-norm with bias), Phi-3 (fused contiguous qkv),
 StableLM (per-head LayerNorm QK-norm, partial rotary, qkv biases), Gemma, Cohere (LayerNorm
 QK-norm per head, interleaved RoPE), Mixtral, OLMo, Granite (attention_multiplier), SmolLM3 (a
-layer without RoPE), Whisper (encoder, decoder, cross), CLIP (text: causal mask from the model).
+layer without RoPE), Whisper (encoder, decoder, cross), CLIP (text: causal mask from the model),
+GPT-Neo (global then local layers, window 3 in its own causal buffer, unscaled scores),
+ModernBERT (bidirectional: full then local layers, |i - j| <= 2, RoPE theta per layer type),
+Cohere 2 (sliding window 3 with RoPE, then full attention without RoPE).
 
 :func:`family_model` builds one; :func:`KNOWN` lists every name ``diff --model`` takes.
 """
@@ -59,6 +62,22 @@ NEW = {
                                       eos_token_id=0, decoder_start_token_id=0),
                 "WhisperModel"),
     "clip": ("CLIPTextConfig", dict(ENC, bos_token_id=0, eos_token_id=2), "CLIPTextModel"),
+    # local windows and local/global alternation, each window smaller than the 6 tokens
+    "gpt_neo": ("GPTNeoConfig", dict(hidden_size=32, num_heads=4, num_layers=2,
+                                     attention_types=[[["global", "local"], 1]], window_size=3,
+                                     intermediate_size=40, vocab_size=61,
+                                     max_position_embeddings=64), "GPTNeoModel"),
+    "modernbert": ("ModernBertConfig", dict(ENC, local_attention=4, pad_token_id=0,
+                                            layer_types=["full_attention", "sliding_attention"],
+                                            rope_parameters={
+                                                "full_attention": {"rope_type": "default",
+                                                                   "rope_theta": 1000.0},
+                                                "sliding_attention": {"rope_type": "default",
+                                                                      "rope_theta": 30.0}}),
+                   "ModernBertModel"),
+    "cohere2": ("Cohere2Config", dict(DEC, sliding_window=3,
+                                      layer_types=["sliding_attention", "full_attention"]),
+                "Cohere2Model"),
 }
 OLD = ("bert", "vit", "gpt2", "bart", "t5", "llama", "mistral", "qwen2", "qwen3", "gemma2",
        "gemma3", "gpt_oss")
