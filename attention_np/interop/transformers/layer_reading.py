@@ -199,8 +199,9 @@ def _unsupported_features(module, cfg) -> None:
     if "mp_num" in _source(module):                                      # CodeGen
         refuse(module, "a fused qkv_proj in CodeGen's layout (split into mp_num model-parallel "
                         "blocks, each [q | v | k])")
-    if getattr(cfg, "clip_qkv", None) is not None and "clip_qkv" in _source(module):
-        refuse(module, f"clamping q, k, v to +-{cfg.clip_qkv} (clip_qkv)")
+    clip = getattr(module, "clip_qkv", None) or getattr(cfg, "clip_qkv", None)   # MPT, OLMo
+    if clip is not None and not isinstance(clip, bool) and "clip_qkv" in _source(module):
+        refuse(module, f"clamping q, k, v to +-{clip} (clip_qkv)")
 
 
 def _alibi(module, cfg, h: int, scale: float) -> tuple | None:
