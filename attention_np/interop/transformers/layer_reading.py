@@ -311,8 +311,9 @@ def _in_width(projections) -> int:
 def _ignores_rotary(module, projections, r: int) -> bool:
     """Whether the layer's output does not depend on the ``position_embeddings`` it is passed
     (Cohere 2, EXAONE 4: the full-attention layers of a sliding/full model take them and skip
-    RoPE), probed: two calls on the same input, with cos = 1, sin = 0 and with other angles.
-    False when the probe cannot run (the layer then counts as rotating)."""
+    RoPE), probed: two calls of its ``forward`` (no hooks run) on the same input, with
+    cos = 1, sin = 0 and with other angles. False when the probe cannot run (the layer then
+    counts as rotating)."""
     import torch
     dtype = next(module.parameters()).dtype
     gen = torch.Generator().manual_seed(0)
@@ -324,7 +325,7 @@ def _ignores_rotary(module, projections, r: int) -> bool:
         try:
             with torch.no_grad(), torch.random.fork_rng():
                 torch.manual_seed(0)
-                out = module(x, position_embeddings=(cos, sin), attention_mask=None)
+                out = module.forward(x, position_embeddings=(cos, sin), attention_mask=None)
         except (TypeError, RuntimeError, ValueError, AttributeError, IndexError):
             return False
         outs.append(out[0] if isinstance(out, tuple) else out)
