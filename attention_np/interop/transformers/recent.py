@@ -106,11 +106,12 @@ def float64_experts(model) -> None:
 @contextlib.contextmanager
 def float64_upcasts(torch, active: bool = True):
     """While inside (when ``active``): a float64 tensor's ``.float()`` and
-    ``.to(torch.float32)`` stay float64 and ``softmax(x, dtype=torch.float32)`` of a float64
-    ``x`` is taken in float64. For the layers that upcast to float32 in their own forward
-    instead of through the attention interface (BLOOM's ``softmax(..., dtype=float32)``, MPT's
-    ``scores.float()``, GPT-Neo's ``query.to(torch.float32)``): the same formula, in the
-    copy's float64. Restored on exit."""
+    ``.to(torch.float32)`` stay float64, ``softmax(x, dtype=torch.float32)`` of a float64
+    ``x`` is taken in float64, and a tensor made without a dtype is float64 (XGLM's
+    ``torch.full((), finfo(float64).min)`` would overflow float32). For the layers that
+    upcast to float32 in their own forward instead of through the attention interface
+    (BLOOM's ``softmax(..., dtype=float32)``, MPT's ``scores.float()``, GPT-Neo's
+    ``query.to(torch.float32)``): the same formula, in the copy's float64. Restored on exit."""
     if not active:
         yield
         return
@@ -130,11 +131,14 @@ def float64_upcasts(torch, active: bool = True):
         if dtype == torch.float32 and x.dtype == torch.float64:
             dtype = torch.float64
         return softmax(x, dim=dim, dtype=dtype)
+    default = torch.get_default_dtype()      # XGLM: torch.full((), finfo(float64).min)
     torch.Tensor.float, torch.Tensor.to, functional.softmax = as_float, to, float64_softmax
+    torch.set_default_dtype(torch.float64)
     try:
         yield
     finally:
         torch.Tensor.float, torch.Tensor.to, functional.softmax = tensor_float, tensor_to, softmax
+        torch.set_default_dtype(default)
 
 
 def scores_in_own_method(layer) -> bool:
