@@ -140,6 +140,7 @@ REFUSALS = {
     "big_bird": (lambda: sw.build("big_bird"), "block-sparse attention"),
     "afmoe": (lambda: sw.build("afmoe"), "gated attention output"),
     "qwen3_next": (lambda: sw.build("qwen3_next"), "gated attention output"),
+    "muse_glimmer_text": (lambda: sw.build("muse_glimmer_text"), "gated attention output"),
 }
 
 

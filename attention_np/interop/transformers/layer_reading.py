@@ -193,7 +193,7 @@ def _unsupported_features(module, cfg) -> None:
     if table is not None or getattr(module, "relative_position_bias_table", None) is not None:
         refuse(module, "a relative position bias table (BEiT, Data2VecVision, Swin: a learned "
                         "bias per head for each relative offset between two patches of a window)")
-    if "sigmoid(gate" in _source(module):                       # AFMoE, Qwen3-Next, ...
+    if re.search(r"sigmoid\((self\.)?gate", _source(module)):      # AFMoE, Qwen3-Next, ...
         refuse(module, "a gated attention output (the concatenated heads times "
                         "sigmoid(gate), a projection of the layer's input, before W^O)")
     if "mp_num" in _source(module):                                      # CodeGen
