@@ -141,6 +141,9 @@ REFUSALS = {
     "afmoe": (lambda: sw.build("afmoe"), "gated attention output"),
     "qwen3_next": (lambda: sw.build("qwen3_next"), "gated attention output"),
     "muse_glimmer_text": (lambda: sw.build("muse_glimmer_text"), "gated attention output"),
+    "diffllama": (lambda: sw.build("diffllama"), "differential attention"),
+    "doge": (lambda: sw.build("doge"), "a dynamic mask"),
+    "bitnet": (lambda: sw.build("bitnet"), "attn_sub_norm"),
 }
 
 

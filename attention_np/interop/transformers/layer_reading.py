@@ -193,6 +193,14 @@ def _unsupported_features(module, cfg) -> None:
     if table is not None or getattr(module, "relative_position_bias_table", None) is not None:
         refuse(module, "a relative position bias table (BEiT, Data2VecVision, Swin: a learned "
                         "bias per head for each relative offset between two patches of a window)")
+    if hasattr(module, "lambda_q1") and hasattr(module, "lambda_k1"):           # DiffLlama
+        refuse(module, "differential attention (DiffLlama: the difference of two softmax "
+                        "maps, the second weighted by a learned lambda, then a norm per head)")
+    if hasattr(module, "dt_proj") and hasattr(module, "keep_window_size"):      # Doge
+        refuse(module, "a dynamic mask (Doge: an input-dependent bias on the keys from dt_proj "
+                        "and A, the top keep_window_size keys kept)")
+    if getattr(module, "attn_sub_norm", None) is not None:                     # BitNet
+        refuse(module, "a norm of the concatenated heads before W^O (BitNet's attn_sub_norm)")
     if re.search(r"sigmoid\((self\.)?gate", _source(module)):      # AFMoE, Qwen3-Next, ...
         refuse(module, "a gated attention output (the concatenated heads times "
                         "sigmoid(gate), a projection of the layer's input, before W^O)")
