@@ -56,7 +56,7 @@ def load_weights(path=None, *, dtype=np.float32) -> dict:
     """The checkpoint as a flat dict in this project's layout.
 
     BERT's ``nn.Linear`` stores ``weight`` as (out, in) and computes ``x @ weight.T``; our
-    projections compute ``x @ W``, so ``W = weight.T`` (see :mod:`attention_np.linear`).
+    projections compute ``x @ W``, so ``W = weight.T`` (see :mod:`attention_np.paper.linear`).
 
     Keys: ``embed.word`` (vocab, 384), ``embed.position`` (512, 384), ``embed.token_type``
     (2, 384), ``embed.ln.gamma/beta``, and per layer ``n``: ``layers.{n}.attn.W_q`` ... ``b_o``

@@ -12,6 +12,8 @@ import pytest
 
 from attention_np.interop.transformers import family_cases as cases
 from attention_np.interop.transformers import layer_diff as itf
+from attention_np.interop.transformers.layer_diff import build_mask
+from attention_np.interop.transformers.layer_reading import ROPE, params_from_transformers
 from tests.helpers import require
 
 torch = require("torch")
@@ -61,20 +63,20 @@ def test_every_family_forward_and_every_gradient_agree_to_float64_rounding(famil
     names = {c.name for c in report.checks}
     cross = family.endswith("-cross")
     inputs_grads = {"out", "dhidden_states"} | ({"dkey_value"} if cross else set())
-    rope = {"inv_freq rel", "attn_factor"} if cases.MODELS.get(family, family) in itf.ROPE else set()
+    rope = {"inv_freq rel", "attn_factor"} if cases.MODELS.get(family, family) in ROPE else set()
     assert names == inputs_grads | EXPECTED.get(family, ALL) | rope
     assert not report.notes                      # no fully masked row, no float32 softmax
 
 
 def test_params_read_gqa_free_head_dim_and_gpt2_packed_conv1d():
     llama, _ = cases.case("llama")
-    params, spec = itf.params_from_transformers(llama)
+    params, spec = params_from_transformers(llama)
     assert (spec.num_heads, spec.num_kv_heads, spec.head_dim) == (4, 2, 12)
     assert params["W_q"].shape == (32, 48) and params["W_k"].shape == (32, 24)
     assert params["W_o"].shape == (48, 32)
     np.testing.assert_array_equal(params["W_k"], llama.k_proj.weight.detach().numpy().T)
     gpt2, _ = cases.case("gpt2")
-    params, spec = itf.params_from_transformers(gpt2)
+    params, spec = params_from_transformers(gpt2)
     packed = gpt2.c_attn.weight.detach().numpy()                   # (E, 3E), x @ W + b
     np.testing.assert_array_equal(np.concatenate([params[n] for n in ("W_q", "W_k", "W_v")], 1),
                                   packed)
@@ -83,7 +85,7 @@ def test_params_read_gqa_free_head_dim_and_gpt2_packed_conv1d():
 
 def test_gpt2_cross_attention_reads_q_attn_and_the_packed_key_value_conv1d():
     cross, inputs = cases.case("gpt2-cross")
-    params, spec = itf.params_from_transformers(cross)
+    params, spec = params_from_transformers(cross)
     assert not spec.is_causal and "key_value_states" in inputs
     np.testing.assert_array_equal(params["W_q"], cross.q_attn.weight.detach().numpy())
     packed = cross.c_attn.weight.detach().numpy()                  # (E, 2E): [k | v]
@@ -133,7 +135,7 @@ def test_build_mask_is_the_mask_the_model_builds_padding_causal_and_window(famil
     pad = np.ones((B, L), dtype=np.int64)
     pad[1, -2:] = 0                                   # right padding: no row fully masked
     theirs = _masks_the_model_builds(model, layer, ids, pad)
-    ours = itf.build_mask(itf.layer_spec(layer), B, L, L, pad)
+    ours = build_mask(itf.layer_spec(layer), B, L, L, pad)
     np.testing.assert_array_equal(np.broadcast_to(theirs, ours.shape), ours)
     if itf.layer_spec(layer).window is not None:     # the window removes keys causal keeps
         causal = np.tril(np.ones((L, L), dtype=bool))
@@ -155,11 +157,11 @@ def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta
     # Gemma 3: RoPE theta per layer type (rope_local_base_freq for the sliding layers)
     assert (specs["gemma3"].rope_theta, specs["gemma3-global"].rope_theta) == (1e4, 1e6)
     gemma3, _ = cases.case("gemma3")
-    params, _ = itf.params_from_transformers(gemma3)     # Gemma3RMSNorm multiplies by (1 + w)
+    params, _ = params_from_transformers(gemma3)     # Gemma3RMSNorm multiplies by (1 + w)
     np.testing.assert_array_equal(params["q_norm"], 1 + gemma3.q_norm.weight.detach().double().numpy())
     # the soft-cap of the case bends the scores: without it the output moves
     gemma2, inputs = cases.case("gemma2")
-    params, spec = itf.params_from_transformers(gemma2)
+    params, spec = params_from_transformers(gemma2)
     x = inputs["hidden_states"]
     plain_spec = AttentionSpec(rope=RoPE(theta=spec.rope_theta, layout="half"))     # GQA: W_k's width
     kw = dict(num_heads=4, scale=spec.scale, is_causal=True)
@@ -228,7 +230,7 @@ def test_the_float64_norm_of_the_copy_is_the_layers_own_norm_on_float32_inputs(f
 
 def test_gpt_oss_reads_sinks_and_the_half_angle_rope():
     module, _ = cases.case("gpt_oss")
-    params, spec = itf.params_from_transformers(module)
+    params, spec = params_from_transformers(module)
     np.testing.assert_array_equal(params["sinks"], module.sinks.detach().double().numpy())
     assert params["sinks"].shape == (4,) and spec.window == cases.WINDOW
     assert itf.layer_spec(cases.case("gpt_oss-global")[0]).window is None

@@ -209,3 +209,45 @@ def test_qwen2_vl_text_model_mrope_with_text_positions_agrees():
     model = sw.build("qwen2_vl_text")
     assert compare_transformers_model(model, **sw._text_inputs(model)).ok
 
+
+def _window_to(value):
+    """A forward pre-hook setting a model's sliding window to ``value`` once it runs (after
+    the diff has read it): Mistral's in its config (its model builds the mask from it),
+    GPT-Neo's local layer's in its own causal buffer."""
+    def hook(module, args, kwargs):
+        if hasattr(module, "config") and hasattr(module.config, "sliding_window"):
+            module.config.sliding_window = value
+        else:
+            P = module.bias.shape[-1]
+            keep = torch.ones((P, P), dtype=torch.bool).tril()
+            module.bias.copy_((keep & ~keep.tril(-value))[None, None])
+    return hook
+
+
+@pytest.mark.parametrize("family, where", [("mistral", None), ("gpt_neo", "h.1.attn.attention")])
+def test_a_changed_window_is_the_layers_mismatch(family, where):
+    """The window the model runs with is not the one read (3 -> 2, after the diff read it):
+    the layer disagrees and is named; the model's mask is never taken as ours."""
+    model = fam.family_model(family, seed=1)
+    inputs = fam.model_inputs(family, model)
+    assert compare_transformers_model(model, **inputs).ok
+    target = model if where is None else model.get_submodule(where)
+    handle = target.register_forward_pre_hook(_window_to(2), with_kwargs=True)
+    report = compare_transformers_model(model, **inputs)
+    handle.remove()
+    assert report.verdict == "MISMATCH"
+    assert report.first_disagreement.name == (where or "layers.0.self_attn"), str(report)
+
+
+def test_a_window_read_wrong_is_the_layers_mismatch(monkeypatch):
+    """Ours changed instead (ModernBERT's local layer read with |i - j| <= 1, not 2): the
+    local layer disagrees, the global one still agrees."""
+    from attention_np.interop.transformers import layer_reading
+    model = fam.family_model("modernbert", seed=1)
+    inputs = fam.model_inputs("modernbert", model)
+    read = layer_reading._window
+    monkeypatch.setattr(layer_reading, "_window",
+                        lambda m, cfg: None if read(m, cfg) is None else read(m, cfg) - 1)
+    report = compare_transformers_model(model, **inputs)
+    assert [r.ok for r in report.attention] == [True, False], str(report)
+    assert report.first_disagreement.name == "layers.1.attn"

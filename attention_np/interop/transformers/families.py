@@ -10,6 +10,9 @@ QK-norm per head, interleaved RoPE), Mixtral, OLMo, Granite (attention_multiplie
 layer without RoPE), Whisper (encoder, decoder, cross), CLIP (text: causal mask from the model),
 OLMo 2 (QK-norm over all heads), BEiT and Data2VecVision (a 2-D relative position bias table with
 a class token), Swin (a table per window, shifted windows).
+GPT-Neo (global then local layers, window 3 in its own causal buffer, unscaled scores),
+ModernBERT (bidirectional: full then local layers, |i - j| <= 2, RoPE theta per layer type),
+Cohere 2 (sliding window 3 with RoPE, then full attention without RoPE).
 
 :func:`family_model` builds one; :func:`KNOWN` lists every name ``diff --model`` takes.
 """
@@ -73,6 +76,22 @@ NEW = {
     # 16x16 images of 2x2 patches: 8x8, four 4x4 windows, the second block's shifted; then 4x4
     "swin": ("SwinConfig", dict(image_size=16, patch_size=2, embed_dim=16, depths=[2, 2],
                                 num_heads=[2, 4], window_size=4), "SwinModel"),
+    # local windows and local/global alternation, each window smaller than the 6 tokens
+    "gpt_neo": ("GPTNeoConfig", dict(hidden_size=32, num_heads=4, num_layers=2,
+                                     attention_types=[[["global", "local"], 1]], window_size=3,
+                                     intermediate_size=40, vocab_size=61,
+                                     max_position_embeddings=64), "GPTNeoModel"),
+    "modernbert": ("ModernBertConfig", dict(ENC, local_attention=4, pad_token_id=0,
+                                            layer_types=["full_attention", "sliding_attention"],
+                                            rope_parameters={
+                                                "full_attention": {"rope_type": "default",
+                                                                   "rope_theta": 1000.0},
+                                                "sliding_attention": {"rope_type": "default",
+                                                                      "rope_theta": 30.0}}),
+                   "ModernBertModel"),
+    "cohere2": ("Cohere2Config", dict(DEC, sliding_window=3,
+                                      layer_types=["sliding_attention", "full_attention"]),
+                "Cohere2Model"),
 }
 VISION = ("vit", "beit", "data2vec-vision", "swin")     # model_inputs: pixel_values
 OLD = ("bert", "vit", "gpt2", "bart", "t5", "llama", "mistral", "qwen2", "qwen3", "gemma2",

@@ -32,7 +32,12 @@ from attention_np.interop.transformers.layer_reading import (  # noqa: F401  (re
     no_causal,
     params_from_transformers,
 )
-from attention_np.interop.transformers.recent import EAGER_FLOAT64, prepare_recent_layer
+from attention_np.interop.transformers.recent import (
+    EAGER_FLOAT64,
+    float64_upcasts,
+    prepare_recent_layer,
+    scores_in_own_method,
+)
 from attention_np.interop.transformers.replay import (
     dead_rows,
     float64_rope_function,
@@ -58,14 +63,17 @@ def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
     ``attention_mask`` (B, S) is transformers' 0/1 padding mask (1 = a real token). The causal
     and window masks compare cache indices, as transformers' ``masking_utils`` does: query ``t``
     is index ``S - L + t`` (the last ``L`` of ``S``), key ``j`` is index ``j``; RoPE's
-    ``position_ids`` do not enter.
+    ``position_ids`` do not enter. A bidirectional layer's window is symmetric (ModernBERT:
+    ``|i - j| < W``).
     """
     mask = None
     if attention_mask is not None:
         mask = np.asarray(attention_mask).astype(bool)[:, None, None, :]      # (B, 1, 1, S)
-    if spec.is_causal:        # the L queries are the last L of the S positions; W counts i itself
+    if spec.is_causal or spec.window is not None:
+        # the L queries are the last L of the S positions; W counts i itself
         left = None if spec.window is None else spec.window - 1
-        keep = sliding_window_mask(L, S, left=left, right=0, align="bottom_right")   # (L, S)
+        right = 0 if spec.is_causal else left
+        keep = sliding_window_mask(L, S, left=left, right=right, align="bottom_right")  # (L, S)
         mask = keep if mask is None else mask & keep
     if mask is None:
         return None
@@ -262,8 +270,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                           None if window_mask is not None else bias, torch)
     if window_mask is not None:                     # Swin: the layer's own attention_mask
         kwargs["attention_mask"] = torch.from_numpy(np.asarray(window_mask, dtype=np.float64))
-    with float64_rope_function(layer):
-        out_t = layer(xt, **kwargs)[0]
+    with float64_rope_function(layer), float64_upcasts(torch, scores_in_own_method(layer)):
+        out_t = layer(xt, **kwargs)[0]             # (GPT-Neo's _attn: float64, not float32)
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
     rows = dead_rows(mask)
     if rows is not None:                # rows that attend nothing: no upstream gradient there

@@ -23,6 +23,7 @@ nor transformers itself.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from dataclasses import dataclass, replace
 
@@ -41,6 +42,7 @@ from attention_np.interop.transformers.weights import (
 )
 from attention_np.variants.position_bias import alibi_slopes
 from attention_np.variants.spec import AttentionSpec, RoPE
+from attention_np.variants.window import sliding_window_mask
 
 # the families the docs list by name (a tag for messages and family-specific traps; a subclass
 # gets the tag of its nearest listed base). Support does not depend on it.
@@ -66,7 +68,8 @@ class LayerSpec:
     is_causal: bool
     has_w_o: bool                    # BERT's self-attention ends before W^O
     rope_theta: float | None = None  # None: no rotary embedding
-    window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window)
+    window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window);
+    #                                  a bidirectional layer (ModernBERT): i - window < j < i + window
     buckets: tuple | None = None     # T5: (num_buckets, max_distance, bidirectional) of its bias table
     rope_scaling: dict | None = None  # RoPE scaling type and parameters (rope_frequencies' scaling)
     softcap: float | None = None     # Gemma 2: attn_logit_softcapping, c * tanh(scores / c)
@@ -96,7 +99,8 @@ def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
     """The :class:`~attention_np.AttentionSpec` of a layer read from transformers:
     RoPE (theta, layout, rotated width, scaling), soft-cap, QK-norm kind and eps, and with
     ``window=True`` the sliding window (``(W - 1, 0)``: transformers' ``W`` counts the query;
-    the full forward takes the window in its mask instead). Grouped-query attention, the
+    ``(W - 1, W - 1)`` for a bidirectional layer; the full forward takes the window in its mask
+    instead). Grouped-query attention, the
     QK-norm weights and the sinks are in the parameters, which decide them."""
     rope = None
     if spec.has_rope:
@@ -105,7 +109,8 @@ def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
                     scaling=spec.rope_scaling)
     return AttentionSpec(
         rope=rope, softcap=spec.softcap,
-        window=(spec.window - 1, 0) if window and spec.window is not None else None,
+        window=None if not window or spec.window is None else
+        (spec.window - 1, 0 if spec.is_causal else spec.window - 1),
         qk_norm=spec.qk_norm or "rms", qk_norm_scope=spec.qk_norm_scope,
         qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)
 
@@ -198,16 +203,40 @@ def refuse_other_algorithm(module) -> None:
 
 
 def _unsupported_features(module, cfg) -> None:
-    """Refuse what the spec cannot express, naming it."""
+    """Refuse what the spec cannot express, naming it (before the heads, widths and scale are
+    read: a layer that adds a feature is refused by that feature, not by what reading it would
+    trip over)."""
     if getattr(module, "relative_attention", False):            # DeBERTa-v2 / v3
         refuse(module, "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + "
                         "k.r_q(j-i) from relative-position embeddings, content-to-position and "
                         "position-to-content, scaled by 1/sqrt(3 d))")
+    if hasattr(module, "relative_attention") and hasattr(module, "pos_att_type"):
+        refuse(module, "DeBERTa-v2 attention without relative attention (its scores scaled by "
+                        "1/sqrt(head_dim * (1 + [c2p] + [p2c])) from its pos_att_type, the "
+                        "square root taken in float32, and a boolean (B, 1, L, S) mask)")
+    table = getattr(getattr(module, "relative_position_bias", None),
+                    "relative_position_bias_table", None)
+    if (table is not None or getattr(module, "relative_position_bias_table", None) is not None) \
+            and bias_table_owner(module) is None:             # one we read: _grid_table
+        refuse(module, "a relative position bias table (BEiT, Data2VecVision, Swin: a learned "
+                        "bias per head for each relative offset between two patches of a window)")
+    if hasattr(module, "lambda_q1") and hasattr(module, "lambda_k1"):           # DiffLlama
+        refuse(module, "differential attention (DiffLlama: the difference of two softmax "
+                        "maps, the second weighted by a learned lambda, then a norm per head)")
+    if hasattr(module, "dt_proj") and hasattr(module, "keep_window_size"):      # Doge
+        refuse(module, "a dynamic mask (Doge: an input-dependent bias on the keys from dt_proj "
+                        "and A, the top keep_window_size keys kept)")
+    if getattr(module, "attn_sub_norm", None) is not None:                     # BitNet
+        refuse(module, "a norm of the concatenated heads before W^O (BitNet's attn_sub_norm)")
+    if re.search(r"sigmoid\((self\.)?gate", _source(module)):      # AFMoE, Qwen3-Next, ...
+        refuse(module, "a gated attention output (the concatenated heads times "
+                        "sigmoid(gate), a projection of the layer's input, before W^O)")
     if "mp_num" in _source(module):                                      # CodeGen
         refuse(module, "a fused qkv_proj in CodeGen's layout (split into mp_num model-parallel "
                         "blocks, each [q | v | k])")
-    if getattr(cfg, "clip_qkv", None) is not None and "clip_qkv" in _source(module):
-        refuse(module, f"clamping q, k, v to +-{cfg.clip_qkv} (clip_qkv)")
+    clip = getattr(module, "clip_qkv", None) or getattr(cfg, "clip_qkv", None)   # MPT, OLMo
+    if clip is not None and not isinstance(clip, bool) and "clip_qkv" in _source(module):
+        refuse(module, f"clamping q, k, v to +-{clip} (clip_qkv)")
 
 
 def _alibi(module, cfg, h: int, scale: float) -> tuple | None:
@@ -255,6 +284,9 @@ def _heads(module, cfg, projections) -> tuple:
 
 
 def _scale(module, d: int) -> float:
+    """The score scale: an attribute (``scaling``, ``scale``, ...), the keyword the forward
+    passes to transformers' attention function (ModernBERT: ``scaling=self.head_dim**-0.5``),
+    or probed from the layer's own ``_attn`` (GPT-Neo: unscaled); never assumed."""
     for a in ("scaling", "scale", "inv_norm_factor", "softmax_scale"):
         v = getattr(module, a, None)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -263,20 +295,99 @@ def _scale(module, d: int) -> float:
     if isinstance(getattr(module, "attention_head_size", None), int) and table and \
             "math.sqrt(self.attention_head_size)" in _source(module):   # Data2VecVision, Swin's
         return 1.0 / float(np.sqrt(module.attention_head_size))  # copies: in their forward, by d
+    if re.search(r"scaling=self\.head_dim\s*\*\*\s*-0\.5\b", _source(module)) and \
+            isinstance(getattr(module, "head_dim", None), int):
+        return float(module.head_dim) ** -0.5
+    probed = _probed_scale(module, d)
+    if probed is not None:
+        return probed
     refuse(module, "a layer whose score scale is not readable (no scaling, scale or "
                     f"inv_norm_factor attribute; 1/sqrt({d}) is not assumed)")
 
 
-def _rope(module, cfg, family: str, d: int, alibi) -> dict:
+def _probed_scale(module, d: int) -> float | None:
+    """The scale of a layer that scores in its own ``_attn(query, key, value, attention_mask)``
+    (GPT-Neo), measured: one query ``e_0`` over two keys, ``0`` and ``e_0`` (the query's own
+    position, so that a causal or local mask keeps both), values ``e_0`` and ``e_1``: the
+    output is the two weights, ``log(w_1 / w_0)`` the scale. It is named 1 or 1/sqrt(d) when
+    it is one of them within 1e-5 (the layer may score in float32); another value is refused
+    with the number. None: no such method."""
+    fn = getattr(module, "_attn", None)
+    if not callable(fn) or tuple(inspect.signature(fn).parameters)[:3] != ("query", "key", "value"):
+        return None
+    import torch
+    dtype = next(module.parameters()).dtype
+    q, k, v = torch.zeros((1, 1, 1, d), dtype=dtype), torch.zeros((1, 1, 2, d), dtype=dtype), \
+        torch.zeros((1, 1, 2, d), dtype=dtype)
+    q[..., 0, 0], k[..., 1, 0], v[..., 0, 0], v[..., 1, 1] = 1.0, 1.0, 1.0, 1.0
+    with torch.no_grad():
+        out = to_numpy(fn(q, k, v, None)[0]).astype(np.float64).reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        measured = float(np.log(out[1] / out[0]))
+    for scale in (1.0, d ** -0.5):
+        if abs(measured - scale) <= 1e-5 * scale:
+            return scale
+    refuse(module, f"a score scale measured as {measured:.6g} (neither 1 nor 1/sqrt({d}))")
+
+
+def _layer_type(module, cfg) -> str | None:
+    """The layer's type (``"sliding_attention"``, ``"full_attention"``, ...): its own
+    ``layer_type``, else ``config.layer_types[layer_idx]``; None for a model without types."""
+    kind = getattr(module, "layer_type", None)
+    types, i = getattr(cfg, "layer_types", None), getattr(module, "layer_idx", None)
+    if kind is None and isinstance(types, (list, tuple)) and isinstance(i, int) and \
+            0 <= i < len(types):
+        kind = types[i]
+    return kind
+
+
+def _in_width(projections) -> int:
+    """d_model: the input width of the query (or fused) projection."""
+    lin = projections.q if projections.q is not None else projections.fused
+    return int(lin.weight.shape[0 if type(lin).__name__ == "Conv1D" else 1])
+
+
+def _ignores_rotary(module, projections, r: int) -> bool:
+    """Whether the layer's output does not depend on the ``position_embeddings`` it is passed
+    (Cohere 2, EXAONE 4: the full-attention layers of a sliding/full model take them and skip
+    RoPE), probed: two calls of its ``forward`` (no hooks run) on the same input, with
+    cos = 1, sin = 0 and with other angles. False when the probe cannot run (the layer then
+    counts as rotating)."""
+    import torch
+    dtype = next(module.parameters()).dtype
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn((1, 3, _in_width(projections)), generator=gen, dtype=dtype)
+    angles = torch.randn((1, 3, r), generator=gen, dtype=dtype)
+    outs = []
+    for cos, sin in ((torch.ones_like(angles), torch.zeros_like(angles)),
+                     (torch.cos(angles), torch.sin(angles))):
+        try:
+            with torch.no_grad(), torch.random.fork_rng():
+                torch.manual_seed(0)
+                out = module.forward(x, position_embeddings=(cos, sin), attention_mask=None)
+        except (TypeError, RuntimeError, ValueError, AttributeError, IndexError):
+            return False
+        outs.append(out[0] if isinstance(out, tuple) else out)
+    return bool(torch.equal(outs[0], outs[1]))
+
+
+def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     """RoPE of a layer that takes ``position_embeddings``: theta, scaling, width, layout
-    (none with ALiBi: Falcon rotates only without it)."""
+    (none with ALiBi: Falcon rotates only without it), read per layer: the layer type's own
+    parameters (Gemma 3, ModernBERT), a per-layer theta (``layer_rope_theta``, 0: none), and in a
+    model of several layer types whether this layer rotates at all (:func:`_ignores_rotary`)."""
     if alibi is not None or "position_embeddings" not in forward_parameters(module) or \
             not getattr(module, "use_rope", True):                   # SmolLM3's NoPE layers
         return {}
     rope = getattr(cfg, "rope_parameters", None) or {}
-    kind = getattr(module, "layer_type", None) or getattr(module, "attention_type", None)
-    rope = rope.get(kind, rope)               # Gemma 3, OLMo 3: one per layer type
+    kind = _layer_type(module, cfg) or getattr(module, "attention_type", None)
+    rope = rope.get(kind, rope)               # Gemma 3, ModernBERT, OLMo 3: one per layer type
     theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
+    thetas, i = getattr(cfg, "layer_rope_theta", None), getattr(module, "layer_idx", None)
+    if isinstance(thetas, (list, tuple)) and isinstance(i, int) and 0 <= i < len(thetas):
+        if not thetas[i]:                         # Granite SWA: theta 0, the layer gets None
+            return {}
+        theta = float(thetas[i])
     partial = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 1.0))
     r = getattr(module, "rotary_ndims", None)
     if r is None and isinstance(getattr(module, "rotary_dim", None), int):      # GPT-J
@@ -292,6 +403,9 @@ def _rope(module, cfg, family: str, d: int, alibi) -> dict:
     plain = {k: v for k, v in rope.items() if k != "partial_rotary_factor"} if partial_ok \
         else rope
     scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
+    if len(set(getattr(cfg, "layer_types", None) or ())) > 1 and family != "gpt_oss" and \
+            _ignores_rotary(module, projections, r):
+        return {}
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
     return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
                 rope_sin_first="sin, cos = position_embeddings" in _source(module))
@@ -369,11 +483,37 @@ def _grid_table(module) -> tuple | None:
 
 
 def _window(module, cfg) -> int | None:
+    """The layer's sliding window ``W`` (None: none), per layer: GPT-Neo's in its own causal
+    buffer (:func:`_causal_band`), else the layer's ``sliding_window`` (None on a full-attention
+    layer), else, for a layer without one, none on a ``"full_attention"`` layer and the config's
+    window on the others."""
+    band = _causal_band(module)
+    if band is not None:
+        return band or None
     if hasattr(module, "sliding_window"):
         return module.sliding_window
-    if getattr(cfg, "use_sliding_window", True) is False:
+    if getattr(cfg, "use_sliding_window", True) is False or \
+            _layer_type(module, cfg) == "full_attention":
         return None
     return getattr(cfg, "sliding_window", None)
+
+
+def _causal_band(module) -> int | None:
+    """A layer that masks its scores with its own boolean ``bias`` buffer ``(1, 1, P, P)``
+    (GPT-Neo): 0 when the buffer is the causal mask, ``W`` when it keeps the last ``W`` keys
+    (``i - W < j <= i``: its local layers); None without such a buffer. Any other pattern
+    is refused."""
+    buf = getattr(module, "bias", None)
+    if getattr(buf, "dtype", None) is None or str(buf.dtype) != "torch.bool" or buf.ndim != 4:
+        return None
+    keep = to_numpy(buf)[0, 0]                                        # (P, P)
+    P = keep.shape[-1]
+    W = int(keep[-1].sum())
+    if keep.shape != (P, P) or not np.array_equal(
+            keep, sliding_window_mask(P, left=W - 1, right=0)):
+        refuse(module, "a causal mask buffer (bias) that is neither causal nor a causal "
+                        "sliding window")
+    return 0 if W == P else W
 
 
 def _softcap(module) -> float | None:
@@ -391,13 +531,14 @@ def layer_spec(module) -> LayerSpec:
     family = _family(module)
     refuse_other_algorithm(module)                   # by name, before what it would trip on
     projections = find_projections(module)           # refuses a module without q, k, v
-    _unsupported_features(module, cfg)
+    _unsupported_features(module, cfg)               # then the feature, before heads and scale
     h, h_kv, d = _heads(module, cfg, projections)
     if h_kv == 0 or h % h_kv:
         refuse(module, f"{h} query heads over {h_kv} key/value heads (not a whole number of "
                         "groups)")
     cross = bool(getattr(module, "is_cross_attention", False))
-    causal = bool(getattr(module, "is_causal", False)) and not cross
+    causal = (bool(getattr(module, "is_causal", False)) or _causal_band(module) is not None) \
+        and not cross                                 # (ImageGPT: causal by its own buffer)
     if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \
             and not getattr(module, "is_causal", True):    # Gemma 2 / 3 bidirectional
         raise ValueError(f"{type(module).__name__} is bidirectional (is_causal False, config."
@@ -422,7 +563,7 @@ def layer_spec(module) -> LayerSpec:
         adds_residual="residual" in forward_parameters(module),
         bool_mask_masks="masked_fill(attention_mask," in _source(module),
         grid_table=_grid_table(module),
-        **_rope(module, cfg, family, d, alibi))
+        **_rope(module, cfg, family, d, alibi, projections))
 
 
 def no_causal(spec: LayerSpec) -> LayerSpec:

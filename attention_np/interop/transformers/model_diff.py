@@ -37,6 +37,7 @@ from attention_np.interop.transformers.recent import (
     float64_experts,
     float64_upcasts,
     prepare_recent_layer,
+    scores_in_own_method,
 )
 from attention_np.interop.transformers.refusal import refuse
 from attention_np.interop.transformers.replay import (
@@ -91,18 +92,28 @@ def _np(t):
         if t.is_floating_point() else to_numpy(t.detach())
 
 
-def _mask(arg, spec, B, L, S, cross):
-    """The recorded mask (None, bool, or additive float) as ``(bool (B, 1|h, L, S), bias)``."""
+def _mask(arg, spec, B, L, S, cross, own: bool = False):
+    """The recorded mask (None, bool, or additive float) as ``(bool (B, 1|h, L, S), bias)``.
+
+    ``own``: the causal and sliding-window part is ours, from ``spec`` (:func:`build_mask`),
+    never the model's: only its padding is taken from the recorded mask (the keys no query may
+    see), so that a model whose window is not the one read disagrees rather than lending us
+    its mask."""
     if arg is None:
         return (None if cross else build_mask(spec, B, L, S)), None
     m = _np(arg)
     if m.dtype == bool and spec.bool_mask_masks:         # MPT: True where masked
         m = ~m
     if m.dtype == bool:
-        return np.broadcast_to(m, (B,) + m.shape[1:-2] + (L, S)), None
-    keep = m > MIN
-    extra = np.where(keep, m, 0.0)
-    return keep, (extra if extra.any() else None)
+        keep, extra = np.broadcast_to(m, (B,) + m.shape[1:-2] + (L, S)), None
+    else:
+        keep = m > MIN
+        extra = np.where(keep, m, 0.0)
+        extra = extra if extra.any() else None
+    if own and not cross and (spec.is_causal or spec.window is not None):
+        padding = np.broadcast_to(keep, (B,) + keep.shape[1:-2] + (L, S)).any(axis=(1, 2))
+        keep = build_mask(spec, B, L, S, padding)                         # (B, 1, L, S)
+    return keep, extra
 
 
 def _rotary_hooks(model, log) -> list:
@@ -222,9 +233,9 @@ def check_model_inputs(model, inputs: dict, torch) -> None:
 
 
 def _implementation(model, specs) -> str:
-    if any(s.sinks for _, _, s in specs) or not getattr(model, "_supports_sdpa", True) and \
-            any(s.alibi is not None for _, _, s in specs):
-        # (BLOOM, MPT: no sdpa, their masks are eager's; MPT's bool, True where masked)
+    if any(s.sinks for _, _, s in specs) or not getattr(model, "_supports_sdpa", True):
+        # (BLOOM, MPT, GPT-Neo: no sdpa, their masks are eager's (MPT's bool, True where
+        # masked), their float32 upcasts undone by float64_upcasts)
         return "eager"                   # transformers' sdpa drops the sinks
     if any(s.softcap is not None for _, _, s in specs):
         return EAGER_FLOAT64             # sdpa refuses the soft-cap, eager's softmax is float32
@@ -294,7 +305,8 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
     if "use_cache" in inspect.signature(work.forward).parameters:
         feed.setdefault("use_cache", False)         # each layer sees the whole sequence
     try:
-        upcasts = not getattr(work, "_supports_sdpa", True)      # BLOOM, MPT: see _implementation
+        upcasts = not getattr(work, "_supports_sdpa", True) or \
+            any(scores_in_own_method(m) for _, m, _ in specs)    # BLOOM, MPT, GPT-Neo
         with contextlib.ExitStack() as stack, torch.no_grad():
             stack.enter_context(float64_upcasts(torch, upcasts))
             for kind in {type(m): m for _, m, _ in specs}.values():
@@ -394,7 +406,7 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     p = dict(params)
     if spec.grid_table is not None:
         arg = _grid_call(call, spec, arg, B, torch)
-    mask, bias = _mask(arg, spec if not cross else no_causal(spec), B, L, S, cross)
+    mask, bias = _mask(arg, spec if not cross else no_causal(spec), B, L, S, cross, own=True)
     shared = bound.get("relative_position_bias")   # Data2VecVision: the model's shared table
     if shared is not None and hasattr(shared, "shape"):
         bias = _np(shared) if bias is None else bias + _np(shared)

@@ -105,26 +105,44 @@ def float64_experts(model) -> None:
 
 @contextlib.contextmanager
 def float64_upcasts(torch, active: bool = True):
-    """While inside (when ``active``): a float64 tensor's ``.float()`` stays float64 and
-    ``softmax(x, dtype=torch.float32)`` of a float64 ``x`` is taken in float64. For the layers
-    that upcast to float32 in their own forward instead of through the attention interface
-    (BLOOM's ``softmax(..., dtype=float32)``, MPT's ``scores.float()``): the same formula, in
-    the copy's float64. Restored on exit."""
+    """While inside (when ``active``): a float64 tensor's ``.float()`` and
+    ``.to(torch.float32)`` stay float64, ``softmax(x, dtype=torch.float32)`` of a float64
+    ``x`` is taken in float64, and a tensor made without a dtype is float64 (XGLM's
+    ``torch.full((), finfo(float64).min)`` would overflow float32). For the layers that
+    upcast to float32 in their own forward instead of through the attention interface
+    (BLOOM's ``softmax(..., dtype=float32)``, MPT's ``scores.float()``, GPT-Neo's
+    ``query.to(torch.float32)``): the same formula, in the copy's float64. Restored on exit."""
     if not active:
         yield
         return
-    functional, tensor_float = torch.nn.functional, torch.Tensor.float
+    functional, tensor_float, tensor_to = torch.nn.functional, torch.Tensor.float, torch.Tensor.to
     softmax = functional.softmax
 
     def as_float(self, *args, **kwargs):
         return self if self.dtype == torch.float64 else tensor_float(self, *args, **kwargs)
 
+    def to(self, *args, **kwargs):
+        if self.dtype == torch.float64 and (kwargs.get("dtype") == torch.float32 or
+                                            (args and args[0] is torch.float32)):
+            return self
+        return tensor_to(self, *args, **kwargs)
+
     def float64_softmax(x, dim=None, _stacklevel=3, dtype=None):
         if dtype == torch.float32 and x.dtype == torch.float64:
             dtype = torch.float64
         return softmax(x, dim=dim, dtype=dtype)
-    torch.Tensor.float, functional.softmax = as_float, float64_softmax
+    default = torch.get_default_dtype()      # XGLM: torch.full((), finfo(float64).min)
+    torch.Tensor.float, torch.Tensor.to, functional.softmax = as_float, to, float64_softmax
+    torch.set_default_dtype(torch.float64)
     try:
         yield
     finally:
-        torch.Tensor.float, functional.softmax = tensor_float, softmax
+        torch.Tensor.float, torch.Tensor.to, functional.softmax = tensor_float, tensor_to, softmax
+        torch.set_default_dtype(default)
+
+
+def scores_in_own_method(layer) -> bool:
+    """Whether the layer computes its attention in its own ``_attn`` method (GPT-Neo, which
+    casts q and k to float32 there) rather than through transformers' attention interface:
+    its float64 copy runs inside :func:`float64_upcasts`."""
+    return callable(getattr(layer, "_attn", None))

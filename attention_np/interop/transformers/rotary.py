@@ -120,12 +120,17 @@ def rotary_embedding(module):
 def model_frequencies(module, positions, torch) -> tuple:
     """The ``(inv_freq, attention_scaling)`` a RoPE layer's model uses for ``positions (B, L)``:
     a fresh rotary embedding (:func:`rotary_embedding`) run once on them, so that ``"dynamic"``
-    and ``"longrope"`` update theirs (None when the family has none). Gemma 3 keeps one set per layer type
-    (``{layer_type}_inv_freq``); the layer's own type is read."""
+    and ``"longrope"`` update theirs (None when the family has none). Gemma 3 and ModernBERT keep one
+    set per layer type (``{layer_type}_inv_freq``); the layer's own type is read (its
+    ``layer_type``, else ``config.layer_types[layer_idx]``)."""
     rotary = rotary_embedding(module)
     if rotary is None:
         return None
     layer_type = getattr(module, "layer_type", None)
+    types, i = getattr(module.config, "layer_types", None), getattr(module, "layer_idx", None)
+    if layer_type is None and isinstance(types, (list, tuple)) and isinstance(i, int) and \
+            0 <= i < len(types):
+        layer_type = types[i]
     typed = layer_type is not None and hasattr(rotary, f"{layer_type}_inv_freq")
     with torch.no_grad():
         rotary(torch.zeros(1), torch.from_numpy(np.array(positions)),

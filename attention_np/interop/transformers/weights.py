@@ -1,7 +1,7 @@
 """The weights of a transformers attention layer in attention_np's layout, read by structure.
 
 Projections are found by the names transformers uses (``q_proj``/``query``/``q_lin``/
-``query_proj``/``q``, ... and ``o_proj``/``out_proj``/``dense``/``out_lin``/``o``/``c_proj``),
+``query_proj``/``q``, ... and ``o_proj``/``out_proj``/``dense``/``out_lin``/``o``/``c_proj``/``Wo``),
 as ``nn.Linear`` (``x @ W.T + b``) or GPT-2's ``Conv1D`` (``x @ W + b``), or fused into one
 ``qkv`` projection whose output columns are laid out in one of three ways:
 
@@ -28,7 +28,7 @@ from attention_np.interop.transformers.refusal import UnsupportedLayer, refuse
 NAMES = {"q": ("q_proj", "query", "q_lin", "query_proj", "q"),
          "k": ("k_proj", "key", "k_lin", "key_proj", "k"),
          "v": ("v_proj", "value", "v_lin", "value_proj", "v"),
-         "o": ("o_proj", "out_proj", "dense", "out_lin", "o", "c_proj")}
+         "o": ("o_proj", "out_proj", "dense", "out_lin", "o", "c_proj", "Wo")}
 FUSED = ("qkv_proj", "query_key_value", "c_attn", "Wqkv")
 QK_NORMS = (("q_norm", "k_norm"), ("q_layernorm", "k_layernorm"))
 
