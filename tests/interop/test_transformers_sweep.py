@@ -193,3 +193,20 @@ def test_qwen2_vl_text_model_mrope_with_text_positions_agrees():
     model = sw.build("qwen2_vl_text")
     assert compare_transformers_model(model, **sw._text_inputs(model)).ok
 
+
+
+@pytest.mark.parametrize("family", ["glm", "helium", "ernie4_5"])
+def test_interleaved_rope_with_concatenated_angles_agrees_and_a_changed_frequency_is_caught(
+        family):
+    """GLM, Helium and ERNIE 4.5 rotate interleaved pairs but their rotary embedding gives the
+    angles concatenated (Llama's layout): their apply_rotary_pos_emb interleaves the first
+    half (ERNIE 4.5 in float32). Both layouts read: the rotary row and each layer agree, and
+    a 1 % change of the frequencies is the rotary row's disagreement."""
+    model = sw.build(family)
+    inputs = sw._text_inputs(model)
+    report = compare_transformers_model(model, **inputs)
+    assert report.ok, str(report)
+    assert [r.kind for r in report.layers] == ["rotary", "attention", "attention"]
+    model.rotary_emb.inv_freq.mul_(1.01)
+    report = compare_transformers_model(model, **inputs)
+    assert report.first_disagreement.name == "rotary_emb (cos, sin)", str(report)

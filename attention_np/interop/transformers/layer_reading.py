@@ -80,6 +80,8 @@ class LayerSpec:
     adds_residual: bool = False      # BLOOM: the layer returns out + its ``residual`` argument
     bool_mask_masks: bool = False    # MPT: a bool attention_mask is True where a key is masked
     rope_sin_first: bool = False     # GPT-J: position_embeddings are (sin, cos) of the r/2 angles
+    rope_angles_layout: str | None = None  # how position_embeddings repeat the r/2 angles, if
+    #                                  not as rope_layout pairs them (GLM: concatenated, "half")
 
     @property
     def has_rope(self) -> bool:
@@ -263,6 +265,7 @@ def _rope(module, cfg, family: str, d: int, alibi) -> dict:
     scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
     return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
+                rope_angles_layout=_angles_layout(module, layout, r),
                 rope_sin_first="sin, cos = position_embeddings" in _source(module))
 
 
@@ -298,6 +301,31 @@ def _rope_layout(module) -> str:
     if tuple(got) not in layouts:
         refuse(module, f"a rotary pair layout with rotate_half([0, 1, 2, 3]) = {got}")
     return layouts[tuple(got)]
+
+
+def _angles_layout(module, layout: str, r: int) -> str | None:
+    """How the ``position_embeddings`` of an interleaved-RoPE layer hold the ``r/2`` angles:
+    ``"half"`` (concatenated, as Llama's rotary embedding gives them) when the family's
+    ``apply_rotary_pos_emb`` interleaves the first half itself (GLM, Helium, ERNIE 4.5), None
+    when it takes them already repeated in turn (Cohere)."""
+    fn = family_function(module, "apply_rotary_pos_emb")
+    if layout != "interleaved" or fn is None:
+        return None
+    return "half" if interleaves_first_half(fn, r) else None
+
+
+def interleaves_first_half(apply_rotary_pos_emb, r: int = 4) -> bool:
+    """Whether a family's ``apply_rotary_pos_emb`` repeats the first half of its cos and sin
+    each twice in turn (GLM's ``cos[..., :r/2].repeat_interleave(2)``): probed with ``sin = 0``
+    and ``cos`` the angles ``1..r/2`` concatenated, which it turns into ``1, 1, 2, 2, ...``."""
+    import torch
+    a = torch.arange(1.0, r // 2 + 1)
+    q, cos = torch.ones((1, 1, 1, r)), torch.cat([a, a]).reshape(1, 1, r)
+    try:
+        out = apply_rotary_pos_emb(q, q, cos, torch.zeros_like(cos))[0].reshape(-1)
+    except (RuntimeError, TypeError, ValueError):
+        return False
+    return bool(torch.equal(out, a.repeat_interleave(2)))
 
 
 def family_function(module, name: str):

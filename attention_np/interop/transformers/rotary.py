@@ -159,7 +159,7 @@ def spec_cos_sin(spec, positions) -> tuple[np.ndarray, np.ndarray]:
         return cos, sin
     if getattr(spec, "rope_sin_first", False):         # GPT-J: (sin, cos) of the r/2 angles
         return sin, cos
-    if spec.rope_layout == "interleaved":
+    if (getattr(spec, "rope_angles_layout", None) or spec.rope_layout) == "interleaved":
         return np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
     return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
 
