@@ -210,3 +210,12 @@ def test_interleaved_rope_with_concatenated_angles_agrees_and_a_changed_frequenc
     model.rotary_emb.inv_freq.mul_(1.01)
     report = compare_transformers_model(model, **inputs)
     assert report.first_disagreement.name == "rotary_emb (cos, sin)", str(report)
+
+
+def test_a_model_without_sdpa_runs_eager_so_splinter_stays_bidirectional():
+    """Splinter has no sdpa: its layers lack the ``is_causal`` attribute transformers' sdpa
+    reads (absent: causal), so forcing sdpa made its encoder causal (a false MISMATCH 0.9).
+    Diffed as the model runs (eager, softmax in float64), it agrees and the change is caught."""
+    row = sw.sweep_one("splinter")
+    assert row.verdict == "AGREE", row
+    assert "+1e-06 caught at encoder.layer.0.attention.self" in row.reason

@@ -163,8 +163,10 @@ def _implementation(model, specs) -> str:
             any(s.alibi is not None for _, _, s in specs):
         # (BLOOM, MPT: no sdpa, their masks are eager's; MPT's bool, True where masked)
         return "eager"                   # transformers' sdpa drops the sinks
-    if any(s.softcap is not None for _, _, s in specs):
-        return EAGER_FLOAT64             # sdpa refuses the soft-cap, eager's softmax is float32
+    if any(s.softcap is not None for _, _, s in specs) or not getattr(model, "_supports_sdpa", True):
+        # sdpa refuses the soft-cap; a model without sdpa (Splinter) may lack the is_causal
+        # attribute sdpa reads (absent: causal). Eager's softmax is float32: ours in float64
+        return EAGER_FLOAT64
     return "sdpa"
 
 
