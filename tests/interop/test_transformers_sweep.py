@@ -219,3 +219,45 @@ def test_a_model_without_sdpa_runs_eager_so_splinter_stays_bidirectional():
     row = sw.sweep_one("splinter")
     assert row.verdict == "AGREE", row
     assert "+1e-06 caught at encoder.layer.0.attention.self" in row.reason
+
+
+def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
+    """LLaVA given input ids runs its language model only: the vision tower's layers are
+    listed as not run and the report is INCOMPLETE (never AGREE); the sweep diffs the tower's
+    attention class one by one and catches the change there too."""
+    model = sw.build("llava")
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.verdict == "INCOMPLETE" and not report.ok, str(report)
+    assert report.not_run[0] == ("vision_tower.encoder.layers.0.self_attn", "CLIPAttention")
+    assert "not run: vision_tower.encoder.layers.0.self_attn (CLIPAttention)" in str(report)
+    assert "INCOMPLETE" in report._repr_html_()
+    row = sw.sweep_one("llava")
+    assert row.verdict == "AGREE", row
+    assert "caught at language_model.layers.0.self_attn" in row.reason
+    assert "not run by text input ids, 1 layer kind(s) one by one (CLIPAttention); +1e-06 " \
+           "caught in each" in row.reason
+
+
+@pytest.mark.parametrize("family, feature", [
+    ("parakeet_encoder", "Transformer-XL relative position attention"),
+    ("cosmos3_edge_vision", "packed variable-length sequences (cu_seqlens"),
+    ("sam", "query, key and value passed as three separate inputs"),
+    ("segformer", "spatial-reduction attention"),
+    ("pixtral", "RoPE of type 'axial' (2-D axial RoPE"),
+    ("muse_glimmer_assistant", "attention over a context sequence"),
+])
+def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
+    """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,
+    height and width; a tuple into nn.Linear; rope_type 'axial' unknown)."""
+    row = sw.sweep_one(family)
+    assert row.verdict == "refused" and feature in row.reason, row
+
+
+@pytest.mark.parametrize("family", ["glm4v_text", "glm4v_moe_text", "qwen2_5_vl_text"])
+def test_multimodal_rope_text_models_agree(family):
+    """GLM-4V's text layers turn interleaved pairs with rotate_half_llm (its rotate_half is the
+    vision tower's, half): the layout is read from apply_rotary_pos_emb itself. Their
+    mrope_section defaults to a large head's; the sweep sizes it for its small one."""
+    model = sw.build(family)
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.ok and len(report.attention) == 2, str(report)

@@ -38,6 +38,7 @@ from attention_np.interop.transformers.weights import (
     read_qk_norm,
 )
 from attention_np.variants.position_bias import alibi_slopes
+from attention_np.variants.rope_scaling import ROPE_TYPES
 from attention_np.variants.spec import AttentionSpec, RoPE
 
 # the families the docs list by name (a tag for messages and family-specific traps; a subclass
@@ -173,6 +174,37 @@ def refuse_other_algorithm(module) -> None:
             refuse(module, name)
 
 
+# Inputs a layer's forward requires that say it computes something else than the paper's
+# attention of its hidden states, each named by what it carries (checked beside ALGORITHMS)
+FORWARD_INPUTS = (
+    (("cu_seqlens",), "packed variable-length sequences (cu_seqlens: the images or clips "
+                      "packed into one sequence attend only within their own span, a "
+                      "block-diagonal mask built from cu_seqlens)"),
+    (("key", "value"), "query, key and value passed as three separate inputs (SAM: the caller "
+                       "projects three different sequences)"),
+    (("height", "width"), "spatial-reduction attention (SegFormer: keys and values from a "
+                          "strided convolution of the height x width feature map)"),
+    (("context",), "Perceiver resampler attention (latent queries over the context and the "
+                   "latents concatenated)"),
+    (("context_hidden_states",), "attention over a context sequence passed beside the hidden "
+                                 "states (keys and values from both)"),
+)
+
+
+def refuse_other_inputs(module) -> None:
+    """Refuse, by name, a layer whose ``forward`` requires one of :data:`FORWARD_INPUTS`, or
+    that adds Transformer-XL relative position terms (learned biases u and v)."""
+    params = inspect.signature(module.forward).parameters
+    required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
+    for names, what in FORWARD_INPUTS:
+        if set(names) <= required:
+            refuse(module, what)
+    if hasattr(module, "bias_u") and hasattr(module, "bias_v"):
+        refuse(module, "Transformer-XL relative position attention (Conformer: scores "
+                        "(q + u).k + (q + v).r(i - j) with learned biases u, v and a projection "
+                        "of relative position embeddings)")
+
+
 def _unsupported_features(module, cfg) -> None:
     """Refuse what the spec cannot express, naming it."""
     if getattr(module, "relative_attention", False):            # DeBERTa-v2 / v3
@@ -262,6 +294,11 @@ def _rope(module, cfg, family: str, d: int, alibi) -> dict:
     # a layer that rotates the whole head keeps the factor: rope_scaling_from_config refuses it
     plain = {k: v for k, v in rope.items() if k != "partial_rotary_factor"} if partial_ok \
         else rope
+    kind = plain.get("rope_type", "default")
+    if kind not in ROPE_TYPES:
+        refuse(module, f"RoPE of type {kind!r}" + (" (2-D axial RoPE: a patch's row and column "
+                                                   "angles, each on its own features)"
+                                                   if kind == "axial" else ""))
     scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
     return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
@@ -286,21 +323,42 @@ def _rotates_part(module, d: int, r: int) -> bool:
 
 
 def _rope_layout(module) -> str:
-    """Which features a RoPE pair joins, probed from the family's ``rotate_half`` (GPT-J's
-    ``rotate_every_two``): (0, 1, 2, 3)
+    """Which features a RoPE pair joins, probed from the family's ``apply_rotary_pos_emb``
+    (else its ``rotate_half``, GPT-J's ``rotate_every_two``): (0, 1, 2, 3)
     -> (-2, -3, 0, 1) pairs m with m + d/2 ("half"), -> (-1, 0, -3, 2) pairs 2m, 2m+1."""
+    layout = rope_rotation(family_function(module, "apply_rotary_pos_emb"))
+    if layout is not None:
+        return layout
+    import torch
     rotate_half = family_function(module, "rotate_half")
     every_two = family_function(module, "rotate_every_two")             # GPT-J: (B, L, h, r)
     if rotate_half is None and every_two is None:
         refuse(module, "a rotary embedding without a rotate_half or rotate_every_two function "
                         "(pair layout unknown)")
-    import torch
     got = (rotate_half(torch.arange(4.0)) if rotate_half is not None else
            every_two(torch.arange(4.0).reshape(1, 1, 1, 4))).reshape(-1).tolist()
-    layouts = {(-2.0, -3.0, 0.0, 1.0): "half", (-1.0, 0.0, -3.0, 2.0): "interleaved"}
-    if tuple(got) not in layouts:
+    if tuple(got) not in LAYOUTS:
         refuse(module, f"a rotary pair layout with rotate_half([0, 1, 2, 3]) = {got}")
-    return layouts[tuple(got)]
+    return LAYOUTS[tuple(got)]
+
+
+LAYOUTS = {(-2.0, -3.0, 0.0, 1.0): "half", (-1.0, 0.0, -3.0, 2.0): "interleaved"}
+
+
+def rope_rotation(apply_rotary_pos_emb) -> str | None:
+    """The pair layout a family's ``apply_rotary_pos_emb`` turns, probed with ``cos = 0`` and
+    ``sin = 1`` (the same for every layout of the angles) on ``q = (0, 1, 2, 3)``: the rotation
+    it calls, whatever its name (GLM-4V's text layers: ``rotate_half_llm``, interleaved, beside
+    a ``rotate_half`` for its vision tower). None: no such function, or another signature."""
+    if apply_rotary_pos_emb is None:
+        return None
+    import torch
+    q, sin = torch.arange(4.0).reshape(1, 1, 1, 4), torch.ones((1, 1, 4))
+    try:
+        got = apply_rotary_pos_emb(q, q, torch.zeros_like(sin), sin)[0].reshape(-1).tolist()
+    except (RuntimeError, TypeError, ValueError):
+        return None
+    return LAYOUTS.get(tuple(got))
 
 
 def _angles_layout(module, layout: str, r: int) -> str | None:
@@ -361,6 +419,7 @@ def layer_spec(module) -> LayerSpec:
     family = _family(module)
     refuse_other_algorithm(module)                   # by name, before what it would trip on
     projections = find_projections(module)           # refuses a module without q, k, v
+    refuse_other_inputs(module)
     _unsupported_features(module, cfg)
     h, h_kv, d = _heads(module, cfg, projections)
     if h_kv == 0 or h % h_kv:

@@ -255,8 +255,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
             except UnsupportedLayer as e:
                 report.refused.append((label, str(e)))
         called = {c["name"] for c in calls}
-        report.notes += [f"{name} ({type(m).__name__}) was not called by this forward: not "
-                         "compared" for name, m, _ in specs if name not in called]
+        report.not_run += [(name, type(m).__name__) for name, m, _ in specs if name not in called]
     finally:
         for h in handles:
             h.remove()

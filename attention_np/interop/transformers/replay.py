@@ -19,6 +19,7 @@ from attention_np.interop.transformers.layer_reading import (
     family_function,
     interleaves_first_half,
     mha_options,
+    rope_rotation,
 )
 from attention_np.variants.position_bias import (
     relative_position_bias,
@@ -95,6 +96,19 @@ def leave_out_rows(got: dict, ours: dict, rows) -> list:
     return [tuple(int(v) for v in idx) for idx in np.argwhere(rows)]
 
 
+def _turn_half(x):
+    """(x1, x2) -> (-x2, x1), the halves of the last axis (Llama's ``rotate_half``)."""
+    import torch
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def _turn_pairs(x):
+    """(x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...): interleaved pairs (Cohere, GLM)."""
+    import torch
+    return torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+
+
 def _float32_rotary(fn, rotate_half) -> bool:
     """Whether the family's ``apply_rotary_pos_emb`` loses float64 precision (Cohere: float32).
     One angle per position, the same for every pair: a family that lays its cos and sin out
@@ -116,6 +130,8 @@ def float64_rope_function(layer):
     the first ``cos.shape[-1]`` features (their first half repeated in turn first, when the
     family's does: ERNIE 4.5). Restored on exit."""
     fn, rotate_half = (family_function(layer, n) for n in ("apply_rotary_pos_emb", "rotate_half"))
+    rotate_half = {"half": _turn_half, "interleaved": _turn_pairs}.get(rope_rotation(fn),
+                                                                        rotate_half)
     mod = next((sys.modules[c.__module__] for c in type(layer).__mro__
                 if getattr(sys.modules.get(c.__module__), "apply_rotary_pos_emb", None) is fn), None)
     if fn is None or rotate_half is None or not _float32_rotary(fn, rotate_half):

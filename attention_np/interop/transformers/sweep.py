@@ -23,7 +23,10 @@ named), ``"skipped"`` (no model: the tiny config could not be built, the reason 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import inspect
 import io
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -55,21 +58,24 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _shrink(d: dict) -> dict:
+def _shrink(d: dict, mrope: bool = False) -> dict:
     """A config dict with every width, head count, depth, vocabulary made small (recursively
-    into sub-configs); per-layer lists cut to the new depth; token ids inside the vocabulary."""
+    into sub-configs); per-layer lists cut to the new depth; token ids inside the vocabulary;
+    with ``mrope`` (the family's modeling reads ``mrope_section``, its default sized for a
+    large head) the sections of multimodal RoPE given for the small head."""
     out = {}
     for k, v in d.items():
         if isinstance(v, dict) and "model_type" in v:
-            v = _shrink(v)
+            v = _shrink(v, mrope)
         elif k in SMALL and _is_int(v):
             v = SMALL[k]
         elif k.endswith("_token_id") and _is_int(v) and v >= VOCAB:
             v = 1
-        elif k == "rope_parameters" and isinstance(v, dict) and \
-                d.get("model_type", "").startswith("qwen2_vl"):
-            # multimodal RoPE: sections of the head's d/2 frequencies (default [16, 24, 24])
-            v = {**v, "mrope_section": [2, 1, 1]}
+        elif k == "rope_parameters" and isinstance(v, dict) and ("mrope_section" in v or mrope):
+            # multimodal RoPE: sections of the head's r/2 = 4 frequencies (Qwen2-VL's default
+            # [16, 24, 24], GLM-4V's [8, 12, 12]); 2 with partial rotary 0.5 (GLM-4V-MoE)
+            n = int(SMALL["head_dim"] * v.get("partial_rotary_factor", 1.0)) // 2
+            v = {**v, "mrope_section": [n - 2 * (n // 4), n // 4, n // 4] if n >= 4 else [1, 1, 0]}
         out[k] = v
     depth = next((out[n] for n in LAYERS if _is_int(out.get(n))), None)
     for k in ("layer_types", "attention_layers", "no_rope_layers", "mlp_only_layers",
@@ -85,7 +91,13 @@ def tiny_config(model_type: str):
     """The family's default config, shrunk (:func:`_shrink`), built again from its dict."""
     tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
     cfg = tf.AutoConfig.for_model(model_type)
-    small = _shrink(cfg.to_dict())
+    modeling = sys.modules.get(type(cfg).__module__.replace(".configuration_", ".modeling_"))
+    if modeling is None:
+        with contextlib.suppress(ImportError):
+            modeling = importlib.import_module(
+                type(cfg).__module__.replace(".configuration_", ".modeling_"))
+    mrope = modeling is not None and "mrope_section" in inspect.getsource(modeling)
+    small = _shrink(cfg.to_dict(), mrope)
     small.pop("transformers_version", None)
     return type(cfg).from_dict(small)
 
@@ -158,16 +170,30 @@ def _only_the_change(checks) -> bool:
     return [c.name for c in bad] == ["out"] and abs(bad[0].err - CHANGE) <= bad[0].tol
 
 
-def _diff_model(model, inputs, first) -> tuple:
-    """One whole-model diff with :data:`CHANGE` added to the first attention layer's output:
-    every layer is replayed on its recorded inputs, so that layer alone may disagree, and only
-    by the change (one run shows both the agreement and the change caught)."""
+def _run_changed(model, inputs, layer):
     from attention_np.interop.transformers.model_diff import compare_transformers_model
-    handle = _change(first[1])
+    handle = _change(layer)
     try:
-        report = compare_transformers_model(model, **inputs)
+        return compare_transformers_model(model, **inputs)
     finally:
         handle.remove()
+
+
+def _diff_model(model, inputs, found) -> tuple:
+    """One whole-model diff with :data:`CHANGE` added to the first attention layer's output
+    that runs: every layer is replayed on its recorded inputs, so that layer alone may
+    disagree, and only by the change (one run shows both the agreement and the change
+    caught). The layers the input never runs (a vision or audio tower, given text) are diffed
+    one by one (:func:`_diff_layers`): an AGREE covers only what was compared."""
+    first = found[0]
+    report = _run_changed(model, inputs, first[1])
+    not_run = {n for n, _ in report.not_run}
+    if first[0] in not_run:
+        ran = [f for f in found if f[0] not in not_run]
+        if not ran:                                    # nothing ran: each class alone
+            return _diff_layers(found)
+        first = ran[0]
+        report = _run_changed(model, inputs, first[1])
     if report.refused and not [r for r in report.layers if not r.ok]:
         return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in report.refused[:2])
     rows = report.attention
@@ -180,8 +206,12 @@ def _diff_model(model, inputs, first) -> tuple:
             f"{c.name} {c.err:.1e}" for c in bad.checks if not c.ok)[:200]
     if not changed or not all(_only_the_change(r.checks) for r in changed):
         return "not caught", err, f"+{CHANGE:g} on {first[0]}: {report.verdict}"
-    return "AGREE", err, f"{len(rows)} layer calls (whole model); +{CHANGE:g} caught at " \
-                         f"{changed[0].name}"
+    why = f"{len(rows)} layer calls (whole model); +{CHANGE:g} caught at {changed[0].name}"
+    if not not_run:
+        return "AGREE", err, why
+    verdict, layer_err, layers_why = _diff_layers([f for f in found if f[0] in not_run])
+    return verdict, np.nanmax([err, layer_err]), f"{why}; not run by text input ids, " \
+                                                 f"{layers_why}"
 
 
 def _diff_layers(found) -> tuple:
@@ -238,7 +268,7 @@ def sweep_one(model_type: str, seed: int = 0) -> SweepRow:
         try:
             inputs = _text_inputs(model)
             if inputs is not None:
-                verdict, err, why = _diff_model(model, inputs, found[0])
+                verdict, err, why = _diff_model(model, inputs, found)
             else:
                 verdict, err, why = _diff_layers(found)
             if verdict == "AGREE" and refused:
