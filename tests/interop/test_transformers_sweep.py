@@ -245,6 +245,11 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("segformer", "spatial-reduction attention"),
     ("pixtral", "RoPE of type 'axial' (2-D axial RoPE"),
     ("muse_glimmer_assistant", "attention over a context sequence"),
+    ("xclip", "query, keys and values passed as three separate inputs"),
+    ("mobilebert", "the value from the layer input, query and key from its bottleneck"),
+    ("fsmt", "fairseq's attention call"),
+    ("pegasus_x", "block-local attention with global tokens"),
+    ("wavlm", "a gated relative position bias"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,
@@ -261,3 +266,17 @@ def test_multimodal_rope_text_models_agree(family):
     model = sw.build(family)
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.ok and len(report.attention) == 2, str(report)
+
+
+@pytest.mark.parametrize("family, why", [
+    ("clip", "the model does not run on input ids alone (AttributeError): 1 layer kind(s) one "
+             "by one (CLIPAttention)"),                       # it needs pixel_values too
+    ("blip_2_qformer", "1 layer kind(s) one by one (Blip2QFormerMultiHeadAttention)"),  # no ids
+    ("mvp", "1 layer kind(s) one by one (MvpAttention)"),     # a layer without a config
+    ("lightglue", "1 layer kind(s) one by one (LightGlueAttention)"),
+])
+def test_models_the_text_diff_cannot_run_are_diffed_layer_by_layer(family, why):
+    """Before: errors (CLIP's forward without pixel_values, a forward without input_ids, a
+    layer without ``config``, nn.Module taken for LightGlue's rotary embedding class)."""
+    row = sw.sweep_one(family)
+    assert row.verdict == "AGREE" and why in row.reason, row

@@ -204,9 +204,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     mask = build_mask(spec if kv is None else no_causal(spec), B, L, S, pad)
 
     layer = copy.deepcopy(module).double().eval()
-    if attn_implementation is not None:
-        layer.config._attn_implementation = attn_implementation
-    impl = layer.config._attn_implementation
+    config = getattr(layer, "config", None)        # None: FSMT, LED, SpeechT5, WavLM compute
+    if attn_implementation is not None and config is not None:   # in their own forward
+        config._attn_implementation = attn_implementation
+    impl = "own forward" if config is None else config._attn_implementation
     if impl == "eager" and getattr(module, "reorder_and_upcast_attn", False):
         # GPT-2's _upcast_and_reordered_attn: float32 scores, and a float64 mask makes its
         # softmax float64, on which it raises RuntimeError("Error with upcasting ...")

@@ -182,6 +182,17 @@ FORWARD_INPUTS = (
                       "block-diagonal mask built from cu_seqlens)"),
     (("key", "value"), "query, key and value passed as three separate inputs (SAM: the caller "
                        "projects three different sequences)"),
+    (("keys", "values"), "query, keys and values passed as three separate inputs (X-CLIP's "
+                         "cross attention: the caller projects three different sequences)"),
+    (("query_tensor", "key_tensor", "value_tensor"), "query, key and value from three separate "
+                                                     "inputs (MobileBERT: the value from the "
+                                                     "layer input, query and key from its "
+                                                     "bottleneck)"),
+    (("query", "key"), "fairseq's attention call (FSMT: query, key and value passed "
+                       "separately, time first)"),
+    (("global_hidden_states",), "block-local attention with global tokens (PEGASUS-X: each "
+                                "block attends itself and the global tokens, which attend "
+                                "everything)"),
     (("height", "width"), "spatial-reduction attention (SegFormer: keys and values from a "
                           "strided convolution of the height x width feature map)"),
     (("context",), "Perceiver resampler attention (latent queries over the context and the "
@@ -193,12 +204,16 @@ FORWARD_INPUTS = (
 
 def refuse_other_inputs(module) -> None:
     """Refuse, by name, a layer whose ``forward`` requires one of :data:`FORWARD_INPUTS`, or
-    that adds Transformer-XL relative position terms (learned biases u and v)."""
+    that adds WavLM's gated relative position bias or Transformer-XL relative position terms
+    (learned biases u and v)."""
     params = inspect.signature(module.forward).parameters
     required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
     for names, what in FORWARD_INPUTS:
         if set(names) <= required:
             refuse(module, what)
+    if hasattr(module, "gru_rel_pos_linear"):
+        refuse(module, "a gated relative position bias (WavLM: a bucketed bias table times a "
+                        "gate computed from each query)")
     if hasattr(module, "bias_u") and hasattr(module, "bias_v"):
         refuse(module, "Transformer-XL relative position attention (Conformer: scores "
                         "(q + u).k + (q + v).r(i - j) with learned biases u, v and a projection "

@@ -140,18 +140,31 @@ def _one_line(e: BaseException) -> str:
 
 
 def _text_inputs(model) -> dict | None:
-    import inspect
-
+    """``input_ids`` (and a mask of ones) for a text model whose forward takes them, else None."""
     import torch
     if getattr(model, "main_input_name", None) != "input_ids" or \
             getattr(model.config, "is_encoder_decoder", False):
         return None
     names = inspect.signature(model.forward).parameters
+    if "input_ids" not in names:                  # a tower alone (BLIP-2's Q-Former, SmolVLM's)
+        return None
     rng = np.random.default_rng(0)
     inputs = {"input_ids": torch.from_numpy(rng.integers(3, VOCAB, (B, L)))}
     if "attention_mask" in names:
         inputs["attention_mask"] = torch.ones((B, L), dtype=torch.long)
     return inputs
+
+
+def _runs(model, inputs) -> str | None:
+    """None if the model runs on ``inputs`` (before any diff), else the exception's type:
+    CLIP also needs pixel_values, X-MOD a language, LayoutLMv3 boxes."""
+    import torch
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    except Exception as e:                                         # noqa: BLE001
+        return type(e).__name__
+    return None
 
 
 def _change(module):
@@ -218,6 +231,7 @@ def _diff_layers(found) -> tuple:
     """Each attention class's first layer alone, with :data:`CHANGE` added to its output."""
     from attention_np.interop.transformers.layer_diff import compare_transformers_attention
     from attention_np.interop.transformers.layer_reading import UnsupportedLayer, params_from_transformers
+    from attention_np.interop.transformers.recent import EAGER_FLOAT64
     seen, names, errs = set(), [], []
     for name, module, spec in found:
         if type(module) in seen:
@@ -228,8 +242,10 @@ def _diff_layers(found) -> tuple:
         kv = np.random.default_rng(2).standard_normal((B, L + 1, d_model)) if spec.cross else None
         handle = _change(module)
         try:
+            # sdpa drops the sinks; eager's softmax is float32 (the soft-cap: ours in float64)
+            impl = "eager" if spec.sinks else EAGER_FLOAT64 if spec.softcap is not None else None
             r = compare_transformers_attention(module, x, key_value_states=kv,
-                                               attn_implementation="eager" if spec.sinks else None)
+                                               attn_implementation=impl)
         except UnsupportedLayer as e:
             return "refused", float("nan"), f"{name}: {e}"
         finally:
@@ -267,10 +283,13 @@ def sweep_one(model_type: str, seed: int = 0) -> SweepRow:
             return SweepRow(model_type, cls, "refused", reason=f"{n}: {why}")
         try:
             inputs = _text_inputs(model)
-            if inputs is not None:
+            own = None if inputs is None else _runs(model, inputs)
+            if inputs is not None and own is None:
                 verdict, err, why = _diff_model(model, inputs, found)
             else:
                 verdict, err, why = _diff_layers(found)
+                if own is not None:
+                    why = f"the model does not run on input ids alone ({own}): {why}"
             if verdict == "AGREE" and refused:
                 verdict, why = "refused", f"{refused[0][0]}: {refused[0][1]}"
         except Exception as e:                                     # noqa: BLE001
