@@ -304,11 +304,33 @@ def model_types() -> list:
     return sorted(MODEL_MAPPING_NAMES)
 
 
-def sweep(types=None, seed: int = 0) -> list:
-    """:func:`sweep_one` for each of ``types`` (default: :func:`model_types`)."""
+def _worker_init() -> None:
+    """A sweep worker: one torch thread (the workers share the cores), transformers quiet."""
+    import torch
     import transformers
+    torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
-    return [sweep_one(t, seed) for t in (model_types() if types is None else types)]
+
+
+def sweep(types=None, seed: int = 0, workers: int | None = None) -> list:
+    """:func:`sweep_one` for each of ``types`` (default: :func:`model_types`), in order.
+
+    ``workers`` processes (default: one per core, ``os.cpu_count()``) each diff one family at a
+    time with one torch thread; ``workers=1`` runs them here, one after another. The rows do
+    not depend on it: each family is built from its seed in whichever process runs it."""
+    import os
+    types = model_types() if types is None else list(types)
+    workers = os.cpu_count() or 1 if workers is None else workers
+    if workers <= 1 or len(types) <= 1:
+        _worker_init()
+        return [sweep_one(t, seed) for t in types]
+    import concurrent.futures
+    import functools
+    import multiprocessing
+    with concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init) as pool:
+        return list(pool.map(functools.partial(sweep_one, seed=seed), types, chunksize=1))
 
 
 VERDICTS = ("AGREE", "refused", "skipped", "no attention", "MISMATCH", "not caught", "error")
