@@ -250,6 +250,8 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("fsmt", "fairseq's attention call"),
     ("pegasus_x", "block-local attention with global tokens"),
     ("wavlm", "a gated relative position bias"),
+    ("clvp", "RoPE as CLVP applies it"),
+    ("nanochat", "a QK-norm without a learned weight"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,
@@ -274,9 +276,12 @@ def test_multimodal_rope_text_models_agree(family):
     ("blip_2_qformer", "1 layer kind(s) one by one (Blip2QFormerMultiHeadAttention)"),  # no ids
     ("mvp", "1 layer kind(s) one by one (MvpAttention)"),     # a layer without a config
     ("lightglue", "1 layer kind(s) one by one (LightGlueAttention)"),
+    ("videomae", "1 layer kind(s) one by one (VideoMAESelfAttention)"),   # forward: no mask
+    ("t5gemma", "2 layer kind(s) one by one (T5GemmaSelfAttention, T5GemmaCrossAttention)"),
 ])
 def test_models_the_text_diff_cannot_run_are_diffed_layer_by_layer(family, why):
     """Before: errors (CLIP's forward without pixel_values, a forward without input_ids, a
-    layer without ``config``, nn.Module taken for LightGlue's rotary embedding class)."""
+    layer without ``config``, nn.Module taken for LightGlue's rotary embedding class, a mask
+    passed to a forward that takes none, T5Gemma's cross attention read as self-attention)."""
     row = sw.sweep_one(family)
     assert row.verdict == "AGREE" and why in row.reason, row

@@ -83,9 +83,15 @@ def _torch_mask(mask, torch):
 def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, torch) -> dict:
     """The keyword arguments of the layer's own ``forward``, by its parameter names."""
     names = forward_parameters(module)
-    kwargs = {("attention_mask" if "attention_mask" in names else "mask"): _torch_mask(mask, torch)}
-    if spec.cross:                                  # GPT-2: the encoder output and its mask
-        kwargs = {"encoder_attention_mask": kwargs.pop("attention_mask"), "encoder_hidden_states": kv}
+    key = next((n for n in ("attention_mask", "mask") if n in names), None)
+    if key is None and mask is not None:            # VideoMAE: no mask argument at all
+        raise ValueError(f"{type(module).__name__}.forward takes no attention mask; this call "
+                         "needs one (causal, a window or padding)")
+    kwargs = {} if key is None else {key: _torch_mask(mask, torch)}
+    if spec.cross:                  # GPT-2: the encoder output and its mask (T5Gemma: the mask
+        mask_name = "encoder_attention_mask" if "encoder_attention_mask" in names \
+            else "attention_mask"                               # as attention_mask)
+        kwargs = {mask_name: kwargs.pop("attention_mask", None), "encoder_hidden_states": kv}
     elif kv is not None:
         kwargs["key_value_states"] = kv
     if "alibi" in names:                            # Falcon: positional, None without ALiBi

@@ -211,6 +211,9 @@ def refuse_other_inputs(module) -> None:
     for names, what in FORWARD_INPUTS:
         if set(names) <= required:
             refuse(module, what)
+    if "rotary_pos_emb" in params:
+        refuse(module, "RoPE as CLVP applies it (rotary_pos_emb: the first features of q, k and "
+                        "v turned)")
     if hasattr(module, "gru_rel_pos_linear"):
         refuse(module, "a gated relative position bias (WavLM: a bucketed bias table times a "
                         "gate computed from each query)")
@@ -440,7 +443,8 @@ def layer_spec(module) -> LayerSpec:
     if h_kv == 0 or h % h_kv:
         refuse(module, f"{h} query heads over {h_kv} key/value heads (not a whole number of "
                         "groups)")
-    cross = bool(getattr(module, "is_cross_attention", False))
+    cross = bool(getattr(module, "is_cross_attention", False)) or (   # T5Gemma, Canary
+        "Cross" in type(module).__name__ and "encoder_hidden_states" in forward_parameters(module))
     causal = bool(getattr(module, "is_causal", False)) and not cross
     if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \
             and not getattr(module, "is_causal", True):    # Gemma 2 / 3 bidirectional

@@ -159,6 +159,9 @@ def read_qk_norm(module, h: int, h_kv: int, d: int) -> NormRead | None:
         if type(inner).__name__ != "LayerNorm":
             refuse(module, f"a per-head QK-norm of {type(inner).__name__}")
         return NormRead("layer", float(inner.eps), q, k)
+    if getattr(q, "weight", None) is None:
+        refuse(module, f"a QK-norm without a learned weight ({type(q).__name__}: attention_np's "
+                        "QK-norm takes its weight as a parameter)")
     shape = tuple(q.weight.shape)
     if shape not in ((d,), (h, d)):
         refuse(module, f"a QK-norm over a width of {shape} (all heads together, as OLMo 2's, "
