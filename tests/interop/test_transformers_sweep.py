@@ -216,6 +216,7 @@ def test_a_model_without_sdpa_runs_eager_so_splinter_stays_bidirectional():
     """Splinter has no sdpa: its layers lack the ``is_causal`` attribute transformers' sdpa
     reads (absent: causal), so forcing sdpa made its encoder causal (a false MISMATCH 0.9).
     Diffed as the model runs (eager, softmax in float64), it agrees and the change is caught."""
+    assert sw.sweep_one("xglm").verdict == "AGREE"      # no sdpa either: its own forward
     row = sw.sweep_one("splinter")
     assert row.verdict == "AGREE", row
     assert "+1e-06 caught at encoder.layer.0.attention.self" in row.reason
@@ -277,6 +278,8 @@ def test_multimodal_rope_text_models_agree(family):
     ("mvp", "1 layer kind(s) one by one (MvpAttention)"),     # a layer without a config
     ("lightglue", "1 layer kind(s) one by one (LightGlueAttention)"),
     ("videomae", "1 layer kind(s) one by one (VideoMAESelfAttention)"),   # forward: no mask
+    ("videoprism_vision_model", "1 layer kind(s) one by one (VideoPrismAttention)"),  # eager:
+    # its softmax in float32 (a MISMATCH of 1e-6): diffed with the float64 eager
     ("t5gemma", "2 layer kind(s) one by one (T5GemmaSelfAttention, T5GemmaCrossAttention)"),
 ])
 def test_models_the_text_diff_cannot_run_are_diffed_layer_by_layer(family, why):

@@ -163,10 +163,8 @@ def _implementation(model, specs) -> str:
             any(s.alibi is not None for _, _, s in specs):
         # (BLOOM, MPT: no sdpa, their masks are eager's; MPT's bool, True where masked)
         return "eager"                   # transformers' sdpa drops the sinks
-    if any(s.softcap is not None for _, _, s in specs) or not getattr(model, "_supports_sdpa", True):
-        # sdpa refuses the soft-cap; a model without sdpa (Splinter) may lack the is_causal
-        # attribute sdpa reads (absent: causal). Eager's softmax is float32: ours in float64
-        return EAGER_FLOAT64
+    if any(s.softcap is not None for _, _, s in specs):
+        return EAGER_FLOAT64             # sdpa refuses the soft-cap, eager's softmax is float32
     return "sdpa"
 
 
@@ -206,6 +204,10 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
     log, calls, handles = [], [], []
     params = {}
     for name, module, spec in specs:
+        if impl == "sdpa" and not hasattr(module, "is_causal"):
+            # a model without sdpa (Splinter): its eager layers are causal by their mask only,
+            # sdpa takes an absent is_causal for True; the copy's layer says what eager does
+            module.is_causal = spec.is_causal
         prepare_recent_layer(module, spec, impl)
         params[name] = params_from_transformers(module)[0]        # before the run
         sig = inspect.signature(module.forward)

@@ -156,12 +156,19 @@ def _text_inputs(model) -> dict | None:
 
 
 def _runs(model, inputs) -> str | None:
-    """None if the model runs on ``inputs`` (before any diff), else the exception's type:
-    CLIP also needs pixel_values, X-MOD a language, LayoutLMv3 boxes."""
+    """None if the model runs on ``inputs`` (before any diff; a copy, its experts run as the
+    diff runs them), else the exception's type: CLIP also needs pixel_values, X-MOD a
+    language, LayoutLMv3 boxes."""
+    import copy
+
     import torch
+
+    from attention_np.interop.transformers.recent import float64_experts
     try:
+        work = copy.deepcopy(model)
+        float64_experts(work)
         with torch.no_grad():
-            model(**inputs)
+            work(**inputs)
     except Exception as e:                                         # noqa: BLE001
         return type(e).__name__
     return None
@@ -243,7 +250,9 @@ def _diff_layers(found) -> tuple:
         handle = _change(module)
         try:
             # sdpa drops the sinks; eager's softmax is float32 (the soft-cap: ours in float64)
-            impl = "eager" if spec.sinks else EAGER_FLOAT64 if spec.softcap is not None else None
+            own = getattr(getattr(module, "config", None), "_attn_implementation", None)
+            impl = "eager" if spec.sinks else \
+                EAGER_FLOAT64 if spec.softcap is not None or own == "eager" else None
             r = compare_transformers_attention(module, x, key_value_states=kv,
                                                attn_implementation=impl)
         except UnsupportedLayer as e:
