@@ -251,8 +251,10 @@ def _diff_layers(found) -> tuple:
         try:
             # sdpa drops the sinks; eager's softmax is float32 (the soft-cap: ours in float64)
             own = getattr(getattr(module, "config", None), "_attn_implementation", None)
-            impl = "eager" if spec.sinks else \
-                EAGER_FLOAT64 if spec.softcap is not None or own == "eager" else None
+            interface = "ALL_ATTENTION_FUNCTIONS" in inspect.getsource(type(module).forward)
+            impl = "eager" if spec.sinks else EAGER_FLOAT64 if spec.softcap is not None or \
+                (own == "eager" and interface and spec.buckets is None) else None   # T5's
+            # bias goes to the interface as position_bias, which the float64 eager leaves out
             r = compare_transformers_attention(module, x, key_value_states=kv,
                                                attn_implementation=impl)
         except UnsupportedLayer as e:
@@ -373,10 +375,14 @@ def markdown(rows, version: str) -> str:
         "(widths 32, 4 heads, 2 layers, vocabulary 99; no download) is diffed in float64 with "
         "1e-6 added to its first attention layer's output on the torch side: AGREE means every "
         "other row agrees and that layer differs by exactly the change (a text model whole, with "
-        "`compare_transformers_model`; any other model one layer of each attention class, with "
-        "`compare_transformers_attention`). MISMATCH, `not caught` and `error` are open bugs "
+        "`compare_transformers_model`, and the layers its input ids never run, a vision or audio "
+        "tower, one layer of each attention class; any other model, or a text model that does "
+        "not run on input ids alone, one layer of each attention class, with "
+        "`compare_transformers_attention`: the row says which). An AGREE covers only layers "
+        "that ran and were compared. MISMATCH, `not caught` and `error` are open bugs "
         "of attention_np's reader, listed as they are. max error: the largest output error of "
-        "the unchanged layers (whole model) or the largest gradient error (layer by layer).",
+        "the unchanged layers (whole model) or the largest gradient error (layer by layer). "
+        "The sweep runs one worker process per core (`sweep(workers=...)`).",
         "",
         f"**{counts_line(rows)}.**",
         "",
