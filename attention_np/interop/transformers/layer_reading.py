@@ -214,6 +214,16 @@ def refuse_other_inputs(module) -> None:
     if "rotary_pos_emb" in params:
         refuse(module, "RoPE as CLVP applies it (rotary_pos_emb: the first features of q, k and "
                         "v turned)")
+    for attr, what in (
+            ("attn_sub_norm", "a norm of the concatenated heads before W^O (BitNet's "
+                              "attn_sub_norm)"),
+            ("inner_attn_ln", "a LayerNorm of the concatenated heads before W^O (Kosmos-2's "
+                              "inner_attn_ln, sub-LN)"),
+            ("lambda_q1", "differential attention (DiffLlama: the difference of two softmax "
+                          "maps weighted by a learned lambda)"),
+            ("dt_proj", "a dynamic mask (Doge: a bias per key computed from the values)")):
+        if getattr(module, attr, None) is not None:
+            refuse(module, what)
     if hasattr(module, "gru_rel_pos_linear"):
         refuse(module, "a gated relative position bias (WavLM: a bucketed bias table times a "
                         "gate computed from each query)")
