@@ -326,7 +326,8 @@ def _rope(module, cfg, family: str, d: int, alibi) -> dict:
     if kind not in ROPE_TYPES:
         refuse(module, f"RoPE of type {kind!r}" + (" (2-D axial RoPE: a patch's row and column "
                                                    "angles, each on its own features)"
-                                                   if kind == "axial" else ""))
+                                                   if kind == "axial" else "")
+               + f" (rope_type={kind!r}; the known ones are {sorted(ROPE_TYPES)})")
     scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
     return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
