@@ -288,7 +288,7 @@ def _caught(model, inputs):
     every other layer agrees (max error returned) and that layer differs by exactly the change."""
     from attention_np.interop.transformers import sweep as sw
     found = attention_layers(model)[0]
-    verdict, err, why = sw._diff_model(model, inputs, found[0])
+    verdict, err, why = sw._diff_model(model, inputs, found)
     assert verdict == "AGREE", why
     assert f"caught at {found[0][0]}" in why
     return err

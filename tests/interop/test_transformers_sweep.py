@@ -27,8 +27,9 @@ DOC = ROOT / "docs" / "transformers_sweep.md"
 
 SWEEP = pytest.mark.skipif(
     os.environ.get("ATTENTION_NP_SWEEP") != "1",
-    reason="the sweep builds a tiny model of every transformers model class (minutes of CPU: over "
-           "CI's budget while its open false verdicts are worked on, docs/transformers_sweep.md): "
+    reason="the sweep builds a tiny model of every transformers model class (about 3 minutes of "
+           "CPU, one worker process per core; not in the default run while its open false "
+           "verdicts are worked on, docs/transformers_sweep.md): "
            "ATTENTION_NP_SWEEP=1 python -m pytest -m sweep tests/interop/test_transformers_sweep.py")
 
 
@@ -251,3 +252,103 @@ def test_a_window_read_wrong_is_the_layers_mismatch(monkeypatch):
     report = compare_transformers_model(model, **inputs)
     assert [r.ok for r in report.attention] == [True, False], str(report)
     assert report.first_disagreement.name == "layers.1.attn"
+
+@pytest.mark.parametrize("family", ["glm", "helium", "ernie4_5"])
+def test_interleaved_rope_with_concatenated_angles_agrees_and_a_changed_frequency_is_caught(
+        family):
+    """GLM, Helium and ERNIE 4.5 rotate interleaved pairs but their rotary embedding gives the
+    angles concatenated (Llama's layout): their apply_rotary_pos_emb interleaves the first
+    half (ERNIE 4.5 in float32). Both layouts read: the rotary row and each layer agree, and
+    a 1 % change of the frequencies is the rotary row's disagreement."""
+    model = sw.build(family)
+    inputs = sw._text_inputs(model)
+    report = compare_transformers_model(model, **inputs)
+    assert report.ok, str(report)
+    assert [r.kind for r in report.layers] == ["rotary", "attention", "attention"]
+    model.rotary_emb.inv_freq.mul_(1.01)
+    report = compare_transformers_model(model, **inputs)
+    assert report.first_disagreement.name == "rotary_emb (cos, sin)", str(report)
+
+
+def test_a_model_without_sdpa_runs_eager_so_splinter_stays_bidirectional():
+    """Splinter has no sdpa: its layers lack the ``is_causal`` attribute transformers' sdpa
+    reads (absent: causal), so forcing sdpa made its encoder causal (a false MISMATCH 0.9).
+    Diffed as the model runs (eager, softmax in float64), it agrees and the change is caught."""
+    assert sw.sweep_one("xglm").verdict == "AGREE"      # no sdpa either: its own forward
+    row = sw.sweep_one("splinter")
+    assert row.verdict == "AGREE", row
+    assert "+1e-06 caught at encoder.layer.0.attention.self" in row.reason
+
+
+def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
+    """LLaVA given input ids runs its language model only: the vision tower's layers are
+    listed as not run and the report is INCOMPLETE (never AGREE); the sweep diffs the tower's
+    attention class one by one and catches the change there too."""
+    model = sw.build("llava")
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.verdict == "INCOMPLETE" and not report.ok, str(report)
+    assert report.not_run[0] == ("vision_tower.encoder.layers.0.self_attn", "CLIPAttention")
+    assert "not run: vision_tower.encoder.layers.0.self_attn (CLIPAttention)" in str(report)
+    assert "INCOMPLETE" in report._repr_html_()
+    row = sw.sweep_one("llava")
+    assert row.verdict == "AGREE", row
+    assert "caught at language_model.layers.0.self_attn" in row.reason
+    assert "not run by text input ids, 1 layer kind(s) one by one (CLIPAttention); +1e-06 " \
+           "caught in each" in row.reason
+
+
+@pytest.mark.parametrize("family, feature", [
+    ("parakeet_encoder", "Transformer-XL relative position attention"),
+    ("cosmos3_edge_vision", "packed variable-length sequences (cu_seqlens"),
+    ("sam", "query, key and value passed as three separate inputs"),
+    ("segformer", "spatial-reduction attention"),
+    ("pixtral", "RoPE of type 'axial' (2-D axial RoPE"),
+    ("muse_glimmer_assistant", "attention over a context sequence"),
+    ("xclip", "query, keys and values passed as three separate inputs"),
+    ("mobilebert", "the value from the layer input, query and key from its bottleneck"),
+    ("fsmt", "fairseq's attention call"),
+    ("pegasus_x", "block-local attention with global tokens"),
+    ("wavlm", "a gated relative position bias"),
+    ("clvp", "RoPE as CLVP applies it"),
+    ("nanochat", "a QK-norm without a learned weight"),
+    ("bitnet", "a norm of the concatenated heads before W^O"),              # MISMATCH 2.6 before
+    ("kosmos-2", "a LayerNorm of the concatenated heads before W^O"),       # MISMATCH 8.3
+    ("diffllama", "differential attention"),                                # MISMATCH 3.2
+    ("doge", "a dynamic mask"),                                             # MISMATCH 1e-2
+])
+def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
+    """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,
+    height and width; a tuple into nn.Linear; rope_type 'axial' unknown)."""
+    row = sw.sweep_one(family)
+    assert row.verdict == "refused" and feature in row.reason, row
+
+
+@pytest.mark.parametrize("family", ["glm4v_text", "glm4v_moe_text", "qwen2_5_vl_text"])
+def test_multimodal_rope_text_models_agree(family):
+    """GLM-4V's text layers turn interleaved pairs with rotate_half_llm (its rotate_half is the
+    vision tower's, half): the layout is read from apply_rotary_pos_emb itself. Their
+    mrope_section defaults to a large head's; the sweep sizes it for its small one."""
+    model = sw.build(family)
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.ok and len(report.attention) == 2, str(report)
+
+
+@pytest.mark.parametrize("family, why", [
+    ("clip", "the model does not run on input ids alone (AttributeError): 1 layer kind(s) one "
+             "by one (CLIPAttention)"),                       # it needs pixel_values too
+    ("blip_2_qformer", "1 layer kind(s) one by one (Blip2QFormerMultiHeadAttention)"),  # no ids
+    ("mvp", "1 layer kind(s) one by one (MvpAttention)"),     # a layer without a config
+    ("lightglue", "1 layer kind(s) one by one (LightGlueAttention)"),
+    ("videomae", "1 layer kind(s) one by one (VideoMAESelfAttention)"),   # forward: no mask
+    ("videoprism_vision_model", "1 layer kind(s) one by one (VideoPrismAttention)"),  # eager:
+    # its softmax in float32 (a MISMATCH of 1e-6): diffed with the float64 eager
+    ("switch_transformers", "1 layer kind(s) one by one (SwitchTransformersAttention)"),  # but
+    # not a T5 bias table (passed as position_bias, which the float64 eager leaves out)
+    ("t5gemma", "2 layer kind(s) one by one (T5GemmaSelfAttention, T5GemmaCrossAttention)"),
+])
+def test_models_the_text_diff_cannot_run_are_diffed_layer_by_layer(family, why):
+    """Before: errors (CLIP's forward without pixel_values, a forward without input_ids, a
+    layer without ``config``, nn.Module taken for LightGlue's rotary embedding class, a mask
+    passed to a forward that takes none, T5Gemma's cross attention read as self-attention)."""
+    row = sw.sweep_one(family)
+    assert row.verdict == "AGREE" and why in row.reason, row

@@ -91,11 +91,15 @@ def _torch_mask(mask, torch):
 def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, torch) -> dict:
     """The keyword arguments of the layer's own ``forward``, by its parameter names."""
     names = forward_parameters(module)
-    # a layer without a mask parameter (Data2VecVision) gets none (the caller checked there is none)
-    takes = "attention_mask" if "attention_mask" in names else "mask" if "mask" in names else None
-    kwargs = {} if takes is None and mask is None else {takes or "mask": _torch_mask(mask, torch)}
-    if spec.cross:                                  # GPT-2: the encoder output and its mask
-        kwargs = {"encoder_attention_mask": kwargs.pop("attention_mask"), "encoder_hidden_states": kv}
+    key = next((n for n in ("attention_mask", "mask") if n in names), None)
+    if key is None and mask is not None:            # VideoMAE: no mask argument at all
+        raise ValueError(f"{type(module).__name__}.forward takes no attention mask; this call "
+                         "needs one (causal, a window or padding)")
+    kwargs = {} if key is None else {key: _torch_mask(mask, torch)}
+    if spec.cross:                  # GPT-2: the encoder output and its mask (T5Gemma: the mask
+        mask_name = "encoder_attention_mask" if "encoder_attention_mask" in names \
+            else "attention_mask"                               # as attention_mask)
+        kwargs = {mask_name: kwargs.pop("attention_mask", None), "encoder_hidden_states": kv}
     elif kv is not None:
         kwargs["key_value_states"] = kv
     if "layer_idx" in names:                        # Zamba: its cache's index (no cache here)
@@ -251,9 +255,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     mask = build_mask(spec if kv is None else no_causal(spec), B, L, S, pad)
 
     layer = copy.deepcopy(module).double().eval()
-    if attn_implementation is not None:
-        layer.config._attn_implementation = attn_implementation
-    impl = layer.config._attn_implementation
+    config = getattr(layer, "config", None)        # None: FSMT, LED, SpeechT5, WavLM compute
+    if attn_implementation is not None and config is not None:   # in their own forward
+        config._attn_implementation = attn_implementation
+    impl = "own forward" if config is None else config._attn_implementation
     if impl == "eager" and getattr(module, "reorder_and_upcast_attn", False):
         # GPT-2's _upcast_and_reordered_attn: float32 scores, and a float64 mask makes its
         # softmax float64, on which it raises RuntimeError("Error with upcasting ...")

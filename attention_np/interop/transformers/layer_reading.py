@@ -41,6 +41,7 @@ from attention_np.interop.transformers.weights import (
     read_qk_norm,
 )
 from attention_np.variants.position_bias import alibi_slopes
+from attention_np.variants.rope_scaling import ROPE_TYPES
 from attention_np.variants.spec import AttentionSpec, RoPE
 from attention_np.variants.window import sliding_window_mask
 
@@ -89,6 +90,8 @@ class LayerSpec:
     grid_table: tuple | None = None  # a 2-D relative position bias table (height, width, cls) of
     #                                  its grid of patches: Data2VecVision (a class token first),
     #                                  Swin (each window; cls False); variants.grid_relative_index
+    rope_angles_layout: str | None = None  # how position_embeddings repeat the r/2 angles, if
+    #                                  not as rope_layout pairs them (GLM: concatenated, "half")
 
     @property
     def has_rope(self) -> bool:
@@ -200,6 +203,65 @@ def refuse_other_algorithm(module) -> None:
     for test, name in ALGORITHMS:
         if test(module):
             refuse(module, name)
+
+
+# Inputs a layer's forward requires that say it computes something else than the paper's
+# attention of its hidden states, each named by what it carries (checked beside ALGORITHMS)
+FORWARD_INPUTS = (
+    (("cu_seqlens",), "packed variable-length sequences (cu_seqlens: the images or clips "
+                      "packed into one sequence attend only within their own span, a "
+                      "block-diagonal mask built from cu_seqlens)"),
+    (("key", "value"), "query, key and value passed as three separate inputs (SAM: the caller "
+                       "projects three different sequences)"),
+    (("keys", "values"), "query, keys and values passed as three separate inputs (X-CLIP's "
+                         "cross attention: the caller projects three different sequences)"),
+    (("query_tensor", "key_tensor", "value_tensor"), "query, key and value from three separate "
+                                                     "inputs (MobileBERT: the value from the "
+                                                     "layer input, query and key from its "
+                                                     "bottleneck)"),
+    (("query", "key"), "fairseq's attention call (FSMT: query, key and value passed "
+                       "separately, time first)"),
+    (("global_hidden_states",), "block-local attention with global tokens (PEGASUS-X: each "
+                                "block attends itself and the global tokens, which attend "
+                                "everything)"),
+    (("height", "width"), "spatial-reduction attention (SegFormer: keys and values from a "
+                          "strided convolution of the height x width feature map)"),
+    (("context",), "Perceiver resampler attention (latent queries over the context and the "
+                   "latents concatenated)"),
+    (("context_hidden_states",), "attention over a context sequence passed beside the hidden "
+                                 "states (keys and values from both)"),
+)
+
+
+def refuse_other_inputs(module) -> None:
+    """Refuse, by name, a layer whose ``forward`` requires one of :data:`FORWARD_INPUTS`, or
+    that adds WavLM's gated relative position bias or Transformer-XL relative position terms
+    (learned biases u and v)."""
+    params = inspect.signature(module.forward).parameters
+    required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
+    for names, what in FORWARD_INPUTS:
+        if set(names) <= required:
+            refuse(module, what)
+    if "rotary_pos_emb" in params:
+        refuse(module, "RoPE as CLVP applies it (rotary_pos_emb: the first features of q, k and "
+                        "v turned)")
+    for attr, what in (
+            ("attn_sub_norm", "a norm of the concatenated heads before W^O (BitNet's "
+                              "attn_sub_norm)"),
+            ("inner_attn_ln", "a LayerNorm of the concatenated heads before W^O (Kosmos-2's "
+                              "inner_attn_ln, sub-LN)"),
+            ("lambda_q1", "differential attention (DiffLlama: the difference of two softmax "
+                          "maps weighted by a learned lambda)"),
+            ("dt_proj", "a dynamic mask (Doge: a bias per key computed from the values)")):
+        if getattr(module, attr, None) is not None:
+            refuse(module, what)
+    if hasattr(module, "gru_rel_pos_linear"):
+        refuse(module, "a gated relative position bias (WavLM: a bucketed bias table times a "
+                        "gate computed from each query)")
+    if hasattr(module, "bias_u") and hasattr(module, "bias_v"):
+        refuse(module, "Transformer-XL relative position attention (Conformer: scores "
+                        "(q + u).k + (q + v).r(i - j) with learned biases u, v and a projection "
+                        "of relative position embeddings)")
 
 
 def _unsupported_features(module, cfg) -> None:
@@ -402,12 +464,19 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     # a layer that rotates the whole head keeps the factor: rope_scaling_from_config refuses it
     plain = {k: v for k, v in rope.items() if k != "partial_rotary_factor"} if partial_ok \
         else rope
+    kind = plain.get("rope_type", "default")
+    if kind not in ROPE_TYPES:
+        refuse(module, f"RoPE of type {kind!r}" + (" (2-D axial RoPE: a patch's row and column "
+                                                   "angles, each on its own features)"
+                                                   if kind == "axial" else "")
+               + f" (rope_type={kind!r}; the known ones are {sorted(ROPE_TYPES)})")
     scaling = rope_scaling_from_config(plain, cfg, type(module).__name__)
     if len(set(getattr(cfg, "layer_types", None) or ())) > 1 and family != "gpt_oss" and \
             _ignores_rotary(module, projections, r):
         return {}
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
     return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
+                rope_angles_layout=_angles_layout(module, layout, r),
                 rope_sin_first="sin, cos = position_embeddings" in _source(module))
 
 
@@ -428,21 +497,67 @@ def _rotates_part(module, d: int, r: int) -> bool:
 
 
 def _rope_layout(module) -> str:
-    """Which features a RoPE pair joins, probed from the family's ``rotate_half`` (GPT-J's
-    ``rotate_every_two``): (0, 1, 2, 3)
+    """Which features a RoPE pair joins, probed from the family's ``apply_rotary_pos_emb``
+    (else its ``rotate_half``, GPT-J's ``rotate_every_two``): (0, 1, 2, 3)
     -> (-2, -3, 0, 1) pairs m with m + d/2 ("half"), -> (-1, 0, -3, 2) pairs 2m, 2m+1."""
+    layout = rope_rotation(family_function(module, "apply_rotary_pos_emb"))
+    if layout is not None:
+        return layout
+    import torch
     rotate_half = family_function(module, "rotate_half")
     every_two = family_function(module, "rotate_every_two")             # GPT-J: (B, L, h, r)
     if rotate_half is None and every_two is None:
         refuse(module, "a rotary embedding without a rotate_half or rotate_every_two function "
                         "(pair layout unknown)")
-    import torch
     got = (rotate_half(torch.arange(4.0)) if rotate_half is not None else
            every_two(torch.arange(4.0).reshape(1, 1, 1, 4))).reshape(-1).tolist()
-    layouts = {(-2.0, -3.0, 0.0, 1.0): "half", (-1.0, 0.0, -3.0, 2.0): "interleaved"}
-    if tuple(got) not in layouts:
+    if tuple(got) not in LAYOUTS:
         refuse(module, f"a rotary pair layout with rotate_half([0, 1, 2, 3]) = {got}")
-    return layouts[tuple(got)]
+    return LAYOUTS[tuple(got)]
+
+
+LAYOUTS = {(-2.0, -3.0, 0.0, 1.0): "half", (-1.0, 0.0, -3.0, 2.0): "interleaved"}
+
+
+def rope_rotation(apply_rotary_pos_emb) -> str | None:
+    """The pair layout a family's ``apply_rotary_pos_emb`` turns, probed with ``cos = 0`` and
+    ``sin = 1`` (the same for every layout of the angles) on ``q = (0, 1, 2, 3)``: the rotation
+    it calls, whatever its name (GLM-4V's text layers: ``rotate_half_llm``, interleaved, beside
+    a ``rotate_half`` for its vision tower). None: no such function, or another signature."""
+    if apply_rotary_pos_emb is None:
+        return None
+    import torch
+    q, sin = torch.arange(4.0).reshape(1, 1, 1, 4), torch.ones((1, 1, 4))
+    try:
+        got = apply_rotary_pos_emb(q, q, torch.zeros_like(sin), sin)[0].reshape(-1).tolist()
+    except (RuntimeError, TypeError, ValueError):
+        return None
+    return LAYOUTS.get(tuple(got))
+
+
+def _angles_layout(module, layout: str, r: int) -> str | None:
+    """How the ``position_embeddings`` of an interleaved-RoPE layer hold the ``r/2`` angles:
+    ``"half"`` (concatenated, as Llama's rotary embedding gives them) when the family's
+    ``apply_rotary_pos_emb`` interleaves the first half itself (GLM, Helium, ERNIE 4.5), None
+    when it takes them already repeated in turn (Cohere)."""
+    fn = family_function(module, "apply_rotary_pos_emb")
+    if layout != "interleaved" or fn is None:
+        return None
+    return "half" if interleaves_first_half(fn, r) else None
+
+
+def interleaves_first_half(apply_rotary_pos_emb, r: int = 4) -> bool:
+    """Whether a family's ``apply_rotary_pos_emb`` repeats the first half of its cos and sin
+    each twice in turn (GLM's ``cos[..., :r/2].repeat_interleave(2)``): probed with ``sin = 0``
+    and ``cos`` the angles ``1..r/2`` concatenated, which it turns into ``1, 1, 2, 2, ...``."""
+    import torch
+    a = torch.arange(1.0, r // 2 + 1)
+    q, cos = torch.ones((1, 1, 1, r)), torch.cat([a, a]).reshape(1, 1, r)
+    try:
+        out = apply_rotary_pos_emb(q, q, cos, torch.zeros_like(cos))[0].reshape(-1)
+    except (RuntimeError, TypeError, ValueError):
+        return False
+    return bool(torch.equal(out, a.repeat_interleave(2)))
 
 
 def family_function(module, name: str):
@@ -531,12 +646,14 @@ def layer_spec(module) -> LayerSpec:
     family = _family(module)
     refuse_other_algorithm(module)                   # by name, before what it would trip on
     projections = find_projections(module)           # refuses a module without q, k, v
+    refuse_other_inputs(module)
     _unsupported_features(module, cfg)               # then the feature, before heads and scale
     h, h_kv, d = _heads(module, cfg, projections)
     if h_kv == 0 or h % h_kv:
         refuse(module, f"{h} query heads over {h_kv} key/value heads (not a whole number of "
                         "groups)")
-    cross = bool(getattr(module, "is_cross_attention", False))
+    cross = bool(getattr(module, "is_cross_attention", False)) or (   # T5Gemma, Canary
+        "Cross" in type(module).__name__ and "encoder_hidden_states" in forward_parameters(module))
     causal = (bool(getattr(module, "is_causal", False)) or _causal_band(module) is not None) \
         and not cross                                 # (ImageGPT: causal by its own buffer)
     if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \

@@ -47,12 +47,14 @@ class LayerResult:
 class ModelReport:
     """What :func:`compare_transformers_model` found: ``layers`` in the order they ran, ``ok``,
     ``first_disagreement`` (a :class:`LayerResult`, None when all agree), ``refused`` (name,
-    reason) for attention layers attention_np cannot express."""
+    reason) for attention layers attention_np cannot express, ``not_run`` (name, class) for
+    attention layers the forward never called (a vision tower, given text only): not compared."""
 
     model: str
     layers: list = field(default_factory=list)
     refused: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    not_run: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -61,10 +63,11 @@ class ModelReport:
     @property
     def verdict(self) -> str:
         """"MISMATCH" when a compared row disagrees; else "INCOMPLETE" when a layer was refused
-        or nothing was compared; else "AGREE". The text, the HTML and ``ok`` all read this."""
+        or not run, or nothing was compared; else "AGREE". The text, the HTML and ``ok`` all
+        read this."""
         if self.first_disagreement is not None:
             return "MISMATCH"
-        return "INCOMPLETE" if self.refused or not self.attention else "AGREE"
+        return "INCOMPLETE" if self.refused or self.not_run or not self.attention else "AGREE"
 
     def _head(self) -> list:
         return [f"{self.model} (float64), every attention layer vs attention_np -> {self.verdict}",
@@ -76,6 +79,8 @@ class ModelReport:
         first = self.first_disagreement
         lines = [f"first disagreement: {first.name} ({first.module})"] if first else []
         lines += [f"refused: {name}: {why}" for name, why in self.refused]
+        lines += [f"not run: {name} ({cls}) was not called by this forward: not compared"
+                  for name, cls in self.not_run]
         lines += [f"note: {n}" for n in self.notes]
         lines += [f"{r.name}: rows (batch, position) with every key masked, left out of the "
                   f"verdict: {r.excluded_rows}" for r in self.layers if r.excluded_rows]

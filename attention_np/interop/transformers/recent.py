@@ -75,7 +75,7 @@ def eager_float64_attention(module, query, key, value, attention_mask, scaling=N
     import torch
     if scaling is None:
         scaling = module.head_dim ** -0.5
-    groups = module.num_key_value_groups
+    groups = int(getattr(module, "num_key_value_groups", query.shape[1] // key.shape[1]))
     key = key.repeat_interleave(groups, dim=1)                  # transformers' repeat_kv
     value = value.repeat_interleave(groups, dim=1)              # (B, h, S, d)
     scores = torch.matmul(query, key.transpose(2, 3)) * scaling

@@ -14,7 +14,13 @@ import sys
 import numpy as np
 
 from attention_np.compose.mha import mha_backward, mha_forward
-from attention_np.interop.transformers.layer_reading import LayerSpec, family_function, mha_options
+from attention_np.interop.transformers.layer_reading import (
+    LayerSpec,
+    family_function,
+    interleaves_first_half,
+    mha_options,
+    rope_rotation,
+)
 from attention_np.variants.position_bias import (
     grid_relative_index,
     relative_position_bias,
@@ -109,12 +115,28 @@ def leave_out_rows(got: dict, ours: dict, rows) -> list:
     return [tuple(int(v) for v in idx) for idx in np.argwhere(rows)]
 
 
+def _turn_half(x):
+    """(x1, x2) -> (-x2, x1), the halves of the last axis (Llama's ``rotate_half``)."""
+    import torch
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def _turn_pairs(x):
+    """(x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...): interleaved pairs (Cohere, GLM)."""
+    import torch
+    return torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+
+
 def _float32_rotary(fn, rotate_half) -> bool:
-    """Whether the family's ``apply_rotary_pos_emb`` loses float64 precision (Cohere: float32)."""
+    """Whether the family's ``apply_rotary_pos_emb`` loses float64 precision (Cohere: float32).
+    One angle per position, the same for every pair: a family that lays its cos and sin out
+    again (GLM interleaves the first half) computes the same as with them as given."""
     import torch
     g = torch.Generator().manual_seed(0)
     q = torch.randn((1, 1, 3, 4), generator=g, dtype=torch.float64) * 3
-    cos, sin = torch.cos(q[0] * 7.1), torch.sin(q[0] * 7.1)
+    angle = 7.1 * torch.randn((1, 3, 1), generator=g, dtype=torch.float64).expand(1, 3, 4)
+    cos, sin = torch.cos(angle), torch.sin(angle)
     want = q * cos + rotate_half(q) * sin
     got, _ = fn(q, q, cos, sin)
     return bool((got - want).abs().max() > 1e-12)
@@ -124,8 +146,11 @@ def _float32_rotary(fn, rotate_half) -> bool:
 def float64_rope_function(layer):
     """While inside: the layer's family's ``apply_rotary_pos_emb`` in float64, when it computes
     in float32 (Cohere: ``q.float()``); the same formula, ``q * cos + rotate_half(q) * sin`` on
-    the first ``cos.shape[-1]`` features. Restored on exit."""
+    the first ``cos.shape[-1]`` features (their first half repeated in turn first, when the
+    family's does: ERNIE 4.5). Restored on exit."""
     fn, rotate_half = (family_function(layer, n) for n in ("apply_rotary_pos_emb", "rotate_half"))
+    rotate_half = {"half": _turn_half, "interleaved": _turn_pairs}.get(rope_rotation(fn),
+                                                                        rotate_half)
     mod = next((sys.modules[c.__module__] for c in type(layer).__mro__
                 if getattr(sys.modules.get(c.__module__), "apply_rotary_pos_emb", None) is fn), None)
     if fn is None or rotate_half is None or not _float32_rotary(fn, rotate_half):
@@ -133,8 +158,12 @@ def float64_rope_function(layer):
         return
     import torch
 
+    relayout = interleaves_first_half(fn)                            # ERNIE 4.5
+
     def in_float64(q, k, cos, sin, unsqueeze_dim=1, **_):
         cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        if relayout:
+            cos, sin = (t[..., :t.shape[-1] // 2].repeat_interleave(2, dim=-1) for t in (cos, sin))
         r = cos.shape[-1]
 
         def turn(x):

@@ -110,10 +110,14 @@ def rotary_embedding(module):
     """A fresh rotary embedding of a RoPE layer's family (``LlamaRotaryEmbedding``, ...), built
     from the layer's config: the module the model runs once per forward."""
     for base in type(module).__mro__:               # a subclass: its nearest base's family
+        if "Attention" not in base.__name__:        # (nn.Module is no family's)
+            continue
         family_module = importlib.import_module(base.__module__)
-        cls = getattr(family_module, base.__name__.replace("Attention", "RotaryEmbedding"), None)
-        if cls is not None:
-            return cls(module.config)
+        for old in ("SelfAttention", "Attention"):  # T5Gemma: T5GemmaSelfAttention
+            name = base.__name__.replace(old, "RotaryEmbedding")
+            cls = getattr(family_module, name, None) if name != base.__name__ else None
+            if cls is not None:
+                return cls(module.config)
     return None
 
 
@@ -164,7 +168,7 @@ def spec_cos_sin(spec, positions) -> tuple[np.ndarray, np.ndarray]:
         return cos, sin
     if getattr(spec, "rope_sin_first", False):         # GPT-J: (sin, cos) of the r/2 angles
         return sin, cos
-    if spec.rope_layout == "interleaved":
+    if (getattr(spec, "rope_angles_layout", None) or spec.rope_layout) == "interleaved":
         return np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
     return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
 

@@ -23,7 +23,10 @@ named), ``"skipped"`` (no model: the tiny config could not be built, the reason 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import inspect
 import io
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -74,21 +77,24 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _shrink(d: dict) -> dict:
+def _shrink(d: dict, mrope: bool = False) -> dict:
     """A config dict with every width, head count, depth, vocabulary made small (recursively
-    into sub-configs); per-layer lists cut to the new depth; token ids inside the vocabulary."""
+    into sub-configs); per-layer lists cut to the new depth; token ids inside the vocabulary;
+    with ``mrope`` (the family's modeling reads ``mrope_section``, its default sized for a
+    large head) the sections of multimodal RoPE given for the small head."""
     out = {}
     for k, v in d.items():
         if isinstance(v, dict) and "model_type" in v:
-            v = _shrink(v)
+            v = _shrink(v, mrope)
         elif k in SMALL and _is_int(v):
             v = SMALL[k]
         elif k.endswith("_token_id") and _is_int(v) and v >= VOCAB:
             v = 1
-        elif k == "rope_parameters" and isinstance(v, dict) and \
-                d.get("model_type", "").startswith("qwen2_vl"):
-            # multimodal RoPE: sections of the head's d/2 frequencies (default [16, 24, 24])
-            v = {**v, "mrope_section": [2, 1, 1]}
+        elif k == "rope_parameters" and isinstance(v, dict) and ("mrope_section" in v or mrope):
+            # multimodal RoPE: sections of the head's r/2 = 4 frequencies (Qwen2-VL's default
+            # [16, 24, 24], GLM-4V's [8, 12, 12]); 2 with partial rotary 0.5 (GLM-4V-MoE)
+            n = int(SMALL["head_dim"] * v.get("partial_rotary_factor", 1.0)) // 2
+            v = {**v, "mrope_section": [n - 2 * (n // 4), n // 4, n // 4] if n >= 4 else [1, 1, 0]}
         out[k] = v
     depth = next((out[n] for n in LAYERS if _is_int(out.get(n))), None)
     for k in ("layer_types", "attention_layers", "no_rope_layers", "mlp_only_layers",
@@ -105,7 +111,13 @@ def tiny_config(model_type: str):
     from its dict."""
     tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
     cfg = tf.AutoConfig.for_model(model_type)
-    small = {**_shrink(cfg.to_dict()), **OVERRIDES.get(model_type, {})}
+    modeling = sys.modules.get(type(cfg).__module__.replace(".configuration_", ".modeling_"))
+    if modeling is None:
+        with contextlib.suppress(ImportError):
+            modeling = importlib.import_module(
+                type(cfg).__module__.replace(".configuration_", ".modeling_"))
+    mrope = modeling is not None and "mrope_section" in inspect.getsource(modeling)
+    small = {**_shrink(cfg.to_dict(), mrope), **OVERRIDES.get(model_type, {})}
     small.pop("transformers_version", None)
     return type(cfg).from_dict(small)
 
@@ -148,18 +160,38 @@ def _one_line(e: BaseException) -> str:
 
 
 def _text_inputs(model) -> dict | None:
-    import inspect
-
+    """``input_ids`` (and a mask of ones) for a text model whose forward takes them, else None."""
     import torch
     if getattr(model, "main_input_name", None) != "input_ids" or \
             getattr(model.config, "is_encoder_decoder", False):
         return None
     names = inspect.signature(model.forward).parameters
+    if "input_ids" not in names:                  # a tower alone (BLIP-2's Q-Former, SmolVLM's)
+        return None
     rng = np.random.default_rng(0)
     inputs = {"input_ids": torch.from_numpy(rng.integers(3, VOCAB, (B, L)))}
     if "attention_mask" in names:
         inputs["attention_mask"] = torch.ones((B, L), dtype=torch.long)
     return inputs
+
+
+def _runs(model, inputs) -> str | None:
+    """None if the model runs on ``inputs`` (before any diff; a copy, its experts run as the
+    diff runs them), else the exception's type: CLIP also needs pixel_values, X-MOD a
+    language, LayoutLMv3 boxes."""
+    import copy
+
+    import torch
+
+    from attention_np.interop.transformers.recent import float64_experts
+    try:
+        work = copy.deepcopy(model)
+        float64_experts(work)
+        with torch.no_grad():
+            work(**inputs)
+    except Exception as e:                                         # noqa: BLE001
+        return type(e).__name__
+    return None
 
 
 def _change(module):
@@ -178,16 +210,30 @@ def _only_the_change(checks) -> bool:
     return [c.name for c in bad] == ["out"] and abs(bad[0].err - CHANGE) <= bad[0].tol
 
 
-def _diff_model(model, inputs, first) -> tuple:
-    """One whole-model diff with :data:`CHANGE` added to the first attention layer's output:
-    every layer is replayed on its recorded inputs, so that layer alone may disagree, and only
-    by the change (one run shows both the agreement and the change caught)."""
+def _run_changed(model, inputs, layer):
     from attention_np.interop.transformers.model_diff import compare_transformers_model
-    handle = _change(first[1])
+    handle = _change(layer)
     try:
-        report = compare_transformers_model(model, **inputs)
+        return compare_transformers_model(model, **inputs)
     finally:
         handle.remove()
+
+
+def _diff_model(model, inputs, found) -> tuple:
+    """One whole-model diff with :data:`CHANGE` added to the first attention layer's output
+    that runs: every layer is replayed on its recorded inputs, so that layer alone may
+    disagree, and only by the change (one run shows both the agreement and the change
+    caught). The layers the input never runs (a vision or audio tower, given text) are diffed
+    one by one (:func:`_diff_layers`): an AGREE covers only what was compared."""
+    first = found[0]
+    report = _run_changed(model, inputs, first[1])
+    not_run = {n for n, _ in report.not_run}
+    if first[0] in not_run:
+        ran = [f for f in found if f[0] not in not_run]
+        if not ran:                                    # nothing ran: each class alone
+            return _diff_layers(found)
+        first = ran[0]
+        report = _run_changed(model, inputs, first[1])
     if report.refused and not [r for r in report.layers if not r.ok]:
         return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in report.refused[:2])
     rows = report.attention
@@ -200,14 +246,19 @@ def _diff_model(model, inputs, first) -> tuple:
             f"{c.name} {c.err:.1e}" for c in bad.checks if not c.ok)[:200]
     if not changed or not all(_only_the_change(r.checks) for r in changed):
         return "not caught", err, f"+{CHANGE:g} on {first[0]}: {report.verdict}"
-    return "AGREE", err, f"{len(rows)} layer calls (whole model); +{CHANGE:g} caught at " \
-                         f"{changed[0].name}"
+    why = f"{len(rows)} layer calls (whole model); +{CHANGE:g} caught at {changed[0].name}"
+    if not not_run:
+        return "AGREE", err, why
+    verdict, layer_err, layers_why = _diff_layers([f for f in found if f[0] in not_run])
+    return verdict, np.nanmax([err, layer_err]), f"{why}; not run by text input ids, " \
+                                                 f"{layers_why}"
 
 
 def _diff_layers(found) -> tuple:
     """Each attention class's first layer alone, with :data:`CHANGE` added to its output."""
     from attention_np.interop.transformers.layer_diff import compare_transformers_attention
     from attention_np.interop.transformers.layer_reading import UnsupportedLayer, params_from_transformers
+    from attention_np.interop.transformers.recent import EAGER_FLOAT64
     seen, names, errs = set(), [], []
     for name, module, spec in found:
         if type(module) in seen:
@@ -221,8 +272,14 @@ def _diff_layers(found) -> tuple:
             x = np.random.default_rng(1).standard_normal((B, H * W + cls, d_model))
         handle = _change(module)
         try:
+            # sdpa drops the sinks; eager's softmax is float32 (the soft-cap: ours in float64)
+            own = getattr(getattr(module, "config", None), "_attn_implementation", None)
+            interface = "ALL_ATTENTION_FUNCTIONS" in inspect.getsource(type(module).forward)
+            impl = "eager" if spec.sinks else EAGER_FLOAT64 if spec.softcap is not None or \
+                (own == "eager" and interface and spec.buckets is None) else None   # T5's
+            # bias goes to the interface as position_bias, which the float64 eager leaves out
             r = compare_transformers_attention(module, x, key_value_states=kv,
-                                               attn_implementation="eager" if spec.sinks else None)
+                                               attn_implementation=impl)
         except UnsupportedLayer as e:
             return "refused", float("nan"), f"{name}: {e}"
         finally:
@@ -260,10 +317,13 @@ def sweep_one(model_type: str, seed: int = 0) -> SweepRow:
             return SweepRow(model_type, cls, "refused", reason=f"{n}: {why}")
         try:
             inputs = _text_inputs(model)
-            if inputs is not None:
-                verdict, err, why = _diff_model(model, inputs, found[0])
+            own = None if inputs is None else _runs(model, inputs)
+            if inputs is not None and own is None:
+                verdict, err, why = _diff_model(model, inputs, found)
             else:
                 verdict, err, why = _diff_layers(found)
+                if own is not None:
+                    why = f"the model does not run on input ids alone ({own}): {why}"
             if verdict == "AGREE" and refused:
                 verdict, why = "refused", f"{refused[0][0]}: {refused[0][1]}"
         except Exception as e:                                     # noqa: BLE001
@@ -278,11 +338,33 @@ def model_types() -> list:
     return sorted(MODEL_MAPPING_NAMES)
 
 
-def sweep(types=None, seed: int = 0) -> list:
-    """:func:`sweep_one` for each of ``types`` (default: :func:`model_types`)."""
+def _worker_init() -> None:
+    """A sweep worker: one torch thread (the workers share the cores), transformers quiet."""
+    import torch
     import transformers
+    torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
-    return [sweep_one(t, seed) for t in (model_types() if types is None else types)]
+
+
+def sweep(types=None, seed: int = 0, workers: int | None = None) -> list:
+    """:func:`sweep_one` for each of ``types`` (default: :func:`model_types`), in order.
+
+    ``workers`` processes (default: one per core, ``os.cpu_count()``) each diff one family at a
+    time with one torch thread; ``workers=1`` runs them here, one after another. The rows do
+    not depend on it: each family is built from its seed in whichever process runs it."""
+    import os
+    types = model_types() if types is None else list(types)
+    workers = os.cpu_count() or 1 if workers is None else workers
+    if workers <= 1 or len(types) <= 1:
+        _worker_init()
+        return [sweep_one(t, seed) for t in types]
+    import concurrent.futures
+    import functools
+    import multiprocessing
+    with concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init) as pool:
+        return list(pool.map(functools.partial(sweep_one, seed=seed), types, chunksize=1))
 
 
 VERDICTS = ("AGREE", "refused", "skipped", "no attention", "MISMATCH", "not caught", "error")
@@ -316,10 +398,14 @@ def markdown(rows, version: str) -> str:
         "(widths 32, 4 heads, 2 layers, vocabulary 99; no download) is diffed in float64 with "
         "1e-6 added to its first attention layer's output on the torch side: AGREE means every "
         "other row agrees and that layer differs by exactly the change (a text model whole, with "
-        "`compare_transformers_model`; any other model one layer of each attention class, with "
-        "`compare_transformers_attention`). MISMATCH, `not caught` and `error` are open bugs "
+        "`compare_transformers_model`, and the layers its input ids never run, a vision or audio "
+        "tower, one layer of each attention class; any other model, or a text model that does "
+        "not run on input ids alone, one layer of each attention class, with "
+        "`compare_transformers_attention`: the row says which). An AGREE covers only layers "
+        "that ran and were compared. MISMATCH, `not caught` and `error` are open bugs "
         "of attention_np's reader, listed as they are. max error: the largest output error of "
-        "the unchanged layers (whole model) or the largest gradient error (layer by layer).",
+        "the unchanged layers (whole model) or the largest gradient error (layer by layer). "
+        "The sweep runs one worker process per core (`sweep(workers=...)`).",
         "",
         f"**{counts_line(rows)}.**",
         "",

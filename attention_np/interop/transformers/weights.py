@@ -160,6 +160,9 @@ def read_qk_norm(module, h: int, h_kv: int, d: int) -> NormRead | None:
         if type(inner).__name__ != "LayerNorm":
             refuse(module, f"a per-head QK-norm of {type(inner).__name__}")
         return NormRead("layer", float(inner.eps), q, k)
+    if getattr(q, "weight", None) is None:
+        refuse(module, f"a QK-norm without a learned weight ({type(q).__name__}: attention_np's "
+                        "QK-norm takes its weight as a parameter)")
     shape, k_shape = tuple(q.weight.shape), tuple(k.weight.shape)
     # OLMo 2: one norm over the h*d features of the projection, before the split into heads
     scope = "all" if h > 1 and (shape, k_shape) == ((h * d,), (h_kv * d,)) else "head"
