@@ -330,7 +330,7 @@ def test_data2vec_vision_shared_table_agrees_in_the_model_and_the_layer_says_wha
     tf = require("transformers")
     kw = dict(fam.NEW["data2vec-vision"][1], use_relative_position_bias=False,
               use_shared_relative_position_bias=True)
-    model = fam._randomize(tf.Data2VecVisionModel(tf.Data2VecVisionConfig(**kw)), 1)
+    model = fam.randomize(tf.Data2VecVisionModel(tf.Data2VecVisionConfig(**kw)), 1)
     assert attention_layers(model)[0][0][2].grid_table is None
     assert _caught(model, fam.model_inputs("data2vec-vision", model)) < 1e-12
     report = compare_transformers_model(model, **fam.model_inputs("data2vec-vision", model))
@@ -425,7 +425,7 @@ def test_swin_copies_whose_layers_hold_the_table_agree(config, model):
     own parameter (not a relative_position_bias module); read and gathered the same way."""
     tf = require("transformers")
     cfg = getattr(tf, config)(**fam.NEW["swin"][1])
-    swin = fam._randomize(getattr(tf, model)(cfg), 1)
+    swin = fam.randomize(getattr(tf, model)(cfg), 1)
     layers, refused = attention_layers(swin)
     assert len(layers) == 4 and not refused
     assert all(spec.grid_table == (4, 4, False) for *_, spec in layers)

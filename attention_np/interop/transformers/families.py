@@ -20,7 +20,7 @@ Cohere 2 (sliding window 3 with RoPE, then full attention without RoPE).
 from __future__ import annotations
 
 from attention_np._optional import import_optional
-from attention_np.interop.transformers.family_cases import DECODER, _randomize, tiny_model
+from attention_np.interop.transformers.family_cases import DECODER, randomize, tiny_model
 
 ENC = dict(hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=40,
            vocab_size=61, max_position_embeddings=64)
@@ -114,7 +114,7 @@ def family_model(name: str, seed: int = 0, attn_implementation: str = "sdpa"):
     except ValueError:                  # DeBERTa-v2 declares no sdpa: its eager attention
         cfg = getattr(tf, cfg_name)(**kw, attn_implementation="eager")
         model = getattr(tf, model_name)(cfg)
-    return _randomize(model, seed)
+    return randomize(model, seed)
 
 
 def model_inputs(name: str, model, seed: int = 0, *, left_pad: bool = False) -> dict:

@@ -21,7 +21,10 @@ DECODER = dict(hidden_size=D_MODEL, num_attention_heads=4, num_key_value_heads=2
 WINDOW = 3                                  # Mistral's and Qwen2's sliding window, < L
 
 
-def _randomize(model, seed: int):
+def randomize(model, seed: int):
+    """``model`` with every parameter drawn from ``0.3 * N(0, 1)`` by a generator seeded with
+    ``seed`` (the same numbers on any machine), in eval mode: a tiny model whose layers are far
+    from their initialisation, so that a misread weight shows."""
     torch = import_optional("torch", "attention_np.interop.transformers.family_cases")
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -39,21 +42,21 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
     if family == "bert":
         cfg = tf.BertConfig(hidden_size=D_MODEL, num_attention_heads=4, num_hidden_layers=1,
                             intermediate_size=40, vocab_size=61, **kw)
-        return _randomize(tf.BertModel(cfg), seed)
+        return randomize(tf.BertModel(cfg), seed)
     if family == "vit":
         cfg = tf.ViTConfig(hidden_size=D_MODEL, num_attention_heads=4, num_hidden_layers=1,
                            intermediate_size=40, image_size=8, patch_size=4, **kw)
-        return _randomize(tf.ViTModel(cfg), seed)
+        return randomize(tf.ViTModel(cfg), seed)
     if family in ("gpt2", "gpt2-cross"):
         cfg = tf.GPT2Config(n_embd=D_MODEL, n_head=4, n_layer=1, vocab_size=61, n_positions=64,
                             bos_token_id=0, eos_token_id=0,
                             add_cross_attention=family == "gpt2-cross", **kw)
-        return _randomize((tf.GPT2LMHeadModel if causal_lm else tf.GPT2Model)(cfg), seed)
+        return randomize((tf.GPT2LMHeadModel if causal_lm else tf.GPT2Model)(cfg), seed)
     if family == "bart":
         cfg = tf.BartConfig(d_model=D_MODEL, encoder_attention_heads=4, decoder_attention_heads=4,
                             encoder_layers=1, decoder_layers=1, encoder_ffn_dim=40,
                             decoder_ffn_dim=40, vocab_size=61, max_position_embeddings=64, **kw)
-        return _randomize((tf.BartForConditionalGeneration if causal_lm else tf.BartModel)(cfg),
+        return randomize((tf.BartForConditionalGeneration if causal_lm else tf.BartModel)(cfg),
                           seed)
     if family == "t5":
         # few buckets, so that L = 6 already reaches the log-spaced ones
@@ -61,9 +64,9 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
                           num_decoder_layers=1, d_ff=40, vocab_size=61,
                           relative_attention_num_buckets=8, relative_attention_max_distance=20,
                           decoder_start_token_id=0, **kw)
-        return _randomize((tf.T5ForConditionalGeneration if causal_lm else tf.T5Model)(cfg), seed)
+        return randomize((tf.T5ForConditionalGeneration if causal_lm else tf.T5Model)(cfg), seed)
     if family in RECENT:
-        return _randomize(_recent_model(tf, family, attn_implementation, causal_lm), seed)
+        return randomize(_recent_model(tf, family, attn_implementation, causal_lm), seed)
     extra = {"mistral": dict(sliding_window=WINDOW),
              "qwen2": dict(sliding_window=WINDOW, use_sliding_window=True, max_window_layers=0,
                            attention_bias=True)}.get(family, {})
@@ -73,7 +76,7 @@ def tiny_model(family: str, seed: int = 0, attn_implementation: str = "sdpa", ca
     cfg = getattr(tf, f"{names[family]}Config")(**DECODER, bos_token_id=0, eos_token_id=0,
                                                  pad_token_id=0, **extra, **kw)
     cls = getattr(tf, f"{names[family]}{'ForCausalLM' if causal_lm else 'Model'}")
-    return _randomize(cls(cfg), seed)
+    return randomize(cls(cfg), seed)
 
 
 RECENT = ("qwen3", "gemma2", "gemma3", "gpt_oss")   # QK-norm, soft-cap, (1 + w) QK-norm, sinks
@@ -194,7 +197,7 @@ def rope_model(rope_type: str, seed: int = 0, causal_lm: bool = False):
                                           **params},
                          bos_token_id=0, eos_token_id=0, pad_token_id=0,
                          attn_implementation="sdpa")
-    return _randomize((tf.LlamaForCausalLM if causal_lm else tf.LlamaModel)(cfg), seed)
+    return randomize((tf.LlamaForCausalLM if causal_lm else tf.LlamaModel)(cfg), seed)
 
 
 def rope_case(rope_type: str, seed: int = 0):
