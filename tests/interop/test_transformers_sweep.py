@@ -167,6 +167,68 @@ def test_a_tiny_config_is_small_and_builds():
     assert not np.isnan(next(model.parameters()).detach().numpy()).any()
 
 
+
+def test_the_per_layer_cut_keeps_one_layer_of_each_kind_at_the_same_layers():
+    """Per-layer lists and a per-layer dict (Gemma 4's ``per_layer_config``: its
+    full-attention layers' wider head) are cut at the same layers: the first of each kind
+    (what the lists and the dict say of a layer together), the model deepened to hold them."""
+    d = {"num_hidden_layers": 8, "hidden_size": 512, "num_attention_heads": 8,
+         "layer_types": ["sliding", "sliding", "sliding", "full"] * 2,
+         "mlp_layer_types": ["dense"] + ["sparse"] * 7,
+         "num_key_value_heads_per_layer": [8, 2, 2, 2, 8, 2, 2, 2],
+         "per_layer_config": {"03": {"head_dim": 512}, "07": {"head_dim": 512}},
+         "kv_source_layers": list(range(8)),        # each layer its own key/value source
+         "target_layer_ids": [1, 3, 5, 6, 7, 8, 9, 10]}       # ids of another model's layers
+    small = sw._shrink(d)
+    # kinds: layer 0 (sliding, dense, 8 kv heads), 1 (sliding, sparse, 2), 3 (full, override)
+    assert small["num_hidden_layers"] == 4         # and 4 (sliding, sparse, 8 kv heads)
+    assert small["layer_types"] == ["sliding", "sliding", "full", "sliding"]
+    assert small["mlp_layer_types"] == ["dense", "sparse", "sparse", "sparse"]
+    assert small["num_key_value_heads_per_layer"] == [4, 2, 2, 4]       # all heads, or GQA
+    assert small["per_layer_config"] == {"02": {"head_dim": 8}}         # the full layer's
+    assert small["kv_source_layers"] == [0, 1, 2, 3]
+    assert small["target_layer_ids"] == d["target_layer_ids"]
+    two = sw._shrink({**d, "layer_types": ["full"] * 8, "mlp_layer_types": ["dense"] * 8,
+                      "num_key_value_heads_per_layer": [8] * 8, "per_layer_config": {}})
+    assert two["num_hidden_layers"] == 2 and two["layer_types"] == ["full", "full"]
+
+
+def test_per_stage_heads_and_depths_and_backbone_outputs_fit_the_small_model():
+    """Swin V2's per-stage heads (3 does not divide a width of 32) become 4 a stage, its
+    depths at most 2; DINOv2's backbone output ``stage12`` names a stage the 2-layer model
+    lacks: dropped (transformers then takes the last stage)."""
+    small = sw._shrink({"embed_dim": 96, "num_heads": [3, 6, 12, 24], "depths": [2, 2, 18, 2],
+                        "out_features": ["stage4"], "out_indices": [4],
+                        "stage_names": ["stem", "stage1", "stage2", "stage3", "stage4"]})
+    assert (small["num_heads"], small["depths"]) == ([4, 4, 4, 4], [2, 2, 2, 2])
+    assert small["out_features"] == ["stage4"]               # a stage the model still has
+    assert sw.tiny_config("swinv2").num_heads == [4, 4, 4, 4]
+    cfg = sw.tiny_config("dinov2")
+    assert cfg.num_hidden_layers == 2 and cfg.out_features == ["stage2"]
+
+
+def test_a_config_over_the_cap_is_narrowed_by_its_width_names():
+    """XLM's ``emb_dim`` (2048, 101M parameters after the generic shrink) is a width by its
+    name: the second shrink makes it 32, and the model fits the cap; a family under the
+    cap is built from the first shrink alone (Llama's config is unchanged by it)."""
+    assert sw.tiny_config("xlm").emb_dim == 2048
+    assert sw.tiny_config("xlm", narrow=True).emb_dim == 32
+    assert sum(p.numel() for p in sw.build("xlm").parameters()) <= sw.CAP
+    assert sw.tiny_config("llama", narrow=True).to_dict() == sw.tiny_config("llama").to_dict()
+    narrow = sw._narrow({"hidden_sizes": [256, 512, 1024, 2048], "depths": [3, 4, 6, 3],
+                         "entity_vocab_size": 500000, "kernel_size": 128,
+                         "sub": {"intermediate_size": 4096, "qk_head_dim": 192}})
+    assert narrow == {"hidden_sizes": [8, 16, 32, 64], "depths": [2, 2, 2, 2],
+                      "entity_vocab_size": 99, "kernel_size": 128,
+                      "sub": {"intermediate_size": 64, "qk_head_dim": 8}}
+
+
+def test_a_width_the_family_leaves_none_is_given():
+    """Ministral's ``head_dim`` and ESM's ``vocab_size`` default to None, which their
+    modeling code uses in arithmetic: the small values (8 = 32 / 4 heads; 99)."""
+    assert sw.tiny_config("ministral").head_dim == 8
+    assert sw.tiny_config("esm").vocab_size == sw.VOCAB
+
 def _alibi_model(family):
     if family == "falcon":
         cfg = sw.tiny_config("falcon")

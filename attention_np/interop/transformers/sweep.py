@@ -26,6 +26,7 @@ import contextlib
 import importlib
 import inspect
 import io
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -43,7 +44,8 @@ LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "encoder_layers", "decod
           "n_layers", "num_decoder_layers", "num_encoder_layers")
 FFN = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
        "ffn_hidden_size", "moe_intermediate_size", "shared_expert_intermediate_size")
-SMALL = {"num_key_value_heads": 2, "head_dim": 8, "vocab_size": 99, "num_local_experts": 2,
+SMALL = {"num_key_value_heads": 2, "num_key_value_attention_heads": 2, "num_kv_heads": 2,
+         "head_dim": 8, "vocab_size": 99, "num_local_experts": 2,
          "num_experts": 2, "n_routed_experts": 2, "num_experts_per_tok": 1,
          "max_position_embeddings": 64, "image_size": 32, "patch_size": 8,
          **{n: 32 for n in WIDTH}, **{n: 4 for n in HEADS}, **{n: 2 for n in LAYERS},
@@ -69,6 +71,12 @@ OVERRIDES = {
               "layers_block_type": ["linear_attention", "hybrid", "hybrid"],
               "attention_hidden_size": 64, "attention_head_dim": 16, "mamba_dt_rank": 4},
 }
+# the widths _narrow shrinks (the names' ends) and the ones it leaves alone (inputs' shapes,
+# kernels, positions: their own rules)
+NARROW = (r"(hidden_sizes?|_dims?|^dim|hidden_dim|channels|_units|_rank|^d_latents|num_latents"
+          r"|_vocab|intermediate_size|embed_dim_per_stage|_size_global)$|vocab_size|hidden_size")
+NOT_NARROW = r"(patch|image|kernel|stride|mel|spec|position|window|pool|sampl|num_channels$)"
+CAP = 5_000_000                         # parameters of a tiny model (keeps the sweep fast)
 B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
 CHANGE = 1e-6                           # added to one layer's output: must be caught and named
 
@@ -79,15 +87,21 @@ def _is_int(v) -> bool:
 
 def _shrink(d: dict, mrope: bool = False) -> dict:
     """A config dict with every width, head count, depth, vocabulary made small (recursively
-    into sub-configs); per-layer lists cut to the new depth; token ids inside the vocabulary;
-    with ``mrope`` (the family's modeling reads ``mrope_section``, its default sized for a
-    large head) the sections of multimodal RoPE given for the small head."""
+    into sub-configs, with or without a ``model_type``); per-layer lists and dicts cut to the
+    new depth (:func:`_cut_layers`); per-stage lists of heads and depths (:func:`_stages`);
+    backbone outputs naming a stage beyond the new depth dropped; token ids inside the
+    vocabulary; a head width or vocabulary the family leaves ``None`` given; with ``mrope``
+    (the family's modeling reads ``mrope_section``, its default sized for a large head) the
+    sections of multimodal RoPE given for the small head."""
     out = {}
     for k, v in d.items():
-        if isinstance(v, dict) and "model_type" in v:
-            v = _shrink(v, mrope)
+        if isinstance(v, dict) and k != "rope_parameters" and (
+                "model_type" in v or any(n in v for n in SMALL)):
+            v = _shrink(v, mrope)     # a sub-config (DBRX's attn_config, a layer's overrides)
         elif k in SMALL and _is_int(v):
             v = SMALL[k]
+        elif k in ("head_dim", "vocab_size") and v is None and _is_int(d.get("hidden_size")):
+            v = SMALL[k]        # Ministral's and ESM's None reach arithmetic (width 32 / 4 heads)
         elif k.endswith("_token_id") and _is_int(v) and v >= VOCAB:
             v = 1
         elif k == "rope_parameters" and isinstance(v, dict) and ("mrope_section" in v or mrope):
@@ -96,19 +110,111 @@ def _shrink(d: dict, mrope: bool = False) -> dict:
             n = int(SMALL["head_dim"] * v.get("partial_rotary_factor", 1.0)) // 2
             v = {**v, "mrope_section": [n - 2 * (n // 4), n // 4, n // 4] if n >= 4 else [1, 1, 0]}
         out[k] = v
-    depth = next((out[n] for n in LAYERS if _is_int(out.get(n))), None)
-    for k in ("layer_types", "attention_layers", "no_rope_layers", "mlp_only_layers",
-              "layers_block_type"):
-        v = out.get(k)
-        if depth is not None and isinstance(v, list) and len(v) > depth:
-            kinds = list(dict.fromkeys(v))                   # keep one layer of each kind
-            out[k] = (kinds + v)[:depth] if len(kinds) <= depth else v[:depth]
+    _cut_layers(d, out)
+    _stages(out)
     return out
 
 
-def tiny_config(model_type: str):
-    """The family's default config, shrunk (:func:`_shrink`; :data:`OVERRIDES`), built again
-    from its dict."""
+def _layer_index(k) -> int | None:
+    """A per-layer dict's key as a layer index (``"05"`` -> 5), else None."""
+    return int(k) if _is_int(k) or (isinstance(k, str) and k.isdigit()) else None
+
+
+def _cut_layers(d: dict, out: dict) -> None:
+    """Every per-layer list (its length the family's depth) and per-layer dict (keyed by
+    layer index, Gemma 4's ``per_layer_config``) of ``out`` cut to the new depth, all at the
+    same layers: the first layer of each kind, a kind being what the lists and the dict say
+    of a layer together (Gemma 4's full-attention layers are the ones with a wider head), then
+    the next layers up to the new depth. A list of layer indices (every layer its own KV
+    source) becomes ``0 .. depth - 1``."""
+    key = next((n for n in LAYERS if _is_int(d.get(n))), None)
+    if key is None or not _is_int(out.get(key)) or d[key] <= out[key] or \
+            isinstance(out.get("depths"), list):         # Swin's num_layers: its stages
+        return
+    depth0, depth = d[key], out[key]
+
+    def indices(v):             # layer ids of another model (EAGLE-3's target_layer_ids)
+        return all(_is_int(i) for i in v) and all(a < b for a, b in zip(v, v[1:], strict=False))
+    lists = [k for k, v in out.items() if isinstance(v, list) and len(v) == depth0 and
+             (not indices(v) or v == list(range(depth0)))]
+    dicts = [k for k, v in out.items() if isinstance(v, dict) and v and all(
+        _layer_index(i) is not None and _layer_index(i) < depth0 and isinstance(c, dict)
+        for i, c in v.items())]
+    ranges = [k for k in lists if out[k] == list(range(depth0))]
+    lists = [k for k in lists if k not in ranges]
+    if not lists and not dicts and not ranges:
+        return
+    per_layer = [{_layer_index(i): c for i, c in out[k].items()} for k in dicts]
+
+    def kind(i):
+        return tuple(repr(out[k][i]) for k in lists) + tuple(repr(p.get(i)) for p in per_layer)
+    keep = list({kind(i): i for i in reversed(range(depth0))}.values())[::-1]   # first of each
+    keep = sorted(keep + [i for i in range(depth0) if i not in keep][:max(depth - len(keep), 0)])
+    if len(keep) > depth:      # more kinds than layers: one layer of each (a deeper model)
+        for n in LAYERS:
+            if out.get(n) == depth:
+                out[n] = len(keep)
+    heads = next((d[n] for n in HEADS if _is_int(d.get(n))), None)
+    for k in lists:
+        out[k] = [out[k][i] for i in keep]
+        if "heads" in k and heads and all(_is_int(h) for h in out[k]):    # per-layer heads:
+            out[k] = [4 if h >= heads else 2 for h in out[k]]     # all of them, or fewer (GQA)
+    for k in ranges:
+        out[k] = list(range(len(keep)))
+    for k, p in zip(dicts, per_layer, strict=True):
+        width = max(len(str(i)) for i in out[k])
+        out[k] = {str(j).zfill(width): _shrink(p[i]) for j, i in enumerate(keep) if i in p}
+
+
+def _stages(out: dict) -> None:
+    """Per-stage lists of a hierarchical vision model (Swin V2's heads ``[3, 6, 12, 24]``,
+    depths ``[2, 2, 6, 2]``): 4 heads and at most 2 blocks a stage; a backbone's
+    ``out_features``/``out_indices`` naming a stage beyond the new depth dropped (the last
+    stage then, transformers' default)."""
+    for k in HEADS:
+        if isinstance(out.get(k), list) and all(_is_int(h) for h in out[k]):
+            out[k] = [SMALL[k]] * len(out[k])
+    if isinstance(out.get("depths"), list) and all(_is_int(n) for n in out["depths"]):
+        out["depths"] = [min(n, 2) for n in out["depths"]]
+    stages = len(out["depths"]) if isinstance(out.get("depths"), list) else \
+        next((out[n] for n in LAYERS if _is_int(out.get(n))), None)
+    names = out.get("out_features")
+    if stages is not None and isinstance(names, list) and any(
+            not n.startswith("stage") or not n[5:].isdigit() or int(n[5:]) > stages
+            for n in names):
+        out["out_features"] = out["out_indices"] = None
+        if isinstance(out.get("stage_names"), list) and len(out["stage_names"]) != stages + 1:
+            out["stage_names"] = None
+
+
+def _narrow(d: dict) -> dict:
+    """The second shrink of a config still over :data:`CAP` parameters after :func:`_shrink`
+    (recursively, into every dict): each remaining width over 64 a name says is a width
+    (:data:`NARROW`: an entity vocabulary, a latent width, a projector's output) made 32, a
+    feed-forward width 64, a head width 8; a per-stage list of widths divided by a power of
+    two (its ratios, and its multiples of 4 heads, kept) to at most 64; a per-stage list of
+    depths at most 2 a stage."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            v = _narrow(v)
+        elif isinstance(k, str) and re.search(NARROW, k) and not re.search(NOT_NARROW, k):
+            if _is_int(v) and v > 64:
+                v = 8 if "head_dim" in k else 64 if re.search("interm|ffn|mlp|inner", k) \
+                    else VOCAB if "vocab" in k else 32
+            elif isinstance(v, list) and v and all(_is_int(x) and x > 0 for x in v):
+                while max(v) > 64 and all(x % 8 == 0 for x in v):
+                    v = [x // 2 for x in v]
+        elif isinstance(k, str) and re.search(r"(depths?|repeats)$", k) and \
+                isinstance(v, list) and v and all(_is_int(x) for x in v):
+            v = [min(x, 2) for x in v]
+        out[k] = v
+    return out
+
+
+def tiny_config(model_type: str, narrow: bool = False):
+    """The family's default config, shrunk (:func:`_shrink`, and :func:`_narrow` with
+    ``narrow``; :data:`OVERRIDES`), built again from its dict."""
     tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
     cfg = tf.AutoConfig.for_model(model_type)
     modeling = sys.modules.get(type(cfg).__module__.replace(".configuration_", ".modeling_"))
@@ -117,7 +223,8 @@ def tiny_config(model_type: str):
             modeling = importlib.import_module(
                 type(cfg).__module__.replace(".configuration_", ".modeling_"))
     mrope = modeling is not None and "mrope_section" in inspect.getsource(modeling)
-    small = {**_shrink(cfg.to_dict(), mrope), **OVERRIDES.get(model_type, {})}
+    small = _shrink(cfg.to_dict(), mrope)
+    small = {**(_narrow(small) if narrow else small), **OVERRIDES.get(model_type, {})}
     small.pop("transformers_version", None)
     return type(cfg).from_dict(small)
 
@@ -142,11 +249,14 @@ def build(model_type: str, seed: int = 0):
     redrawn from N(0, 0.3^2) as in :mod:`~attention_np.interop.transformers.family_cases`."""
     tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
     torch = import_optional("torch", "attention_np.interop.transformers.sweep")
+    def size(cfg):
+        with torch.device("meta"):
+            return sum(p.numel() for p in tf.AutoModel.from_config(cfg).parameters())
     cfg = tiny_config(model_type)
-    with torch.device("meta"):
-        size = sum(p.numel() for p in tf.AutoModel.from_config(cfg).parameters())
-    if size > 5_000_000:
-        raise ValueError(f"the shrunk config still has {size} parameters")
+    if size(cfg) > CAP:                         # a width or sub-config the names above miss
+        cfg = tiny_config(model_type, narrow=True)
+        if size(cfg) > CAP:
+            raise ValueError(f"the shrunk config still has {size(cfg)} parameters")
     model = tf.AutoModel.from_config(cfg)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
