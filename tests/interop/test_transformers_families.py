@@ -432,3 +432,155 @@ def test_swin_copies_whose_layers_hold_the_table_agree(config, model):
     assert swin.encoder.layers[0].blocks[1].shift_size == 2
     assert "bias_table" in params_from_transformers(layers[1][1])[0]
     assert _caught(swin, fam.model_inputs("swin", swin)) < 1e-12
+
+
+# The sweep's seven errors and the refusals that blamed the scale: each family agrees (a 1e-6
+# change caught) or is refused by the algorithm it computes, never by the scale check it
+# would trip over.
+
+def _idefics():
+    from attention_np.interop.transformers import sweep as sw
+    model = sw.build("idefics")
+    cfg = model.config
+    ids = torch.from_numpy(np.random.default_rng(0).integers(3, 99, (2, 6)))
+    pixels = torch.from_numpy(R.standard_normal((2, 1, 3, cfg.vision_config.image_size,
+                                                 cfg.vision_config.image_size)))
+    return model, {"input_ids": ids, "pixel_values": pixels,
+                   "image_attention_mask": torch.ones((2, 6, 1), dtype=torch.long)}
+
+
+def test_idefics_rope_turned_inside_the_layer_agrees_and_a_changed_frequency_is_named():
+    """IDEFICS's layer runs its own rotary_emb on the position_ids it is passed (no
+    position_embeddings): read as RoPE, its inv_freq checked against ours, layer and model."""
+    from attention_np.interop.transformers import sweep as sw
+    model, inputs = _idefics()
+    layer = model.layers[0].self_attn
+    spec = layer_spec(layer)
+    assert spec.rope_in_layer and spec.rope_theta == model.config.rope_parameters["rope_theta"]
+    assert not layer_spec(model.gated_cross_attn_layers[0].cross_attn).has_rope
+    x = R.standard_normal((2, 6, 32))
+    r = itf.compare_transformers_attention(layer, x, position_ids=np.arange(2, 8), seed=3)
+    assert r.ok and max(c.err for c in r.checks if c.rule == "float64") < 1e-12, str(r)
+    assert "inv_freq 0 rel" in [c.name for c in r.checks]
+    verdict, err, why = sw._diff_layers([("layers.0.self_attn", layer, spec)])
+    assert verdict == "AGREE" and "+1e-06 caught" in why
+    report = compare_transformers_model(model, **inputs)
+    assert report.ok and "layers.0.self_attn.rotary_emb (cos, sin)" in [
+        row.name for row in report.layers], str(report)
+    assert max(row.forward_error for row in report.attention) < 1e-12
+    with torch.no_grad():                                  # a porting bug: its frequencies
+        model.layers[0].self_attn.rotary_emb.inv_freq.mul_(1.01)
+    report = compare_transformers_model(model, **inputs)
+    assert report.first_disagreement.name == "layers.0.self_attn.rotary_emb (cos, sin)"
+    changed = copy.deepcopy(layer)
+    with torch.no_grad():
+        changed.rotary_emb.inv_freq.mul_(1.01)
+    r = itf.compare_transformers_attention(changed, x, seed=3)
+    assert [c.name for c in r.checks if not c.ok] == ["inv_freq 0 rel"]
+    layer.qk_layer_norms = True
+    with pytest.raises(UnsupportedLayer, match="a QK-norm after RoPE"):
+        layer_spec(layer)
+
+
+# (model type, the class refused, the algorithm named): each built by the sweep's tiny config
+OTHER_ALGORITHMS = {
+    "fun_asr_nano_encoder": ("FunAsrNanoAttention", "an FSMN memory block"),
+    "t5gemma2": ("T5Gemma2MergedAttention", "merged self- and cross-attention"),
+    "videoprism": ("VideoPrismMultiheadAttentionPoolingHead", "attention pooling"),
+    "timesfm": ("TimesFmAttention", "a learned scale per query feature"),
+    "gemma3n_audio": ("Gemma3nAudioAttention", "chunked local attention with relative position"),
+    "nystromformer": ("NystromformerSelfAttention", "Nystrom approximate attention"),
+    "yoso": ("YosoSelfAttention", "YOSO attention"),
+    "mra": ("MraSelfAttention", "multi-resolution approximate attention"),
+    "minimax": ("MiniMaxLightningAttention", "lightning attention"),
+    "longt5": ("LongT5LocalAttention", "block-local attention (LongT5"),
+    "convbert": ("ConvBertSelfAttention", "span-based dynamic convolution"),
+    "aria": ("AriaCrossAttention", "in front of torch's nn.MultiheadAttention"),
+    "bros": ("BrosSelfAttention", "bounding-box position scores"),
+    "lilt": ("LiltSelfAttention", "two coupled attention streams"),
+    "ibert": ("IBertSelfAttention", "integer-only quantized attention"),
+    "canine": ("CanineSelfAttention", "from_tensor, to_tensor"),
+    "roformer": ("RoFormerSelfAttention", "RoFormer's rotary embedding"),
+    "wav2vec2-bert": ("Wav2Vec2BertSelfAttention", "a distance embedding"),
+    "moonshine": ("MoonshineAttention", "an odd rotated width of 3 features"),
+    "xlstm": ("xLSTMLayer", "an mLSTM layer"),
+    "prophetnet": ("ProphetNetNgramSelfAttention", "n-gram self-attention"),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(OTHER_ALGORITHMS))
+def test_another_algorithm_is_refused_by_its_name_not_by_the_scale(model_type):
+    from attention_np.interop.transformers import sweep as sw
+    cls, what = OTHER_ALGORITHMS[model_type]
+    refused = attention_layers(sw.build(model_type))[1]
+    reasons = [why for _, why in refused if why.startswith(cls + ":")]
+    assert reasons and all(what in why for why in reasons), refused
+    assert not any("scale" in why and "not readable" in why for _, why in refused)
+
+
+@pytest.mark.parametrize("model_type", ["nemotron3_diarization_audio",
+                                        "nemotron3_5_transcribe_asr_audio"])
+def test_nemotron3_audio_agrees_and_values_wider_than_the_keys_are_refused(model_type):
+    """Its v_proj is num_attention_heads wide whatever num_key_value_heads says: with fewer
+    key/value heads the keys are grouped and the values not (eager cannot run it); the
+    family's own config (the two equal) agrees, the 1e-6 change caught."""
+    from attention_np.interop.transformers import sweep as sw
+    row = sw.sweep_one(model_type)
+    assert row.verdict == "AGREE" and "+1e-06 caught" in row.reason, row
+    tf = require("transformers")
+    cfg = sw.tiny_config(model_type)
+    cfg.num_key_value_heads = 2
+    model = fam.randomize(tf.AutoModel.from_config(cfg), 1)
+    refused = attention_layers(model)[1]
+    assert refused and all("keys of 2 heads beside values of 4 heads" in why
+                           for _, why in refused)
+
+
+@pytest.mark.parametrize("model_type", ["tapas", "vilt", "mobilevit", "mpnet"])
+def test_a_score_scale_inline_in_the_forward_is_read_and_a_wrong_one_is_caught(
+        model_type, monkeypatch):
+    """BERT's older copies divide their scores by math.sqrt(self.attention_head_size) in their
+    forward: read as 1/sqrt(d); they agree (MobileViT's layer returns its output alone), the
+    1e-6 change caught; a scale read 1 % off is a MISMATCH of the layer."""
+    from attention_np.interop.transformers import layer_reading as lr
+    from attention_np.interop.transformers import sweep as sw
+    row = sw.sweep_one(model_type)
+    assert row.verdict == "AGREE" and "+1e-06 caught" in row.reason, row
+    layers = attention_layers(sw.build(model_type))[0]
+    name, module, spec = layers[0]
+    assert spec.scale == 1 / np.sqrt(module.attention_head_size)
+    d_model = params_from_transformers(module)[0]["W_q"].shape[0]
+    x = R.standard_normal((2, 6, d_model))
+    assert itf.compare_transformers_attention(module, x).ok
+    read = lr._scale
+    monkeypatch.setattr(lr, "_scale", lambda m, d: 1.01 * read(m, d))
+    r = itf.compare_transformers_attention(module, x)
+    assert not r.ok and "out" in [c.name for c in r.checks if not c.ok]
+
+
+def test_data2vec_vision_without_a_bias_table_reads_its_inline_scale_and_agrees():
+    from attention_np.interop.transformers import sweep as sw
+    tf = require("transformers")
+    for impl in ("sdpa", "eager"):                   # its two classes, two forms of the scale
+        cfg = sw.tiny_config("data2vec-vision")
+        cfg.use_relative_position_bias = False
+        model = fam.randomize(tf.AutoModel.from_config(cfg, attn_implementation=impl), 1)
+        found, refused = attention_layers(model)
+        assert found and not refused
+        assert found[0][2].grid_table is None and found[0][2].scale == 1 / np.sqrt(8)
+        verdict, err, why = sw._diff_layers(found)
+        assert verdict == "AGREE" and err < 1e-12, why
+
+
+def test_prophetnet_encoder_attention_is_read_and_agrees_beside_its_refused_ngram_decoder():
+    """ProphetNet names its heads num_attn_heads and scales q by 1/sqrt(head_dim) in its
+    forward: its encoder and cross attention are read and agree (the 1e-6 change caught); its
+    decoder's n-gram self-attention is refused by that name."""
+    from attention_np.interop.transformers import sweep as sw
+    found = attention_layers(sw.build("prophetnet"))[0]
+    kinds = {type(m).__name__ for _, m, _ in found}
+    assert kinds == {"ProphetNetAttention"}
+    assert all(spec.scale == spec.head_dim ** -0.5 and spec.num_heads * spec.head_dim == 32
+               for *_, spec in found)                  # (16 heads of 2: its config's names)
+    verdict, err, why = sw._diff_layers([f for f in found if f[0].startswith("encoder.")])
+    assert verdict == "AGREE" and err < 1e-12, why

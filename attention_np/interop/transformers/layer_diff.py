@@ -46,6 +46,7 @@ from attention_np.interop.transformers.replay import (
 )
 from attention_np.interop.transformers.rotary import (  # noqa: F401  (rope_cos_sin re-exported)
     check_rope_frequencies,
+    float64_rotary,
     model_frequencies,
     rope_cos_sin,
     spec_cos_sin,
@@ -106,7 +107,9 @@ def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, to
         kwargs["layer_idx"] = getattr(module, "layer_idx", None)
     if "alibi" in names:                            # Falcon: positional, None without ALiBi
         kwargs["alibi"] = None
-    if spec.has_rope:
+    if spec.rope_in_layer:                          # IDEFICS: its own rotary_emb turns q, k
+        kwargs["position_ids"] = torch.from_numpy(np.ascontiguousarray(positions))
+    elif spec.has_rope:
         cos, sin = spec_cos_sin(spec, positions)
         kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
     elif "position_embeddings" in names:            # SmolLM3's NoPE layers take and ignore them
@@ -266,6 +269,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                          "in float32 under eager (and raises on a float64 mask): pass "
                          "attn_implementation='sdpa' (float64, ignores reorder_and_upcast_attn)")
     prepare_recent_layer(layer, spec, impl)
+    rope_checks = []
+    if spec.rope_in_layer:          # its own rotary embedding: its inv_freq and attention
+        float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], rope_checks)  # factor
+        #                             checked against ours, its cos and sin then in float64
     for p in layer.parameters():
         p.requires_grad_(True)
         p.grad = None
@@ -276,7 +283,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if window_mask is not None:                     # Swin: the layer's own attention_mask
         kwargs["attention_mask"] = torch.from_numpy(np.asarray(window_mask, dtype=np.float64))
     with float64_rope_function(layer), float64_upcasts(torch, scores_in_own_method(layer)):
-        out_t = layer(xt, **kwargs)[0]             # (GPT-Neo's _attn: float64, not float32)
+        out_t = layer(xt, **kwargs)                # (GPT-Neo's _attn: float64, not float32)
+    out_t = out_t[0] if isinstance(out_t, tuple) else out_t     # (MobileViT: the tensor alone)
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
     rows = dead_rows(mask)
     if rows is not None:                # rows that attend nothing: no upstream gradient there
@@ -293,9 +301,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     ours = replay(spec, params, x, kv, mask, dout, positions=positions, bias=bias)
     excluded = leave_out_rows(got, ours, rows)
     report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
-    report.checks = judge(got, ours)
+    report.checks = judge(got, ours) + rope_checks
     report.excluded_rows = excluded
-    if spec.has_rope:        # the model's own frequencies, after a forward on positions
+    if spec.has_rope and not spec.rope_in_layer:   # the model's own frequencies, after a forward
         freqs = model_frequencies(module, positions, torch)
         if freqs is None:
             report.notes.append("RoPE frequencies not checked: no rotary embedding class of "

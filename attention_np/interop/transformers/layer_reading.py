@@ -92,6 +92,8 @@ class LayerSpec:
     #                                  Swin (each window; cls False); variants.grid_relative_index
     rope_angles_layout: str | None = None  # how position_embeddings repeat the r/2 angles, if
     #                                  not as rope_layout pairs them (GLM: concatenated, "half")
+    rope_in_layer: bool = False      # the layer turns q, k itself, its own rotary_emb run on
+    #                                  its position_ids argument (IDEFICS), not given cos, sin
 
     @property
     def has_rope(self) -> bool:
@@ -156,6 +158,11 @@ def _source(module) -> str:
 # attention algorithms other than the paper's (a score for every allowed query-key pair), each
 # refused by its name before anything else is read: (test on the module, the name)
 ALGORITHMS = (
+    (lambda m: hasattr(m, "chunk_size") and hasattr(m, "max_past_horizon")
+     and hasattr(m, "relative_position_embedding"),
+     "chunked local attention with relative position logits (Gemma 3n's audio encoder: each "
+     "block of chunk_size queries over its context of past and future keys, the scores plus a "
+     "sinusoidal relative position term, soft-capped)"),
     (lambda m: hasattr(m, "num_hashes") or "LSH" in type(m).__name__,
      "LSH bucketed attention (Reformer: queries and keys hashed into buckets, attention within "
      "sorted chunks of a bucket)"),
@@ -167,6 +174,41 @@ ALGORITHMS = (
      "attention with its own projections)"),
     (lambda m: hasattr(m, "num_random_blocks") or "BlockSparse" in type(m).__name__,
      "block-sparse attention (BigBird: global, sliding and random blocks of keys)"),
+    (lambda m: getattr(m, "distance_embedding", None) is not None,
+     "relative position scores from a distance embedding (position_embedding_type "
+     "'relative_key' or 'relative_key_query': q.r(i - j), with k.r(i - j), added to the "
+     "scores)"),
+    (lambda m: hasattr(m, "mlstm_backend"),
+     "an mLSTM layer (xLSTM: a matrix memory updated along the sequence by exponential input "
+     "and forget gates, no softmax over scores)"),
+    (lambda m: hasattr(m, "ngram") and hasattr(m, "num_buckets") and hasattr(m, "query_proj"),
+     "n-gram self-attention (ProphetNet's decoder: a main stream and ngram predicting "
+     "streams, each attending with its own relative position buckets)"),
+    (lambda m: hasattr(m, "num_landmarks"),
+     "Nystrom approximate attention (Nystromformer: the softmax of all pairs approximated "
+     "through num_landmarks landmark queries and keys, segment means)"),
+    (lambda m: hasattr(m, "hash_code_len") and hasattr(m, "num_hash"),
+     "YOSO attention (hashing-based Bernoulli sampling: LSH collision probabilities of "
+     "normalised queries and keys in place of a softmax)"),
+    (lambda m: hasattr(m, "num_block") and hasattr(m, "approx_mode"),
+     "multi-resolution approximate attention (MRA: block scores at a low resolution, the top "
+     "blocks computed exactly)"),
+    (lambda m: "Lightning" in type(m).__name__ and hasattr(m, "block_size"),
+     "lightning attention (MiniMax: linear attention, a decaying recurrent state carried "
+     "across blocks, no softmax over scores)"),
+    (lambda m: hasattr(m, "global_block_size") and hasattr(m, "block_len") and hasattr(m, "q"),
+     "transient-global attention (LongT5 TGlobal: block-local attention plus one global token "
+     "per global_block_size tokens, their sum, with its own bias)"),
+    (lambda m: hasattr(m, "local_radius") and hasattr(m, "block_len") and hasattr(m, "q"),
+     "block-local attention (LongT5: each block of block_len queries attends its own and the "
+     "two neighbouring blocks, local_radius keys each side)"),
+    (lambda m: hasattr(m, "conv_kernel_layer") and hasattr(m, "key_conv_attn_layer"),
+     "mixed attention with span-based dynamic convolution (ConvBERT: self-attention heads "
+     "beside heads that convolve the values with kernels computed from each query's span)"),
+    (lambda m: type(getattr(m, "multihead_attn", None)).__name__ == "MultiheadAttention"
+     and hasattr(m, "q_proj"),
+     "projections in front of torch's nn.MultiheadAttention (Aria: q_proj, k_proj, v_proj, "
+     "then the MultiheadAttention's own in-projection, attention and out-projection)"),
     (lambda m: hasattr(m, "in_proj") and hasattr(m, "q_bias") and hasattr(m, "v_bias"),
      "DeBERTa (v1) attention (a fused in_proj with separate q_bias, v_bias and, with "
      "relative_attention, disentangled relative attention)"),
@@ -230,6 +272,18 @@ FORWARD_INPUTS = (
                    "latents concatenated)"),
     (("context_hidden_states",), "attention over a context sequence passed beside the hidden "
                                  "states (keys and values from both)"),
+    (("bbox_pos_emb",), "bounding-box position scores (BROS: q.b(i, j), a term from each "
+                        "pair of tokens' boxes, added to the scores)"),
+    (("layout_inputs",), "two coupled attention streams (LiLT: text and layout, each "
+                         "softmax over the sum of both streams' scores)"),
+    (("hidden_states_scaling_factor",), "integer-only quantized attention (I-BERT: QuantLinear "
+                                        "projections, requantized activations and an integer "
+                                        "softmax, each with its scaling factor)"),
+    (("from_tensor", "to_tensor"), "attention from one sequence to another passed as two "
+                                   "inputs (CANINE: from_tensor, to_tensor)"),
+    (("merged_attention_mask",), "merged self- and cross-attention (T5Gemma 2's decoder: one "
+                                 "softmax over its own keys, turned by RoPE, and the encoder's "
+                                 "keys, not turned, concatenated; RoPE on part of the keys)"),
 )
 
 
@@ -242,6 +296,9 @@ def refuse_other_inputs(module) -> None:
     for names, what in FORWARD_INPUTS:
         if set(names) <= required:
             refuse(module, what)
+    if "sinusoidal_pos" in params:
+        refuse(module, "RoFormer's rotary embedding (interleaved RoPE from the model's "
+                        "sinusoidal_pos, on the values too with rotary_value)")
     if "rotary_pos_emb" in params:
         refuse(module, "RoPE as CLVP applies it (rotary_pos_emb: the first features of q, k and "
                         "v turned)")
@@ -252,7 +309,9 @@ def refuse_other_inputs(module) -> None:
                               "inner_attn_ln, sub-LN)"),
             ("lambda_q1", "differential attention (DiffLlama: the difference of two softmax "
                           "maps weighted by a learned lambda)"),
-            ("dt_proj", "a dynamic mask (Doge: a bias per key computed from the values)")):
+            ("dt_proj", "a dynamic mask (Doge: a bias per key computed from the values)"),
+            ("fsmn", "an FSMN memory block (SAN-M, Fun-ASR: a depthwise convolution along the "
+                     "sequence of the masked values, added to the attention output)")):
         if getattr(module, attr, None) is not None:
             refuse(module, what)
     if hasattr(module, "gru_rel_pos_linear"):
@@ -288,6 +347,17 @@ def _unsupported_features(module, cfg) -> None:
     if hasattr(module, "dt_proj") and hasattr(module, "keep_window_size"):      # Doge
         refuse(module, "a dynamic mask (Doge: an input-dependent bias on the keys from dt_proj "
                         "and A, the top keep_window_size keys kept)")
+    if getattr(module, "pooling_attention_query", None) is not None:           # VideoPrism
+        refuse(module, "attention pooling (VideoPrism: a learned query, "
+                        "pooling_attention_query, not a projection of the hidden states, "
+                        "attends them, its features scaled by softplus(per_dim_scale))")
+    if getattr(module, "per_dim_scale", None) is not None or \
+            getattr(getattr(module, "scaling", None), "ndim", 0) == 1:  # Gemma 3n, TimesFM
+        refuse(module, "a learned scale per query feature (softplus(per_dim_scale) times "
+                        "1/sqrt(head_dim): attention_np's score scale is one number)")
+    if getattr(module, "qk_layer_norms", False) is True:                       # IDEFICS
+        refuse(module, "a QK-norm after RoPE (IDEFICS's qk_layer_norms: q and k normalised "
+                        "after they are turned; attention_np normalises before)")
     if getattr(module, "attn_sub_norm", None) is not None:                     # BitNet
         refuse(module, "a norm of the concatenated heads before W^O (BitNet's attn_sub_norm)")
     if re.search(r"sigmoid\((self\.)?gate", _source(module)):      # AFMoE, Qwen3-Next, ...
@@ -329,7 +399,7 @@ def _heads(module, cfg, projections) -> tuple:
         return next((int(getattr(module, a)) for a in names
                      if isinstance(getattr(module, a, None), int)
                      and not isinstance(getattr(module, a), bool)), None)
-    h = attr(("num_heads", "num_attention_heads", "n_heads", "n_head"))
+    h = attr(("num_heads", "num_attention_heads", "n_heads", "n_head", "num_attn_heads"))
     h = h if h is not None else getattr(cfg, "num_attention_heads", None)
     d = attr(("head_dim", "attention_head_size", "head_size", "key_value_proj_dim"))
     if h is None:
@@ -341,7 +411,17 @@ def _heads(module, cfg, projections) -> tuple:
         d = projections.widths(h, 1)["q"] // h
     widths = projections.widths(h, d)
     if widths["q"] != h * d:
-        refuse(module, f"a query projection of width {widths['q']} != heads {h} x head_dim {d}")
+        refuse(module, f"a query projection of width {widths['q']} != heads {h} x head_dim {d}"
+               + (f" ({h} heads do not divide its {widths['q']} features)"
+                  if widths["q"] % h else ""))
+    o = projections.o
+    if widths["v"] == h * d != widths["k"] and o is not None and \
+            int(o.weight.shape[0 if type(o).__name__ == "Conv1D" else 1]) == h * d:
+        # Nemotron 3 audio with num_key_value_heads < num_attention_heads: k_proj h_kv heads
+        # wide, v_proj h (eager cannot run it; sdpa's enable_gqa groups keys, not values)
+        refuse(module, f"keys of {widths['k'] // d} heads beside values of {h} heads (k_proj "
+                        f"{widths['k']} wide, v_proj {widths['v']}: the keys shared by groups "
+                        "of query heads, the values not; attention_np groups both)")
     return h, widths["k"] // d, d
 
 
@@ -353,10 +433,13 @@ def _scale(module, d: int) -> float:
         v = getattr(module, a, None)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
-    table = hasattr(module, "has_relative_position_bias") or bias_table_owner(module)
-    if isinstance(getattr(module, "attention_head_size", None), int) and table and \
-            "math.sqrt(self.attention_head_size)" in _source(module):   # Data2VecVision, Swin's
-        return 1.0 / float(np.sqrt(module.attention_head_size))  # copies: in their forward, by d
+    if isinstance(getattr(module, "attention_head_size", None), int) and re.search(
+            r"(attention_scores\s*=\s*attention_scores|scaling\s*=\s*1)\s*/\s*math\.sqrt\("
+            r"self\.attention_head_size\)", _source(module)):   # BERT's older copies, Data2VecVision,
+        return 1.0 / float(np.sqrt(module.attention_head_size))  # Swin's: in their forward
+    if re.search(r"self\.q\w*\(hidden_states\)\s*/\s*\(self\.head_dim\s*\*\*\s*0\.5\)",
+                 _source(module)) and isinstance(getattr(module, "head_dim", None), int):
+        return float(module.head_dim) ** -0.5                   # ProphetNet: q / sqrt(d)
     if re.search(r"scaling=self\.head_dim\s*\*\*\s*-0\.5\b", _source(module)) and \
             isinstance(getattr(module, "head_dim", None), int):
         return float(module.head_dim) ** -0.5
@@ -438,8 +521,10 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     (none with ALiBi: Falcon rotates only without it), read per layer: the layer type's own
     parameters (Gemma 3, ModernBERT), a per-layer theta (``layer_rope_theta``, 0: none), and in a
     model of several layer types whether this layer rotates at all (:func:`_ignores_rotary`)."""
-    if alibi is not None or "position_embeddings" not in forward_parameters(module) or \
-            not getattr(module, "use_rope", True):                   # SmolLM3's NoPE layers
+    if alibi is not None or not getattr(module, "use_rope", True):    # SmolLM3's NoPE layers
+        return {}
+    in_layer = "position_embeddings" not in forward_parameters(module)
+    if in_layer and not _own_rotary(module):
         return {}
     rope = getattr(cfg, "rope_parameters", None) or {}
     kind = _layer_type(module, cfg) or getattr(module, "attention_type", None)
@@ -457,6 +542,10 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     if r is None:
         r = int(d * partial) if rope.get("rope_type", "default") != "proportional" else d
     r = int(r)
+    if r % 2 and 2 < r < d:               # Moonshine's tiny head: int(4 * 0.9) = 3
+        refuse(module, f"an odd rotated width of {r} features (head_dim {d} x "
+                        f"partial_rotary_factor {partial}: its rotary embedding turns {r + 1} "
+                        f"features at the frequencies theta^(-2k/{r}) of a width of {r})")
     if r % 2 or not 2 <= r <= d:
         refuse(module, f"a rotated width of {r} features (head_dim {d})")
     partial_ok = r != d and (hasattr(module, "rotary_ndims") or hasattr(module, "rotary_dim")
@@ -476,8 +565,19 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
         return {}
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
     return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
+                rope_in_layer=in_layer,
                 rope_angles_layout=_angles_layout(module, layout, r),
                 rope_sin_first="sin, cos = position_embeddings" in _source(module))
+
+
+def _own_rotary(module) -> bool:
+    """Whether a self-attention layer turns q and k with its own rotary embedding, run on the
+    ``position_ids`` it is passed (IDEFICS: ``self.rotary_emb(value_states, position_ids)``
+    in its forward), instead of taking the model's ``position_embeddings``."""
+    return getattr(module, "rotary_emb", None) is not None and \
+        "position_ids" in forward_parameters(module) and \
+        not getattr(module, "is_cross_attention", False) and \
+        "self.rotary_emb(" in _source(module)
 
 
 def _rotates_part(module, d: int, r: int) -> bool:

@@ -46,7 +46,11 @@ from attention_np.interop.transformers.replay import (
     leave_out_rows,
     replay,
 )
-from attention_np.interop.transformers.rotary import check_position_embeddings, spec_cos_sin
+from attention_np.interop.transformers.rotary import (
+    check_position_embeddings,
+    float64_rotary,
+    spec_cos_sin,
+)
 from attention_np.variants.position_bias import (
     alibi_bias,
     grid_relative_index,
@@ -273,7 +277,8 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
             report.notes.append("no attention layer found")
         return report
     impl = _implementation(work, specs)
-    for cfg in {id(m.config): m.config for m in work.modules() if hasattr(m, "config")}.values():
+    for cfg in {id(m.config): m.config for m in work.modules()      # (IDEFICS: a float config)
+                if hasattr(getattr(m, "config", None), "_attn_implementation")}.values():
         cfg._attn_implementation = impl
     log, calls, handles = [], [], []
     params = {}
@@ -294,9 +299,13 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
                           "kwargs": dict(kwargs), "bound": bound,
                           "rope": _rope_source(log, bound.get("position_embeddings"))})
 
-        def post(mod, args, kwargs, output, _name=name):
+        def post(mod, args, kwargs, output, _name=name, _spec=spec):
             out = output[0] if isinstance(output, tuple) else output
-            next(c for c in reversed(calls) if c["name"] == _name)["out"] = _np(out)
+            call = next(c for c in reversed(calls) if c["name"] == _name)
+            call["out"] = _np(out)
+            if _spec.rope_in_layer:              # IDEFICS: the call of its own rotary_emb
+                call["rope"] = next((e for e in reversed(log)
+                                     if e["name"] == f"{_name}.rotary_emb"), None)
         handles += [module.register_forward_pre_hook(pre, with_kwargs=True),
                     module.register_forward_hook(post, with_kwargs=True)]
     handles += _rotary_hooks(work, log)
@@ -352,6 +361,8 @@ def _rotary_row(call, report, done: set) -> None:
     B, L = x.shape[:2]
     entry = call["rope"]
     pe = bound.get("position_embeddings")
+    if spec.rope_in_layer and entry is not None:   # IDEFICS: what its own rotary_emb returned
+        pe = entry["out"]
     if entry is None:
         positions = np.arange(L)
         report.notes.append(f"{call['name']}: no rotary embedding call was seen; its RoPE "
@@ -440,13 +451,19 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     if kv_t is not None:
         kvt = kv_t.detach().clone().requires_grad_(True)
         kwargs["key_value_states" if "key_value_states" in kwargs else "encoder_hidden_states"] = kvt
-    if spec.has_rope:           # the layer again with our float64 cos, sin (the model's: float32)
+    if spec.rope_in_layer:      # IDEFICS: its own rotary_emb gives our float64 cos, sin (its
+        float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], [])   # float32 ones:
+    elif spec.has_rope:         # the layer again with our float64 cos, sin   (_rotary_row)
         cos, sin = spec_cos_sin(spec, positions)
         kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
-    with torch.enable_grad():
-        out_t = layer(*args, **kwargs)
-        out_t = out_t[0] if isinstance(out_t, tuple) else out_t
-        out_t.backward(torch.from_numpy(dout))
+    try:
+        with torch.enable_grad():
+            out_t = layer(*args, **kwargs)
+            out_t = out_t[0] if isinstance(out_t, tuple) else out_t
+            out_t.backward(torch.from_numpy(dout))
+    finally:
+        if spec.rope_in_layer:
+            del layer.rotary_emb.forward                 # its own forward again
     got = {"out": _np(out_t) if spec.has_rope else call["out"], "dhidden_states": _np(xt.grad)}
     if kvt is not None:
         got["dkey_value"] = _np(kvt.grad)

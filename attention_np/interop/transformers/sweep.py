@@ -67,6 +67,14 @@ OVERRIDES = {
     # Zamba ties every hybrid layer's shared attention block to the first one's: with a single
     # hybrid layer transformers' tie_weights finds nothing to tie and raises; its attention
     # widths are stored, not derived (2 x hidden: the block reads [hidden | embeddings])
+    # Nemotron 3's audio attention: v_proj is num_attention_heads wide whatever
+    # num_key_value_heads says (k_proj follows it); its checkpoints have the two equal (the
+    # config's default). With fewer key/value heads eager cannot run it and sdpa groups the
+    # keys but not the values: the reader refuses that by name (tests), the sweep builds
+    # the family as its checkpoints are
+    **{t: {"num_key_value_heads": 4} for t in (
+        "nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp",
+        "nemotron3_diarization_audio")},
     "zamba": {"num_hidden_layers": 3,
               "layers_block_type": ["linear_attention", "hybrid", "hybrid"],
               "attention_hidden_size": 64, "attention_head_dim": 16, "mamba_dt_rank": 4},
