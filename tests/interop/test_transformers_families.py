@@ -547,3 +547,28 @@ def test_ctrl_attention_taking_v_k_q_agrees_and_a_changed_scale_is_its_mismatch(
     model.h[0].multi_head_attention.Wq.register_forward_hook(lambda m, a, out: out * 1.01)
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.first_disagreement.name == "h.0.multi_head_attention", str(report)
+
+
+def test_gpt1_fused_conv1d_its_bool_scale_and_float_causal_buffer_agree(monkeypatch):
+    """Before: OpenAI GPT refused as 'a fused q/k/v projection without a readable head_dim'.
+    Read: c_attn split ``x.split(split_size, dim=2)`` ([q | k | v], head_dim split_size / h),
+    the scale from ``Attention(scale=True/False)`` (``w / math.sqrt(v.size(-1))`` or none), the
+    causal mask from its float ``bias`` buffer (``w * b - 1e4 * (1 - b)``). The whole model agrees
+    with the change caught; its layer returns a list, not a tuple. Ours changed (the causal mask
+    dropped) is the first layer's mismatch."""
+    from transformers.models.openai.modeling_openai import Attention
+
+    from attention_np.interop.transformers import layer_reading
+    from attention_np.interop.transformers import sweep as sw
+    row = sw.sweep_one("openai-gpt")
+    assert row.verdict == "AGREE" and "caught at h.0.attn" in row.reason, row
+    model = sw.build("openai-gpt")
+    spec = layer_spec(model.h[0].attn)
+    assert (spec.head_dim, spec.scale, spec.is_causal) == (8, 8 ** -0.5, True)
+    unscaled = fam.randomize(Attention(32, 16, model.config, scale=False), 1)
+    assert layer_spec(unscaled).scale == 1.0
+    r = itf.compare_transformers_attention(unscaled, R.standard_normal((2, 6, 32)))
+    assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
+    monkeypatch.setattr(layer_reading, "_tril_weights", lambda m: False)
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.first_disagreement.name == "h.0.attn", str(report)

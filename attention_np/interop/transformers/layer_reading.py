@@ -438,12 +438,18 @@ def _heads(module, cfg, projections) -> tuple:
         if projections.fused is not None and not _splits_in_three(module, projections, h):
             refuse(module, "a fused q/k/v projection without a readable head_dim")
         if projections.fused is not None:                   # [q | k | v], h heads each
-            return h, h, int(projections.fused.weight.shape[0]) // (3 * h)
+            return h, h, _fused_width(projections) // (3 * h)
         d = projections.widths(h, 1)["q"] // h
     widths = projections.widths(h, d)
     if widths["q"] != h * d:
         refuse(module, f"a query projection of width {widths['q']} != heads {h} x head_dim {d}")
     return h, widths["k"] // d, d
+
+
+def _fused_width(projections) -> int:
+    """The output width of the fused projection (a ``Conv1D``'s weight is ``(in, out)``)."""
+    fused = projections.fused
+    return int(fused.weight.shape[1 if type(fused).__name__ == "Conv1D" else 0])
 
 
 def _splits_in_three(module, projections, h: int) -> bool:
@@ -452,10 +458,10 @@ def _splits_in_three(module, projections, h: int) -> bool:
     ``qkv(x).reshape(B, L, 3, self.num_heads, C // self.num_heads)``): read from its source
     and checked against the projection's width."""
     src = re.sub(r"\s+", "", _source(module))
-    width = int(projections.fused.weight.shape[0]) if projections.layout == "contiguous" and \
-        type(projections.fused).__name__ != "Conv1D" else 0
-    return width > 0 and width % (3 * h) == 0 and \
-        re.search(r"\.reshape\([^()]*,3,self\.num_(attention_)?heads,", src) is not None
+    width = _fused_width(projections) if projections.layout == "contiguous" else 0
+    three = re.search(r"\.reshape\([^()]*,3,self\.num_(attention_)?heads,", src) is not None or \
+        "split(self.split_size,dim=2)" in src and getattr(module, "split_size", 0) * 3 == width
+    return width > 0 and width % (3 * h) == 0 and three     # (GPT-1: x.split(split_size, 2))
 
 
 def _scale(module, d: int) -> float:
@@ -468,6 +474,10 @@ def _scale(module, d: int) -> float:
             return float(v)
     if torch_mha(module):           # torch's multi_head_attention_forward: q * sqrt(1 / head_dim)
         return float(d) ** -0.5
+    attn = getattr(module, "_attn", None)           # GPT-1: Attention(scale=True or False)
+    if isinstance(getattr(module, "scale", None), bool) and callable(attn) and re.search(
+            r"if self\.scale:\s*w = w / math\.sqrt\(v\.size\(-1\)\)", inspect.getsource(attn)):
+        return float(d) ** -0.5 if module.scale else 1.0
     table = hasattr(module, "has_relative_position_bias") or bias_table_owner(module)
     if isinstance(getattr(module, "attention_head_size", None), int) and table and \
             "math.sqrt(self.attention_head_size)" in _source(module):   # Data2VecVision, Swin's
@@ -746,6 +756,21 @@ def _causal_band(module) -> int | None:
     return 0 if W == P else W
 
 
+def _tril_weights(module) -> bool:
+    """A layer that masks its scores with a float buffer ``bias`` of ones on and below the
+    diagonal, ``w * b - 1e4 * (1 - b)`` (GPT-1: a masked score is -1e4, whose weight
+    ``exp(-1e4)`` is 0 in float64, as -inf's): causal. A float buffer of another pattern is
+    refused."""
+    buf = getattr(module, "bias", None)
+    if getattr(buf, "ndim", 0) != 4 or not getattr(buf, "is_floating_point", lambda: False)() \
+            or "-1e4 * (1 - b)" not in inspect.getsource(type(module)):
+        return False
+    keep = to_numpy(buf)[0, 0]
+    if not np.array_equal(keep, np.tril(np.ones_like(keep))):
+        refuse(module, "a float mask buffer (bias) that is not the causal mask")
+    return True
+
+
 def _softcap(module) -> float | None:
     cap = getattr(module, "attn_logit_softcapping", None)
     # Gemma 3 keeps attn_logit_softcapping but passes no softcap to its attention function
@@ -770,8 +795,8 @@ def layer_spec(module) -> LayerSpec:
                         "groups)")
     cross = bool(getattr(module, "is_cross_attention", False)) or (   # T5Gemma, Canary
         "Cross" in type(module).__name__ and "encoder_hidden_states" in forward_parameters(module))
-    causal = (bool(getattr(module, "is_causal", False)) or _causal_band(module) is not None) \
-        and not cross                                 # (ImageGPT: causal by its own buffer)
+    causal = (bool(getattr(module, "is_causal", False)) or _causal_band(module) is not None
+              or _tril_weights(module)) and not cross    # (ImageGPT, GPT-1: by their own buffer)
     if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \
             and not getattr(module, "is_causal", True):    # Gemma 2 / 3 bidirectional
         raise ValueError(f"{type(module).__name__} is bidirectional (is_causal False, config."

@@ -296,7 +296,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
                           "rope": _rope_source(log, bound.get("position_embeddings"))})
 
         def post(mod, args, kwargs, output, _name=name):
-            out = output[0] if isinstance(output, tuple) else output
+            out = output[0] if isinstance(output, (tuple, list)) else output   # GPT-1: a list
             next(c for c in reversed(calls) if c["name"] == _name)["out"] = _np(out)
         handles += [module.register_forward_pre_hook(pre, with_kwargs=True),
                     module.register_forward_hook(post, with_kwargs=True)]
@@ -473,7 +473,7 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
     with torch.enable_grad():
         out_t = layer(*args, **kwargs)
-        out_t = out_t[0] if isinstance(out_t, tuple) else out_t
+        out_t = out_t[0] if isinstance(out_t, (tuple, list)) else out_t
         out_t.backward(torch.from_numpy(dout))
     got = {"out": _np(out_t) if spec.has_rope else call["out"], "dhidden_states": _np(xt.grad)}
     if kvt is not None:
