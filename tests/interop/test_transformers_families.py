@@ -584,3 +584,141 @@ def test_prophetnet_encoder_attention_is_read_and_agrees_beside_its_refused_ngra
                for *_, spec in found)                  # (16 heads of 2: its config's names)
     verdict, err, why = sw._diff_layers([f for f in found if f[0].startswith("encoder.")])
     assert verdict == "AGREE" and err < 1e-12, why
+@pytest.mark.parametrize("family, layer", [
+    ("blip-2", "Blip2Attention"), ("instructblip", "InstructBlipAttention"),
+    ("timesformer", "TimesformerSelfAttention"), ("mgp-str", "MgpstrAttention")])
+def test_a_fused_qkv_linear_is_read_as_q_k_v_columns_and_agrees_with_the_change_caught(
+        family, layer):
+    """Before: refused as 'no q, k, v projections'. One ``qkv`` Linear that the forward splits
+    ``reshape(B, L, 3, h, d)`` ([q | k | v], TimeSformer and MGP-STR without a head_dim
+    attribute), the output projection ``proj`` / ``projection`` (BLIP-2's bias: q_bias, a
+    k part, v_bias, one parameter)."""
+    from attention_np.interop.transformers import sweep as sw
+    row = sw.sweep_one(family)
+    assert row.verdict == "AGREE" and layer in row.reason and "+1e-06 caught" in row.reason, row
+    assert row.max_error < 1e-12
+
+
+def test_fused_qkv_columns_read_wrong_are_the_layers_mismatch(monkeypatch):
+    """Ours changed instead (k and v columns of BLIP-2's qkv swapped): dW_k and dW_v disagree."""
+    from attention_np.interop.transformers import layer_reading
+    from attention_np.interop.transformers import sweep as sw
+    module = sw.build("blip-2").vision_model.encoder.layers[0].self_attn
+    x = R.standard_normal((2, 5, 32))
+    assert itf.compare_transformers_attention(module, x).ok
+    read = layer_reading.qkv_columns
+
+    def swapped(*a, **k):
+        cols = read(*a, **k)
+        return {**cols, "k": cols["v"], "v": cols["k"]}
+    monkeypatch.setattr(layer_reading, "qkv_columns", swapped)
+    r = itf.compare_transformers_attention(module, x)
+    assert not r.ok and {"out", "dW_k", "dW_v"} <= {c.name for c in r.checks if not c.ok}, str(r)
+
+
+def _siglip_head():
+    from attention_np.interop.transformers import sweep as sw
+    model = sw.build("siglip_vision_model")
+    return model, torch.from_numpy(R.standard_normal((2, 3, 32, 32)))
+
+
+def test_torch_multihead_attention_pooling_head_agrees_as_self_and_probe_cross_attention():
+    """Before: SigLIP's (Gemma 3's, LFM2-VL's, DeepSeek-VL's) pooling head, a
+    ``torch.nn.MultiheadAttention`` (in_proj_weight fused [q | k | v], scale 1/sqrt(head_dim)
+    as torch computes it), refused as 'no q, k, v projections'. Read: alone as self-attention,
+    as the head calls it (a learned probe query over the hidden states: cross-attention), and
+    in the whole model, the head's row among the encoder's."""
+    from attention_np.interop.transformers import sweep as sw
+    model, pixels = _siglip_head()
+    attn = model.head.attention
+    spec = layer_spec(attn)
+    assert (spec.num_heads, spec.head_dim, spec.scale, spec.is_causal) == (4, 8, 8 ** -0.5,
+                                                                             False)
+    x = R.standard_normal((2, 17, 32))
+    probe = model.head.probe.detach().numpy().astype(np.float64).repeat(2, axis=0)  # (2, 1, 32)
+    for r in (itf.compare_transformers_attention(attn, x),
+              itf.compare_transformers_attention(attn, probe, key_value_states=x)):
+        assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
+    assert "dkey_value" in [c.name for c in r.checks]
+    report = compare_transformers_model(model, pixel_values=pixels)
+    assert report.ok and [r.name for r in report.attention][-1] == "head.attention", str(report)
+    row = sw.sweep_one("siglip_vision_model")
+    assert row.verdict == "AGREE" and "MultiheadAttention" in row.reason, row
+
+
+def test_a_changed_multihead_attention_scale_is_the_heads_mismatch(monkeypatch):
+    """Ours changed (the head's scale read 1% too large): the head alone disagrees."""
+    from attention_np.interop.transformers import layer_reading
+    model, pixels = _siglip_head()
+    read = layer_reading._scale
+    monkeypatch.setattr(layer_reading, "_scale", lambda m, d: read(m, d) * (
+        1.01 if type(m).__name__ == "MultiheadAttention" else 1.0))
+    report = compare_transformers_model(model, pixel_values=pixels)
+    assert report.verdict == "MISMATCH" and report.first_disagreement.name == "head.attention", \
+        str(report)
+
+
+def test_multihead_attention_options_beyond_the_spec_are_refused_by_name():
+    nn = torch.nn
+    with pytest.raises(UnsupportedLayer, match=r"time-first inputs \(L, B, E\)"):
+        layer_spec(nn.MultiheadAttention(8, 2))
+    with pytest.raises(UnsupportedLayer, match="add_bias_kv"):
+        layer_spec(nn.MultiheadAttention(8, 2, add_bias_kv=True, batch_first=True))
+    with pytest.raises(UnsupportedLayer, match="add_zero_attn"):
+        layer_spec(nn.MultiheadAttention(8, 2, add_zero_attn=True, batch_first=True))
+    with pytest.raises(UnsupportedLayer, match="kdim or vdim"):
+        layer_spec(nn.MultiheadAttention(8, 2, kdim=4, vdim=4, batch_first=True))
+
+
+def test_multihead_attention_called_with_key_apart_from_value_is_refused_in_the_model():
+    """A call whose key and value are two tensors (not one sequence) is refused by name in the
+    whole-model diff, not replayed as something else."""
+    model, pixels = _siglip_head()
+
+    def other_value(module, args):                     # the head: attention(probe, h, 2 h)
+        return args[0], args[1], 2 * args[2]
+    model.head.attention.register_forward_pre_hook(other_value)
+    report = compare_transformers_model(model, pixel_values=pixels)
+    assert report.verdict == "INCOMPLETE" and report.refused[0][0] == "head.attention"
+    assert "keys and values from two different inputs" in report.refused[0][1], str(report)
+
+
+def test_ctrl_attention_taking_v_k_q_agrees_and_a_changed_scale_is_its_mismatch():
+    """Before: refused as 'no q, k, v projections' (Wq, Wk, Wv; forward(v, k, q), each the
+    same normed hidden states). The whole model agrees with the change caught; q scaled by
+    1.01 inside the first layer is that layer's mismatch."""
+    from attention_np.interop.transformers import sweep as sw
+    row = sw.sweep_one("ctrl")
+    assert row.verdict == "AGREE" and "caught at h.0.multi_head_attention" in row.reason, row
+    model = sw.build("ctrl")
+    r = itf.compare_transformers_attention(model.h[0].multi_head_attention,
+                                           R.standard_normal((2, 6, 32)))
+    assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
+    model.h[0].multi_head_attention.Wq.register_forward_hook(lambda m, a, out: out * 1.01)
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.first_disagreement.name == "h.0.multi_head_attention", str(report)
+
+
+def test_gpt1_fused_conv1d_its_bool_scale_and_float_causal_buffer_agree(monkeypatch):
+    """Before: OpenAI GPT refused as 'a fused q/k/v projection without a readable head_dim'.
+    Read: c_attn split ``x.split(split_size, dim=2)`` ([q | k | v], head_dim split_size / h),
+    the scale from ``Attention(scale=True/False)`` (``w / math.sqrt(v.size(-1))`` or none), the
+    causal mask from its float ``bias`` buffer (``w * b - 1e4 * (1 - b)``). The whole model agrees
+    with the change caught; its layer returns a list, not a tuple. Ours changed (the causal mask
+    dropped) is the first layer's mismatch."""
+    from transformers.models.openai.modeling_openai import Attention
+
+    from attention_np.interop.transformers import layer_reading
+    from attention_np.interop.transformers import sweep as sw
+    row = sw.sweep_one("openai-gpt")
+    assert row.verdict == "AGREE" and "caught at h.0.attn" in row.reason, row
+    model = sw.build("openai-gpt")
+    spec = layer_spec(model.h[0].attn)
+    assert (spec.head_dim, spec.scale, spec.is_causal) == (8, 8 ** -0.5, True)
+    unscaled = fam.randomize(Attention(32, 16, model.config, scale=False), 1)
+    assert layer_spec(unscaled).scale == 1.0
+    r = itf.compare_transformers_attention(unscaled, R.standard_normal((2, 6, 32)))
+    assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
+    monkeypatch.setattr(layer_reading, "_tril_weights", lambda m: False)
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.first_disagreement.name == "h.0.attn", str(report)

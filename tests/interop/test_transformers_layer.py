@@ -237,8 +237,11 @@ def test_gpt_oss_reads_sinks_and_the_half_angle_rope():
 
 
 def test_unsupported_module_names_the_supported_layers():
-    with pytest.raises(TypeError, match="MultiheadAttention is not an attention layer attention_np "
+    with pytest.raises(TypeError, match="Linear is not an attention layer attention_np "
                                         "can read: no q, k, v projections"):
+        itf.compare_transformers_attention(torch.nn.Linear(8, 8), np.zeros((1, 2, 8)))
+    # torch's MultiheadAttention is read (batch first); time first is refused by that name
+    with pytest.raises(TypeError, match=r"MultiheadAttention: time-first inputs \(L, B, E\)"):
         itf.compare_transformers_attention(torch.nn.MultiheadAttention(8, 2), np.zeros((1, 2, 8)))
     gpt2 = cases.tiny_model("gpt2")
     with pytest.raises(ValueError, match=r"key_value_states \(cross-attention\) needs a layer "

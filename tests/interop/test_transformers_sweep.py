@@ -362,7 +362,7 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
 @pytest.mark.parametrize("family, feature", [
     ("parakeet_encoder", "Transformer-XL relative position attention"),
     ("cosmos3_edge_vision", "packed variable-length sequences (cu_seqlens"),
-    ("sam", "query, key and value passed as three separate inputs"),
+    ("sam", "decomposed relative position embeddings"),   # its vision encoder, listed first
     ("segformer", "spatial-reduction attention"),
     ("pixtral", "RoPE of type 'axial' (2-D axial RoPE"),
     ("muse_glimmer_assistant", "attention over a context sequence"),
@@ -377,12 +377,41 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("kosmos-2", "a LayerNorm of the concatenated heads before W^O"),       # MISMATCH 8.3
     ("diffllama", "differential attention"),                                # MISMATCH 3.2
     ("doge", "a dynamic mask"),                                             # MISMATCH 1e-2
+    # before: each refused as "no q, k, v projections" (or "heads not readable")
+    ("deepseek_v2", "multi-head latent attention (MLA"),
+    ("minicpm3", "multi-head latent attention (MLA"),
+    ("rwkv", "RWKV's time-mixing recurrence"),
+    ("xlstm", "the mLSTM recurrence"),
+    ("jetmoe", "a mixture of attention heads"),
+    ("swiftformer", "efficient additive attention"),
+    ("mobilevitv2", "separable linear self-attention"),
+    ("patchtsmixer", "gated attention (PatchTSMixer"),
+    ("wav2vec2-conformer", "Transformer-XL relative position attention"),
+    ("wav2vec2-bert", "relative position embeddings in the scores"),
+    ("cpmant", "CPM-Ant attention"),
+    ("sam_vision_model", "decomposed relative position embeddings"),
+    ("seggpt", "decomposed relative position embeddings"),
+    ("gemma4_audio", "chunked local attention with relative position logits"),
+    ("gemma4_vision", "2-D RoPE"),
+    ("inkling2_text", "Inkling2 attention"),
+    ("zaya", "compressed convolutional attention"),
+    ("qwen2_5_vl_vision", "packed variable-length sequences (cu_seqlens"),   # a fused qkv
+    ("glm_image_vision", "packed variable-length sequences (cu_seqlens"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,
     height and width; a tuple into nn.Linear; rope_type 'axial' unknown)."""
     row = sw.sweep_one(family)
     assert row.verdict == "refused" and feature in row.reason, row
+
+
+def test_sams_mask_decoder_is_still_refused_by_its_three_inputs():
+    """SAM's vision encoder is now read as far as its decomposed relative positions (its refusal
+    comes first); its mask decoder's layers keep theirs."""
+    from attention_np.interop.transformers.model_diff import attention_layers
+    refused = attention_layers(sw.build("sam"))[1]
+    assert any(n.startswith("mask_decoder.") and "three separate inputs" in why
+               for n, why in refused), refused
 
 
 @pytest.mark.parametrize("family", ["glm4v_text", "glm4v_moe_text", "qwen2_5_vl_text"])

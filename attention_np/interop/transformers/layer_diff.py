@@ -31,6 +31,7 @@ from attention_np.interop.transformers.layer_reading import (  # noqa: F401  (re
     layer_spec,
     no_causal,
     params_from_transformers,
+    qkv_inputs,
 )
 from attention_np.interop.transformers.recent import (
     EAGER_FLOAT64,
@@ -149,7 +150,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         Any layer :func:`~attention_np.interop.transformers.layer_reading.layer_spec` reads, by what it
         computes (BERT, RoBERTa, DistilBERT, ALBERT, ViT, CLIP, GPT-2, BART, OPT, Whisper, T5,
         Llama, Mistral, Mixtral, Qwen2, Qwen3, Gemma 1-3, Cohere, OLMo, Granite, SmolLM3,
-        GPT-NeoX, Falcon, Phi, Phi-3, StableLM, gpt-oss, subclasses included); one that
+        GPT-NeoX, Falcon, Phi, Phi-3, StableLM, gpt-oss, BLIP-2's vision layers, CTRL, torch's
+        ``nn.MultiheadAttention`` as SigLIP's pooling head has it, subclasses included); one that
         computes what attention_np cannot express raises
         :class:`~attention_np.interop.transformers.layer_reading.UnsupportedLayer` naming it. A copy is
         cast to float64 and run in eval mode (QK-norms and rotary functions that compute in
@@ -159,7 +161,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     hidden_states : (B, L, d_model) array or tensor
     key_value_states : (B, S, d_model), optional
         Cross-attention (BART, T5, Whisper, GPT-2's ``is_cross_attention`` layer): the encoder
-        output the keys and values come from.
+        output the keys and values come from; for torch's ``nn.MultiheadAttention`` (SigLIP's
+        pooling head) the ``key`` and ``value`` it is called with, ``hidden_states`` being the
+        ``query`` (the head's probe). Without it such a layer gets ``hidden_states`` as all
+        three (self-attention), as CTRL's layer always does.
     attention_mask : (B, S) 0/1, optional
         transformers' 2-D padding mask (1 = a real token). The layer gets the model's 4-D float
         mask (0 or ``finfo(float64).min``), with the causal and sliding-window masks of the
@@ -201,11 +206,14 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         raise ValueError(f"attn_implementation must be one of {IMPLEMENTATIONS} (float64 forward "
                          f"and backward on CPU), got {attn_implementation!r}")
     names = forward_parameters(module)
-    takes_kv = spec.cross or "key_value_states" in names
+    roles = qkv_inputs(module)          # torch's MultiheadAttention, CTRL: three inputs
+    takes_kv = spec.cross or "key_value_states" in names or (
+        roles is not None and roles["q"] == names[0])
     if key_value_states is not None and not takes_kv:
         raise ValueError(f"key_value_states (cross-attention) needs a layer whose forward takes "
-                         f"key_value_states (BART, T5, Whisper) or GPT2Attention(is_cross_attention"
-                         f"=True); {type(module).__name__} takes {names}")
+                         f"key_value_states (BART, T5, Whisper), GPT2Attention(is_cross_attention"
+                         f"=True) or torch's MultiheadAttention (query, key, value); "
+                         f"{type(module).__name__} takes {names}")
     if spec.cross and key_value_states is None:
         raise ValueError(f"{type(module).__name__}(is_cross_attention=True) needs "
                          "key_value_states, the encoder output (B, S, d_model) its keys and "
@@ -278,13 +286,17 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         p.grad = None
     xt = torch.tensor(x, requires_grad=True)
     kvt = None if kv is None else torch.tensor(kv, requires_grad=True)
-    kwargs = _call_kwargs(module, spec, mask, kvt, positions,
+    kwargs = _call_kwargs(module, spec, mask, None if roles else kvt, positions,
                           None if window_mask is not None else bias, torch)
+    if roles is not None:               # the query x; key and value the same tensor, kv or x
+        kwargs.update({roles["q"]: xt, roles["k"]: xt if kvt is None else kvt,
+                       roles["v"]: xt if kvt is None else kvt})
     if window_mask is not None:                     # Swin: the layer's own attention_mask
         kwargs["attention_mask"] = torch.from_numpy(np.asarray(window_mask, dtype=np.float64))
     with float64_rope_function(layer), float64_upcasts(torch, scores_in_own_method(layer)):
-        out_t = layer(xt, **kwargs)                # (GPT-Neo's _attn: float64, not float32)
-    out_t = out_t[0] if isinstance(out_t, tuple) else out_t     # (MobileViT: the tensor alone)
+        out_t = layer(xt, **kwargs) if roles is None else layer(**kwargs)   # (GPT-Neo's _attn:
+        #                                                     float64, not float32)
+    out_t = out_t[0] if isinstance(out_t, (tuple, list)) else out_t   # (MobileViT: the tensor alone)
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
     rows = dead_rows(mask)
     if rows is not None:                # rows that attend nothing: no upstream gradient there

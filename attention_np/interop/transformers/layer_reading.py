@@ -1,7 +1,8 @@
 """Read a Hugging Face ``transformers`` attention layer by what it computes, not by its class name.
 
 :func:`layer_spec` is the one place a layer is read: its projections (separate, GPT-2's packed
-``Conv1D``, a fused ``qkv`` Linear in any of its three layouts), head counts, scale, causality,
+``Conv1D``, a fused ``qkv`` Linear in any of its three layouts, torch's ``nn.MultiheadAttention``
+and CTRL's layer taking query, key and value as three inputs), head counts, scale, causality,
 RoPE (rotated width, pair layout, probed from the family's ``rotate_half``), sliding window,
 soft-cap, QK-norm (its kind probed: RMSNorm, ``(1 + w)`` RMSNorm or mean-centred LayerNorm,
 shared or one per head, or over all heads at once as OLMo 2's), sinks, T5's bucketed bias,
@@ -39,6 +40,7 @@ from attention_np.interop.transformers.weights import (
     norm_tensors,
     qkv_columns,
     read_qk_norm,
+    torch_mha,
 )
 from attention_np.variants.position_bias import alibi_slopes
 from attention_np.variants.rope_scaling import ROPE_TYPES
@@ -216,6 +218,67 @@ ALGORITHMS = (
      "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + k.r_q(j-i) from "
      "relative-position embeddings, content-to-position and position-to-content, scaled by "
      "1/sqrt(3 d))"),
+    *(  # what a layer without q, k, v projections computes (checked before the projections)
+        (lambda m: hasattr(m, "kv_a_proj_with_mqa") and hasattr(m, "kv_b_proj"),
+         "multi-head latent attention (MLA, DeepSeek-V2/V3: keys and values expanded by "
+         "kv_b_proj from a normed low-rank latent kv_a_proj(x), a decoupled RoPE part of the "
+         "keys shared by all heads, query and value head widths apart)"),
+        (lambda m: hasattr(m, "time_decay") and hasattr(m, "time_first"),
+         "RWKV's time-mixing recurrence (a state decayed by time_decay along the sequence, "
+         "keys weighted by time_first, gated by the receptance; no softmax over scores)"),
+        (lambda m: hasattr(m, "igate_preact") and hasattr(m, "fgate_preact"),
+         "the mLSTM recurrence (xLSTM: a matrix memory of keys and values updated with input "
+         "and forget gates along the sequence, normalized by a gated state; no softmax over "
+         "scores)"),
+        (lambda m: hasattr(m, "experts") and hasattr(m, "kv_proj") and hasattr(m, "top_k"),
+         "a mixture of attention heads (JetMoE's MoA: each token's query and output "
+         "projections chosen by a router among experts)"),
+        (lambda m: hasattr(m, "w_g") and hasattr(m, "to_query") and hasattr(m, "to_key"),
+         "efficient additive attention (SwiftFormer: one global query pooled from the queries "
+         "by learned weights w_g, multiplied element-wise with the keys; no query-key scores)"),
+        (lambda m: "LinearSelfAttention" in type(m).__name__,
+         "separable linear self-attention (MobileViTV2: a context score per position from one "
+         "projection, softmax over positions, one context vector times the values; no "
+         "query-key scores)"),
+        (lambda m: hasattr(m, "attn_layer") and hasattr(m, "attn_softmax"),
+         "gated attention (PatchTSMixer: the input times softmax(Linear(input)) over its "
+         "features; no queries, keys or scores)"),
+        (lambda m: hasattr(m, "pos_bias_u") and hasattr(m, "pos_bias_v"),
+         "Transformer-XL relative position attention (Wav2Vec2-Conformer: scores "
+         "(q + u).k + (q + v).r(i - j) with learned biases u, v and a projection linear_pos "
+         "of relative position embeddings)"),
+        (lambda m: getattr(m, "position_embeddings_type", None) == "relative_key" and
+         hasattr(m, "distance_embedding"),
+         "relative position embeddings in the scores (Shaw et al.'s relative_key, "
+         "Wav2Vec2-BERT: q . r(i - j) added to q . k, r from distance_embedding of the offset "
+         "clipped to left/right_max_position_embeddings)"),
+        (lambda m: hasattr(m, "project_q") and hasattr(m, "project_k") and hasattr(m, "dim_head"),
+         "CPM-Ant attention (queries from hidden_q, keys and values from hidden_kv, with its "
+         "segment relative position bias: buckets of segment pairs and relative positions, "
+         "computed by the model and passed as position_bias)"),
+        (lambda m: getattr(m, "rel_pos_h", None) is not None and
+         getattr(m, "rel_pos_w", None) is not None,
+         "decomposed relative position embeddings (SAM, SegGPT, ViTDet: q . R_h(row offset) + "
+         "q . R_w(column offset) added to the scores, from rel_pos_h and rel_pos_w over the "
+         "(B, H, W, C) patch grid)"),
+        (lambda m: hasattr(m, "relative_k_proj") and hasattr(m, "chunk_size"),
+         "chunked local attention with relative position logits (Gemma 4 audio: queries in "
+         "blocks of chunk_size over a context of past and future keys, a learned per-feature "
+         "query scale and projected relative position embeddings, soft-capped logits)"),
+        (lambda m: "apply_multidimensional_rope(" in _source(m),
+         "2-D RoPE (Gemma 4 vision: apply_multidimensional_rope turns parts of each head by a "
+         "patch's row and column positions)"),
+        (lambda m: hasattr(m, "sink_proj") and hasattr(m, "relative_position_bias"),
+         "Inkling2 attention (a relative position bias computed from the hidden states for "
+         "each backward distance, sink logits projected from the input by sink_proj, a gated "
+         "output projection)"),
+        (lambda m: hasattr(getattr(m, "qkv_proj", None), "v_proj_current"),
+         "compressed convolutional attention (ZAYA's CCA: q and k mixed by a causal "
+         "convolution, v from a delayed recurrent state)"),
+        (lambda m: hasattr(m, "ngram") and hasattr(m, "relative_pos_embeddings"),
+         "n-stream self-attention (ProphetNet's decoder: a main stream and ngram predict "
+         "streams, each with its own bucketed relative position bias)"),
+    ),
 )
 
 
@@ -293,6 +356,8 @@ def refuse_other_inputs(module) -> None:
     (learned biases u and v)."""
     params = inspect.signature(module.forward).parameters
     required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
+    if qkv_inputs(module) is not None:        # it projects its own query, key, value inputs
+        required -= {"query", "key", "value"}
     for names, what in FORWARD_INPUTS:
         if set(names) <= required:
             refuse(module, what)
@@ -321,6 +386,40 @@ def refuse_other_inputs(module) -> None:
         refuse(module, "Transformer-XL relative position attention (Conformer: scores "
                         "(q + u).k + (q + v).r(i - j) with learned biases u, v and a projection "
                         "of relative position embeddings)")
+
+
+def qkv_inputs(module) -> dict | None:
+    """``{"q": name, "k": name, "v": name}``: the ``forward`` parameters of a layer that takes
+    its query, key and value inputs separately and projects each itself (torch's
+    ``nn.MultiheadAttention``: ``query, key, value``; CTRL: ``v, k, q``), else None. Self-
+    attention passes one tensor as all three; a pooling head (SigLIP's) a learned probe as the
+    query and the hidden states as key and value (cross-attention)."""
+    first = forward_parameters(module)[:3]
+    if torch_mha(module) and first == ("query", "key", "value"):
+        return dict(zip("qkv", first, strict=True))
+    if set(first) == set("qkv") and hasattr(module, "Wq"):                       # CTRL
+        return {n: n for n in "qkv"}
+    return None
+
+
+def refuse_torch_mha_options(module) -> None:
+    """Refuse, by name, the options of ``torch.nn.MultiheadAttention`` the spec cannot express
+    (checked before its projections are read)."""
+    if not torch_mha(module):
+        return
+    if getattr(module, "in_proj_weight", None) is None:
+        refuse(module, "key and value inputs of other widths than the query (torch "
+                        "MultiheadAttention with kdim or vdim: q_proj_weight, k_proj_weight, "
+                        "v_proj_weight)")
+    if getattr(module, "bias_k", None) is not None:
+        refuse(module, "a learned key and value appended to the sequence (torch "
+                        "MultiheadAttention's add_bias_kv)")
+    if getattr(module, "add_zero_attn", False):
+        refuse(module, "a zero key and value appended to the sequence (torch "
+                        "MultiheadAttention's add_zero_attn)")
+    if not module.batch_first:
+        refuse(module, "time-first inputs (L, B, E) (torch MultiheadAttention with "
+                        "batch_first=False)")
 
 
 def _unsupported_features(module, cfg) -> None:
@@ -406,8 +505,10 @@ def _heads(module, cfg, projections) -> tuple:
         refuse(module, "a layer whose number of heads is not readable (no num_heads, "
                         "num_attention_heads, n_heads attribute or config.num_attention_heads)")
     if d is None:
-        if projections.fused is not None:
+        if projections.fused is not None and not _splits_in_three(module, projections, h):
             refuse(module, "a fused q/k/v projection without a readable head_dim")
+        if projections.fused is not None:                   # [q | k | v], h heads each
+            return h, h, _fused_width(projections) // (3 * h)
         d = projections.widths(h, 1)["q"] // h
     widths = projections.widths(h, d)
     if widths["q"] != h * d:
@@ -425,6 +526,24 @@ def _heads(module, cfg, projections) -> tuple:
     return h, widths["k"] // d, d
 
 
+def _fused_width(projections) -> int:
+    """The output width of the fused projection (a ``Conv1D``'s weight is ``(in, out)``)."""
+    fused = projections.fused
+    return int(fused.weight.shape[1 if type(fused).__name__ == "Conv1D" else 0])
+
+
+def _splits_in_three(module, projections, h: int) -> bool:
+    """Whether a fused ``qkv`` projection without a ``head_dim`` attribute is split by its
+    forward into three equal parts of ``h`` heads each (TimeSformer, MGP-STR:
+    ``qkv(x).reshape(B, L, 3, self.num_heads, C // self.num_heads)``): read from its source
+    and checked against the projection's width."""
+    src = re.sub(r"\s+", "", _source(module))
+    width = _fused_width(projections) if projections.layout == "contiguous" else 0
+    three = re.search(r"\.reshape\([^()]*,3,self\.num_(attention_)?heads,", src) is not None or \
+        "split(self.split_size,dim=2)" in src and getattr(module, "split_size", 0) * 3 == width
+    return width > 0 and width % (3 * h) == 0 and three     # (GPT-1: x.split(split_size, 2))
+
+
 def _scale(module, d: int) -> float:
     """The score scale: an attribute (``scaling``, ``scale``, ...), the keyword the forward
     passes to transformers' attention function (ModernBERT: ``scaling=self.head_dim**-0.5``),
@@ -433,6 +552,12 @@ def _scale(module, d: int) -> float:
         v = getattr(module, a, None)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
+    if torch_mha(module):           # torch's multi_head_attention_forward: q * sqrt(1 / head_dim)
+        return float(d) ** -0.5
+    attn = getattr(module, "_attn", None)           # GPT-1: Attention(scale=True or False)
+    if isinstance(getattr(module, "scale", None), bool) and callable(attn) and re.search(
+            r"if self\.scale:\s*w = w / math\.sqrt\(v\.size\(-1\)\)", inspect.getsource(attn)):
+        return float(d) ** -0.5 if module.scale else 1.0
     if isinstance(getattr(module, "attention_head_size", None), int) and re.search(
             r"(attention_scores\s*=\s*attention_scores|scaling\s*=\s*1)\s*/\s*math\.sqrt\("
             r"self\.attention_head_size\)", _source(module)):   # BERT's older copies, Data2VecVision,
@@ -731,6 +856,21 @@ def _causal_band(module) -> int | None:
     return 0 if W == P else W
 
 
+def _tril_weights(module) -> bool:
+    """A layer that masks its scores with a float buffer ``bias`` of ones on and below the
+    diagonal, ``w * b - 1e4 * (1 - b)`` (GPT-1: a masked score is -1e4, whose weight
+    ``exp(-1e4)`` is 0 in float64, as -inf's): causal. A float buffer of another pattern is
+    refused."""
+    buf = getattr(module, "bias", None)
+    if getattr(buf, "ndim", 0) != 4 or not getattr(buf, "is_floating_point", lambda: False)() \
+            or "-1e4 * (1 - b)" not in inspect.getsource(type(module)):
+        return False
+    keep = to_numpy(buf)[0, 0]
+    if not np.array_equal(keep, np.tril(np.ones_like(keep))):
+        refuse(module, "a float mask buffer (bias) that is not the causal mask")
+    return True
+
+
 def _softcap(module) -> float | None:
     cap = getattr(module, "attn_logit_softcapping", None)
     # Gemma 3 keeps attn_logit_softcapping but passes no softcap to its attention function
@@ -745,6 +885,7 @@ def layer_spec(module) -> LayerSpec:
     cfg = getattr(module, "config", None)
     family = _family(module)
     refuse_other_algorithm(module)                   # by name, before what it would trip on
+    refuse_torch_mha_options(module)
     projections = find_projections(module)           # refuses a module without q, k, v
     refuse_other_inputs(module)
     _unsupported_features(module, cfg)               # then the feature, before heads and scale
@@ -754,8 +895,8 @@ def layer_spec(module) -> LayerSpec:
                         "groups)")
     cross = bool(getattr(module, "is_cross_attention", False)) or (   # T5Gemma, Canary
         "Cross" in type(module).__name__ and "encoder_hidden_states" in forward_parameters(module))
-    causal = (bool(getattr(module, "is_causal", False)) or _causal_band(module) is not None) \
-        and not cross                                 # (ImageGPT: causal by its own buffer)
+    causal = (bool(getattr(module, "is_causal", False)) or _causal_band(module) is not None
+              or _tril_weights(module)) and not cross    # (ImageGPT, GPT-1: by their own buffer)
     if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \
             and not getattr(module, "is_causal", True):    # Gemma 2 / 3 bidirectional
         raise ValueError(f"{type(module).__name__} is bidirectional (is_causal False, config."
@@ -859,5 +1000,5 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
 
 
 __all__ = ["LayerSpec", "UnsupportedLayer", "attention_spec", "layer_spec", "mha_options",
-           "no_causal",
+           "no_causal", "qkv_inputs",
            "params_from_transformers", "QK_NORMS", "SUPPORTED"]

@@ -29,6 +29,7 @@ from attention_np.interop.transformers.layer_reading import (
     layer_spec,
     no_causal,
     params_from_transformers,
+    qkv_inputs,
     recurrent_layer,
 )
 from attention_np.interop.transformers.model_report import LayerResult, ModelReport  # noqa: F401
@@ -300,7 +301,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
                           "rope": _rope_source(log, bound.get("position_embeddings"))})
 
         def post(mod, args, kwargs, output, _name=name, _spec=spec):
-            out = output[0] if isinstance(output, tuple) else output
+            out = output[0] if isinstance(output, (tuple, list)) else output   # GPT-1: a list
             call = next(c for c in reversed(calls) if c["name"] == _name)
             call["out"] = _np(out)
             if _spec.rope_in_layer:              # IDEFICS: the call of its own rotary_emb
@@ -404,12 +405,33 @@ def _grid_call(call, spec, arg, B: int, torch):
     return arg[torch.arange(B, device=arg.device) % arg.shape[0]][:, None]   # (B, 1, N, N)
 
 
+def _qkv_call(layer, bound: dict, roles: dict) -> tuple:
+    """``(x, kv)`` of a call of a layer taking query, key and value inputs (:func:`qkv_inputs`):
+    ``kv`` None when all three are one tensor (self-attention), the key when the key and value
+    are one tensor apart from the query (SigLIP's pooling head: a probe over the hidden states);
+    refused by name otherwise, and when torch's masks are passed (not read)."""
+    q, k, v = (bound.get(roles[n]) for n in "qkv")
+    name = type(layer).__name__
+    if k is not v:
+        raise UnsupportedLayer(f"{name}: keys and values from two different inputs (key is not "
+                               "value) is not supported; self-attention and cross-attention "
+                               "over one sequence are")
+    for arg in ("key_padding_mask", "attn_mask"):
+        if bound.get(arg) is not None:
+            raise UnsupportedLayer(f"{name}: torch MultiheadAttention's {arg} is not read; "
+                                   "a call without it is")
+    return q, (None if k is q else k)
+
+
 def _diff_call(label, call, params, rng, torch) -> LayerResult:
     spec, bound, layer = call["spec"], call["bound"], call["module"]
     if isinstance(bound.get("is_causal"), bool):       # CLIP's text model: is_causal=True
         spec = replace(spec, is_causal=bound["is_causal"])  # passed to a non-causal layer
     x_t = bound.get("hidden_states", call["args"][0] if call["args"] else None)
     kv_t = bound.get("key_value_states", bound.get("encoder_hidden_states"))
+    roles = qkv_inputs(layer)           # torch's MultiheadAttention, CTRL: three inputs
+    if roles is not None:
+        x_t, kv_t = _qkv_call(layer, bound, roles)
     x, kv = _np(x_t), _np(kv_t)
     B, L = x.shape[:2]
     S = L if kv is None else kv.shape[1]
@@ -450,6 +472,12 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     kvt = None
     if kv_t is not None:
         kvt = kv_t.detach().clone().requires_grad_(True)
+    if roles is not None:               # each input the layer got, as the tensor it was
+        def swap(a):
+            return xt if a is x_t else kvt if kv_t is not None and a is kv_t else a
+        args = tuple(swap(a) for a in call["args"])
+        kwargs = {k: swap(v) for k, v in kwargs.items() if k != "hidden_states"}
+    elif kv_t is not None:
         kwargs["key_value_states" if "key_value_states" in kwargs else "encoder_hidden_states"] = kvt
     if spec.rope_in_layer:      # IDEFICS: its own rotary_emb gives our float64 cos, sin (its
         float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], [])   # float32 ones:
@@ -459,7 +487,7 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     try:
         with torch.enable_grad():
             out_t = layer(*args, **kwargs)
-            out_t = out_t[0] if isinstance(out_t, tuple) else out_t
+            out_t = out_t[0] if isinstance(out_t, (tuple, list)) else out_t
             out_t.backward(torch.from_numpy(dout))
     finally:
         if spec.rope_in_layer:

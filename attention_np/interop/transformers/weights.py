@@ -1,12 +1,14 @@
 """The weights of a transformers attention layer in attention_np's layout, read by structure.
 
 Projections are found by the names transformers uses (``q_proj``/``query``/``q_lin``/
-``query_proj``/``q``, ... and ``o_proj``/``out_proj``/``dense``/``out_lin``/``o``/``c_proj``/``Wo``),
-as ``nn.Linear`` (``x @ W.T + b``) or GPT-2's ``Conv1D`` (``x @ W + b``), or fused into one
-``qkv`` projection whose output columns are laid out in one of three ways:
+``query_proj``/``q``/``Wq``, ... and ``o_proj``/``out_proj``/``dense``/``out_lin``/``o``/
+``c_proj``/``Wo``/``proj``/``projection``), as ``nn.Linear`` (``x @ W.T + b``) or GPT-2's
+``Conv1D`` (``x @ W + b``), or fused into one ``qkv`` projection whose output columns are
+laid out in one of three ways:
 
 - ``"contiguous"``: ``[q (h*d) | k (h_kv*d) | v (h_kv*d)]`` (GPT-2's ``c_attn``, Phi-3's
-  ``qkv_proj``, Falcon with ``multi_query``);
+  ``qkv_proj``, Falcon with ``multi_query``, the ``qkv`` of BLIP-2's and TimeSformer's vision
+  layers, torch's ``nn.MultiheadAttention``'s ``in_proj_weight``: :class:`InProjection`);
 - ``"per_head"``: ``[q_0 k_0 v_0 | q_1 k_1 v_1 | ...]``, ``d`` each (GPT-NeoX, Falcon without
   ``multi_query``);
 - ``"grouped"``: per key/value head ``j``, its ``h/h_kv`` query heads then ``k_j``, ``v_j``
@@ -25,11 +27,11 @@ import numpy as np
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers.refusal import UnsupportedLayer, refuse
 
-NAMES = {"q": ("q_proj", "query", "q_lin", "query_proj", "q"),
-         "k": ("k_proj", "key", "k_lin", "key_proj", "k"),
-         "v": ("v_proj", "value", "v_lin", "value_proj", "v"),
-         "o": ("o_proj", "out_proj", "dense", "out_lin", "o", "c_proj", "Wo")}
-FUSED = ("qkv_proj", "query_key_value", "c_attn", "Wqkv")
+NAMES = {"q": ("q_proj", "query", "q_lin", "query_proj", "q", "Wq"),
+         "k": ("k_proj", "key", "k_lin", "key_proj", "k", "Wk"),
+         "v": ("v_proj", "value", "v_lin", "value_proj", "v", "Wv"),
+         "o": ("o_proj", "out_proj", "dense", "out_lin", "o", "c_proj", "Wo", "proj", "projection")}
+FUSED = ("qkv_proj", "query_key_value", "c_attn", "Wqkv", "qkv")
 QK_NORMS = (("q_norm", "k_norm"), ("q_layernorm", "k_layernorm"))
 
 
@@ -44,6 +46,23 @@ def _conv1d(m) -> bool:
 
 def _out(m) -> int:
     return int(m.weight.shape[0 if not _conv1d(m) else 1])
+
+
+@dataclass
+class InProjection:
+    """torch.nn.MultiheadAttention's ``in_proj_weight`` ``(3E, E)`` and ``in_proj_bias``
+    ``(3E,)``, read as one fused ``nn.Linear`` ``[q | k | v]`` (its parameters themselves:
+    their ``.grad`` is read the same way)."""
+
+    weight: object
+    bias: object = None
+
+
+def torch_mha(module) -> bool:
+    """Whether ``module`` is (or is built as) ``torch.nn.MultiheadAttention``: its input
+    projection is a parameter ``in_proj_weight``, not a child module."""
+    return hasattr(module, "in_proj_weight") and hasattr(module, "batch_first") and \
+        hasattr(module, "out_proj")
 
 
 @dataclass
@@ -79,7 +98,9 @@ def find_projections(module) -> Projections:
                      None) for n, names in NAMES.items()}
     fused = next((children[a] for a in FUSED if a in children and _islinear_tensors(children[a])), None)
     p = Projections(o=found["o"])
-    if all(found[n] is not None for n in "qkv"):
+    if torch_mha(module) and getattr(module, "in_proj_weight", None) is not None:
+        p.fused, p.layout = InProjection(module.in_proj_weight, module.in_proj_bias), "contiguous"
+    elif all(found[n] is not None for n in "qkv"):
         p.q, p.k, p.v = found["q"], found["k"], found["v"]
     elif fused is not None and "q_attn" in children and getattr(module, "is_cross_attention", 0):
         p.q, p.fused, p.layout, p.kv_fused = children["q_attn"], fused, "contiguous", True
@@ -88,7 +109,8 @@ def find_projections(module) -> Projections:
         if getattr(module, "new_decoder_architecture", False):
             p.layout = "grouped"
         elif getattr(module, "multi_query", False) or _conv1d(fused) or \
-                any(fused is children.get(n) for n in ("qkv_proj", "Wqkv")):   # MPT: chunk(3)
+                any(fused is children.get(n) for n in ("qkv_proj", "Wqkv", "qkv")):   # MPT: chunk(3);
+            # qkv: BLIP-2, TimeSformer, MGP-STR, the Qwen-VL towers (reshape(..., 3, h, d))
             p.layout = "contiguous"
         else:
             p.layout = "per_head"
