@@ -226,10 +226,6 @@ ALGORITHMS = (
         (lambda m: hasattr(m, "time_decay") and hasattr(m, "time_first"),
          "RWKV's time-mixing recurrence (a state decayed by time_decay along the sequence, "
          "keys weighted by time_first, gated by the receptance; no softmax over scores)"),
-        (lambda m: hasattr(m, "igate_preact") and hasattr(m, "fgate_preact"),
-         "the mLSTM recurrence (xLSTM: a matrix memory of keys and values updated with input "
-         "and forget gates along the sequence, normalized by a gated state; no softmax over "
-         "scores)"),
         (lambda m: hasattr(m, "experts") and hasattr(m, "kv_proj") and hasattr(m, "top_k"),
          "a mixture of attention heads (JetMoE's MoA: each token's query and output "
          "projections chosen by a router among experts)"),
@@ -247,11 +243,6 @@ ALGORITHMS = (
          "Transformer-XL relative position attention (Wav2Vec2-Conformer: scores "
          "(q + u).k + (q + v).r(i - j) with learned biases u, v and a projection linear_pos "
          "of relative position embeddings)"),
-        (lambda m: getattr(m, "position_embeddings_type", None) == "relative_key" and
-         hasattr(m, "distance_embedding"),
-         "relative position embeddings in the scores (Shaw et al.'s relative_key, "
-         "Wav2Vec2-BERT: q . r(i - j) added to q . k, r from distance_embedding of the offset "
-         "clipped to left/right_max_position_embeddings)"),
         (lambda m: hasattr(m, "project_q") and hasattr(m, "project_k") and hasattr(m, "dim_head"),
          "CPM-Ant attention (queries from hidden_q, keys and values from hidden_kv, with its "
          "segment relative position bias: buckets of segment pairs and relative positions, "
