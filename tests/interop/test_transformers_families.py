@@ -6,6 +6,8 @@ models diffed layer by layer (interop/transformers/model_diff.py)."""
 from __future__ import annotations
 
 import copy
+import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -722,3 +724,164 @@ def test_gpt1_fused_conv1d_its_bool_scale_and_float_causal_buffer_agree(monkeypa
     monkeypatch.setattr(layer_reading, "_tril_weights", lambda m: False)
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.first_disagreement.name == "h.0.attn", str(report)
+# Vision towers the sweep called MISMATCH, each for its own reason (the reader's, not theirs):
+# InternVL's and Qianfan-OCR's W^O is their projection_layer, Kosmos-2.5's its output (both read
+# as a layer without W^O before); Kosmos-2.5's attention is always its family's eager (a float32
+# softmax whatever attn_implementation says); Mllama's has no is_causal attribute, which
+# transformers' sdpa takes for True when no mask is passed (its model always passes one).
+
+def _tower(model_type: str, **changes):
+    """A tiny random vision tower of ``model_type``'s sweep config (``changes`` on it)."""
+    import importlib
+
+    from attention_np.interop.transformers import sweep as sw
+    cfg = sw.tiny_config(model_type)
+    cfg = getattr(cfg, "vision_config", None) or cfg
+    for k, v in changes.items():
+        setattr(cfg, k, v)
+    modeling = importlib.import_module(type(cfg).__module__.replace(".configuration_",
+                                                                    ".modeling_"))
+    return fam.randomize(getattr(modeling, type(cfg).__name__.replace("Config", "Model"))(cfg), 1)
+
+
+def _tower_inputs(model) -> dict:
+    cfg = model.config
+    if "Kosmos2_5" in type(model).__name__ or "Pix2Struct" in type(model).__name__:
+        # (row, column, patch pixels) of 3x3 patches, the last two of the second padding
+        patches = R.standard_normal((2, 9, 2 + cfg.patch_embed_hidden_size))
+        patches[:, :, :2] = np.stack(np.divmod(np.arange(9), 3), -1) + 1
+        patches[1, -2:] = 0.0
+        return {"flattened_patches": patches, "attention_mask": (patches.sum(-1) != 0) * 1.0}
+    if "Mllama" in type(model).__name__:       # 2 of the 4 tiles of one image
+        return {"pixel_values": R.standard_normal((1, 1, 4, 3, 32, 32)),
+                "aspect_ratio_ids": torch.tensor([[1]]),
+                "aspect_ratio_mask": torch.tensor([[[1, 1, 0, 0]]])}
+    return {"pixel_values": R.standard_normal((2, 3, 32, 32))}
+
+
+SMALL_IMAGE = dict(image_size=[32, 32], patch_size=[8, 8])
+OUTPUT_NAMED = {             # the tower, its first attention layer, the name of its W^O
+    "internvl_vision": (SMALL_IMAGE, "encoder.layer.0.attention", "projection_layer"),
+    "qianfan_ocr_vision": (SMALL_IMAGE, "layers.0.attention", "projection_layer"),
+    "kosmos-2.5": (dict(patch_embed_hidden_size=12), "encoder.layer.0.attention", "output"),
+    # not in the sweep (no AutoModel class): Pix2Struct's vision tower, Kosmos-2.5's original
+    "pix2struct": (dict(patch_embed_hidden_size=12), "encoder.layer.0.attention", "output"),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(OUTPUT_NAMED))
+def test_a_towers_w_o_under_another_name_is_read_and_agrees_layer_and_model(model_type,
+                                                                           monkeypatch):
+    changes, name, o_name = OUTPUT_NAMED[model_type]
+    model = _tower(model_type, **changes)
+    layer = model.get_submodule(name)
+    params, spec = params_from_transformers(layer)
+    assert spec.has_w_o and not spec.is_causal
+    np.testing.assert_array_equal(params["W_o"], getattr(layer, o_name).weight.detach().numpy().T)
+    r = itf.compare_transformers_attention(layer, R.standard_normal((2, 6, 32)), seed=3)
+    assert r.ok and "dW_o" in [c.name for c in r.checks], str(r)
+    assert next(c.err for c in r.checks if c.name == "out") < 1e-12   # (Pix2Struct: unscaled
+    inputs = _tower_inputs(model)                    # scores, its gradients up to 1e-12 off)
+    assert _caught(model, inputs) < 1e-12               # + 1e-6 on the first layer: caught
+    # the model's W^O changed after ours was read: that layer's disagreement, by name
+    def corrupt(module, args):                          # (module: the diff's float64 copy)
+        with torch.no_grad():
+            module.get_submodule(o_name).weight[0, 0] += 1e-3
+    handle = layer.register_forward_pre_hook(corrupt)
+    report = compare_transformers_model(model, **inputs)
+    handle.remove()
+    assert report.verdict == "MISMATCH" and report.first_disagreement.name == name, str(report)
+    # the name unknown again: refused, naming it (never compared without its W^O, a MISMATCH)
+    from attention_np.interop.transformers import weights
+    monkeypatch.setitem(weights.NAMES, "o", tuple(n for n in weights.NAMES["o"] if n != o_name))
+    with pytest.raises(UnsupportedLayer, match=rf"names the reader does not know, \['{o_name}'\]"):
+        layer_spec(layer)
+
+
+def test_internvl_qk_norm_over_the_whole_width_is_read_and_agrees():
+    """InternVL's optional QK-norm (use_qk_norm) is an RMSNorm over all heads' features, before
+    the split (as OLMo 2's): read as qk_norm_scope="all"; off in its default config, it was not
+    what made the sweep's row a MISMATCH (its W^O was)."""
+    model = _tower("internvl_vision", use_qk_norm=True, **SMALL_IMAGE)
+    layer = model.encoder.layer[0].attention
+    params, spec = params_from_transformers(layer)
+    assert (spec.qk_norm, spec.qk_norm_scope, spec.qk_norm_eps) == ("rms", "all", 1e-6)
+    assert params["q_norm"].shape == params["k_norm"].shape == (32,)
+    r = itf.compare_transformers_attention(layer, R.standard_normal((2, 6, 32)), seed=3)
+    assert r.ok and {"dq_norm", "dk_norm"} <= {c.name for c in r.checks}, str(r)
+    assert max(c.err for c in r.checks) < 1e-12
+    inputs = _tower_inputs(model)
+    assert _caught(model, inputs) < 1e-12
+
+    def corrupt(module, args):                          # after our copy of the norm was read
+        with torch.no_grad():
+            module.k_norm.weight[0] += 1e-3
+    layer.register_forward_pre_hook(corrupt)
+    report = compare_transformers_model(model, **inputs)
+    assert report.verdict == "MISMATCH"
+    assert report.first_disagreement.name == "encoder.layer.0.attention", str(report)
+
+
+def test_kosmos_2_5_vision_attention_runs_its_float32_eager_whatever_the_implementation():
+    from attention_np.interop.transformers import recent
+    model = _tower("kosmos-2.5", patch_embed_hidden_size=12)
+    layer = model.encoder.layer[0].attention
+    assert recent.own_eager_only(layer)
+    assert not recent.own_eager_only(fam.family_model("llama").layers[0].self_attn)
+    x = R.standard_normal((2, 6, 32))
+    for impl in ("sdpa", "eager"):
+        r = itf.compare_transformers_attention(layer, x, seed=3, attn_implementation=impl)
+        assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
+        assert any("runs its family's eager attention whatever" in n for n in r.notes)
+    # run as the interface says, its softmax stays float32: a MISMATCH at float32 rounding
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(itf, "scores_in_own_method", lambda layer: False)
+        r = itf.compare_transformers_attention(layer, x, seed=3)
+    out = next(c for c in r.checks if c.name == "out")
+    assert not r.ok and 1e-9 < out.err < 1e-5, str(r)
+
+
+def test_mllama_vision_attention_without_is_causal_is_bidirectional_as_in_its_model():
+    from attention_np.interop.transformers import model_diff
+    model = _tower("mllama", intermediate_layers_indices=[0, 1], num_global_layers=1)
+    layer = model.transformer.layers[0].self_attn
+    assert not hasattr(layer, "is_causal") and not layer_spec(layer).is_causal
+    x = R.standard_normal((2, 6, 32))
+    # the trap: alone, without a mask, transformers' sdpa takes the absent is_causal for True
+    copy64 = copy.deepcopy(layer).double()
+    xt = torch.from_numpy(x)
+    with torch.no_grad():
+        alone = copy64(xt)[0]
+        with_mask = copy64(xt, attention_mask=torch.zeros((2, 1, 6, 6), dtype=torch.float64))[0]
+    assert (alone - with_mask).abs().max() > 1e-2
+    r = itf.compare_transformers_attention(layer, x, seed=3)
+    assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
+    # in its model (the aspect-ratio mask passed to every layer): every layer agrees, 1e-6 caught
+    inputs = _tower_inputs(model)
+    assert _caught(model, inputs) < 1e-12
+    # our reading made causal: the first layer's disagreement, by name
+    read = model_diff.layer_spec
+
+    def causal(module):
+        spec = read(module)
+        return replace(spec, is_causal=True) if type(module).__name__ == \
+            "MllamaVisionAttention" else spec
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(model_diff, "layer_spec", causal)
+        report = compare_transformers_model(model, **inputs)
+    assert report.verdict == "MISMATCH"
+    assert report.first_disagreement.name == "transformer.layers.0.self_attn", str(report)
+
+
+def test_layers_with_projections_the_reader_does_not_read_are_refused_by_what_they_add():
+    """Aria's cross attention (a torch MultiheadAttention after its q, k, v projections),
+    ConvBERT's mixed attention, LiLT's layout stream: refused by that name (before the scale
+    they would otherwise trip over), never read as a layer without W^O."""
+    from attention_np.interop.transformers import sweep as sw
+    for model_type, name, what in (
+            ("aria", "multi_modal_projector.cross_attn", "a torch.nn.MultiheadAttention inside"),
+            ("convbert", "encoder.layer.0.attention.self", "mixed attention (ConvBERT"),
+            ("lilt", "encoder.layer.0.attention.self", "layout attention (LiLT")):
+        model = sw.build(model_type)
+        with pytest.raises(UnsupportedLayer, match=re.escape(what)):
+            layer_spec(model.get_submodule(name))

@@ -36,6 +36,7 @@ from attention_np.interop.transformers.layer_reading import (  # noqa: F401  (re
 from attention_np.interop.transformers.recent import (
     EAGER_FLOAT64,
     float64_upcasts,
+    own_eager_only,
     prepare_recent_layer,
     scores_in_own_method,
 )
@@ -281,6 +282,11 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if spec.rope_in_layer:          # its own rotary embedding: its inv_freq and attention
         float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], rope_checks)  # factor
         #                             checked against ours, its cos and sin then in float64
+    if impl == "sdpa" and not hasattr(layer, "is_causal"):
+        # transformers' sdpa takes an absent is_causal for True when no mask is passed: Mllama's
+        # vision attention, bidirectional in its model (which always passes a mask), would run
+        # causal here; the copy says what the layer was read as (compare_transformers_model too)
+        layer.is_causal = spec.is_causal
     for p in layer.parameters():
         p.requires_grad_(True)
         p.grad = None
@@ -342,6 +348,11 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         report.notes.append(f"position_ids not used: {type(module).__name__} has no rotary "
                             "embedding (its positions, if any, enter before the layer or, T5, "
                             "as the relative bias)")
+    if own_eager_only(module) and impl != "own forward":
+        report.notes.append(f"{type(module).__name__} runs its family's eager attention whatever "
+                            f"attn_implementation says ({impl!r} ignored: its forward looks the "
+                            "implementation up with getattr on ALL_ATTENTION_FUNCTIONS); its "
+                            "float32 softmax was run in float64")
     swin = spec.grid_table is not None and not spec.grid_table[2]      # Swin's eager: float32 too
     if impl == "eager" and (spec.family == "vit" or spec.has_rope or swin) and not spec.sinks:
         instead = "'sdpa'" if spec.softcap is None else f"{EAGER_FLOAT64!r} (sdpa refuses the soft-cap)"

@@ -18,6 +18,8 @@ run ``experts_implementation="eager"`` (:func:`float64_experts`). See docs/frame
 from __future__ import annotations
 
 import contextlib
+import inspect
+import re
 
 # transformers' eager attention with its softmax in the input's dtype instead of float32: the
 # float64 reference for Gemma 2, whose soft-cap transformers' sdpa refuses (docs/frameworks.md)
@@ -143,6 +145,21 @@ def float64_upcasts(torch, active: bool = True):
 
 def scores_in_own_method(layer) -> bool:
     """Whether the layer computes its attention in its own ``_attn`` method (GPT-Neo, which
-    casts q and k to float32 there) rather than through transformers' attention interface:
-    its float64 copy runs inside :func:`float64_upcasts`."""
-    return callable(getattr(layer, "_attn", None))
+    casts q and k to float32 there) or always in its family's eager function (Kosmos-2.5's
+    vision tower looks ``config._attn_implementation`` up as an *attribute* of
+    ``ALL_ATTENTION_FUNCTIONS``, which has none, and so always falls back to its
+    ``eager_attention_forward``, a float32 softmax) rather than through transformers' attention
+    interface: its float64 copy runs inside :func:`float64_upcasts`."""
+    return callable(getattr(layer, "_attn", None)) or own_eager_only(layer)
+
+
+def own_eager_only(layer) -> bool:
+    """Whether the layer's ``forward`` takes its attention function with
+    ``getattr(ALL_ATTENTION_FUNCTIONS, name, eager_attention_forward)``: the interface is a
+    mapping without such attributes, so the family's eager function runs whatever
+    ``config._attn_implementation`` says (Kosmos-2.5's vision attention)."""
+    try:
+        source = inspect.getsource(type(layer).forward)
+    except (OSError, TypeError):
+        return False
+    return re.search(r"getattr\(\s*ALL_ATTENTION_FUNCTIONS\s*,", source) is not None

@@ -2,9 +2,9 @@
 
 Projections are found by the names transformers uses (``q_proj``/``query``/``q_lin``/
 ``query_proj``/``q``/``Wq``, ... and ``o_proj``/``out_proj``/``dense``/``out_lin``/``o``/
-``c_proj``/``Wo``/``proj``/``projection``), as ``nn.Linear`` (``x @ W.T + b``) or GPT-2's
-``Conv1D`` (``x @ W + b``), or fused into one ``qkv`` projection whose output columns are
-laid out in one of three ways:
+``c_proj``/``Wo``/``proj``/``projection``/``projection_layer``/``output``), as ``nn.Linear``
+(``x @ W.T + b``) or GPT-2's ``Conv1D`` (``x @ W + b``), or fused into one ``qkv`` projection
+whose output columns are laid out in one of three ways:
 
 - ``"contiguous"``: ``[q (h*d) | k (h_kv*d) | v (h_kv*d)]`` (GPT-2's ``c_attn``, Phi-3's
   ``qkv_proj``, Falcon with ``multi_query``, the ``qkv`` of BLIP-2's and TimeSformer's vision
@@ -30,7 +30,9 @@ from attention_np.interop.transformers.refusal import UnsupportedLayer, refuse
 NAMES = {"q": ("q_proj", "query", "q_lin", "query_proj", "q", "Wq"),
          "k": ("k_proj", "key", "k_lin", "key_proj", "k", "Wk"),
          "v": ("v_proj", "value", "v_lin", "value_proj", "v", "Wv"),
-         "o": ("o_proj", "out_proj", "dense", "out_lin", "o", "c_proj", "Wo", "proj", "projection")}
+         "o": ("o_proj", "out_proj", "dense", "out_lin", "o", "c_proj", "Wo", "proj", "projection",
+               "projection_layer", "output")}   # the last two: InternVL's and Qianfan-OCR's,
+#                                                 Kosmos-2.5's and Pix2Struct's vision towers
 FUSED = ("qkv_proj", "query_key_value", "c_attn", "Wqkv", "qkv")
 QK_NORMS = (("q_norm", "k_norm"), ("q_layernorm", "k_layernorm"))
 
@@ -120,6 +122,20 @@ def find_projections(module) -> Projections:
             f"v projections (one of {NAMES['q']}, ... as nn.Linear) and no fused one {FUSED} "
             f"among its children {sorted(children)}")
     return p
+
+
+def unread_projections(module, projections: Projections) -> list:
+    """The names of the layer's 2-D-weight children that are not among its projections read,
+    when no output projection was found (an empty list otherwise, or when there are none).
+    A layer without a ``W^O`` is read as BERT's self-attention, which stops at the concatenated
+    heads; a projection under a name :data:`NAMES` does not list (an output projection, or
+    another input to the scores) would then be left out of the comparison."""
+    if projections.o is not None:
+        return []
+    read = {id(m) for m in (projections.q, projections.k, projections.v, projections.fused)
+            if m is not None}
+    return sorted(n for n, m in module.named_children()
+                  if _islinear_tensors(m) and id(m) not in read)
 
 
 def qkv_columns(layout: str, h: int, h_kv: int, d: int, kv_only: bool = False) -> dict:
