@@ -879,9 +879,9 @@ def test_layers_with_projections_the_reader_does_not_read_are_refused_by_what_th
     they would otherwise trip over), never read as a layer without W^O."""
     from attention_np.interop.transformers import sweep as sw
     for model_type, name, what in (
-            ("aria", "multi_modal_projector.cross_attn", "a torch.nn.MultiheadAttention inside"),
-            ("convbert", "encoder.layer.0.attention.self", "mixed attention (ConvBERT"),
-            ("lilt", "encoder.layer.0.attention.self", "layout attention (LiLT")):
+            ("aria", "multi_modal_projector.cross_attn", "nn.MultiheadAttention"),
+            ("convbert", "encoder.layer.0.attention.self", "mixed attention"),
+            ("lilt", "encoder.layer.0.attention.self", "two coupled attention streams (LiLT")):
         model = sw.build(model_type)
         with pytest.raises(UnsupportedLayer, match=re.escape(what)):
             layer_spec(model.get_submodule(name))

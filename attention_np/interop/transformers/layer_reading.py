@@ -463,35 +463,20 @@ def _unsupported_features(module, cfg) -> None:
         refuse(module, f"clamping q, k, v to +-{clip} (clip_qkv)")
 
 
-# what a layer without a W^O under a known name adds by its other projections, by the first
-# of them (checked before the refusal that only names them)
-UNREAD_PROJECTIONS = (
-    ("layout_query", "layout attention (LiLT: a second stream of layout_query, layout_key, "
-                     "layout_value from the layout inputs; the text and layout scores, each "
-                     "scaled, are added, and each stream attends its own values with the sum)"),
-    ("conv_kernel_layer", "mixed attention (ConvBERT: self-attention heads of half the "
-                          "width, concatenated with a span-based dynamic convolution whose "
-                          "kernels come from the query times a separable convolution of the "
-                          "input)"),
-)
-
-
 def refuse_unread_projections(module, projections) -> None:
     """Refuse a layer whose computation goes through projections the reader does not read: a
     ``torch.nn.MultiheadAttention`` inside it (Aria's cross attention: its own in- and
     out-projections after ``q_proj``, ``k_proj``, ``v_proj``), or, when no ``W^O`` is found
-    under a known name, any other linear child (by what it adds, :data:`UNREAD_PROJECTIONS`,
-    else by its name): read as BERT's self-attention (no ``W^O``), it would be compared
-    without them, a false MISMATCH (InternVL's ``projection_layer`` before it was known)."""
+    under a known name, any other linear child, by its name (LiLT's layout stream and
+    ConvBERT's convolution are refused earlier, by what they compute). Read as BERT's
+    self-attention (no ``W^O``), such a layer would be compared without them: a false
+    MISMATCH (InternVL's ``projection_layer`` before it was known)."""
     inner = [n for n, m in module.named_children() if type(m).__name__ == "MultiheadAttention"]
     if inner:
         refuse(module, f"a torch.nn.MultiheadAttention inside the layer ({inner[0]}: its own "
                         "in-projections and out_proj after the layer's q, k, v projections; "
                         "attention_np.interop.compare_mha diffs such a module alone)")
     unread = unread_projections(module, projections)
-    for attr, what in UNREAD_PROJECTIONS:
-        if attr in unread:
-            refuse(module, what)
     if unread:
         refuse(module, f"projections under names the reader does not know, {unread} (no output "
                         f"projection named one of {NAMES['o']}: read as a layer without W^O, it "
