@@ -300,7 +300,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
                           "rope": _rope_source(log, bound.get("position_embeddings"))})
 
         def post(mod, args, kwargs, output, _name=name, _spec=spec):
-            out = output[0] if isinstance(output, tuple) else output
+            out = output[0] if isinstance(output, (tuple, list)) else output
             call = next(c for c in reversed(calls) if c["name"] == _name)
             call["out"] = _np(out)
             if _spec.rope_in_layer:              # IDEFICS: the call of its own rotary_emb
@@ -459,7 +459,7 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     try:
         with torch.enable_grad():
             out_t = layer(*args, **kwargs)
-            out_t = out_t[0] if isinstance(out_t, tuple) else out_t
+            out_t = out_t[0] if isinstance(out_t, (tuple, list)) else out_t
             out_t.backward(torch.from_numpy(dout))
     finally:
         if spec.rope_in_layer:

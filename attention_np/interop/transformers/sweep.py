@@ -205,8 +205,8 @@ def _runs(model, inputs) -> str | None:
 def _change(module):
     """A forward hook adding :data:`CHANGE` to a layer's output (its first element)."""
     def hook(mod, args, output):
-        if isinstance(output, tuple):
-            return (output[0] + CHANGE,) + tuple(output[1:])
+        if isinstance(output, (tuple, list)):                  # (OpenAI GPT: a list)
+            return type(output)([output[0] + CHANGE, *output[1:]])
         return output + CHANGE
     return module.register_forward_hook(hook)
 
