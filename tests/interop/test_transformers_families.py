@@ -507,6 +507,7 @@ OTHER_ALGORITHMS = {
     "prophetnet": ("ProphetNetNgramSelfAttention", "n-gram self-attention"),
     "lxmert": ("LxmertAttention", "attention over a context passed as a second input"),
     "idefics2": ("Idefics2PerceiverAttention", "Perceiver resampler attention"),
+    "mpnet": ("MPNetSelfAttention", "a relative position bias computed outside the layer"),
 }
 
 
@@ -538,7 +539,7 @@ def test_nemotron3_audio_agrees_and_values_wider_than_the_keys_are_refused(model
                            for _, why in refused)
 
 
-@pytest.mark.parametrize("model_type", ["tapas", "vilt", "mobilevit", "mpnet"])
+@pytest.mark.parametrize("model_type", ["tapas", "vilt", "mobilevit", "rembert"])
 def test_a_score_scale_inline_in_the_forward_is_read_and_a_wrong_one_is_caught(
         model_type, monkeypatch):
     """BERT's older copies divide their scores by math.sqrt(self.attention_head_size) in their

@@ -359,6 +359,12 @@ def _unsupported_features(module, cfg) -> None:
             getattr(getattr(module, "scaling", None), "ndim", 0) == 1:  # Gemma 3n, TimesFM
         refuse(module, "a learned scale per query feature (softplus(per_dim_scale) times "
                         "1/sqrt(head_dim): attention_np's score scale is one number)")
+    if "position_bias" in forward_parameters(module) and \
+            not hasattr(module, "has_relative_attention_bias") and \
+            re.search(r"attention_scores \+= position_bias", _source(module)):     # MPNet
+        refuse(module, "a relative position bias computed outside the layer (MPNet: its "
+                        "encoder's bucketed table, passed as position_bias and added to the "
+                        "scores; a T5 layer holds its own table, compared in its replay)")
     if getattr(module, "qk_layer_norms", False) is True:                       # IDEFICS
         refuse(module, "a QK-norm after RoPE (IDEFICS's qk_layer_norms: q and k normalised "
                         "after they are turned; attention_np normalises before)")
