@@ -324,8 +324,12 @@ FORWARD_INPUTS = (
                                 "everything)"),
     (("height", "width"), "spatial-reduction attention (SegFormer: keys and values from a "
                           "strided convolution of the height x width feature map)"),
-    (("context",), "Perceiver resampler attention (latent queries over the context and the "
-                   "latents concatenated)"),
+    (("context", "latents"), "Perceiver resampler attention (latent queries over the "
+                             "context and the latents concatenated)"),
+    (("context",), "attention over a context passed as a second input (LXMERT: keys and values "
+                   "from context, the other modality's states or the layer's own input; "
+                   "attention_np reads keys and values from key_value_states or "
+                   "encoder_hidden_states)"),
     (("context_hidden_states",), "attention over a context sequence passed beside the hidden "
                                  "states (keys and values from both)"),
     (("bbox_pos_emb",), "bounding-box position scores (BROS: q.b(i, j), a term from each "
@@ -447,6 +451,12 @@ def _unsupported_features(module, cfg) -> None:
             getattr(getattr(module, "scaling", None), "ndim", 0) == 1:  # Gemma 3n, TimesFM
         refuse(module, "a learned scale per query feature (softplus(per_dim_scale) times "
                         "1/sqrt(head_dim): attention_np's score scale is one number)")
+    if "position_bias" in forward_parameters(module) and \
+            not hasattr(module, "has_relative_attention_bias") and \
+            re.search(r"attention_scores \+= position_bias", _source(module)):     # MPNet
+        refuse(module, "a relative position bias computed outside the layer (MPNet: its "
+                        "encoder's bucketed table, passed as position_bias and added to the "
+                        "scores; a T5 layer holds its own table, compared in its replay)")
     if getattr(module, "qk_layer_norms", False) is True:                       # IDEFICS
         refuse(module, "a QK-norm after RoPE (IDEFICS's qk_layer_norms: q and k normalised "
                         "after they are turned; attention_np normalises before)")
@@ -590,21 +600,24 @@ def _scale(module, d: int) -> float:
 
 def _probed_scale(module, d: int) -> float | None:
     """The scale of a layer that scores in its own ``_attn(query, key, value, attention_mask)``
-    (GPT-Neo), measured: one query ``e_0`` over two keys, ``0`` and ``e_0`` (the query's own
-    position, so that a causal or local mask keeps both), values ``e_0`` and ``e_1``: the
-    output is the two weights, ``log(w_1 / w_0)`` the scale. It is named 1 or 1/sqrt(d) when
+    (GPT-Neo; OpenAI GPT's ``_attn(q, k, v, ...)``), measured: two queries over two keys,
+    ``0`` and ``e_0``, values ``e_0`` and ``e_1``; the second query ``e_0`` (the last
+    position, so that a causal or local mask keeps both keys, its buffer sliced top-left or
+    bottom-right) gives the two weights, ``log(w_1 / w_0)`` the scale. It is named 1 or 1/sqrt(d) when
     it is one of them within 1e-5 (the layer may score in float32); another value is refused
     with the number. None: no such method."""
     fn = getattr(module, "_attn", None)
-    if not callable(fn) or tuple(inspect.signature(fn).parameters)[:3] != ("query", "key", "value"):
+    names = tuple(inspect.signature(fn).parameters)[:3] if callable(fn) else ()
+    if names not in (("query", "key", "value"), ("q", "k", "v")):     # GPT-Neo; OpenAI GPT
         return None
     import torch
     dtype = next(module.parameters()).dtype
-    q, k, v = torch.zeros((1, 1, 1, d), dtype=dtype), torch.zeros((1, 1, 2, d), dtype=dtype), \
-        torch.zeros((1, 1, 2, d), dtype=dtype)
-    q[..., 0, 0], k[..., 1, 0], v[..., 0, 0], v[..., 1, 1] = 1.0, 1.0, 1.0, 1.0
+    q, k, v = (torch.zeros((1, 1, 2, d), dtype=dtype) for _ in range(3))   # the 2nd query:
+    q[..., 1, 0], k[..., 1, 0], v[..., 0, 0], v[..., 1, 1] = 1.0, 1.0, 1.0, 1.0  # the last, it
+    if names[1] == "k":                                 # sees both keys top-left or bottom-right
+        k = k.transpose(-1, -2)                         # OpenAI GPT: (B, h, d, S), split_heads(k=True)
     with torch.no_grad():
-        out = to_numpy(fn(q, k, v, None)[0]).astype(np.float64).reshape(-1)
+        out = to_numpy(fn(q, k, v, None)[0]).astype(np.float64)[0, 0, 1]
     with np.errstate(divide="ignore", invalid="ignore"):
         measured = float(np.log(out[1] / out[0]))
     for scale in (1.0, d ** -0.5):
@@ -857,9 +870,14 @@ def _causal_band(module) -> int | None:
     (``i - W < j <= i``: its local layers); None without such a buffer. Any other pattern
     is refused."""
     buf = getattr(module, "bias", None)
-    if getattr(buf, "dtype", None) is None or str(buf.dtype) != "torch.bool" or buf.ndim != 4:
+    if getattr(buf, "dtype", None) is None or getattr(buf, "ndim", 0) != 4:
         return None
     keep = to_numpy(buf)[0, 0]                                        # (P, P)
+    if str(buf.dtype) != "torch.bool":          # OpenAI GPT: tril of ones, scores * b - 1e4 (1 - b)
+        if not buf.is_floating_point() or keep.shape[0] != keep.shape[-1] or \
+                not np.isin(keep, (0.0, 1.0)).all():
+            return None
+        keep = keep == 1.0
     P = keep.shape[-1]
     W = int(keep[-1].sum())
     if keep.shape != (P, P) or not np.array_equal(
