@@ -888,26 +888,3 @@ def test_layers_with_projections_the_reader_does_not_read_are_refused_by_what_th
         model = sw.build(model_type)
         with pytest.raises(UnsupportedLayer, match=re.escape(what)):
             layer_spec(model.get_submodule(name))
-
-
-def test_openai_gpt_is_read_by_its_causal_buffer_and_probed_scale_and_agrees(monkeypatch):
-    """OpenAI GPT: a fused Conv1D c_attn without head_dim (split_size / n_head), causal by a
-    float tril buffer (scores * b - 1e4 (1 - b)), scaled in its own _attn(q, k, v) when its
-    scale flag says so (probed: 1/sqrt(d), or 1 without it); a list as its output. It agrees,
-    the 1e-6 change caught; read as not causal, the layer disagrees."""
-    from attention_np.interop.transformers import layer_reading as lr
-    from attention_np.interop.transformers import sweep as sw
-    row = sw.sweep_one("openai-gpt")
-    assert row.verdict == "AGREE" and "+1e-06 caught at h.0.attn" in row.reason, row
-    layer = sw.build("openai-gpt").h[0].attn
-    spec = layer_spec(layer)
-    assert (spec.num_heads, spec.head_dim, spec.is_causal, spec.window) == (4, 8, True, None)
-    assert spec.scale == pytest.approx(8 ** -0.5, rel=1e-12)
-    x = R.standard_normal((2, 6, 32))
-    assert itf.compare_transformers_attention(layer, x, seed=3).ok
-    unscaled = copy.deepcopy(layer)
-    unscaled.scale = False
-    assert layer_spec(unscaled).scale == 1.0
-    assert itf.compare_transformers_attention(unscaled, x, seed=3).ok
-    monkeypatch.setattr(lr, "_causal_band", lambda m: None)
-    assert not itf.compare_transformers_attention(layer, x, seed=3).ok

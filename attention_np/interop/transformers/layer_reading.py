@@ -872,12 +872,9 @@ def _causal_band(module) -> int | None:
     buf = getattr(module, "bias", None)
     if getattr(buf, "dtype", None) is None or getattr(buf, "ndim", 0) != 4:
         return None
+    if str(buf.dtype) != "torch.bool":          # (GPT-1's float buffer: _tril_weights)
+        return None
     keep = to_numpy(buf)[0, 0]                                        # (P, P)
-    if str(buf.dtype) != "torch.bool":          # OpenAI GPT: tril of ones, scores * b - 1e4 (1 - b)
-        if not buf.is_floating_point() or keep.shape[0] != keep.shape[-1] or \
-                not np.isin(keep, (0.0, 1.0)).all():
-            return None
-        keep = keep == 1.0
     P = keep.shape[-1]
     W = int(keep[-1].sum())
     if keep.shape != (P, P) or not np.array_equal(
