@@ -194,7 +194,7 @@ def test_the_per_layer_cut_keeps_one_layer_of_each_kind_at_the_same_layers():
 
 
 def test_per_stage_heads_and_depths_and_backbone_outputs_fit_the_small_model():
-    """Swin V2's per-stage heads (3 does not divide a width of 32) become 4 a stage, its
+    """Donut's Swin per-stage heads (3 does not divide a width of 32) become 4 a stage, its
     depths at most 2; DINOv2's backbone output ``stage12`` names a stage the 2-layer model
     lacks: dropped (transformers then takes the last stage)."""
     small = sw._shrink({"embed_dim": 96, "num_heads": [3, 6, 12, 24], "depths": [2, 2, 18, 2],
@@ -202,7 +202,8 @@ def test_per_stage_heads_and_depths_and_backbone_outputs_fit_the_small_model():
                         "stage_names": ["stem", "stage1", "stage2", "stage3", "stage4"]})
     assert (small["num_heads"], small["depths"]) == ([4, 4, 4, 4], [2, 2, 2, 2])
     assert small["out_features"] == ["stage4"]               # a stage the model still has
-    assert sw.tiny_config("swinv2").num_heads == [4, 4, 4, 4]
+    cfg = sw.tiny_config("donut-swin")
+    assert (cfg.num_heads, cfg.depths) == ([4, 4, 4, 4], [2, 2, 2, 2])
     cfg = sw.tiny_config("dinov2")
     assert cfg.num_hidden_layers == 2 and cfg.out_features == ["stage2"]
 
