@@ -230,6 +230,17 @@ def test_a_width_the_family_leaves_none_is_given():
     assert sw.tiny_config("ministral").head_dim == 8
     assert sw.tiny_config("esm").vocab_size == sw.VOCAB
 
+
+def test_a_family_whose_own_default_config_does_not_build_is_skipped_saying_so():
+    """DBRX's default attention sub-config lacks the ``rope_theta`` its modeling reads: no
+    shrink can fix that, and the skip reason says the default fails too; a missing library
+    is named as it is (DiNAT: natten)."""
+    with pytest.raises(ValueError, match="own default config does not build either: "
+                                         "AttributeError"):
+        sw.build("dbrx")
+    row = sw.sweep_one("dinat")
+    assert row.verdict == "skipped" and "natten" in row.reason
+
 def _alibi_model(family):
     if family == "falcon":
         cfg = sw.tiny_config("falcon")

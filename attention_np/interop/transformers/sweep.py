@@ -96,6 +96,15 @@ OVERRIDES = {
     "reformer": {"axial_pos_embds_dim": [16, 16], "axial_pos_shape": [8, 8]},
     # its vision tower has width // 64 heads
     "bridgetower": {"vision_config": {"hidden_size": 64}},
+    # a gated feed-forward of even width (the generic 37 is odd)
+    "moshi": {"ffn_dim": 38, "depth_decoder_config": {"ffn_dim": 38}},
+    "kyutai_speech_to_text": {"ffn_dim": 38},
+    # Mamba-2 heads dividing the expanded width (2 x 32 = 4 x 16)
+    "bamba": {"mamba_n_heads": 4, "mamba_d_head": 16},
+    "granitemoehybrid": {"mamba_n_heads": 4, "mamba_d_head": 16},
+    # a local attention context within the 64 positions
+    "granite_speech5_encoder": {"context_size": 32},
+    "granite_speech5_ctc": {"encoder_config": {"context_size": 32}},
 }
 # the widths _narrow shrinks (the names' ends) and the ones it leaves alone (inputs' shapes,
 # kernels, positions: their own rules)
@@ -134,7 +143,8 @@ def _shrink(d: dict, mrope: bool = False) -> dict:
             v = SMALL[k]      # Ministral's, ESM's, Nemotron's None reach arithmetic (32 / 4 heads)
         elif k.endswith("_token_id") and _is_int(v) and v >= VOCAB:
             v = 1
-        elif k == "rope_parameters" and isinstance(v, dict) and ("mrope_section" in v or mrope):
+        elif k == "rope_parameters" and isinstance(v, dict) and ("mrope_section" in v or (
+                mrope and "rope_type" in v)):       # not one dict per layer type (NeoMME's)
             # multimodal RoPE: sections of the head's r/2 = 4 frequencies (Qwen2-VL's default
             # [16, 24, 24], GLM-4V's [8, 12, 12]); 2 with partial rotary 0.5 (GLM-4V-MoE)
             n = int(SMALL["head_dim"] * v.get("partial_rotary_factor", 1.0)) // 2
@@ -304,9 +314,20 @@ def build(model_type: str, seed: int = 0):
     except Exception:                           # noqa: BLE001  (a validator: a width the
         fits = False                            # names above miss must equal one they set)
     if not fits:                                # or over the cap: every width by its name
-        cfg = tiny_config(model_type, narrow=True)
-        if size(cfg) > CAP:
-            raise ValueError(f"the shrunk config still has {size(cfg)} parameters")
+        try:
+            cfg = tiny_config(model_type, narrow=True)
+            n = size(cfg)
+        except ImportError:                     # a missing library (timm, natten), named
+            raise
+        except Exception as e:
+            try:
+                size(tf.AutoConfig.for_model(model_type))
+            except Exception:                   # noqa: BLE001
+                raise ValueError(f"transformers' own default config does not build either: "
+                                 f"{_one_line(e)}") from e
+            raise
+        if n > CAP:
+            raise ValueError(f"the shrunk config still has {n} parameters")
     model = tf.AutoModel.from_config(cfg)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
