@@ -111,7 +111,8 @@ OVERRIDES = {
 NARROW = (r"(hidden_sizes?|_dims?|^dim|hidden_dim|channels?|_units|_rank|^d_latents|num_latents"
           r"|_vocab|intermediate_size|embed_dim_per_stage|_size_global|_width|feature_size"
           r"|num_embeddings|codebook_size|num_filters)$|vocab_size|hidden_size")
-NOT_NARROW = r"(patch_size|image_size|kernel|stride|mel|spec|position|window|pool|sampl|^num_channels$)"
+NOT_NARROW = (r"(patch_size|image_size|kernel|stride|mel|spec|position|window|pool|sampling"
+              r"|^num_channels$)")
 CAP = 5_000_000                         # parameters of a tiny model (keeps the sweep fast)
 B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
 CHANGE = 1e-6                           # added to one layer's output: must be caught and named
