@@ -254,6 +254,9 @@ def _narrow(d: dict) -> dict:
         elif k not in HEADS and isinstance(k, str) and _is_int(v) and v > 4 and re.search(
                 r"num_(attention_)?heads$", k):
             v = 4                      # a prefixed count (V-JEPA 2's pred_num_attention_heads)
+        elif k not in SMALL and isinstance(k, str) and _is_int(v) and v > 2 and \
+                k.endswith("num_key_value_heads"):
+            v = 2                                     # Dia's cross_num_key_value_heads
         elif k not in LAYERS and isinstance(k, str) and _is_int(v) and v > 2 and \
                 re.search(r"num_(hidden_)?layers$", k):
             v = 2
