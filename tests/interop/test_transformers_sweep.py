@@ -178,8 +178,10 @@ def test_the_per_layer_cut_keeps_one_layer_of_each_kind_at_the_same_layers():
          "num_key_value_heads_per_layer": [8, 2, 2, 2, 8, 2, 2, 2],
          "per_layer_config": {"03": {"head_dim": 512}, "07": {"head_dim": 512}},
          "kv_source_layers": list(range(8)),        # each layer its own key/value source
-         "target_layer_ids": [1, 3, 5, 6, 7, 8, 9, 10]}       # ids of another model's layers
+         "target_layer_ids": [1, 3, 5, 6, 7, 8, 9, 10],       # ids of another model's layers
+         "swa_num_key_value_heads": 16}               # the sliding layers' own (Inkling's)
     small = sw._shrink(d)
+    assert small["swa_num_key_value_heads"] == 2
     # kinds: layer 0 (sliding, dense, 8 kv heads), 1 (sliding, sparse, 2), 3 (full, override)
     assert small["num_hidden_layers"] == 4         # and 4 (sliding, sparse, 8 kv heads)
     assert small["layer_types"] == ["sliding", "sliding", "full", "sliding"]

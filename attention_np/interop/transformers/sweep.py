@@ -137,6 +137,8 @@ def _shrink(d: dict, mrope: bool = False) -> dict:
             v = _shrink(v, mrope)     # a sub-config (DBRX's attn_config, a layer's overrides)
         elif k in SMALL and _is_int(v):
             v = SMALL[k]
+        elif isinstance(k, str) and k.endswith("_num_key_value_heads") and _is_int(v) and v > 2:
+            v = 2               # Dia's cross_, Inkling's swa_num_key_value_heads (16 over 4)
         elif k in FFN and isinstance(v, list) and all(_is_int(n) for n in v):
             v = [SMALL[k]] * len(v)                 # Gemma 3n's feed-forward width per layer
         elif k in ("head_dim", "vocab_size", "num_key_value_heads") and v is None and \
@@ -254,9 +256,6 @@ def _narrow(d: dict) -> dict:
         elif k not in HEADS and isinstance(k, str) and _is_int(v) and v > 4 and re.search(
                 r"num_(attention_)?heads$", k):
             v = 4                      # a prefixed count (V-JEPA 2's pred_num_attention_heads)
-        elif k not in SMALL and isinstance(k, str) and _is_int(v) and v > 2 and \
-                k.endswith("num_key_value_heads"):
-            v = 2                                     # Dia's cross_num_key_value_heads
         elif k not in LAYERS and isinstance(k, str) and _is_int(v) and v > 2 and \
                 re.search(r"num_(hidden_)?layers$", k):
             v = 2
