@@ -102,6 +102,9 @@ OVERRIDES = {
     # Mamba-2 heads dividing the expanded width (2 x 32 = 4 x 16)
     "bamba": {"mamba_n_heads": 4, "mamba_d_head": 16},
     "granitemoehybrid": {"mamba_n_heads": 4, "mamba_d_head": 16},
+    # its layers cycle through block_types (recurrent, recurrent, attention): 2 layers of
+    # that cycle have no attention; one of each kind
+    "recurrent_gemma": {"block_types": ["recurrent", "attention"]},
     # a local attention context within the 64 positions
     "granite_speech5_encoder": {"context_size": 32},
     "granite_speech5_ctc": {"encoder_config": {"context_size": 32}},
