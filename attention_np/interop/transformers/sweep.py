@@ -105,6 +105,9 @@ OVERRIDES = {
     # its layers cycle through block_types (recurrent, recurrent, attention): 2 layers of
     # that cycle have no attention; one of each kind
     "recurrent_gemma": {"block_types": ["recurrent", "attention"]},
+    # its audio encoder's num_hidden_layers counts the 4 stages of its per-stage lists
+    "muse_spark_audio": {"num_hidden_layers": 4},
+    "muse_spark": {"audio_config": {"num_hidden_layers": 4}},
     # a local attention context within the 64 positions
     "granite_speech5_encoder": {"context_size": 32},
     "granite_speech5_ctc": {"encoder_config": {"context_size": 32}},
