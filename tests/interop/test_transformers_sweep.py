@@ -178,8 +178,10 @@ def test_the_per_layer_cut_keeps_one_layer_of_each_kind_at_the_same_layers():
          "num_key_value_heads_per_layer": [8, 2, 2, 2, 8, 2, 2, 2],
          "per_layer_config": {"03": {"head_dim": 512}, "07": {"head_dim": 512}},
          "kv_source_layers": list(range(8)),        # each layer its own key/value source
-         "target_layer_ids": [1, 3, 5, 6, 7, 8, 9, 10]}       # ids of another model's layers
+         "target_layer_ids": [1, 3, 5, 6, 7, 8, 9, 10],       # ids of another model's layers
+         "swa_num_key_value_heads": 16}               # the sliding layers' own (Inkling's)
     small = sw._shrink(d)
+    assert small["swa_num_key_value_heads"] == 2
     # kinds: layer 0 (sliding, dense, 8 kv heads), 1 (sliding, sparse, 2), 3 (full, override)
     assert small["num_hidden_layers"] == 4         # and 4 (sliding, sparse, 8 kv heads)
     assert small["layer_types"] == ["sliding", "sliding", "full", "sliding"]
@@ -194,7 +196,7 @@ def test_the_per_layer_cut_keeps_one_layer_of_each_kind_at_the_same_layers():
 
 
 def test_per_stage_heads_and_depths_and_backbone_outputs_fit_the_small_model():
-    """Swin V2's per-stage heads (3 does not divide a width of 32) become 4 a stage, its
+    """Donut's Swin per-stage heads (3 does not divide a width of 32) become 4 a stage, its
     depths at most 2; DINOv2's backbone output ``stage12`` names a stage the 2-layer model
     lacks: dropped (transformers then takes the last stage)."""
     small = sw._shrink({"embed_dim": 96, "num_heads": [3, 6, 12, 24], "depths": [2, 2, 18, 2],
@@ -202,7 +204,8 @@ def test_per_stage_heads_and_depths_and_backbone_outputs_fit_the_small_model():
                         "stage_names": ["stem", "stage1", "stage2", "stage3", "stage4"]})
     assert (small["num_heads"], small["depths"]) == ([4, 4, 4, 4], [2, 2, 2, 2])
     assert small["out_features"] == ["stage4"]               # a stage the model still has
-    assert sw.tiny_config("swinv2").num_heads == [4, 4, 4, 4]
+    cfg = sw.tiny_config("donut-swin")
+    assert (cfg.num_heads, cfg.depths) == ([4, 4, 4, 4], [2, 2, 2, 2])
     cfg = sw.tiny_config("dinov2")
     assert cfg.num_hidden_layers == 2 and cfg.out_features == ["stage2"]
 
@@ -228,6 +231,17 @@ def test_a_width_the_family_leaves_none_is_given():
     modeling code uses in arithmetic: the small values (8 = 32 / 4 heads; 99)."""
     assert sw.tiny_config("ministral").head_dim == 8
     assert sw.tiny_config("esm").vocab_size == sw.VOCAB
+
+
+def test_a_family_whose_own_default_config_does_not_build_is_skipped_saying_so():
+    """DBRX's default attention sub-config lacks the ``rope_theta`` its modeling reads: no
+    shrink can fix that, and the skip reason says the default fails too; a missing library
+    is named as it is (DiNAT: natten)."""
+    with pytest.raises(ValueError, match="own default config does not build either: "
+                                         "AttributeError"):
+        sw.build("dbrx")
+    row = sw.sweep_one("dinat")
+    assert row.verdict == "skipped" and "natten" in row.reason
 
 def _alibi_model(family):
     if family == "falcon":
