@@ -442,6 +442,10 @@ def _diff_model(model, inputs, found) -> tuple:
     if bad is not None:
         return "MISMATCH", err, f"{bad.name}: " + ", ".join(
             f"{c.name} {c.err:.1e}" for c in bad.checks if not c.ok)[:200]
+    off = next((r for r in changed if not r.ok and not _only_the_change(r.checks)), None)
+    if off is not None:                # off by more than the change: a MISMATCH of its own
+        return "MISMATCH", err, f"{off.name}: " + ", ".join(
+            f"{c.name} {c.err:.1e}" for c in off.checks if not c.ok)[:200]
     if not changed or not all(_only_the_change(r.checks) for r in changed):
         return "not caught", err, f"+{CHANGE:g} on {first[0]}: {report.verdict}"
     why = f"{len(rows)} layer calls (whole model); +{CHANGE:g} caught at {changed[0].name}"
