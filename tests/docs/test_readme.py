@@ -66,3 +66,21 @@ def test_shell_blocks_paste_into_a_shell(path):
                 if argv and argv[0] in ("check", "course"):
                     continue                 # their positional arguments name the reader's own files
                 parser.parse_args(argv or ["tour"])
+
+
+def test_the_readme_test_command_is_what_ci_runs():
+    """The README's test command is a line of .ci/run, exactly; CONTRIBUTING's "what CI runs" line
+    is its pytest part; and the test extra installs pytest-xdist, which its ``-n``/``--dist`` need."""
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command, = [line for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
+                for line in block.splitlines() if 'pip install -e ".[test]"' in line]
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    pytest_part = command.rsplit(" && ", 1)[1]
+    assert pytest_part.startswith("python -m pytest -n auto --dist loadfile"), command
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert f"\n{pytest_part}   # everything, notebooks included: what CI runs\n" in contributing
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        test_extra = tomllib.load(f)["project"]["optional-dependencies"]["test"]
+    assert any(re.split(r"[<>=!\[ ]", req)[0] == "pytest-xdist" for req in test_extra), test_extra
