@@ -352,7 +352,7 @@ def _scale(module, d: int) -> float:
     for a in ("scaling", "scale", "inv_norm_factor", "softmax_scale"):
         v = getattr(module, a, None)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
+            return float(v) * _query_prescale(module)
     table = hasattr(module, "has_relative_position_bias") or bias_table_owner(module)
     if isinstance(getattr(module, "attention_head_size", None), int) and table and \
             "math.sqrt(self.attention_head_size)" in _source(module):   # Data2VecVision, Swin's
@@ -365,6 +365,18 @@ def _scale(module, d: int) -> float:
         return probed
     refuse(module, "a layer whose score scale is not readable (no scaling, scale or "
                     f"inv_norm_factor attribute; 1/sqrt({d}) is not assumed)")
+
+
+def _query_prescale(module) -> float:
+    """The factor a layer's forward multiplies its queries by before the attention function
+    (ESM: ``query_layer * self.attention_head_size**-0.5``, then ``scaling=1.0``; before RoPE,
+    which is linear, so the scores are scaled the same), else 1."""
+    m = re.search(r"\bquery\w* = query\w* \* self\.(attention_head_size|head_dim)\s*\*\*\s*"
+                  r"-0\.5\s*$", _source(module), re.MULTILINE)
+    width = None if m is None else getattr(module, m.group(1), None)
+    if not isinstance(width, int) or isinstance(width, bool):
+        return 1.0
+    return float(width) ** -0.5
 
 
 def _probed_scale(module, d: int) -> float | None:
@@ -441,6 +453,8 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     if alibi is not None or "position_embeddings" not in forward_parameters(module) or \
             not getattr(module, "use_rope", True):                   # SmolLM3's NoPE layers
         return {}
+    if getattr(module, "position_embedding_type", "rotary") != "rotary":
+        return {}                # ESM: takes position_embeddings, rotates only when "rotary"
     rope = getattr(cfg, "rope_parameters", None) or {}
     kind = _layer_type(module, cfg) or getattr(module, "attention_type", None)
     rope = rope.get(kind, rope)               # Gemma 3, ModernBERT, OLMo 3: one per layer type

@@ -1,0 +1,98 @@
+"""Families the sweep newly builds whose verdicts were false (interop/transformers/
+layer_reading.py): each whole model agrees at float64 rounding with 1e-6 added to one layer's
+output caught at that layer, and our reading of the family's feature changed is a named
+MISMATCH. The models are built here from explicit small configs (the sweep's tiny configs
+change with its builder)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.helpers import require
+
+torch = require("torch")
+transformers = require("transformers")
+
+from attention_np.interop.transformers import layer_reading  # noqa: E402
+from attention_np.interop.transformers.family_cases import randomize  # noqa: E402
+from attention_np.interop.transformers.model_diff import (  # noqa: E402
+    attention_layers,
+    compare_transformers_model,
+)
+
+CHANGE = 1e-6
+B, L = 2, 7
+
+
+def _ids(vocab: int, low: int = 4) -> dict:
+    ids = np.random.default_rng(0).integers(low, vocab, (B, L))
+    return {"input_ids": torch.from_numpy(ids),
+            "attention_mask": torch.ones((B, L), dtype=torch.long)}
+
+
+def _agrees_and_catches(model, inputs, where: str | None = None) -> float:
+    """The whole model diffed twice: as it is (every row agrees; the largest attention error
+    returned) and with :data:`CHANGE` added to the output of the attention layer ``where``
+    (default: the first read): that layer's only failing check is its output, off by the
+    change, and every other row still agrees."""
+    found = attention_layers(model)[0]
+    assert found, "no attention layer read"
+    report = compare_transformers_model(model, **inputs)
+    assert report.ok and not report.refused, str(report)
+    err = max(c.err for r in report.attention for c in r.checks)
+    where = where or found[0][0]
+
+    def add(module, args, output):
+        return (output[0] + CHANGE,) + tuple(output[1:]) if isinstance(output, tuple) \
+            else output + CHANGE
+    handle = model.get_submodule(where).register_forward_hook(add)
+    try:
+        changed = compare_transformers_model(model, **inputs)
+    finally:
+        handle.remove()
+    assert changed.verdict == "MISMATCH" and changed.first_disagreement.name == where, \
+        str(changed)
+    bad = [c for c in changed.first_disagreement.checks if not c.ok]
+    assert [c.name for c in bad] == ["out"] and abs(bad[0].err - CHANGE) <= bad[0].tol
+    assert all(r.ok for r in changed.layers if r.name.split("#")[0] != where), str(changed)
+    return err
+
+
+# ESM scales its queries by 1/sqrt(head_dim) in its forward and passes scaling=1.0 to the
+# attention function; it takes position_embeddings always but rotates only with
+# position_embedding_type "rotary" (ESM-2), in float32 (the float64 copy rotates in float64).
+
+def _esm(position_embedding_type: str):
+    cfg = transformers.EsmConfig(
+        vocab_size=33, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=37, pad_token_id=1, mask_token_id=32, max_position_embeddings=64,
+        position_embedding_type=position_embedding_type, token_dropout=False)
+    return randomize(transformers.EsmModel(cfg), 1)
+
+
+@pytest.mark.parametrize("kind", ["absolute", "rotary"])
+def test_esm_reads_the_query_scaled_in_its_forward_and_rotates_only_when_rotary(kind):
+    model = _esm(kind)
+    layers, refused = attention_layers(model)
+    assert len(layers) == 2 and not refused
+    spec = layers[0][2]
+    assert spec.scale == 8 ** -0.5 and not spec.has_w_o
+    assert spec.has_rope == (kind == "rotary")
+    assert _agrees_and_catches(model, _ids(33)) < 1e-12
+
+
+def test_esm_read_without_its_query_scale_is_the_first_layers_mismatch(monkeypatch):
+    model = _esm("rotary")
+    monkeypatch.setattr(layer_reading, "_query_prescale", lambda module: 1.0)
+    report = compare_transformers_model(model, **_ids(33))
+    assert report.verdict == "MISMATCH"
+    assert report.first_disagreement.name == "encoder.layer.0.attention.self", str(report)
+
+
+def test_esm_with_a_changed_rotary_frequency_is_the_rotary_rows_mismatch():
+    model = _esm("rotary")
+    model.rotary_embeddings.inv_freq.mul_(1.01)
+    report = compare_transformers_model(model, **_ids(33))
+    assert report.verdict == "MISMATCH"
+    assert report.first_disagreement.name == "rotary_embeddings (cos, sin)", str(report)
