@@ -96,3 +96,39 @@ def test_esm_with_a_changed_rotary_frequency_is_the_rotary_rows_mismatch():
     report = compare_transformers_model(model, **_ids(33))
     assert report.verdict == "MISMATCH"
     assert report.first_disagreement.name == "rotary_embeddings (cos, sin)", str(report)
+
+
+# MiMo-V2-Flash multiplies its projected values by config.attention_value_scale (linear: read
+# into W_v, b_v); its sliding layers have twice the key/value heads, sinks and a window, its
+# value heads a width of their own, RoPE on a third of each head, a theta per layer type.
+
+def _mimo():
+    cfg = transformers.MiMoV2FlashConfig(
+        vocab_size=99, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, v_head_dim=12,
+        sliding_window=3, layer_types=["full_attention", "sliding_attention"],
+        mlp_layer_types=["dense", "dense"], moe_intermediate_size=16, n_routed_experts=2,
+        num_experts_per_tok=1)
+    return randomize(transformers.MiMoV2FlashModel(cfg), 1)
+
+
+def test_mimo_v2_flash_reads_its_value_scale_and_agrees_with_sinks_and_a_window():
+    model = _mimo()
+    layers, refused = attention_layers(model)
+    assert not refused
+    assert [(s.window, s.sinks, s.num_kv_heads, s.rotary_dim) for *_, s in layers] == \
+        [(None, False, 2, 2), (3, True, 4, 2)]
+    module = layers[0][1]
+    assert layer_reading.value_scale(module) == 0.707
+    w_v = module.v_proj.weight.detach().double().numpy().T
+    assert np.allclose(layer_reading.params_from_transformers(module)[0]["W_v"], 0.707 * w_v)
+    assert _agrees_and_catches(model, _ids(99)) < 1e-12
+    assert _agrees_and_catches(model, _ids(99), "layers.1.self_attn") < 1e-12
+
+
+def test_mimo_v2_flash_read_without_its_value_scale_is_the_first_layers_mismatch(monkeypatch):
+    model = _mimo()
+    monkeypatch.setattr(layer_reading, "value_scale", lambda module: 1.0)
+    report = compare_transformers_model(model, **_ids(99))
+    assert report.verdict == "MISMATCH"
+    assert report.first_disagreement.name == "layers.0.self_attn", str(report)

@@ -697,6 +697,19 @@ def layer_spec(module) -> LayerSpec:
         **_rope(module, cfg, family, d, alibi, projections))
 
 
+def value_scale(module) -> float:
+    """The factor a layer's forward multiplies its projected values by (MiMo-V2-Flash:
+    ``v_proj(x) * self.v_scale``, ``config.attention_value_scale``), else 1: linear, so read
+    into ``W_v`` and ``b_v`` (:func:`params_from_transformers`)."""
+    s = getattr(module, "v_scale", None)
+    if not isinstance(s, (int, float)) or isinstance(s, bool) or \
+            not re.search(r"\* self\.v_scale\b", _source(module)):
+        return 1.0
+    if not np.isfinite(s) or s == 0:
+        refuse(module, f"values scaled by v_scale={s!r} (not a finite nonzero number)")
+    return float(s)
+
+
 def no_causal(spec: LayerSpec) -> LayerSpec:
     """Cross-attention: every query sees every (unpadded) key."""
     return replace(spec, is_causal=False, window=None)
@@ -722,7 +735,8 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
         LayerNorm's ``q_norm_bias``, ``k_norm_bias``; T5 ``bias_table (num_buckets, h)``,
         Data2VecVision and Swin ``bias_table ((2H-1)(2W-1) [+ 3], h)``;
         gpt-oss ``sinks (h,)``; ALBERT ``post_norm_w``, ``post_norm_b`` (its residual
-        LayerNorm).
+        LayerNorm). MiMo-V2-Flash's value scale is folded into ``W_v`` and ``b_v`` (their
+        gradients are then w.r.t. the folded weights: the layer's own divided by the scale).
     spec : LayerSpec
     """
     spec = layer_spec(module)
@@ -751,6 +765,11 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
             out[f"W_{n}"] = W[:, cols]
             if b is not None:
                 out[f"b_{n}"] = b[cols]
+    v_scale = value_scale(module)
+    if v_scale != 1.0:             # values times v_scale: W_v, b_v folded; d/dW_v = s d/d(s W_v)
+        for n in ("W_v", "b_v"):
+            if n in out:
+                out[n] = out[n] / v_scale if grads else out[n] * v_scale
     if p.o is not None:
         out["W_o"], b = linear_tensors(p.o, get)
         if b is not None:
