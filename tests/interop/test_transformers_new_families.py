@@ -132,3 +132,62 @@ def test_mimo_v2_flash_read_without_its_value_scale_is_the_first_layers_mismatch
     report = compare_transformers_model(model, **_ids(99))
     assert report.verdict == "MISMATCH"
     assert report.first_disagreement.name == "layers.0.self_attn", str(report)
+
+
+# Families whose attention computes what attention_np cannot: each refused by that feature
+# (built on the meta device: the refusal reads the layer's structure and source, no weights).
+SMALL = dict(vocab_size=99, hidden_size=32, intermediate_size=37, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, head_dim=8)
+REFUSED = [
+    ("HunYuanDenseV1", {}, "QK-norm after RoPE"),
+    ("HunYuanMoEV1", {}, "QK-norm after RoPE"),
+    ("EmbeddingGemma2Text", {}, "a norm of the values (v_norm"),
+    ("Gemma4UnifiedText", {}, "a norm of the values (v_norm"),
+    ("InklingText", {}, "Inkling attention (keys and values through short causal convolutions"),
+    ("Laguna", {}, "softplus(g_proj(x))"),
+    ("TimesFm2_5", {"num_key_value_heads": 4}, "a learned scale per query feature"),
+    ("Gemma4UnifiedText", {"num_hidden_layers": 3, "num_kv_shared_layers": 1, "layer_types": [
+        "sliding_attention", "full_attention", "full_attention"]},
+     "keys and values shared across layers"),
+]
+
+
+@pytest.mark.parametrize("name, extra, feature", REFUSED)
+def test_layers_computing_something_else_are_refused_by_that_feature(name, extra, feature):
+    cfg = getattr(transformers, f"{name}Config")(**{**SMALL, **extra})
+    with torch.device("meta"):
+        model = getattr(transformers, f"{name}Model")(cfg)
+    found, refused = attention_layers(model)
+    assert not found and refused
+    assert any(feature in why for _, why in refused), refused
+    if "shared" in feature:            # the last layer reuses the keys and values of another
+        where, why = refused[-1]
+        assert where == "layers.2.self_attn" and feature in why
+        with pytest.raises(layer_reading.UnsupportedLayer, match="keys and values shared"):
+            layer_reading.layer_spec(model.get_submodule(where))
+
+
+def test_hunyuans_order_matters_norm_after_rope_is_not_norm_then_rope():
+    """Why HunYuan is refused: RMSNorm(RoPE(q)) with a learned weight is not RoPE(RMSNorm(q))
+    (the rotation mixes features m and m + d/2, whose weights differ)."""
+    from attention_np.interop.transformers.rotary import rope_cos_sin
+    cfg = transformers.HunYuanDenseV1Config(**SMALL)
+    layer = randomize(transformers.HunYuanDenseV1Model(cfg), 1).layers[0].self_attn
+    cos, sin = (torch.from_numpy(a) for a in rope_cos_sin(np.arange(5)[None], 8, 10000.0))
+    q = torch.from_numpy(np.random.default_rng(0).standard_normal((1, 4, 5, 8))).float()
+    mod = __import__(type(layer).__module__, fromlist=["apply_rotary_pos_emb"])
+    with torch.no_grad():
+        after = layer.query_layernorm(mod.apply_rotary_pos_emb(q, q, cos.float(), sin.float())[0])
+        before = mod.apply_rotary_pos_emb(layer.query_layernorm(q), q, cos.float(),
+                                          sin.float())[0]
+    assert (after - before).abs().max() > 1e-2
+
+
+def test_a_rotary_function_of_another_signature_is_left_as_it_is():
+    """Gemma 4's apply_rotary_pos_emb(x, cos, sin) (one tensor): the float64 probe of the
+    two-tensor signature leaves it alone instead of crashing the diff."""
+    from attention_np.interop.transformers.replay import float64_rope_function
+    cfg = transformers.Gemma4UnifiedTextConfig(**SMALL)
+    layer = transformers.Gemma4UnifiedTextModel(cfg).layers[0].self_attn
+    with float64_rope_function(layer) as replaced:
+        assert replaced is False

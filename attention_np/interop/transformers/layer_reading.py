@@ -170,6 +170,12 @@ ALGORITHMS = (
     (lambda m: hasattr(m, "in_proj") and hasattr(m, "q_bias") and hasattr(m, "v_bias"),
      "DeBERTa (v1) attention (a fused in_proj with separate q_bias, v_bias and, with "
      "relative_attention, disentangled relative attention)"),
+    (lambda m: getattr(m, "is_kv_shared_layer", False) is True,
+     "keys and values shared across layers (Gemma 3n, Gemma 4: this layer reuses the keys and "
+     "values an earlier layer projected, and has no key or value projection of its own)"),
+    (lambda m: hasattr(m, "k_sconv") and hasattr(m, "rel_logits_proj"),
+     "Inkling attention (keys and values through short causal convolutions, and a relative "
+     "position bias computed from each query's own projection r_proj)"),
     (lambda m: getattr(m, "relative_attention", False) is True and hasattr(m, "pos_att_type"),
      "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + k.r_q(j-i) from "
      "relative-position embeddings, content-to-position and position-to-content, scaled by "
@@ -293,12 +299,37 @@ def _unsupported_features(module, cfg) -> None:
     if re.search(r"sigmoid\((self\.)?gate", _source(module)):      # AFMoE, Qwen3-Next, ...
         refuse(module, "a gated attention output (the concatenated heads times "
                         "sigmoid(gate), a projection of the layer's input, before W^O)")
+    if re.search(r"softplus\((self\.)?g(ate)?(_proj)?\(", _source(module)):        # Laguna
+        refuse(module, "a gated attention output (the concatenated heads times "
+                        "softplus(g_proj(x)), a projection of the layer's input, before W^O)")
+    if getattr(module, "v_norm", None) is not None:           # EmbeddingGemma 2, Gemma 4
+        refuse(module, "a norm of the values (v_norm: each value head RMS-normalised before "
+                        "the attention weights average them)")
+    if getattr(getattr(module, "scaling", None), "ndim", 0) == 1:          # TimesFM 2.5
+        refuse(module, "a learned scale per query feature (scaling: a parameter of head_dim "
+                        "entries, e.g. softplus(scaling) / sqrt(d), not one score scale)")
+    if _norm_after_rope(module):                                          # HunYuan
+        refuse(module, "QK-norm after RoPE (the rotated queries and keys normalised; "
+                        "attention_np normalises them before rotating, which differs unless the "
+                        "norm's weight is the same on both features of every pair)")
     if "mp_num" in _source(module):                                      # CodeGen
         refuse(module, "a fused qkv_proj in CodeGen's layout (split into mp_num model-parallel "
                         "blocks, each [q | v | k])")
     clip = getattr(module, "clip_qkv", None) or getattr(cfg, "clip_qkv", None)   # MPT, OLMo
     if clip is not None and not isinstance(clip, bool) and "clip_qkv" in _source(module):
         refuse(module, f"clamping q, k, v to +-{clip} (clip_qkv)")
+
+
+def _norm_after_rope(module) -> bool:
+    """Whether the layer's forward normalises its queries after rotating them (HunYuan:
+    ``apply_rotary_pos_emb`` then ``self.query_layernorm``)."""
+    src = _source(module)
+    rope = src.find("apply_rotary_pos_emb(")
+    norm = re.search(r"self\.(q_norm|q_layernorm|query_layernorm)\(", src)
+    # a norm without a weight commutes with the rotation (NanoChat: refused by that, later)
+    weighted = norm is not None and getattr(getattr(module, norm.group(1), None), "weight",
+                                            None) is not None
+    return rope >= 0 and weighted and norm.start() > rope
 
 
 def _alibi(module, cfg, h: int, scale: float) -> tuple | None:
