@@ -191,3 +191,21 @@ def test_a_rotary_function_of_another_signature_is_left_as_it_is():
     layer = transformers.Gemma4UnifiedTextModel(cfg).layers[0].self_attn
     with float64_rope_function(layer) as replaced:
         assert replaced is False
+
+
+def test_dinov3_2d_rope_on_the_patches_alone_is_refused_by_that_name():
+    """DINOv3 rotates the patch tokens by angles of their (row, column) coordinates and leaves
+    the class and register tokens as they are: refused by that, not a crash in the diff."""
+    from attention_np.interop.transformers.layer_diff import compare_transformers_attention
+    cfg = transformers.DINOv3ViTConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2,
+                                       num_attention_heads=4, image_size=32, patch_size=8,
+                                       num_register_tokens=2)
+    model = randomize(transformers.DINOv3ViTModel(cfg), 1)
+    found, refused = attention_layers(model)
+    assert not found and len(refused) == 2
+    assert all("2-D RoPE of the patches' continuous (row, column) coordinates" in why
+               for _, why in refused)
+    with pytest.raises(layer_reading.UnsupportedLayer, match="class and register tokens not "
+                                                             "rotated"):
+        compare_transformers_attention(model.get_submodule(refused[0][0]),
+                                       np.zeros((1, 19, 32)))

@@ -486,6 +486,10 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
         return {}
     if getattr(module, "position_embedding_type", "rotary") != "rotary":
         return {}                # ESM: takes position_embeddings, rotates only when "rotary"
+    if "num_prefix_tokens" in _function_source(family_function(module, "apply_rotary_pos_emb")):
+        refuse(module, "2-D RoPE of the patches' continuous (row, column) coordinates, the "
+                        "class and register tokens not rotated (DINOv3: apply_rotary_pos_emb "
+                        "turns only the last tokens, by angles of both coordinates)")
     rope = getattr(cfg, "rope_parameters", None) or {}
     kind = _layer_type(module, cfg) or getattr(module, "attention_type", None)
     rope = rope.get(kind, rope)               # Gemma 3, ModernBERT, OLMo 3: one per layer type
@@ -523,6 +527,14 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
                 rope_angles_layout=_angles_layout(module, layout, r),
                 rope_sin_first="sin, cos = position_embeddings" in _source(module))
+
+
+def _function_source(fn) -> str:
+    """A function's source ("" when it has none or is None)."""
+    try:
+        return inspect.getsource(fn) if fn is not None else ""
+    except (OSError, TypeError):
+        return ""
 
 
 def _rotates_part(module, d: int, r: int) -> bool:
