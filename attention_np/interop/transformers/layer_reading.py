@@ -296,7 +296,8 @@ def _unsupported_features(module, cfg) -> None:
                         "and A, the top keep_window_size keys kept)")
     if getattr(module, "attn_sub_norm", None) is not None:                     # BitNet
         refuse(module, "a norm of the concatenated heads before W^O (BitNet's attn_sub_norm)")
-    if re.search(r"sigmoid\((self\.)?gate", _source(module)):      # AFMoE, Qwen3-Next, ...
+    if re.search(r"sigmoid\((self\.)?gate", _source(module)) or re.search(   # AFMoE, ...;
+            r"\bgate\w*(\.unsqueeze\(-?\d+\))?\.sigmoid\(\)", _source(module)):  # Step 3.7
         refuse(module, "a gated attention output (the concatenated heads times "
                         "sigmoid(gate), a projection of the layer's input, before W^O)")
     if re.search(r"softplus\((self\.)?g(ate)?(_proj)?\(", _source(module)):        # Laguna
