@@ -210,3 +210,16 @@ def test_dinov3_2d_rope_on_the_patches_alone_is_refused_by_that_name():
                                                              "rotated"):
         compare_transformers_attention(model.get_submodule(refused[0][0]),
                                        np.zeros((1, 19, 32)))
+
+
+def test_llama4_vision_attention_taking_complex_freqs_is_refused_by_that_name():
+    cfg = transformers.Llama4VisionConfig(
+        hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4,
+        image_size=32, patch_size=8, vision_output_dim=32, projector_input_dim=32,
+        projector_output_dim=32)
+    with torch.device("meta"):
+        model = transformers.Llama4VisionModel(cfg)
+    found, refused = attention_layers(model)
+    assert not found and len(refused) == 2
+    assert all("2-D RoPE as complex frequencies (Llama 4's vision tower: freqs_ci" in why
+               for _, why in refused)

@@ -236,6 +236,9 @@ FORWARD_INPUTS = (
                    "latents concatenated)"),
     (("context_hidden_states",), "attention over a context sequence passed beside the hidden "
                                  "states (keys and values from both)"),
+    (("freqs_ci",), "2-D RoPE as complex frequencies (Llama 4's vision tower: freqs_ci, a "
+                    "patch's column and row angles, each on its own features, the class token "
+                    "unrotated)"),
 )
 
 
