@@ -223,3 +223,44 @@ def test_llama4_vision_attention_taking_complex_freqs_is_refused_by_that_name():
     assert not found and len(refused) == 2
     assert all("2-D RoPE as complex frequencies (Llama 4's vision tower: freqs_ci" in why
                for _, why in refused)
+
+
+# Zamba 2's shared attention block takes position_embeddings and rotates only with
+# config.use_mem_rope (off by default); its low-rank adapters per call site are refused.
+
+def _zamba2(**flags):
+    cfg = transformers.Zamba2Config(
+        vocab_size=99, hidden_size=32, intermediate_size=37, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=4, attention_head_dim=8, mamba_d_state=8,
+        mamba_headdim=8, n_mamba_heads=8, layers_block_type=["mamba", "hybrid", "mamba"],
+        adapter_rank=4, max_position_embeddings=64, **flags)
+    return randomize(transformers.Zamba2Model(cfg), 1)
+
+
+@pytest.mark.parametrize("rope", [False, True])
+def test_zamba2_rotates_only_with_use_mem_rope_and_agrees_with_a_change_caught(rope):
+    from attention_np.interop.transformers.layer_diff import compare_transformers_attention
+    model = _zamba2(use_mem_rope=rope)
+    found, refused = attention_layers(model)
+    assert [n for n, *_ in found] == ["layers.1.shared_transformer.self_attn"]
+    assert all("state-space layer" in why for _, why in refused)
+    module, spec = found[0][1], found[0][2]
+    assert spec.has_rope == rope and spec.scale == 0.5            # (head_dim / 2) ** -0.5
+    x = np.random.default_rng(0).standard_normal((B, L, 64))
+    report = compare_transformers_attention(module, x, seed=3)
+    assert report.ok, str(report)
+    assert max(c.err for c in report.checks if c.rule == "float64") < 1e-12
+    handle = module.register_forward_hook(lambda m, a, out: (out[0] + CHANGE,) + out[1:])
+    try:
+        changed = compare_transformers_attention(module, x, seed=3)
+    finally:
+        handle.remove()
+    bad = [c for c in changed.checks if not c.ok]
+    assert [c.name for c in bad] == ["out"] and abs(bad[0].err - CHANGE) <= bad[0].tol
+
+
+def test_zamba2_adapters_per_call_site_are_refused_by_name():
+    found, refused = attention_layers(_zamba2(use_shared_attention_adapter=True))
+    assert not found
+    assert any("low-rank adapters added to the shared q, k, v projections" in why
+               for _, why in refused)

@@ -306,6 +306,10 @@ def _unsupported_features(module, cfg) -> None:
     if re.search(r"softplus\((self\.)?g(ate)?(_proj)?\(", _source(module)):        # Laguna
         refuse(module, "a gated attention output (the concatenated heads times "
                         "softplus(g_proj(x)), a projection of the layer's input, before W^O)")
+    if getattr(cfg, "use_shared_attention_adapter", False) is True and \
+            hasattr(module, "linear_q_adapter_list"):                        # Zamba 2
+        refuse(module, "low-rank adapters added to the shared q, k, v projections, one per "
+                        "call site (Zamba 2's use_shared_attention_adapter)")
     if getattr(module, "v_norm", None) is not None:           # EmbeddingGemma 2, Gemma 4
         refuse(module, "a norm of the values (v_norm: each value head RMS-normalised before "
                         "the attention weights average them)")
@@ -490,6 +494,10 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
         return {}
     if getattr(module, "position_embedding_type", "rotary") != "rotary":
         return {}                # ESM: takes position_embeddings, rotates only when "rotary"
+    flag = re.search(r"if self\.config\.(\w+):\s*\n\s*cos, sin = position_embeddings",
+                     _source(module))
+    if flag is not None and getattr(cfg, flag.group(1), True) is False:
+        return {}                # Zamba 2: rotates only with config.use_mem_rope
     if "num_prefix_tokens" in _function_source(family_function(module, "apply_rotary_pos_emb")):
         refuse(module, "2-D RoPE of the patches' continuous (row, column) coordinates, the "
                         "class and register tokens not rotated (DINOv3: apply_rotary_pos_emb "
