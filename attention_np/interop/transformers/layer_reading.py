@@ -303,6 +303,10 @@ def _unsupported_features(module, cfg) -> None:
             r"\bgate\w*(\.unsqueeze\(-?\d+\))?\.sigmoid\(\)", _source(module)):  # Step 3.7
         refuse(module, "a gated attention output (the concatenated heads times "
                         "sigmoid(gate), a projection of the layer's input, before W^O)")
+    if re.search(r"sigmoid\(self\.g_proj\(", _source(module)) and \
+            getattr(module, "g_proj", None) is not None:          # LFM 3 (use_attention_gate)
+        refuse(module, "a gated attention output (each head times sigmoid(g_proj(x)), a "
+                        "projection of the layer's input, before W^O)")
     if re.search(r"softplus\((self\.)?g(ate)?(_proj)?\(", _source(module)):        # Laguna
         refuse(module, "a gated attention output (the concatenated heads times "
                         "softplus(g_proj(x)), a projection of the layer's input, before W^O)")
