@@ -266,3 +266,24 @@ def test_zamba2_adapters_per_call_site_are_refused_by_name():
     assert not found
     assert any("low-rank adapters added to the shared q, k, v projections" in why
                for _, why in refused)
+
+
+def test_a_layer_returning_its_output_alone_is_diffed_not_indexed():
+    """Phi-4 multimodal's audio attention returns the output tensor, not a tuple: the layer
+    diff took [0] of it (the first sequence) and crashed on the gradient's shape."""
+    from transformers.models.phi4_multimodal import modeling_phi4_multimodal as phi4
+
+    from attention_np.interop.transformers.layer_diff import compare_transformers_attention
+    cfg = transformers.Phi4MultimodalAudioConfig(hidden_size=32, num_attention_heads=4,
+                                                 intermediate_size=37)
+    layer = randomize(phi4.Phi4MultimodalAudioAttention(cfg), 1)
+    x = np.random.default_rng(0).standard_normal((B, L, 32))
+    report = compare_transformers_attention(layer, x, seed=3)
+    assert report.ok and max(c.err for c in report.checks) < 1e-12, str(report)
+    handle = layer.register_forward_hook(lambda m, a, out: out + CHANGE)
+    try:
+        changed = compare_transformers_attention(layer, x, seed=3)
+    finally:
+        handle.remove()
+    bad = [c for c in changed.checks if not c.ok]
+    assert [c.name for c in bad] == ["out"] and abs(bad[0].err - CHANGE) <= bad[0].tol

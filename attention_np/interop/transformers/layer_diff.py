@@ -276,7 +276,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if window_mask is not None:                     # Swin: the layer's own attention_mask
         kwargs["attention_mask"] = torch.from_numpy(np.asarray(window_mask, dtype=np.float64))
     with float64_rope_function(layer), float64_upcasts(torch, scores_in_own_method(layer)):
-        out_t = layer(xt, **kwargs)[0]             # (GPT-Neo's _attn: float64, not float32)
+        out_t = layer(xt, **kwargs)                # (GPT-Neo's _attn: float64, not float32)
+    out_t = out_t[0] if isinstance(out_t, tuple) else out_t   # Phi-4's audio: the tensor alone
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
     rows = dead_rows(mask)
     if rows is not None:                # rows that attend nothing: no upstream gradient there
