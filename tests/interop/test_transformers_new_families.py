@@ -287,3 +287,36 @@ def test_a_layer_returning_its_output_alone_is_diffed_not_indexed():
         handle.remove()
     bad = [c for c in changed.checks if not c.ok]
     assert [c.name for c in bad] == ["out"] and abs(bad[0].err - CHANGE) <= bad[0].tol
+
+
+# Dia: its cross attention takes the encoder output as cross_attention_states, its layers take
+# position_embeddings positionally (the model diff replaced neither, a crash before).
+
+def _dia():
+    enc = transformers.DiaEncoderConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=4,
+                                        head_dim=8, vocab_size=99)
+    dec = transformers.DiaDecoderConfig(
+        hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, cross_num_attention_heads=4, cross_head_dim=8,
+        cross_num_key_value_heads=2, cross_hidden_size=32, vocab_size=99, num_channels=2)
+    cfg = transformers.DiaConfig(encoder_config=enc, decoder_config=dec, delay_pattern=[0, 1])
+    return randomize(transformers.DiaModel(cfg), 1)
+
+
+def test_dia_cross_attention_agrees_alone_and_in_the_whole_model_with_a_change_caught():
+    from attention_np.interop.transformers.layer_diff import compare_transformers_attention
+    model = _dia()
+    found, refused = attention_layers(model)
+    assert not refused
+    cross = [n for n, _, s in found if s.cross]
+    assert cross == ["decoder.layers.0.cross_attention", "decoder.layers.1.cross_attention"]
+    rng = np.random.default_rng(0)
+    report = compare_transformers_attention(
+        model.get_submodule(cross[0]), rng.standard_normal((B, 5, 32)),
+        key_value_states=rng.standard_normal((B, L, 32)), seed=3)
+    assert report.ok and "dkey_value" in [c.name for c in report.checks], str(report)
+    inputs = {"input_ids": _ids(99)["input_ids"],
+              "decoder_input_ids": torch.from_numpy(rng.integers(3, 99, (B, 5, 2)))}
+    assert _agrees_and_catches(model, inputs, cross[0]) < 1e-12
+    assert _agrees_and_catches(model, inputs, "decoder.layers.1.self_attention") < 1e-12

@@ -725,8 +725,9 @@ def layer_spec(module) -> LayerSpec:
     if h_kv == 0 or h % h_kv:
         refuse(module, f"{h} query heads over {h_kv} key/value heads (not a whole number of "
                         "groups)")
-    cross = bool(getattr(module, "is_cross_attention", False)) or (   # T5Gemma, Canary
-        "Cross" in type(module).__name__ and "encoder_hidden_states" in forward_parameters(module))
+    cross = bool(getattr(module, "is_cross_attention", False)) or (   # T5Gemma, Canary, Dia
+        "Cross" in type(module).__name__ and
+        bool({"encoder_hidden_states", "cross_attention_states"} & set(forward_parameters(module))))
     causal = (bool(getattr(module, "is_causal", False)) or _causal_band(module) is not None) \
         and not cross                                 # (ImageGPT: causal by its own buffer)
     if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \

@@ -398,7 +398,8 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     if isinstance(bound.get("is_causal"), bool):       # CLIP's text model: is_causal=True
         spec = replace(spec, is_causal=bound["is_causal"])  # passed to a non-causal layer
     x_t = bound.get("hidden_states", call["args"][0] if call["args"] else None)
-    kv_t = bound.get("key_value_states", bound.get("encoder_hidden_states"))
+    kv_t = bound.get("key_value_states", bound.get("encoder_hidden_states",
+                                                   bound.get("cross_attention_states")))  # Dia
     x, kv = _np(x_t), _np(kv_t)
     B, L = x.shape[:2]
     S = L if kv is None else kv.shape[1]
@@ -439,10 +440,20 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     kvt = None
     if kv_t is not None:
         kvt = kv_t.detach().clone().requires_grad_(True)
-        kwargs["key_value_states" if "key_value_states" in kwargs else "encoder_hidden_states"] = kvt
+        at = next((i for i, a in enumerate(args) if a is kv_t), None)   # Dia: positional
+        if at is not None:
+            args = args[:at] + (kvt,) + args[at + 1:]
+        else:
+            kwargs[next((n for n in ("key_value_states", "cross_attention_states")
+                         if n in kwargs), "encoder_hidden_states")] = kvt
     if spec.has_rope:           # the layer again with our float64 cos, sin (the model's: float32)
         cos, sin = spec_cos_sin(spec, positions)
-        kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
+        ours = (torch.from_numpy(cos), torch.from_numpy(sin))
+        at = next((i for i, a in enumerate(args) if a is bound.get("position_embeddings")), None)
+        if at is not None:                          # Dia: passed positionally
+            args = args[:at] + (ours,) + args[at + 1:]
+        else:
+            kwargs["position_embeddings"] = ours
     with torch.enable_grad():
         out_t = layer(*args, **kwargs)
         out_t = out_t[0] if isinstance(out_t, tuple) else out_t
