@@ -170,6 +170,9 @@ ALGORITHMS = (
     (lambda m: hasattr(m, "in_proj") and hasattr(m, "q_bias") and hasattr(m, "v_bias"),
      "DeBERTa (v1) attention (a fused in_proj with separate q_bias, v_bias and, with "
      "relative_attention, disentangled relative attention)"),
+    (lambda m: "Delta" in type(m).__name__ and hasattr(m, "conv1d") and hasattr(m, "b_proj"),
+     "a gated delta-rule layer (linear attention: a recurrent state updated by the delta rule "
+     "along the sequence, no softmax over scores)"),
     (lambda m: getattr(m, "is_kv_shared_layer", False) is True,
      "keys and values shared across layers (Gemma 3n, Gemma 4: this layer reuses the keys and "
      "values an earlier layer projected, and has no key or value projection of its own)"),
@@ -189,9 +192,10 @@ def recurrent_layer(module) -> str | None:
     selective scan, a gated delta-rule net), or None. Hybrid models (Zamba, Jamba, Falcon-H1,
     Qwen3-Next) interleave them with attention layers; the whole-model diff lists them as refused,
     so that a model is never AGREE on layers that were not compared."""
-    if not (hasattr(module, "A_log") and hasattr(module, "conv1d")):
-        return None
     name = type(module).__name__
+    if not (hasattr(module, "conv1d") and (hasattr(module, "A_log") or  # Kimi, Bailing: a
+                                           ("Delta" in name and hasattr(module, "b_proj")))):
+        return None                          # forget gate of their own instead of A_log
     if "Delta" in name:
         return ("a gated delta-rule layer (linear attention: a recurrent state updated by the "
                 "delta rule along the sequence, no softmax over scores)")
