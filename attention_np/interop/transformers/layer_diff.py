@@ -102,7 +102,9 @@ def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, to
     if spec.cross:                  # GPT-2: the encoder output and its mask (T5Gemma: the mask
         mask_name = "encoder_attention_mask" if "encoder_attention_mask" in names \
             else "attention_mask"                               # as attention_mask)
-        kwargs = {mask_name: kwargs.pop("attention_mask", None), "encoder_hidden_states": kv}
+        kv_name = "cross_attention_states" if "cross_attention_states" in names \
+            else "encoder_hidden_states"                                # (Dia: its name)
+        kwargs = {mask_name: kwargs.pop("attention_mask", None), kv_name: kv}
     elif kv is not None:
         kwargs["key_value_states"] = kv
     if "layer_idx" in names:                        # Zamba: its cache's index (no cache here)

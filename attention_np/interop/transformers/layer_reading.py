@@ -216,6 +216,15 @@ ALGORITHMS = (
     (lambda m: hasattr(m, "in_proj") and hasattr(m, "q_bias") and hasattr(m, "v_bias"),
      "DeBERTa (v1) attention (a fused in_proj with separate q_bias, v_bias and, with "
      "relative_attention, disentangled relative attention)"),
+    (lambda m: "Delta" in type(m).__name__ and hasattr(m, "conv1d") and hasattr(m, "b_proj"),
+     "a gated delta-rule layer (linear attention: a recurrent state updated by the delta rule "
+     "along the sequence, no softmax over scores)"),
+    (lambda m: getattr(m, "is_kv_shared_layer", False) is True,
+     "keys and values shared across layers (Gemma 3n, Gemma 4: this layer reuses the keys and "
+     "values an earlier layer projected, and has no key or value projection of its own)"),
+    (lambda m: hasattr(m, "k_sconv") and hasattr(m, "rel_logits_proj"),
+     "Inkling attention (keys and values through short causal convolutions, and a relative "
+     "position bias computed from each query's own projection r_proj)"),
     (lambda m: getattr(m, "relative_attention", False) is True and hasattr(m, "pos_att_type"),
      "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + k.r_q(j-i) from "
      "relative-position embeddings, content-to-position and position-to-content, scaled by "
@@ -281,9 +290,10 @@ def recurrent_layer(module) -> str | None:
     selective scan, a gated delta-rule net), or None. Hybrid models (Zamba, Jamba, Falcon-H1,
     Qwen3-Next) interleave them with attention layers; the whole-model diff lists them as refused,
     so that a model is never AGREE on layers that were not compared."""
-    if not (hasattr(module, "A_log") and hasattr(module, "conv1d")):
-        return None
     name = type(module).__name__
+    if not (hasattr(module, "conv1d") and (hasattr(module, "A_log") or  # Kimi, Bailing: a
+                                           ("Delta" in name and hasattr(module, "b_proj")))):
+        return None                          # forget gate of their own instead of A_log
     if "Delta" in name:
         return ("a gated delta-rule layer (linear attention: a recurrent state updated by the "
                 "delta rule along the sequence, no softmax over scores)")
@@ -344,6 +354,9 @@ FORWARD_INPUTS = (
     (("merged_attention_mask",), "merged self- and cross-attention (T5Gemma 2's decoder: one "
                                  "softmax over its own keys, turned by RoPE, and the encoder's "
                                  "keys, not turned, concatenated; RoPE on part of the keys)"),
+    (("freqs_ci",), "2-D RoPE as complex frequencies (Llama 4's vision tower: freqs_ci, a "
+                    "patch's column and row angles, each on its own features, the class token "
+                    "unrotated)"),
 )
 
 
@@ -462,9 +475,31 @@ def _unsupported_features(module, cfg) -> None:
                         "after they are turned; attention_np normalises before)")
     if getattr(module, "attn_sub_norm", None) is not None:                     # BitNet
         refuse(module, "a norm of the concatenated heads before W^O (BitNet's attn_sub_norm)")
-    if re.search(r"sigmoid\((self\.)?gate", _source(module)):      # AFMoE, Qwen3-Next, ...
+    if re.search(r"sigmoid\((self\.)?gate", _source(module)) or re.search(   # AFMoE, ...;
+            r"\bgate\w*(\.unsqueeze\(-?\d+\))?\.sigmoid\(\)", _source(module)):  # Step 3.7
         refuse(module, "a gated attention output (the concatenated heads times "
                         "sigmoid(gate), a projection of the layer's input, before W^O)")
+    if re.search(r"sigmoid\(self\.g_proj\(", _source(module)) and \
+            getattr(module, "g_proj", None) is not None:          # LFM 3 (use_attention_gate)
+        refuse(module, "a gated attention output (each head times sigmoid(g_proj(x)), a "
+                        "projection of the layer's input, before W^O)")
+    if re.search(r"softplus\((self\.)?g(ate)?(_proj)?\(", _source(module)):        # Laguna
+        refuse(module, "a gated attention output (the concatenated heads times "
+                        "softplus(g_proj(x)), a projection of the layer's input, before W^O)")
+    if getattr(cfg, "use_shared_attention_adapter", False) is True and \
+            hasattr(module, "linear_q_adapter_list"):                        # Zamba 2
+        refuse(module, "low-rank adapters added to the shared q, k, v projections, one per "
+                        "call site (Zamba 2's use_shared_attention_adapter)")
+    if getattr(module, "v_norm", None) is not None:           # EmbeddingGemma 2, Gemma 4
+        refuse(module, "a norm of the values (v_norm: each value head RMS-normalised before "
+                        "the attention weights average them)")
+    if getattr(getattr(module, "scaling", None), "ndim", 0) == 1:          # TimesFM 2.5
+        refuse(module, "a learned scale per query feature (scaling: a parameter of head_dim "
+                        "entries, e.g. softplus(scaling) / sqrt(d), not one score scale)")
+    if _norm_after_rope(module):                                          # HunYuan
+        refuse(module, "QK-norm after RoPE (the rotated queries and keys normalised; "
+                        "attention_np normalises them before rotating, which differs unless the "
+                        "norm's weight is the same on both features of every pair)")
     if "mp_num" in _source(module):                                      # CodeGen
         refuse(module, "a fused qkv_proj in CodeGen's layout (split into mp_num model-parallel "
                         "blocks, each [q | v | k])")
@@ -491,6 +526,18 @@ def refuse_unread_projections(module, projections) -> None:
         refuse(module, f"projections under names the reader does not know, {unread} (no output "
                         f"projection named one of {NAMES['o']}: read as a layer without W^O, it "
                         "would be compared without them)")
+
+
+def _norm_after_rope(module) -> bool:
+    """Whether the layer's forward normalises its queries after rotating them (HunYuan:
+    ``apply_rotary_pos_emb`` then ``self.query_layernorm``)."""
+    src = _source(module)
+    rope = src.find("apply_rotary_pos_emb(")
+    norm = re.search(r"self\.(q_norm|q_layernorm|query_layernorm)\(", src)
+    # a norm without a weight commutes with the rotation (NanoChat: refused by that, later)
+    weighted = norm is not None and getattr(getattr(module, norm.group(1), None), "weight",
+                                            None) is not None
+    return rope >= 0 and weighted and norm.start() > rope
 
 
 def _alibi(module, cfg, h: int, scale: float) -> tuple | None:
@@ -574,7 +621,7 @@ def _scale(module, d: int) -> float:
     for a in ("scaling", "scale", "inv_norm_factor", "softmax_scale"):
         v = getattr(module, a, None)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
+            return float(v) * _query_prescale(module)
     if torch_mha(module):           # torch's multi_head_attention_forward: q * sqrt(1 / head_dim)
         return float(d) ** -0.5
     attn = getattr(module, "_attn", None)           # GPT-1: Attention(scale=True or False)
@@ -596,6 +643,18 @@ def _scale(module, d: int) -> float:
         return probed
     refuse(module, "a layer whose score scale is not readable (no scaling, scale or "
                     f"inv_norm_factor attribute; 1/sqrt({d}) is not assumed)")
+
+
+def _query_prescale(module) -> float:
+    """The factor a layer's forward multiplies its queries by before the attention function
+    (ESM: ``query_layer * self.attention_head_size**-0.5``, then ``scaling=1.0``; before RoPE,
+    which is linear, so the scores are scaled the same), else 1."""
+    m = re.search(r"\bquery\w* = query\w* \* self\.(attention_head_size|head_dim)\s*\*\*\s*"
+                  r"-0\.5\s*$", _source(module), re.MULTILINE)
+    width = None if m is None else getattr(module, m.group(1), None)
+    if not isinstance(width, int) or isinstance(width, bool):
+        return 1.0
+    return float(width) ** -0.5
 
 
 def _probed_scale(module, d: int) -> float | None:
@@ -677,6 +736,16 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     in_layer = "position_embeddings" not in forward_parameters(module)
     if in_layer and not _own_rotary(module):
         return {}
+    if getattr(module, "position_embedding_type", "rotary") != "rotary":
+        return {}                # ESM: takes position_embeddings, rotates only when "rotary"
+    flag = re.search(r"if self\.config\.(\w+):\s*\n\s*cos, sin = position_embeddings",
+                     _source(module))
+    if flag is not None and getattr(cfg, flag.group(1), True) is False:
+        return {}                # Zamba 2: rotates only with config.use_mem_rope
+    if "num_prefix_tokens" in _function_source(family_function(module, "apply_rotary_pos_emb")):
+        refuse(module, "2-D RoPE of the patches' continuous (row, column) coordinates, the "
+                        "class and register tokens not rotated (DINOv3: apply_rotary_pos_emb "
+                        "turns only the last tokens, by angles of both coordinates)")
     rope = getattr(cfg, "rope_parameters", None) or {}
     kind = _layer_type(module, cfg) or getattr(module, "attention_type", None)
     rope = rope.get(kind, rope)               # Gemma 3, ModernBERT, OLMo 3: one per layer type
@@ -729,6 +798,14 @@ def _own_rotary(module) -> bool:
         "position_ids" in forward_parameters(module) and \
         not getattr(module, "is_cross_attention", False) and \
         "self.rotary_emb(" in _source(module)
+
+
+def _function_source(fn) -> str:
+    """A function's source ("" when it has none or is None)."""
+    try:
+        return inspect.getsource(fn) if fn is not None else ""
+    except (OSError, TypeError):
+        return ""
 
 
 def _rotates_part(module, d: int, r: int) -> bool:
@@ -922,8 +999,9 @@ def layer_spec(module) -> LayerSpec:
     if h_kv == 0 or h % h_kv:
         refuse(module, f"{h} query heads over {h_kv} key/value heads (not a whole number of "
                         "groups)")
-    cross = bool(getattr(module, "is_cross_attention", False)) or (   # T5Gemma, Canary
-        "Cross" in type(module).__name__ and "encoder_hidden_states" in forward_parameters(module))
+    cross = bool(getattr(module, "is_cross_attention", False)) or (   # T5Gemma, Canary, Dia
+        "Cross" in type(module).__name__ and
+        bool({"encoder_hidden_states", "cross_attention_states"} & set(forward_parameters(module))))
     causal = (bool(getattr(module, "is_causal", False)) or _causal_band(module) is not None
               or _tril_weights(module)) and not cross    # (ImageGPT, GPT-1: by their own buffer)
     if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \
@@ -953,6 +1031,19 @@ def layer_spec(module) -> LayerSpec:
         **_rope(module, cfg, family, d, alibi, projections))
 
 
+def value_scale(module) -> float:
+    """The factor a layer's forward multiplies its projected values by (MiMo-V2-Flash:
+    ``v_proj(x) * self.v_scale``, ``config.attention_value_scale``), else 1: linear, so read
+    into ``W_v`` and ``b_v`` (:func:`params_from_transformers`)."""
+    s = getattr(module, "v_scale", None)
+    if not isinstance(s, (int, float)) or isinstance(s, bool) or \
+            not re.search(r"\* self\.v_scale\b", _source(module)):
+        return 1.0
+    if not np.isfinite(s) or s == 0:
+        refuse(module, f"values scaled by v_scale={s!r} (not a finite nonzero number)")
+    return float(s)
+
+
 def no_causal(spec: LayerSpec) -> LayerSpec:
     """Cross-attention: every query sees every (unpadded) key."""
     return replace(spec, is_causal=False, window=None)
@@ -978,7 +1069,8 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
         LayerNorm's ``q_norm_bias``, ``k_norm_bias``; T5 ``bias_table (num_buckets, h)``,
         Data2VecVision and Swin ``bias_table ((2H-1)(2W-1) [+ 3], h)``;
         gpt-oss ``sinks (h,)``; ALBERT ``post_norm_w``, ``post_norm_b`` (its residual
-        LayerNorm).
+        LayerNorm). MiMo-V2-Flash's value scale is folded into ``W_v`` and ``b_v`` (their
+        gradients are then w.r.t. the folded weights: the layer's own divided by the scale).
     spec : LayerSpec
     """
     spec = layer_spec(module)
@@ -1007,6 +1099,11 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
             out[f"W_{n}"] = W[:, cols]
             if b is not None:
                 out[f"b_{n}"] = b[cols]
+    v_scale = value_scale(module)
+    if v_scale != 1.0:             # values times v_scale: W_v, b_v folded; d/dW_v = s d/d(s W_v)
+        for n in ("W_v", "b_v"):
+            if n in out:
+                out[n] = out[n] / v_scale if grads else out[n] * v_scale
     if p.o is not None:
         out["W_o"], b = linear_tensors(p.o, get)
         if b is not None:

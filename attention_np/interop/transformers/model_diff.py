@@ -428,7 +428,8 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     if isinstance(bound.get("is_causal"), bool):       # CLIP's text model: is_causal=True
         spec = replace(spec, is_causal=bound["is_causal"])  # passed to a non-causal layer
     x_t = bound.get("hidden_states", call["args"][0] if call["args"] else None)
-    kv_t = bound.get("key_value_states", bound.get("encoder_hidden_states"))
+    kv_t = bound.get("key_value_states", bound.get("encoder_hidden_states",
+                                                   bound.get("cross_attention_states")))  # Dia
     roles = qkv_inputs(layer)           # torch's MultiheadAttention, CTRL: three inputs
     if roles is not None:
         x_t, kv_t = _qkv_call(layer, bound, roles)
@@ -478,12 +479,22 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         args = tuple(swap(a) for a in call["args"])
         kwargs = {k: swap(v) for k, v in kwargs.items() if k != "hidden_states"}
     elif kv_t is not None:
-        kwargs["key_value_states" if "key_value_states" in kwargs else "encoder_hidden_states"] = kvt
+        at = next((i for i, a in enumerate(args) if a is kv_t), None)   # Dia: positional
+        if at is not None:
+            args = args[:at] + (kvt,) + args[at + 1:]
+        else:
+            kwargs[next((n for n in ("key_value_states", "cross_attention_states")
+                         if n in kwargs), "encoder_hidden_states")] = kvt
     if spec.rope_in_layer:      # IDEFICS: its own rotary_emb gives our float64 cos, sin (its
         float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], [])   # float32 ones:
     elif spec.has_rope:         # the layer again with our float64 cos, sin   (_rotary_row)
         cos, sin = spec_cos_sin(spec, positions)
-        kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
+        ours = (torch.from_numpy(cos), torch.from_numpy(sin))
+        at = next((i for i, a in enumerate(args) if a is bound.get("position_embeddings")), None)
+        if at is not None:                          # Dia: passed positionally
+            args = args[:at] + (ours,) + args[at + 1:]
+        else:
+            kwargs["position_embeddings"] = ours
     try:
         with torch.enable_grad():
             out_t = layer(*args, **kwargs)

@@ -131,14 +131,18 @@ def _turn_pairs(x):
 def _float32_rotary(fn, rotate_half) -> bool:
     """Whether the family's ``apply_rotary_pos_emb`` loses float64 precision (Cohere: float32).
     One angle per position, the same for every pair: a family that lays its cos and sin out
-    again (GLM interleaves the first half) computes the same as with them as given."""
+    again (GLM interleaves the first half) computes the same as with them as given. False for
+    a function of another signature (Gemma 4: ``(x, cos, sin)``, one tensor): left as it is."""
     import torch
     g = torch.Generator().manual_seed(0)
     q = torch.randn((1, 1, 3, 4), generator=g, dtype=torch.float64) * 3
     angle = 7.1 * torch.randn((1, 3, 1), generator=g, dtype=torch.float64).expand(1, 3, 4)
     cos, sin = torch.cos(angle), torch.sin(angle)
     want = q * cos + rotate_half(q) * sin
-    got, _ = fn(q, q, cos, sin)
+    try:
+        got, _ = fn(q, q, cos, sin)
+    except (TypeError, RuntimeError, ValueError):
+        return False
     return bool((got - want).abs().max() > 1e-12)
 
 
