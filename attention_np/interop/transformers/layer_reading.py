@@ -178,6 +178,9 @@ GRID_ALGORITHMS = (
     (lambda m: hasattr(m, "qkv") and _pools_queries(m),
      "query pooling (SAM2's and Hiera's multi-scale attention: the queries max-pooled by "
      "query_stride, fewer queries than keys and values, the output on the pooled grid)"),
+    (lambda m: hasattr(m, "qkv") and getattr(m, "use_mask_unit_attn", False) is True,
+     "mask-unit attention (Hiera: the tokens unrolled into mask units of "
+     "query_stride x window_size tokens, each unit attending only within itself)"),
     (lambda m: hasattr(m, "qkv") and _GRID_INPUT.search(_source(m)) is not None,
      "attention over a (B, H, W, C) grid of patches (SAM2's Hiera, ViTDet: the layer takes "
      "the patch grid, not a (B, L, d_model) sequence)"),
