@@ -415,6 +415,7 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     # mask units of more tokens than the input has)
     ("sam2_hiera_det_model", "attention over a (B, H, W, C) grid of patches"),
     ("vitdet", "attention over a (B, H, W, C) grid of patches"),
+    ("florence2", "window attention over a (B, H, W, C) grid of patches"),
     ("hiera", "mask-unit attention (Hiera"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
@@ -427,6 +428,7 @@ def test_layers_computing_something_else_are_refused_by_that_feature(family, fea
 @pytest.mark.parametrize("family, layer, feature", [
     ("sam2_hiera_det_model", "Sam2MultiScaleAttention", "query pooling (SAM2's and Hiera's"),
     ("hiera", "HieraMaskUnitAttention", "query pooling (SAM2's and Hiera's"),
+    ("florence2", "Florence2VisionChannelAttention", "channel attention (DaViT, Florence-2"),
 ])
 def test_grid_layers_after_the_first_are_refused_by_their_own_feature(family, layer, feature):
     """A family's row names its first refusal only: the layers that pool their queries (at a

@@ -181,6 +181,14 @@ GRID_ALGORITHMS = (
     (lambda m: hasattr(m, "qkv") and getattr(m, "use_mask_unit_attn", False) is True,
      "mask-unit attention (Hiera: the tokens unrolled into mask units of "
      "query_stride x window_size tokens, each unit attending only within itself)"),
+    (lambda m: hasattr(m, "qkv") and "ChannelAttention" in type(m).__name__
+     and hasattr(m, "groups"),
+     "channel attention (DaViT, Florence-2: within each group the channels attend each "
+     "other, scores over the tokens scaled by 1/sqrt(number of tokens))"),
+    (lambda m: hasattr(m, "qkv") and hasattr(m, "window_size")
+     and _GRID_INPUT.search(_source(m)) is not None,
+     "window attention over a (B, H, W, C) grid of patches (DaViT, Florence-2: the grid "
+     "padded and cut into window_size x window_size windows, each attending within itself)"),
     (lambda m: hasattr(m, "qkv") and _GRID_INPUT.search(_source(m)) is not None,
      "attention over a (B, H, W, C) grid of patches (SAM2's Hiera, ViTDet: the layer takes "
      "the patch grid, not a (B, L, d_model) sequence)"),
