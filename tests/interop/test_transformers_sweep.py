@@ -411,12 +411,44 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("zaya", "compressed convolutional attention"),
     ("qwen2_5_vl_vision", "packed variable-length sequences (cu_seqlens"),   # a fused qkv
     ("glm_image_vision", "packed variable-length sequences (cu_seqlens"),
+    # before: a crash (a (B, L, C) input unpacked as the layer's (B, H, W, C) grid; Hiera's
+    # mask units of more tokens than the input has)
+    ("sam2_hiera_det_model", "attention over a (B, H, W, C) grid of patches"),
+    ("vitdet", "attention over a (B, H, W, C) grid of patches"),
+    ("florence2", "window attention over a (B, H, W, C) grid of patches"),
+    ("hiera", "mask-unit attention (Hiera"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,
     height and width; a tuple into nn.Linear; rope_type 'axial' unknown)."""
     row = sw.sweep_one(family)
     assert row.verdict == "refused" and feature in row.reason, row
+
+
+@pytest.mark.parametrize("family, layer, feature", [
+    ("sam2_hiera_det_model", "Sam2MultiScaleAttention", "query pooling (SAM2's and Hiera's"),
+    ("hiera", "HieraMaskUnitAttention", "query pooling (SAM2's and Hiera's"),
+    ("florence2", "Florence2VisionChannelAttention", "channel attention (DaViT, Florence-2"),
+])
+def test_grid_layers_after_the_first_are_refused_by_their_own_feature(family, layer, feature):
+    """A family's row names its first refusal only: the layers that pool their queries (at a
+    stage change) and Florence-2's channel attention (before: "number of heads not readable")
+    are each refused by what they compute, and no block around them is."""
+    from attention_np.interop.transformers.model_diff import attention_layers
+    refused = attention_layers(sw.build(family))[1]
+    assert any(f"{layer}: {feature}" in why for _, why in refused), refused
+    assert all(why.split(":")[0].endswith("Attention") for _, why in refused), refused
+
+
+def test_hieras_global_layers_agree_and_catch_a_change():
+    """Hiera's global-attention layers (no mask units, no query pooling) are plain attention of
+    a (B, L, C) sequence: read, they agree, and the 1e-6 change added to one is caught."""
+    from attention_np.interop.transformers.model_diff import attention_layers
+    found, refused = attention_layers(sw.build("hiera"))
+    assert found and refused, (found, refused)
+    assert all(not m.use_mask_unit_attn and m.query_stride == 1 for _, m, _ in found)
+    verdict, err, why = sw._diff_layers(found)
+    assert verdict == "AGREE" and err < 1e-9, (verdict, err, why)
 
 
 def test_sams_mask_decoder_is_still_refused_by_its_three_inputs():

@@ -159,6 +159,41 @@ def _source(module) -> str:
         return ""
 
 
+def _pools_queries(module) -> bool:
+    """Whether the layer pools its queries (SAM2's Hiera: ``query_stride`` a (row, column)
+    stride; Hiera: an int above 1)."""
+    stride = getattr(module, "query_stride", None)
+    if isinstance(stride, (tuple, list)):
+        return any(s != 1 for s in stride)
+    return isinstance(stride, int) and stride > 1
+
+
+# the forward unpacks its input as a (B, H, W, C) grid of patches
+_GRID_INPUT = re.compile(r"\w+,\s*height,\s*width,\s*\w+\s*=\s*hidden_states?\.shape")
+
+# layers of vision backbones that compute something else than the paper's attention of a
+# (B, L, d_model) sequence, each named by what it computes (checked in this order, after the
+# decomposed relative positions, so that the most specific feature is named)
+GRID_ALGORITHMS = (
+    (lambda m: hasattr(m, "qkv") and _pools_queries(m),
+     "query pooling (SAM2's and Hiera's multi-scale attention: the queries max-pooled by "
+     "query_stride, fewer queries than keys and values, the output on the pooled grid)"),
+    (lambda m: hasattr(m, "qkv") and getattr(m, "use_mask_unit_attn", False) is True,
+     "mask-unit attention (Hiera: the tokens unrolled into mask units of "
+     "query_stride x window_size tokens, each unit attending only within itself)"),
+    (lambda m: hasattr(m, "qkv") and "ChannelAttention" in type(m).__name__
+     and hasattr(m, "groups"),
+     "channel attention (DaViT, Florence-2: within each group the channels attend each "
+     "other, scores over the tokens scaled by 1/sqrt(number of tokens))"),
+    (lambda m: hasattr(m, "qkv") and hasattr(m, "window_size")
+     and _GRID_INPUT.search(_source(m)) is not None,
+     "window attention over a (B, H, W, C) grid of patches (DaViT, Florence-2: the grid "
+     "padded and cut into window_size x window_size windows, each attending within itself)"),
+    (lambda m: hasattr(m, "qkv") and _GRID_INPUT.search(_source(m)) is not None,
+     "attention over a (B, H, W, C) grid of patches (SAM2's Hiera, ViTDet: the layer takes "
+     "the patch grid, not a (B, L, d_model) sequence)"),
+)
+
 # attention algorithms other than the paper's (a score for every allowed query-key pair), each
 # refused by its name before anything else is read: (test on the module, the name)
 ALGORITHMS = (
@@ -280,6 +315,7 @@ ALGORITHMS = (
         (lambda m: hasattr(m, "ngram") and hasattr(m, "relative_pos_embeddings"),
          "n-stream self-attention (ProphetNet's decoder: a main stream and ngram predict "
          "streams, each with its own bucketed relative position bias)"),
+        *GRID_ALGORITHMS,
     ),
 )
 
