@@ -466,9 +466,10 @@ def _diff_layers(found) -> tuple:
         if type(module) in seen:
             continue
         seen.add(type(module))
-        d_model = params_from_transformers(module)[0]["W_q"].shape[0]
+        params = params_from_transformers(module)[0]
+        d_model, d_kv = params["W_q"].shape[0], params["W_k"].shape[0]    # (Dia: encoder width)
         x = np.random.default_rng(1).standard_normal((B, L, d_model))
-        kv = np.random.default_rng(2).standard_normal((B, L + 1, d_model)) if spec.cross else None
+        kv = np.random.default_rng(2).standard_normal((B, L + 1, d_kv)) if spec.cross else None
         if spec.grid_table is not None:          # its table's grid (and class token), or window
             H, W, cls = spec.grid_table
             x = np.random.default_rng(1).standard_normal((B, H * W + cls, d_model))
