@@ -598,7 +598,8 @@ def markdown(rows, version: str) -> str:
         f" with transformers {version}; `tests/interop/test_transformers_sweep.py` runs the sweep again "
         "and holds this table (family, model, verdict, reason) and the README's counts to it.",
         "A tiny random model of each `model_type` of transformers' `AutoModel` mapping "
-        "(widths 32, 4 heads, 2 layers, vocabulary 99; no download) is diffed in float64 with "
+        "(widths 32, 4 heads, 2 layers or one of each kind of layer, vocabulary 99, under 5M "
+        "parameters; no download) is diffed in float64 with "
         "1e-6 added to its first attention layer's output on the torch side: AGREE means every "
         "other row agrees and that layer differs by exactly the change (a text model whole, with "
         "`compare_transformers_model`, and the layers its input ids never run, a vision or audio "
