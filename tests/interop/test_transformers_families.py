@@ -492,6 +492,7 @@ OTHER_ALGORITHMS = {
     "timesfm": ("TimesFmAttention", "a learned scale per query feature"),
     "gemma3n_audio": ("Gemma3nAudioAttention", "chunked local attention with relative position"),
     "nystromformer": ("NystromformerSelfAttention", "Nystrom approximate attention"),
+    "vjepa2": ("VJEPA2RopeAttention", "3-D RoPE (V-JEPA 2"),
     "yoso": ("YosoSelfAttention", "YOSO attention"),
     "mra": ("MraSelfAttention", "multi-resolution approximate attention"),
     "minimax": ("MiniMaxLightningAttention", "lightning attention"),

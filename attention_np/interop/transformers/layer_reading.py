@@ -261,6 +261,9 @@ ALGORITHMS = (
         (lambda m: "apply_multidimensional_rope(" in _source(m),
          "2-D RoPE (Gemma 4 vision: apply_multidimensional_rope turns parts of each head by a "
          "patch's row and column positions)"),
+        (lambda m: all(hasattr(m, n) for n in ("d_dim", "h_dim", "w_dim", "grid_depth")),
+         "3-D RoPE (V-JEPA 2: the head's features in three parts, turned by a token's frame, "
+         "row and column positions in its video grid)"),
         (lambda m: hasattr(m, "sink_proj") and hasattr(m, "relative_position_bias"),
          "Inkling2 attention (a relative position bias computed from the hidden states for "
          "each backward distance, sink logits projected from the input by sink_proj, a gated "
