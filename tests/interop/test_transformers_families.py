@@ -493,6 +493,7 @@ OTHER_ALGORITHMS = {
     "gemma3n_audio": ("Gemma3nAudioAttention", "chunked local attention with relative position"),
     "nystromformer": ("NystromformerSelfAttention", "Nystrom approximate attention"),
     "vjepa2": ("VJEPA2RopeAttention", "3-D RoPE (V-JEPA 2"),
+    "vits": ("VitsAttention", "relative position representations of keys and values"),
     "yoso": ("YosoSelfAttention", "YOSO attention"),
     "mra": ("MraSelfAttention", "multi-resolution approximate attention"),
     "minimax": ("MiniMaxLightningAttention", "lightning attention"),

@@ -264,6 +264,10 @@ ALGORITHMS = (
         (lambda m: all(hasattr(m, n) for n in ("d_dim", "h_dim", "w_dim", "grid_depth")),
          "3-D RoPE (V-JEPA 2: the head's features in three parts, turned by a token's frame, "
          "row and column positions in its video grid)"),
+        (lambda m: getattr(m, "emb_rel_k", None) is not None,
+         "relative position representations of keys and values (VITS: q.r_k(j - i) added to "
+         "the scores and the weights times r_v(j - i) added to the output, learned for "
+         "|j - i| <= window_size, zero beyond)"),
         (lambda m: hasattr(m, "sink_proj") and hasattr(m, "relative_position_bias"),
          "Inkling2 attention (a relative position bias computed from the hidden states for "
          "each backward distance, sink logits projected from the input by sink_proj, a gated "
