@@ -438,6 +438,19 @@ def test_multimodal_rope_text_models_agree(family):
     assert report.ok and len(report.attention) == 2, str(report)
 
 
+@pytest.mark.parametrize("family", ["glm46v", "glmga", "ernie4_5_vl_moe"])
+def test_multimodal_rope_in_a_sub_config_is_sized_and_the_text_layers_agree(family):
+    """Before: errors (GLM-4.6V's text model is GLM-4V's, built by AutoModel: the sweep looked
+    for mrope_section in GLM-4.6V's modeling only and left [8, 12, 12]; ERNIE 4.5 VL's sections
+    [h, w, t] need h == w). Now its text layers agree with the change caught (a finite max
+    error; AGREE of the text layers, then the vision tower's refusal names its feature)."""
+    row = sw.sweep_one(family)
+    assert row.verdict == "refused" and "cu_seqlens" in row.reason, row
+    assert row.max_error < 1e-12, row
+    assert sw.tiny_config(family).text_config.rope_parameters["mrope_section"] in (
+        [2, 1, 1], [1, 1, 2])
+
+
 @pytest.mark.parametrize("family, why", [
     ("clip", "the model does not run on input ids alone (AttributeError): 1 layer kind(s) one "
              "by one (CLIPAttention)"),                       # it needs pixel_values too
