@@ -97,7 +97,9 @@ OVERRIDES = {
     "autoformer": {"prediction_length": 4},
     "informer": {"prediction_length": 4},
     "time_series_transformer": {"prediction_length": 4},
-    "moonshine_streaming": {"num_key_value_heads": 2},
+    # its decoder views its queries as num_key_value_heads heads: it runs only with as many
+    # key/value heads as query heads (transformers 5.24)
+    "moonshine_streaming": {"num_key_value_heads": 4},
     # no grouped-query attention (the validator requires as many key/value heads as heads)
     "esmc": {"num_key_value_heads": 4},
     "glm5_next": {"text_config": {"num_key_value_heads": 4}},
