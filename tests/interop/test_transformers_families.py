@@ -494,6 +494,7 @@ OTHER_ALGORITHMS = {
     "nystromformer": ("NystromformerSelfAttention", "Nystrom approximate attention"),
     "vjepa2": ("VJEPA2RopeAttention", "3-D RoPE (V-JEPA 2"),
     "vits": ("VitsAttention", "relative position representations of keys and values"),
+    "autoformer": ("AutoformerAttention", "the auto-correlation mechanism (Autoformer"),
     "yoso": ("YosoSelfAttention", "YOSO attention"),
     "mra": ("MraSelfAttention", "multi-resolution approximate attention"),
     "minimax": ("MiniMaxLightningAttention", "lightning attention"),

@@ -268,6 +268,10 @@ ALGORITHMS = (
          "relative position representations of keys and values (VITS: q.r_k(j - i) added to "
          "the scores and the weights times r_v(j - i) added to the output, learned for "
          "|j - i| <= window_size, zero beyond)"),
+        (lambda m: hasattr(m, "autocorrelation_factor"),
+         "the auto-correlation mechanism (Autoformer: the FFT auto-correlation of queries and "
+         "keys over time delays, the values rolled by the top delays and summed with the "
+         "softmax of their correlations; no query-key scores)"),
         (lambda m: hasattr(m, "sink_proj") and hasattr(m, "relative_position_bias"),
          "Inkling2 attention (a relative position bias computed from the hidden states for "
          "each backward distance, sink logits projected from the input by sink_proj, a gated "
