@@ -451,6 +451,18 @@ def test_multimodal_rope_in_a_sub_config_is_sized_and_the_text_layers_agree(fami
         [2, 1, 1], [1, 1, 2])
 
 
+def test_moonshine_streaming_encoder_agrees_and_its_self_only_rope_decoder_is_refused():
+    """Before: an error (the tiny config's grouped key/value heads, which its decoder's forward
+    cannot run). Its encoder agrees with the change caught (a finite max error); its decoder's
+    one class is self-attention with RoPE and, called with key_value_states, cross-attention
+    without: refused by that, not compared as self-attention alone (the sweep diffs one layer
+    per class: its cross calls, turned by one spec's RoPE, disagree by about 6)."""
+    row = sw.sweep_one("moonshine_streaming")
+    assert row.verdict == "refused" and "RoPE in self-attention only" in row.reason, row
+    assert row.reason.startswith("decoder.layers.0.self_attn: MoonshineStreamingAttention")
+    assert row.max_error < 1e-12, row
+
+
 @pytest.mark.parametrize("family, why", [
     ("clip", "the model does not run on input ids alone (AttributeError): 1 layer kind(s) one "
              "by one (CLIPAttention)"),                       # it needs pixel_values too
@@ -463,9 +475,6 @@ def test_multimodal_rope_in_a_sub_config_is_sized_and_the_text_layers_agree(fami
     ("switch_transformers", "1 layer kind(s) one by one (SwitchTransformersAttention)"),  # but
     # not a T5 bias table (passed as position_bias, which the float64 eager leaves out)
     ("t5gemma", "2 layer kind(s) one by one (T5GemmaSelfAttention, T5GemmaCrossAttention)"),
-    ("moonshine_streaming", "2 layer kind(s) one by one (MoonshineStreamingEncoderAttention, "
-                            "MoonshineStreamingAttention)"),   # (was an error: the tiny
-    # config's grouped key/value heads, which its decoder cannot run)
 ])
 def test_models_the_text_diff_cannot_run_are_diffed_layer_by_layer(family, why):
     """Before: errors (CLIP's forward without pixel_values, a forward without input_ids, a

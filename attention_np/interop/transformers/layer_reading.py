@@ -950,6 +950,8 @@ def layer_spec(module) -> LayerSpec:
     post = getattr(module, "LayerNorm", None)                          # ALBERT
     scale = _scale(module, d)
     alibi = _alibi(module, cfg, h, scale)
+    rope = _rope(module, cfg, family, d, alibi, projections)
+    _refuse_rope_only_in_self_attention(module, rope)
     return LayerSpec(
         family, h, h_kv, d, scale, causal, projections.has_o,
         window=_window(module, cfg), buckets=buckets, softcap=_softcap(module),
@@ -961,7 +963,22 @@ def layer_spec(module) -> LayerSpec:
         adds_residual="residual" in forward_parameters(module),
         bool_mask_masks="masked_fill(attention_mask," in _source(module),
         grid_table=_grid_table(module),
-        **_rope(module, cfg, family, d, alibi, projections))
+        **rope)
+
+
+def _refuse_rope_only_in_self_attention(module, rope: dict) -> None:
+    """Refuse a RoPE layer that is cross-attention when called with ``key_value_states`` and
+    then turns neither q nor k (Moonshine Streaming's decoder: one class for self- and
+    cross-attention, ``is_cross_attention = key_value_states is not None``): one spec for both
+    calls would turn them in the cross calls too (a false MISMATCH; the sweep, one layer per
+    class, compared only the self-attention)."""
+    src = _source(module)
+    if rope.get("rope_theta") is not None and \
+            "is_cross_attention = key_value_states is not None" in src and \
+            "if not is_cross_attention" in src:
+        refuse(module, "RoPE in self-attention only (the same layer called with "
+                        "key_value_states is cross-attention without RoPE: one spec cannot "
+                        "describe both calls)")
 
 
 def no_causal(spec: LayerSpec) -> LayerSpec:
