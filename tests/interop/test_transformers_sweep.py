@@ -470,6 +470,31 @@ def test_multimodal_rope_text_models_agree(family):
     assert report.ok and len(report.attention) == 2, str(report)
 
 
+@pytest.mark.parametrize("family", ["glm46v", "glmga", "ernie4_5_vl_moe"])
+def test_multimodal_rope_in_a_sub_config_is_sized_and_the_text_layers_agree(family):
+    """Before: errors (GLM-4.6V's text model is GLM-4V's, built by AutoModel: the sweep looked
+    for mrope_section in GLM-4.6V's modeling only and left [8, 12, 12]; ERNIE 4.5 VL's sections
+    [h, w, t] need h == w). Now its text layers agree with the change caught (a finite max
+    error; AGREE of the text layers, then the vision tower's refusal names its feature)."""
+    row = sw.sweep_one(family)
+    assert row.verdict == "refused" and "cu_seqlens" in row.reason, row
+    assert row.max_error < 1e-12, row
+    assert sw.tiny_config(family).text_config.rope_parameters["mrope_section"] in (
+        [2, 1, 1], [1, 1, 2])
+
+
+def test_moonshine_streaming_encoder_agrees_and_its_self_only_rope_decoder_is_refused():
+    """Before: an error (the tiny config's grouped key/value heads, which its decoder's forward
+    cannot run). Its encoder agrees with the change caught (a finite max error); its decoder's
+    one class is self-attention with RoPE and, called with key_value_states, cross-attention
+    without: refused by that, not compared as self-attention alone (the sweep diffs one layer
+    per class: its cross calls, turned by one spec's RoPE, disagree by about 6)."""
+    row = sw.sweep_one("moonshine_streaming")
+    assert row.verdict == "refused" and "RoPE in self-attention only" in row.reason, row
+    assert row.reason.startswith("decoder.layers.0.self_attn: MoonshineStreamingAttention")
+    assert row.max_error < 1e-12, row
+
+
 @pytest.mark.parametrize("family, why", [
     ("clip", "the model does not run on input ids alone (AttributeError): 1 layer kind(s) one "
              "by one (CLIPAttention)"),                       # it needs pixel_values too

@@ -305,6 +305,17 @@ ALGORITHMS = (
         (lambda m: "apply_multidimensional_rope(" in _source(m),
          "2-D RoPE (Gemma 4 vision: apply_multidimensional_rope turns parts of each head by a "
          "patch's row and column positions)"),
+        (lambda m: all(hasattr(m, n) for n in ("d_dim", "h_dim", "w_dim", "grid_depth")),
+         "3-D RoPE (V-JEPA 2: the head's features in three parts, turned by a token's frame, "
+         "row and column positions in its video grid)"),
+        (lambda m: getattr(m, "emb_rel_k", None) is not None,
+         "relative position representations of keys and values (VITS: q.r_k(j - i) added to "
+         "the scores and the weights times r_v(j - i) added to the output, learned for "
+         "|j - i| <= window_size, zero beyond)"),
+        (lambda m: hasattr(m, "autocorrelation_factor"),
+         "the auto-correlation mechanism (Autoformer: the FFT auto-correlation of queries and "
+         "keys over time delays, the values rolled by the top delays and summed with the "
+         "softmax of their correlations; no query-key scores)"),
         (lambda m: hasattr(m, "sink_proj") and hasattr(m, "relative_position_bias"),
          "Inkling2 attention (a relative position bias computed from the hidden states for "
          "each backward distance, sink logits projected from the input by sink_proj, a gated "
@@ -1053,6 +1064,8 @@ def layer_spec(module) -> LayerSpec:
     post = getattr(module, "LayerNorm", None)                          # ALBERT
     scale = _scale(module, d)
     alibi = _alibi(module, cfg, h, scale)
+    rope = _rope(module, cfg, family, d, alibi, projections)
+    _refuse_rope_only_in_self_attention(module, rope)
     return LayerSpec(
         family, h, h_kv, d, scale, causal, projections.has_o,
         window=_window(module, cfg), buckets=buckets, softcap=_softcap(module),
@@ -1064,7 +1077,22 @@ def layer_spec(module) -> LayerSpec:
         adds_residual="residual" in forward_parameters(module),
         bool_mask_masks="masked_fill(attention_mask," in _source(module),
         grid_table=_grid_table(module),
-        **_rope(module, cfg, family, d, alibi, projections))
+        **rope)
+
+
+def _refuse_rope_only_in_self_attention(module, rope: dict) -> None:
+    """Refuse a RoPE layer that is cross-attention when called with ``key_value_states`` and
+    then turns neither q nor k (Moonshine Streaming's decoder: one class for self- and
+    cross-attention, ``is_cross_attention = key_value_states is not None``): one spec for both
+    calls would turn them in the cross calls too (a false MISMATCH; the sweep, one layer per
+    class, compared only the self-attention)."""
+    src = _source(module)
+    if rope.get("rope_theta") is not None and \
+            "is_cross_attention = key_value_states is not None" in src and \
+            "if not is_cross_attention" in src:
+        refuse(module, "RoPE in self-attention only (the same layer called with "
+                        "key_value_states is cross-attention without RoPE: one spec cannot "
+                        "describe both calls)")
 
 
 def value_scale(module) -> float:

@@ -65,6 +65,8 @@ OVERRIDES = {
     # default config has none (BEiT's backbone outputs name a stage of the full depth)
     "data2vec-vision": {"use_relative_position_bias": True},
     "beit": {"use_relative_position_bias": True, "out_features": ["stage2"], "out_indices": [2]},
+    # ERNIE 4.5 VL's sections are [h, w, t] (default [22, 22, 20]), h and w stacked: equal
+    "ernie4_5_vl_moe": {"text_config": {"rope_parameters": {"mrope_section": [1, 1, 2]}}},
     # Zamba ties every hybrid layer's shared attention block to the first one's: with a single
     # hybrid layer transformers' tie_weights finds nothing to tie and raises; its attention
     # widths are stored, not derived (2 x hidden: the block reads [hidden | embeddings])
@@ -95,7 +97,9 @@ OVERRIDES = {
     "autoformer": {"prediction_length": 4},
     "informer": {"prediction_length": 4},
     "time_series_transformer": {"prediction_length": 4},
-    "moonshine_streaming": {"num_key_value_heads": 2},
+    # its decoder views its queries as num_key_value_heads heads: it runs only with as many
+    # key/value heads as query heads (transformers 5.24)
+    "moonshine_streaming": {"num_key_value_heads": 4},
     # no grouped-query attention (the validator requires as many key/value heads as heads)
     "esmc": {"num_key_value_heads": 4},
     "glm5_next": {"text_config": {"num_key_value_heads": 4}},
@@ -285,18 +289,26 @@ def _merge(d: dict, override: dict) -> dict:
                     else v for k, v in override.items()}}
 
 
+def _reads_mrope(cfg) -> bool:
+    """Whether the family's modeling, or a sub-config's, reads ``mrope_section`` (GLM-4.6V's
+    text model is GLM-4V's, built by ``AutoModel``: its own modeling does not)."""
+    for c in (cfg, *(getattr(cfg, k, None) for k in getattr(cfg, "sub_configs", {}) or {})):
+        name = type(c).__module__.replace(".configuration_", ".modeling_")
+        try:
+            if "mrope_section" in inspect.getsource(sys.modules.get(name)
+                                                    or importlib.import_module(name)):
+                return True
+        except (ImportError, OSError, TypeError):
+            continue
+    return False
+
+
 def tiny_config(model_type: str, narrow: bool = False):
     """The family's default config, shrunk (:func:`_shrink`, and :func:`_narrow` with
     ``narrow``; :data:`OVERRIDES`), built again from its dict."""
     tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
     cfg = tf.AutoConfig.for_model(model_type)
-    modeling = sys.modules.get(type(cfg).__module__.replace(".configuration_", ".modeling_"))
-    if modeling is None:
-        with contextlib.suppress(ImportError):
-            modeling = importlib.import_module(
-                type(cfg).__module__.replace(".configuration_", ".modeling_"))
-    mrope = modeling is not None and "mrope_section" in inspect.getsource(modeling)
-    small = _shrink(cfg.to_dict(), mrope)
+    small = _shrink(cfg.to_dict(), _reads_mrope(cfg))
     small = _merge(_narrow(small) if narrow else small, OVERRIDES.get(model_type, {}))
     small.pop("transformers_version", None)
     return type(cfg).from_dict(small)
