@@ -27,7 +27,7 @@ DOC = ROOT / "docs" / "transformers_sweep.md"
 
 SWEEP = pytest.mark.skipif(
     os.environ.get("ATTENTION_NP_SWEEP") != "1",
-    reason="the sweep builds a tiny model of every transformers model class (about 3 minutes of "
+    reason="the sweep builds a tiny model of every transformers model class (about 7 minutes of "
            "CPU, one worker process per core; CI runs it after the default run, which leaves it "
            "out, docs/transformers_sweep.md): "
            "ATTENTION_NP_SWEEP=1 python -m pytest -m sweep tests/interop/test_transformers_sweep.py")
