@@ -417,6 +417,9 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("vitdet", "attention over a (B, H, W, C) grid of patches"),
     ("florence2", "window attention over a (B, H, W, C) grid of patches"),
     ("hiera", "mask-unit attention (Hiera"),
+    # before: refused as "score scale is not readable", "no q, k, v projections"
+    ("swinv2", "scaled cosine attention (Swin V2, Swin2SR"),
+    ("swin2sr", "scaled cosine attention (Swin V2, Swin2SR"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,

@@ -264,6 +264,10 @@ ALGORITHMS = (
      "disentangled relative attention (DeBERTa: scores q.k + q.r_k(i-j) + k.r_q(j-i) from "
      "relative-position embeddings, content-to-position and position-to-content, scaled by "
      "1/sqrt(3 d))"),
+    (lambda m: hasattr(m, "logit_scale") and hasattr(m, "continuous_position_bias_mlp"),
+     "scaled cosine attention (Swin V2, Swin2SR: queries and keys L2-normalised, their cosine "
+     "times a learned per-head logit scale exp(min(logit_scale, log 100)), plus a continuous "
+     "position bias 16 sigmoid(MLP(log-spaced relative coordinates)) in each window)"),
     *(  # what a layer without q, k, v projections computes (checked before the projections)
         (lambda m: hasattr(m, "kv_a_proj_with_mqa") and hasattr(m, "kv_b_proj"),
          "multi-head latent attention (MLA, DeepSeek-V2/V3: keys and values expanded by "
