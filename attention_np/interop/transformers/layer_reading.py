@@ -268,6 +268,10 @@ ALGORITHMS = (
      "scaled cosine attention (Swin V2, Swin2SR: queries and keys L2-normalised, their cosine "
      "times a learned per-head logit scale exp(min(logit_scale, log 100)), plus a continuous "
      "position bias 16 sigmoid(MLP(log-spaced relative coordinates)) in each window)"),
+    (lambda m: all(hasattr(m, n) for n in ("r_w_bias", "r_r_bias", "seg_embed", "r")),
+     "two-stream relative attention (XLNet: a content stream and a query stream, scores "
+     "(q + r_w).k + (q + r_r).r(i - j) with Transformer-XL's learned biases, plus a segment "
+     "term (q + r_s).seg_embed)"),
     *(  # what a layer without q, k, v projections computes (checked before the projections)
         (lambda m: hasattr(m, "kv_a_proj_with_mqa") and hasattr(m, "kv_b_proj"),
          "multi-head latent attention (MLA, DeepSeek-V2/V3: keys and values expanded by "
