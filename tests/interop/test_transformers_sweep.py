@@ -421,6 +421,7 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("swinv2", "scaled cosine attention (Swin V2, Swin2SR"),
     ("swin2sr", "scaled cosine attention (Swin V2, Swin2SR"),
     ("xlnet", "two-stream relative attention (XLNet"),
+    ("funnel", "Funnel relative attention (Funnel Transformer"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,

@@ -272,6 +272,10 @@ ALGORITHMS = (
      "two-stream relative attention (XLNet: a content stream and a query stream, scores "
      "(q + r_w).k + (q + r_r).r(i - j) with Transformer-XL's learned biases, plus a segment "
      "term (q + r_s).seg_embed)"),
+    (lambda m: all(hasattr(m, n) for n in ("r_w_bias", "r_r_bias", "seg_embed", "r_kernel")),
+     "Funnel relative attention (Funnel Transformer: Transformer-XL position terms with learned "
+     "biases r_w, r_r and r_kernel, a segment term from seg_embed, and in the first layer of "
+     "each block after the first the queries pooled by stride 2, fewer than the keys)"),
     *(  # what a layer without q, k, v projections computes (checked before the projections)
         (lambda m: hasattr(m, "kv_a_proj_with_mqa") and hasattr(m, "kv_b_proj"),
          "multi-head latent attention (MLA, DeepSeek-V2/V3: keys and values expanded by "
