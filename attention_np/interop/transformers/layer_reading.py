@@ -276,6 +276,10 @@ ALGORITHMS = (
      "Funnel relative attention (Funnel Transformer: Transformer-XL position terms with learned "
      "biases r_w, r_r and r_kernel, a segment term from seg_embed, and in the first layer of "
      "each block after the first the queries pooled by stride 2, fewer than the keys)"),
+    (lambda m: hasattr(m, "context_size") and hasattr(m, "rel_pos_emb") and hasattr(m, "to_kv"),
+     "block-local attention with Shaw relative position scores (Granite Speech's Conformer: "
+     "the sequence cut into blocks of context_size, each attending only within itself, "
+     "q.r(i - j) from a learned rel_pos_emb added to the scores)"),
     *(  # what a layer without q, k, v projections computes (checked before the projections)
         (lambda m: hasattr(m, "kv_a_proj_with_mqa") and hasattr(m, "kv_b_proj"),
          "multi-head latent attention (MLA, DeepSeek-V2/V3: keys and values expanded by "
