@@ -424,6 +424,7 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("funnel", "Funnel relative attention (Funnel Transformer"),
     ("granite_speech", "block-local attention with Shaw relative position scores"),
     ("granite_speech_plus", "block-local attention with Shaw relative position scores"),
+    ("glm5_next_text", "Kimi delta attention (KDA"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,

@@ -280,6 +280,10 @@ ALGORITHMS = (
      "block-local attention with Shaw relative position scores (Granite Speech's Conformer: "
      "the sequence cut into blocks of context_size, each attending only within itself, "
      "q.r(i - j) from a learned rel_pos_emb added to the scores)"),
+    (lambda m: hasattr(m, "conv1d") and hasattr(m, "b_proj") and hasattr(m, "forget_gate"),
+     "Kimi delta attention (KDA, GLM-5-Next's linear layers: linear attention, a recurrent "
+     "state updated by the delta rule with a per-channel forget gate, no softmax over "
+     "scores)"),
     *(  # what a layer without q, k, v projections computes (checked before the projections)
         (lambda m: hasattr(m, "kv_a_proj_with_mqa") and hasattr(m, "kv_b_proj"),
          "multi-head latent attention (MLA, DeepSeek-V2/V3: keys and values expanded by "
