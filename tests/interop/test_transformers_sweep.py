@@ -433,6 +433,34 @@ def test_layers_computing_something_else_are_refused_by_that_feature(family, fea
     assert row.verdict == "refused" and feature in row.reason, row
 
 
+def test_moshi_and_kyutai_projections_are_read_through_their_wrapper(monkeypatch):
+    """Moshi's and Kyutai's decoders wrap each projection in a MoshiLinear (one nn.Linear for
+    every position; before: "no q, k, v projections"): read through it, each agrees and the
+    1e-6 change is caught. Their config's sliding_window is not in the model's mask
+    (create_causal_mask): with a window of 2 the model still agrees, and reading that window
+    as ours would is a MISMATCH. The depth decoder's per-codebook projections are refused by
+    that name."""
+    from transformers.models.moshi.modeling_moshi import MoshiAttention
+
+    from attention_np.interop.transformers import UnsupportedLayer, layer_reading, layer_spec
+    row = sw.sweep_one("moshi")
+    assert row.verdict == "AGREE" and "+1e-06 caught at layers.0.self_attn" in row.reason, row
+    row = sw.sweep_one("kyutai_speech_to_text")
+    assert row.verdict == "AGREE", row
+    assert "(KyutaiSpeechToTextAttention); +1e-06 caught in each" in row.reason, row
+    model = sw.build("moshi")
+    model.config.sliding_window = 2
+    assert layer_spec(model.layers[0].self_attn).window is None
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.verdict == "AGREE", str(report)
+    monkeypatch.setattr(layer_reading, "_window", lambda module, cfg: 2)
+    report = compare_transformers_model(model, **sw._text_inputs(model))
+    assert report.verdict == "MISMATCH", str(report)
+    depth = MoshiAttention(model.config, 0, use_flexible_linear=True, use_rope=False)
+    with pytest.raises(UnsupportedLayer, match="per-codebook projections"):
+        layer_spec(depth)
+
+
 @pytest.mark.parametrize("family, layer, feature", [
     ("sam2_hiera_det_model", "Sam2MultiScaleAttention", "query pooling (SAM2's and Hiera's"),
     ("hiera", "HieraMaskUnitAttention", "query pooling (SAM2's and Hiera's"),

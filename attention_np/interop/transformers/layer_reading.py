@@ -284,6 +284,9 @@ ALGORITHMS = (
      "Kimi delta attention (KDA, GLM-5-Next's linear layers: linear attention, a recurrent "
      "state updated by the delta rule with a per-channel forget gate, no softmax over "
      "scores)"),
+    (lambda m: getattr(getattr(m, "q_proj", None), "use_flexible_linear", False) is True,
+     "per-codebook projections (Moshi's and Kyutai's depth decoders: each position of the "
+     "sequence projected by its own codebook's q, k, v and output weights)"),
     *(  # what a layer without q, k, v projections computes (checked before the projections)
         (lambda m: hasattr(m, "kv_a_proj_with_mqa") and hasattr(m, "kv_b_proj"),
          "multi-head latent attention (MLA, DeepSeek-V2/V3: keys and values expanded by "
@@ -1002,6 +1005,9 @@ def _window(module, cfg) -> int | None:
         return band or None
     if hasattr(module, "sliding_window"):
         return module.sliding_window
+    if hasattr(getattr(module, "q_proj", None), "use_flexible_linear"):
+        return None      # Moshi, Kyutai: the model masks with create_causal_mask, its
+        #                  config's sliding_window unused by the mask (no window)
     if getattr(cfg, "use_sliding_window", True) is False or \
             _layer_type(module, cfg) == "full_attention":
         return None

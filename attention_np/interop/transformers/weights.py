@@ -92,10 +92,20 @@ class Projections:
         return {"q": q * d, "k": h_kv * d, "v": h_kv * d}
 
 
+def _unwrapped(child):
+    """The ``nn.Linear`` inside Moshi's and Kyutai's ``MoshiLinear`` (``use_flexible_linear``
+    False: one ``nn.Linear`` for every position, ``x @ W.T``), else ``child`` itself."""
+    inner = getattr(child, "linear", None)
+    if getattr(child, "use_flexible_linear", None) is False and inner is not None and \
+            _islinear_tensors(inner):
+        return inner
+    return child
+
+
 def find_projections(module) -> Projections:
     """The q, k, v, o projections of ``module``; refuses a module without them."""
 
-    children = dict(module.named_children())
+    children = {n: _unwrapped(c) for n, c in module.named_children()}
     found = {n: next((children[a] for a in names if a in children and _islinear_tensors(children[a])),
                      None) for n, names in NAMES.items()}
     fused = next((children[a] for a in FUSED if a in children and _islinear_tensors(children[a])), None)
