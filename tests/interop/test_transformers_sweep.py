@@ -514,3 +514,24 @@ def test_models_the_text_diff_cannot_run_are_diffed_layer_by_layer(family, why):
     passed to a forward that takes none, T5Gemma's cross attention read as self-attention)."""
     row = sw.sweep_one(family)
     assert row.verdict == "AGREE" and why in row.reason, row
+
+
+@pytest.mark.parametrize("family", ["xlm", "flaubert"])
+def test_xlms_inline_query_scale_and_keep_mask_agree_and_a_changed_scale_is_caught(family):
+    """Before: refused as "score scale is not readable" (XLM's MultiHeadAttention divides q by
+    sqrt(head_dim) in its forward; its mask is a (B, S) keep mask, 0 where masked, and its
+    softmax is taken in float32)."""
+    from attention_np.interop.transformers import compare_transformers_attention
+    row = sw.sweep_one(family)
+    assert row.verdict == "AGREE" and "+1e-06 caught at attentions.0" in row.reason, row
+    model = sw.build(family, 0).double()
+    ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 1, 1]])
+    pad = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])      # two keys masked: read as keep
+    assert compare_transformers_model(model, input_ids=ids, attention_mask=pad).ok
+    layer = model.attentions[0]
+    x = np.random.default_rng(0).standard_normal((2, 5, layer.dim))
+    assert compare_transformers_attention(layer, x, attention_mask=pad.numpy()).ok
+    assert compare_transformers_attention(layer, x).ok                  # no mask: all keys
+    layer.q_lin.register_forward_hook(lambda m, a, out: out * 1.01)      # its scale x 1.01
+    report = compare_transformers_model(model, input_ids=ids, attention_mask=pad)
+    assert report.verdict == "MISMATCH" and report.first_disagreement.name == "attentions.0"

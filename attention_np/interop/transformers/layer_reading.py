@@ -445,6 +445,13 @@ def refuse_other_inputs(module) -> None:
                         "of relative position embeddings)")
 
 
+def keep_mask(module) -> bool:
+    """Whether the layer's ``mask`` argument is a keep mask, not an additive one (XLM,
+    FlauBERT: ``(B, S)`` or ``(B, L, S)``, the keys where it is 0 masked: ``mask == 0``)."""
+    return "mask" in forward_parameters(module) and \
+        re.search(r"\(mask == 0\)\.view\(", _source(module)) is not None
+
+
 def qkv_inputs(module) -> dict | None:
     """``{"q": name, "k": name, "v": name}``: the ``forward`` parameters of a layer that takes
     its query, key and value inputs separately and projects each itself (torch's
@@ -682,6 +689,9 @@ def _scale(module, d: int) -> float:
     if re.search(r"self\.q\w*\(hidden_states\)\s*/\s*\(self\.head_dim\s*\*\*\s*0\.5\)",
                  _source(module)) and isinstance(getattr(module, "head_dim", None), int):
         return float(module.head_dim) ** -0.5                   # ProphetNet: q / sqrt(d)
+    if re.search(r"^\s*q = q / math\.sqrt\(self\.head_dim\)", _source(module), re.MULTILINE) \
+            and isinstance(getattr(module, "head_dim", None), int):     # XLM, FlauBERT: the
+        return float(module.head_dim) ** -0.5                             # queries, inline
     if re.search(r"scaling=self\.head_dim\s*\*\*\s*-0\.5\b", _source(module)) and \
             isinstance(getattr(module, "head_dim", None), int):
         return float(module.head_dim) ** -0.5
