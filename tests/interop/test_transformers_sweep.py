@@ -417,6 +417,8 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("vitdet", "attention over a (B, H, W, C) grid of patches"),
     ("florence2", "window attention over a (B, H, W, C) grid of patches"),
     ("hiera", "mask-unit attention (Hiera"),
+    # before: "a layer whose score scale is not readable"
+    ("perceiver", "Perceiver attention (LayerNorms of the queries' input"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,

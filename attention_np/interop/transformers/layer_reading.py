@@ -326,6 +326,11 @@ ALGORITHMS = (
         (lambda m: hasattr(m, "ngram") and hasattr(m, "relative_pos_embeddings"),
          "n-stream self-attention (ProphetNet's decoder: a main stream and ngram predict "
          "streams, each with its own bucketed relative position bias)"),
+        (lambda m: hasattr(m, "qk_channels_per_head") and hasattr(m, "layernorm1")
+         and hasattr(m, "layernorm2"),
+         "Perceiver attention (LayerNorms of the queries' input, layernorm1, and of the "
+         "inputs, layernorm2, inside the layer before the projections; the latents attend "
+         "the inputs passed as inputs, qk_channels and v_channels apart; no W^O in it)"),
         *GRID_ALGORITHMS,
     ),
 )
