@@ -419,6 +419,8 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("hiera", "mask-unit attention (Hiera"),
     # before: "a layer whose score scale is not readable"
     ("perceiver", "Perceiver attention (LayerNorms of the queries' input"),
+    # before: "projections under names the reader does not know"
+    ("luke", "entity-aware self-attention (LUKE"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,

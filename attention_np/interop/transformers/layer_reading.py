@@ -331,6 +331,11 @@ ALGORITHMS = (
          "Perceiver attention (LayerNorms of the queries' input, layernorm1, and of the "
          "inputs, layernorm2, inside the layer before the projections; the latents attend "
          "the inputs passed as inputs, qk_channels and v_channels apart; no W^O in it)"),
+        (lambda m: hasattr(m, "e2e_query") and hasattr(m, "e2w_query")
+         and hasattr(m, "w2e_query"),
+         "entity-aware self-attention (LUKE: words and entities in one sequence, each query "
+         "projected by one of four matrices chosen by its own and the key's type, word or "
+         "entity: query, w2e_query, e2w_query, e2e_query)"),
         *GRID_ALGORITHMS,
     ),
 )
