@@ -421,6 +421,8 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("perceiver", "Perceiver attention (LayerNorms of the queries' input"),
     # before: "projections under names the reader does not know"
     ("luke", "entity-aware self-attention (LUKE"),
+    # before: "no q, k, v projections"
+    ("levit", "LeViT attention (attention biases per head over the absolute 2-D offset"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,
@@ -433,6 +435,7 @@ def test_layers_computing_something_else_are_refused_by_that_feature(family, fea
     ("sam2_hiera_det_model", "Sam2MultiScaleAttention", "query pooling (SAM2's and Hiera's"),
     ("hiera", "HieraMaskUnitAttention", "query pooling (SAM2's and Hiera's"),
     ("florence2", "Florence2VisionChannelAttention", "channel attention (DaViT, Florence-2"),
+    ("levit", "LevitAttentionSubsample", "subsampled LeViT attention (queries from a strided"),
 ])
 def test_grid_layers_after_the_first_are_refused_by_their_own_feature(family, layer, feature):
     """A family's row names its first refusal only: the layers that pool their queries (at a

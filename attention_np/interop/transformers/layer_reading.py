@@ -336,6 +336,14 @@ ALGORITHMS = (
          "entity-aware self-attention (LUKE: words and entities in one sequence, each query "
          "projected by one of four matrices chosen by its own and the key's type, word or "
          "entity: query, w2e_query, e2w_query, e2e_query)"),
+        (lambda m: hasattr(m, "attention_biases") and hasattr(m, "queries_subsample"),
+         "subsampled LeViT attention (queries from a strided subsample of the patch grid, "
+         "keys and values from all of it, attention biases per head over the absolute 2-D "
+         "offsets of the two grids; projections each a Linear and a BatchNorm)"),
+        (lambda m: hasattr(m, "attention_biases") and hasattr(m, "attention_bias_idxs"),
+         "LeViT attention (attention biases per head over the absolute 2-D offset of two "
+         "patches of the grid added to the scores; q, k, v from one Linear and BatchNorm, "
+         "values attention_ratio times wider, a Hardswish before W^O)"),
         *GRID_ALGORITHMS,
     ),
 )
