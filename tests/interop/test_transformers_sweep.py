@@ -435,7 +435,6 @@ def test_layers_computing_something_else_are_refused_by_that_feature(family, fea
     ("sam2_hiera_det_model", "Sam2MultiScaleAttention", "query pooling (SAM2's and Hiera's"),
     ("hiera", "HieraMaskUnitAttention", "query pooling (SAM2's and Hiera's"),
     ("florence2", "Florence2VisionChannelAttention", "channel attention (DaViT, Florence-2"),
-    ("levit", "LevitAttentionSubsample", "subsampled LeViT attention (queries from a strided"),
 ])
 def test_grid_layers_after_the_first_are_refused_by_their_own_feature(family, layer, feature):
     """A family's row names its first refusal only: the layers that pool their queries (at a
@@ -445,6 +444,17 @@ def test_grid_layers_after_the_first_are_refused_by_their_own_feature(family, la
     refused = attention_layers(sw.build(family))[1]
     assert any(f"{layer}: {feature}" in why for _, why in refused), refused
     assert all(why.split(":")[0].endswith("Attention") for _, why in refused), refused
+
+
+def test_levits_subsampling_layers_are_refused_by_their_own_feature():
+    """LeViT's row names its first layer (LevitAttention); the layers between its stages
+    (LevitAttentionSubsample, before: "no q, k, v projections") are refused by theirs."""
+    from attention_np.interop.transformers.model_diff import attention_layers
+    refused = attention_layers(sw.build("levit"))[1]
+    kinds = {why.split(":")[0]: why for _, why in refused}
+    assert set(kinds) == {"LevitAttention", "LevitAttentionSubsample"}, refused
+    assert "subsampled LeViT attention (queries from a strided" in \
+        kinds["LevitAttentionSubsample"]
 
 
 def test_hieras_global_layers_agree_and_catch_a_change():
