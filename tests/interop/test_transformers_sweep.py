@@ -423,6 +423,7 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("luke", "entity-aware self-attention (LUKE"),
     # before: "no q, k, v projections"
     ("levit", "LeViT attention (attention biases per head over the absolute 2-D offset"),
+    ("deepseek_v4", "DeepSeek-V4 shared key-value attention"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,

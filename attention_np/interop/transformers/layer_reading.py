@@ -344,6 +344,11 @@ ALGORITHMS = (
          "LeViT attention (attention biases per head over the absolute 2-D offset of two "
          "patches of the grid added to the scores; q, k, v from one Linear and BatchNorm, "
          "values attention_ratio times wider, a Hardswish before W^O)"),
+        (lambda m: hasattr(m, "kv_proj") and hasattr(m, "q_a_proj") and hasattr(m, "o_a_proj"),
+         "DeepSeek-V4 shared key-value attention (one head projected by kv_proj read as both "
+         "keys and values, RoPE on it undone on the output by the conjugate rotation, "
+         "low-rank normed queries, sinks, a grouped low-rank W^O, and on its CSA/HCA layers "
+         "the compressor's extra key-value entries)"),
         *GRID_ALGORITHMS,
     ),
 )
