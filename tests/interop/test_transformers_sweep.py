@@ -425,6 +425,13 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     ("granite_speech", "block-local attention with Shaw relative position scores"),
     ("granite_speech_plus", "block-local attention with Shaw relative position scores"),
     ("glm5_next_text", "Kimi delta attention (KDA"),
+    # before: "a layer whose score scale is not readable"
+    ("perceiver", "Perceiver attention (LayerNorms of the queries' input"),
+    # before: "projections under names the reader does not know"
+    ("luke", "entity-aware self-attention (LUKE"),
+    # before: "no q, k, v projections"
+    ("levit", "LeViT attention (attention biases per head over the absolute 2-D offset"),
+    ("deepseek_v4", "DeepSeek-V4 shared key-value attention"),
 ])
 def test_layers_computing_something_else_are_refused_by_that_feature(family, feature):
     """Before: a crash of the diff (the layer's forward missing cu_seqlens, key and value,
@@ -474,6 +481,17 @@ def test_grid_layers_after_the_first_are_refused_by_their_own_feature(family, la
     refused = attention_layers(sw.build(family))[1]
     assert any(f"{layer}: {feature}" in why for _, why in refused), refused
     assert all(why.split(":")[0].endswith("Attention") for _, why in refused), refused
+
+
+def test_levits_subsampling_layers_are_refused_by_their_own_feature():
+    """LeViT's row names its first layer (LevitAttention); the layers between its stages
+    (LevitAttentionSubsample, before: "no q, k, v projections") are refused by theirs."""
+    from attention_np.interop.transformers.model_diff import attention_layers
+    refused = attention_layers(sw.build("levit"))[1]
+    kinds = {why.split(":")[0]: why for _, why in refused}
+    assert set(kinds) == {"LevitAttention", "LevitAttentionSubsample"}, refused
+    assert "subsampled LeViT attention (queries from a strided" in \
+        kinds["LevitAttentionSubsample"]
 
 
 def test_hieras_global_layers_agree_and_catch_a_change():
@@ -550,3 +568,24 @@ def test_models_the_text_diff_cannot_run_are_diffed_layer_by_layer(family, why):
     passed to a forward that takes none, T5Gemma's cross attention read as self-attention)."""
     row = sw.sweep_one(family)
     assert row.verdict == "AGREE" and why in row.reason, row
+
+
+@pytest.mark.parametrize("family", ["xlm", "flaubert"])
+def test_xlms_inline_query_scale_and_keep_mask_agree_and_a_changed_scale_is_caught(family):
+    """Before: refused as "score scale is not readable" (XLM's MultiHeadAttention divides q by
+    sqrt(head_dim) in its forward; its mask is a (B, S) keep mask, 0 where masked, and its
+    softmax is taken in float32)."""
+    from attention_np.interop.transformers import compare_transformers_attention
+    row = sw.sweep_one(family)
+    assert row.verdict == "AGREE" and "+1e-06 caught at attentions.0" in row.reason, row
+    model = sw.build(family, 0).double()
+    ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 1, 1]])
+    pad = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])      # two keys masked: read as keep
+    assert compare_transformers_model(model, input_ids=ids, attention_mask=pad).ok
+    layer = model.attentions[0]
+    x = np.random.default_rng(0).standard_normal((2, 5, layer.dim))
+    assert compare_transformers_attention(layer, x, attention_mask=pad.numpy()).ok
+    assert compare_transformers_attention(layer, x).ok                  # no mask: all keys
+    layer.q_lin.register_forward_hook(lambda m, a, out: out * 1.01)      # its scale x 1.01
+    report = compare_transformers_model(model, input_ids=ids, attention_mask=pad)
+    assert report.verdict == "MISMATCH" and report.first_disagreement.name == "attentions.0"

@@ -28,6 +28,7 @@ from attention_np.interop.transformers.layer_reading import (  # noqa: F401  (re
     LayerSpec,
     UnsupportedLayer,
     forward_parameters,
+    keep_mask,
     layer_spec,
     no_causal,
     params_from_transformers,
@@ -99,6 +100,9 @@ def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, to
         raise ValueError(f"{type(module).__name__}.forward takes no attention mask; this call "
                          "needs one (causal, a window or padding)")
     kwargs = {} if key is None else {key: _torch_mask(mask, torch)}
+    if key == "mask" and keep_mask(module):         # XLM: a (B, L, S) keep mask, not additive
+        kwargs["mask"] = torch.from_numpy(np.ascontiguousarray(
+            np.broadcast_to(mask, (mask.shape[0], 1) + mask.shape[2:])[:, 0]))
     if spec.cross:                  # GPT-2: the encoder output and its mask (T5Gemma: the mask
         mask_name = "encoder_attention_mask" if "encoder_attention_mask" in names \
             else "attention_mask"                               # as attention_mask)
@@ -294,6 +298,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         p.grad = None
     xt = torch.tensor(x, requires_grad=True)
     kvt = None if kv is None else torch.tensor(kv, requires_grad=True)
+    if mask is None and keep_mask(module):          # XLM: its mask argument is required
+        mask = np.ones((B, 1, L, S), dtype=bool)
     kwargs = _call_kwargs(module, spec, mask, None if roles else kvt, positions,
                           None if window_mask is not None else bias, torch)
     if roles is not None:               # the query x; key and value the same tensor, kv or x

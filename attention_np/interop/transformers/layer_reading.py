@@ -349,6 +349,29 @@ ALGORITHMS = (
         (lambda m: hasattr(m, "ngram") and hasattr(m, "relative_pos_embeddings"),
          "n-stream self-attention (ProphetNet's decoder: a main stream and ngram predict "
          "streams, each with its own bucketed relative position bias)"),
+        (lambda m: hasattr(m, "qk_channels_per_head") and hasattr(m, "layernorm1")
+         and hasattr(m, "layernorm2"),
+         "Perceiver attention (LayerNorms of the queries' input, layernorm1, and of the "
+         "inputs, layernorm2, inside the layer before the projections; the latents attend "
+         "the inputs passed as inputs, qk_channels and v_channels apart; no W^O in it)"),
+        (lambda m: hasattr(m, "e2e_query") and hasattr(m, "e2w_query")
+         and hasattr(m, "w2e_query"),
+         "entity-aware self-attention (LUKE: words and entities in one sequence, each query "
+         "projected by one of four matrices chosen by its own and the key's type, word or "
+         "entity: query, w2e_query, e2w_query, e2e_query)"),
+        (lambda m: hasattr(m, "attention_biases") and hasattr(m, "queries_subsample"),
+         "subsampled LeViT attention (queries from a strided subsample of the patch grid, "
+         "keys and values from all of it, attention biases per head over the absolute 2-D "
+         "offsets of the two grids; projections each a Linear and a BatchNorm)"),
+        (lambda m: hasattr(m, "attention_biases") and hasattr(m, "attention_bias_idxs"),
+         "LeViT attention (attention biases per head over the absolute 2-D offset of two "
+         "patches of the grid added to the scores; q, k, v from one Linear and BatchNorm, "
+         "values attention_ratio times wider, a Hardswish before W^O)"),
+        (lambda m: hasattr(m, "kv_proj") and hasattr(m, "q_a_proj") and hasattr(m, "o_a_proj"),
+         "DeepSeek-V4 shared key-value attention (one head projected by kv_proj read as both "
+         "keys and values, RoPE on it undone on the output by the conjugate rotation, "
+         "low-rank normed queries, sinks, a grouped low-rank W^O, and on its CSA/HCA layers "
+         "the compressor's extra key-value entries)"),
         *GRID_ALGORITHMS,
     ),
 )
@@ -466,6 +489,13 @@ def refuse_other_inputs(module) -> None:
         refuse(module, "Transformer-XL relative position attention (Conformer: scores "
                         "(q + u).k + (q + v).r(i - j) with learned biases u, v and a projection "
                         "of relative position embeddings)")
+
+
+def keep_mask(module) -> bool:
+    """Whether the layer's ``mask`` argument is a keep mask, not an additive one (XLM,
+    FlauBERT: ``(B, S)`` or ``(B, L, S)``, the keys where it is 0 masked: ``mask == 0``)."""
+    return "mask" in forward_parameters(module) and \
+        re.search(r"\(mask == 0\)\.view\(", _source(module)) is not None
 
 
 def qkv_inputs(module) -> dict | None:
@@ -705,6 +735,9 @@ def _scale(module, d: int) -> float:
     if re.search(r"self\.q\w*\(hidden_states\)\s*/\s*\(self\.head_dim\s*\*\*\s*0\.5\)",
                  _source(module)) and isinstance(getattr(module, "head_dim", None), int):
         return float(module.head_dim) ** -0.5                   # ProphetNet: q / sqrt(d)
+    if re.search(r"^\s*q = q / math\.sqrt\(self\.head_dim\)", _source(module), re.MULTILINE) \
+            and isinstance(getattr(module, "head_dim", None), int):     # XLM, FlauBERT: the
+        return float(module.head_dim) ** -0.5                             # queries, inline
     if re.search(r"scaling=self\.head_dim\s*\*\*\s*-0\.5\b", _source(module)) and \
             isinstance(getattr(module, "head_dim", None), int):
         return float(module.head_dim) ** -0.5

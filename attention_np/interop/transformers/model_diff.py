@@ -26,6 +26,7 @@ from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers.layer_diff import build_mask
 from attention_np.interop.transformers.layer_reading import (
     UnsupportedLayer,
+    keep_mask,
     layer_spec,
     no_causal,
     params_from_transformers,
@@ -439,6 +440,9 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     cross = kv is not None
     arg = bound.get("encoder_attention_mask") if spec.cross else bound.get(
         "attention_mask", bound.get("mask"))
+    if arg is not None and "attention_mask" not in bound and keep_mask(layer):
+        arg = arg != 0                          # XLM: (B, S) or (B, L, S), 0 where masked
+        arg = arg[:, None, None] if arg.ndim == 2 else arg[:, None]      # (B, 1, 1|L, S)
     pb = None if spec.alibi is not None else bound.get("position_bias")   # MPT: its ALiBi
     p = dict(params)
     if spec.grid_table is not None:

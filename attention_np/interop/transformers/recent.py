@@ -149,8 +149,15 @@ def scores_in_own_method(layer) -> bool:
     vision tower looks ``config._attn_implementation`` up as an *attribute* of
     ``ALL_ATTENTION_FUNCTIONS``, which has none, and so always falls back to its
     ``eager_attention_forward``, a float32 softmax) rather than through transformers' attention
-    interface: its float64 copy runs inside :func:`float64_upcasts`."""
-    return callable(getattr(layer, "_attn", None)) or own_eager_only(layer)
+    interface, or scores in its own ``forward`` with a float32 softmax (XLM, FlauBERT:
+    ``softmax(scores.float(), -1)``): its float64 copy runs inside :func:`float64_upcasts`."""
+    if callable(getattr(layer, "_attn", None)) or own_eager_only(layer):
+        return True
+    try:
+        source = inspect.getsource(type(layer).forward)
+    except (OSError, TypeError):
+        return False
+    return re.search(r"softmax\(\s*scores\.float\(\)", source) is not None
 
 
 def own_eager_only(layer) -> bool:
