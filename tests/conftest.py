@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,22 @@ from tests.helpers import IN_CI
 settings.register_profile("ci", deadline=None, derandomize=True, max_examples=60)
 settings.register_profile("dev", deadline=None, max_examples=60)
 settings.load_profile("ci" if IN_CI else "dev")
+
+# Under pytest-xdist (the README's command runs one worker process per core) each worker keeps to one
+# BLAS thread and one torch thread: two workers of two threads each on two cores wait for each other
+# (attention_np.kernels.threads measured a training step 13x slower with two BLAS threads than with
+# one on a busy 2-core machine). A test that needs another count sets it (blas_threads).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    from attention_np.kernels.threads import openblas_thread_functions
+
+    if openblas_thread_functions() is not None:
+        openblas_thread_functions()[1](1)
+    try:
+        import torch
+    except ImportError:                                 # torch is in the test extra; not required here
+        pass
+    else:
+        torch.set_num_threads(1)
 
 
 @pytest.fixture
