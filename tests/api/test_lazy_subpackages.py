@@ -23,7 +23,7 @@ def test_import_attention_np_imports_no_optional_dependency():
 
 @pytest.mark.parametrize("name", ["nn", "studies", "pretrained", "interop", "viz", "cli", "exercises"])
 def test_every_subpackage_is_an_attribute(name):
-    """(The 0.1 paths ``core`` and ``efficient`` are gone: tests/api/test_removed_in_0_3.py.)"""
+    """(The 0.1 paths ``core`` and ``efficient`` are gone: tests/api/test_removed_names.py.)"""
     import importlib
 
     import attention_np as an

@@ -16,7 +16,7 @@ import pytest
 
 import attention_np as an
 from attention_np import paper
-from attention_np.kernels import reference as textbook
+from attention_np.kernels import reference
 from attention_np.variants.spec import HOMES, SPEC_FIELDS
 
 R = np.random.default_rng(0)
@@ -191,7 +191,7 @@ IS_CAUSAL_TAKERS = {
     "sdpa_forward": lambda c: an.sdpa_forward(Q, Q, Q, is_causal=c),
     "scaled_dot_product_attention": lambda c: an.scaled_dot_product_attention(Q, Q, Q, is_causal=c),
     "flash_attention_forward": lambda c: an.flash_attention_forward(Q, Q, Q, is_causal=c),
-    "textbook.sdpa_forward": lambda c: textbook.sdpa_forward(Q, Q, Q, is_causal=c),
+    "reference.sdpa_forward": lambda c: reference.sdpa_forward(Q, Q, Q, is_causal=c),
     "sdpa_sinks_forward": lambda c: an.sdpa_sinks_forward(Q, Q, Q, SINKS, is_causal=c),
     "mha_forward": lambda c: an.mha_forward(X, X, X, P, num_heads=2, is_causal=c),
     "paper.sdpa_forward": lambda c: paper.sdpa_forward(Q, Q, Q, is_causal=c),
@@ -245,12 +245,12 @@ def test_a_frozen_spec_does_not_follow_the_callers_dict():
 
 def test_the_reference_kernel_takes_the_window_in_the_spec_and_refuses_what_it_cannot_do():
     caller = "attention_np.kernels.reference.sdpa_forward"
-    windowed, _ = textbook.sdpa_forward(Q, Q, Q, spec=Spec(window=(1, 0)))
+    windowed, _ = reference.sdpa_forward(Q, Q, Q, spec=Spec(window=(1, 0)))
     np.testing.assert_allclose(windowed, an.sdpa_forward(Q, Q, Q, spec=Spec(window=(1, 0)))[0],
                                rtol=1e-13, atol=1e-14)
     with pytest.raises(TypeError, match=rf"^{caller}\(\) got window=, which is not taken here: "
                                         r"window is a field of the spec"):
-        textbook.sdpa_forward(Q, Q, Q, window=(1, 0))
+        reference.sdpa_forward(Q, Q, Q, window=(1, 0))
     for field in ("softcap", "dropout_p", "enable_gqa"):
         with pytest.raises(ValueError, match=rf"{caller} cannot do spec.{field}"):
-            textbook.sdpa_forward(Q, Q, Q, spec=Spec(**{field: SPEC_VALUES[field]}))
+            reference.sdpa_forward(Q, Q, Q, spec=Spec(**{field: SPEC_VALUES[field]}))

@@ -85,7 +85,7 @@ REMOVED = [(e, kw, v, SPEC) for e in ("mha_forward", "mha_decode_step")
            for kw, v in (("window", (2, 0)), ("rope", True), ("softcap", 0.5), ("qk_norm_eps", 0.5),
                          ("qk_norm", True))] + [
     (e, kw, v, PLAIN) for e in ("mha_forward", "mha_decode_step")
-    for kw, v in (("path", "textbook"), ("sinks", True), ("q_lengths", LENGTHS),
+    for kw, v in (("path", "reference"), ("sinks", True), ("q_lengths", LENGTHS),
                   ("kv_lengths", LENGTHS))] + [
     ("mha_forward", "dropout_p", 0.1, SPEC), ("mha_forward", "kv_positions", np.arange(4), PLAIN),
     ("mha_decode_step", "cache", an.KVCache(4), PLAIN),
