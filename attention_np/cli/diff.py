@@ -1,8 +1,8 @@
 """``python -m attention_np diff``: attention_np against PyTorch, JAX and Flax, case by case.
 
 Runs every case of :mod:`attention_np.interop.cases` forward and backward (random upstream
-gradient) on each selected framework and on attention_np, prints one row per case, framework
-and dtype with the largest errors and the verdict of the tolerance policy
+gradient) on each selected framework and on attention_np, prints one row per case and
+framework, a column group per dtype, with the largest errors and the verdict of the tolerance policy
 (:mod:`attention_np.interop.tolerance`), then demonstrates the known intentional differences
 (:mod:`attention_np.interop.known`). Exit status 1 on any unexplained mismatch, when a
 framework named with ``--framework`` is not installed (said on stderr, with the pip command), or

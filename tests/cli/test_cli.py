@@ -45,7 +45,8 @@ def test_an_unknown_command_lists_the_commands():
 
 
 def test_the_tour_says_how_to_install_what_its_last_line_suggests():
-    """The README's commands, torch from its CPU index first (from PyPI: the CUDA build)."""
+    """The README's commands, torch from its CPU index first (from PyPI: the CUDA build); the last
+    line is the README's test command exactly, the one CI runs (one worker per core)."""
     from attention_np.cli.tour import NOTEBOOKS_COMMAND, TEST_COMMAND
 
     lines = [line.strip() for line in run().stdout.rstrip().splitlines()]
@@ -54,6 +55,7 @@ def test_the_tour_says_how_to_install_what_its_last_line_suggests():
     cpu = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu && "
     for command in (TEST_COMMAND, NOTEBOOKS_COMMAND):
         assert command.startswith(cpu) and command in readme
+    assert TEST_COMMAND in (ROOT / ".ci" / "run").read_text().splitlines()
 
 
 def test_the_tour_gradcheck_names_q_k_v():
