@@ -5,10 +5,12 @@ For each exercise, every mutant of its solution cell (:mod:`.mutants`: one opera
 axis, constant, index, dtype, call or statement changed) is
 
 1. **graded** as the autograder grades (the kit's ``grade.py``): the public and hidden cases of
-   :func:`checker.build_record` ``(exercise, hidden=True)``, each under the autograder's time limit
-   per case, scored with partial credit per output; *accepted* = full marks;
+   :func:`checker.build_record` ``(exercise, hidden=True)``, stored and loaded back as in the
+   autograder's bank, each under the autograder's time limit per case, scored with partial credit
+   per output; *accepted* = full marks;
 2. **checked** as a student's ``check.py`` / ``ex.check`` checks: :func:`checker.check_record` on the
-   public cases; its message begins ``PASSED``, ``MISTAKE:`` (*named*) or ``FAILED:`` (*bare*);
+   public record (stored as in the student kit); its message begins ``PASSED``, ``MISTAKE:``
+   (*named*) or ``FAILED:`` (*bare*);
 3. set aside as **equivalent** when it passes every case of the *equivalence set*, by the
    autograder's own comparison (tolerance, dtype, an input written to, an error raised): the
    public and hidden cases, the exercise's cases for seeds :data:`SEEDS` (when its factory takes a
@@ -31,13 +33,15 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import signal
+import tempfile
 import threading
 from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
-from attention_np.exercises import audit_inputs, checker, engine, mutants
+from attention_np.exercises import audit_inputs, checker, engine, mutants, storage
 from attention_np.exercises.course_kit import CONFIG
 
 #: the seeds of ``Exercise.cases(seed=...)`` in the equivalence set (beside the public and hidden)
@@ -127,8 +131,8 @@ class Bench:
     """What every mutant of one exercise is run against (built once)."""
 
     exercise: object
-    public: dict                    # the check's record
-    graded: dict                    # the autograder's record (public + hidden cases)
+    public: dict                    # the check's record, as the student kit stores it
+    graded: dict                    # the autograder's (public + hidden cases), as its bank stores it
     extra: list                     # the rest of the equivalence set (engine cases)
     wrong: dict                     # catalogued mistake name -> its outputs on graded + extra
     outside: list
@@ -157,14 +161,22 @@ def _extra_cases(ex) -> list:
     return cases
 
 
+def _as_stored(record: dict, name: str) -> dict:
+    """``record`` as the kits hold it: saved to a bank (JSON + .npz) and loaded back."""
+    with tempfile.TemporaryDirectory() as tmp:
+        storage.save_bank({name: record}, Path(tmp) / "bank")
+        return storage.load_bank(Path(tmp) / "bank")[name]
+
+
 @cache
 def bench(name: str) -> Bench:
     """The records, the equivalence set and the catalogued mistakes' outputs of exercise ``name``."""
     from attention_np.exercises import EXERCISES
     ex = EXERCISES[name]
-    public, graded = checker.build_record(ex), checker.build_record(ex, hidden=True)
+    public = _as_stored(checker.build_record(ex), name)
+    graded = _as_stored(checker.build_record(ex, hidden=True), name)
     drawn = _extra_cases(ex)
-    extra = checker.build_record(dataclasses.replace(ex, cases=lambda: drawn, hidden=None))
+    extra = checker.build_record(dataclasses.replace(ex, cases=lambda *a, **k: drawn, hidden=None))
     model, arg_names = mutants.model(name), graded["arg_names"]
     keep, outside = [], []
     for i, case in enumerate(extra["cases"]):
