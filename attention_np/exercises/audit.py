@@ -218,8 +218,13 @@ def agree(a, b) -> bool:
     return True
 
 
+def _stopped(r) -> bool:
+    return bool(r.why) and r.why.startswith("time limit exceeded")
+
+
 class _Runs:
-    """The mutant's results on the equivalence set, run lazily in order (graded cases first)."""
+    """The mutant's results on the equivalence set, run lazily in order (graded cases first).
+    After a case past its time limit the rest are not run: each counts as stopped too."""
 
     def __init__(self, fn, b: Bench, graded_results):
         self.fn, self.b, self.results = fn, b, list(graded_results)
@@ -227,7 +232,11 @@ class _Runs:
 
     def __getitem__(self, i):
         while len(self.results) <= i:
-            self.results.append(_run(self.fn, self.cases[len(self.results)], self.b.graded["arg_names"]))
+            case = self.cases[len(self.results)]
+            if self.results and _stopped(self.results[-1]):
+                self.results.append(dataclasses.replace(self.results[-1], label=case.label))
+            else:
+                self.results.append(_run(self.fn, case, self.b.graded["arg_names"]))
         return self.results[i]
 
     def first_failure(self):
@@ -238,25 +247,26 @@ class _Runs:
 
 
 def _grade(fn, b: Bench):
-    """The autograder's results, case by case; stops at the first case past its time limit."""
+    """``(accepted, results)``: full marks from the autograder, and the results of its cases up to
+    the first that scores less than its points (the verdict is known there)."""
     results = []
     for case in b.graded["cases"]:
         r = _run(fn, case, b.graded["arg_names"])
         results.append(r)
-        if r.why and r.why.startswith("time limit exceeded"):
-            return results, True
-    return results, False
+        if engine.score(case.points, r.passed, r.parts) < case.points:
+            return False, results
+    return True, results
 
 
 def _check(fn, b: Bench, name: str, stopped: bool):
+    """The check's report, or None when a public case or the check ran past its time limit."""
     if stopped:
-        return "stopped", "FAILED: stopped: a public case ran past the time limit", None
+        return None
     try:
         with time_limit(CHECK_LIMIT_S):
-            report = checker.check_record(name, b.public, fn)
+            return checker.check_record(name, b.public, fn)
     except engine.TimeLimit:
-        return "stopped", f"FAILED: stopped: the check ran past {CHECK_LIMIT_S:g} s", None
-    return report.status, report.message, report.mistake
+        return None
 
 
 def _misnamed(runs: _Runs, b: Bench, mistake: str):
@@ -297,22 +307,21 @@ def run_mutant(m: mutants.Mutant) -> Verdict:
         fn = m.function_object()
     except Exception as e:          # noqa: BLE001 - a mutant whose cell cannot even run
         return Verdict(m, False, False, "failed", f"FAILED: cannot run: {type(e).__name__}: {e}")
-    results, stopped = _grade(fn, b)
-    total = sum(c.points for c in b.graded["cases"])
-    accepted = not stopped and sum(engine.score(c.points, r.passed, r.parts)
-                                   for c, r in zip(b.graded["cases"], results, strict=True)) == total
-    status, message, mistake = _check(fn, b, m.exercise, stopped and not results[-1].hidden)
+    accepted, results = _grade(fn, b)
+    report = _check(fn, b, m.exercise, _stopped(results[-1]) and not results[-1].hidden)
     runs = _Runs(fn, b, results)
-    first = runs.first_failure() if not stopped else "a case past the time limit"
-    public = [r for r in results if not r.hidden]
-    v = Verdict(m, first is None, accepted, status, message, mistake,
-                raises=bool(public) and all(isinstance(r.out, engine.Raised) for r in public))
+    first = runs.first_failure()
+    if report is None:
+        v = Verdict(m, False, accepted, "stopped", "FAILED: stopped: ran past the time limit")
+    else:
+        v = Verdict(m, first is None, accepted, report.status, report.message, report.mistake,
+                    raises=bool(report.cases) and all(isinstance(r.out, engine.Raised) for r in report.cases))
     if v.equivalent:
         return v
-    if accepted and status == "passed":
+    if accepted and v.check == "passed":
         v.shown_by = first
-    if status == "mistake":
-        v.misnamed, v.unverified = _misnamed(runs, b, mistake)
+    if v.check == "mistake":
+        v.misnamed, v.unverified = _misnamed(runs, b, v.mistake)
     return v
 
 
