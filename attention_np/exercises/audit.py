@@ -339,7 +339,8 @@ def _population(name):
 
 def audit(names=None, jobs: int = 1) -> list:
     """One :class:`ExerciseAudit` per exercise of ``names`` (all, in course order, by default);
-    ``jobs`` > 1 runs the mutants in that many forked processes."""
+    ``jobs`` > 1 runs the mutants in that many forked processes (where fork exists; else in this
+    one). The records and the equivalence sets are built once, before the fork."""
     from attention_np.exercises import EXERCISES
     names = list(EXERCISES) if names is None else list(names)
     unknown = [n for n in names if n not in EXERCISES]
@@ -350,8 +351,8 @@ def audit(names=None, jobs: int = 1) -> list:
         _population(n)
     keys = [(n, i) for n in names for i in range(len(_population(n)))]
     done = {}
-    if jobs > 1 and len(keys) > 1:
-        import multiprocessing
+    import multiprocessing
+    if jobs > 1 and len(keys) > 1 and "fork" in multiprocessing.get_all_start_methods():
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
             for n, i, v in pool.imap_unordered(_work, keys, chunksize=8):
                 done[n, i] = v

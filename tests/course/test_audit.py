@@ -30,9 +30,11 @@ MISNAMED_CEILING = 46           # the target is 0
 
 @pytest.fixture(scope="module")
 def audited():
-    started = time.monotonic()
+    """The whole audit, in this process; and the CPU seconds it took (not the wall time, which
+    other processes on the machine stretch)."""
+    started = time.process_time()
     result = audit.audit(jobs=1)
-    return result, time.monotonic() - started
+    return result, time.process_time() - started
 
 
 def _mutant(exercise, source):
@@ -213,7 +215,7 @@ def test_the_audit_holds_its_floors(audited):
     assert t["misnamed"] <= MISNAMED_CEILING, audit.lists(audits, ["misnamed"])
     assert t["rejected equivalent"] == 0            # no mutant that behaves right is rejected
     assert t["named"] + t["failed"] == t["check"]
-    assert seconds < 120
+    assert seconds < 60             # about 10 s of one core on s41-audit: well under 2 min on 2 cores
 
 
 def test_the_instructors_guide_shows_the_audit_as_it_runs_now(audited):
