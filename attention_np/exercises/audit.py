@@ -86,6 +86,7 @@ class ExerciseAudit:
                 "unverified": sum(v.unverified for v in wrong),
                 "failed": sum(v.check in ("failed", "stopped") for v in wrong),
                 "raises": sum(v.raises for v in wrong),
+                "raises named": sum(v.raises and v.check == "mistake" for v in wrong),
                 "rejected equivalent": sum(not v.accepted or v.check != "passed"
                                            for v in self.verdicts if v.equivalent)}[what]
 
@@ -372,7 +373,7 @@ COLUMNS = (("mutants", "mutants"), ("equivalent", "equivalent"), ("wrong", "wron
 
 
 def totals(audits) -> dict:
-    keys = [k for k, _ in COLUMNS] + ["unverified", "raises", "rejected equivalent"]
+    keys = [k for k, _ in COLUMNS] + ["unverified", "raises", "raises named", "rejected equivalent"]
     return {k: sum(a.count(k) for a in audits) for k in keys}
 
 
@@ -387,9 +388,22 @@ def summary(audits) -> str:
             f"rejects {t['autograder']} ({_pct(t['autograder'], w)}), the check {t['check']} "
             f"({_pct(t['check'], w)}); named {t['named']} ({_pct(t['named'], w)}), misnamed "
             f"{t['misnamed']}, bare FAILED {t['failed']} ({_pct(t['failed'], w)}). Of the named, "
-            f"{t['unverified']} are named by a property no catalogued mistake stands for (unverified). "
-            f"{t['raises']} wrong mutants raise on every public case. Equivalent mutants rejected: "
+            f"{t['unverified']} are named by a property no catalogued mistake stands for (unverified), "
+            f"{t['named'] - t['unverified']} by a catalogued mistake or a measured input write or "
+            f"dtype (checked: {t['misnamed']} misnamed). {t['raises']} wrong mutants raise on every "
+            f"public case; of the {w - t['raises']} others, {t['named'] - t['raises named']} are named "
+            f"({_pct(t['named'] - t['raises named'], w - t['raises'])}). Equivalent mutants rejected: "
             f"{t['rejected equivalent']}.")
+
+
+def unverified_names(audits) -> list:
+    """``[(name, count)]`` of the unverified names, most frequent first."""
+    counts = {}
+    for a in audits:
+        for v in a.verdicts:
+            if v.unverified:
+                counts[v.mistake] = counts.get(v.mistake, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def rows(audits):
@@ -440,7 +454,8 @@ def markdown(audits) -> str:
     md = [BEGIN, "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     md += ["| " + " | ".join(f"**{c}**" if r[0] in ("all", "% of wrong") and c else c for c in r) + " |"
            for r in rows(audits)]
-    md += ["", summary(audits)]
+    md += ["", summary(audits), "", "The unverified names, with how many mutants got each: "
+           + "; ".join(f"{name} ({n})" for name, n in unverified_names(audits)) + "."]
     for title, lines in lists(audits):
         md += ["", f"{title} ({len(lines)}):", ""] + ([f"- `{m}`" + (f": {why}" if why else "")
                                                          for m, why in lines] or ["- none"])
