@@ -186,8 +186,11 @@ def _mha_forward(rng):
     if shape is None:
         return label, (query, key, value, p, h)
     mask = rng.random(shape) < 0.6
-    mask[..., int(rng.integers(0, S))] = True   # every query sees a key (the contract's masks)
-    return f"{label}, mask {shape}", (query, key, value, p, h, mask)
+    mask[..., int(rng.integers(0, S))] = True
+    if rng.random() < 0.3:                      # a query, or a padded sequence, that sees no key
+        mask[(0,) * (len(shape) - 1)] = False
+    return f"{label}, mask {shape}" + (", a fully masked row" if not mask.any(-1).all() else ""), \
+        (query, key, value, p, h, mask)
 
 
 def _mha_backward(rng):
