@@ -10,13 +10,14 @@ docstring or a ``def`` line. The kinds:
 - ``comparison``: ``<`` to ``<=`` and to ``>=`` (and the like for ``<=``, ``>``, ``>=``),
   ``== <-> !=``, ``is <-> is not``, the two branches of ``np.where`` swapped;
 - ``axis``: an axis ``a`` (``axis=``, ``swapaxes``, ``concatenate``, a reduction's first argument)
-  to ``a - 1`` and ``a + 1``, ``keepdims`` dropped or made False, a transpose (``.T``,
-  ``np.swapaxes``) dropped;
+  to ``a - 1`` and ``a + 1``, an ``axis=`` dropped, ``keepdims`` dropped or made False, a
+  transpose (``.T``, ``np.swapaxes``) dropped;
 - ``constant``: an integer ``n`` to ``n + 1`` and ``n - 1``, a float ``c`` to ``2c`` and ``c / 2``,
   ``True <-> False``, ``"top_left" <-> "bottom_right"``;
 - ``index``: an index or slice bound ``i`` to ``i + 1`` and ``i - 1``, a slice bound dropped, a
-  ``None`` (new axis) dropped or moved, ``...`` dropped, a parameter's key ``W_q -> W_k``,
-  ``W_k -> W_q``, ``W_v -> W_k``, ``W_o -> W_v`` (biases alike), ``shape[-1] -> shape[-2]``;
+  ``None`` (new axis) dropped or moved, ``...`` dropped, a parameter's name ``W_q -> W_k``,
+  ``W_k -> W_q``, ``W_v -> W_k``, ``W_o -> W_v`` (biases and the bare ``"q"`` alike), so
+  ``shape[-1] -> shape[-2]`` and ``p["W_k"] -> p["W_q"]``;
 - ``dtype``: ``math.f -> np.f`` (a float64 NumPy scalar), a ``dtype=`` dropped, a returned array
   cast to float32 and to float64;
 - ``call``: ``max <-> min``, ``maximum <-> minimum``, ``sum -> mean``, the two arrays of a
@@ -25,7 +26,8 @@ docstring or a ``def`` line. The kinds:
 - ``statement``: an assignment that rebinds a name already bound, or an ``if`` block, deleted.
 
 Each mutant is named by its exercise, the function and line of ``solutions.py`` it changes, what
-it changes and its kind: ``attention L52 (attention): q.shape[-1] -> q.shape[-2] (index)``. In a
+it changes and its kind: ``attention L50 (attention): math.sqrt(q.shape[-1]) -> math.sqrt(q.shape[-2])
+(index)``. In a
 mutant, ``np.empty`` is filled with NaN (``np.full(shape, np.nan)``): an entry a mutant no longer
 writes is then NaN, not whatever memory held, so every verdict is repeatable.
 """

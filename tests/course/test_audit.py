@@ -85,6 +85,7 @@ def test_a_mutant_is_named_by_exercise_line_change_and_kind():
     assert "np.swapaxes(k, -1, -2)" in line and "def " not in line
     assert m.name == (f"attention L{m.line} (attention): np.swapaxes(k, -1, -2) -> "
                       "np.swapaxes(k, -2, -2) (axis)")
+    assert f"`{m.name}`" in " ".join(GUIDE.read_text().split())        # the guide's example is one
     helper = _find("attention", "s.max(axis=-1, keepdims=True)", "s.min(axis=-1, keepdims=True)")
     assert helper.function == "_masked_softmax" and helper.kind == "call"
 
