@@ -1,8 +1,12 @@
-"""``python -m attention_np course build OUT``: the student kit, the autograder and the solutions."""
+"""``python -m attention_np course build OUT``: the student kit, the autograder and the solutions;
+``python -m attention_np course audit``: the kit measured on mutants of its own model solutions."""
 
 from __future__ import annotations
 
+import os
 import sys
+import time
+from pathlib import Path
 
 
 def add_arguments(parser) -> None:
@@ -18,11 +22,34 @@ def add_arguments(parser) -> None:
                        help="where the kit's notebooks link their lessons: the course site's lesson "
                             "folder (https://HOST/PATH/lessons/, each lesson NAME.html in it) or an "
                             "address with {lesson} in it; without it they name the lesson, no link")
+    audit = sub.add_parser("audit", help="grade mutants of the model solutions: rejected, named, misnamed",
+                           description="Make wrong solutions by mutating the model solutions (one "
+                                       "operator, comparison, axis, constant, index, dtype, call or "
+                                       "statement at a time), set aside the equivalent ones, and count "
+                                       "per exercise how many the check and the autograder reject, how "
+                                       "many get a MISTAKE: message, how many are misnamed and how many "
+                                       "a bare FAILED (docs/instructors.md, 'The kit audits itself').")
+    audit.add_argument("--exercise", action="append", metavar="NAME",
+                       help="audit this exercise only (repeat for several); default: all")
+    audit.add_argument("--markdown", action="store_true",
+                       help="print the table and lists as docs/instructors.md shows them")
+    audit.add_argument("--write", metavar="FILE",
+                       help="replace the generated audit section of FILE (docs/instructors.md)")
+    audit.add_argument("--list", action="append", metavar="WHAT",
+                       choices=("accepted", "misnamed", "failed", "unverified", "equivalent", "all"),
+                       help="list these mutants: accepted (wrong, full marks), misnamed, failed (bare "
+                            "FAILED), unverified, equivalent, or all (default: accepted and misnamed)")
+    audit.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), metavar="N",
+                       help="processes to run the mutants in (default: %(default)s)")
 
 
 def run(args) -> int:
-    if getattr(args, "action", None) != "build":
-        print("error: give an action: python -m attention_np course build OUT", file=sys.stderr)
+    action = getattr(args, "action", None)
+    if action == "audit":
+        return _audit(args)
+    if action != "build":
+        print("error: give an action: python -m attention_np course build OUT, or "
+              "python -m attention_np course audit", file=sys.stderr)
         return 2
     from attention_np.exercises import course_kit
 
@@ -34,4 +61,55 @@ def run(args) -> int:
     for kind, path in folders.items():
         print(f"wrote {path}/ ({kind})")
     print(f"upload {folders['autograder']}/gradescope.zip to Gradescope; hand out {folders['student']}/")
+    return 0
+
+
+def _audit(args) -> int:
+    from attention_np.exercises import EXERCISES, audit
+
+    names = args.exercise or list(EXERCISES)
+    unknown = [n for n in names if n not in EXERCISES]
+    if unknown:
+        print(f"error: --exercise {unknown[0]!r} is not an exercise; expected one of "
+              f"{', '.join(EXERCISES)}", file=sys.stderr)
+        return 2
+    if args.jobs < 1:
+        print(f"error: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    target = Path(args.write) if args.write else None
+    if target is not None:
+        if args.exercise:
+            print("error: --write records the audit of every exercise: drop --exercise", file=sys.stderr)
+            return 2
+        try:
+            audit.replace_section(target.read_text(), "")
+        except (OSError, ValueError) as e:
+            print(f"error: --write {target}: {e}", file=sys.stderr)
+            return 2
+    started = time.monotonic()
+    audits = audit.audit(names, jobs=args.jobs)
+    seconds = time.monotonic() - started
+    section = audit.markdown(audits)
+    if target is not None:
+        target.write_text(audit.replace_section(target.read_text(), section))
+        print(f"wrote the audit into {target}")
+    if args.markdown:
+        print(section)
+        return 0
+    print(audit.text_table(audits))
+    print()
+    print(audit.summary(audits))
+    which = args.list or ["accepted", "misnamed"]
+    if "all" in which:
+        which = ["accepted", "misnamed", "failed", "unverified", "equivalent"]
+    for title, lines in audit.lists(audits, which):
+        print(f"\n{title} ({len(lines)}):")
+        for name, why in lines:
+            print(f"  {name}" + (f": {why}" if why else ""))
+    outside = [x for a in audits for x in a.outside]
+    if outside:
+        print(f"\nwarning: the model solution fails {len(outside)} inputs of the equivalence set "
+              f"(left out of it): {outside[0]}", file=sys.stderr)
+    print(f"\n{sum(len(a.verdicts) for a in audits)} mutants of {len(audits)} exercises in {seconds:.1f} s "
+          f"({args.jobs} process{'es' if args.jobs > 1 else ''})")
     return 0
