@@ -4,7 +4,7 @@ Every item is multiple choice or numeric, so the autograder can mark it (``kit/q
 the student's ``quiz_answers.txt``). No answer is typed: a numeric item's ``answer`` is a
 function that computes the value with the library (or NumPy) when the kit is built, and a choice
 item's ``answer`` is a function that returns the index of the true option, found by computing
-each option's claim. ``tests/course/test_quizzes.py`` recomputes them independently.
+each option's claim. ``tests/course/test_course_material.py`` recomputes them independently.
 
 :data:`QUIZZES` maps a lesson number to its items; :data:`SELF_CHECK` holds the prerequisites'
 self-check (broadcasting, vector-Jacobian products, layer norm, Adam, cross-entropy), which is

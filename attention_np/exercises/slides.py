@@ -34,7 +34,8 @@ STYLE = """.reveal h1, .reveal h2 { text-transform: none; }
 .reveal h1 { font-size: 1.6em; } .reveal h2 { font-size: 1.15em; }
 .reveal section { font-size: 0.62em; text-align: left; }
 .reveal ul { display: block; } .reveal li { margin: 0.2em 0; }
-.reveal img.figure { max-height: 520px; max-width: 100%; margin: 0 auto; display: block; }
+.reveal img.figure { height: 560px; width: auto; max-width: 100%; object-fit: contain;
+  margin: 0 auto; display: block; }
 .reveal pre.output { font-size: 0.62em; width: 100%; max-height: 420px; overflow: auto;
   box-shadow: none; background: #f4f4f4; padding: 0.4em; }
 .reveal .kind { color: #8a3b12; font-weight: bold; }
