@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import shutil
 import sys
 import zipfile
@@ -132,15 +133,24 @@ def quiz_points() -> int:
     return sum(entry["points"] for entry in quizzes.key().values())
 
 
+def reads_repository_files(stem: str, root=ROOT) -> bool:
+    """Whether a lesson's code reads files of the repository's notebooks/ folder (results, weights)."""
+    nb = json.loads((pathlib.Path(root) / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    return bool(re.search(r"\b(?:results|weights)/|Path\([\"'](?:results|weights)[\"']\)", code))
+
+
 def student_readme_section() -> str:
     """What the student kit's README says about the lessons, quizzes and prerequisites."""
     n_items = sum(len(items) for items in quizzes.QUIZZES.values())
+    checkout = ", ".join(str(les.number) for les in LESSONS if reads_repository_files(les.stem))
     return f"""
 ## The lessons, the quizzes and the prerequisites
 
 - `lessons/`: the {len(LESSONS)} lessons. A "predict, then run" question names a cell: its output is
-  left out here, so write your prediction before you run the cell (it needs `attention_np`, see
-  the install notes of your course).
+  left out here, so write your prediction before you run the cell. The lessons import `attention_np`
+  (see the install notes of your course); lessons {checkout} also read files of the repository's
+  `notebooks/` folder (trained weights, recorded results), so run those from a checkout.
 - `quizzes.md`: a short quiz per lesson ({n_items} items, 1 point each, marked by the autograder):
   write your answers in `quiz_answers.txt` and submit it with your notebooks.
 - `prerequisites.md`: what the lessons assume (broadcasting, vector-Jacobian products, layer norm,
