@@ -24,7 +24,7 @@ import re
 import shutil
 
 from attention_np.exercises.handout import output_text, predict_questions
-from attention_np.exercises.syllabus import KINDS, LESSONS, PAPER, Lesson
+from attention_np.exercises.syllabus import HEADER_TAG, KINDS, LESSONS, PAPER, QUESTIONS_TAG, Lesson
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -52,7 +52,7 @@ def plain(text: str) -> str:
         s = match.group(1)
         for a, b in TEX:
             s = s.replace(a, b)
-        return s.replace("\\", "")
+        return s.replace("\\", "").replace("^ᵀ", "ᵀ")
     text = re.sub(r"\$([^$]+)\$", tex, text)
     text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)          # links: their text
     return text.replace("**", "").replace("`", "")
@@ -90,6 +90,8 @@ def deck(les: Lesson, nb: dict, assets: str) -> tuple:
     for cell in nb["cells"]:
         source = "".join(cell.get("source", []))
         if cell["cell_type"] == "markdown":
+            if {HEADER_TAG, QUESTIONS_TAG} & set(cell.get("metadata", {}).get("tags", [])):
+                continue                     # the syllabus's own cells: their slides are made above and below
             for line in source.splitlines():
                 if line.startswith("## "):
                     heading = plain(line[3:].strip())
