@@ -50,7 +50,8 @@ NumPy lines two shapes up from the right; two sizes are compatible when they are
 them is 1, and a size-1 axis (or a missing leading one) is repeated to match. Lesson 1's padding
 mask has shape (B, 1, S): the 1 stands for "every query", so one row per sequence masks the scores
 (B, L, S) of all its queries. Keys with fewer leading axes than the queries broadcast the same way,
-which is why the lessons write `np.swapaxes(k, -1, -2)` rather than `k.T` (`.T` reverses every axis).
+which is why `attention_np/paper/attention.py` writes `np.swapaxes(k, -1, -2)` rather than `k.T`
+(`.T` reverses every axis, the batch axes included).
 
 ## Vector-Jacobian products
 
