@@ -30,7 +30,7 @@ import zipfile
 
 from attention_np.exercises import EXERCISES, handout, quizzes, slides
 from attention_np.exercises.notebooks import NOTEBOOKS, exercise_notebook_of
-from attention_np.exercises.rubrics import PROJECT_RUBRICS, rubric_markdown
+from attention_np.exercises.rubrics import PROJECT_RUBRICS, rubric_markdown, rubric_points
 from attention_np.exercises.syllabus import LESSONS
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -210,6 +210,49 @@ def slides_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def kit_section() -> str:
+    """docs/instructors.md's list of what ``course build`` writes besides the exercises."""
+    n_items = sum(len(items) for items in quizzes.QUIZZES.values())
+    n_predict = sum(len(handout.predict_questions(les)) for les in LESSONS)
+    rubric = ", ".join(f"lesson {les.number}: {rubric_points(les.stem)} points"
+                       for les in LESSONS if les.stem in PROJECT_RUBRICS)
+    mistakes = sum(len(e.mistakes) for e in EXERCISES.values())
+    return "\n".join([
+        "Besides the exercises, the same build writes (`attention_np/exercises/course_material.py`):",
+        "",
+        f"- `student/lessons/`: the {len(LESSONS)} lessons, with the output of the cell each of the "
+        f"{n_predict} \"predict, then run\" questions names left out (`solutions/lessons/` has them as "
+        "committed, `solutions/predict_outputs.md` lists those outputs question by question);",
+        f"- `student/quizzes.md` and `student/quiz_answers.txt`: a quiz per lesson, {n_items} items "
+        "(multiple "
+        "choice or numeric, answers computed at build time), which `grade.py` marks from the submitted "
+        "`quiz_answers.txt` (`autograder/quiz_key.json`; the key with explanations: "
+        "`solutions/quiz_key.md`);",
+        "- `student/prerequisites.md`: broadcasting, vector-Jacobian products, layer norm, Adam and "
+        "cross-entropy, with a self-check (also the site's prerequisites page);",
+        f"- `solutions/misconceptions.md`: the checker's {mistakes} catalogued mistakes with their hints, "
+        "exercise by exercise (also on the site);",
+        f"- `solutions/project_rubrics.md`: the two projects' rubrics ({rubric}), one criterion per line;",
+        f"- `solutions/slides/`: a reveal.js deck per lesson ({len(LESSONS)} decks), with reveal.js copied "
+        "next to them once `docs/build.sh` has installed it from npm (or `ATTENTION_NP_REVEAL` names its "
+        "`dist/` folder); the site serves the same decks (its slides page).",
+    ])
+
+
+SECTIONS = {"docs/instructors.md": {"kit": kit_section}}
+
+
+def _with_sections(rel: str, text: str) -> str:
+    for key, make in SECTIONS.get(rel, {}).items():
+        pattern = re.compile(rf"(<!-- course-material:{key} -->\n).*?(<!-- /course-material -->)", re.S)
+        if not pattern.search(text):
+            raise ValueError(f"{rel} has no section <!-- course-material:{key} --> ... "
+                             "<!-- /course-material -->")
+        content = make()
+        text = pattern.sub(lambda m, content=content: m.group(1) + content + "\n" + m.group(2), text, count=1)
+    return text
+
+
 #: the site's pages generated here
 PAGES = {"docs/prerequisites.md": prerequisites_markdown, "docs/misconceptions.md": misconceptions_markdown,
          "docs/slides.md": slides_page}
@@ -220,11 +263,14 @@ def main(argv=None) -> int:
     if argv not in (["--write"], ["--check"]):
         print("usage: python -m attention_np.exercises.course_material (--write | --check)", file=sys.stderr)
         return 2
-    stale = [rel for rel, make in PAGES.items()
-             if not (ROOT / rel).is_file() or (ROOT / rel).read_text(encoding="utf-8") != make()]
+    expected = {rel: make() for rel, make in PAGES.items()}
+    for rel in SECTIONS:
+        expected[rel] = _with_sections(rel, (ROOT / rel).read_text(encoding="utf-8"))
+    stale = [rel for rel, text in expected.items()
+             if not (ROOT / rel).is_file() or (ROOT / rel).read_text(encoding="utf-8") != text]
     for rel in stale:
         if argv == ["--write"]:
-            (ROOT / rel).write_text(PAGES[rel](), encoding="utf-8")
+            (ROOT / rel).write_text(expected[rel], encoding="utf-8")
             print(f"wrote {rel}")
         else:
             print(f"differs from what attention_np/exercises/course_material.py generates: {rel}")

@@ -169,8 +169,8 @@ def _kit_links(folder: Path) -> list:
 
 
 def test_every_link_of_the_kit_resolves(built):
-    # a link is an http(s) address or a file the kit ships; the lessons are not shipped, so
-    # without --lessons-url a notebook names its lesson and links nothing
+    # a link is an http(s) address or a file the kit ships; without --lessons-url an exercise
+    # notebook names its lesson and links nothing (the lesson copies of lessons/ link no site page)
     for folder in (built / "student", built / "solutions"):
         for path, target in _kit_links(folder):
             if not target.startswith(("https://", "http://")):
