@@ -73,9 +73,23 @@ def _tagged(nb: dict, les: Lesson, tag: str, strip: bool) -> dict:
     return nb
 
 
+NOTE_TAG = "predict-note"
+
+
 def student_lesson(nb: dict, les: Lesson) -> dict:
-    """``nb`` without the outputs of the cells its predict questions name (tagged ``predict-then-run``)."""
-    return _tagged(nb, les, PREDICT_TAG, strip=True)
+    """``nb`` without the outputs of the cells its predict questions name (tagged ``predict-then-run``),
+    each such cell after a note (tagged ``predict-note``) that names its question."""
+    nb = _tagged(nb, les, PREDICT_TAG, strip=True)
+    notes = {cell: number for number, _, cell in predict_questions(les)}
+    cells = []
+    for cell in nb["cells"]:
+        if cell.get("id") in notes:
+            text = (f"**Predict first.** Question {notes[cell['id']]} at the end of this lesson asks what "
+                    "the next cell prints: write your prediction down, then run it.")
+            cells.append({"cell_type": "markdown", "id": f"predict-note-{cell['id']}",
+                          "metadata": {"tags": [NOTE_TAG]}, "source": [text]})
+        cells.append(cell)
+    return {**nb, "cells": cells}
 
 
 def fold_for_site(nb: dict, les: Lesson) -> dict:

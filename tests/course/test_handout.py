@@ -83,6 +83,12 @@ def test_student_copy_keeps_every_other_output(kit):
         hidden = {c for _, _, c in handout.predict_questions(les)}
         committed = _committed(les)["cells"]
         copy = json.loads((student / "lessons" / f"{les.stem}.ipynb").read_text())["cells"]
+        notes = [i for i, c in enumerate(copy) if handout.NOTE_TAG in c["metadata"].get("tags", [])]
+        # a note before each predict cell, naming its question; nothing else added or removed
+        assert [copy[i + 1]["id"] for i in notes] == [c for _, _, c in handout.predict_questions(les)]
+        for (number, _, _), i in zip(handout.predict_questions(les), notes, strict=True):
+            assert f"Question {number} at the end of this lesson" in "".join(copy[i]["source"])
+        copy = [c for i, c in enumerate(copy) if i not in notes]
         assert [c.get("id") for c in copy] == [c.get("id") for c in committed]
         for a, b in zip(copy, committed, strict=True):
             if a.get("id") not in hidden:
@@ -119,3 +125,10 @@ def test_a_missing_link_is_refused_by_name():
     nb["cells"] = [c for c in nb["cells"] if c.get("id") != handout.PREDICT_CELLS[les.stem][0]]
     with pytest.raises(ValueError, match=f"{les.stem} has no cell with id"):
         handout.student_lesson(nb, les)
+
+
+def test_the_copies_are_valid_notebooks(kit):
+    nbformat = pytest.importorskip("nbformat")
+    for folder in kit:
+        for path in sorted((folder / "lessons").glob("*.ipynb")):
+            nbformat.validate(nbformat.read(path, as_version=4))
