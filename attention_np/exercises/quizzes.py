@@ -289,7 +289,7 @@ QUIZZES = {
           rtol=0)),
     4: (I("number", "p = softmax([0, ln 3]) = [0.25, 0.75] and the upstream gradient is dp = [1, 0]. "
           "What is the first entry of the softmax's vector-Jacobian product dx = p ⊙ (dp - p·dp)?",
-          _softmax_vjp, "0.25 (1 - 0.25)", atol=1e-4),
+          _softmax_vjp, "0.25 (1 - 0.25)"),
         I("number", "y = x @ W with x of shape (7, 4, 3) and W of shape (3, 5). How many entries does "
           "dW have?", _linear_dw_entries, "dW has W's shape: the batch axes are summed over", rtol=0),
         I("choice", "Query 2 may attend no key (its mask row is all False). Its gradient dq is",
@@ -303,10 +303,10 @@ QUIZZES = {
           "512^-0.5 · 4000^-0.5: the peak, where the warm-up ends"),
         I("number", "Adam (β1 = 0.9, β2 = 0.98, ε = 1e-9), lr = 0.01, first step, gradient -250 on a "
           "parameter 1.0. By how much does the parameter change? (signed)", _adam_first_step,
-          "after bias correction m̂ = g and √v̂ = |g|: the first step is lr · sign(-g)", atol=1e-6)),
+          "after bias correction m̂ = g and √v̂ = |g|: the first step is lr · sign(-g)")),
     6: (I("number", "`sinusoidal_encoding(1, 512)[0]` is the encoding of position 0. What is the sum of "
           "its 512 entries?", _pe_first_row_sum, "sin 0 = 0 in the even columns, cos 0 = 1 in the odd "
-          "ones: 256", atol=1e-9),
+          "ones: 256"),
         I("choice", "With sinusoidal encodings (d_model = 64), is PE(3)·PE(5) equal to PE(20)·PE(22)?",
           _pe_dot_depends_on_offset, "PE(i)·PE(j) = Σ cos((i - j) ω_n) depends on i - j only",
           choices=("yes", "no")),
@@ -329,7 +329,7 @@ QUIZZES = {
           "outputs at positions 0..6 by", _causal_change, "no query before 7 may read key 7",
           choices=("exactly 0", "more than 0")),
         I("number", "Label smoothing ε = 0.1 over V = 10 classes (the target puts 1 - ε + ε/V on the "
-          "label): the target probability of the label?", _smoothing_target, "0.9 + 0.01", atol=1e-9)),
+          "label): the target probability of the label?", _smoothing_target, "0.9 + 0.01")),
     9: (I("number", "Uniform weights over 14 keys: their entropy in nats? (three decimals)",
           _uniform_entropy, "log 14", atol=5e-4),
         I("number", "all-MiniLM-L6-v2 has d_model = 384 and 12 heads per layer. What is d_k?",
@@ -413,10 +413,10 @@ def quizzes_markdown() -> str:
     lines = ["# Quizzes", "",
              "One short quiz per lesson, after you have worked through it. Write your answers in "
              "`quiz_answers.txt` (one line per item, `LESSON.ITEM: ANSWER`: a letter for a choice, a "
-             "number for the others, e.g. `2.1: 0.0025` or `3.1: b`) and submit that file with your "
-             "notebooks; the autograder marks every item (1 point each). A number is right within 1 % "
-             "unless the item asks for a number of decimals (then within half of the last one) or "
-             "counts something (then exactly).", ""]
+             "number for the others: a line reads like `N.M: 0.25` or `N.M: c`, N.M the item's label) "
+             "and submit that file with your notebooks; the autograder marks every item (1 point "
+             "each). A number is right within 1 % unless the item asks for a number of decimals (then "
+             "within half of the last one) or counts something (then exactly).", ""]
     for number, items in QUIZZES.items():
         lines += [f"## Lesson {number}", ""]
         for i, item in enumerate(items, 1):

@@ -35,6 +35,25 @@ def test_every_lesson_has_a_quiz_of_gradable_items():
                 assert math.isfinite(value) and (item.atol > 0 or item.rtol >= 0)
 
 
+def test_each_number_is_marked_as_the_quiz_page_says():
+    # "within 1 % unless the item asks for a number of decimals (then within half of the last one)
+    # or counts something (then exactly)"
+    assert "A number is right within 1 % unless the item asks for a number of decimals" in \
+        " ".join(quizzes.quizzes_markdown().split())
+    for label, entry in quizzes.key().items():
+        if entry["kind"] != "number":
+            continue
+        item = quizzes.QUIZZES[int(label.split(".")[0])][int(label.split(".")[1]) - 1]
+        decimals = re.search(r"\((two|three|four) decimals\)", item.text)
+        if decimals:
+            k = {"two": 2, "three": 3, "four": 4}[decimals[1]]
+            assert (entry["atol"], entry["rtol"]) == (0.5 * 10 ** -k, 0.0), label
+        elif entry["rtol"] == 0:
+            assert entry["atol"] == 0 and entry["answer"] == int(entry["answer"]), label   # a count
+        else:
+            assert (entry["atol"], entry["rtol"]) == (0.0, 0.01), label
+
+
 def test_self_check_covers_the_five_prerequisites():
     topics = {t for t, _ in quizzes.SELF_CHECK}
     assert topics == {"broadcasting", "vector-Jacobian products", "layer norm", "Adam", "cross-entropy"}
