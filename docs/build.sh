@@ -4,7 +4,7 @@
 #     pip install -e ".[docs]"          # Sphinx, myst-nb, the theme, sphinx-copybutton
 #     bash docs/build.sh OUT_DIR
 #
-# MathJax is not committed: npm installs the versions pinned in docs/site/package-lock.json
+# MathJax and reveal.js (the slides) are not committed: npm installs the versions pinned in docs/site/package-lock.json
 # (once; kept in docs/_build/npm/ and reused while the lock is unchanged), and the files a page
 # can ask for are copied to docs/_build/site-assets/mathjax/, which conf.py serves as _static/mathjax/.
 # Every page then typesets its math with no network. Warnings are errors (-W, every one reported:
@@ -30,6 +30,12 @@ font=$npm_dir/node_modules/@mathjax/mathjax-newcm-font
 rm -rf "$assets" && mkdir -p "$assets/mathjax/fonts/mathjax-newcm-font"
 cp -r "$mj"/{tex-chtml.js,input,output,ui,a11y,sre,adaptors,LICENSE,package.json} "$assets/mathjax/"
 cp -r "$font"/{chtml.js,chtml,package.json} "$assets/mathjax/fonts/mathjax-newcm-font/"   # Apache-2.0 (its package.json; mathjax/LICENSE has the text)
+
+# reveal.js (MIT) for the lessons' slides: the files a deck loads, served as _static/reveal/
+reveal=$npm_dir/node_modules/reveal.js
+mkdir -p "$assets/reveal/theme"
+cp "$reveal"/dist/{reveal.js,reveal.css,reset.css} "$reveal/LICENSE" "$assets/reveal/"
+cp "$reveal/dist/theme/white.css" "$assets/reveal/theme/"
 
 start=$SECONDS
 sphinx-build -q -E -W --keep-going -b html "$docs" "$out"   # -E: hooks in conf.py can change

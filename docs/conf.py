@@ -50,6 +50,28 @@ for folder in ("lessons", "exercises"):
     for nb in (DOCS / folder).glob("*.ipynb"):
         nb.write_text(site_links(nb.read_text()))
 
+# A "predict, then run" question's answer is its cell's output: on the site that output is folded
+# behind myst-nb's "Show code cell output" (the cell tagged hide-output; attention_np/exercises/
+# handout.py links each question to its cell). The lessons' slides (attention_np/exercises/slides.py)
+# are written to _build/slides-site/slides/ and served as slides/NAME.html, with reveal.js from
+# _static/reveal/ (build.sh installs it from npm).
+def _course_material():
+    from attention_np.exercises import handout, slides
+    from attention_np.exercises.syllabus import LESSONS
+
+    for les in LESSONS:
+        path = DOCS / "lessons" / f"{les.stem}.ipynb"
+        nb = handout.fold_for_site(json.loads(path.read_text(encoding="utf-8")), les)
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out = DOCS / "_build" / "slides-site" / "slides"
+    shutil.rmtree(out, ignore_errors=True)
+    slides.write_decks(out, ROOT, assets="../_static/reveal", copy_assets=False)
+    (out / "README.md").unlink()
+
+
+_course_material()
+html_extra_path = ["_build/slides-site"]
+
 project = "attention_np"
 author = "attention_np contributors"
 copyright = "attention_np contributors"

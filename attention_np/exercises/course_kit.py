@@ -121,7 +121,8 @@ Upload `gradescope.zip` as a "Programming Assignment" autograder.
   exercise. If you raise `time_budget_s`, set the timeout to at least `time_budget_s` + 120 s
   (Gradescope allows up to 40 minutes).
 - **Points:** {function_points:g} for the functions (one per case, {n_public} public and {n_hidden}
-  hidden), the autograder's total; set the assignment's autograder points to {function_points:g}.
+  hidden); with the quizzes' {quiz_points:g} (below) the autograder's total is {autograder_points:g}: set
+  the assignment's autograder points to {autograder_points:g}.
   The {n_questions} written questions ({question_points} points) are graded by hand with the
   rubric in `../solutions/answers.md`.
 
@@ -185,14 +186,22 @@ def student_readme(bank: dict, lessons_url: str | None = None) -> str:
     notebooks = kit_table(ref)          # the syllabus's one map of lessons to exercises
     where = (f" (the lessons are on the course site, {lessons_url.split('{lesson}')[0]})" if lessons_url
              else " (the lesson notebooks are not in this folder: your course gives them out)")
+    from attention_np.exercises import course_material
+
     return STUDENT_README.format(lessons=where, notebooks=notebooks,
                                  order_files=", ".join(f"`{stem}.ipynb`" for stem in NOTEBOOKS),
-                                 **_numbers(bank))
+                                 **_numbers(bank)) + course_material.student_readme_section()
 
 
 def autograder_readme(bank: dict) -> str:
     """The autograder's README.md: how to set it up on Gradescope, its timeout and points."""
-    return AUTOGRADER_README.format(**_numbers(bank))
+    from attention_np.exercises import course_material
+
+    numbers = _numbers(bank)
+    quiz = course_material.quiz_points()
+    return (AUTOGRADER_README.format(**numbers, quiz_points=quiz,
+                                     autograder_points=numbers["function_points"] + quiz)
+            + course_material.autograder_readme_section())
 
 
 def check_lessons_url(lessons_url: str | None) -> None:
@@ -289,4 +298,12 @@ def build(out, *, force: bool = False, lessons_url: str | None = None) -> dict:
     _write_notebooks(solutions, "solution", lessons_url)
     (solutions / "answers.md").write_text(answers_markdown())
     (solutions / "lesson_answers.md").write_text(lesson_answers_markdown())
+    write_course_material(folders)
     return folders
+
+
+def write_course_material(folders: dict) -> None:
+    """The lessons (student copies), quizzes, prerequisites, misconceptions, rubrics and slides."""
+    from attention_np.exercises import course_material
+
+    course_material.write(folders)

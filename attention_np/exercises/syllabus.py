@@ -31,6 +31,7 @@ import sys
 from dataclasses import dataclass
 
 from attention_np.exercises.notebooks import NOTEBOOKS
+from attention_np.exercises.rubrics import rubric_markdown
 
 PAPER = "https://arxiv.org/abs/1706.03762"
 PAPER_TITLE = 'Vaswani et al. (2017), "Attention Is All You Need"'
@@ -845,7 +846,7 @@ def lesson_answers_markdown() -> str:
             lines += [f"**Question {i} ({KINDS[q.kind][:-1].lower()}).** {q.text}", "",
                       f"*Answer.* {q.answer}", "", f"*Rubric.* {q.rubric}", ""]
         if les.project:
-            lines += [f"**Project.** {les.project[0]}", "", f"*Rubric (3 pts).* {les.project[1]}", ""]
+            lines += [f"**Project.** {les.project[0]}", "", rubric_markdown(les.stem), ""]
     return "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ def pages() -> list[str]:
         return []
     root = Path(SITE)
     return sorted(str(p.relative_to(root)) for p in root.rglob("*.html")
-                  if p.relative_to(root).parts[0] != "_static")
+                  if p.relative_to(root).parts[0] not in ("_static", "slides"))   # decks: their own test
 
 
 def why_skip() -> str | None:

@@ -327,6 +327,10 @@ def grade(submission, results_path) -> dict:
         top = sum(t["max_score"] for t in per_exercise[name])
         lines.append(f"{name}: {got:g} of {top:g}" + (f" ({graded})" if graded else ""))
         write_json(results_path, _results(per_exercise, lines, started))
+    if (HERE / "quiz_key.json").is_file():          # the quizzes: quiz_answers.txt (kit/quiz.py)
+        import quiz
+        per_exercise["quizzes"] = quiz.tests(submission, HERE / "quiz_key.json")
+        write_json(results_path, _results(per_exercise, lines, started))
     return _results(per_exercise, lines, started)
 
 
