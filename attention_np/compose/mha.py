@@ -28,7 +28,7 @@ from attention_np.compose.pipeline import (
     transform_qk_backward,
 )
 from attention_np.kernels.fast_linear import linear_backward
-from attention_np.kernels.guard import drop_masked
+from attention_np.kernels.guard import attended, drop_masked
 from attention_np.kernels.registry import KernelCache, attend_backward
 from attention_np.paper.heads import split_heads
 from attention_np.paper.masks import causal_mask
@@ -124,7 +124,9 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     q_positions, k_positions = _positions(positions, L, S, spec.rope is not None)
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
     #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
-    query, key, value = _drop_masked_inputs(query, key, value, mask, is_causal, spec.window)
+    #    (a -inf in bias removes a key exactly like a False in mask)
+    query, key, value = _drop_masked_inputs(query, key, value, attended(mask, bias), is_causal,
+                                            spec.window)
     # 1) project every head's W_i^Q, W_i^K, W_i^V at once, 2) split into heads
     q = project_heads(query, params, "q", h)                         # (..., h, L, d_k)
     k = project_heads(key, params, "k", h_kv)                        # (..., h_kv, S, d_k)
