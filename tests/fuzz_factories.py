@@ -66,10 +66,36 @@ FACTORIES = {
         lambda: ((R.standard_normal((2, 3, 5)), np.zeros((3, 5), np.int64) + 1, 8), {}),
     "attention_np.compose.decode.mha_decode_step":
         lambda: ((X[:, :1], PARAMS["init_mha_params"](), an.KVCache(8)), {"num_heads": 2}),
+    # the trainers: one step of a tiny model (every other argument at its default)
+    "attention_np.training.trainer.train": lambda: _train_call(),
+    "attention_np.training.seq2seq_trainer.train_seq2seq": lambda: _train_seq2seq_call(),
+    "attention_np.studies.compare_scoring.train_retrieval":
+        lambda: (([2],), {"steps": 2, "batch": 2, "n_keys": 2, "d_v": 2, "n_eval": 4}),
+    "attention_np.studies.positions.train_with_and_without_positions":
+        lambda: (((0,),), {"config": _tiny_model(), "steps": 1, "batch_size": 2}),
     "attention_np.compose.cross_decode.mha_cross_decode_step":
         lambda: ((X[:, :1], PARAMS["init_mha_params"](),
                   an.cross_kv_cache(MEM, PARAMS["init_mha_params"](), num_heads=2)), {"num_heads": 2}),
 }
+
+
+def _tiny_model():
+    from attention_np.nn import ModelConfig
+    return ModelConfig(vocab_size=5, max_len=4, d_model=8, num_heads=2, d_ff=8, num_layers=1)
+
+
+def _train_call():
+    from attention_np.training import ReversalTask
+    return (), {"config": _tiny_model(), "task": ReversalTask(length=4, vocab_size=5), "steps": 1,
+                "batch_size": 2, "warmup": 1}
+
+
+def _train_seq2seq_call():
+    from attention_np.training.dates import DatesTask
+    from attention_np.training.seq2seq_trainer import dates_config
+    config = dates_config(d_model=8, num_heads=2, d_ff=8, num_encoder_layers=1, num_decoder_layers=1)
+    return (), {"config": config, "task": DatesTask(heldout_size=4), "steps": 1, "batch_size": 2,
+                "warmup": 1}
 
 
 def _numerical_gradient_call():
@@ -77,10 +103,18 @@ def _numerical_gradient_call():
     return (lambda: float((x ** 2).sum()), x), {}
 
 
-#: a valid instance of each class whose methods or attributes are fuzzed
+#: a valid instance of each class a parameter names (``plan : Plan``), or whose methods or
+#: attributes are fuzzed
 INSTANCES = {
     "KVCache": lambda: _filled_cache(),
+    "Plan": lambda: _plan(),
+    "RoPE": lambda: an.RoPE(),
 }
+
+
+def _plan():
+    from attention_np.kernels.plan import Plan
+    return Plan()
 
 
 def _filled_cache():

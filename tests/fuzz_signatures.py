@@ -45,7 +45,7 @@ SUBPACKAGES = ("paper", "variants", "kernels", "compose", "nn", "training", "stu
 
 #: small sizes for the numpydoc shape letters; every array of a valid call is built from these
 SIZES = {"B": 2, "L": 3, "S": 5, "T": 1, "d_k": 4, "d_v": 6, "d": 4, "d_model": 8, "kdim": 8,
-         "vdim": 8, "h": 2, "H": 2, "H_kv": 2, "n": 4, "N": 4, "V": 7, "d_ff": 6, "m": 3,
+         "vdim": 8, "h": 2, "H": 2, "H_kv": 2, "h_kv": 2, "n": 4, "N": 4, "V": 7, "d_ff": 6, "m": 3,
          "d_q": 4, "d_hidden": 5, "num_buckets": 8, "in": 8, "out": 5, "d_in": 8, "d_out": 5,
          "F": 8, "E": 8, "D": 8, "K": 4, "M": 3, "C": 3}
 
@@ -70,14 +70,15 @@ class Param:
         return self.default is None or "optional" in self.doc_type
 
 
-def numpydoc_params(doc: str | None) -> dict:
+def numpydoc_params(doc: str | None, section: str = "Parameters") -> dict:
     """``{name: (type, description)}`` of a numpydoc "Parameters" section (``a, b : int`` gives
-    both names the type)."""
+    both names the type); a class's "Attributes" too (a dataclass's fields are its parameters)."""
     if not doc:
         return {}
+    out = numpydoc_params(doc, "Attributes") if section == "Parameters" else {}
     lines = inspect.cleandoc(doc).splitlines()
-    out, i = {}, 0
-    while i < len(lines) and not (lines[i].strip() == "Parameters" and i + 1 < len(lines)
+    i = 0
+    while i < len(lines) and not (lines[i].strip() == section and i + 1 < len(lines)
                                   and set(lines[i + 1].strip()) == {"-"}):
         i += 1
     i += 2
@@ -95,7 +96,7 @@ def numpydoc_params(doc: str | None) -> dict:
             for n in current:
                 out[n.lstrip("*")][1] += " " + line.strip()
         i += 1
-    return {n: (t, d.strip()) for n, (t, d) in out.items()}
+    return {n: (t, d.strip()) if isinstance(d, str) else (t, d) for n, (t, d) in out.items()}
 
 
 SHAPE = re.compile(r"\(((?:\.\.\.|[A-Za-z_][\w]*|\d+|[\w\s*/+-]+)(?:,\s*(?:\.\.\.|[\w\s*/+-]+))*,?)\)")
@@ -146,7 +147,16 @@ SEEDS = {"seed", "rng"}
 AXES = {"axis", "dim"}
 
 
-def kind_of(p: Param) -> str | None:
+def _class_named(doc_type: str, owner):
+    """The package class a numpydoc type names first (``ModelConfig``, ``RoPE, optional``)."""
+    m = re.match(r"~?([A-Z][\w.]*)\b", doc_type.strip())
+    if not m:
+        return None
+    obj = resolve(m.group(1), owner) if owner is not None else None
+    return obj if inspect.isclass(obj) and obj.__module__.startswith("attention_np") else None
+
+
+def kind_of(p: Param, owner=None) -> str | None:
     """The kind of ``p``: from its numpydoc type first, then its annotation, then its default."""
     t, a, name = p.doc_type.lower(), p.annotation.lower(), p.name
     text = f"{t} {p.doc_text.lower()}"
@@ -172,6 +182,14 @@ def kind_of(p: Param) -> str | None:
         return "flag"
     if re.match(r"(sequence|list|iterable) of int", t):
         return "int_list"
+    if re.match(r"\(\w+, \w+\)", t) and not p.shape:
+        return "tuple"                                  # a pair like (left, right)
+    cls = _class_named(p.doc_type, owner)
+    if cls is not None:
+        p.cls = cls
+        return "object"
+    if "any dtype" in t:
+        return "any_array"
     if re.match(r"tuple", t):
         return "tuple"
     if re.match(r"dict", t) or a.startswith("dict") or name == "params":
@@ -274,7 +292,19 @@ def bad_values(p: Param, good, call: dict) -> list:
     elif kind == "tuple":
         if isinstance(good, tuple):
             bad.append(("list", list(good)))
-        bad += [("str", "abc"), ("int", 3), ("None", None)]
+        bad += [("str", "abc"), ("int", 3)]
+        if not p.optional:
+            bad.append(("None", None))
+    elif kind == "object":
+        bad += [("str", "abc"), ("int", 3), ("object", _Obj())]
+        if not p.optional:
+            bad.append(("None", None))
+    elif kind == "any_array":
+        bad += [("str", "abc"), ("object", _Obj())]
+        if not p.optional:
+            bad.append(("None", None))
+        if p.shape and len([t for t in p.shape if t != "..."]) >= 2 and np.ndim(good) >= 1:
+            bad.append(("0-d", np.asarray(good).reshape(-1)[0]))
     elif kind == "dtype":
         bad += [("int32", np.int32), ("bool", np.bool_), ("complex", np.complex128), ("str", "nonsense"),
                 ("int", 3)]
@@ -412,13 +442,14 @@ def signature_params(fn, doc_owner=None) -> list:
         if not t or re.match(r"as (in|given to|for) ", t) or re.match(r"as (in|given to) ", d):
             t, d = inherited(owner, name, t or (owner.__doc__ or "")) or (t, d)
         ann = prm.annotation
-        ann = "" if ann is prm.empty else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+        ann = "" if ann is prm.empty else (ann if isinstance(ann, str)
+                                            else getattr(ann, "__name__", str(ann)))
         default = None if prm.default is prm.empty else prm.default
         p = Param(name, t, d, str(ann), default)
         p.required = prm.default is prm.empty or (prm.default is None and re.search(
             r"\bRequired\b", d) is not None)
         p.positional = prm.kind in (prm.POSITIONAL_ONLY, prm.POSITIONAL_OR_KEYWORD)
-        p.kind = kind_of(p)
+        p.kind = kind_of(p, owner)
         params.append(p)
     tokens = {}
     for p in params:
@@ -485,9 +516,13 @@ def good_value(p: Param, rng: np.random.Generator, label: str = ""):
         return make() if make else None
     if kind == "int_list":
         return [2, 4]
-    if kind in ("float_array", "int_array", "bool_array"):
+    if kind == "object":
+        from tests.fuzz_factories import INSTANCES
+        make = INSTANCES.get(p.cls.__name__)
+        return make() if make else None
+    if kind in ("float_array", "int_array", "bool_array", "any_array"):
         shape = shape_of(p.shape) if p.shape else (SIZES["B"], SIZES["L"], SIZES["d_k"])
-        if kind == "float_array":
+        if kind in ("float_array", "any_array"):
             return rng.standard_normal(shape)
         if kind == "int_array":
             return np.arange(int(np.prod(shape))).reshape(shape) % 3
@@ -540,7 +575,7 @@ def same(a, b) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if hasattr(a, "__dict__") and hasattr(b, "__dict__") and type(a) is type(b) and \
             not inspect.isclass(a) and not callable(a):
         return same(vars(a), vars(b))
@@ -569,7 +604,7 @@ def run_case(fn, args, kwargs, arg: str, watch=()) -> str | None:
     else:
         return "accepted"
     after = [*args, *kwargs.values(), *watch]
-    for x, y in zip(before, after):
+    for x, y in zip(before, after, strict=True):
         if not same(x, y):
             return "refused, but an input or the state changed"
     return problem
@@ -591,7 +626,7 @@ class Row:
 
 def fuzz_entry(label: str, obj, kind: str) -> Row:
     """Fuzz one callable (or a class's settable attributes); every failure in ``Row.failures``."""
-    from tests.fuzz_factories import ATTRIBUTES, instance
+    from tests.fuzz_factories import ATTRIBUTES, INSTANCES, instance
     if kind == "method":
         cls, name = obj
         fn_for_sig = getattr(cls, name)
@@ -624,7 +659,7 @@ def fuzz_entry(label: str, obj, kind: str) -> Row:
         if p.kind is None:
             continue
         good = _current(p, args, kwargs, names)
-        call_values = dict(zip(names, args)) | kwargs
+        call_values = dict(zip(names, args, strict=False)) | kwargs
         for bad_label, bad in bad_values(p, good, call_values):
             a, kw = _replace(p, bad, args, kwargs, names)
             row.cases += 1
@@ -635,6 +670,11 @@ def fuzz_entry(label: str, obj, kind: str) -> Row:
                 problem = run_case(obj, a, kw, p.name)
             if problem:
                 row.failures.append((p.name, bad_label, problem))
+    if kind == "class" and obj.__name__ in INSTANCES:
+        for prop in writable_views(instance(obj)):
+            row.cases += 1
+            row.failures.append((f".{prop}", "write into it", "returns a writable view of the object's "
+                                 "storage: a caller's edit changes the object"))
     if kind == "class":
         for attr, good in ATTRIBUTES.get(label, {}).items():
             ap = Param(attr, "", "", "", None, kind=good)
@@ -647,6 +687,24 @@ def fuzz_entry(label: str, obj, kind: str) -> Row:
                 if problem:
                     row.failures.append((f".{attr}", bad_label, problem))
     return row
+
+
+def writable_views(inst) -> list:
+    """The public properties of ``inst`` that return a writable array sharing memory with the
+    arrays it holds (an edit of what a caller receives would change the object)."""
+    held = [x for x in vars(inst).values() if isinstance(x, np.ndarray)]
+    out = []
+    for name, _ in inspect.getmembers(type(inst), lambda m: isinstance(m, property)):
+        if name.startswith("_"):
+            continue
+        try:
+            value = getattr(inst, name)
+        except Exception:
+            continue
+        if isinstance(value, np.ndarray) and value.flags.writeable and \
+                any(np.shares_memory(value, x) for x in held):
+            out.append(name)
+    return out
 
 
 def _current(p, args, kwargs, names):
@@ -671,7 +729,7 @@ class TooSlow(BaseException):
     """A callable's fuzzing ran past ``LIMIT`` seconds: give it tiny inputs in ``FACTORIES``."""
 
 
-LIMIT = 3.0
+LIMIT = 20.0     # seconds per callable: a guard against a runaway call, not a budget
 
 
 def _alarm(signum, frame):

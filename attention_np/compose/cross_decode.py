@@ -44,6 +44,9 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
     """
     memory = check_inputs_of(memory, "memory", "(..., S, d_model)", params, "W_k",
                              "the encoder output's d_model")
+    if memory.shape[-2] < 1:
+        raise ValueError(f"memory must hold at least one position (S >= 1) for the decoder to "
+                         f"attend to, got shape {memory.shape}")
     refuse_elsewhere("cross_kv_cache", elsewhere)
     layer, memory = _cross_layer("cross_kv_cache", memory, params, num_heads, spec)
     # 1) project the keys and values once, 2) split into heads
@@ -53,10 +56,8 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
     if layer.qk_norm:
         k = qk_norm_forward(layer.spec.qk_norm, k, params, "k_norm", layer.spec.qk_norm_eps,
                             layer.spec.qk_norm_scope)[0]
-    kv_cache = KVCache(memory.shape[-2])
+    kv_cache = KVCache(memory.shape[-2], key_norm=_key_norm(params, layer) if layer.qk_norm else None)
     kv_cache.append(k, v)
-    if layer.qk_norm:
-        kv_cache.key_norm = _key_norm(params, layer)
     return kv_cache
 
 

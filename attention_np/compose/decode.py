@@ -39,33 +39,79 @@ class KVCache:
     only what is appended; an append that needs more memory than there is raises
     ``MemoryError`` naming the bytes, with the cache unchanged.
 
+    Only :meth:`append` (and :meth:`reorder`) change a cache: ``length``, ``max_len`` and
+    ``key_norm`` are read-only, and ``k``, ``v`` are read-only views, so that no edit of what a
+    caller receives can make the cache inconsistent.
+
     Parameters
     ----------
     max_len : int
         The most positions the cache will hold.
+    key_norm : tuple, optional
+        What normalised the cached keys (QK-norm's kind, epsilon, scope, weight and bias, as
+        :func:`~attention_np.compose.cross_decode.cross_kv_cache` gives it), or None.
     """
 
     #: Positions allocated by the first append, at least (fewer when ``max_len`` is smaller).
     FIRST_CAPACITY = 16
 
-    def __init__(self, max_len: int):
-        self.max_len = check_int(max_len, "max_len")
-        self.length = 0
+    def __init__(self, max_len: int, *, key_norm=None):
+        self._max_len = check_int(max_len, "max_len")
+        self._length = 0
         self._k = self._v = None        # (..., H_kv, max_len, d_k), (..., H_kv, max_len, d_v)
-        # the QK-norm weight the keys were normalised with (cross_kv_cache sets it), or None
-        self.key_norm = None
+        if key_norm is not None and not isinstance(key_norm, tuple):
+            raise TypeError(f"key_norm must be None or the tuple cross_kv_cache makes, got "
+                            f"{type(key_norm).__name__}")
+        self._key_norm = None if key_norm is None else tuple(
+            _read_only(np.array(x)) if isinstance(x, np.ndarray) else x for x in key_norm)
+
+    @property
+    def max_len(self) -> int:
+        """The most positions the cache will hold (read-only)."""
+        return self._max_len
+
+    @property
+    def length(self) -> int:
+        """The positions appended so far (read-only: only :meth:`append` adds to it)."""
+        return self._length
+
+    @property
+    def key_norm(self):
+        """What normalised the cached keys (read-only), or None."""
+        return self._key_norm
 
     @property
     def k(self) -> np.ndarray:
-        """(..., H_kv, length, d_k): the cached keys, a view."""
+        """(..., H_kv, length, d_k): the cached keys, a read-only view."""
         self._check_filled("k")
-        return self._k[..., :self.length, :]
+        return _read_only(self._k[..., :self.length, :])
 
     @property
     def v(self) -> np.ndarray:
-        """(..., H_kv, length, d_v): the cached values, a view."""
+        """(..., H_kv, length, d_v): the cached values, a read-only view."""
         self._check_filled("v")
-        return self._v[..., :self.length, :]
+        return _read_only(self._v[..., :self.length, :])
+
+    def reorder(self, index) -> None:
+        """Keep the sequences ``index`` of the first batch axis, in that order (beam search:
+        each new beam's parent); the batch size stays.
+
+        Parameters
+        ----------
+        index : int array (B,)
+            Values in ``[0, B)``, ``B`` the first axis of the cached keys.
+        """
+        self._check_filled("k")
+        index = np.asarray(index)
+        B = self._k.shape[0] if self._k.ndim > 2 else 0
+        if not np.issubdtype(index.dtype, np.integer) or index.shape != (B,) or B == 0:
+            raise ValueError(f"index must be an int array of shape ({B},) (one batch row each), "
+                             f"got {index.dtype} of shape {index.shape}")
+        if index.size and (index.min() < 0 or index.max() >= B):
+            raise ValueError(f"index must be in [0, {B}), got values in [{index.min()}, {index.max()}]")
+        n = self.length
+        self._k[..., :n, :] = self._k[index, ..., :n, :]
+        self._v[..., :n, :] = self._v[index, ..., :n, :]
 
     def _check_filled(self, name: str) -> None:
         if self._k is None:
@@ -130,7 +176,7 @@ class KVCache:
 
         Returns
         -------
-        k : (..., H_kv, length, d_k), v : (..., H_kv, length, d_v), views of the cache
+        k : (..., H_kv, length, d_k), v : (..., H_kv, length, d_v), read-only views of the cache
         """
         self._check_new(k_new, v_new)
         k_new, v_new = np.asarray(k_new), np.asarray(v_new)
@@ -138,8 +184,14 @@ class KVCache:
         self._reserve(self.length + T, k_new, v_new)   # every check passed: only now change it
         self._k[..., self.length:self.length + T, :] = k_new
         self._v[..., self.length:self.length + T, :] = v_new
-        self.length += T
+        self._length += T
         return self.k, self.v
+
+
+def _read_only(view: np.ndarray) -> np.ndarray:
+    """``view`` marked read-only (the storage it views stays writeable for :meth:`KVCache.append`)."""
+    view.flags.writeable = False
+    return view
 
 
 def check_inputs_of(x, name: str, layout: str, params, weight: str, d_model: str) -> np.ndarray:

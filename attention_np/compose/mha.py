@@ -144,9 +144,14 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
 def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     """Backward of :func:`mha_forward`.
 
-    With ``return_dbias=True`` a fifth value follows ``grads``: ``dbias``, the gradient w.r.t.
-    the forward's ``bias`` with its shape (None without a bias), e.g. for a learned relative
-    position bias (T5) or ALiBi slopes.
+    Parameters
+    ----------
+    dout : (..., L, d_model) gradient w.r.t. ``out``
+    cache : MHACache from :func:`mha_forward`
+    return_dbias : bool
+        With True a fifth value follows ``grads``: ``dbias``, the gradient w.r.t. the
+        forward's ``bias`` with its shape (None without a bias), e.g. for a learned relative
+        position bias (T5) or ALiBi slopes.
 
     Returns
     -------
@@ -156,6 +161,7 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     grads : dict with the keys of ``params``
     """
     check_cache(cache, MHACache, MHACache.made_by)
+    return_dbias = check_bool(return_dbias, "return_dbias")
     c, p, grads = cache, cache.params, {}
     dout = check_dout(dout, c.concat.shape[:-1] + (p["W_o"].shape[1],), c.concat.dtype)
     # 5) forward: out = concat @ W_o + b_o

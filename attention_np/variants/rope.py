@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np._checks import as_float_array, check_min_ndim, sum_to_shape
+from attention_np.paper._validate import check_float_dtype
 from attention_np.variants.rope_scaling import freeze_scaling, rope_frequencies
 
 LAYOUTS = ("half", "interleaved")
@@ -75,7 +76,8 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64, scaling=N
         The rotated width (even): there are ``d // 2`` frequencies.
     theta : float
         The base (10000 in RoFormer and Llama 2; Llama 3 uses 500000).
-    dtype : the dtype of the result
+    dtype : dtype
+        The floating dtype of the result (float32 or float64; an integer dtype is refused).
     scaling : dict, optional
         A RoPE scaling type and its parameters (``{"rope_type": "yarn", ...}``, see
         :func:`~attention_np.variants.rope_scaling.rope_frequencies`); None: plain RoPE.
@@ -88,6 +90,7 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64, scaling=N
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
         raise ValueError(f"d must be an even int >= 2 (pairs of features rotate), got {d!r}")
     theta = _check_theta(theta)
+    dtype = check_float_dtype(dtype, "dtype")
     inv_freq, factor = rope_frequencies(d, theta=theta, scaling=scaling,
                                         seq_len=_seq_len(positions))   # (d/2,), float
     phi = positions[..., None].astype(np.float64) * inv_freq                # (..., L, d/2)
