@@ -137,6 +137,10 @@ def shape_of(tokens) -> tuple:
 
 # --- kinds ---------------------------------------------------------------------------------------------
 
+#: the ints that are sizes of arrays (a step counter or a seed may be as large as it likes)
+SIZE_NAMES = (r"d|d_\w+|L|S|T|h|num_\w+|n_\w+|\w+_size|max_\w*len\w*|kdim|vdim|length|\w*vocab\w*|"
+              r"fan_in|fan_out|rotary_dim|\w+_dim")
+
 #: counts of positions (or window sides) for which 0 is a valid size: an empty sequence
 ZERO_OK = {"L", "S", "T", "left", "right", "start", "offset"}
 NONNEGATIVE_REALS = {"atol", "rtol", "weight_decay", "label_smoothing"}
@@ -268,6 +272,8 @@ def bad_values(p: Param, good, call: dict) -> list:
     elif kind == "count":
         bad += [("bool", True), ("float", 1.5), ("str", "3"), ("NaN", float("nan")), ("inf", float("inf")),
                 ("negative", -1)]
+        if re.fullmatch(SIZE_NAMES, p.name):          # a size beyond any array NumPy can make
+            bad.append(("huge", 2**64))
         if not zero_ok:
             bad.append(("zero", 0))
         if not p.optional:

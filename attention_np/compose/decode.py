@@ -269,6 +269,7 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None
     x, _, _, layer = check_layer(caller, x, x, x, params, spec, num_heads, scale)
     h, h_kv = layer.num_heads, layer.num_kv_heads
     T = x.shape[-2]
+    _check_cache_fits(kv_cache, x, h_kv)
     S = kv_cache.length + T                                          # positions after appending
     # every check before kv_cache.append changes the cache
     mask, bias = _check_mask_bias(mask, bias, spec.window, x.shape[:-2], (h, T, S))
@@ -287,6 +288,27 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None
     heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias)  # (..., h, T, d_v)
     # 4) concat, 5) project with W^O
     return output(heads, params)[0]                                  # (..., T, d_model)
+
+
+def _check_cache_fits(kv_cache: KVCache, x: np.ndarray, h_kv: int) -> None:
+    """The ``T`` new positions of ``x`` fit ``kv_cache``: room for them, and (once it holds keys)
+    the same batch dims, key/value heads and dtype; every error names ``x`` and ``kv_cache``
+    (not the keys the step would append)."""
+    T = x.shape[-2]
+    if kv_cache.length + T > kv_cache.max_len:
+        full = (" (full: a cache from cross_kv_cache is full by design; pass it to "
+                "mha_cross_decode_step)") if kv_cache.length == kv_cache.max_len else ""
+        raise ValueError(f"kv_cache holds {kv_cache.length} of max_len={kv_cache.max_len} positions; "
+                         f"x adds T={T} more, which do not fit{full}")
+    if kv_cache._k is None:
+        return
+    held = kv_cache._k.shape[:-2]                                    # (..., H_kv)
+    if x.shape[:-2] + (h_kv,) != held:
+        raise ValueError(f"x has batch dims {x.shape[:-2]} and params {h_kv} key/value heads, but "
+                         f"kv_cache holds keys of batch dims {held[:-1]} and {held[-1]} heads "
+                         f"(x {x.shape}, kv_cache.k {kv_cache.k.shape})")
+    if x.dtype != kv_cache._k.dtype:
+        raise TypeError(f"x is {x.dtype} but kv_cache holds {kv_cache._k.dtype} keys and values")
 
 
 def _check_mask_bias(mask, bias, window, batch: tuple, heads: tuple):

@@ -9,11 +9,16 @@ import numpy as np
 
 
 def check_int(n, name: str, minimum: int = 1) -> int:
-    """``n`` as an int >= ``minimum`` (a bool is not a count)."""
+    """``n`` as an int >= ``minimum`` that NumPy can hold (an int64; a bool is not a count)."""
     if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)) or n < minimum:
         kind = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
         raise ValueError(f"{name} must be a {kind} int, got {n!r}")
+    if n > INT64_MAX:
+        raise ValueError(f"{name} must be at most 2**63 - 1 (a size NumPy can hold), got {n!r}")
     return int(n)
+
+
+INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def check_real(x, name: str, *, positive: bool = False) -> float:
@@ -184,3 +189,10 @@ def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
         got = dt if dt is not None else f"{dtype!r} of type {type(dtype).__name__}"
         raise TypeError(f"{name} must be a floating dtype, got {got} (pass np.float32 or np.float64)")
     return dt
+
+
+def check_even_width(d, name: str) -> int:
+    """A rotated width: an even int >= 2 (RoPE turns pairs of features) that NumPy can hold."""
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
+        raise ValueError(f"{name} must be an even int >= 2 (pairs of features rotate), got {d!r}")
+    return check_int(d, name, minimum=2)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np._checks import as_float_array, check_min_ndim, sum_to_shape
-from attention_np.paper._validate import check_float_dtype
+from attention_np.paper._validate import check_even_width, check_float_dtype
 from attention_np.variants.rope_scaling import freeze_scaling, rope_frequencies
 
 LAYOUTS = ("half", "interleaved")
@@ -87,8 +87,7 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64, scaling=N
     cos, sin : (..., L, d // 2)
     """
     positions = _check_positions(positions)
-    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
-        raise ValueError(f"d must be an even int >= 2 (pairs of features rotate), got {d!r}")
+    check_even_width(d, "d")
     theta = _check_theta(theta)
     dtype = check_float_dtype(dtype, "dtype")
     inv_freq, factor = rope_frequencies(d, theta=theta, scaling=scaling,
@@ -212,10 +211,7 @@ def check_rope(rope) -> dict | None:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {out['layout']!r}")
     r = out.get("rotary_dim")
     if r is not None:
-        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or r < 2 or r % 2:
-            raise ValueError(f"rotary_dim must be an even int >= 2 (pairs of features rotate) or "
-                             f"None, got {r!r}")
-        out["rotary_dim"] = int(r)
+        out["rotary_dim"] = check_even_width(r, "rotary_dim")
     if "scaling" in out:
         out["scaling"] = freeze_scaling(out["scaling"])
     return out
