@@ -115,7 +115,7 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
         raise TypeError(f"x is {x.dtype} but kv_cache holds {k.dtype} keys and values: project "
                         f"the memory with cross_kv_cache in the dtype of x")
     if x.shape[:-2] != k.shape[:-3]:
-        raise ValueError(f"x {x.shape} (..., T, d_model) and the cached keys {k.shape} "
+        raise ValueError(f"x {x.shape} (..., T, d_model) and kv_cache.k {k.shape} "
                          f"(..., H_kv, S, d_k) must have the same batch dims")
     if layer.qk_norm != (kv_cache.key_norm is not None) or (layer.qk_norm and not _same_norm(
             kv_cache.key_norm, _key_norm(params, layer))):
