@@ -44,6 +44,8 @@ def test_every_bad_value_is_refused_by_name(label, rows):
 
 
 def test_the_docs_table_is_a_fresh_run(rows):
+    if not fz.DOCS.parent.is_dir():        # a copy of the package and tests alone (tools/mutate.py)
+        pytest.skip("no docs/ beside tests/")
     text = fz.DOCS.read_text(encoding="utf-8")
     start, end = text.index(fz.BEGIN), text.index(fz.END) + len(fz.END)
     assert text[start:end] == fz.docs_section(list(rows.values())), (
