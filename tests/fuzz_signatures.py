@@ -653,9 +653,17 @@ def fuzz_entry(label: str, obj, kind: str) -> Row:
             getattr(inst, name)(*args, **kwargs)                  # the valid call runs
         else:
             args, kwargs = build_call(label, params)
+            before = [snapshot(x) for x in (*args, *kwargs.values())]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 obj(*args, **kwargs)
+            # a valid call changes no input either, but what it is documented to change: an array
+            # it updates "in place", the KV cache it appends to, the Generator it draws from
+            in_place = re.search(r"in place", obj.__doc__ or "") is not None
+            if not in_place and not all(same(x, y) or isinstance(y, (np.random.Generator, an.KVCache))
+                                        for x, y in zip(before, (*args, *kwargs.values()), strict=True)):
+                row.failures.append(("(valid call)", "", "modified an input its docs do not say it "
+                                     "modifies (in place)"))
     except Exception as e:
         row.failures.append(("(valid call)", "", f"{type(e).__name__}: {str(e)[:200]}"))
         return row
