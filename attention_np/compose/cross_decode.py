@@ -44,6 +44,9 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
     """
     memory = check_inputs_of(memory, "memory", "(..., S, d_model)", params, "W_k",
                              "the encoder output's d_model")
+    if memory.shape[-2] < 1:
+        raise ValueError(f"memory must hold at least one position (S >= 1) for the decoder to "
+                         f"attend to, got shape {memory.shape}")
     refuse_elsewhere("cross_kv_cache", elsewhere)
     layer, memory = _cross_layer("cross_kv_cache", memory, params, num_heads, spec)
     # 1) project the keys and values once, 2) split into heads
@@ -53,10 +56,8 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
     if layer.qk_norm:
         k = qk_norm_forward(layer.spec.qk_norm, k, params, "k_norm", layer.spec.qk_norm_eps,
                             layer.spec.qk_norm_scope)[0]
-    kv_cache = KVCache(memory.shape[-2])
+    kv_cache = KVCache(memory.shape[-2], key_norm=_key_norm(params, layer) if layer.qk_norm else None)
     kv_cache.append(k, v)
-    if layer.qk_norm:
-        kv_cache.key_norm = _key_norm(params, layer)
     return kv_cache
 
 
@@ -114,7 +115,7 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
         raise TypeError(f"x is {x.dtype} but kv_cache holds {k.dtype} keys and values: project "
                         f"the memory with cross_kv_cache in the dtype of x")
     if x.shape[:-2] != k.shape[:-3]:
-        raise ValueError(f"x {x.shape} (..., T, d_model) and the cached keys {k.shape} "
+        raise ValueError(f"x {x.shape} (..., T, d_model) and kv_cache.k {k.shape} "
                          f"(..., H_kv, S, d_k) must have the same batch dims")
     if layer.qk_norm != (kv_cache.key_norm is not None) or (layer.qk_norm and not _same_norm(
             kv_cache.key_norm, _key_norm(params, layer))):

@@ -39,33 +39,79 @@ class KVCache:
     only what is appended; an append that needs more memory than there is raises
     ``MemoryError`` naming the bytes, with the cache unchanged.
 
+    Only :meth:`append` (and :meth:`reorder`) change a cache: ``length``, ``max_len`` and
+    ``key_norm`` are read-only, and ``k``, ``v`` are read-only views, so that no edit of what a
+    caller receives can make the cache inconsistent.
+
     Parameters
     ----------
     max_len : int
         The most positions the cache will hold.
+    key_norm : tuple, optional
+        What normalised the cached keys (QK-norm's kind, epsilon, scope, weight and bias, as
+        :func:`~attention_np.compose.cross_decode.cross_kv_cache` gives it), or None.
     """
 
     #: Positions allocated by the first append, at least (fewer when ``max_len`` is smaller).
     FIRST_CAPACITY = 16
 
-    def __init__(self, max_len: int):
-        self.max_len = check_int(max_len, "max_len")
-        self.length = 0
+    def __init__(self, max_len: int, *, key_norm=None):
+        self._max_len = check_int(max_len, "max_len")
+        self._length = 0
         self._k = self._v = None        # (..., H_kv, max_len, d_k), (..., H_kv, max_len, d_v)
-        # the QK-norm weight the keys were normalised with (cross_kv_cache sets it), or None
-        self.key_norm = None
+        if key_norm is not None and not isinstance(key_norm, tuple):
+            raise TypeError(f"key_norm must be None or the tuple cross_kv_cache makes, got "
+                            f"{type(key_norm).__name__}")
+        self._key_norm = None if key_norm is None else tuple(
+            _read_only(np.array(x)) if isinstance(x, np.ndarray) else x for x in key_norm)
+
+    @property
+    def max_len(self) -> int:
+        """The most positions the cache will hold (read-only)."""
+        return self._max_len
+
+    @property
+    def length(self) -> int:
+        """The positions appended so far (read-only: only :meth:`append` adds to it)."""
+        return self._length
+
+    @property
+    def key_norm(self):
+        """What normalised the cached keys (read-only), or None."""
+        return self._key_norm
 
     @property
     def k(self) -> np.ndarray:
-        """(..., H_kv, length, d_k): the cached keys, a view."""
+        """(..., H_kv, length, d_k): the cached keys, a read-only view."""
         self._check_filled("k")
-        return self._k[..., :self.length, :]
+        return _read_only(self._k[..., :self.length, :])
 
     @property
     def v(self) -> np.ndarray:
-        """(..., H_kv, length, d_v): the cached values, a view."""
+        """(..., H_kv, length, d_v): the cached values, a read-only view."""
         self._check_filled("v")
-        return self._v[..., :self.length, :]
+        return _read_only(self._v[..., :self.length, :])
+
+    def reorder(self, index) -> None:
+        """Keep the sequences ``index`` of the first batch axis, in that order (beam search:
+        each new beam's parent); the batch size stays.
+
+        Parameters
+        ----------
+        index : int array (B,)
+            Values in ``[0, B)``, ``B`` the first axis of the cached keys.
+        """
+        self._check_filled("k")
+        index = np.asarray(index)
+        B = self._k.shape[0] if self._k.ndim > 2 else 0
+        if not np.issubdtype(index.dtype, np.integer) or index.shape != (B,) or B == 0:
+            raise ValueError(f"index must be an int array of shape ({B},) (one batch row each), "
+                             f"got {index.dtype} of shape {index.shape}")
+        if index.size and (index.min() < 0 or index.max() >= B):
+            raise ValueError(f"index must be in [0, {B}), got values in [{index.min()}, {index.max()}]")
+        n = self.length
+        self._k[..., :n, :] = self._k[index, ..., :n, :]
+        self._v[..., :n, :] = self._v[index, ..., :n, :]
 
     def _check_filled(self, name: str) -> None:
         if self._k is None:
@@ -130,7 +176,7 @@ class KVCache:
 
         Returns
         -------
-        k : (..., H_kv, length, d_k), v : (..., H_kv, length, d_v), views of the cache
+        k : (..., H_kv, length, d_k), v : (..., H_kv, length, d_v), read-only views of the cache
         """
         self._check_new(k_new, v_new)
         k_new, v_new = np.asarray(k_new), np.asarray(v_new)
@@ -138,8 +184,14 @@ class KVCache:
         self._reserve(self.length + T, k_new, v_new)   # every check passed: only now change it
         self._k[..., self.length:self.length + T, :] = k_new
         self._v[..., self.length:self.length + T, :] = v_new
-        self.length += T
+        self._length += T
         return self.k, self.v
+
+
+def _read_only(view: np.ndarray) -> np.ndarray:
+    """``view`` marked read-only (the storage it views stays writeable for :meth:`KVCache.append`)."""
+    view.flags.writeable = False
+    return view
 
 
 def check_inputs_of(x, name: str, layout: str, params, weight: str, d_model: str) -> np.ndarray:
@@ -217,6 +269,7 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None
     x, _, _, layer = check_layer(caller, x, x, x, params, spec, num_heads, scale)
     h, h_kv = layer.num_heads, layer.num_kv_heads
     T = x.shape[-2]
+    _check_cache_fits(kv_cache, x, h_kv)
     S = kv_cache.length + T                                          # positions after appending
     # every check before kv_cache.append changes the cache
     mask, bias = _check_mask_bias(mask, bias, spec.window, x.shape[:-2], (h, T, S))
@@ -235,6 +288,27 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None
     heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias)  # (..., h, T, d_v)
     # 4) concat, 5) project with W^O
     return output(heads, params)[0]                                  # (..., T, d_model)
+
+
+def _check_cache_fits(kv_cache: KVCache, x: np.ndarray, h_kv: int) -> None:
+    """The ``T`` new positions of ``x`` fit ``kv_cache``: room for them, and (once it holds keys)
+    the same batch dims, key/value heads and dtype; every error names ``x`` and ``kv_cache``
+    (not the keys the step would append)."""
+    T = x.shape[-2]
+    if kv_cache.length + T > kv_cache.max_len:
+        full = (" (full: a cache from cross_kv_cache is full by design; pass it to "
+                "mha_cross_decode_step)") if kv_cache.length == kv_cache.max_len else ""
+        raise ValueError(f"kv_cache holds {kv_cache.length} of max_len={kv_cache.max_len} positions; "
+                         f"x adds T={T} more, which do not fit{full}")
+    if kv_cache._k is None:
+        return
+    held = kv_cache._k.shape[:-2]                                    # (..., H_kv)
+    if x.shape[:-2] + (h_kv,) != held:
+        raise ValueError(f"x has batch dims {x.shape[:-2]} and params {h_kv} key/value heads, but "
+                         f"kv_cache holds keys of batch dims {held[:-1]} and {held[-1]} heads "
+                         f"(x {x.shape}, kv_cache.k {kv_cache.k.shape})")
+    if x.dtype != kv_cache._k.dtype:
+        raise TypeError(f"x is {x.dtype} but kv_cache holds {kv_cache._k.dtype} keys and values")
 
 
 def _check_mask_bias(mask, bias, window, batch: tuple, heads: tuple):

@@ -28,7 +28,7 @@ from attention_np.compose.pipeline import (
     transform_qk_backward,
 )
 from attention_np.kernels.fast_linear import linear_backward
-from attention_np.kernels.guard import drop_masked
+from attention_np.kernels.guard import attended, drop_masked
 from attention_np.kernels.registry import KernelCache, attend_backward
 from attention_np.paper.heads import split_heads
 from attention_np.paper.masks import causal_mask
@@ -124,7 +124,9 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     q_positions, k_positions = _positions(positions, L, S, spec.rope is not None)
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
     #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
-    query, key, value = _drop_masked_inputs(query, key, value, mask, is_causal, spec.window)
+    #    (a -inf in bias removes a key exactly like a False in mask)
+    query, key, value = _drop_masked_inputs(query, key, value, attended(mask, bias), is_causal,
+                                            spec.window)
     # 1) project every head's W_i^Q, W_i^K, W_i^V at once, 2) split into heads
     q = project_heads(query, params, "q", h)                         # (..., h, L, d_k)
     k = project_heads(key, params, "k", h_kv)                        # (..., h_kv, S, d_k)
@@ -142,9 +144,14 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
 def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     """Backward of :func:`mha_forward`.
 
-    With ``return_dbias=True`` a fifth value follows ``grads``: ``dbias``, the gradient w.r.t.
-    the forward's ``bias`` with its shape (None without a bias), e.g. for a learned relative
-    position bias (T5) or ALiBi slopes.
+    Parameters
+    ----------
+    dout : (..., L, d_model) gradient w.r.t. ``out``
+    cache : MHACache from :func:`mha_forward`
+    return_dbias : bool
+        With True a fifth value follows ``grads``: ``dbias``, the gradient w.r.t. the
+        forward's ``bias`` with its shape (None without a bias), e.g. for a learned relative
+        position bias (T5) or ALiBi slopes.
 
     Returns
     -------
@@ -154,6 +161,7 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     grads : dict with the keys of ``params``
     """
     check_cache(cache, MHACache, MHACache.made_by)
+    return_dbias = check_bool(return_dbias, "return_dbias")
     c, p, grads = cache, cache.params, {}
     dout = check_dout(dout, c.concat.shape[:-1] + (p["W_o"].shape[1],), c.concat.dtype)
     # 5) forward: out = concat @ W_o + b_o

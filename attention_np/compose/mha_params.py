@@ -13,11 +13,14 @@ import numpy as np
 from attention_np._checks import (
     as_float_array,
     as_generator,
+    broadcast_batch,
+    check_bool,
     check_int,
     check_min_ndim,
     check_params_dict,
     check_same_dtype,
 )
+from attention_np.paper._validate import check_float_dtype
 from attention_np.paper.params import glorot_uniform
 from attention_np.variants.qk_norm import NORMS
 
@@ -73,11 +76,9 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k: int | None = None,
         ``sinks (h,)``.
     """
     d_k, d_v, kdim, vdim = _widths(d_model, num_heads, d_k, d_v, kdim, vdim)
-    if not np.issubdtype(np.dtype(dtype), np.floating):
-        raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
-    for name, flag in (("qk_norm", qk_norm), ("sinks", sinks)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False, got {flag!r}")
+    dtype = check_float_dtype(dtype, "dtype")
+    for name, flag in (("bias", bias), ("qk_norm", qk_norm), ("sinks", sinks)):
+        check_bool(flag, name)
     h = num_heads
     h_kv = check_kv_heads(num_kv_heads, h)
     rng = as_generator(rng)
@@ -148,6 +149,10 @@ def check_mha_inputs(query, key, value, params, num_heads, num_kv_heads=None):
                              f"{params[W].shape}: its rows must match the input features")
     check_same_dtype("query, key, value and params", query=query, key=key, value=value,
                      **{f"params['{name}']": p for name, p in params.items()})
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"key has S={key.shape[-2]} positions but value has S={value.shape[-2]} "
+                         f"(key {key.shape}, value {value.shape})")
+    broadcast_batch(query=query.shape[:-2], key=key.shape[:-2], value=value.shape[:-2])
     h_kv = check_kv_heads(num_kv_heads, num_heads)
     if h_kv == num_heads and W_q.shape[1] != W_k.shape[1]:
         raise ValueError(f"params['W_q'] has {W_q.shape[1]} columns but params['W_k'] has "

@@ -28,6 +28,7 @@ import numpy as np
 
 from attention_np._checks import (
     as_bool_mask,
+    check_bool,
     check_cache,
     check_dout,
     check_dropout_p,
@@ -381,6 +382,7 @@ def sdpa_backward(dout, cache: SDPACache, *, return_dbias: bool = False):
     dbias : the shape of ``bias``, summed over the dims it was broadcast along; None when the
         forward had no bias. Only with ``return_dbias=True``.
     """
+    return_dbias = check_bool(return_dbias, "return_dbias")
     grads = backward(dout, cache, dbias=return_dbias)
     return (*grads.qkv, grads.dbias) if return_dbias else grads.qkv
 

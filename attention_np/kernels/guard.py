@@ -16,8 +16,9 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
     """The mask and bias of one attention call, checked against the scores ``(..., L, S)``.
 
     Shared by every attention forward. Returns ``(mask, bias)``: ``mask`` bool with the causal
-    mask and the sliding ``window = (left, right)`` (top-left aligned) ANDed in (None when nothing
-    is masked), ``bias`` in the dtype of ``q`` (or None).
+    mask, the sliding ``window = (left, right)`` (top-left aligned) and the ``-inf`` entries of
+    ``bias`` (as False) ANDed in (None when nothing is masked), ``bias`` in the dtype of ``q``
+    (or None).
     Raises when either does not broadcast to the scores, or when the batch dims of ``q``, ``k``,
     ``v``, ``mask`` and ``bias`` do not broadcast together.
     """
@@ -34,6 +35,12 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
         broadcast_batch(**batch)
     except ValueError as e:
         raise ValueError(f"{e}{gqa_hint(q, k, v)}") from None
+    if bias is not None:
+        # a -inf entry removes that key exactly like a False in mask (docs/api.md): as a mask
+        # it also keeps a NaN or inf in the removed key's k or v out of every sum
+        removed = np.isneginf(bias)
+        if removed.any():
+            mask = ~removed if mask is None else mask & ~removed
     if is_causal:
         causal = causal_mask(L, S)
         mask = causal if mask is None else mask & causal

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import check_cache, check_dout, check_qkv, sum_to_shape
+from attention_np._checks import check_bool, check_cache, check_dout, check_qkv, sum_to_shape
 from attention_np.kernels.guard import (
     attended,
     drop_masked,
@@ -132,6 +132,7 @@ def sdpa_backward(dout, cache: AttentionCache, *, return_dbias: bool = False):
     dbias : the shape of ``bias`` (None without one); only with ``return_dbias=True``
     """
     check_cache(cache, AttentionCache, AttentionCache.made_by)
+    return_dbias = check_bool(return_dbias, "return_dbias")
     q, k, v, weights, scale, mask = (cache.q, cache.k, cache.v, cache.weights, cache.scale,
                                      cache.mask)
     out_shape = np.broadcast_shapes(weights.shape[:-2], v.shape[:-2]) + (weights.shape[-2], v.shape[-1])

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from attention_np._checks import as_bias, check_broadcasts_to, check_cache, check_qkv
+from attention_np._checks import as_bias, check_bool, check_broadcasts_to, check_cache, check_qkv
 from attention_np.kernels import fused
 from attention_np.kernels.grads import Grads
 from attention_np.kernels.plan import Plan, plan_from
@@ -101,12 +101,20 @@ def sinks_plan(q, k, v, plan: Plan):
 def sdpa_sinks_backward(dout, cache: SinksCache, *, return_dbias: bool = False):
     """Backward of :func:`sdpa_sinks_forward`.
 
+    Parameters
+    ----------
+    dout : (..., h, L, d_v) gradient w.r.t. ``out``
+    cache : SinksCache from :func:`sdpa_sinks_forward`
+    return_dbias : bool
+        Also return ``dbias``, the gradient w.r.t. the forward's ``bias``.
+
     Returns
     -------
     dq, dk, dv : each with the shape of its input
     dsinks : (h,) the gradient w.r.t. the sink logits
     dbias : the shape of ``bias`` (None without one); only with ``return_dbias=True``
     """
+    return_dbias = check_bool(return_dbias, "return_dbias")
     grads = backward(dout, cache, dbias=return_dbias)
     return (*grads.qkv, grads.dsinks) + ((grads.dbias,) if return_dbias else ())
 

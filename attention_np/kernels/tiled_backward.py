@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from attention_np._checks import check_cache, check_dout, sum_to_shape
+from attention_np._checks import check_bool, check_cache, check_dout, sum_to_shape
 from attention_np.kernels.batch_split import flat, shared, slices
 from attention_np.kernels.grads import Grads
 from attention_np.kernels.guard import all_finite, masked_matmul, tile, zero_masked
@@ -47,6 +47,7 @@ def flash_attention_backward(dout, cache: FlashCache, *, return_dbias: bool = Fa
     dsinks : (h,) the gradient w.r.t. the sink logits; only when the forward had ``sinks``
     dbias : the shape of ``bias`` (None without one); only with ``return_dbias=True``
     """
+    return_dbias = check_bool(return_dbias, "return_dbias")
     grads = backward(dout, cache)
     sinks = () if grads.dsinks is None else (grads.dsinks,)
     return (*grads.qkv, *sinks) + ((grads.dbias,) if return_dbias else ())

@@ -122,7 +122,17 @@ def tiled_plan(q, k, v, plan: Plan, block_size: int = 128):
     Grouped-query attention is the one step around the walk over the tiles (query heads grouped
     ``(..., H_kv, G, L, d)``, ``k`` and ``v`` broadcast over G, as in ``sdpa_forward``); every
     other option is a field of the :class:`~attention_np.kernels.tiles.Tiling` each tile reads.
+
+    Parameters
+    ----------
+    q : (..., L, d_k)
+    k : (..., S, d_k)
+    v : (..., S, d_v)
+    plan : Plan, the call's options (:class:`~attention_np.kernels.plan.Plan`)
+    block_size : int, keys per tile
     """
+    if not isinstance(plan, Plan):
+        raise TypeError(f"plan must be a attention_np.kernels.plan.Plan, got {type(plan).__name__}")
     if plan.dropout_p:
         raise ValueError("the tiled kernel has no attention dropout: use the fused kernel")
     q, k, v, scale = check_qkv(q, k, v, plan.scale)

@@ -59,8 +59,7 @@ class IncrementalDecoder:
     def reorder(self, index: np.ndarray) -> None:
         """Keep batch rows ``index`` (beam search: each new beam's parent), in every cache."""
         for cache in self.caches:
-            cache.k[...] = cache.k[index]
-            cache.v[...] = cache.v[index]
+            cache.reorder(index)
 
     def step(self, tokens: np.ndarray) -> np.ndarray:
         """``tokens (B,)`` at position ``t`` -> logits ``(B, V)`` predicting position ``t + 1``."""

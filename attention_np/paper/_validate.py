@@ -9,11 +9,16 @@ import numpy as np
 
 
 def check_int(n, name: str, minimum: int = 1) -> int:
-    """``n`` as an int >= ``minimum`` (a bool is not a count)."""
+    """``n`` as an int >= ``minimum`` that NumPy can hold (an int64; a bool is not a count)."""
     if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)) or n < minimum:
         kind = {0: "non-negative", 1: "positive"}.get(minimum, f">= {minimum}")
         raise ValueError(f"{name} must be a {kind} int, got {n!r}")
+    if n > INT64_MAX:
+        raise ValueError(f"{name} must be at most 2**63 - 1 (a size NumPy can hold), got {n!r}")
     return int(n)
+
+
+INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def check_real(x, name: str, *, positive: bool = False) -> float:
@@ -151,3 +156,43 @@ def check_scale(scale, d_k: int) -> float:
     if not np.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale!r}")
     return float(scale)
+
+
+# --- added for issue 44 (fuzz) ---------------------------------------------------------------
+
+
+def check_callable(f, name: str, what: str = "") -> None:
+    """``f`` is callable; else a ``TypeError`` naming it (``what``: what it is called with)."""
+    if not callable(f):
+        raise TypeError(f"{name} must be a callable{what}, got {f!r} of type {type(f).__name__}")
+
+
+def check_seed(rng, name: str = "rng") -> None:
+    """``rng`` is None, an int seed >= 0 or a ``np.random.Generator`` (a bool is not a seed)."""
+    if rng is None or isinstance(rng, np.random.Generator):
+        return
+    if not isinstance(rng, (int, np.integer)) or isinstance(rng, (bool, np.bool_)):
+        raise TypeError(f"{name} must be None, an int seed >= 0 or a np.random.Generator, got "
+                        f"{rng!r} of type {type(rng).__name__}")
+    if rng < 0:
+        raise ValueError(f"{name} must be a seed >= 0, got {rng}")
+
+
+def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
+    """``dtype`` as a floating NumPy dtype (float16/32/64); an integer, bool, complex or unknown
+    dtype is a ``TypeError`` naming it (an int dtype would round cos and sin to 0 and 1)."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or isinstance(dtype, (bool, int, float)) or not np.issubdtype(dt, np.floating):
+        got = dt if dt is not None else f"{dtype!r} of type {type(dtype).__name__}"
+        raise TypeError(f"{name} must be a floating dtype, got {got} (pass np.float32 or np.float64)")
+    return dt
+
+
+def check_even_width(d, name: str) -> int:
+    """A rotated width: an even int >= 2 (RoPE turns pairs of features) that NumPy can hold."""
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
+        raise ValueError(f"{name} must be an even int >= 2 (pairs of features rotate), got {d!r}")
+    return check_int(d, name, minimum=2)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.paper._validate import check_int, check_real
+from attention_np.paper._validate import check_callable, check_int, check_real
 
 
 @dataclass
@@ -46,14 +46,30 @@ class GradcheckResult:
 def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     """Central-difference gradient of the scalar ``loss()`` w.r.t. the array ``x``.
 
-    ``x`` is nudged in place one entry at a time and restored (two calls of ``loss`` per entry:
-    keep ``x`` small).
+    ``x`` is nudged in place one entry at a time and restored (two calls of ``loss`` per entry,
+    and one first, to check that it returns a number: keep ``x`` small).
+
+    Parameters
+    ----------
+    loss : callable, ``loss()`` -> a real number (a scalar, not an array), reading ``x``
+    x : float ndarray (...), writeable: the very array ``loss`` reads, nudged in place and restored
+    eps : float, the step (> 0)
+
+    Returns
+    -------
+    grad : the shape and dtype of ``x``
     """
+    check_callable(loss, "loss", " taking no arguments and returning a real number")
     if not isinstance(x, np.ndarray) or not np.issubdtype(x.dtype, np.floating):
         got = f"dtype {x.dtype}" if isinstance(x, np.ndarray) else type(x).__name__
         raise TypeError(f"x must be a floating-point ndarray, the very array loss() reads (it is "
                         f"nudged in place: a scalar or a copy would change nothing), got {got}")
+    if not x.flags.writeable:
+        raise ValueError(f"x must be writeable: it is nudged in place (and restored), got a "
+                         f"read-only array of shape {x.shape}; pass the array loss() reads, "
+                         f"made writeable (e.g. a copy that loss reads)")
     check_real(eps, "eps", positive=True)
+    _check_scalar_loss(loss)
     grad = np.zeros_like(x)
     flat, gflat = x.reshape(-1), grad.reshape(-1)      # views: writing flat[i] writes x
     for i in range(flat.size):
@@ -65,6 +81,19 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
         flat[i] = old
         gflat[i] = (plus - minus) / (2 * eps)
     return grad
+
+
+def _check_scalar_loss(loss) -> float:
+    """``loss()`` at the unchanged input is one real number; else a ``TypeError`` naming ``loss``
+    (an array would be summed into the wrong gradient, or fail deep inside)."""
+    value = loss()
+    if isinstance(value, (bool, np.bool_)) or not (
+            isinstance(value, (int, float, np.integer, np.floating))
+            or (isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "fiu")):
+        shape = f" of shape {np.shape(value)}" if hasattr(value, "shape") else ""
+        raise TypeError(f"loss must return a real number (a scalar), got {type(value).__name__}"
+                        f"{shape}: reduce it, e.g. float(np.sum(out * dout))")
+    return float(value)
 
 
 def _leaves(inputs, names):
@@ -107,17 +136,23 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     -------
     GradcheckResult, ``ok`` when every gradient matches; ``print`` it for each input's error.
     """
+    check_callable(forward, "forward", " forward(*inputs) -> out or (out, cache)")
+    check_callable(backward, "backward", " backward(dout, cache) -> gradients")
     check_real(eps, "eps", positive=True)                 # the step: a 0 divides by 0
     check_real(atol, "atol")                             # tolerances: a negative one fails all
     check_real(rtol, "rtol")
     check_int(seed, "seed", minimum=0)
-    if not isinstance(inputs, (tuple, list)):
+    if not isinstance(inputs, tuple):
         shape = f" of shape {np.shape(inputs)}" if hasattr(inputs, "shape") else ""
+        hint = " (tuple(inputs) if these are the inputs)" if isinstance(inputs, list) else ""
         raise TypeError(f"inputs must be a tuple of the forward's inputs, one per positional "
-                        f"argument, e.g. (x,) for one input; got {type(inputs).__name__}{shape}")
+                        f"argument, e.g. (x,) for one input; got {type(inputs).__name__}{shape}{hint}")
     inputs = tuple({key: np.array(a) for key, a in x.items()} if isinstance(x, dict) else np.array(x)
                    for x in inputs)
-    names = _positional_names(forward, len(inputs)) if names is None else tuple(map(str, names))
+    if names is not None and (isinstance(names, str) or not isinstance(names, (tuple, list))
+                              or not all(isinstance(n, str) for n in names)):
+        raise TypeError(f"names must be a sequence of str, one per input, got {names!r}")
+    names = _positional_names(forward, len(inputs)) if names is None else tuple(names)
     if len(names) != len(inputs):
         raise ValueError(f"names has {len(names)} entries {names} for {len(inputs)} inputs")
     for name, _, x in _leaves(inputs, names):

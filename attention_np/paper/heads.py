@@ -16,6 +16,11 @@ def split_heads(x, num_heads: int) -> np.ndarray:
     """``(..., L, h*d) -> (..., h, L, d)``; head ``i`` is feature columns ``[i*d, (i+1)*d)``.
 
     Returns a view of ``x``. Its backward is :func:`merge_heads`.
+
+    Parameters
+    ----------
+    x : array (..., L, h*d), any dtype
+    num_heads : int, ``h``; divides the last dim
     """
     x = np.asarray(x)
     h = check_int(num_heads, "num_heads")
@@ -29,7 +34,12 @@ def split_heads(x, num_heads: int) -> np.ndarray:
 
 
 def merge_heads(x) -> np.ndarray:
-    """``(..., h, L, d) -> (..., L, h*d)``: the Concat. Its backward is :func:`split_heads`."""
+    """``(..., h, L, d) -> (..., L, h*d)``: the Concat. Its backward is :func:`split_heads`.
+
+    Parameters
+    ----------
+    x : array (..., h, L, d), any dtype
+    """
     x = np.asarray(x)
     if x.ndim < 3:
         raise ValueError(f"x must have at least 3 dims (..., h, L, d), got shape {x.shape}")

@@ -50,7 +50,8 @@ def linear_backward(dy, x, W, has_bias: bool):
     Parameters
     ----------
     dy : (..., d_out) upstream gradient
-    x : (..., d_in) and W : (d_in, d_out), the forward's inputs
+    x : (..., d_in), the forward's input
+    W : (d_in, d_out), the forward's weight
     has_bias : bool, whether the forward added a ``b``
 
     Returns
@@ -60,7 +61,7 @@ def linear_backward(dy, x, W, has_bias: bool):
     db : (d_out,), or None when ``has_bias`` is False
     """
     x, W, _ = _check_linear(x, W, None)
-    dy = check_dout(dy, x.shape[:-1] + W.shape[1:], x.dtype, "dy", "y")
+    dy = check_dout(dy, x.shape[:-1] + W.shape[1:], x.dtype, "dy", "y = x @ W")
     if not isinstance(has_bias, (bool, np.bool_)):
         raise TypeError(f"has_bias must be a bool, got {has_bias!r}")
     x2 = x.reshape(-1, x.shape[-1])            # (rows, d_in): every batch position is one row

@@ -77,5 +77,10 @@ def padding_mask(lengths, S: int | None = None) -> np.ndarray:
 
 def mask_from_blocked(blocked) -> np.ndarray:
     """A "True = blocked" mask (``torch.nn.MultiheadAttention``'s ``attn_mask`` and
-    ``key_padding_mask``) as this project's "True = may attend"."""
+    ``key_padding_mask``) as this project's "True = may attend".
+
+    Parameters
+    ----------
+    blocked : bool array of any shape, True = blocked
+    """
     return ~as_bool_mask(blocked, "blocked")

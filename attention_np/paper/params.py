@@ -13,7 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np.paper._validate import check_int, check_same_dtype
+from attention_np.paper._validate import (
+    check_bool,
+    check_float_dtype,
+    check_int,
+    check_same_dtype,
+    check_seed,
+)
 
 WEIGHTS = ("W_q", "W_k", "W_v", "W_o")
 BIASES = ("b_q", "b_k", "b_v", "b_o")
@@ -23,12 +29,24 @@ def glorot_uniform(rng: np.random.Generator, fan_in: int, fan_out: int, shape=No
     """Glorot (Xavier) uniform: ``U(-a, a)``, ``a = sqrt(6 / (fan_in + fan_out))``, float64.
 
     The variance ``a²/3 = 2 / (fan_in + fan_out)`` keeps activations and gradients at one scale.
-    ``shape`` defaults to ``(fan_in, fan_out)``.
+
+    Parameters
+    ----------
+    rng : np.random.Generator
+        Drawn from (a Generator, not a seed: the caller's stream goes on).
+    fan_in, fan_out : int
+        The widths the variance is set by.
+    shape : tuple of int, optional
+        The shape of the result; default ``(fan_in, fan_out)``.
     """
     check_int(fan_in, "fan_in")
     check_int(fan_out, "fan_out")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a np.random.Generator, got {type(rng).__name__}")
+    if shape is not None and (not isinstance(shape, tuple) or not shape
+                              or any(isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
+                                     or n < 1 for n in shape)):
+        raise TypeError(f"shape must be a tuple of positive ints, got {shape!r}")
     limit = np.sqrt(6.0 / (fan_in + fan_out))
     return rng.uniform(-limit, limit, size=(fan_in, fan_out) if shape is None else shape)
 
@@ -68,10 +86,9 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k=None, d_v=None, kdim=No
     d_v = check_int(d_model // h if d_v is None else d_v, "d_v")
     kdim = check_int(d_model if kdim is None else kdim, "kdim")
     vdim = check_int(d_model if vdim is None else vdim, "vdim")
-    if not np.issubdtype(np.dtype(dtype), np.floating):
-        raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
-    if not (rng is None or isinstance(rng, (int, np.integer, np.random.Generator))):
-        raise TypeError(f"rng must be None, an int seed or a np.random.Generator, got {type(rng).__name__}")
+    bias = check_bool(bias, "bias")
+    dtype = check_float_dtype(dtype, "dtype")
+    check_seed(rng, "rng")
     rng = np.random.default_rng(rng)                # a Generator is returned as it is
     params = {"W_q": glorot_uniform(rng, d_model, h * d_k), "W_k": glorot_uniform(rng, kdim, h * d_k),
               "W_v": glorot_uniform(rng, vdim, h * d_v), "W_o": glorot_uniform(rng, h * d_v, d_model)}

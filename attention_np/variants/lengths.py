@@ -49,6 +49,13 @@ def lengths_mask(q_lengths=None, kv_lengths=None, L: int | None = None, S: int |
     ``lengths_mask(...)[:, None]``, ``(B, 1, L, S)``. ``L`` and ``S`` default to the largest
     length given. Replaces the 0.1 keywords ``q_lengths=`` and ``kv_lengths=`` of the kernels.
 
+    Parameters
+    ----------
+    q_lengths, kv_lengths : int array (B,), optional
+        The real queries and keys of each sequence, in ``[0, L]`` and ``[0, S]``; at least one.
+    L, S : int, optional
+        The padded lengths (>= 0).
+
     Examples
     --------
     >>> lengths_mask(kv_lengths=np.array([1, 2]), L=1, S=3).astype(int).tolist()
@@ -56,10 +63,15 @@ def lengths_mask(q_lengths=None, kv_lengths=None, L: int | None = None, S: int |
     """
     if q_lengths is None and kv_lengths is None:
         raise ValueError("lengths_mask needs q_lengths or kv_lengths (int arrays (B,))")
-    given = q_lengths if q_lengths is not None else kv_lengths
-    B = np.shape(given)[0] if np.ndim(given) == 1 else -1
-    if B < 0:
-        raise ValueError(f"q_lengths and kv_lengths must be int arrays (B,), got shape {np.shape(given)}")
+    for name, lengths in (("q_lengths", q_lengths), ("kv_lengths", kv_lengths)):
+        if lengths is not None and (np.ndim(lengths) != 1 or not np.issubdtype(np.asarray(lengths).dtype,
+                                                                                 np.integer)):
+            raise ValueError(f"{name} must be an int array (B,), one length per sequence, got "
+                             f"{np.asarray(lengths).dtype} of shape {np.shape(lengths)}")
+    if q_lengths is not None and kv_lengths is not None and np.shape(q_lengths) != np.shape(kv_lengths):
+        raise ValueError(f"q_lengths has {np.shape(q_lengths)[0]} sequences but kv_lengths has "
+                         f"{np.shape(kv_lengths)[0]}: one length of each per sequence")
+    B = np.shape(q_lengths if q_lengths is not None else kv_lengths)[0]
     L = None if L is None else check_int(L, "L", 0)
     S = None if S is None else check_int(S, "S", 0)
     if L is None:

@@ -103,6 +103,9 @@ def t5_relative_buckets(relative_position, *, bidirectional: bool = True, num_bu
     check_bool(bidirectional, "bidirectional")
     n = check_int(num_buckets, "num_buckets", minimum=2)
     max_distance = check_int(max_distance, "max_distance")
+    if bidirectional and n < 4:        # n // 2 buckets per direction, half of them exact: >= 1
+        raise ValueError(f"num_buckets must be >= 4 with bidirectional=True (half the buckets per "
+                         f"direction, half of those exact distances: at least one), got {num_buckets}")
     rel = rel.astype(np.int64)
     buckets = np.zeros(rel.shape, np.int64)
     if bidirectional:
@@ -205,6 +208,9 @@ def _check_buckets(buckets, num_buckets, table_shape):
     buckets = np.asarray(buckets)
     if not np.issubdtype(buckets.dtype, np.integer):
         raise TypeError(f"buckets must be an int array, got dtype {buckets.dtype}")
+    if buckets.ndim < 2:
+        raise ValueError(f"buckets must be (L, S) (one table row per query-key pair), got shape "
+                         f"{buckets.shape}")
     if buckets.size and (buckets.min() < 0 or buckets.max() >= num_buckets):
         raise ValueError(f"buckets must be in [0, {num_buckets}) (the table's rows), got values "
                          f"in [{buckets.min()}, {buckets.max()}]")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np._checks import as_float_array, check_min_ndim, sum_to_shape
+from attention_np.paper._validate import check_even_width, check_float_dtype
 from attention_np.variants.rope_scaling import freeze_scaling, rope_frequencies
 
 LAYOUTS = ("half", "interleaved")
@@ -75,7 +76,8 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64, scaling=N
         The rotated width (even): there are ``d // 2`` frequencies.
     theta : float
         The base (10000 in RoFormer and Llama 2; Llama 3 uses 500000).
-    dtype : the dtype of the result
+    dtype : dtype
+        The floating dtype of the result (float32 or float64; an integer dtype is refused).
     scaling : dict, optional
         A RoPE scaling type and its parameters (``{"rope_type": "yarn", ...}``, see
         :func:`~attention_np.variants.rope_scaling.rope_frequencies`); None: plain RoPE.
@@ -85,9 +87,9 @@ def rope_angles(positions, d: int, *, theta=10000.0, dtype=np.float64, scaling=N
     cos, sin : (..., L, d // 2)
     """
     positions = _check_positions(positions)
-    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
-        raise ValueError(f"d must be an even int >= 2 (pairs of features rotate), got {d!r}")
+    check_even_width(d, "d")
     theta = _check_theta(theta)
+    dtype = check_float_dtype(dtype, "dtype")
     inv_freq, factor = rope_frequencies(d, theta=theta, scaling=scaling,
                                         seq_len=_seq_len(positions))   # (d/2,), float
     phi = positions[..., None].astype(np.float64) * inv_freq                # (..., L, d/2)
@@ -209,10 +211,7 @@ def check_rope(rope) -> dict | None:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {out['layout']!r}")
     r = out.get("rotary_dim")
     if r is not None:
-        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or r < 2 or r % 2:
-            raise ValueError(f"rotary_dim must be an even int >= 2 (pairs of features rotate) or "
-                             f"None, got {r!r}")
-        out["rotary_dim"] = int(r)
+        out["rotary_dim"] = check_even_width(r, "rotary_dim")
     if "scaling" in out:
         out["scaling"] = freeze_scaling(out["scaling"])
     return out

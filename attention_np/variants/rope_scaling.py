@@ -24,6 +24,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from attention_np.paper._validate import check_even_width
+
 # rope_type -> (required parameters, optional parameters with their defaults)
 ROPE_TYPES = {
     "default": ((), {}),
@@ -185,8 +187,7 @@ def rope_frequencies(d: int, *, theta=10000.0, scaling=None, seq_len=None):
     attention_factor : float
         cos and sin are multiplied by it.
     """
-    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 2 or d % 2:
-        raise ValueError(f"d must be an even int >= 2 (pairs of features rotate), got {d!r}")
+    check_even_width(d, "d")
     theta = _real(theta, "theta", None)
     if seq_len is not None and (isinstance(seq_len, (bool, np.bool_)) or not isinstance(
             seq_len, (int, np.integer)) or seq_len < 1):

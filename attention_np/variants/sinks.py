@@ -19,8 +19,15 @@ from attention_np._checks import as_float_array, sum_to_shape
 
 
 def check_sinks(sinks, q) -> np.ndarray:
-    """``sinks`` as a float array, checked to be ``(h,)`` with ``h = q.shape[-3]``."""
+    """``sinks`` as a float array, checked to be ``(h,)`` with ``h = q.shape[-3]``.
+
+    Parameters
+    ----------
+    sinks : float (h,), one logit per query head
+    q : (..., h, L, d_k), the queries whose heads the logits belong to
+    """
     sinks = as_float_array(sinks, "sinks")
+    q = as_float_array(q, "q")
     if q.ndim < 3 or sinks.shape != (q.shape[-3],):
         raise ValueError(f"sinks must be (h,) with h = q.shape[-3], one logit per query head; "
                          f"got sinks {sinks.shape} for q {q.shape}")

@@ -457,24 +457,7 @@ def test_editing_the_returned_out_does_not_change_the_backward(fwd, bwd):
             np.testing.assert_array_equal(g, w)
 
 
-# --- found by tools/fuzz_calls.py (calls with every argument varied) -------------------------
-
-def test_fuzz_finds_nothing_left():
-    """Every bad value tools/fuzz_calls.py throws at the public functions is refused by name."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "tools" / "fuzz_calls.py"
-    spec = importlib.util.spec_from_file_location("fuzz_calls", path)
-    fuzz = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fuzz)
-    findings, tried = fuzz.fuzz_api()
-    assert tried > 600
-    assert findings == []
-    covered = set(fuzz.CALLS) | {"gradcheck", "train_retrieval", "scoring_mha_forward",
-                                 "scoring_mha_backward"}
-    assert {n for n in an.__all__ if not n.endswith(("Cache", "Result"))} <= covered
-
+# --- found by the first fuzzer (now tests/fuzz_signatures.py, tests/api/test_fuzz_signatures.py) ---
 
 @pytest.mark.parametrize("flag", [False, True])
 def test_decode_step_refuses_is_causal_before_the_cache_changes(flag):
