@@ -272,13 +272,20 @@ def mha_backward_probe(fn, expected):
             return Finding("bias gradient not summed over the batch", what, "A bias is added to every "
                            "position of every sequence: its gradient sums over all of them (batch "
                            "and positions).")
+        if kinds == {"scale"}:
+            return Finding(f"{', '.join(sorted(wrong))} off by a constant factor (a mean instead of a "
+                           "sum?)", what, "A bias is added to every position of every sequence: its "
+                           "gradient is the SUM of the gradient of x W + b over the batch and the "
+                           "positions, not a mean.")
         return Finding("bias gradient summed over the wrong axes", what, "A bias is added to every "
                        "position of every sequence: its gradient sums the gradient of x W + b over "
                        "the batch and the positions, keeping the feature axis (heads and their "
                        "features, in the merged order).")
     if all(n.startswith("dW_") for n in wrong):
         if kinds == {"transposed"}:
-            return Finding("weight gradients transposed", what, "For y = x W with W of shape (d_in, "
+            every = {"dW_q", "dW_k", "dW_v", "dW_o"} <= set(wrong)
+            return Finding("weight gradients transposed" if every else f"{', '.join(sorted(wrong))} "
+                           "transposed", what, "For y = x W with W of shape (d_in, "
                            "d_out), dW must have W's shape: which of x^T dy and dy^T x is (d_in, d_out)?")
         if kinds == {"permuted"}:
             return Finding("heads in the wrong order", what, "Head i owns the columns [i*d_k, (i+1)*d_k) "

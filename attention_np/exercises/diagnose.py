@@ -1,0 +1,668 @@
+"""Diagnoses measured from the cases themselves: the smallest failing case shown at a glance, and
+the behaviour that explains every failing case, named by what was measured.
+
+NumPy only and no import of ``attention_np`` (the course build copies this file into the student
+kit and the autograder, next to :mod:`engine`). Everything here is computed from a case's inputs,
+its stored expected value and what the submission returned, so it works on any case set: the
+shapes of the inputs say which axis has size 1, their dtypes which precision was asked for, a bool
+input with a row of False is a mask with a fully masked row. Nothing here holds a solution.
+
+- :func:`smallest` picks the failing case with the fewest input entries (as hypothesis shrinks: the
+  kit cannot compute new expected values, so it shrinks over the stored cases);
+- :func:`show` draws it: the inputs, then for a bool mask the expected and returned pictures side
+  by side (rows of ``1`` and ``.``), for an array which indices of which axes differ and by what
+  factor;
+- :func:`measure` names the behaviour when one measured property explains every failing output (a
+  constant factor and the size it equals, an axis permutation or reversal, a shift by one position,
+  the complement of a mask, NaN or wrong values only on fully masked rows, values right but the
+  dtype not kept) or when the failing cases are exactly those with one property (an axis of size
+  1, float32 inputs, a mask with a fully masked row, ...). It says only what it measured.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .engine import Finding, Raised, _at, _named_leaves
+
+#: an (argument, axis) -> the paper's name of its size (used to name a measured factor)
+PAPER_SIZES = {("q", -1): "d_k", ("q", -2): "L", ("k", -2): "S", ("v", -1): "d_v",
+               ("k", -1): "d_k", ("query", -1): "d_model", ("query", -2): "L", ("key", -2): "S",
+               ("x", -1): "d_model", ("dp", -1): "n", ("k_cache", -2): "t", ("k_cache", -1): "d_k"}
+
+
+# ======================================================================== the smallest case
+def entries(case) -> int:
+    """The number of input entries of ``case`` (an array counts its entries, anything else 1)."""
+    n = 0
+    for v in (*case.args, *case.kwargs.values()):
+        if isinstance(v, dict):
+            n += sum(np.size(a) for a in v.values())
+        elif isinstance(v, np.ndarray):
+            n += v.size
+        else:
+            n += 1
+    return n
+
+
+def smallest(cases, results):
+    """``(case, result)`` of the failing public case with the fewest input entries (None when no
+    public case fails: a hidden case is never shown)."""
+    failing = [(entries(c), i) for i, (c, r) in enumerate(zip(cases, results, strict=False))
+               if not r.passed and not r.hidden]
+    if not failing:
+        return None
+    i = min(failing)[1]
+    return cases[i], results[i]
+
+
+def _fmt_input(name, v):
+    if isinstance(v, dict):
+        return f"{name} = {{{', '.join(f'{k!r}: {_shape_words(a)}' for k, a in v.items())}}}"
+    if isinstance(v, np.ndarray):
+        if v.size <= 12 and v.ndim <= 2:
+            if v.dtype == bool:
+                body = np.array2string(v.astype(int), separator=", ").replace("\n", "")
+                return f"{name} = {body} (bool, 1 = True)"
+            body = np.array2string(v, precision=3, separator=", ", suppress_small=True).replace("\n", "")
+            return f"{name} = {body}" + ("" if v.dtype == np.float64 else f" ({v.dtype})")
+        return f"{name}: {_shape_words(v)}"
+    return f"{name} = {v!r}"
+
+
+def _shape_words(a):
+    a = np.asarray(a)
+    return f"{a.dtype} {tuple(a.shape)}"
+
+
+def _picture(m):
+    """Rows of ``1`` (True) and ``.`` (False) of a 2-D bool array."""
+    return ["".join("1" if x else "." for x in row) for row in np.atleast_2d(m)]
+
+
+def _side_by_side(e, o, limit=8):
+    """The expected and returned bool arrays (last two axes; the first slices of the others)."""
+    e2, o2 = np.asarray(e), np.asarray(o)
+    lines = []
+    lead = list(itertools.product(*(range(n) for n in e2.shape[:-2])))[:2] if e2.ndim > 2 else [()]
+    for idx in lead:
+        pe, po = _picture(e2[idx] if idx else e2), _picture(o2[idx] if idx else o2)
+        if len(pe) > limit or len(pe[0]) > 3 * limit:
+            continue
+        w = max(len(pe[0]), len("expected"))
+        head = f"[{', '.join(map(str, idx))}, :, :] " if idx else ""
+        lines.append(f"{head}{'expected'.ljust(w)}   returned")
+        lines += [f"{' ' * len(head)}{a.ljust(w)}   {b}" for a, b in zip(pe, po, strict=False)]
+    return lines
+
+
+def _where_differs(o, e):
+    """Which indices of which axes hold the differences, as words ("" when every index does)."""
+    bad = ~_close(o, e)
+    parts = []
+    for ax in range(bad.ndim):
+        hit = np.flatnonzero(bad.any(axis=tuple(a for a in range(bad.ndim) if a != ax)))
+        n = bad.shape[ax]
+        if 0 < len(hit) < n:
+            if len(hit) == 1 and hit[0] == n - 1:
+                where = f"only the last index ({hit[0]})"
+            elif len(hit) == 1 and hit[0] == 0:
+                where = "only index 0"
+            else:
+                where = f"indices {hit.tolist()[:8]}"
+            parts.append(f"axis {ax - bad.ndim} (size {n}): {where}")
+    return "; ".join(parts)
+
+
+def _close(o, e, rtol=1e-6, atol=1e-9):
+    o, e = np.asarray(o, dtype=np.float64), np.asarray(e, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (o == e) | (np.abs(o - e) <= atol + rtol * np.abs(e))
+
+
+def _leaf_lines(name, o, e):
+    e = np.asarray(e)
+    try:
+        o = np.asarray(o)
+    except Exception:           # noqa: BLE001
+        return [f"{name}: returned {type(o).__name__}"]
+    if e.dtype == bool:
+        if o.shape != e.shape:
+            return [f"{name}: shape {o.shape}, expected {e.shape}"]
+        pic = _side_by_side(e, o) if e.ndim >= 2 else [f"expected {_picture(e)[0]}",
+                                                        f"returned {_picture(o.astype(bool))[0]}"]
+        return [f"{name} ({int((o != e).sum())} of {e.size} entries differ):"] + pic
+    if not np.issubdtype(o.dtype, np.number) and o.dtype != bool:
+        return [f"{name}: dtype {o.dtype}"]
+    if o.shape != e.shape:
+        return [f"{name}: shape {o.shape}, expected {e.shape}"]
+    o64, e64 = o.astype(np.float64), e.astype(np.float64)
+    bad = ~_close(o64, e64, 1e-4 if o.dtype == np.float32 else 1e-9, 1e-4 if o.dtype == np.float32 else 1e-12)
+    if not bad.any():
+        return [f"{name}: right values" + (f", dtype {o.dtype} (expected {e.dtype})" if o.dtype != e.dtype
+                                           else "")]
+    line = f"{name} {o.shape}: {int(bad.sum())} of {e.size} entries differ"
+    nan = np.isnan(o64) & ~np.isnan(e64)
+    if nan.any():
+        line += f" ({int(nan.sum())} are NaN)"
+    where = _where_differs(o64, e64)
+    if where:
+        line += f"; {where}"
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = o64[bad] / e64[bad]
+    if ratio.size and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=1e-6):
+        line += f"; there, returned = {ratio[0]:.4g} x expected"
+    elif not nan.any():
+        line += f"; by up to {float(np.max(np.abs(o64 - e64)[bad])):.3g}"
+    lines = [line]
+    if e.size <= 12 and e.ndim <= 2:
+        lines += [f"  expected {np.array2string(e64, precision=4, separator=', ')}".replace("\n", ""),
+                  f"  returned {np.array2string(o64, precision=4, separator=', ')}".replace("\n", "")]
+    return lines
+
+
+def show(case, result, arg_names=None, output_names=None) -> str:
+    """The smallest failing case drawn for a student: its inputs, then each output."""
+    names = list(arg_names or []) + [f"argument {i + 1}" for i in range(len(arg_names or []),
+                                                                        len(case.args))]
+    ins = [_fmt_input(n, v) for n, v in zip(names, case.args, strict=False)]
+    ins += [_fmt_input(k, v) for k, v in case.kwargs.items()]
+    lines = [f"Smallest failing case ({case.label}): " + "; ".join(ins)]
+    out = result.out
+    if isinstance(out, Raised):
+        lines.append(f"  it raised {out.text}")
+        return "\n".join(lines)
+    for name, path in _named_leaves(case.expected, output_names or case.outputs):
+        try:
+            o = _at(out, path) if path else out
+        except (KeyError, IndexError, TypeError):
+            lines.append(f"  {name}: missing")
+            continue
+        if isinstance(o, (tuple, list, dict)) and not isinstance(_at(case.expected, path), (tuple, list)):
+            lines.append(f"  {name}: returned a {type(o).__name__}")
+            continue
+        lines += [f"  {x}" for x in _leaf_lines(name, o, _at(case.expected, path))]
+    return "\n".join(lines)
+
+
+# ======================================================================== measured behaviours
+def _arrays(case, arg_names):
+    names = list(arg_names or []) + [f"argument {i + 1}" for i in range(len(arg_names or []),
+                                                                        len(case.args))]
+    return list(zip(names, case.args, strict=False)) + list(case.kwargs.items())
+
+
+def _masks(case):
+    return [v for v in (*case.args, *case.kwargs.values())
+            if isinstance(v, np.ndarray) and v.dtype == bool and v.ndim >= 1]
+
+
+def _full_rows(case, shape):
+    """A bool array of ``shape[:-1]``: the rows whose mask allows no key (None without a mask)."""
+    ms = _masks(case)
+    if len(ms) != 1 or ms[0].ndim < 2:
+        return None
+    full = ~ms[0].any(-1)
+    try:
+        return np.broadcast_to(full, shape[:-1])
+    except ValueError:
+        return None
+
+
+def _factors(case, arg_names):
+    """``(value, words)`` sizes a measured factor may equal: each array's last two axis sizes and
+    each integer argument, their square roots and inverses."""
+    out = []
+    for name, v in _arrays(case, arg_names):
+        if isinstance(v, np.ndarray) and v.dtype != bool:
+            for ax in (-1, -2):
+                if v.ndim >= -ax and v.shape[ax] > 1:
+                    size = PAPER_SIZES.get((name, ax), f"{name}.shape[{ax}]")
+                    out.append((v.shape[ax], size))
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 1:
+            out.append((int(v), name))
+    words = []
+    for n, w in out:
+        words += [(float(n), w), (math.sqrt(n), f"sqrt({w})"), (1 / n, f"1/{w}"), (1 / math.sqrt(n),
+                                                                                   f"1/sqrt({w})")]
+    return words
+
+
+def _leaf_kind(o, e, case, arg_names):
+    """What one wrong output does, measured: ``(key, words)``; ``key`` is equal for two cases when
+    the same property explains both (a factor by the size it equals, an axis by its position)."""
+    e = np.asarray(e)
+    try:
+        o = np.asarray(o)
+    except Exception:           # noqa: BLE001
+        return ("not an array",), "is not an array"
+    if e.dtype == bool:
+        return _mask_kind(o, e)
+    if not np.issubdtype(o.dtype, np.number):
+        return ("dtype", str(o.dtype)), f"has dtype {o.dtype}"
+    o64, e64 = o.astype(np.float64), e.astype(np.float64)
+    if o.shape != e.shape:
+        return _shape_kind(o64, e64)
+    tight = 1e-4 if o.dtype == np.float32 or e.dtype == np.float32 else 1e-9
+    loose = o.dtype != e.dtype and np.all(_close(o64, e64, 1e-4, 1e-4))
+    if np.all(_close(o64, e64, tight, tight * 1e-3)) or loose:
+        if o.dtype != e.dtype:
+            return ("dtype", str(o.dtype), str(e.dtype)), (f"has the right values but dtype {o.dtype} "
+                                                           f"for a {e.dtype} answer")
+        return ("right",), "is right"
+    full = _full_rows(case, e.shape)
+    nan = np.isnan(o64) & ~np.isnan(e64)
+    bad = ~_close(o64, e64, 1e-6, 1e-9)
+    if full is not None and full.any():
+        rows = np.broadcast_to(full[..., None], e.shape)
+        if np.all(bad <= rows):
+            what = "NaN" if np.all(nan[bad]) else "wrong values"
+            return ("full_rows", what), f"is right except on the fully masked rows, where it has {what}"
+    if nan.any():
+        return ("nan",), f"has NaN at {int(nan.sum())} of {e.size} entries"
+    if np.all(_close(o64, -e64)):
+        return ("sign",), "has the wrong sign"
+    ee = float((e64 * e64).sum())
+    if ee > 0:
+        c = float((o64 * e64).sum() / ee)
+        if c != 0 and np.all(_close(o64, c * e64, 1e-6, 1e-9)):
+            named = frozenset(w for v, w in _factors(case, arg_names) if abs(c - v) <= 1e-6 * abs(v))
+            return ("scale", named or round(c, 6)), c
+    if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and np.all(_close(np.swapaxes(o64, -1, -2), e64)):
+        return ("permuted", "last two"), "is the transpose of the answer (its last two axes swapped)"
+    for ax in range(-1, -o.ndim - 1, -1):
+        if o.shape[ax] > 1 and np.all(_close(np.flip(o64, ax), e64)):
+            return ("flip", ax), f"is the answer reversed along axis {ax}"
+    for ax in range(-1, -o.ndim - 1, -1):
+        for s in (1, -1):
+            if _shifted(o64, e64, ax, s):
+                return ("shift", ax, s), (f"is the answer shifted by one position along axis {ax} "
+                                          f"({'towards the end' if s == 1 else 'towards the start'})")
+    for ax in range(-1, -o.ndim - 1, -1):
+        n = o.shape[ax]
+        hit = np.flatnonzero(bad.any(axis=tuple(a for a in range(o.ndim) if a != o.ndim + ax)))
+        if n > 1 and len(hit) == 1 and hit[0] in (0, n - 1):
+            end = "last" if hit[0] == n - 1 else "first"
+            return ("only_end", ax, end), f"is right except at the {end} index of axis {ax}"
+    return ("values",), "has wrong values"
+
+
+def _shifted(o, e, ax, s):
+    """``o`` equals ``e`` moved by ``s`` positions along ``ax`` (compared where both are defined),
+    and differs from ``e``."""
+    n = o.shape[ax]
+    if n < 3:
+        return False
+    a = np.take(o, range(s, n) if s > 0 else range(0, n + s), ax)
+    b = np.take(e, range(0, n - s) if s > 0 else range(-s, n), ax)
+    return bool(np.all(_close(a, b)))
+
+
+def _shape_kind(o, e):
+    if o.size == e.size and o.ndim == e.ndim and o.ndim <= 5:
+        for perm in itertools.permutations(range(o.ndim)):
+            if perm != tuple(range(o.ndim)) and o.transpose(perm).shape == e.shape and np.all(
+                    _close(o.transpose(perm), e)):
+                axes = ", ".join(str(p - o.ndim) for p in perm)
+                if perm == (*range(o.ndim - 2), o.ndim - 1, o.ndim - 2):
+                    return ("permuted", "last two"), (f"is the transpose of the answer (shape {o.shape}, "
+                                                      f"expected {e.shape})")
+                return ("permuted", perm), (f"has shape {o.shape}: its axes, taken in the order "
+                                            f"({axes}), give the answer {e.shape}")
+    if o.size == e.size and np.all(_close(o.reshape(e.shape), e)):
+        return ("reshaped", o.shape), (f"has shape {o.shape}, expected {e.shape}; the values are right "
+                                       "in memory order (an axis of size 1 added, dropped or moved)")
+    return ("shape", o.ndim - e.ndim), f"has shape {o.shape}, expected {e.shape}"
+
+
+def _mask_kind(o, e):
+    if o.dtype != bool:
+        if o.shape == e.shape and np.issubdtype(o.dtype, np.number) and np.array_equal(o != 0, e):
+            return ("dtype", str(o.dtype), "bool"), f"has the right entries as {o.dtype}, not bool"
+        return ("dtype", str(o.dtype), "bool"), f"has dtype {o.dtype}, not bool"
+    if o.shape != e.shape:
+        return _shape_kind(o.astype(float), e.astype(float))
+    if np.array_equal(o, ~e):
+        return ("complement",), "is the complement of the answer (True and False swapped)"
+    for ax in range(-1, -o.ndim - 1, -1):
+        if o.shape[ax] > 1 and np.array_equal(np.flip(o, ax), e):
+            return ("flip", ax), f"is the answer reversed along axis {ax}"
+    for s in (1, -1):
+        if _shifted(o.astype(float), e.astype(float), -1, s):
+            return ("shift", -1, s), (f"is the answer moved one key to the {'right' if s == 1 else 'left'} "
+                                      f"(every row's boundary off by one)")
+    extra, missing = int((o & ~e).sum()), int((~o & e).sum())
+    if (~e).any() and np.all(o[~e]) and missing:
+        return ("blocked_true",), (f"is True at every entry the answer blocks (False), and at only "
+                                   f"{int((o & e).sum())} of the {int(e.sum())} entries it allows")
+    if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and np.array_equal(np.swapaxes(o, -1, -2), e):
+        return ("transposed",), "is the transpose of the answer"
+    if missing == 0:
+        return ("extra",), f"is True at {extra} entries where the answer is False (and nowhere less)"
+    if extra == 0:
+        return ("fewer",), f"is False at {missing} entries where the answer is True (and nowhere more)"
+    return ("values",), (f"is True at {extra} entries where the answer is False, False at {missing} "
+                         "where it is True")
+
+
+_NAMES = {
+    "complement": ("mask polarity flipped", "True and False are swapped everywhere: True means may attend."),
+    "blocked_true": ("True on the blocked entries (polarity flipped)", "True means may attend: "
+                     "the entries your mask sets True are the ones the contract blocks."),
+    "flip": ("reversed along an axis", "Compare the first and last entries of that axis with the "
+             "contract: which end comes first?"),
+    "shift": ("off by one position", "Count, for one row, which positions it should cover: the "
+              "boundary (a < or <=, a +1 or -1) is one too far."),
+    "transposed": ("transposed", "An array has the shape (and axis order) of what it stands for: the "
+                   "gradient of W (d_in, d_out) is (d_in, d_out); a mask's rows are the queries."),
+    "permuted": ("axes in the wrong order", "Print the shapes: the contract names each axis; move or "
+                 "swap the axes so they come in its order."),
+    "reshaped": ("the right values in the wrong shape", "Compare your shape with the contract's: an "
+                 "axis of size 1 is added, dropped or in the wrong place."),
+    "sign": ("wrong sign", "Check the sign of each term against the derivation."),
+    "full_rows": ("wrong on fully masked rows", "A query whose mask allows no key has no weights: the "
+                  "contract says its output is 0 (no NaN, no uniform average)."),
+    "only_end": ("wrong only at one end of an axis", "Every index but one end of that axis is right: "
+                 "check a range's end (range(n - 1), [:-1], [1:]) and the first or last step."),
+    "shape": ("wrong shape", "Print the shape of each output and compare it with the contract's."),
+    "nan": ("NaN in the output", "NaN comes from inf - inf, 0 * inf or 0 / 0: an exp of a large "
+            "number, or a division by a sum that is 0."),
+    "dtype": ("dtype not kept", "Return the dtype the contract asks for: a float32 input gives a float32 "
+              "output, a float64 input a float64 output; bool masks are bool."),
+}
+
+
+def _scale_words(key, c):
+    named = key[1]
+    if isinstance(named, frozenset):
+        return f"{c:.4g} = {' = '.join(sorted(named))} times the answer"
+    return f"{c:.4g} times the answer"
+
+
+def _leaf_report(cases, results, arg_names, names):
+    """``{output name: [(key, words) per failing case]}`` of the wrong outputs."""
+    per = {}
+    for case, r in zip(cases, results, strict=False):
+        if r.passed or isinstance(r.out, Raised) or r.written:
+            continue
+        for (name, path), (_, ok) in zip(_named_leaves(case.expected, names or case.outputs),
+                                             r.parts or [(None, False)], strict=False):
+            if ok and r.parts:
+                continue
+            try:
+                o = _at(r.out, path) if path else r.out
+            except (KeyError, IndexError, TypeError):
+                per.setdefault(name, []).append((("missing",), "is missing"))
+                continue
+            per.setdefault(name, []).append(_leaf_kind(o, _at(case.expected, path), case, arg_names))
+    return per
+
+
+def _consistent(kinds):
+    """The key shared by every failing case's kind (a scale: the sizes it equals in every case)."""
+    keys = [k for k, _ in kinds]
+    if keys[0][0] == "scale":
+        if not all(k[0] == "scale" for k in keys):
+            return None
+        named = [k[1] for k in keys]
+        if all(isinstance(n, frozenset) for n in named):
+            common = frozenset.intersection(*named)
+            return ("scale", common) if common else None
+        return keys[0] if all(k == keys[0] for k in keys) else None
+    return keys[0] if all(k == keys[0] for k in keys) else None
+
+
+# ---------------------------------------------------------------- which cases fail
+def _features(case, arg_names):
+    """``{words: True/False}``: properties of one case's inputs, read from their shapes, dtypes and
+    values (which axis has size 1, float32, a mask with a fully masked row, ...)."""
+    f = {}
+    floats = []
+    for name, v in _arrays(case, arg_names):
+        if isinstance(v, dict):
+            floats += [a for a in v.values() if isinstance(a, np.ndarray)]
+            continue
+        if isinstance(v, np.ndarray):
+            if v.dtype == bool:
+                f["a mask is given"] = True
+                if v.ndim >= 2:
+                    f["the mask has a fully masked row"] = bool((~v.any(-1)).any())
+                continue
+            if np.issubdtype(v.dtype, np.floating):
+                floats.append(v)
+                with np.errstate(invalid="ignore"):
+                    fin = np.abs(v[np.isfinite(v)])
+                f[f"{name} has entries above 100 in size"] = bool(fin.size and fin.max() > 100)
+                f[f"{name} has -inf entries"] = bool(np.isneginf(v).any())
+            f[f"{name} has {v.ndim} axes"] = True
+            for ax in range(v.ndim):
+                if v.shape[ax] == 1:
+                    f[f"axis {ax - v.ndim} of {name} has size 1"] = True
+                if v.shape[ax] == 0:
+                    f[f"{name} has an axis of size 0"] = True
+            if v.ndim and np.issubdtype(v.dtype, np.integer):
+                f[f"{name} holds a 0"] = bool((v == 0).any())
+        elif isinstance(v, str):
+            f[f"{name} = {v!r}"] = True
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            f[f"{name} = 1"] = v == 1
+        elif v is None:
+            f[f"{name} is None"] = True
+    if floats:
+        f["the inputs are float32"] = all(a.dtype == np.float32 for a in floats)
+    ints = [(n, v) for n, v in _arrays(case, arg_names) if isinstance(v, (int, np.integer))
+            and not isinstance(v, bool)]
+    for (a, x), (b, y) in itertools.combinations(ints, 2):
+        f[f"{a} > {b}"], f[f"{a} < {b}"] = x > y, x < y
+    arrs = [(n, v) for n, v in _arrays(case, arg_names) if isinstance(v, np.ndarray) and v.dtype != bool]
+    if len(arrs) >= 2 and all(v.ndim >= 2 for _, v in arrs[:2]):
+        (a, x), (b, y) = arrs[:2]
+        f[f"{a}.shape[-2] != {b}.shape[-2]"] = x.shape[-2] != y.shape[-2]
+        f[f"{a} and {b} have different numbers of axes"] = x.ndim != y.ndim
+    return f
+
+
+def separating(cases, results, arg_names):
+    """The case properties true on exactly the failing cases; [] when fewer than two cases pass
+    or none separates."""
+    fails = [not r.passed for r in results]
+    if sum(not f for f in fails) < 2 or not any(fails):
+        return []                       # a property of one passing case would be a coincidence
+    feats = [_features(c, arg_names) for c in cases]
+    words = sorted({w for f in feats for w in f})
+    return [w for w in words if [bool(f.get(w, False)) for f in feats] == fails]
+
+
+def _raise_words(results):
+    errs = sorted({r.out.type for r in results if not r.passed and isinstance(r.out, Raised)})
+    return ", ".join(errs)
+
+
+# ---------------------------------------------------------------- the verdict's measurement
+def measure(cases, results, arg_names=None, output_names=None):
+    """``(finding or None, sentences)``: a :class:`Finding` when one measured property explains
+    every failing case, and in any case the sentences that say what was measured."""
+    fails = [r for r in results if not r.passed]
+    where = separating(cases, results, arg_names)
+    only = (f"the failing cases are exactly those where {' (equally: where '.join(where[:2])}"
+            + (")" if len(where) > 1 else "")) if where else ""
+    raised = [r for r in fails if isinstance(r.out, Raised)]
+    if raised and len(raised) == len(fails):
+        what = f"it raises {_raise_words(fails)} ({raised[0].out.text[:160]})"
+        if only:
+            return Finding(f"raises an error when {where[0]}", f"{what}; {only}",
+                           "Run the smallest failing case yourself and read the traceback: the "
+                           "property above is what your code does not handle."), [what, only]
+        return None, [what]
+    if raised:
+        return None, [f"{len(raised)} of {len(fails)} failing cases raise {_raise_words(fails)}"] + (
+            [only] if only else [])
+    per = _leaf_report(cases, results, arg_names, output_names)
+    sentences, names, hints = [], [], []
+    for name, kinds in per.items():
+        key = _consistent(kinds)
+        words = kinds[0][1]
+        if key is None:
+            said = list(dict.fromkeys(k[1] if isinstance(k[1], str) else "is " + _scale_words(k[0], k[1])
+                                      for k in kinds))
+            sentences.append(f"{name} " + "; on another case ".join(said[:2]) + ("; ..." if len(said) > 2
+                                                                                 else ""))
+            names.append(None)
+            continue
+        if key[0] == "scale":
+            sentences.append(f"{name} is " + _scale_words(key, kinds[0][1]) + " on every failing case")
+            names.append(f"{name} off by a constant factor" + (
+                f" ({' = '.join(sorted(key[1]))})" if isinstance(key[1], frozenset) else ""))
+            hints.append("A constant factor is a scale applied once too often or not at all: look "
+                         "for 1/sqrt(d_k), a mean instead of a sum, or a size used in place of another.")
+            continue
+        sentences.append(f"{name} {words} on every failing case")
+        if key == ("permuted", "last two"):
+            key = ("transposed",)
+        if key[0] in _NAMES:
+            names.append(_NAMES[key[0]][0])
+            hints.append(_NAMES[key[0]][1])
+        else:
+            names.append(None)
+    if only:
+        sentences.append(only)
+    if names and all(names):
+        uniq = list(dict.fromkeys(names))
+        name = "; ".join(uniq) if len(per) == 1 or len(uniq) == 1 else "; ".join(
+            f"{n}: {m}" for n, m in zip(per, names, strict=True))
+        if len(per) > 1 and len(uniq) == 1:
+            name = f"{uniq[0]} ({', '.join(per)})"
+        return Finding(name, "; ".join(sentences), " ".join(dict.fromkeys(hints))), sentences
+    if only:
+        first = where[0]
+        return Finding(f"wrong only when {first}", "; ".join(sentences),
+                       "Every other case passes: run the smallest failing case and compare it with a "
+                       "passing one; the property above is what your code does not handle."), sentences
+    return None, sentences
+
+
+# ======================================================================== counterfactual inputs
+# A wrong use of an input is measured by the reference's output on a changed input, stored at
+# build time: a submission that returns, on the base input, what the reference returns with W_k
+# replaced by W_q projects the keys with W_q. The kit holds these stored outputs, not the
+# reference. Each change is ``(label, name, hint, change(args) -> args)``.
+def _param_changes(at):
+    """Changes of the parameter dict at position ``at`` of the arguments: one projection's weight
+    (and bias) used for another's, a square weight transposed, biases left out."""
+    def sub(f):
+        def change(args):
+            args = list(args)
+            args[at] = f(dict(args[at]))
+            return tuple(args)
+        return change
+    out = []
+    for a, b in itertools.permutations("qkv", 2):
+        out.append((f"W_{b}+b_{b}->{a}", f"the {_ROLE[a]} projected with W_{b} and b_{b}",
+                    f"The {_ROLE[a]} projection is x W_{a} + b_{a}: check which weight each line uses.",
+                    sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"], f"b_{a}": p[f"b_{b}"]})))
+        out.append((f"W_{b}->{a}", f"the {_ROLE[a]} projected with W_{b}",
+                    f"The {_ROLE[a]} projection is x W_{a} + b_{a}: check which weight each line uses.",
+                    sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"]})))
+    for n in "qkvo":
+        out.append((f"W_{n}.T", f"W_{n} used transposed", f"params['W_{n}'] has shape (d_in, d_out) and "
+                    "multiplies from the right, x @ W, as the paper writes Q W^Q: no .T (that is "
+                    "PyTorch's nn.Linear layout, not this one).",
+                    sub(lambda p, n=n: {**p, f"W_{n}": p[f"W_{n}"].T})))
+    for r in range(1, 5):
+        for subset in itertools.combinations("qkvo", r):
+            names = ", ".join(f"b_{n}" for n in subset)
+            out.append((f"no {names}", f"{names} not added", "params holds b_q, b_k, b_v, b_o: each "
+                        "projection is x W + b, the output one included.",
+                        sub(lambda p, s=subset: {**p, **{f"b_{n}": np.zeros_like(p[f"b_{n}"]) for n in s}})))
+    return out
+
+
+_ROLE = {"q": "queries", "k": "keys", "v": "values"}
+
+
+def _mask_changes(at):
+    def flip(args):
+        args = list(args)
+        args[at] = ~args[at]
+        return tuple(args)
+
+    def drop(args):
+        return tuple(args[:at])
+    return [("~mask", "mask polarity flipped (True taken as blocked)", "True = may attend: the entries to "
+             "set to -inf are where the mask is False.", flip),
+            ("no mask", "the mask is ignored", "Where the mask is False the score must become -inf "
+             "before the softmax.", drop)]
+
+
+def _mha_base():
+    rng = np.random.default_rng(424242)
+    d, h = 4, 2
+    p = {f"W_{n}": rng.normal(size=(d, d)) / 2 for n in "qkvo"}
+    p.update({f"b_{n}": 0.3 * rng.normal(size=(d,)) for n in "qkvo"})
+    q, k, v = (rng.normal(size=(2, n, d)) for n in (3, 5, 5))
+    mask = rng.random((3, 5)) < 0.6
+    mask[:, 0] = True
+    mask[1, 0] = False
+    return q, k, v, p, h, mask
+
+
+def _attention_base():
+    rng = np.random.default_rng(424243)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    mask = rng.random((3, 5)) < 0.6
+    mask[:, 0] = True
+    mask[:, 1] = False
+    return q, k, v, mask
+
+
+def _decode_base():
+    rng = np.random.default_rng(424244)
+    d, h = 4, 2
+    p = {f"W_{n}": rng.normal(size=(d, d)) / 2 for n in "qkvo"}
+    p.update({f"b_{n}": 0.3 * rng.normal(size=(d,)) for n in "qkvo"})
+    return (rng.normal(size=(2, 1, d)), rng.normal(size=(2, h, 3, d // h)),
+            rng.normal(size=(2, h, 3, d // h)), p, h)
+
+
+#: exercise -> (base arguments, their changes)
+COUNTERFACTUALS = {
+    "mha_forward": lambda: (_mha_base(), _param_changes(3) + _mask_changes(5)),
+    "decode_step": lambda: (_decode_base(), _param_changes(3)),
+    "attention": lambda: (_attention_base(), _mask_changes(3)),
+    "attention_backward": lambda: ((np.random.default_rng(424245).normal(size=(3, 2)), *_attention_base()),
+                                   _mask_changes(4)),
+}
+
+
+def counterfactual_inputs(exercise):
+    """``{probe_id: (args, {})}``: the base input and each change of it (for the build to store)."""
+    if exercise not in COUNTERFACTUALS:
+        return {}
+    base, changes = COUNTERFACTUALS[exercise]()
+    out = {"cf:base": (base, {})}
+    out.update({f"cf:{label}": (change(base), {}) for label, _, _, change in changes})
+    return out
+
+
+def counterfactual_probe(exercise):
+    """A probe: the submission's output on the base input equals the stored output of one change
+    (and not the base's) -> that change is what it does."""
+    def probe(fn, expected):
+        if exercise not in COUNTERFACTUALS or "cf:base" not in expected:
+            return None
+        from .engine import call, same
+        base, changes = COUNTERFACTUALS[exercise]()
+        got = call(fn, base).out
+        if isinstance(got, Raised) or same(got, expected["cf:base"]):
+            return None
+        hits = [(label, name, hint) for label, name, hint, _ in changes
+                if f"cf:{label}" in expected and same(got, expected[f"cf:{label}"])]
+        if not hits or not all(same(expected[f"cf:{a}"], expected[f"cf:{hits[0][0]}"]) for a, _, _ in hits):
+            return None                 # none, or changes with different answers: a coincidence
+        _, name, hint = min(hits, key=lambda h: len(h[1]))   # equivalent changes: the simplest
+        return Finding(name, f"on a {exercise} input your output is exactly the answer with {name} "
+                       "(and not the answer)", hint)
+    return probe
