@@ -268,7 +268,7 @@ def _leaf_kind(o, e, case, arg_names):
     ee = float((e64 * e64).sum())
     if ee > 0:
         c = float((o64 * e64).sum() / ee)
-        if c != 0 and np.all(_close(o64, c * e64, 1e-6, 1e-9)):
+        if c != 0 and abs(c - 1) > 1e-5 and np.all(_close(o64, c * e64, 1e-6, 1e-9)):
             named = frozenset(w for v, w in _factors(case, arg_names) if abs(c - v) <= 1e-6 * abs(v))
             return ("scale", named or round(c, 6)), c
     if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and np.all(_close(np.swapaxes(o64, -1, -2), e64)):
@@ -410,8 +410,10 @@ def _consistent(kinds):
         named = [k[1] for k in keys]
         if all(isinstance(n, frozenset) for n in named):
             common = frozenset.intersection(*named)
-            return ("scale", common) if common else None
-        return keys[0] if all(k == keys[0] for k in keys) else None
+            if common:
+                return ("scale", common)
+        cs = [c for _, c in kinds]
+        return ("scale", round(cs[0], 6)) if np.allclose(cs, cs[0], rtol=1e-6) else None
     return keys[0] if all(k == keys[0] for k in keys) else None
 
 

@@ -442,6 +442,11 @@ def _probe_finding(fn, probes, results, cases, fingerprints, unsaid):
     return None
 
 
+#: measured behaviours that, found on every failing case, come before the probes (a probe measures
+#: one input of its own; these are measured on the cases)
+STRONG = ("output off by a constant factor", "mask polarity flipped", "wrong sign")
+
+
 def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, signature=None,
             results=None) -> Report:
     """Check ``fn`` on ``cases``; when it is wrong, name what is wrong.
@@ -495,6 +500,12 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
                     "in any precision you like, then cast back with .astype(x.dtype).")
         return _mistake(exercise, results, Finding(
             "dtype not kept", failures[0].why.split(" (keep")[0].split("; ")[0], hint), failures, drawn)
+    try:
+        found, sentences = measure(cases, results, arg_names, cases[0].outputs)
+    except Exception:               # noqa: BLE001 - a measurement that cannot run says nothing
+        found, sentences = None, []
+    if found is not None and found.name.startswith(STRONG):
+        return _mistake(exercise, results, found, failures, drawn)   # it explains every failing case
     unsaid = []
     finding = _probe_finding(fn, probes, results, cases, fingerprints, unsaid)
     if finding is not None:
@@ -514,10 +525,6 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
             "returns the wrong structure", f"it {failures[0].why}",
             f"Return exactly what the contract of {signature} says (a tuple where it asks for "
             "several results, in that order)."), failures, drawn)
-    try:
-        found, sentences = measure(cases, results, arg_names, cases[0].outputs)
-    except Exception:               # noqa: BLE001 - a measurement that cannot run says nothing
-        found, sentences = None, []
     sentences = unsaid + sentences
     if found is not None:
         return _mistake(exercise, results, found, failures, drawn)
