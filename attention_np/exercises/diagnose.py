@@ -21,12 +21,34 @@ input with a row of False is a mask with a fully masked row. Nothing here holds 
 
 from __future__ import annotations
 
-import itertools
-import math
-
 import numpy as np
 
-from .engine import Finding, Raised, _at, _named_leaves
+from .engine import Finding, Raised, _at, _named_leaves, leaves
+
+
+def _permutations(items):
+    items = list(items)
+    if len(items) <= 1:
+        yield tuple(items)
+        return
+    for i, x in enumerate(items):
+        for rest in _permutations(items[:i] + items[i + 1:]):
+            yield (x, *rest)
+
+
+def _combinations(items, r):
+    items = list(items)
+    if r == 0:
+        yield ()
+        return
+    for i, x in enumerate(items):
+        for rest in _combinations(items[i + 1:], r - 1):
+            yield (x, *rest)
+
+
+def _index_grid(shape):
+    """Every index tuple of ``shape``, in order."""
+    return [tuple(int(i) for i in idx) for idx in np.ndindex(*shape)]
 
 #: an (argument, axis) -> the paper's name of its size (used to name a measured factor)
 PAPER_SIZES = {("q", -1): "d_k", ("q", -2): "L", ("k", -2): "S", ("v", -1): "d_v",
@@ -49,13 +71,13 @@ def entries(case) -> int:
 
 
 def smallest(cases, results):
-    """``(case, result)`` of the failing public case with the fewest input entries (None when no
-    public case fails: a hidden case is never shown)."""
-    failing = [(entries(c), i) for i, (c, r) in enumerate(zip(cases, results, strict=False))
-               if not r.passed and not r.hidden]
+    """``(case, result)`` of the failing public case with the fewest input entries, then the
+    fewest output entries (None when no public case fails: a hidden case is never shown)."""
+    failing = [(entries(c), sum(np.size(v) for _, v in leaves(c.expected)), i)
+               for i, (c, r) in enumerate(zip(cases, results, strict=False)) if not r.passed and not r.hidden]
     if not failing:
         return None
-    i = min(failing)[1]
+    i = min(failing)[2]
     return cases[i], results[i]
 
 
@@ -87,7 +109,7 @@ def _side_by_side(e, o, limit=8):
     """The expected and returned bool arrays (last two axes; the first slices of the others)."""
     e2, o2 = np.asarray(e), np.asarray(o)
     lines = []
-    lead = list(itertools.product(*(range(n) for n in e2.shape[:-2])))[:2] if e2.ndim > 2 else [()]
+    lead = _index_grid(e2.shape[:-2])[:2] if e2.ndim > 2 else [()]
     for idx in lead:
         pe, po = _picture(e2[idx] if idx else e2), _picture(o2[idx] if idx else o2)
         if len(pe) > limit or len(pe[0]) > 3 * limit:
@@ -226,7 +248,7 @@ def _factors(case, arg_names):
             out.append((int(v), name))
     words = []
     for n, w in out:
-        words += [(float(n), w), (math.sqrt(n), f"sqrt({w})"), (1 / n, f"1/{w}"), (1 / math.sqrt(n),
+        words += [(float(n), w), (float(np.sqrt(n)), f"sqrt({w})"), (1 / n, f"1/{w}"), (1 / float(np.sqrt(n)),
                                                                                    f"1/sqrt({w})")]
     return words
 
@@ -303,7 +325,7 @@ def _shifted(o, e, ax, s):
 
 def _shape_kind(o, e):
     if o.size == e.size and o.ndim == e.ndim and o.ndim <= 5:
-        for perm in itertools.permutations(range(o.ndim)):
+        for perm in _permutations(range(o.ndim)):
             if perm != tuple(range(o.ndim)) and o.transpose(perm).shape == e.shape and np.all(
                     _close(o.transpose(perm), e)):
                 axes = ", ".join(str(p - o.ndim) for p in perm)
@@ -457,7 +479,7 @@ def _features(case, arg_names):
         f["the inputs are float32"] = all(a.dtype == np.float32 for a in floats)
     ints = [(n, v) for n, v in _arrays(case, arg_names) if isinstance(v, (int, np.integer))
             and not isinstance(v, bool)]
-    for (a, x), (b, y) in itertools.combinations(ints, 2):
+    for (a, x), (b, y) in _combinations(ints, 2):
         f[f"{a} > {b}"], f[f"{a} < {b}"] = x > y, x < y
     arrs = [(n, v) for n, v in _arrays(case, arg_names) if isinstance(v, np.ndarray) and v.dtype != bool]
     if len(arrs) >= 2 and all(v.ndim >= 2 for _, v in arrs[:2]):
@@ -561,7 +583,7 @@ def _param_changes(at):
             return tuple(args)
         return change
     out = []
-    for a, b in itertools.permutations("qkv", 2):
+    for a, b in ((a, b) for a in "qkv" for b in "qkv" if a != b):
         out.append((f"W_{b}+b_{b}->{a}", f"the {_ROLE[a]} projected with W_{b} and b_{b}",
                     f"The {_ROLE[a]} projection is x W_{a} + b_{a}: check which weight each line uses.",
                     sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"], f"b_{a}": p[f"b_{b}"]})))
@@ -574,7 +596,7 @@ def _param_changes(at):
                     "PyTorch's nn.Linear layout, not this one).",
                     sub(lambda p, n=n: {**p, f"W_{n}": p[f"W_{n}"].T})))
     for r in range(1, 5):
-        for subset in itertools.combinations("qkvo", r):
+        for subset in _combinations("qkvo", r):
             names = ", ".join(f"b_{n}" for n in subset)
             out.append((f"no {names}", f"{names} not added", "params holds b_q, b_k, b_v, b_o: each "
                         "projection is x W + b, the output one included.",

@@ -488,7 +488,7 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
         return _mistake(exercise, results, Finding(fp.name, fp.name, fp.hint), failures, drawn)
     if all(r.why and " has dtype " in r.why and ", expected float" in r.why for r in failures):
         if all("expected float64" in r.why for r in failures) and not any(
-                _has_float32(c.args) for c, r in zip(cases, results, strict=False) if not r.passed):
+                _has_float(c.args) for c, r in zip(cases, results, strict=False) if not r.passed):
             hint = ("The contract asks for a float64 array, and no float input tells you otherwise: "
                     "build it in float64 (np.arange(n) / 2.0 and np.empty(shape) are float64; "
                     "dtype=np.float32 or .astype(np.float32) are not).")
@@ -538,9 +538,6 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
 def _has_float(x):
     return any(isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating) for _, v in leaves(x))
 
-
-def _has_float32(x):
-    return any(isinstance(v, np.ndarray) and v.dtype == np.float32 for _, v in leaves(x))
 
 
 def _first_shown(failures):

@@ -1,5 +1,5 @@
 # exercise: tiled_attention
-# the student's slip: rescales the accumulator with exp(m_new - m) (the inverse correction) on the accumulator only
+# the student's slip: rescales the accumulator with exp(m_new - m) (inverted) on the accumulator only
 # diagnosis: NaN in the output
 import math
 
