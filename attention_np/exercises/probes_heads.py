@@ -127,12 +127,9 @@ def mha_probe(fn, expected):
     plain = {**{f"W_{n}": np.zeros((d, d)) for n in "qk"}, "W_v": np.eye(d), "W_o": np.eye(d),
              **{f"b_{n}": np.zeros(d) for n in "qkvo"}}
     mean = as_array(output_of(fn, x, y, y, plain, h))           # uniform weights, identity projections
-    if mean is not None and mean.shape == base.shape and not close_to(
-            mean, np.broadcast_to(y.mean(-2, keepdims=True), x.shape)):
-        return Finding("heads split or merged wrongly", "with W_q = W_k = 0 (every weight equal), W_v = "
-                       "W_o = I and zero biases, your output is not the mean of the values at every "
-                       "query: the heads mix positions or features", "split_heads: reshape (B, L, h*d) "
-                       "to (B, L, h, d), THEN swap to (B, h, L, d); merge_heads undoes it in reverse.")
+    want = np.broadcast_to(y.mean(-2, keepdims=True), x.shape)
+    if mean is not None and mean.shape == base.shape and not close_to(mean, want):
+        return _uniform_finding(mean, want)
     delta = np.array([0.5, -1.0, 2.0, 0.25])
 
     def moved(name):
@@ -161,6 +158,22 @@ def mha_probe(fn, expected):
                        "one head", "With one head of width h*d_k the softmax averages over all "
                        "features together; split into num_heads heads, each with its own softmax.")
     return None
+
+
+def _uniform_finding(got, want):
+    """What an output that is not the mean of the values under equal scores does, measured: the
+    mean times a constant (weights that do not sum to 1), or not even that (the heads mix
+    positions or features)."""
+    setup = "with W_q = W_k = 0 (every score equal), W_v = W_o = I and zero biases"
+    c = float((got * want).sum() / (want * want).sum())
+    if close_to(got, c * want):
+        return Finding("the attention weights do not sum to 1", f"{setup}, your output is {c:.4g} times "
+                       "the mean of the values", "Each query's weights over the keys are a softmax over "
+                       "the LAST axis of the scores: exp(s - max) divided by its sum over that axis.")
+    return Finding("heads split or merged wrongly", f"{setup}, your output is not the mean of the "
+                   "values at every query (nor a multiple of it): the heads mix positions or features",
+                   "split_heads: reshape (B, L, h*d) to (B, L, h, d), THEN swap to (B, h, L, d); "
+                   "merge_heads undoes it in reverse.")
 
 
 def mha_mask(fn, expected):
