@@ -555,10 +555,12 @@ def measure(cases, results, arg_names=None, output_names=None):
         sentences.append(only)
     if names and all(names):
         uniq = list(dict.fromkeys(names))
-        name = "; ".join(uniq) if len(per) == 1 or len(uniq) == 1 else "; ".join(
-            f"{n}: {m}" for n, m in zip(per, names, strict=True))
-        if len(per) > 1 and len(uniq) == 1:
-            name = f"{uniq[0]} ({', '.join(per)})"
+        several = isinstance(cases[0].expected, (tuple, list))      # outputs named dq, dk, ...
+        if len(uniq) == 1:
+            name = f"{uniq[0]} ({', '.join(per)})" if several and not uniq[0].startswith(tuple(per)) \
+                else uniq[0]
+        else:
+            name = "; ".join(f"{n}: {m}" for n, m in zip(per, names, strict=True))
         return Finding(name, "; ".join(sentences), " ".join(dict.fromkeys(hints))), sentences
     if only:
         first = where[0]

@@ -37,7 +37,8 @@ def softmax_axis(fn, expected):
                        "with keepdims=True so it broadcasts.")
     for ax in range(x.ndim - 1):
         if close_to(out.sum(ax), np.ones(x.shape[:ax] + x.shape[ax + 1:])):
-            return Finding("softmax over the wrong axis",
+            return Finding("softmax over the wrong axis" if ax == 0 else
+                           f"softmax over axis {ax - x.ndim} instead of the last",
                            f"your output sums to 1 over axis {ax} (length {x.shape[ax]}), not over the "
                            "last axis", "Each query's weights over the keys sum to one: the keys are "
                            "the LAST axis. Use axis=-1 (not 0 or 1) so it works for any number of "

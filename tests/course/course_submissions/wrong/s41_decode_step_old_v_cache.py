@@ -1,6 +1,6 @@
 # exercise: decode_step
 # the student's slip: returns the old value cache instead of the appended one
-# diagnosis: wrong shape
+# diagnosis: wrong shape (v_cache)
 import numpy as np
 
 
