@@ -145,8 +145,18 @@ def _close(o, e, rtol=1e-6, atol=1e-9):
         return (o == e) | (np.abs(o - e) <= atol + rtol * np.abs(e))
 
 
-def _leaf_lines(name, o, e):
+def _want_dtype(case, e):
+    """The dtype an output must have: the case's for a float answer (a float32 case stores its
+    answer in float64), the answer's own otherwise."""
     e = np.asarray(e)
+    if np.issubdtype(e.dtype, np.floating) and getattr(case, "dtype", None):
+        return np.dtype(case.dtype)
+    return e.dtype
+
+
+def _leaf_lines(name, o, e, want=None):
+    e = np.asarray(e)
+    want = e.dtype if want is None else want
     try:
         o = np.asarray(o)
     except Exception:           # noqa: BLE001
@@ -162,9 +172,10 @@ def _leaf_lines(name, o, e):
     if o.shape != e.shape:
         return [f"{name}: shape {o.shape}, expected {e.shape}"]
     o64, e64 = o.astype(np.float64), e.astype(np.float64)
-    bad = ~_close(o64, e64, 1e-4 if o.dtype == np.float32 else 1e-9, 1e-4 if o.dtype == np.float32 else 1e-12)
+    f32 = np.float32 in (o.dtype, want)
+    bad = ~_close(o64, e64, 1e-4 if f32 else 1e-9, 1e-4 if f32 else 1e-12)
     if not bad.any():
-        return [f"{name}: right values" + (f", dtype {o.dtype} (expected {e.dtype})" if o.dtype != e.dtype
+        return [f"{name}: right values" + (f", dtype {o.dtype} (expected {want})" if o.dtype != want
                                            else "")]
     line = f"{name} {o.shape}: {int(bad.sum())} of {e.size} entries differ"
     nan = np.isnan(o64) & ~np.isnan(e64)
@@ -206,7 +217,8 @@ def show(case, result, arg_names=None, output_names=None) -> str:
         if isinstance(o, (tuple, list, dict)) and not isinstance(_at(case.expected, path), (tuple, list)):
             lines.append(f"  {name}: returned a {type(o).__name__}")
             continue
-        lines += [f"  {x}" for x in _leaf_lines(name, o, _at(case.expected, path))]
+        e = _at(case.expected, path)
+        lines += [f"  {x}" for x in _leaf_lines(name, o, e, _want_dtype(case, e))]
     return "\n".join(lines)
 
 
@@ -268,12 +280,13 @@ def _leaf_kind(o, e, case, arg_names):
     o64, e64 = o.astype(np.float64), e.astype(np.float64)
     if o.shape != e.shape:
         return _shape_kind(o64, e64)
-    tight = 1e-4 if o.dtype == np.float32 or e.dtype == np.float32 else 1e-9
-    loose = o.dtype != e.dtype and np.all(_close(o64, e64, 1e-4, 1e-4))
+    want = _want_dtype(case, e)
+    tight = 1e-4 if np.float32 in (o.dtype, want) else 1e-9
+    loose = o.dtype != want and np.all(_close(o64, e64, 1e-4, 1e-4))
     if np.all(_close(o64, e64, tight, tight * 1e-3)) or loose:
-        if o.dtype != e.dtype:
-            return ("dtype", str(o.dtype), str(e.dtype)), (f"has the right values but dtype {o.dtype} "
-                                                           f"for a {e.dtype} answer")
+        if o.dtype != want:
+            return ("dtype", str(o.dtype), str(want)), (f"has the right values but dtype {o.dtype} "
+                                                        f"for a {want} answer")
         return ("right",), "is right"
     full = _full_rows(case, e.shape)
     nan = np.isnan(o64) & ~np.isnan(e64)
@@ -448,6 +461,9 @@ def _features(case, arg_names):
     for name, v in _arrays(case, arg_names):
         if isinstance(v, dict):
             floats += [a for a in v.values() if isinstance(a, np.ndarray)]
+            for k, a in v.items():
+                if isinstance(a, np.ndarray) and a.ndim == 2:
+                    f[f"{name}[{k!r}] is not square"] = a.shape[0] != a.shape[1]
             continue
         if isinstance(v, np.ndarray):
             if v.dtype == bool:
@@ -489,10 +505,10 @@ def _features(case, arg_names):
     return f
 
 
-def separating(cases, results, arg_names):
-    """The case properties true on exactly the failing cases; [] when fewer than two cases pass
-    or none separates."""
-    fails = [not r.passed for r in results]
+def separating(cases, marks, arg_names):
+    """The case properties true on exactly the marked cases (e.g. the failing ones); [] when fewer
+    than two cases are unmarked or none separates."""
+    fails = [bool(m) for m in marks]
     if sum(not f for f in fails) < 2 or not any(fails):
         return []                       # a property of one passing case would be a coincidence
     feats = [_features(c, arg_names) for c in cases]
@@ -510,7 +526,7 @@ def measure(cases, results, arg_names=None, output_names=None):
     """``(finding or None, sentences)``: a :class:`Finding` when one measured property explains
     every failing case, and in any case the sentences that say what was measured."""
     fails = [r for r in results if not r.passed]
-    where = separating(cases, results, arg_names)
+    where = separating(cases, [not r.passed for r in results], arg_names)
     only = (f"the failing cases are exactly those where {' (equally: where '.join(where[:2])}"
             + (")" if len(where) > 1 else "")) if where else ""
     raised = [r for r in fails if isinstance(r.out, Raised)]
@@ -521,10 +537,16 @@ def measure(cases, results, arg_names=None, output_names=None):
                            "Run the smallest failing case yourself and read the traceback: the "
                            "property above is what your code does not handle."), [what, only]
         return None, [what]
-    if raised:
-        return None, [f"{len(raised)} of {len(fails)} failing cases raise {_raise_words(fails)}"] + (
-            [only] if only else [])
     per = _leaf_report(cases, results, arg_names, output_names)
+    if raised:
+        at = separating(cases, [isinstance(r.out, Raised) for r in results], arg_names)
+        said = [f"{len(raised)} of {len(fails)} failing cases raise {_raise_words(fails)}"
+                + (f", exactly those where {at[0]}" if at else "")]
+        for name, kinds in per.items():
+            kinds = list(dict.fromkeys(k[1] for k in kinds if isinstance(k[1], str)))
+            if kinds:
+                said.append(f"on the others {name} " + "; on another case ".join(kinds[:2]))
+        return None, said + ([only] if only else [])
     sentences, names, hints = [], [], []
     for name, kinds in per.items():
         key = _consistent(kinds)
@@ -575,9 +597,12 @@ def measure(cases, results, arg_names=None, output_names=None):
 # build time: a submission that returns, on the base input, what the reference returns with W_k
 # replaced by W_q projects the keys with W_q. The kit holds these stored outputs, not the
 # reference. Each change is ``(label, name, hint, change(args) -> args)``.
-def _param_changes(at):
+def _param_changes(at, backward=False):
     """Changes of the parameter dict at position ``at`` of the arguments: one projection's weight
-    (and bias) used for another's, a square weight transposed, biases left out."""
+    (and bias) used for another's, a square weight transposed, biases left out. ``backward``: the
+    function returns gradients, where a transposed weight is a transpose missing or added in
+    the backward as often as in the forward. Each change is ``(label, name, hint, change,
+    what the change does in words)``."""
     def sub(f):
         def change(args):
             args = list(args)
@@ -586,23 +611,30 @@ def _param_changes(at):
         return change
     out = []
     for a, b in ((a, b) for a in "qkv" for b in "qkv" if a != b):
-        out.append((f"W_{b}+b_{b}->{a}", f"the {_ROLE[a]} projected with W_{b} and b_{b}",
-                    f"The {_ROLE[a]} projection is x W_{a} + b_{a}: check which weight each line uses.",
-                    sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"], f"b_{a}": p[f"b_{b}"]})))
-        out.append((f"W_{b}->{a}", f"the {_ROLE[a]} projected with W_{b}",
-                    f"The {_ROLE[a]} projection is x W_{a} + b_{a}: check which weight each line uses.",
-                    sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"]})))
+        hint = f"The {_ROLE[a]} projection is x W_{a} + b_{a}: check which weight each line uses."
+        out.append((f"W_{b}+b_{b}->{a}", f"the {_ROLE[a]} projected with W_{b} and b_{b}", hint,
+                    sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"], f"b_{a}": p[f"b_{b}"]}),
+                    f"W_{a} and b_{a} are replaced by W_{b} and b_{b}"))
+        out.append((f"W_{b}->{a}", f"the {_ROLE[a]} projected with W_{b}", hint,
+                    sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"]}), f"W_{a} is replaced by W_{b}"))
     for n in "qkvo":
-        out.append((f"W_{n}.T", f"W_{n} used transposed", f"params['W_{n}'] has shape (d_in, d_out) and "
-                    "multiplies from the right, x @ W, as the paper writes Q W^Q: no .T (that is "
-                    "PyTorch's nn.Linear layout, not this one).",
-                    sub(lambda p, n=n: {**p, f"W_{n}": p[f"W_{n}"].T})))
+        if backward:
+            name, hint = (f"W_{n} where W_{n}^T belongs, or the reverse",
+                          f"For y = x W_{n} the forward multiplies by W_{n} and the backward by its "
+                          f"transpose, dx = dy @ W_{n}.T: check each place W_{n} appears.")
+        else:
+            name, hint = (f"W_{n} used transposed", f"params['W_{n}'] has shape (d_in, d_out) and "
+                          "multiplies from the right, x @ W, as the paper writes Q W^Q: no .T (that is "
+                          "PyTorch's nn.Linear layout, not this one).")
+        out.append((f"W_{n}.T", name, hint, sub(lambda p, n=n: {**p, f"W_{n}": p[f"W_{n}"].T}),
+                    f"W_{n} is replaced by its transpose"))
     for r in range(1, 5):
         for subset in _combinations("qkvo", r):
             names = ", ".join(f"b_{n}" for n in subset)
             out.append((f"no {names}", f"{names} not added", "params holds b_q, b_k, b_v, b_o: each "
                         "projection is x W + b, the output one included.",
-                        sub(lambda p, s=subset: {**p, **{f"b_{n}": np.zeros_like(p[f"b_{n}"]) for n in s}})))
+                        sub(lambda p, s=subset: {**p, **{f"b_{n}": np.zeros_like(p[f"b_{n}"]) for n in s}}),
+                        f"{names} {'is' if r == 1 else 'are'} set to 0"))
     return out
 
 
@@ -618,9 +650,9 @@ def _mask_changes(at):
     def drop(args):
         return tuple(args[:at])
     return [("~mask", "mask polarity flipped (True taken as blocked)", "True = may attend: the entries to "
-             "set to -inf are where the mask is False.", flip),
+             "set to -inf are where the mask is False.", flip, "the mask is inverted (~mask)"),
             ("no mask", "the mask is ignored", "Where the mask is False the score must become -inf "
-             "before the softmax.", drop)]
+             "before the softmax.", drop, "no mask is given")]
 
 
 def _mha_base():
@@ -657,6 +689,8 @@ def _decode_base():
 COUNTERFACTUALS = {
     "mha_forward": lambda: (_mha_base(), _param_changes(3) + _mask_changes(5)),
     "decode_step": lambda: (_decode_base(), _param_changes(3)),
+    "mha_backward": lambda: ((np.random.default_rng(424246).normal(size=(2, 3, 4)), *_mha_base()[:5]),
+                             _param_changes(4, backward=True)),
     "attention": lambda: (_attention_base(), _mask_changes(3)),
     "attention_backward": lambda: ((np.random.default_rng(424245).normal(size=(3, 2)), *_attention_base()),
                                    _mask_changes(4)),
@@ -669,7 +703,7 @@ def counterfactual_inputs(exercise):
         return {}
     base, changes = COUNTERFACTUALS[exercise]()
     out = {"cf:base": (base, {})}
-    out.update({f"cf:{label}": (change(base), {}) for label, _, _, change in changes})
+    out.update({f"cf:{label}": (change(base), {}) for label, _, _, change, _ in changes})
     return out
 
 
@@ -684,11 +718,11 @@ def counterfactual_probe(exercise):
         got = call(fn, base).out
         if isinstance(got, Raised) or same(got, expected["cf:base"]):
             return None
-        hits = [(label, name, hint) for label, name, hint, _ in changes
+        hits = [(label, name, hint, words) for label, name, hint, _, words in changes
                 if f"cf:{label}" in expected and same(got, expected[f"cf:{label}"])]
-        if not hits or not all(same(expected[f"cf:{a}"], expected[f"cf:{hits[0][0]}"]) for a, _, _ in hits):
+        if not hits or not all(same(expected[f"cf:{h[0]}"], expected[f"cf:{hits[0][0]}"]) for h in hits):
             return None                 # none, or changes with different answers: a coincidence
-        _, name, hint = min(hits, key=lambda h: len(h[1]))   # equivalent changes: the simplest
-        return Finding(name, f"on a {exercise} input your output is exactly the answer with {name} "
-                       "(and not the answer)", hint)
+        _, name, hint, words = min(hits, key=lambda h: len(h[1]))   # equivalent changes: the simplest
+        return Finding(name, f"on a stored {exercise} input your result is exactly what the right "
+                       f"{exercise} returns when {words}", hint)
     return probe

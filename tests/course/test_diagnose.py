@@ -134,7 +134,7 @@ def test_a_weight_used_for_another_is_measured_in_mha_forward(change, words):
     # mutants: the reference run on a changed input (what the counterfactual probe looks for),
     # on every case, not only on the probe's own input
     ref = ex.EXERCISES["mha_forward"].reference
-    cf = {label: fn for label, _, _, fn in diagnose.COUNTERFACTUALS["mha_forward"]()[1]}
+    cf = {label: fn for label, _, _, fn, _ in diagnose.COUNTERFACTUALS["mha_forward"]()[1]}
 
     def mutant(query, key, value, params, num_heads, mask=None):
         args = (query, key, value, params, num_heads) + (() if mask is None else (mask,))
