@@ -288,9 +288,10 @@ def _leaf_kind(o, e, case, arg_names):
             return ("dtype", str(o.dtype), str(want)), (f"has the right values but dtype {o.dtype} "
                                                         f"for a {want} answer")
         return ("right",), "is right"
+    rt, at = (1e-4, 1e-5) if np.float32 in (o.dtype, want) else (1e-6, 1e-9)
     full = _full_rows(case, e.shape)
     nan = np.isnan(o64) & ~np.isnan(e64)
-    bad = ~_close(o64, e64, 1e-6, 1e-9)
+    bad = ~_close(o64, e64, rt, at)
     if full is not None and full.any():
         rows = np.broadcast_to(full[..., None], e.shape)
         if np.all(bad <= rows):
@@ -298,22 +299,22 @@ def _leaf_kind(o, e, case, arg_names):
             return ("full_rows", what), f"is right except on the fully masked rows, where it has {what}"
     if nan.any():
         return ("nan",), f"has NaN at {int(nan.sum())} of {e.size} entries"
-    if np.all(_close(o64, -e64)):
+    if np.all(_close(o64, -e64, rt, at)):
         return ("sign",), "has the wrong sign"
     ee = float((e64 * e64).sum())
     if ee > 0:
         c = float((o64 * e64).sum() / ee)
-        if c != 0 and abs(c - 1) > 1e-5 and np.all(_close(o64, c * e64, 1e-6, 1e-9)):
-            named = frozenset(w for v, w in _factors(case, arg_names) if abs(c - v) <= 1e-6 * abs(v))
+        if c != 0 and abs(c - 1) > 1e-5 and np.all(_close(o64, c * e64, rt, at)):
+            named = frozenset(w for v, w in _factors(case, arg_names) if abs(c - v) <= rt * abs(v))
             return ("scale", named or round(c, 6)), c
-    if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and np.all(_close(np.swapaxes(o64, -1, -2), e64)):
+    if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and np.all(_close(np.swapaxes(o64, -1, -2), e64, rt, at)):
         return ("permuted", "last two"), "is the transpose of the answer (its last two axes swapped)"
     for ax in range(-1, -o.ndim - 1, -1):
-        if o.shape[ax] > 1 and np.all(_close(np.flip(o64, ax), e64)):
+        if o.shape[ax] > 1 and np.all(_close(np.flip(o64, ax), e64, rt, at)):
             return ("flip", ax), f"is the answer reversed along axis {ax}"
     for ax in range(-1, -o.ndim - 1, -1):
         for s in (1, -1):
-            if _shifted(o64, e64, ax, s):
+            if _shifted(o64, e64, ax, s, rt, at):
                 return ("shift", ax, s), (f"is the answer shifted by one position along axis {ax} "
                                           f"({'towards the end' if s == 1 else 'towards the start'})")
     for ax in range(-1, -o.ndim - 1, -1):
@@ -325,7 +326,7 @@ def _leaf_kind(o, e, case, arg_names):
     return ("values",), "has wrong values"
 
 
-def _shifted(o, e, ax, s):
+def _shifted(o, e, ax, s, rtol=1e-6, atol=1e-9):
     """``o`` equals ``e`` moved by ``s`` positions along ``ax`` (compared where both are defined),
     and differs from ``e``."""
     n = o.shape[ax]
@@ -333,7 +334,7 @@ def _shifted(o, e, ax, s):
         return False
     a = np.take(o, range(s, n) if s > 0 else range(0, n + s), ax)
     b = np.take(e, range(0, n - s) if s > 0 else range(-s, n), ax)
-    return bool(np.all(_close(a, b)))
+    return bool(np.all(_close(a, b, rtol, atol)))
 
 
 def _shape_kind(o, e):
@@ -448,7 +449,7 @@ def _consistent(kinds):
             if common:
                 return ("scale", common)
         cs = [c for _, c in kinds]
-        return ("scale", round(cs[0], 6)) if np.allclose(cs, cs[0], rtol=1e-6) else None
+        return ("scale", round(cs[0], 4)) if np.allclose(cs, cs[0], rtol=1e-4) else None
     return keys[0] if all(k == keys[0] for k in keys) else None
 
 
@@ -461,9 +462,11 @@ def _features(case, arg_names):
     for name, v in _arrays(case, arg_names):
         if isinstance(v, dict):
             floats += [a for a in v.values() if isinstance(a, np.ndarray)]
-            for k, a in v.items():
-                if isinstance(a, np.ndarray) and a.ndim == 2:
-                    f[f"{name}[{k!r}] is not square"] = a.shape[0] != a.shape[1]
+            mats = [(k, a) for k, a in v.items() if isinstance(a, np.ndarray) and a.ndim == 2]
+            for k, a in mats:
+                f[f"{name}[{k!r}] is not square"] = a.shape[0] != a.shape[1]
+            for (k, a), (j, b) in _combinations(mats, 2):
+                f[f"{name}[{k!r}] and {name}[{j!r}] differ in width"] = a.shape[1] != b.shape[1]
             continue
         if isinstance(v, np.ndarray):
             if v.dtype == bool:
@@ -481,6 +484,8 @@ def _features(case, arg_names):
             for ax in range(v.ndim):
                 if v.shape[ax] == 1:
                     f[f"axis {ax - v.ndim} of {name} has size 1"] = True
+            for n in range(1, v.ndim + 1):
+                f[f"{name} has at least {n} axes of size 1"] = sum(s == 1 for s in v.shape) >= n
                 if v.shape[ax] == 0:
                     f[f"{name} has an axis of size 0"] = True
             if v.ndim and np.issubdtype(v.dtype, np.integer):
@@ -513,7 +518,18 @@ def separating(cases, marks, arg_names):
         return []                       # a property of one passing case would be a coincidence
     feats = [_features(c, arg_names) for c in cases]
     words = sorted({w for f in feats for w in f})
-    return [w for w in words if [bool(f.get(w, False)) for f in feats] == fails]
+    found = [w for w in words if [bool(f.get(w, False)) for f in feats] == fails]
+    if found:
+        return found
+    ones = [w for w in words if w.endswith(("size 1", "= 1"))]     # an axis of size 1 somewhere
+    for a, b in _combinations(ones, 2):
+        if [bool(f.get(a, False) or f.get(b, False)) for f in feats] == fails:
+            found.append(f"{a}, or {b}")
+    return found
+
+
+_ONLY_HINT = ("Every other case passes: run the smallest failing case and compare it with a passing "
+              "one; the property above is what your code does not handle.")
 
 
 def _raise_words(results):
@@ -546,7 +562,9 @@ def measure(cases, results, arg_names=None, output_names=None):
             kinds = list(dict.fromkeys(k[1] for k in kinds if isinstance(k[1], str)))
             if kinds:
                 said.append(f"on the others {name} " + "; on another case ".join(kinds[:2]))
-        return None, said + ([only] if only else [])
+        if only:
+            return Finding(f"wrong only when {where[0]}", "; ".join(said + [only]), _ONLY_HINT), said + [only]
+        return None, said
     sentences, names, hints = [], [], []
     for name, kinds in per.items():
         key = _consistent(kinds)
@@ -560,7 +578,7 @@ def measure(cases, results, arg_names=None, output_names=None):
             continue
         if key[0] == "scale":
             sentences.append(f"{name} is " + _scale_words(key, kinds[0][1]) + " on every failing case")
-            names.append(f"{name} off by a constant factor" + (
+            names.append("off by a constant factor" + (
                 f" ({' = '.join(sorted(key[1]))})" if isinstance(key[1], frozenset) else ""))
             hints.append("A constant factor is a scale applied once too often or not at all: look "
                          "for 1/sqrt(d_k), a mean instead of a sum, or a size used in place of another.")
@@ -578,17 +596,19 @@ def measure(cases, results, arg_names=None, output_names=None):
     if names and all(names):
         uniq = list(dict.fromkeys(names))
         several = isinstance(cases[0].expected, (tuple, list))      # outputs named dq, dk, ...
-        if len(uniq) == 1:
-            name = f"{uniq[0]} ({', '.join(per)})" if several and not uniq[0].startswith(tuple(per)) \
-                else uniq[0]
+        if not several:
+            name = f"output {uniq[0]}" if uniq[0].startswith("off by") else uniq[0]
+        elif len(uniq) == 1:
+            name = f"{', '.join(per)} {uniq[0]}" if uniq[0].startswith("off by") else \
+                f"{uniq[0]} ({', '.join(per)})"
         else:
-            name = "; ".join(f"{n}: {m}" for n, m in zip(per, names, strict=True))
+            name = "; ".join(f"{n} {m}" if m.startswith("off by") else f"{n}: {m}"
+                             for n, m in zip(per, names, strict=True))
+        if where:
+            name += f", only when {where[0]}"
         return Finding(name, "; ".join(sentences), " ".join(dict.fromkeys(hints))), sentences
     if only:
-        first = where[0]
-        return Finding(f"wrong only when {first}", "; ".join(sentences),
-                       "Every other case passes: run the smallest failing case and compare it with a "
-                       "passing one; the property above is what your code does not handle."), sentences
+        return Finding(f"wrong only when {where[0]}", "; ".join(sentences), _ONLY_HINT), sentences
     return None, sentences
 
 

@@ -444,7 +444,7 @@ def _probe_finding(fn, probes, results, cases, fingerprints, unsaid):
 
 #: measured behaviours that, found on every failing case, come before the probes (a probe measures
 #: one input of its own; these are measured on the cases)
-STRONG = ("output off by a constant factor", "mask polarity flipped", "wrong sign")
+STRONG = ("off by a constant factor", "mask polarity flipped", "wrong sign")
 
 
 def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, signature=None,
@@ -504,7 +504,7 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
         found, sentences = measure(cases, results, arg_names, cases[0].outputs)
     except Exception:               # noqa: BLE001 - a measurement that cannot run says nothing
         found, sentences = None, []
-    if found is not None and found.name.startswith(STRONG):
+    if found is not None and any(w in found.name for w in STRONG):
         return _mistake(exercise, results, found, failures, drawn)   # it explains every failing case
     unsaid = []
     finding = _probe_finding(fn, probes, results, cases, fingerprints, unsaid)

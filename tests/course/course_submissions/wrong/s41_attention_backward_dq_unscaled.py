@@ -1,6 +1,6 @@
 # exercise: attention_backward
 # the student's slip: scales dk by 1/sqrt(d_k) but forgets it on dq
-# diagnosis: forgot 1/sqrt(d_k) in dq only
+# diagnosis: dq off by a constant factor (sqrt(d_k))
 import math
 
 import numpy as np

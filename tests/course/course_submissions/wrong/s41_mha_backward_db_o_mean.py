@@ -1,6 +1,6 @@
 # exercise: mha_backward
 # the student's slip: the output-bias gradient is averaged over the positions instead of summed
-# diagnosis: db_o off by a constant factor (a mean instead of a sum?)
+# diagnosis: grads['b_o'] off by a constant factor (1/L = 1/dout.shape[-2])
 import math
 
 import numpy as np
