@@ -383,11 +383,29 @@ def run_cases(fn, cases, arg_names=None, on_case=None, output_names=None):
     return results
 
 
+def _same_nan(a, b, rtol=1e-4, atol=1e-6):
+    """``a`` and ``b`` have one structure and shapes, NaN at the same entries, and agree elsewhere."""
+    if isinstance(a, Raised) or isinstance(b, Raised) or _shape_of(a) != _shape_of(b):
+        return False
+    for (_, x), (_, y) in zip(leaves(a), leaves(b), strict=False):
+        try:
+            x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError):
+            return False
+        if x.shape != y.shape or not np.array_equal(np.isnan(x), np.isnan(y)):
+            return False
+        keep = ~np.isnan(y)
+        if not same(x[keep], y[keep], rtol, atol):
+            return False
+    return True
+
+
 def agrees(results, cases, fp):
     """``(agrees, informative)``: the student's outputs reproduce catalogued mistake ``fp`` on
-    every case (where the mistake gives a NaN-free result the student gives the same; where it
-    raises or gives NaN the student fails too); ``informative`` counts the reproduced cases on
-    which the mistake is wrong."""
+    every case: where the mistake gives a NaN-free result the student gives the same; where it
+    gives NaN, the student gives NaN at the same entries and the same values elsewhere; where it
+    raises, the student fails too. ``informative`` counts the reproduced cases on which the
+    mistake is wrong."""
     informative = 0
     for r, case, m_out in zip(results, cases, fp.outputs, strict=False):
         if finite_result(m_out):
@@ -395,7 +413,10 @@ def agrees(results, cases, fp):
                 return False, informative
             if compare(m_out, case.expected, None, case.tol) is not None:
                 informative += 1
-        elif r.passed:
+        elif isinstance(m_out, Raised):
+            if r.passed:
+                return False, informative
+        elif not _same_nan(r.out, m_out):
             return False, informative
     return len(fp.outputs) >= len(results), informative
 
