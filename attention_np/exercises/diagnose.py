@@ -323,6 +323,9 @@ def _leaf_kind(o, e, case, arg_names):
         if n > 1 and len(hit) == 1 and hit[0] in (0, n - 1):
             end = "last" if hit[0] == n - 1 else "first"
             return ("only_end", ax, end), f"is right except at the {end} index of axis {ax}"
+    if 1 in o.shape:                        # a size-1 axis: its one index is its first and its last
+        return ("values", frozenset(ax for ax in range(-1, -o.ndim - 1, -1) if o.shape[ax] == 1)), \
+            "has wrong values"
     return ("values",), "has wrong values"
 
 
@@ -450,6 +453,11 @@ def _consistent(kinds):
                 return ("scale", common)
         cs = [c for _, c in kinds]
         return ("scale", round(cs[0], 4)) if np.allclose(cs, cs[0], rtol=1e-4) else None
+    ends = {k for k in keys if k[0] == "only_end"}
+    if len(ends) == 1:                  # right but at one end of an axis; where that axis has size 1,
+        end = next(iter(ends))          # its one index is both ends, and the whole output is wrong
+        if all(k == end or (k[0] == "values" and len(k) > 1 and end[1] in k[1]) for k in keys):
+            return end
     return keys[0] if all(k == keys[0] for k in keys) else None
 
 

@@ -155,3 +155,50 @@ def test_case_properties_separate_the_failing_cases():
         return out * 2 if q.shape[-2] == 1 else out
     r = ex.check("attention", wrong_when_one_query)
     assert "axis -2 of q has size 1" in r.message, r.message
+
+
+def test_right_except_on_fully_masked_rows_is_measured():
+    # a mutant: the reference, but a fully masked row returns ones (neither NaN nor uniform weights)
+    ref = ex.EXERCISES["attention"].reference
+
+    def ones_on_empty_rows(q, k, v, mask=None):
+        out = ref(q, k, v, mask)
+        if mask is None:
+            return out
+        scores = out.shape[:-1] + (k.shape[-2],)
+        empty = ~np.broadcast_to(mask, np.broadcast_shapes(mask.shape, scores)).any(-1)
+        return np.where(empty[..., None], np.ones((), out.dtype), out)
+    r = ex.check("attention", ones_on_empty_rows)
+    assert "fully masked row" in r.mistake, r.message
+    _no_misname("attention", ones_on_empty_rows)
+
+
+def test_right_except_at_one_end_of_an_axis_is_measured():
+    ref = ex.EXERCISES["sinusoidal"].reference
+
+    def last_row_lost(length, d_model):
+        pe = ref(length, d_model)
+        pe[-1] = 0.0
+        return pe
+    r = ex.check("sinusoidal", last_row_lost)
+    assert r.mistake.startswith("wrong only at one end of an axis"), r.message
+    assert "last index of axis -2" in r.message, r.message
+
+
+def test_a_message_shows_no_hidden_input():
+    # a file wrong only on a hidden case: the autograder says a hidden case fails, draws nothing
+    rec = _full("causal_mask")
+    hidden_sizes = {c.args[:2] for c in rec["cases"] if c.hidden}
+    public_sizes = {c.args[:2] for c in rec["cases"] if not c.hidden}
+    only_hidden = sorted(hidden_sizes - public_sizes)
+    if not only_hidden:
+        pytest.skip("every hidden size is also public")
+    ref = ex.EXERCISES["causal_mask"].reference
+    bad = only_hidden[0]
+
+    def wrong_on_one_size(L, S, align):
+        m = ref(L, S, align)
+        return ~m if (L, S) == bad else m
+    r = checker.check_record("causal_mask", rec, wrong_on_one_size)
+    assert not r.ok and "Smallest failing case" not in r.message, r.message
+    assert "hidden" in r.message, r.message
