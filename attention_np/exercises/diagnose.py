@@ -53,7 +53,7 @@ def _index_grid(shape):
 #: an (argument, axis) -> the paper's name of its size (used to name a measured factor)
 PAPER_SIZES = {("q", -1): "d_k", ("q", -2): "L", ("k", -2): "S", ("v", -1): "d_v",
                ("k", -1): "d_k", ("query", -1): "d_model", ("query", -2): "L", ("key", -2): "S",
-               ("x", -1): "d_model", ("dp", -1): "n", ("k_cache", -2): "t", ("k_cache", -1): "d_k"}
+               ("dp", -1): "n", ("k_cache", -2): "t", ("k_cache", -1): "d_k"}
 
 
 # ======================================================================== the smallest case
@@ -299,6 +299,13 @@ def _leaf_kind(o, e, case, arg_names):
             return ("full_rows", what), f"is right except on the fully masked rows, where it has {what}"
     if nan.any():
         return ("nan",), f"has NaN at {int(nan.sum())} of {e.size} entries"
+    if want == np.float64 and np.all(_close(o64, e64, 1e-5, 1e-6)):
+        err = float(np.max(np.abs(o64 - e64) / (np.abs(e64) + 1e-6)))
+        return ("precision",), (f"agrees with the answer only to about {err:.1g} (relative): float32 "
+                                "precision in a float64 result")
+    inf = np.isinf(o64) & np.isfinite(e64)
+    if inf.any():
+        return ("inf",), f"has inf at {int(inf.sum())} of {e.size} entries"
     if np.all(_close(o64, -e64, rt, at)):
         return ("sign",), "has the wrong sign"
     ee = float((e64 * e64).sum())
@@ -312,6 +319,11 @@ def _leaf_kind(o, e, case, arg_names):
     for ax in range(-1, -o.ndim - 1, -1):
         if o.shape[ax] > 1 and np.all(_close(np.flip(o64, ax), e64, rt, at)):
             return ("flip", ax), f"is the answer reversed along axis {ax}"
+    for ax in range(-1, -o.ndim - 1, -1):
+        for s in (1, -1):
+            if o.shape[ax] > 2 and np.all(_close(np.roll(o64, s, ax), e64, rt, at)):
+                return ("roll", ax), (f"is the answer with its entries along axis {ax} rotated by one "
+                                      "(the first moved to the end, or the last to the front)")
     for ax in range(-1, -o.ndim - 1, -1):
         for s in (1, -1):
             if _shifted(o64, e64, ax, s, rt, at):
@@ -407,6 +419,13 @@ _NAMES = {
     "only_end": ("wrong only at one end of an axis", "Every index but one end of that axis is right: "
                  "check a range's end (range(n - 1), [:-1], [1:]) and the first or last step."),
     "shape": ("wrong shape", "Print the shape of each output and compare it with the contract's."),
+    "precision": ("float32 precision in a float64 result", "Part of the computation runs in float32 "
+                  "(an .astype(np.float32), a dtype=np.float32 array, a float32 constant): keep every "
+                  "step in the input's dtype."),
+    "roll": ("entries rotated by one along an axis", "One entry sits at the wrong end: check the order "
+             "of a concatenate (what comes first) or an index that wraps around."),
+    "inf": ("inf in the output", "inf comes from a division by 0 or an exp of a large number: "
+            "print the sums you divide by and the largest exponent."),
     "nan": ("NaN in the output", "NaN comes from inf - inf, 0 * inf or 0 / 0: an exp of a large "
             "number, or a division by a sum that is 0."),
     "dtype": ("dtype not kept", "Return the dtype the contract asks for: a float32 input gives a float32 "
@@ -638,13 +657,15 @@ def _param_changes(at, backward=False):
             return tuple(args)
         return change
     out = []
-    for a, b in ((a, b) for a in "qkv" for b in "qkv" if a != b):
+    for a, b in ((a, b) for a in "qkvo" for b in "qkvo" if a != b):
         hint = f"The {_ROLE[a]} projection is x W_{a} + b_{a}: check which weight each line uses."
         out.append((f"W_{b}+b_{b}->{a}", f"the {_ROLE[a]} projected with W_{b} and b_{b}", hint,
                     sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"], f"b_{a}": p[f"b_{b}"]}),
                     f"W_{a} and b_{a} are replaced by W_{b} and b_{b}"))
         out.append((f"W_{b}->{a}", f"the {_ROLE[a]} projected with W_{b}", hint,
                     sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"]}), f"W_{a} is replaced by W_{b}"))
+        out.append((f"b_{b}->{a}", f"b_{b} added where b_{a} belongs", hint,
+                    sub(lambda p, a=a, b=b: {**p, f"b_{a}": p[f"b_{b}"]}), f"b_{a} is replaced by b_{b}"))
     for n in "qkvo":
         if backward:
             name, hint = (f"W_{n} where W_{n}^T belongs, or the reverse",
@@ -656,6 +677,10 @@ def _param_changes(at, backward=False):
                           "PyTorch's nn.Linear layout, not this one).")
         out.append((f"W_{n}.T", name, hint, sub(lambda p, n=n: {**p, f"W_{n}": p[f"W_{n}"].T}),
                     f"W_{n} is replaced by its transpose"))
+    for n in "qkvo":
+        out.append((f"-b_{n}", f"b_{n} subtracted instead of added", "Each projection is x W + b: "
+                    "check the sign in front of each bias.",
+                    sub(lambda p, n=n: {**p, f"b_{n}": -p[f"b_{n}"]}), f"b_{n} is negated"))
     for r in range(1, 5):
         for subset in _combinations("qkvo", r):
             names = ", ".join(f"b_{n}" for n in subset)
@@ -666,7 +691,7 @@ def _param_changes(at, backward=False):
     return out
 
 
-_ROLE = {"q": "queries", "k": "keys", "v": "values"}
+_ROLE = {"q": "queries", "k": "keys", "v": "values", "o": "heads' output"}
 
 
 def _mask_changes(at):
@@ -713,10 +738,46 @@ def _decode_base():
             rng.normal(size=(2, h, 3, d // h)), p, h)
 
 
+def _scale_changes(at, d_k, d_model):
+    """The scores multiplied by a factor ``c``, through the queries: W_q and b_q times ``c`` give
+    the reference's scores ``c`` times theirs, as a function that scales q k^T by ``c`` / sqrt(d_k)
+    more than Eq. (1) does."""
+    def times(c):
+        def change(args):
+            args = list(args)
+            p = dict(args[at])
+            args[at] = {**p, "W_q": p["W_q"] * c, "b_q": p["b_q"] * c}
+            return tuple(args)
+        return change
+    sk, sm = float(np.sqrt(d_k)), float(np.sqrt(d_model))
+    return [("scale*sqrt(d_k)", "no 1/sqrt(d_k)", "§3.2.1: the scores q . k are divided by sqrt(d_k).",
+             times(sk), "q k^T is not divided by sqrt(d_k)"),
+            ("scale/sqrt(d_k)", "divided by d_k instead of sqrt(d_k)", "q . k sums d_k products of unit "
+             "variance: divide by sqrt(d_k) to bring its variance back to 1.", times(1 / sk),
+             "q k^T is divided by d_k"),
+            ("scale*d_k", "multiplied by sqrt(d_k) instead of dividing", "Eq. (1) divides the scores by "
+             "sqrt(d_k).", times(d_k), "q k^T is multiplied by sqrt(d_k)"),
+            ("scale*sqrt(d_k/d_model)", "scaled by sqrt(d_model) instead of sqrt(d_k)", "Each head's dot "
+             "products have width d_k = W_q.shape[1] // num_heads, not d_model.", times(sk / sm),
+             "q k^T is divided by sqrt(d_model)")]
+
+
+def _swap_key_value(args):
+    """Key and value exchanged, with their projections: the reference then attends over the
+    values' projections as keys and averages the keys' projections, as a function that passes
+    (q, v, k) to its attention does."""
+    query, key, value, p, *rest = args
+    p = {**p, "W_k": p["W_v"], "W_v": p["W_k"], "b_k": p["b_v"], "b_v": p["b_k"]}
+    return (query, value, key, p, *rest)
+
+
 #: exercise -> (base arguments, their changes)
 COUNTERFACTUALS = {
-    "mha_forward": lambda: (_mha_base(), _param_changes(3) + _mask_changes(5)),
-    "decode_step": lambda: (_decode_base(), _param_changes(3)),
+    "mha_forward": lambda: (_mha_base(), _param_changes(3) + _mask_changes(5) + [
+        ("k<->v", "keys and values exchanged", "attention(q, k, v): the keys set the weights, the values "
+         "are averaged; check the order of the arguments.", _swap_key_value,
+         "the key and value inputs and their projections are exchanged")]),
+    "decode_step": lambda: (_decode_base(), _param_changes(3) + _scale_changes(3, d_k=2, d_model=4)),
     "mha_backward": lambda: ((np.random.default_rng(424246).normal(size=(2, 3, 4)), *_mha_base()[:5]),
                              _param_changes(4, backward=True)),
     "attention": lambda: (_attention_base(), _mask_changes(3)),
