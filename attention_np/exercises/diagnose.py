@@ -292,7 +292,7 @@ def _leaf_kind(o, e, case, arg_names):
     full = _full_rows(case, e.shape)
     nan = np.isnan(o64) & ~np.isnan(e64)
     bad = ~_close(o64, e64, rt, at)
-    if full is not None and full.any():
+    if full is not None and full.any() and bad.any():
         rows = np.broadcast_to(full[..., None], e.shape)
         if np.all(bad <= rows):
             what = "NaN" if np.all(nan[bad]) else "wrong values"

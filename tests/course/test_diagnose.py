@@ -202,3 +202,31 @@ def test_a_message_shows_no_hidden_input():
     r = checker.check_record("causal_mask", rec, wrong_on_one_size)
     assert not r.ok and "Smallest failing case" not in r.message, r.message
     assert "hidden" in r.message, r.message
+
+
+def test_a_float32_step_in_a_float64_computation_is_measured():
+    # a mutant: the weights pass through float32 on the way (a dtype=np.float32 array, say)
+    ref = ex.EXERCISES["attention"].reference
+
+    def float32_inside(q, k, v, mask=None):
+        out = ref(q, k, v, mask)
+        return out.astype(np.float32).astype(out.dtype)
+    r = ex.check("attention", float32_inside)
+    assert r.mistake == "float32 precision in a float64 result", r.message
+
+
+def test_the_decode_step_scale_is_measured_through_the_queries():
+    # decode_step has no scale probe of its own: the counterfactual scales q k^T through W_q
+    from attention_np.exercises.efficient_exercises import _decode
+    r = ex.check("decode_step", lambda *a: _decode(*a, scale_dm=True))
+    assert r.mistake == "scaled by sqrt(d_model) instead of sqrt(d_k)", r.message
+    cf = {label: fn for label, _, _, fn, _ in diagnose.COUNTERFACTUALS["decode_step"]()[1]}
+    ref = ex.EXERCISES["decode_step"].reference
+
+    def unscaled(x, k_cache, v_cache, params, num_heads):
+        d_k = params["W_q"].shape[1] // num_heads
+        p = {**params, "W_q": params["W_q"] * np.sqrt(d_k), "b_q": params["b_q"] * np.sqrt(d_k)}
+        return ref(x, k_cache, v_cache, p, num_heads)
+    assert "scale*sqrt(d_k)" in cf
+    r = ex.check("decode_step", unscaled)
+    assert r.mistake == "no 1/sqrt(d_k)", r.message
