@@ -288,54 +288,70 @@ def _leaf_kind(o, e, case, arg_names):
             return ("dtype", str(o.dtype), str(want)), (f"has the right values but dtype {o.dtype} "
                                                         f"for a {want} answer")
         return ("right",), "is right"
-    rt, at = (1e-4, 1e-5) if np.float32 in (o.dtype, want) else (1e-6, 1e-9)
+    tol = (1e-4, 1e-5) if np.float32 in (o.dtype, want) else (1e-6, 1e-9)
+    return (_value_kind(o64, e64, case, arg_names, want, tol) or _axis_kind(o64, e64, tol)
+            or _where_kind(o64, e64, tol))
+
+
+def _value_kind(o, e, case, arg_names, want, tol):
+    """NaN, inf, float32 precision, a sign or a constant factor, or wrong only on the fully
+    masked rows (None when none of these)."""
     full = _full_rows(case, e.shape)
-    nan = np.isnan(o64) & ~np.isnan(e64)
-    bad = ~_close(o64, e64, rt, at)
+    nan = np.isnan(o) & ~np.isnan(e)
+    bad = ~_close(o, e, *tol)
     if full is not None and full.any() and bad.any():
-        rows = np.broadcast_to(full[..., None], e.shape)
-        if np.all(bad <= rows):
+        if np.all(bad <= np.broadcast_to(full[..., None], e.shape)):
             what = "NaN" if np.all(nan[bad]) else "wrong values"
             return ("full_rows", what), f"is right except on the fully masked rows, where it has {what}"
     if nan.any():
         return ("nan",), f"has NaN at {int(nan.sum())} of {e.size} entries"
-    if want == np.float64 and np.all(_close(o64, e64, 1e-5, 1e-6)):
-        err = float(np.max(np.abs(o64 - e64) / (np.abs(e64) + 1e-6)))
+    if want == np.float64 and np.all(_close(o, e, 1e-5, 1e-6)):
+        err = float(np.max(np.abs(o - e) / (np.abs(e) + 1e-6)))
         return ("precision",), (f"agrees with the answer only to about {err:.1g} (relative): float32 "
                                 "precision in a float64 result")
-    inf = np.isinf(o64) & np.isfinite(e64)
+    inf = np.isinf(o) & np.isfinite(e)
     if inf.any():
         return ("inf",), f"has inf at {int(inf.sum())} of {e.size} entries"
-    if np.all(_close(o64, -e64, rt, at)):
+    if np.all(_close(o, -e, *tol)):
         return ("sign",), "has the wrong sign"
-    ee = float((e64 * e64).sum())
-    if ee > 0:
-        c = float((o64 * e64).sum() / ee)
-        if c != 0 and abs(c - 1) > 1e-5 and np.all(_close(o64, c * e64, rt, at)):
-            named = frozenset(w for v, w in _factors(case, arg_names) if abs(c - v) <= rt * abs(v))
-            return ("scale", named or round(c, 6)), c
-    if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and np.all(_close(np.swapaxes(o64, -1, -2), e64, rt, at)):
+    ee = float((e * e).sum())
+    c = float((o * e).sum() / ee) if ee > 0 else 0.0
+    if c != 0 and abs(c - 1) > 1e-5 and np.all(_close(o, c * e, *tol)):
+        named = frozenset(w for v, w in _factors(case, arg_names) if abs(c - v) <= tol[0] * abs(v))
+        return ("scale", named or round(c, 6)), c
+    return None
+
+
+def _axis_kind(o, e, tol):
+    """The answer transposed, reversed, rotated or shifted by one along an axis (or None)."""
+    if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and np.all(_close(np.swapaxes(o, -1, -2), e, *tol)):
         return ("permuted", "last two"), "is the transpose of the answer (its last two axes swapped)"
-    for ax in range(-1, -o.ndim - 1, -1):
-        if o.shape[ax] > 1 and np.all(_close(np.flip(o64, ax), e64, rt, at)):
+    axes = range(-1, -o.ndim - 1, -1)
+    for ax in axes:
+        if o.shape[ax] > 1 and np.all(_close(np.flip(o, ax), e, *tol)):
             return ("flip", ax), f"is the answer reversed along axis {ax}"
-    for ax in range(-1, -o.ndim - 1, -1):
-        for s in (1, -1):
-            if o.shape[ax] > 2 and np.all(_close(np.roll(o64, s, ax), e64, rt, at)):
-                return ("roll", ax), (f"is the answer with its entries along axis {ax} rotated by one "
-                                      "(the first moved to the end, or the last to the front)")
-    for ax in range(-1, -o.ndim - 1, -1):
-        for s in (1, -1):
-            if _shifted(o64, e64, ax, s, rt, at):
-                return ("shift", ax, s), (f"is the answer shifted by one position along axis {ax} "
-                                          f"({'towards the end' if s == 1 else 'towards the start'})")
+    for ax, s in ((ax, s) for ax in axes for s in (1, -1)):
+        if o.shape[ax] > 2 and np.all(_close(np.roll(o, s, ax), e, *tol)):
+            return ("roll", ax), (f"is the answer with its entries along axis {ax} rotated by one "
+                                  "(the first moved to the end, or the last to the front)")
+    for ax, s in ((ax, s) for ax in axes for s in (1, -1)):
+        if _shifted(o, e, ax, s, *tol):
+            return ("shift", ax, s), (f"is the answer shifted by one position along axis {ax} "
+                                      f"({'towards the end' if s == 1 else 'towards the start'})")
+    return None
+
+
+def _where_kind(o, e, tol):
+    """Wrong only at the first or last index of one axis, or wrong values (with the axes of size
+    1, whose one index is both their first and their last)."""
+    bad = ~_close(o, e, *tol)
     for ax in range(-1, -o.ndim - 1, -1):
         n = o.shape[ax]
         hit = np.flatnonzero(bad.any(axis=tuple(a for a in range(o.ndim) if a != o.ndim + ax)))
         if n > 1 and len(hit) == 1 and hit[0] in (0, n - 1):
             end = "last" if hit[0] == n - 1 else "first"
             return ("only_end", ax, end), f"is right except at the {end} index of axis {ax}"
-    if 1 in o.shape:                        # a size-1 axis: its one index is its first and its last
+    if 1 in o.shape:
         return ("values", frozenset(ax for ax in range(-1, -o.ndim - 1, -1) if o.shape[ax] == 1)), \
             "has wrong values"
     return ("values",), "has wrong values"
@@ -484,39 +500,15 @@ def _consistent(kinds):
 def _features(case, arg_names):
     """``{words: True/False}``: properties of one case's inputs, read from their shapes, dtypes and
     values (which axis has size 1, float32, a mask with a fully masked row, ...)."""
-    f = {}
-    floats = []
+    f, floats = {}, []
     for name, v in _arrays(case, arg_names):
         if isinstance(v, dict):
             floats += [a for a in v.values() if isinstance(a, np.ndarray)]
-            mats = [(k, a) for k, a in v.items() if isinstance(a, np.ndarray) and a.ndim == 2]
-            for k, a in mats:
-                f[f"{name}[{k!r}] is not square"] = a.shape[0] != a.shape[1]
-            for (k, a), (j, b) in _combinations(mats, 2):
-                f[f"{name}[{k!r}] and {name}[{j!r}] differ in width"] = a.shape[1] != b.shape[1]
-            continue
-        if isinstance(v, np.ndarray):
-            if v.dtype == bool:
-                f["a mask is given"] = True
-                if v.ndim >= 2:
-                    f["the mask has a fully masked row"] = bool((~v.any(-1)).any())
-                continue
+            _dict_features(name, v, f)
+        elif isinstance(v, np.ndarray):
             if np.issubdtype(v.dtype, np.floating):
                 floats.append(v)
-                with np.errstate(invalid="ignore"):
-                    fin = np.abs(v[np.isfinite(v)])
-                f[f"{name} has entries above 100 in size"] = bool(fin.size and fin.max() > 100)
-                f[f"{name} has -inf entries"] = bool(np.isneginf(v).any())
-            f[f"{name} has {v.ndim} axes"] = True
-            for ax in range(v.ndim):
-                if v.shape[ax] == 1:
-                    f[f"axis {ax - v.ndim} of {name} has size 1"] = True
-            for n in range(1, v.ndim + 1):
-                f[f"{name} has at least {n} axes of size 1"] = sum(s == 1 for s in v.shape) >= n
-                if v.shape[ax] == 0:
-                    f[f"{name} has an axis of size 0"] = True
-            if v.ndim and np.issubdtype(v.dtype, np.integer):
-                f[f"{name} holds a 0"] = bool((v == 0).any())
+            _array_features(name, v, f)
         elif isinstance(v, str):
             f[f"{name} = {v!r}"] = True
         elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
@@ -535,6 +527,38 @@ def _features(case, arg_names):
         f[f"{a}.shape[-2] != {b}.shape[-2]"] = x.shape[-2] != y.shape[-2]
         f[f"{a} and {b} have different numbers of axes"] = x.ndim != y.ndim
     return f
+
+
+def _dict_features(name, v, f):
+    """A dict of weights: which are not square, which pairs differ in width."""
+    mats = [(k, a) for k, a in v.items() if isinstance(a, np.ndarray) and a.ndim == 2]
+    for k, a in mats:
+        f[f"{name}[{k!r}] is not square"] = a.shape[0] != a.shape[1]
+    for (k, a), (j, b) in _combinations(mats, 2):
+        f[f"{name}[{k!r}] and {name}[{j!r}] differ in width"] = a.shape[1] != b.shape[1]
+
+
+def _array_features(name, v, f):
+    """An array: a mask's fully masked rows; the axes of size 1 or 0, large or -inf entries."""
+    if v.dtype == bool:
+        f["a mask is given"] = True
+        if v.ndim >= 2:
+            f["the mask has a fully masked row"] = bool((~v.any(-1)).any())
+        return
+    if np.issubdtype(v.dtype, np.floating):
+        with np.errstate(invalid="ignore"):
+            fin = np.abs(v[np.isfinite(v)])
+        f[f"{name} has entries above 100 in size"] = bool(fin.size and fin.max() > 100)
+        f[f"{name} has -inf entries"] = bool(np.isneginf(v).any())
+    f[f"{name} has {v.ndim} axes"] = True
+    for ax in range(v.ndim):
+        if v.shape[ax] == 1:
+            f[f"axis {ax - v.ndim} of {name} has size 1"] = True
+    for n in range(1, v.ndim + 1):
+        f[f"{name} has at least {n} axes of size 1"] = sum(s == 1 for s in v.shape) >= n
+    f[f"{name} has an axis of size 0"] = 0 in v.shape
+    if v.ndim and np.issubdtype(v.dtype, np.integer):
+        f[f"{name} holds a 0"] = bool((v == 0).any())
 
 
 def separating(cases, marks, arg_names):
@@ -582,55 +606,20 @@ def measure(cases, results, arg_names=None, output_names=None):
         return None, [what]
     per = _leaf_report(cases, results, arg_names, output_names)
     if raised:
-        at = separating(cases, [isinstance(r.out, Raised) for r in results], arg_names)
-        said = [f"{len(raised)} of {len(fails)} failing cases raise {_raise_words(fails)}"
-                + (f", exactly those where {at[0]}" if at else "")]
-        for name, kinds in per.items():
-            kinds = list(dict.fromkeys(k[1] for k in kinds if isinstance(k[1], str)))
-            if kinds:
-                said.append(f"on the others {name} " + "; on another case ".join(kinds[:2]))
+        said = _partly_raised(cases, results, arg_names, per)
         if only:
             return Finding(f"wrong only when {where[0]}", "; ".join(said + [only]), _ONLY_HINT), said + [only]
         return None, said
     sentences, names, hints = [], [], []
     for name, kinds in per.items():
-        key = _consistent(kinds)
-        words = kinds[0][1]
-        if key is None:
-            said = list(dict.fromkeys(k[1] if isinstance(k[1], str) else "is " + _scale_words(k[0], k[1])
-                                      for k in kinds))
-            sentences.append(f"{name} " + "; on another case ".join(said[:2]) + ("; ..." if len(said) > 2
-                                                                                 else ""))
-            names.append(None)
-            continue
-        if key[0] == "scale":
-            sentences.append(f"{name} is " + _scale_words(key, kinds[0][1]) + " on every failing case")
-            names.append("off by a constant factor" + (
-                f" ({' = '.join(sorted(key[1]))})" if isinstance(key[1], frozenset) else ""))
-            hints.append("A constant factor is a scale applied once too often or not at all: look "
-                         "for 1/sqrt(d_k), a mean instead of a sum, or a size used in place of another.")
-            continue
-        sentences.append(f"{name} {words} on every failing case")
-        if key == ("permuted", "last two"):
-            key = ("transposed",)
-        if key[0] in _NAMES:
-            names.append(_NAMES[key[0]][0])
-            hints.append(_NAMES[key[0]][1])
-        else:
-            names.append(None)
+        said, named, hint = _output_words(name, kinds)
+        sentences.append(said)
+        names.append(named)
+        hints += [hint] if hint else []
     if only:
         sentences.append(only)
     if names and all(names):
-        uniq = list(dict.fromkeys(names))
-        several = isinstance(cases[0].expected, (tuple, list))      # outputs named dq, dk, ...
-        if not several:
-            name = f"output {uniq[0]}" if uniq[0].startswith("off by") else uniq[0]
-        elif len(uniq) == 1:
-            name = f"{', '.join(per)} {uniq[0]}" if uniq[0].startswith("off by") else \
-                f"{uniq[0]} ({', '.join(per)})"
-        else:
-            name = "; ".join(f"{n} {m}" if m.startswith("off by") else f"{n}: {m}"
-                             for n, m in zip(per, names, strict=True))
+        name = _joined_name(list(per), names, isinstance(cases[0].expected, (tuple, list)))
         if where:
             name += f", only when {where[0]}"
         return Finding(name, "; ".join(sentences), " ".join(dict.fromkeys(hints))), sentences
@@ -639,179 +628,47 @@ def measure(cases, results, arg_names=None, output_names=None):
     return None, sentences
 
 
-# ======================================================================== counterfactual inputs
-# A wrong use of an input is measured by the reference's output on a changed input, stored at
-# build time: a submission that returns, on the base input, what the reference returns with W_k
-# replaced by W_q projects the keys with W_q. The kit holds these stored outputs, not the
-# reference. Each change is ``(label, name, hint, change(args) -> args)``.
-def _param_changes(at, backward=False):
-    """Changes of the parameter dict at position ``at`` of the arguments: one projection's weight
-    (and bias) used for another's, a square weight transposed, biases left out. ``backward``: the
-    function returns gradients, where a transposed weight is a transpose missing or added in
-    the backward as often as in the forward. Each change is ``(label, name, hint, change,
-    what the change does in words)``."""
-    def sub(f):
-        def change(args):
-            args = list(args)
-            args[at] = f(dict(args[at]))
-            return tuple(args)
-        return change
-    out = []
-    for a, b in ((a, b) for a in "qkvo" for b in "qkvo" if a != b):
-        hint = f"The {_ROLE[a]} projection is x W_{a} + b_{a}: check which weight each line uses."
-        out.append((f"W_{b}+b_{b}->{a}", f"the {_ROLE[a]} projected with W_{b} and b_{b}", hint,
-                    sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"], f"b_{a}": p[f"b_{b}"]}),
-                    f"W_{a} and b_{a} are replaced by W_{b} and b_{b}"))
-        out.append((f"W_{b}->{a}", f"the {_ROLE[a]} projected with W_{b}", hint,
-                    sub(lambda p, a=a, b=b: {**p, f"W_{a}": p[f"W_{b}"]}), f"W_{a} is replaced by W_{b}"))
-        out.append((f"b_{b}->{a}", f"b_{b} added where b_{a} belongs", hint,
-                    sub(lambda p, a=a, b=b: {**p, f"b_{a}": p[f"b_{b}"]}), f"b_{a} is replaced by b_{b}"))
-    for n in "qkvo":
-        if backward:
-            name, hint = (f"W_{n} where W_{n}^T belongs, or the reverse",
-                          f"For y = x W_{n} the forward multiplies by W_{n} and the backward by its "
-                          f"transpose, dx = dy @ W_{n}.T: check each place W_{n} appears.")
-        else:
-            name, hint = (f"W_{n} used transposed", f"params['W_{n}'] has shape (d_in, d_out) and "
-                          "multiplies from the right, x @ W, as the paper writes Q W^Q: no .T (that is "
-                          "PyTorch's nn.Linear layout, not this one).")
-        out.append((f"W_{n}.T", name, hint, sub(lambda p, n=n: {**p, f"W_{n}": p[f"W_{n}"].T}),
-                    f"W_{n} is replaced by its transpose"))
-    for n in "qkvo":
-        out.append((f"-b_{n}", f"b_{n} subtracted instead of added", "Each projection is x W + b: "
-                    "check the sign in front of each bias.",
-                    sub(lambda p, n=n: {**p, f"b_{n}": -p[f"b_{n}"]}), f"b_{n} is negated"))
-    for r in range(1, 5):
-        for subset in _combinations("qkvo", r):
-            names = ", ".join(f"b_{n}" for n in subset)
-            out.append((f"no {names}", f"{names} not added", "params holds b_q, b_k, b_v, b_o: each "
-                        "projection is x W + b, the output one included.",
-                        sub(lambda p, s=subset: {**p, **{f"b_{n}": np.zeros_like(p[f"b_{n}"]) for n in s}}),
-                        f"{names} {'is' if r == 1 else 'are'} set to 0"))
-    return out
+def _partly_raised(cases, results, arg_names, per):
+    """Sentences for failing cases of which some raised: which (and where), and what the others do."""
+    fails = [r for r in results if not r.passed]
+    raised = [r for r in fails if isinstance(r.out, Raised)]
+    at = separating(cases, [isinstance(r.out, Raised) for r in results], arg_names)
+    said = [f"{len(raised)} of {len(fails)} failing cases raise {_raise_words(fails)}"
+            + (f", exactly those where {at[0]}" if at else "")]
+    for name, kinds in per.items():
+        words = list(dict.fromkeys(k[1] for k in kinds if isinstance(k[1], str)))
+        if words:
+            said.append(f"on the others {name} " + "; on another case ".join(words[:2]))
+    return said
 
 
-_ROLE = {"q": "queries", "k": "keys", "v": "values", "o": "heads' output"}
+def _output_words(name, kinds):
+    """``(sentence, name or None, hint or None)`` of one output over the failing cases."""
+    key = _consistent(kinds)
+    if key is None:
+        said = list(dict.fromkeys(k[1] if isinstance(k[1], str) else "is " + _scale_words(k[0], k[1])
+                                  for k in kinds))
+        return f"{name} " + "; on another case ".join(said[:2]) + ("; ..." if len(said) > 2 else ""), \
+            None, None
+    if key[0] == "scale":
+        return (f"{name} is " + _scale_words(key, kinds[0][1]) + " on every failing case",
+                "off by a constant factor" + (f" ({' = '.join(sorted(key[1]))})"
+                                              if isinstance(key[1], frozenset) else ""),
+                "A constant factor is a scale applied once too often or not at all: look for "
+                "1/sqrt(d_k), a mean instead of a sum, or a size used in place of another.")
+    if key == ("permuted", "last two"):
+        key = ("transposed",)
+    named, hint = _NAMES.get(key[0], (None, None))
+    return f"{name} {kinds[0][1]} on every failing case", named, hint
 
 
-def _mask_changes(at):
-    def flip(args):
-        args = list(args)
-        args[at] = ~args[at]
-        return tuple(args)
-
-    def drop(args):
-        return tuple(args[:at])
-    return [("~mask", "mask polarity flipped (True taken as blocked)", "True = may attend: the entries to "
-             "set to -inf are where the mask is False.", flip, "the mask is inverted (~mask)"),
-            ("no mask", "the mask is ignored", "Where the mask is False the score must become -inf "
-             "before the softmax.", drop, "no mask is given")]
-
-
-def _mha_base():
-    rng = np.random.default_rng(424242)
-    d, h = 4, 2
-    p = {f"W_{n}": rng.normal(size=(d, d)) / 2 for n in "qkvo"}
-    p.update({f"b_{n}": 0.3 * rng.normal(size=(d,)) for n in "qkvo"})
-    q, k, v = (rng.normal(size=(2, n, d)) for n in (3, 5, 5))
-    mask = rng.random((3, 5)) < 0.6
-    mask[:, 0] = True
-    mask[1, 0] = False
-    return q, k, v, p, h, mask
-
-
-def _attention_base():
-    rng = np.random.default_rng(424243)
-    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
-    mask = rng.random((3, 5)) < 0.6
-    mask[:, 0] = True
-    mask[:, 1] = False
-    return q, k, v, mask
-
-
-def _decode_base():
-    rng = np.random.default_rng(424244)
-    d, h = 4, 2
-    p = {f"W_{n}": rng.normal(size=(d, d)) / 2 for n in "qkvo"}
-    p.update({f"b_{n}": 0.3 * rng.normal(size=(d,)) for n in "qkvo"})
-    return (rng.normal(size=(2, 1, d)), rng.normal(size=(2, h, 3, d // h)),
-            rng.normal(size=(2, h, 3, d // h)), p, h)
-
-
-def _scale_changes(at, d_k, d_model):
-    """The scores multiplied by a factor ``c``, through the queries: W_q and b_q times ``c`` give
-    the reference's scores ``c`` times theirs, as a function that scales q k^T by ``c`` / sqrt(d_k)
-    more than Eq. (1) does."""
-    def times(c):
-        def change(args):
-            args = list(args)
-            p = dict(args[at])
-            args[at] = {**p, "W_q": p["W_q"] * c, "b_q": p["b_q"] * c}
-            return tuple(args)
-        return change
-    sk, sm = float(np.sqrt(d_k)), float(np.sqrt(d_model))
-    return [("scale*sqrt(d_k)", "no 1/sqrt(d_k)", "§3.2.1: the scores q . k are divided by sqrt(d_k).",
-             times(sk), "q k^T is not divided by sqrt(d_k)"),
-            ("scale/sqrt(d_k)", "divided by d_k instead of sqrt(d_k)", "q . k sums d_k products of unit "
-             "variance: divide by sqrt(d_k) to bring its variance back to 1.", times(1 / sk),
-             "q k^T is divided by d_k"),
-            ("scale*d_k", "multiplied by sqrt(d_k) instead of dividing", "Eq. (1) divides the scores by "
-             "sqrt(d_k).", times(d_k), "q k^T is multiplied by sqrt(d_k)"),
-            ("scale*sqrt(d_k/d_model)", "scaled by sqrt(d_model) instead of sqrt(d_k)", "Each head's dot "
-             "products have width d_k = W_q.shape[1] // num_heads, not d_model.", times(sk / sm),
-             "q k^T is divided by sqrt(d_model)")]
-
-
-def _swap_key_value(args):
-    """Key and value exchanged, with their projections: the reference then attends over the
-    values' projections as keys and averages the keys' projections, as a function that passes
-    (q, v, k) to its attention does."""
-    query, key, value, p, *rest = args
-    p = {**p, "W_k": p["W_v"], "W_v": p["W_k"], "b_k": p["b_v"], "b_v": p["b_k"]}
-    return (query, value, key, p, *rest)
-
-
-#: exercise -> (base arguments, their changes)
-COUNTERFACTUALS = {
-    "mha_forward": lambda: (_mha_base(), _param_changes(3) + _mask_changes(5) + [
-        ("k<->v", "keys and values exchanged", "attention(q, k, v): the keys set the weights, the values "
-         "are averaged; check the order of the arguments.", _swap_key_value,
-         "the key and value inputs and their projections are exchanged")]),
-    "decode_step": lambda: (_decode_base(), _param_changes(3) + _scale_changes(3, d_k=2, d_model=4)),
-    "mha_backward": lambda: ((np.random.default_rng(424246).normal(size=(2, 3, 4)), *_mha_base()[:5]),
-                             _param_changes(4, backward=True)),
-    "attention": lambda: (_attention_base(), _mask_changes(3)),
-    "attention_backward": lambda: ((np.random.default_rng(424245).normal(size=(3, 2)), *_attention_base()),
-                                   _mask_changes(4)),
-}
-
-
-def counterfactual_inputs(exercise):
-    """``{probe_id: (args, {})}``: the base input and each change of it (for the build to store)."""
-    if exercise not in COUNTERFACTUALS:
-        return {}
-    base, changes = COUNTERFACTUALS[exercise]()
-    out = {"cf:base": (base, {})}
-    out.update({f"cf:{label}": (change(base), {}) for label, _, _, change, _ in changes})
-    return out
-
-
-def counterfactual_probe(exercise):
-    """A probe: the submission's output on the base input equals the stored output of one change
-    (and not the base's) -> that change is what it does."""
-    def probe(fn, expected):
-        if exercise not in COUNTERFACTUALS or "cf:base" not in expected:
-            return None
-        from .engine import call, same
-        base, changes = COUNTERFACTUALS[exercise]()
-        got = call(fn, base).out
-        if isinstance(got, Raised) or same(got, expected["cf:base"]):
-            return None
-        hits = [(label, name, hint, words) for label, name, hint, _, words in changes
-                if f"cf:{label}" in expected and same(got, expected[f"cf:{label}"])]
-        if not hits or not all(same(expected[f"cf:{h[0]}"], expected[f"cf:{hits[0][0]}"]) for h in hits):
-            return None                 # none, or changes with different answers: a coincidence
-        _, name, hint, words = min(hits, key=lambda h: len(h[1]))   # equivalent changes: the simplest
-        return Finding(name, f"on a stored {exercise} input your result is exactly what the right "
-                       f"{exercise} returns when {words}", hint)
-    return probe
+def _joined_name(outputs, names, several):
+    """One name for the wrong outputs: 'dq, dk off by ...', 'wrong shape (v_cache)', or per output."""
+    uniq = list(dict.fromkeys(names))
+    if not several:
+        return f"output {uniq[0]}" if uniq[0].startswith("off by") else uniq[0]
+    if len(uniq) == 1:
+        return f"{', '.join(outputs)} {uniq[0]}" if uniq[0].startswith("off by") else \
+            f"{uniq[0]} ({', '.join(outputs)})"
+    return "; ".join(f"{n} {m}" if m.startswith("off by") else f"{n}: {m}"
+                     for n, m in zip(outputs, names, strict=True))

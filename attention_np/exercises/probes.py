@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .diagnose import COUNTERFACTUALS, counterfactual_inputs, counterfactual_probe
+from .counterfactuals import COUNTERFACTUALS, counterfactual_inputs, counterfactual_probe
 from .probes_attention import (
     attention_backward_probe,
     attention_broadcast_mask,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import attention_np.exercises as ex
-from attention_np.exercises import checker, diagnose, engine
+from attention_np.exercises import checker, counterfactuals, diagnose, engine
 from attention_np.exercises.loading import load_function
 
 WRONG = sorted((Path(__file__).resolve().parent / "course_submissions" / "wrong").glob("*.py"))
@@ -134,7 +134,7 @@ def test_a_weight_used_for_another_is_measured_in_mha_forward(change, words):
     # mutants: the reference run on a changed input (what the counterfactual probe looks for),
     # on every case, not only on the probe's own input
     ref = ex.EXERCISES["mha_forward"].reference
-    cf = {label: fn for label, _, _, fn, _ in diagnose.COUNTERFACTUALS["mha_forward"]()[1]}
+    cf = {label: fn for label, _, _, fn, _ in counterfactuals.COUNTERFACTUALS["mha_forward"]()[1]}
 
     def mutant(query, key, value, params, num_heads, mask=None):
         args = (query, key, value, params, num_heads) + (() if mask is None else (mask,))
@@ -220,7 +220,7 @@ def test_the_decode_step_scale_is_measured_through_the_queries():
     from attention_np.exercises.efficient_exercises import _decode
     r = ex.check("decode_step", lambda *a: _decode(*a, scale_dm=True))
     assert r.mistake == "scaled by sqrt(d_model) instead of sqrt(d_k)", r.message
-    cf = {label: fn for label, _, _, fn, _ in diagnose.COUNTERFACTUALS["decode_step"]()[1]}
+    cf = {label: fn for label, _, _, fn, _ in counterfactuals.COUNTERFACTUALS["decode_step"]()[1]}
     ref = ex.EXERCISES["decode_step"].reference
 
     def unscaled(x, k_cache, v_cache, params, num_heads):
