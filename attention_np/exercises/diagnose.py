@@ -342,19 +342,25 @@ def _axis_kind(o, e, tol):
 
 
 def _where_kind(o, e, tol):
-    """Wrong only at the first or last index of one axis, or wrong values (with the axes of size
-    1, whose one index is both their first and their last)."""
+    """Wrong only at the first or last index of an axis: ``("ends", {(axis, "first"/"last")},
+    {axes of size 1})``; an axis of size 1 holds every wrong entry (its one index is its first and
+    its last), so it counts for either end when the cases are compared. Else wrong values."""
     bad = ~_close(o, e, *tol)
+    ends = set()
     for ax in range(-1, -o.ndim - 1, -1):
         n = o.shape[ax]
         hit = np.flatnonzero(bad.any(axis=tuple(a for a in range(o.ndim) if a != o.ndim + ax)))
         if n > 1 and len(hit) == 1 and hit[0] in (0, n - 1):
-            end = "last" if hit[0] == n - 1 else "first"
-            return ("only_end", ax, end), f"is right except at the {end} index of axis {ax}"
-    if 1 in o.shape:
-        return ("values", frozenset(ax for ax in range(-1, -o.ndim - 1, -1) if o.shape[ax] == 1)), \
-            "has wrong values"
-    return ("values",), "has wrong values"
+            ends.add((ax, "last" if hit[0] == n - 1 else "first"))
+    ones = frozenset(ax for ax in range(-1, -o.ndim - 1, -1) if o.shape[ax] == 1)
+    if ends:
+        return ("ends", frozenset(ends), ones), _ends_words(ends)
+    return ("values", frozenset(), ones), "has wrong values"
+
+
+def _ends_words(ends):
+    ax, end = sorted(ends)[0]
+    return f"is right except at the {end} index of axis {ax}"
 
 
 def _shifted(o, e, ax, s, rtol=1e-6, atol=1e-9):
@@ -488,11 +494,14 @@ def _consistent(kinds):
                 return ("scale", common)
         cs = [c for _, c in kinds]
         return ("scale", round(cs[0], 4)) if np.allclose(cs, cs[0], rtol=1e-4) else None
-    ends = {k for k in keys if k[0] == "only_end"}
-    if len(ends) == 1:                  # right but at one end of an axis; where that axis has size 1,
-        end = next(iter(ends))          # its one index is both ends, and the whole output is wrong
-        if all(k == end or (k[0] == "values" and len(k) > 1 and end[1] in k[1]) for k in keys):
-            return end
+    if any(k[0] == "ends" for k in keys) and all(k[0] in ("ends", "values") for k in keys):
+        def candidates(k):
+            return set(k[1]) | {(ax, end) for ax in k[2] for end in ("first", "last")}
+        common = set.intersection(*(candidates(k) for k in keys))   # one end of one axis holds
+        real = common & {e for k in keys for e in k[1]}              # every wrong entry of every case
+        if real:
+            return ("only_end", *sorted(real)[0])
+        return None
     return keys[0] if all(k == keys[0] for k in keys) else None
 
 
@@ -659,7 +668,8 @@ def _output_words(name, kinds):
     if key == ("permuted", "last two"):
         key = ("transposed",)
     named, hint = _NAMES.get(key[0], (None, None))
-    return f"{name} {kinds[0][1]} on every failing case", named, hint
+    words = _ends_words({key[1:]}) if key[0] == "only_end" else kinds[0][1]
+    return f"{name} {words} on every failing case", named, hint
 
 
 def _joined_name(outputs, names, several):
