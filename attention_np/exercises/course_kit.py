@@ -35,8 +35,8 @@ from attention_np.exercises.storage import save_bank
 from attention_np.exercises.syllabus import kit_table, lesson_answers_markdown
 
 HERE = pathlib.Path(__file__).resolve().parent
-KIT_MODULES = ("engine.py", "storage.py", "loading.py", "probing.py", "probes.py", "probes_basics.py",
-               "probes_attention.py", "probes_heads.py")
+KIT_MODULES = ("engine.py", "diagnose.py", "counterfactuals.py", "storage.py", "loading.py", "probing.py",
+               "probes.py", "probes_basics.py", "probes_attention.py", "probes_heads.py")
 #: config.json of the autograder. time_budget_s: the whole submission's grading stops by then
 #: (well inside Gradescope's default 10-minute timeout, GRADESCOPE_TIMEOUT_S); each later exercise
 #: keeps time_reserve_per_exercise_s of it (a correct exercise took 1 to 3 s on a busy 2-core machine).

@@ -383,35 +383,102 @@ def run_cases(fn, cases, arg_names=None, on_case=None, output_names=None):
     return results
 
 
+def _same_nan(a, b, rtol=1e-4, atol=1e-6):
+    """``a`` and ``b`` have one structure and shapes, NaN at the same entries, and agree elsewhere."""
+    if isinstance(a, Raised) or isinstance(b, Raised) or _shape_of(a) != _shape_of(b):
+        return False
+    for (_, x), (_, y) in zip(leaves(a), leaves(b), strict=False):
+        try:
+            x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError):
+            return False
+        if x.shape != y.shape or not np.array_equal(np.isnan(x), np.isnan(y)):
+            return False
+        keep = ~np.isnan(y)
+        if not same(x[keep], y[keep], rtol, atol):
+            return False
+    return True
+
+
+def agrees(results, cases, fp):
+    """``(agrees, informative)``: the student's outputs reproduce catalogued mistake ``fp`` on
+    every case: where the mistake gives a NaN-free result the student gives the same; where it
+    gives NaN, the student gives NaN at the same entries and the same values elsewhere; where it
+    raises, the student fails too. ``informative`` counts the reproduced cases on which the
+    mistake is wrong."""
+    informative = 0
+    for r, case, m_out in zip(results, cases, fp.outputs, strict=False):
+        if finite_result(m_out):
+            if not same(r.out, m_out, rtol=1e-4, atol=1e-6):
+                return False, informative
+            if compare(m_out, case.expected, None, case.tol) is not None:
+                informative += 1
+        elif isinstance(m_out, Raised):
+            if r.passed:
+                return False, informative
+        elif not _same_nan(r.out, m_out):
+            return False, informative
+    return len(fp.outputs) >= len(results), informative
+
+
 def match_fingerprint(results, cases, fingerprints):
-    """The first catalogued mistake the student's outputs reproduce: on every case where the
-    mistake gives a NaN-free result the student agrees with it; where the mistake raises or
-    gives NaN, the student fails too; and at least one reproduced case is wrong."""
-    for fp in fingerprints:
-        informative, ok = 0, True
-        for r, case, m_out in zip(results, cases, fp.outputs, strict=False):
-            if finite_result(m_out):
-                if not same(r.out, m_out, rtol=1e-4, atol=1e-6):
-                    ok = False
-                    break
-                if compare(m_out, case.expected, None, case.tol) is not None:
-                    informative += 1
-            elif r.passed:
-                ok = False
-                break
-        if ok and informative:
-            return fp
+    """The catalogued mistake the student's outputs reproduce on every case (see :func:`agrees`),
+    with at least one reproduced case wrong; None when none does, or when several that are not
+    the same mistake do (the name would then be a guess)."""
+    found = [fp for fp in fingerprints if (lambda a: a[0] and a[1])(agrees(results, cases, fp))]
+    if not found:
+        return None
+    first = found[0]
+    for other in found[1:]:
+        if other.name != first.name and not all(
+                same(a, b) or (not finite_result(a) and not finite_result(b))
+                for a, b in zip(first.outputs, other.outputs, strict=False)):
+            return None
+    return first
+
+
+def _probe_finding(fn, probes, results, cases, fingerprints, unsaid):
+    """The first probe finding that is consistent with the cases: a finding that names a
+    catalogued mistake only when the student reproduces that mistake on every case (otherwise
+    its measured sentence goes to ``unsaid``); a finding about values only when some failing case
+    did not raise (unless the finding is about what raised)."""
+    catalogued = {fp.name: fp for fp in fingerprints}
+    raised = all(isinstance(r.out, Raised) for r in results if not r.passed)
+    for probe in probes:
+        try:
+            with np.errstate(all="ignore"):
+                finding = probe(fn)
+        except (NotImplementedYet, TimeLimit):
+            raise
+        except Exception:           # noqa: BLE001 - a probe that cannot run says nothing
+            finding = None
+        if finding is None:
+            continue
+        if finding.name in catalogued and not agrees(results, cases, catalogued[finding.name])[0]:
+            unsaid.append(finding.what)         # true of the probe's input, but not that mistake
+            continue
+        if raised and not any(w in finding.what for w in ("Error", "raise")):
+            continue
+        return finding
     return None
+
+
+#: measured behaviours that, found on every failing case, come before the probes (a probe measures
+#: one input of its own; these are measured on the cases)
+STRONG = ("off by a constant factor", "mask polarity flipped", "wrong sign")
 
 
 def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, signature=None,
             results=None) -> Report:
     """Check ``fn`` on ``cases``; when it is wrong, name what is wrong.
 
-    The diagnosis, first match wins: an input written to; a catalogued mistake reproduced
-    (``fingerprints``); a probe (a function ``probe(fn) -> Finding | None`` that measures a
-    property, see :mod:`probes`); the dtype rule; otherwise FAILED with the first failing case.
+    The diagnosis, first match wins: an input written to; a catalogued mistake reproduced on
+    every case, and no other (``fingerprints``); the dtype rule; a probe (a function
+    ``probe(fn) -> Finding | None`` that measures a property, see :mod:`probes`) whose finding the
+    cases bear out; a behaviour measured on the cases (:mod:`diagnose`); otherwise FAILED with
+    what was measured. Every message ends with the smallest failing case, drawn.
     """
+    from .diagnose import measure, show, smallest
     signature = signature or exercise
     try:
         if results is None:
@@ -422,6 +489,13 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
                       "write it, then run the check again.")
     failures = [r for r in results if not r.passed]
     n = len(results)
+    if not failures:
+        return Report(exercise, "passed", f"PASSED: {exercise}, all {n} cases", cases=results)
+    small = smallest(cases, results)
+    try:
+        drawn = "\n" + show(*small, arg_names, cases[0].outputs) if small else ""
+    except Exception:               # noqa: BLE001 - a picture that cannot be drawn is left out
+        drawn = ""
     written = sorted({w for r in results for w in r.written})
     if written:
         return _mistake(exercise, results, Finding(
@@ -429,22 +503,34 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
             f"your function changed its input{'s' if len(written) > 1 else ''} {', '.join(written)}",
             "The caller still needs its arrays after the call. Operations like x -= m, "
             "np.exp(x, out=x) or x[...] = ... write into the caller's array: compute into a new "
-            "array (y = x - m) instead."), failures)
-    if not failures:
-        return Report(exercise, "passed", f"PASSED: {exercise}, all {n} cases", cases=results)
+            "array (y = x - m) instead."), failures, drawn)
     fp = match_fingerprint(results, cases, fingerprints)
     if fp is not None:
-        return _mistake(exercise, results, Finding(fp.name, fp.name, fp.hint), failures)
-    for probe in probes:
-        try:
-            with np.errstate(all="ignore"):
-                finding = probe(fn)
-        except (NotImplementedYet, TimeLimit):
-            raise
-        except Exception:           # noqa: BLE001 - a probe that cannot run says nothing
-            finding = None
-        if finding is not None:
-            return _mistake(exercise, results, finding, failures)
+        return _mistake(exercise, results, Finding(fp.name, fp.name, fp.hint), failures, drawn)
+    if all(r.why and " has dtype " in r.why and ", expected float" in r.why for r in failures):
+        if all("expected float64" in r.why for r in failures) and not any(
+                _has_float(c.args) for c, r in zip(cases, results, strict=False) if not r.passed):
+            hint = ("The contract asks for a float64 array, and no float input tells you otherwise: "
+                    "build it in float64 (np.arange(n) / 2.0 and np.empty(shape) are float64; "
+                    "dtype=np.float32 or .astype(np.float32) are not).")
+        else:
+            hint = ("A float32 input gives a float32 output, a float64 input a float64 output. "
+                    "float64 creeps in through NumPy float64 scalars (np.sqrt(d_k) is one: use "
+                    "math.sqrt), dtype=float arrays (np.zeros(n) is float64) or np.array(x, "
+                    "dtype=float); float32 through .astype(np.float32) or dtype=np.float32. Compute "
+                    "in any precision you like, then cast back with .astype(x.dtype).")
+        return _mistake(exercise, results, Finding(
+            "dtype not kept", failures[0].why.split(" (keep")[0].split("; ")[0], hint), failures, drawn)
+    try:
+        found, sentences = measure(cases, results, arg_names, cases[0].outputs)
+    except Exception:               # noqa: BLE001 - a measurement that cannot run says nothing
+        found, sentences = None, []
+    if found is not None and any(w in found.name for w in STRONG):
+        return _mistake(exercise, results, found, failures, drawn)   # it explains every failing case
+    unsaid = []
+    finding = _probe_finding(fn, probes, results, cases, fingerprints, unsaid)
+    if finding is not None:
+        return _mistake(exercise, results, finding, failures, drawn)
     if any("could not be broadcast" in (r.why or "") for r in failures) and all(
             "could not be broadcast" in (r.why or "") or " has shape " in (r.why or "") for r in failures):
         return _mistake(exercise, results, Finding(
@@ -454,37 +540,25 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
             "(..., n) is (...): keep it with keepdims=True); an axis added in the middle "
             "(mask[:, None] on an (L, S) mask) shifts the others: print the shapes of the "
             "failing case and add axes where the contract puts them."),
-            failures)
+            failures, drawn)
     if all(r.why and r.why.startswith("returned ") for r in failures):
         return _mistake(exercise, results, Finding(
             "returns the wrong structure", f"it {failures[0].why}",
             f"Return exactly what the contract of {signature} says (a tuple where it asks for "
-            "several results, in that order)."), failures)
-    if all(r.why and " has dtype " in r.why and ", expected float" in r.why for r in failures):
-        if all("expected float64" in r.why for r in failures) and not any(
-                _has_float32(c.args) for c, r in zip(cases, results, strict=False) if not r.passed):
-            hint = ("The contract asks for a float64 array, and no float input tells you otherwise: "
-                    "build it in float64 (np.arange(n) / 2.0 and np.empty(shape) are float64; "
-                    "dtype=np.float32 or .astype(np.float32) are not).")
-        else:
-            hint = ("A float32 input gives a float32 output. float64 creeps in through NumPy "
-                    "float64 scalars (np.sqrt(d_k) is one: use math.sqrt), dtype=float arrays "
-                    "(np.zeros(n) is float64) or np.array(x, dtype=float); compute in any "
-                    "precision you like, then cast back with .astype(x.dtype).")
-        return _mistake(exercise, results, Finding(
-            "dtype not kept", failures[0].why.split(" (keep")[0].split("; ")[0], hint), failures)
+            "several results, in that order)."), failures, drawn)
+    sentences = unsaid + sentences
+    if found is not None:
+        return _mistake(exercise, results, found, failures, drawn)
     first = _first_shown(failures)
+    said = f" Measured: {'; '.join(sentences)}." if sentences else ""
     return Report(exercise, "failed",
                   f"FAILED: {exercise}: {len(failures)} of {n} cases fail; first: {first}"
-                  f"{_parts_summary(results)}", cases=results)
+                  f"{_parts_summary(results)}{said}{drawn}", cases=results)
 
 
 def _has_float(x):
     return any(isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating) for _, v in leaves(x))
 
-
-def _has_float32(x):
-    return any(isinstance(v, np.ndarray) and v.dtype == np.float32 for _, v in leaves(x))
 
 
 def _first_shown(failures):
@@ -510,10 +584,10 @@ def _parts_summary(results):
             f"{', '.join(bad)}.")
 
 
-def _mistake(exercise, results, finding, failures):
+def _mistake(exercise, results, finding, failures, drawn=""):
     where = f" (first failing case: {_first_shown(failures)})" if failures else ""
     return Report(exercise, "mistake",
                   f"MISTAKE: {exercise}: {finding.name}"
                   f"{'' if finding.what == finding.name else ': ' + finding.what}. "
-                  f"Hint: {finding.hint}{where}{_parts_summary(results)}",
+                  f"Hint: {finding.hint}{where}{_parts_summary(results)}{drawn}",
                   mistake=finding.name, cases=results)

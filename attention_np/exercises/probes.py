@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .counterfactuals import COUNTERFACTUALS, counterfactual_inputs, counterfactual_probe
 from .probes_attention import (
     attention_backward_probe,
     attention_broadcast_mask,
@@ -61,6 +62,14 @@ INPUTS = {
     "mha_forward": lambda: {"one_head": ((*mha_inputs()[:2], mha_inputs()[1], mha_inputs()[2], 1), {})},
 }
 
+
+def _with_counterfactuals(name, own):
+    return lambda: {**own(), **counterfactual_inputs(name)}
+
+
+INPUTS.update({name: _with_counterfactuals(name, INPUTS.get(name, lambda: {}))
+               for name in COUNTERFACTUALS})
+
 #: exercise -> probes tried in order
 PROBES = {
     "softmax": [softmax_axis, softmax_stability],
@@ -81,8 +90,9 @@ PROBES = {
 
 
 def bound(name, expected):
-    """The probes of exercise ``name`` as ``probe(fn)``, with their stored expected values."""
-    return [lambda fn, p=p: p(fn, expected) for p in PROBES.get(name, [])]
+    """The probes of exercise ``name`` as ``probe(fn)``, with their stored expected values; the
+    counterfactual probe first."""
+    return [lambda fn, p=p: p(fn, expected) for p in [counterfactual_probe(name), *PROBES.get(name, [])]]
 
 
 def check_record(name, rec, fn, cases=None):

@@ -345,6 +345,17 @@ def tiled_shared_max(fn, expected):
     bad = [i for i in range(2) if not close_to(both[i], alone[i][0], 1e-7, 1e-10)]
     if bad:
         got = "NaN" if has_nan(both[bad[0]]) else f"{both[bad[0]]}"
+        near = q * np.array([[0.01], [0.02]])            # rows on one scale: a shared shift is harmless
+        pair = as_array(output_of(fn, near, k, v, 3))
+        each = [as_array(output_of(fn, near[i:i + 1], k, v, 3)) for i in range(2)]
+        shaped = pair is not None and pair.shape == (2, 2) and all(
+            e is not None and e.shape == (1, 2) for e in each)
+        if shaped and not all(close_to(pair[i], each[i][0], 1e-7, 1e-10) for i in range(2)):
+            return Finding("the queries are not independent", "two queries together give other "
+                           "outputs than each alone, even on one scale (so more than a shared max "
+                           "couples them: a running sum or normalizer shared by the rows)", "Each query "
+                           "keeps its own running max and running sum, of shape (..., L, 1): reduce "
+                           "over the keys only, axis=-1 with keepdims=True.")
         return Finding("one running max shared by all queries", f"row {bad[0]} alone gives "
                        f"{alone[bad[0]][0]}, but next to a row whose scores are ~900 higher it gives "
                        f"{got}: the rows share a shift", "Each query keeps its own running max "

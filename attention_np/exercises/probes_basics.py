@@ -37,7 +37,8 @@ def softmax_axis(fn, expected):
                        "with keepdims=True so it broadcasts.")
     for ax in range(x.ndim - 1):
         if close_to(out.sum(ax), np.ones(x.shape[:ax] + x.shape[ax + 1:])):
-            return Finding("softmax over the wrong axis",
+            return Finding("softmax over the wrong axis" if ax == 0 else
+                           f"softmax over axis {ax - x.ndim} instead of the last",
                            f"your output sums to 1 over axis {ax} (length {x.shape[ax]}), not over the "
                            "last axis", "Each query's weights over the keys sum to one: the keys are "
                            "the LAST axis. Use axis=-1 (not 0 or 1) so it works for any number of "
@@ -151,9 +152,9 @@ def softmax_backward_probe(fn, expected):
                        "2-D only).")
     gb = as_array(output_of(fn, np.arange(12.0).reshape(3, 4), pb))
     if gb is not None and gb.shape == pb.shape and not close_to(gb.sum(-1), np.zeros(3), 0, 1e-9):
-        return Finding("summed over the wrong axis", "on a (3, 4) input your rows do not sum to 0 (each "
-                       "row's gradient of a softmax must)", "Each row is its own softmax: sum over "
-                       "axis=-1 with keepdims=True.")
+        return Finding("the sum is not over each row alone", "on a (3, 4) input your rows do not sum "
+                       "to 0 (each row's gradient of a softmax must)",
+                       "Each row is its own softmax: sum over axis=-1 with keepdims=True.")
     return None
 
 
@@ -177,6 +178,18 @@ def _offsets(m):
     if ks_suf and not ks_pre:
         return "suffix", ks_suf
     return None, None
+
+
+_OTHER = {"top_left": "bottom_right", "bottom_right": "top_left"}
+
+
+def _right_causal(fn, L, S, align):
+    """The submission's (L, S) mask of ``align`` is the causal mask (measured from its rows)."""
+    out = output_of(fn, L, S, align)
+    if isinstance(out, Raised) or np.shape(out) != (L, S) or np.asarray(out).dtype != bool:
+        return False
+    i, j = np.arange(L)[:, None], np.arange(S)[None, :]
+    return bool(np.array_equal(out, j <= i + (0 if align == "top_left" else S - L)))
 
 
 def causal_probe(fn, expected):
@@ -208,8 +221,11 @@ def causal_probe(fn, expected):
         want = 0 if align == "top_left" else S - L
         kind, ks = _offsets(m)
         if kind == "suffix":
-            return Finding("mask polarity flipped", "your mask is True for the future keys (the ones a "
-                           "query may NOT see)", "The convention is True = may attend (PyTorch's bool "
+            exact = np.array_equal(m, ~np.tri(L, S, want, dtype=bool))
+            return Finding("mask polarity flipped" if exact else
+                           "True on the future keys (polarity flipped)",
+                           "your mask is True for the future keys (the ones a query may NOT see)",
+                           "The convention is True = may attend (PyTorch's bool "
                            "attn_mask), not True = blocked.")
         if kind != "prefix" or len(set(ks)) != 1 or ks[0] == want:
             right_when_l_below_s |= (align == "bottom_right" and L < S and kind == "prefix"
@@ -217,6 +233,11 @@ def causal_probe(fn, expected):
             continue
         k = ks[0]
         where = f"(L={L}, S={S}, {align})"
+        if k in (want - 1, want + 1) and _right_causal(fn, L, S, _OTHER[align]):
+            return Finding(f"causal mask off by one on {align} only", f"{where} query i sees keys up to "
+                           f"i + {k}, expected i + {want}; with {_OTHER[align]} your mask is right",
+                           "Write both alignments with one offset: query i sees keys j <= i + offset, "
+                           "offset 0 (top_left) or S - L (bottom_right).")
         if k == want - 1:
             return Finding("causal mask off by one (diagonal excluded)", f"{where} query i cannot see "
                            "its own position", "May a position attend to itself? Look at entry (0, 0).")
@@ -276,9 +297,12 @@ def padding_probe(fn, expected):
     prefix = all(squeezed[b, :c].all() for b, c in enumerate(counts))
     if prefix and (np.array_equal(counts[n], lengths[n] + 1) or np.array_equal(counts[n], lengths[n] - 1)):
         got = ", ".join(f"{c} for length {n_}" for c, n_ in zip(counts, lengths, strict=True))
-        return Finding("padding mask off by one", f"your mask lets each sequence see its first keys, "
+        fewer = np.array_equal(counts[n], lengths[n] - 1)
+        return Finding("padding mask off by one (the last real key left out)" if fewer else
+                       "padding mask off by one", f"your mask lets each sequence see its first keys, "
                        f"but {got} (lengths {lengths.tolist()}, S = {S})", "A sequence of length 3 "
-                       "has keys 0, 1, 2: is key 3 real? And a length 0 sees no key.")
+                       "has keys 0, 1 and 2, all three real: j < length." if fewer else "A sequence of "
+                       "length 3 has keys 0, 1, 2: is key 3 real? And a length 0 sees no key.")
     if what and np.array_equal(squeezed, j[None, :] < lengths[:, None]):
         return Finding("padding mask of shape (B, S) instead of (B, 1, S)", "your values are right but "
                        "the shape is (B, S)", "The contract is (B, 1, S): the middle 1 broadcasts over "
@@ -341,7 +365,8 @@ def sinusoidal_probe(fn, expected):
                            "10000^(-i/d_model)", "i indexes the sin/cos PAIRS: column 2i's frequency "
                            "uses 2i, the column index.")
         if abs(base - 10000.0) > 1:
-            return Finding("wrong base", f"your frequencies fall as {base:.4g}^(-2i/d_model)", "The "
+            return Finding("wrong base" if abs(base - 1000.0) < 1 else f"base {base:.4g} instead of 10000",
+                           f"your frequencies fall as {base:.4g}^(-2i/d_model)", "The "
                            "wavelengths form a geometric progression from 2*pi to 10000 * 2*pi.")
     return None
 

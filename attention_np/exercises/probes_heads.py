@@ -127,12 +127,9 @@ def mha_probe(fn, expected):
     plain = {**{f"W_{n}": np.zeros((d, d)) for n in "qk"}, "W_v": np.eye(d), "W_o": np.eye(d),
              **{f"b_{n}": np.zeros(d) for n in "qkvo"}}
     mean = as_array(output_of(fn, x, y, y, plain, h))           # uniform weights, identity projections
-    if mean is not None and mean.shape == base.shape and not close_to(
-            mean, np.broadcast_to(y.mean(-2, keepdims=True), x.shape)):
-        return Finding("heads split or merged wrongly", "with W_q = W_k = 0 (every weight equal), W_v = "
-                       "W_o = I and zero biases, your output is not the mean of the values at every "
-                       "query: the heads mix positions or features", "split_heads: reshape (B, L, h*d) "
-                       "to (B, L, h, d), THEN swap to (B, h, L, d); merge_heads undoes it in reverse.")
+    want = np.broadcast_to(y.mean(-2, keepdims=True), x.shape)
+    if mean is not None and mean.shape == base.shape and not close_to(mean, want):
+        return _uniform_finding(mean, want)
     delta = np.array([0.5, -1.0, 2.0, 0.25])
 
     def moved(name):
@@ -163,6 +160,24 @@ def mha_probe(fn, expected):
     return None
 
 
+def _uniform_finding(got, want):
+    """What an output that is not the mean of the values under equal scores does, measured: the
+    mean times a constant (weights that do not sum to 1), or not even that (the heads mix
+    positions or features)."""
+    setup = "with W_q = W_k = 0 (every score equal), W_v = W_o = I and zero biases"
+    c = float((got * want).sum() / (want * want).sum())
+    if abs(c) < 1e-6:                   # 0: the values never reached the output; nothing about weights
+        return None
+    if close_to(got, c * want):
+        return Finding("the attention weights do not sum to 1", f"{setup}, your output is {c:.4g} times "
+                       "the mean of the values", "Each query's weights over the keys are a softmax over "
+                       "the LAST axis of the scores: exp(s - max) divided by its sum over that axis.")
+    return Finding("heads split or merged wrongly", f"{setup}, your output is not the mean of the "
+                   "values at every query (nor a multiple of it): the heads mix positions or features",
+                   "split_heads: reshape (B, L, h*d) to (B, L, h, d), THEN swap to (B, h, L, d); "
+                   "merge_heads undoes it in reverse.")
+
+
 def mha_mask(fn, expected):
     """An (L, S) mask against the same mask spelled out to (B, 1, L, S)."""
     x, y, p, h = mha_inputs()
@@ -175,19 +190,19 @@ def _mha_scale(fn):
     of d_k = 3 (so d_k, d_model / h = 4, h * d_k = 6 and d_model differ); W_v, W_o and the values
     make the output the attention weights of each head."""
     rng = np.random.default_rng(RNG_SEED + 15)
-    B, L, S, dm, h, dk = 1, 3, 4, 8, 2, 3
+    B, L, S, dm, h, dk = 2, 3, 4, 8, 2, 3
     p = {"W_q": rng.normal(size=(dm, h * dk)), "W_k": rng.normal(size=(dm, h * dk)),
          "W_v": np.eye(dm), "W_o": np.eye(dm), "b_q": np.zeros(h * dk), "b_k": np.zeros(h * dk),
          "b_v": np.zeros(dm), "b_o": np.zeros(dm)}
     query, key = rng.normal(size=(B, L, dm)), rng.normal(size=(B, S, dm))
-    value = np.concatenate([np.eye(S), np.eye(S)], axis=-1)[None]     # head i's values: one-hot keys
+    value = np.repeat(np.concatenate([np.eye(S), np.eye(S)], axis=-1)[None], B, 0)   # one-hot keys
     out = as_array(output_of(fn, query, key, value, p, h))
     if out is None or out.shape != (B, L, dm) or has_nan(out):
         return None
-    q, k = query[0] @ p["W_q"], key[0] @ p["W_k"]
-    cs = [measure_scale(out[0, :, i * S:(i + 1) * S], q[:, i * dk:(i + 1) * dk], k[:, i * dk:(i + 1) * dk])
-          for i in range(h)]
-    if any(c is None for c in cs) or not np.isclose(cs[0], cs[1], rtol=1e-6):
+    q, k = query @ p["W_q"], key @ p["W_k"]
+    heads = [(b, slice(i * S, (i + 1) * S), slice(i * dk, (i + 1) * dk)) for b in range(B) for i in range(h)]
+    cs = [measure_scale(out[b, :, w], q[b, :, c], k[b, :, c]) for b, w, c in heads]   # one for all, or none
+    if any(c is None for c in cs) or not np.allclose(cs, cs[0], rtol=1e-6):
         return None
     c, want = cs[0], 1 / np.sqrt(dk)
     if abs(c - want) <= 1e-6 * want:
@@ -272,13 +287,20 @@ def mha_backward_probe(fn, expected):
             return Finding("bias gradient not summed over the batch", what, "A bias is added to every "
                            "position of every sequence: its gradient sums over all of them (batch "
                            "and positions).")
+        if kinds == {"scale"}:
+            return Finding(f"{', '.join(sorted(wrong))} off by a constant factor (a mean instead of a "
+                           "sum?)", what, "A bias is added to every position of every sequence: its "
+                           "gradient is the SUM of the gradient of x W + b over the batch and the "
+                           "positions, not a mean.")
         return Finding("bias gradient summed over the wrong axes", what, "A bias is added to every "
                        "position of every sequence: its gradient sums the gradient of x W + b over "
                        "the batch and the positions, keeping the feature axis (heads and their "
                        "features, in the merged order).")
     if all(n.startswith("dW_") for n in wrong):
         if kinds == {"transposed"}:
-            return Finding("weight gradients transposed", what, "For y = x W with W of shape (d_in, "
+            every = {"dW_q", "dW_k", "dW_v", "dW_o"} <= set(wrong)
+            return Finding("weight gradients transposed" if every else f"{', '.join(sorted(wrong))} "
+                           "transposed", what, "For y = x W with W of shape (d_in, "
                            "d_out), dW must have W's shape: which of x^T dy and dy^T x is (d_in, d_out)?")
         if kinds == {"permuted"}:
             return Finding("heads in the wrong order", what, "Head i owns the columns [i*d_k, (i+1)*d_k) "
@@ -350,8 +372,8 @@ def decode_probe(fn, expected):
     vc1 = np.eye(t, d)[None, None]                          # (1, 1, t, d): cached value j = e_j
     got = output_of(fn, rng.normal(size=(1, 1, d)), rng.normal(size=(1, 1, t, d)), vc1, pw, 1)
     o = as_array(got[0]) if isinstance(got, (tuple, list)) and len(got) == 3 else None
-    if o is not None and o.shape == (1, 1, d) and not has_nan(o):
-        w = o[0, 0, :t]                                     # the weights of the t cached keys
+    if o is not None and o.shape == (1, 1, d) and not has_nan(o) and np.abs(o[0, 0, t:]).max() < 1e-9:
+        w = o[0, 0, :t]                 # the weights of the t cached keys (the rest is 0: our values)
         if w.sum() > 1 + 1e-9 or np.any(w < -1e-12):
             return Finding("weights do not sum to 1 over the keys", f"with values that show the "
                            f"weights, the query gives the {t} cached keys weights "

@@ -1,6 +1,6 @@
 # exercise: attention_backward
 # the student's slip: forgets the mask in the backward
-# diagnosis: gradient flows into a masked key
+# diagnosis: the mask is ignored
 import math
 
 import numpy as np

@@ -1,6 +1,6 @@
 # exercise: causal_mask
 # the student's slip: bottom-right offset S - L - 1 (the query 'cannot see the current key')
-# diagnosis: causal mask off by one (diagonal excluded)
+# diagnosis: causal mask off by one on bottom_right only
 import numpy as np
 
 

@@ -1,6 +1,6 @@
 # exercise: decode_step
 # the student's slip: projects the new key and value without b_k and b_v
-# diagnosis: projection biases forgotten
+# diagnosis: b_k, b_v not added
 import math
 
 import numpy as np

@@ -1,6 +1,6 @@
 # exercise: mha_forward
 # the student's slip: forgets b_q and b_k (adds only b_v and b_o)
-# diagnosis: projection biases forgotten
+# diagnosis: b_q not added
 import math
 
 import numpy as np

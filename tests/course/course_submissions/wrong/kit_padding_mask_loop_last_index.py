@@ -1,7 +1,7 @@
 # exercise: padding_mask
 # the student's slip: loop with [: lengths[b] - 1] (treats the length as the last index); a length 0 gives
 #   [:-1]
-# diagnosis: padding mask off by one
+# diagnosis: padding mask off by one (the last real key left out)
 import numpy as np
 
 

@@ -1,6 +1,6 @@
 # exercise: mha_backward
 # the student's slip: dW = dy^T x
-# diagnosis: weight gradients transposed
+# diagnosis: dW_k, dW_q, dW_v transposed
 import math
 
 import numpy as np
