@@ -35,6 +35,7 @@ class Case:
     tol: tuple | None = None        # (rtol, atol); default by dtype, see engine's docstring
     points: float = 1.0
     clauses: tuple = ()             # the contract clauses it tests (notebooks.CLAUSES keys)
+    family: str | None = None       # the value family it was drawn from (generate.py), if any
 
 
 @dataclass
@@ -51,7 +52,8 @@ class Mistake:
 class Exercise:
     """An exercise: ``name``, the function signature, the paper's sentence, the reference
     implementation, a ``cases(seed)`` factory (``hidden`` gives the autograder's cases; by default
-    the same factory with another seed) and the catalogue of ``mistakes``."""
+    the same factory with another seed), the catalogue of ``mistakes`` and the ``spec`` of
+    :mod:`attention_np.exercises.generate` the cases are drawn from."""
 
     name: str
     signature: str
@@ -61,6 +63,7 @@ class Exercise:
     mistakes: list
     hidden: object = None
     outputs: tuple | None = None        # names of a tuple result's items, e.g. ("dq", "dk", "dv")
+    spec: object = None                 # the generate.Spec its cases are drawn from
 
     @property
     def function(self) -> str:
