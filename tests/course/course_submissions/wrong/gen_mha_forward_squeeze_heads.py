@@ -18,8 +18,7 @@ def mha_forward(query, key, value, params, num_heads, mask=None):
     for i in range(h):
         s = q[:, :, i] @ np.swapaxes(k[:, :, i], -1, -2) / math.sqrt(d_k)
         if mask is not None:
-            m = mask[:, i] if mask.ndim == 4 and mask.shape[1] == h else (mask[:, 0] if mask.ndim == 4 else mask)
-            s = np.where(m, s, -np.inf)
+            s = np.where(mask[:, 0] if mask.ndim == 4 else mask, s, -np.inf)
         e = np.exp(s - s.max(-1, keepdims=True))
         outs.append((e / e.sum(-1, keepdims=True)) @ v[:, :, i])
     heads = np.stack(outs, axis=2).squeeze()          # (B, L, h, d_v)

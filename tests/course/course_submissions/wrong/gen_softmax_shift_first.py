@@ -1,5 +1,5 @@
 # exercise: softmax
-# the student's slip: shifts each row by its first entry instead of its max (overflows when a later entry is far larger)
+# the student's slip: shifts each row by its first entry, not its max (a later entry far larger overflows)
 import numpy as np
 
 
