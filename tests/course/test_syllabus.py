@@ -312,8 +312,8 @@ def test_the_two_week_unit_and_the_extension_are_totalled_apart():
         assert part["points"] == sum(syllabus.exercise_points(n) for n in part["exercises"])
         assert part["question_points"] == syllabus.QUESTION_POINTS * part["questions"]
     sentences = " ".join(syllabus.points_sentences())
-    total = parts["two-week unit"]["points"] + parts["extension"]["points"]
-    assert f"{total} points ({parts['two-week unit']['points']} + {parts['extension']['points']})" in sentences
+    unit, ext = parts["two-week unit"]["points"], parts["extension"]["points"]
+    assert f"{unit + ext} points ({unit} + {ext})" in sentences
 
 
 def test_the_instructors_guide_states_the_generated_points_and_no_other():
