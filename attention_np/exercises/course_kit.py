@@ -186,7 +186,7 @@ def _numbers(bank: dict) -> dict:
     n_questions = sum(p["questions"] for p in parts.values())
     return {"function_points": sum(p["points"] for p in parts.values()),
             "unit_points": parts["two-week unit"]["points"], "extension_points": parts["extension"]["points"],
-            "totals": "\n".join(f"  {t}" for t in points_sentences()),
+            "totals": "**Totals.**\n\n" + "\n".join(f"- {t}" for t in points_sentences()),
             "n_hidden": sum(c.hidden for c in cases),
             "n_public": sum(not c.hidden for c in cases), "n_questions": n_questions,
             "per_question": QUESTION_POINTS, "question_points": QUESTION_POINTS * n_questions,
