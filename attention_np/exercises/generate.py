@@ -212,19 +212,30 @@ def _draw_clause(spec: Spec, clause: Clause, rng, avoid) -> list:
 def draw(spec: Spec, seed: int, avoid_seed: int | None = None) -> list:
     """The generated cases of ``spec`` from ``seed``, every clause at every edge it allows.
     ``avoid_seed``: no case repeats an input of the cases drawn from that seed (the public ones,
-    for the hidden)."""
-    avoid = [c.args for c in draw(spec, avoid_seed)] if avoid_seed is not None else []
-    rng = np.random.default_rng(seed)
-    out = []
-    for clause in spec.clauses:
-        for args, family in _draw_clause(spec, clause, rng, avoid):
-            sizes = spec.measure(args)
-            dtype = np.dtype(sizes.get("dtype", np.float64)).type
-            tags = (clause.key,) + (("dtype",) if dtype is np.float32 else ())
-            out.append(Case(label(spec, clause.key, sizes, family), args, dtype=dtype, clauses=tags,
-                            family=family if len(clause.families) > 1 else None))
-            avoid.append(args)
-    return out
+    for the hidden). New :class:`Case` objects each call; the draw itself is done once."""
+    return [Case(*fields[:2], dtype=fields[2], clauses=fields[3], family=fields[4])
+            for fields in _drawn(spec, seed, avoid_seed)]
+
+
+_DRAWN = {}
+
+
+def _drawn(spec: Spec, seed: int, avoid_seed: int | None) -> list:
+    key = (spec.name, id(spec), seed, avoid_seed)
+    if key not in _DRAWN:
+        avoid = [f[1] for f in _drawn(spec, avoid_seed, None)] if avoid_seed is not None else []
+        rng = np.random.default_rng(seed)
+        out = []
+        for clause in spec.clauses:
+            for args, family in _draw_clause(spec, clause, rng, avoid):
+                sizes = spec.measure(args)
+                dtype = np.dtype(sizes.get("dtype", np.float64)).type
+                tags = (clause.key,) + (("dtype",) if dtype is np.float32 else ())
+                out.append((label(spec, clause.key, sizes, family), args, dtype, tags,
+                            family if len(clause.families) > 1 else None))
+                avoid.append(args)
+        _DRAWN[key] = out
+    return _DRAWN[key]
 
 
 def label(spec: Spec, key: str, sizes: dict, family: str) -> str:
