@@ -43,6 +43,7 @@ TILED_SPEC = generate.Spec(
     "tiled_attention", tuple(generate.Axis(n, high=hi) for n, hi in (
         ("L", 4), ("S", 11), ("d_k", 4), ("d_v", 4), ("block_size", 6))),
     differ=(("L", "S"), ("d_k", "d_v"), ("block_size", "S")), equal=(("block_size", "S"),), lead=3,
+    conditions=(("block_size divides S", lambda z: z["S"] % z["block_size"] == 0),),
     build=_tiled_inputs, measure=lambda a: {
         "L": a[0].shape[-2], "S": a[1].shape[-2], "d_k": a[0].shape[-1], "d_v": a[2].shape[-1],
         "block_size": a[3], "batch": a[0].shape[:-2], "dtype": a[0].dtype},

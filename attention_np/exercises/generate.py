@@ -89,6 +89,7 @@ class Spec:
     equal: tuple = ()               # pairs whose equality is an edge of its own (L = h)
     lead: int = 0                   # leading batch axes allowed: 0 .. lead
     floats: bool = True             # float inputs: both dtypes are edges
+    conditions: tuple = ()          # (name, test on the sizes): edges "name" and "not name"
 
     def clause(self, key) -> Clause:
         return next(c for c in self.clauses if c.key == key)
@@ -99,6 +100,7 @@ def edges(spec: Spec, clause: Clause | None = None) -> list:
     out = [e for ax in spec.axes for e in ax.edges()] + [ALL_LARGE]
     out += [e for a, b in spec.differ for e in (f"{a}<{b}", f"{a}>{b}")]
     out += [f"{a}={b}" for a, b in spec.equal]
+    out += [e for name, _ in spec.conditions for e in (name, f"not {name}")]
     if spec.lead:
         out += [f"lead={n}" for n in range(spec.lead + 1)] + ["lead axis=1"]
     if spec.floats:
@@ -137,6 +139,7 @@ def edges_of(spec: Spec, args, family: str | None = None) -> set:
         if sizes[a] != sizes[b] and sizes[a] > least.get(a, 0) and sizes[b] > least.get(b, 0):
             out.add(f"{a}<{b}" if sizes[a] < sizes[b] else f"{a}>{b}")
     out |= {f"{a}={b}" for a, b in spec.equal if sizes[a] == sizes[b]}
+    out |= {name if test(sizes) else f"not {name}" for name, test in spec.conditions}
     if spec.lead:
         batch = tuple(sizes["batch"])
         out.add(f"lead={len(batch)}")

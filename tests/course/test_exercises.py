@@ -629,6 +629,8 @@ def test_the_edges_of_a_spec_name_every_size_and_pair():
     assert {"L<S", "L>S", "d_k<d_v", "d_k>d_v", "h*d_k<d_model", "h*d_k>d_model"} <= set(edges)
     assert {"t=0", "t=1", "t>1"} <= set(generate.edges(ex.EXERCISES["decode_step"].spec))
     assert {"lead=0", "lead=3", "lead axis=1"} <= set(generate.edges(ex.EXERCISES["attention"].spec))
+    tiled = set(generate.edges(ex.EXERCISES["tiled_attention"].spec))
+    assert {"block_size>S", "block_size=S", "block_size divides S", "not block_size divides S"} <= tiled
     # a clause pinned to one size leaves that axis's other edges, and its pairs, out
     l_1 = ex.EXERCISES["attention"].spec.clause("L_1")
     assert "L>1" not in generate.edges(ex.EXERCISES["attention"].spec, l_1)
