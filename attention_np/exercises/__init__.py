@@ -2,12 +2,14 @@
 
 >>> import attention_np.exercises as ex
 >>> print(ex.check("softmax", ex.reference("softmax")))
-PASSED: softmax, all 8 cases
+PASSED: softmax, all 18 cases
 
 Each exercise has a reference (``attention_np.paper``, the code a student reads, where it has
-the function; the tiled forward and the positional table from the library), cases with the edges (fully
-masked rows, huge logits, broadcasting, L != S, L = 1, float32), a finite-difference gradcheck for
-the backward passes, hidden cases for the autograder, a catalogue of known mistakes
+the function; the tiled forward and the positional table from the library), cases drawn from its
+contract (:mod:`.generate`: every clause at every size the contract allows, 1 included, with the
+value families it names: fully masked rows, huge logits, broadcasting, float32, ...), a
+finite-difference gradcheck for the backward passes, hidden cases for the autograder (drawn the
+same way from another seed), a catalogue of known mistakes
 (:data:`EXERCISES`, ``ex.mistakes``) and behaviour probes (:mod:`.probes`) that measure what a wrong
 answer does and name what is wrong, with a hint. The checking engine (:mod:`.engine`) and the
 probes need NumPy alone: ``python -m attention_np course build OUT`` copies them into a student

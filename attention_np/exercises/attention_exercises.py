@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np.exercises import generate
 from attention_np.exercises.checker import SCALE_HINT, UNWEIGHTED_HINT, Case, Exercise, Mistake
+from attention_np.paper._validate import sum_to_shape
 from attention_np.paper.attention import sdpa_backward, sdpa_forward
 from attention_np.paper.gradcheck import numerical_gradient
 from attention_np.paper.softmax import softmax
@@ -28,38 +30,111 @@ def _sizes(rng, seed, default):
     return tuple(int(n) for n in rng.choice(np.arange(2, 8), 4, replace=False))
 
 
+def _kv_batch(rng, batch, family):
+    """The leading axes of k and v for q's ``batch``: the same, fewer (``fewer``: one or more
+    dropped; ``fewer2``: two), or size 1 where q's is larger (``ones``); None if impossible."""
+    if family == "fewer":
+        return batch[int(rng.integers(1, len(batch) + 1)):] if batch else None
+    if family == "fewer2":
+        return batch[2:] if len(batch) >= 2 else None
+    if family == "ones":
+        big = [i for i, n in enumerate(batch) if n > 1]
+        if not big:
+            return None
+        ones = set(rng.choice(big, int(rng.integers(1, len(big) + 1)), replace=False).tolist())
+        return tuple(1 if i in ones else n for i, n in enumerate(batch))
+    return batch
+
+
+def _some_true(rng, shape, p=0.6):
+    """A random bool mask of ``shape`` with at least one True in each row (last axis)."""
+    m = rng.random(shape) < p
+    return m | (np.arange(shape[-1]) == rng.integers(shape[-1], size=shape[:-1])[..., None])
+
+
+def _mask(rng, family, batch, L, S):
+    """A mask of one family (None: no mask; False: impossible at these sizes)."""
+    if family == "random":
+        return _some_true(rng, (*batch, L, S))
+    if family == "keys":                             # (..., 1, S): broadcast over the queries
+        return _some_true(rng, (*batch, 1, S)) if L > 1 else False
+    if family == "shared":                           # (L, S) for a batch of queries
+        return _some_true(rng, (L, S)) if batch else False
+    if family == "ones":                             # size-1 leading axes where q's are larger
+        if not any(n > 1 for n in batch):
+            return False
+        return _some_true(rng, (*(1 if n > 1 else n for n in batch), L, S))
+    if family == "row":                              # one query may attend to nothing
+        m = _some_true(rng, (*batch, L, S))
+        m[..., int(rng.integers(L)), :] = False
+        return m
+    if family == "empty":                            # a padding mask (..., 1, S), one sequence empty
+        if not batch:
+            return False
+        lengths = rng.integers(1, S + 1, size=batch)
+        lengths[tuple(int(rng.integers(n)) for n in batch)] = 0
+        return np.arange(S) < lengths[..., None, None]
+    if family == "high":                             # a masked key scores far above the others
+        if S < 2:
+            return False
+        m = _some_true(rng, (*batch, L, S - 1))
+        return np.insert(m, int(rng.integers(S)), False, axis=-1)
+    return None
+
+
+BROADCASTS = ("fewer", "fewer2", "ones")
+MASKS = ("random", "keys", "shared", "ones_mask", "row", "empty", "high")
+
+
+def attention_inputs(rng, sz, key, family):
+    """q, k, v (and a mask) of the sizes ``sz`` for one clause and value family, or None."""
+    L, S, d_k, d_v, batch = sz["L"], sz["S"], sz["d_k"], sz["d_v"], sz["batch"]
+    kb = _kv_batch(rng, batch, family) if family in BROADCASTS else batch
+    if kb is None:
+        return None
+    q = rng.normal(size=(*batch, L, d_k))
+    k, v = rng.normal(size=(*kb, S, d_k)), rng.normal(size=(*kb, S, d_v))
+    unit = np.sqrt(d_k) / d_k                        # k entries of this size add ~mean(q) to a score
+    if family == "huge":
+        q, k = 30 * q, 30 * k
+    elif family in ("peak", "later_larger", "high"):
+        q = np.abs(q) + 0.5                          # positive queries: a large key scores high for all
+        if family == "peak":                         # one key at a random position ~1e3 above the rest
+            k[..., int(rng.integers(S)), :] += 1000 * unit
+        elif family == "later_larger":               # key j scores ~300 j above key 0
+            k = k + 300 * unit * np.arange(S)[:, None]
+    mask = _mask(rng, "ones" if family == "ones_mask" else family, batch, L, S) if family in MASKS else None
+    if mask is False:
+        return None
+    if family == "high":
+        k = k + 1000 * unit * ~mask.reshape(-1, S).any(0)[:, None]   # the keys masked in every row
+    dt = sz["dtype"]
+    args = tuple(x.astype(dt) for x in (q, k, v))
+    return args if mask is None else (*args, mask)
+
+
+def _attention_measure(args, first=0):
+    q, k, v = args[first:first + 3]
+    return {"L": q.shape[-2], "S": k.shape[-2], "d_k": q.shape[-1], "d_v": v.shape[-1],
+            "batch": q.shape[:-2], "dtype": q.dtype}
+
+
+_AXES = tuple(generate.Axis(n, high=h) for n, h in (("L", 5), ("S", 6), ("d_k", 5), ("d_v", 5)))
+_C = generate.Clause
+_SHARED = (_C("shapes", ("no_mask", "random")), _C("L_ne_S", require=lambda z: z["L"] != z["S"]),
+           _C("L_1", ("no_mask", "random"), pins={"L": 1}),
+           _C("mask_broadcast", ("keys", "shared", "ones_mask")), _C("fully_masked", ("row", "empty")))
+
+ATTENTION_SPEC = generate.Spec(
+    "attention", _AXES, differ=(("L", "S"), ("d_k", "d_v")), lead=3, build=attention_inputs,
+    measure=_attention_measure, clauses=_SHARED + (
+        _C("broadcast", ("fewer", "ones"), excludes=("lead=0",)),
+        _C("masked_zero", ("random", "high")), _C("finite", ("random",)),
+        _C("extreme", ("huge", "peak", "later_larger")), _C("returns", ("no_mask",))))
+
+
 def _attention_cases(seed=2):
-    rng = np.random.default_rng(seed)
-    L, S, d_k, d_v = _sizes(rng, seed, (2, (3, 5, 4, 2)))
-    q, k, v = _qkv(rng, L, S, d_k, d_v)
-    masked = rng.random((L, S)) < 0.7
-    masked[:, 0] = True
-    full = masked.copy()
-    full[1] = False                                      # query 1 may attend to nothing
-    qb, kb, vb = _qkv(rng, 4, 4, 8, 8, batch=(2, 3))
-    qp, kp, vp = _qkv(rng, L, S, d_k, d_v, batch=(3,))
-    lengths = np.array([S, 0, 2])                        # the second sequence is empty
-    padding = (np.arange(S) < lengths[:, None])[:, None, :]          # (B, 1, S)
-    return [
-        Case(f"L={L} != S={S}, d_k={d_k} != d_v={d_v}", (q, k, v), clauses=("shapes", "L_ne_S", "returns")),
-        Case("batch (2, 3), d_k = d_v = 8", (qb, kb, vb), clauses=("returns",)),
-        Case("with a mask", (q, k, v, masked), clauses=("masked_zero", "finite")),
-        Case("a fully masked row (its output must be 0)", (q, k, v, full), clauses=("fully_masked",)),
-        Case("broadcasting: k, v shared across the batch", (qb, kb[0, 0], vb[0, 0]), clauses=("broadcast",)),
-        Case("broadcasting: k, v (3, S, d) for q (2, 3, L, d)", (qb, kb[0], vb[0]), clauses=("broadcast",)),
-        Case("an (L, S) mask shared by a batch (B, L, S)", (qp, kp, vp, full),
-             clauses=("mask_broadcast", "fully_masked")),
-        Case("a padding mask (B, 1, S) for scores (B, L, S), one sequence empty", (qp, kp, vp, padding),
-             clauses=("mask_broadcast", "fully_masked")),
-        Case("huge logits (|scores| ~ 1e3)", (30 * q, 30 * k, v), clauses=("extreme",)),
-        Case("a masked key scores far above the others",
-             (np.array([[1.0]]), np.array([[800.0 + 100 * rng.random()], [1.0]]),
-              rng.normal(size=(2, 1)), np.array([[False, True]])), clauses=("masked_zero", "extreme")),
-        Case("L = 1 (one query)", (q[:1], k, v, masked[:1]), clauses=("L_1",)),
-        Case("float32", _qkv(rng, L, S, d_k, d_v, dtype=np.float32), dtype=np.float32, clauses=("dtype",)),
-        Case("float32, a padding mask (B, 1, S)", (*(x.astype(np.float32) for x in (qp, kp, vp)), padding),
-             dtype=np.float32, clauses=("dtype", "mask_broadcast")),
-    ]
+    return generate.draw(ATTENTION_SPEC, seed, None if seed == 2 else 2)
 
 
 def _attn(q, k, v, mask=None, *, scale=None, axis=-1, fill=-np.inf, stable=True,
@@ -80,7 +155,7 @@ def _attn(q, k, v, mask=None, *, scale=None, axis=-1, fill=-np.inf, stable=True,
 ATTENTION = Exercise(
     "attention", "attention(q, k, v, mask=None)",
     "Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V   (Eq. (1), §3.2.1)",
-    ref_attention, _attention_cases, mistakes=[
+    ref_attention, _attention_cases, spec=ATTENTION_SPEC, mistakes=[
         Mistake("no 1/sqrt(d_k)", lambda q, k, v, m=None: _attn(q, k, v, m, scale=1.0), SCALE_HINT),
         Mistake("divided by d_k instead of sqrt(d_k)",
                 lambda q, k, v, m=None: _attn(q, k, v, m, scale=1 / q.shape[-1]),
@@ -134,50 +209,36 @@ def _fd(q, k, v, mask, dout):
     return tuple(numerical_gradient(loss, x) for x in (q, k, v))
 
 
+def _backward_inputs(rng, sz, key, family):
+    args = attention_inputs(rng, sz, key, family)
+    if args is None:
+        return None
+    q, k, v = args[:3]
+    out_batch = np.broadcast_shapes(*(a.shape[:-2] for a in args))      # q's, k's, the mask's
+    return (rng.normal(size=(*out_batch, q.shape[-2], v.shape[-1])).astype(q.dtype), *args)
+
+
+BACKWARD_SPEC = generate.Spec(
+    "attention_backward", _AXES, differ=(("L", "S"), ("d_k", "d_v")), lead=3, build=_backward_inputs,
+    measure=lambda a: _attention_measure(a, 1), clauses=_SHARED + (
+        _C("gradient", ("no_mask", "random")),
+        _C("broadcast", ("fewer", "fewer2", "ones"), excludes=("lead=0",)),
+        _C("size_one", ("ones",), excludes=("lead=0",))))
+
+
 def _backward_cases(seed=3):
     rng = np.random.default_rng(seed)
     L, S, d_k, d_v = _sizes(rng, seed, (3, (3, 5, 4, 2)))
     q, k, v = _qkv(rng, L, S, d_k, d_v)
     dout = rng.normal(size=(L, d_v))
-    mask = rng.random((L, S)) < 0.6
-    mask[:, 0] = True
+    mask = _some_true(rng, (L, S))
     full = mask.copy()
-    full[1] = False                                      # query 1 may attend to nothing
-    qb, kb, vb = _qkv(rng, 4, 4, 3, 3, batch=(2,))
-    doutb = rng.normal(size=(2, 4, 3))
-    q4, k4, v4 = _qkv(rng, L, S, d_k, d_v, batch=(2, 3))              # q (2, 3, L, d_k)
-    dout4 = rng.normal(size=(2, 3, L, d_v))
-    qp, kp, vp = _qkv(rng, L, S, d_k, d_v, batch=(3,))
-    doutp = rng.normal(size=(3, L, d_v))
-    padding = (np.arange(S) < np.array([S, 0, 2])[:, None])[:, None, :]   # (B, 1, S), one empty
-    q32 = tuple(x.astype(np.float32) for x in (q, k, v))
-    return [
-        Case(f"L={L} != S={S}, d_k={d_k} != d_v={d_v}", (dout, q, k, v), clauses=("shapes", "L_ne_S")),
-        Case("with a mask", (dout, q, k, v, mask)),
-        Case("batch 2, L = S = 4", (doutb, qb, kb, vb)),
-        Case("broadcasting: k, v shared across the batch", (doutb, qb, kb[0], vb[0]),
-             clauses=("broadcast",)),
-        Case("broadcasting: k, v (S, d) for q (2, 3, L, d): two axes fewer", (dout4, q4, k4[0, 0], v4[0, 0]),
-             clauses=("broadcast",)),
-        Case("broadcasting: k, v (3, S, d) for q (2, 3, L, d)", (dout4, q4, k4[0], v4[0]),
-             clauses=("broadcast",)),
-        Case("broadcasting: k, v with an axis of size 1, (1, S, d) for q (3, L, d)",
-             (doutp, qp, kp[:1], vp[:1]), clauses=("size_one",)),
-        Case("a fully masked row (its gradients must be 0)", (dout, q, k, v, full),
-             clauses=("fully_masked",)),
+    full[int(rng.integers(L))] = False                # one query may attend to nothing
+    return generate.draw(BACKWARD_SPEC, seed, None if seed == 3 else 3) + [
         Case("gradcheck with a fully masked row", (dout, q, k, v, full),
              expected=_fd(q, k, v, full, dout), tol=(1e-6, 1e-8), clauses=("fully_masked", "gradient")),
-        Case("an (L, S) mask shared by a batch (B, L, S)", (doutp, qp, kp, vp, full),
-             clauses=("mask_broadcast", "fully_masked")),
-        Case("a padding mask (B, 1, S), one sequence empty", (doutp, qp, kp, vp, padding),
-             clauses=("mask_broadcast", "fully_masked")),
-        Case("L = 1 (one query)", (dout[:1], q[:1], k, v, mask[:1]), clauses=("L_1",)),
         Case("gradcheck: central differences of Eq. (1)", (dout, q, k, v, mask),
              expected=_fd(q, k, v, mask, dout), tol=(1e-6, 1e-8), clauses=("gradient",)),
-        Case("float32", (dout.astype(np.float32), *q32), dtype=np.float32, clauses=("dtype",)),
-        Case("float32, k, v shared across the batch", tuple(x.astype(np.float32) for x in
-                                                            (doutb, qb, kb[0], vb[0])),
-             dtype=np.float32, clauses=("dtype", "broadcast")),
     ]
 
 
@@ -194,16 +255,15 @@ def _bwd(dout, q, k, v, m=None, *, scale_q=True, scale_k=True, full_jacobian=Tru
         else p * (1 - p) * dp
     dq = ds @ k * (s_ if scale_q else 1.0)
     dk = (np.swapaxes(ds, -1, -2) @ q if dk_from_s else ds @ q) * (s_ if scale_k else 1.0)
-    if sum_back:
-        dk = dk.reshape(-1, *k.shape).sum(0) if dk.shape != k.shape else dk
-        dv = dv.reshape(-1, *v.shape).sum(0) if dv.shape != v.shape else dv
+    if sum_back:                # what broadcasting added or stretched, summed back (size-1 axes kept)
+        dk, dv = sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape)
     return dq, dk, dv
 
 
 ATTENTION_BACKWARD = Exercise(
     "attention_backward", "attention_backward(dout, q, k, v, mask=None)",
     "Backward of out = softmax(q k^T / sqrt(d_k)) v: returns (dq, dk, dv)",
-    ref_attention_backward, _backward_cases, outputs=("dq", "dk", "dv"), mistakes=[
+    ref_attention_backward, _backward_cases, outputs=("dq", "dk", "dv"), spec=BACKWARD_SPEC, mistakes=[
         Mistake("forgot 1/sqrt(d_k) in dq and dk",
                 lambda *a: _bwd(*a, scale_q=False, scale_k=False),
                 "The forward line s = q k^T * scale multiplies by a constant: its backward "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np.exercises import generate
 from attention_np.exercises.checker import UNWEIGHTED_HINT, Case, Exercise, Mistake
 from attention_np.nn.positional import sinusoidal_encoding
 from attention_np.paper.gradcheck import numerical_gradient
@@ -17,30 +18,21 @@ def ref_softmax(x):
     return softmax(x, axis=-1)
 
 
+def _softmax_build(rng, sz, key, family):
+    x = generate.logits(rng, (*sz["batch"], sz["n"]), family, sz["dtype"])
+    return (generate.some_neg_inf(rng, x) if key == "neg_inf" else x,)
+
+
+SOFTMAX_SPEC = generate.Spec(
+    "softmax", (generate.Axis("n", high=7),), lead=3, build=_softmax_build,
+    measure=lambda a: {"n": a[0].shape[-1], "batch": a[0].shape[:-1], "dtype": a[0].dtype},
+    clauses=(generate.Clause("batch"), generate.Clause("neg_inf", excludes=("n=1",)),
+             generate.Clause("extreme", ("huge", "tiny", "scales", "peak", "later_larger", "both_signs")),
+             generate.Clause("sums_to_one")))
+
+
 def _softmax_cases(seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(4, 5))
-    return [
-        Case("random (4, 5)", (x,), clauses=("sums_to_one",)),
-        Case("batched (2, 3, 4, 6)", (rng.normal(size=(2, 3, 4, 6)),), clauses=("batch",)),
-        Case("huge logits ~1000 (exp overflows)", (1000.0 + 50 * rng.normal(size=(3, 4)),),
-             clauses=("extreme",)),
-        Case("very negative logits ~-1000 (exp underflows)", (-1000.0 + 5 * rng.normal(size=(3, 4)),),
-             clauses=("extreme",)),
-        Case("rows on different scales", (np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 802.0]])
-                                          + rng.normal(size=(1, 3)),), clauses=("extreme",)),
-        Case("-inf entries (masked)", (_some_neg_inf(rng, x[:3, :4]),), clauses=("neg_inf",)),
-        Case("single column", (rng.normal(size=(3, 1)),), clauses=("batch",)),
-        Case("float32 (3, 7)", (rng.normal(size=(3, 7)).astype(np.float32),), dtype=np.float32,
-             clauses=("dtype",)),
-    ]
-
-
-def _some_neg_inf(rng, x):
-    """``x`` with about 40 % of its entries -inf, at least one finite entry per row."""
-    out = np.where(rng.random(x.shape) < 0.4, -np.inf, x)
-    out[..., 0] = x[..., 0]
-    return out
+    return generate.draw(SOFTMAX_SPEC, seed, None if seed == 0 else 0)
 
 
 def _sm(e, axis=-1):
@@ -50,7 +42,7 @@ def _sm(e, axis=-1):
 SOFTMAX = Exercise(
     "softmax", "softmax(x)",
     "Attention(Q, K, V) = softmax(QK^T / sqrt(d_k)) V  (the softmax of each row of scores)",
-    ref_softmax, _softmax_cases, [
+    ref_softmax, _softmax_cases, spec=SOFTMAX_SPEC, mistakes=[
         Mistake("no max subtraction (overflow)", lambda x: _sm(np.exp(x)),
                 "exp(1000) is inf in floating point. softmax(x) = softmax(x - c) for any "
                 "constant c per row: which c makes every exponent <= 0?"),
@@ -90,29 +82,33 @@ def _fd_softmax_grad(x, dp):
     return numerical_gradient(lambda: float((dp * softmax(x)).sum()), x)
 
 
+def _softmax_backward_build(rng, sz, key, family):
+    shape = (*sz["batch"], sz["n"])
+    x = generate.logits(rng, shape, family)
+    if key == "zeros":
+        x = generate.some_neg_inf(rng, x)
+    return rng.normal(size=shape).astype(sz["dtype"]), softmax(x).astype(sz["dtype"])
+
+
+SOFTMAX_BACKWARD_SPEC = generate.Spec(
+    "softmax_backward", (generate.Axis("n", high=7),), lead=3, build=_softmax_backward_build,
+    measure=lambda a: {"n": a[1].shape[-1], "batch": a[1].shape[:-1], "dtype": a[1].dtype},
+    clauses=(generate.Clause("batch"), generate.Clause("zeros", excludes=("n=1",)),
+             generate.Clause("gradient", ("normal", "peak", "later_larger", "both_signs"))))
+
+
 def _softmax_backward_cases(seed=1):
     rng = np.random.default_rng(seed)
     x, dp = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
-    x4, dp4 = rng.normal(size=(2, 2, 3, 4)), rng.normal(size=(2, 2, 3, 4))
-    xm = _some_neg_inf(rng, rng.normal(size=(3, 5)))
-    x32 = rng.normal(size=(3, 6))
-    dp32 = rng.normal(size=(3, 6))
-    return [
-        Case("random (3, 5)", (dp, softmax(x)), clauses=("gradient",)),
-        Case("batched (2, 2, 3, 4)", (dp4, softmax(x4)), clauses=("batch",)),
-        Case("peaked rows (huge logits)", (dp, softmax(30 * x)), clauses=("gradient",)),
-        Case("masked entries (p = 0)", (dp, softmax(xm)), clauses=("zeros",)),
+    return generate.draw(SOFTMAX_BACKWARD_SPEC, seed, None if seed == 1 else 1) + [
         Case("gradcheck: central differences of softmax", (dp, softmax(x)),
-             expected=_fd_softmax_grad(x, dp), tol=(1e-6, 1e-8), clauses=("gradient",)),
-        Case("float32", (dp32.astype(np.float32), softmax(x32).astype(np.float32)),
-             dtype=np.float32, clauses=("dtype",)),
-    ]
+             expected=_fd_softmax_grad(x, dp), tol=(1e-6, 1e-8), clauses=("gradient",))]
 
 
 SOFTMAX_BACKWARD = Exercise(
     "softmax_backward", "softmax_backward(dp, p)",
     "The backward of P = softmax(S), row by row: dS = P * (dP - sum(dP * P))",
-    ref_softmax_backward, _softmax_backward_cases, [
+    ref_softmax_backward, _softmax_backward_cases, spec=SOFTMAX_BACKWARD_SPEC, mistakes=[
         Mistake("kept only the diagonal of the Jacobian", lambda dp, p: p * (1 - p) * dp,
                 "Each output p_i depends on every input x_j, not only x_i: the Jacobian "
                 "diag(p) - p p^T has off-diagonal terms."),
@@ -137,17 +133,27 @@ def ref_causal_mask(L, S, align):
     return causal_mask(L, S, align=align)
 
 
-def _causal_cases(sizes=((4, 4), (2, 5), (5, 2), (1, 6), (3, 3))):
-    return [Case(f"L={L}, S={S}, {a}", (L, S, a), clauses=(a, "bool") + (("sizes",) if L != S or L == 1
-                                                                          else ()))
-            for (L, S) in sizes for a in ("top_left", "bottom_right")]
+def _causal_build(rng, sz, key, family):
+    return sz["L"], sz["S"], key if key in ("top_left", "bottom_right") else family
+
+
+CAUSAL_SPEC = generate.Spec(
+    "causal_mask", (generate.Axis("L", high=7), generate.Axis("S", high=7)), differ=(("L", "S"),),
+    equal=(("L", "S"),), floats=False, build=_causal_build,
+    measure=lambda a: {"L": a[0], "S": a[1]},
+    clauses=(generate.Clause("sizes", ("top_left", "bottom_right")), generate.Clause("top_left"),
+             generate.Clause("bottom_right"), generate.Clause("bool", ("top_left", "bottom_right"))))
+
+
+def _causal_cases(seed=0):
+    return generate.draw(CAUSAL_SPEC, seed, None if seed == 0 else 0)
 
 
 CAUSAL_MASK = Exercise(
     "causal_mask", "causal_mask(L, S, align)",
     "We ... prevent leftward information flow in the decoder ... by masking out (setting to "
     "-inf) all values in the input of the softmax which correspond to illegal connections (§3.2.3)",
-    ref_causal_mask, _causal_cases, hidden=lambda: _causal_cases(((6, 6), (3, 7), (7, 3), (1, 1))),
+    ref_causal_mask, _causal_cases, spec=CAUSAL_SPEC,
     mistakes=[
         Mistake("causal mask off by one (diagonal excluded)",
                 lambda L, S, a: np.tri(L, S, k=(0 if a == "top_left" else S - L) - 1, dtype=bool),
@@ -175,26 +181,29 @@ def ref_padding_mask(lengths, S):
     return padding_mask(lengths, S)
 
 
-def _padding_cases():
-    return [Case("lengths [3, 1, 5], S=5", (np.array([3, 1, 5]), 5), clauses=("shape", "full_length")),
-            Case("lengths [2, 4], S=6", (np.array([2, 4]), 6), clauses=("shape",)),
-            Case("one sequence, full length", (np.array([4]), 4), clauses=("full_length",)),
-            Case("lengths [2, 0, 3], S=4 (an empty sequence)", (np.array([2, 0, 3]), 4),
-                 clauses=("zero_length",))]
+def _padding_build(rng, sz, key, family):
+    B, S = sz["B"], sz["S"]
+    lengths = rng.integers(0, S + 1, size=B)
+    if key in ("zero_length", "full_length"):
+        lengths[rng.integers(B)] = 0 if key == "zero_length" else S
+    return lengths, S
 
 
-def _padding_hidden():
-    return [Case("lengths [0, 2], S=3 (an empty sequence)", (np.array([0, 2]), 3),
-                 clauses=("zero_length",)),
-            Case("lengths [1, 1, 1], S=4", (np.array([1, 1, 1]), 4), clauses=("shape",)),
-            Case("lengths [5, 3], S=8", (np.array([5, 3]), 8), clauses=("shape",)),
-            Case("lengths [6, 2], S=6", (np.array([6, 2]), 6), clauses=("full_length",))]
+PADDING_SPEC = generate.Spec(
+    "padding_mask", (generate.Axis("B", high=5), generate.Axis("S", high=7)), differ=(("B", "S"),),
+    floats=False, build=_padding_build, measure=lambda a: {"B": len(a[0]), "S": a[1]},
+    clauses=(generate.Clause("zero_length"), generate.Clause("full_length"),
+             generate.Clause("shape")))
+
+
+def _padding_cases(seed=0):
+    return generate.draw(PADDING_SPEC, seed, None if seed == 0 else 0)
 
 
 PADDING_MASK = Exercise(
     "padding_mask", "padding_mask(lengths, S)",
     "Padding keys must get zero weight: mask them out of the softmax, as for §3.2.3's causal mask.",
-    ref_padding_mask, _padding_cases, hidden=_padding_hidden, mistakes=[
+    ref_padding_mask, _padding_cases, spec=PADDING_SPEC, mistakes=[
         Mistake("padding mask polarity flipped",
                 lambda n, S: (np.arange(S)[None, :] >= np.asarray(n)[:, None])[:, None, :],
                 "True = may attend: the real keys, j < length, are the True ones."),
@@ -229,17 +238,22 @@ def _pe(length, d_model, *, base=10000.0, start=0, rate=2, swap=False, halves=Fa
     return pe
 
 
-def _sinusoidal_cases(sizes):
-    return [Case(f"length={n}, d_model={d}", (n, d),
-                 clauses=("table",) + (("sizes",) if n == 1 or d == 2 else ())) for n, d in sizes]
+SINUSOIDAL_SPEC = generate.Spec(
+    "sinusoidal", (generate.Axis("length", high=60), generate.Axis("d_model", low=2, high=32, step=2)),
+    differ=(("length", "d_model"),), floats=False, build=lambda rng, sz, key, family: (sz["length"],
+                                                                                       sz["d_model"]),
+    measure=lambda a: {"length": a[0], "d_model": a[1]},
+    clauses=(generate.Clause("sizes"), generate.Clause("table")))
+
+
+def _sinusoidal_cases(seed=0):
+    return generate.draw(SINUSOIDAL_SPEC, seed, None if seed == 0 else 0)
 
 
 SINUSOIDAL = Exercise(
     "sinusoidal", "sinusoidal(length, d_model)",
     "PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))  (§3.5)",
-    ref_sinusoidal,
-    lambda: _sinusoidal_cases(((6, 8), (50, 16), (3, 2), (1, 6))),
-    hidden=lambda: _sinusoidal_cases(((1, 4), (20, 32), (100, 6), (7, 2))),
+    ref_sinusoidal, _sinusoidal_cases, spec=SINUSOIDAL_SPEC,
     mistakes=[
         Mistake("sin and cos swapped", lambda n, d: _pe(n, d, swap=True),
                 "Row 0 should start 0, 1, 0, 1, ...: which of sin and cos is 0 at pos = 0?"),

@@ -25,7 +25,9 @@ CheckResult = engine.Report
 @dataclass
 class Case:
     """One call of the exercise: ``fn(*args, **kwargs)``; ``expected`` overrides the reference
-    (e.g. a finite-difference gradient); ``dtype`` is the floating dtype the output must have."""
+    (e.g. a finite-difference gradient); ``dtype`` is the floating dtype the output must have.
+    Its points are not its own: :func:`build_record` spreads the exercise's points (set in the
+    syllabus) over its cases."""
 
     label: str
     args: tuple
@@ -33,8 +35,8 @@ class Case:
     dtype: object = np.float64
     expected: object = None
     tol: tuple | None = None        # (rtol, atol); default by dtype, see engine's docstring
-    points: float = 1.0
     clauses: tuple = ()             # the contract clauses it tests (notebooks.CLAUSES keys)
+    family: str | None = None       # the value family it was drawn from (generate.py), if any
 
 
 @dataclass
@@ -51,7 +53,8 @@ class Mistake:
 class Exercise:
     """An exercise: ``name``, the function signature, the paper's sentence, the reference
     implementation, a ``cases(seed)`` factory (``hidden`` gives the autograder's cases; by default
-    the same factory with another seed) and the catalogue of ``mistakes``."""
+    the same factory with another seed), the catalogue of ``mistakes`` and the ``spec`` of
+    :mod:`attention_np.exercises.generate` the cases are drawn from."""
 
     name: str
     signature: str
@@ -61,6 +64,7 @@ class Exercise:
     mistakes: list
     hidden: object = None
     outputs: tuple | None = None        # names of a tuple result's items, e.g. ("dq", "dk", "dv")
+    spec: object = None                 # the generate.Spec its cases are drawn from
 
     @property
     def function(self) -> str:
@@ -103,28 +107,49 @@ def _upcast(x):
     return x
 
 
-def _engine_case(exercise, case: Case, hidden: bool) -> engine.Case:
+def _engine_case(exercise, case: Case, hidden: bool, points: float) -> engine.Case:
     if case.expected is not None:
         expected = case.expected
     else:
         expected = exercise.reference(*engine.copy_tree(_upcast(case.args)),
                                       **engine.copy_tree(_upcast(case.kwargs)))
     return engine.Case(case.label, tuple(case.args), dict(case.kwargs), expected,
-                       np.dtype(case.dtype).name, case.tol, case.points, hidden, exercise.outputs)
+                       np.dtype(case.dtype).name, case.tol, points, hidden, exercise.outputs)
 
 
 def _wrong_output(mistake, case: engine.Case):
-    return engine.call(mistake.wrong, case.args, case.kwargs).out
+    return _share(engine.call(mistake.wrong, case.args, case.kwargs).out, case.expected)
+
+
+def _share(out, expected):
+    """``out`` with every array equal to its counterpart in ``expected`` (same shape, dtype and
+    bits) replaced by that array: the bank stores it once (a mistake is right on many cases)."""
+    if isinstance(out, np.ndarray) and isinstance(expected, np.ndarray):
+        same = out.shape == expected.shape and out.dtype == expected.dtype and np.array_equal(
+            out, expected, equal_nan=out.dtype.kind in "fc")
+        return expected if same else out
+    if isinstance(out, dict) and isinstance(expected, dict):
+        return {k: _share(v, expected.get(k)) for k, v in out.items()}
+    if isinstance(out, (tuple, list)) and isinstance(expected, (tuple, list)) and len(out) == len(expected):
+        return type(out)(_share(o, e) for o, e in zip(out, expected, strict=True))
+    return out
 
 
 def build_record(exercise: Exercise, hidden: bool = False) -> dict:
     """The stored form of ``exercise``: its cases with expected values (the hidden ones too when
-    ``hidden``), what each catalogued mistake returns on them, the probes' expected values."""
-    cases = [_engine_case(exercise, c, False) for c in exercise.cases()]
+    ``hidden``), what each catalogued mistake returns on them, the probes' expected values. Each
+    case is worth the exercise's points (:func:`~attention_np.exercises.syllabus.exercise_points`)
+    over the number of its public and hidden cases."""
+    # imported here: `python -m attention_np.exercises.syllabus` imports this module first
+    from attention_np.exercises.syllabus import exercise_points
+
+    public, secret = exercise.cases(), exercise.hidden_cases()
+    points = exercise_points(exercise.name) / (len(public) + len(secret))
+    cases = [_engine_case(exercise, c, False, points) for c in public]
     if hidden:
-        for c in exercise.hidden_cases():
+        for c in secret:
             c.label = f"hidden: {c.label}"
-            cases.append(_engine_case(exercise, c, True))
+            cases.append(_engine_case(exercise, c, True, points))
     fingerprints = [engine.Fingerprint(m.name, m.hint, [_wrong_output(m, c) for c in cases])
                     for m in exercise.mistakes]
     probe_inputs = probes.INPUTS.get(exercise.name, lambda: {})()

@@ -27,12 +27,18 @@ from attention_np.exercises.checker import build_record
 from attention_np.exercises.notebooks import (
     NOTEBOOKS,
     QUESTIONS,
-    exercise_notebook_of,
     lesson_reference,
     notebook,
 )
 from attention_np.exercises.storage import save_bank
-from attention_np.exercises.syllabus import kit_table, lesson_answers_markdown
+from attention_np.exercises.syllabus import (
+    QUESTION_POINTS,
+    graded_parts,
+    kit_table,
+    lesson_answers_markdown,
+    points_sentences,
+)
+from attention_np.exercises.syllabus import points_table as syllabus_points_table
 
 HERE = pathlib.Path(__file__).resolve().parent
 KIT_MODULES = ("engine.py", "diagnose.py", "counterfactuals.py", "storage.py", "loading.py", "probing.py",
@@ -45,8 +51,6 @@ CONFIG = {"time_limit_per_case_s": 5.0, "time_limit_diagnosis_s": 30.0, "time_bu
 #: the "Autograder timeout" to set in Gradescope (its default, 10 minutes): the budget plus time
 #: to start, load NumPy and write the results
 GRADESCOPE_TIMEOUT_S = 600
-#: points of each written question (graded by hand with the rubric)
-QUESTION_POINTS = 3
 
 STUDENT_README = """# Exercises on attention (§3.2 of "Attention Is All You Need")
 
@@ -91,12 +95,15 @@ skips them.
 
 ## How it is graded
 
-- **Functions, {function_points:g} points**, by the autograder, spread over each exercise's
-  cases (table below): the public cases (the ones `check.py` runs) and hidden ones, of the same
-  kinds with other shapes and values. After each submission you see your score on every public case and the
-  checker's feedback for each exercise, with the name of the file it graded; the hidden cases'
-  results become visible after the due date. A case whose outputs are partly right (the
-  gradients `dq`, `dk`, `dv`, say) earns the share of its point for the outputs that are right.
+- **Functions, {function_points:g} points**, by the autograder: {unit_points} for the two-week
+  unit's functions and {extension_points} for the extension's (table below). Each exercise is worth
+  one point per clause of its contract (the stub's docstring) and one per output graded on its
+  own, spread evenly over its cases: the public cases (the ones `check.py` runs) and hidden ones,
+  drawn from the same contract at other sizes and values. After each submission you see your
+  score on every public case and the checker's feedback for each exercise, with the name of the
+  file it graded; the hidden cases' results become visible after the due date. A case whose
+  outputs are partly right (the gradients `dq`, `dk`, `dv`, say) earns the share of its points
+  for the outputs that are right.
 
 {points_table}
 
@@ -106,6 +113,8 @@ skips them.
   says so).
 - **Written questions, {question_points} points:** {n_questions} questions, {per_question} points
   each, graded by hand with a rubric from the answer cells of your notebooks.
+
+{totals}
 """
 
 AUTOGRADER_README = """# Autograder (Gradescope)
@@ -120,13 +129,17 @@ Upload `gradescope.zip` as a "Programming Assignment" autograder.
   grader stops itself after `time_budget_s` = {budget:g} s and writes `results.json` after every
   exercise. If you raise `time_budget_s`, set the timeout to at least `time_budget_s` + 120 s
   (Gradescope allows up to 40 minutes).
-- **Points:** {function_points:g} for the functions (one per case, {n_public} public and {n_hidden}
-  hidden); with the quizzes' {quiz_points:g} (below) the autograder's total is {autograder_points:g}: set
-  the assignment's autograder points to {autograder_points:g}.
+- **Points:** {function_points:g} for the functions ({unit_points} for the two-week unit's,
+  {extension_points} for the extension's); with the quizzes' {quiz_points:g} (below) the autograder's
+  total is {autograder_points:g}: set the assignment's autograder points to {autograder_points:g}.
+  Each exercise's points (one per clause of its contract and one per output graded on its own, set
+  in the syllabus) are spread evenly over its cases, {n_public} public and {n_hidden} hidden in all.
   The {n_questions} written questions ({question_points} points) are graded by hand with the
   rubric in `../solutions/answers.md`.
 
 {points_table}
+
+{totals}
 
 What the grader does with a submission:
 
@@ -157,21 +170,25 @@ can read its files, hidden cases included: the usual limit of Gradescope autogra
 """
 
 
+def counts(bank: dict) -> dict:
+    """name -> (public cases, hidden cases) of ``bank``."""
+    return {name: (sum(not c.hidden for c in rec["cases"]), sum(c.hidden for c in rec["cases"]))
+            for name, rec in bank.items()}
+
+
 def points_table(bank: dict) -> str:
-    """The Markdown table of each exercise's notebook, cases and points, from ``bank``."""
-    rows = ["| Exercise | Notebook | Public cases | Hidden cases | Points |", "|---|---|---|---|---|"]
-    for name, rec in bank.items():
-        cases = rec["cases"]
-        hidden = sum(c.hidden for c in cases)
-        rows.append(f"| `{name}` | `{exercise_notebook_of(name)}` | {len(cases) - hidden} | {hidden} | "
-                    f"{sum(c.points for c in cases):g} |")
-    return "\n".join(rows)
+    """The Markdown table of each exercise's notebook, part, points (the syllabus's) and cases."""
+    return syllabus_points_table(counts(bank))
 
 
 def _numbers(bank: dict) -> dict:
     cases = [c for rec in bank.values() for c in rec["cases"]]
-    n_questions = sum(len(q) for q in QUESTIONS.values())
-    return {"function_points": sum(c.points for c in cases), "n_hidden": sum(c.hidden for c in cases),
+    parts = graded_parts()
+    n_questions = sum(p["questions"] for p in parts.values())
+    return {"function_points": sum(p["points"] for p in parts.values()),
+            "unit_points": parts["two-week unit"]["points"], "extension_points": parts["extension"]["points"],
+            "totals": "**Totals.**\n\n" + "\n".join(f"- {t}" for t in points_sentences()),
+            "n_hidden": sum(c.hidden for c in cases),
             "n_public": sum(not c.hidden for c in cases), "n_questions": n_questions,
             "per_question": QUESTION_POINTS, "question_points": QUESTION_POINTS * n_questions,
             "per_case": CONFIG["time_limit_per_case_s"], "budget": CONFIG["time_budget_s"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np.exercises import generate
 from attention_np.exercises.checker import D_MODEL_HINT, SCALE_HINT, Case, Exercise, Mistake
 from attention_np.exercises.multihead_exercises import example_params
 from attention_np.kernels.tiled import flash_attention_forward
@@ -17,26 +18,51 @@ def ref_tiled_attention(q, k, v, block_size):
     return flash_attention_forward(q, k, v, block_size=block_size)[0]
 
 
+def _tiled_inputs(rng, z, key, family):
+    L, S, d_k, d_v, batch = z["L"], z["S"], z["d_k"], z["d_v"], z["batch"]
+    q, k = rng.normal(size=(*batch, L, d_k)), rng.normal(size=(*batch, S, d_k))
+    unit = np.sqrt(d_k) / d_k                        # k entries of this size add ~mean(q) to a score
+    if family == "huge":
+        q, k = 30 * q, 30 * k
+    elif family in ("peak", "later_larger", "low"):
+        q = np.abs(q) + 0.5 if family != "low" else np.ones_like(q)
+        if family == "peak":                         # one key at a random position ~1e3 above the rest
+            k[..., int(rng.integers(S)), :] += 1000 * unit
+        elif family == "later_larger":               # the scores grow block after block: the max moves
+            k = k + 300 * unit * np.arange(S)[:, None]
+        else:                                        # every score near -110 or -240
+            k = rng.choice([-110.0, -240.0]) * unit + 0.2 * k
+    elif family == "opposite":                       # one row's max in the last block, another's in the first
+        q = np.where(np.arange(L)[:, None] % 2 == 0, 1.0, -1.0) * np.ones((*batch, L, d_k))
+        k = 200 * unit * np.arange(S)[:, None] + 0.1 * k
+    v = rng.normal(size=(*batch, S, d_v))
+    return (*(a.astype(z["dtype"]) for a in (q, k, v)), z["block_size"])
+
+
+TILED_SPEC = generate.Spec(
+    "tiled_attention", tuple(generate.Axis(n, high=hi) for n, hi in (
+        ("L", 4), ("S", 11), ("d_k", 4), ("d_v", 4), ("block_size", 6))),
+    differ=(("L", "S"), ("d_k", "d_v"), ("block_size", "S")), equal=(("block_size", "S"),), lead=3,
+    conditions=(("block_size divides S", lambda z: z["S"] % z["block_size"] == 0),),
+    build=_tiled_inputs, measure=lambda a: {
+        "L": a[0].shape[-2], "S": a[1].shape[-2], "d_k": a[0].shape[-1], "d_v": a[2].shape[-1],
+        "block_size": a[3], "batch": a[0].shape[:-2], "dtype": a[0].dtype},
+    clauses=(generate.Clause("shapes"), generate.Clause("block_size"),
+             generate.Clause("extreme", ("huge", "peak", "later_larger", "low")),
+             generate.Clause("per_query_max", ("opposite",), pins={},
+                             require=lambda z: z["L"] >= 2 and z["S"] > z["block_size"],
+                             excludes=("L=1", "S=1", "block_size>S", "block_size=S")),
+             generate.Clause("returns")))
+
+
 def _tiled_cases(seed=8):
     rng = np.random.default_rng(seed)
-    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(10, 4)), rng.normal(size=(10, 2))
-    qb, kb, vb = (rng.normal(size=(2, 5, 3)) for _ in range(3))
-    grow = np.linspace(0, 40, 10)[:, None] * np.ones((1, 4))        # later keys score higher
-    return [
-        Case("L=3, S=10, block 4 (a partial last block)", (q, k, v, 4), clauses=("block_size", "returns")),
-        Case("batch 2, block 2", (qb, kb, vb, 2), clauses=("shapes",)),
-        Case("one block (block_size >= S)", (q, k, v, 16), clauses=("block_size",)),
-        Case("scores growing block after block (the max moves)", (q, grow + k, v, 3),
-             clauses=("extreme",)),
+    return generate.draw(TILED_SPEC, seed, None if seed == 8 else 8) + [
         Case("per-query maxima: one row's max in the last block, another's in the first",
              _opposite_rows(rng), clauses=("per_query_max",)),
-        Case("huge logits", (30 * q, 30 * k, v, 4), clauses=("extreme",)),
-        Case("float32", (q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), 4),
-             dtype=np.float32, clauses=("dtype",)),
         Case("float32, every score of a row near -110", _low_scores(rng, -110.0), dtype=np.float32,
              clauses=("extreme",)),
         Case("float32, scores near -240", _low_scores(rng, -240.0), dtype=np.float32, clauses=("extreme",)),
-        Case("L = 1 (one query)", (q[:1], k, v, 3), clauses=("shapes",)),
     ]
 
 
@@ -78,7 +104,7 @@ TILED_ATTENTION = Exercise(
     "tiled_attention", "tiled_attention(q, k, v, block_size)",
     "Eq. (1) without the (L, S) matrix: keep a running max m, a running sum l and a running "
     "output per query, and rescale them by exp(m_old - m_new) when the max grows",
-    ref_tiled_attention, _tiled_cases, [
+    ref_tiled_attention, _tiled_cases, spec=TILED_SPEC, mistakes=[
         Mistake("online softmax without the rescale of the running sum",
                 lambda *a: _tiled(*a, rescale_l=False),
                 "When the max grows, every exponent summed so far was taken against the old max: "
@@ -113,17 +139,28 @@ def ref_decode_step(x, k_cache, v_cache, params, num_heads):
     return merge_heads(heads) @ p["W_o"] + p["b_o"], k, v
 
 
+def _decode_inputs(rng, z, key, family):
+    B, h, t, dt = z["B"], z["h"], z["t"], z["dtype"]
+    p = example_params(rng, z["d_model"], h, d_k=z["d_k"], d_v=z["d_v"], dtype=dt)
+    c = 30 if family == "huge" else 1                    # scores ~1e3: exp overflows unless shifted
+    return ((c * rng.normal(size=(B, 1, z["d_model"]))).astype(dt),
+            (c * rng.normal(size=(B, h, t, z["d_k"]))).astype(dt),
+            rng.normal(size=(B, h, t, z["d_v"])).astype(dt), p, h)
+
+
+DECODE_SPEC = generate.Spec(
+    "decode_step", tuple(generate.Axis(n, low=lo, high=hi) for n, lo, hi in (
+        ("B", 1, 3), ("d_model", 1, 6), ("h", 1, 3), ("t", 0, 4), ("d_k", 1, 3), ("d_v", 1, 3))),
+    differ=(("d_k", "d_v"), ("h*d_k", "d_model")), build=_decode_inputs,
+    measure=lambda a: {"B": a[0].shape[0], "d_model": a[0].shape[-1], "h": a[4], "t": a[1].shape[-2],
+                       "d_k": a[1].shape[-1], "d_v": a[2].shape[-1], "h*d_k": a[3]["W_q"].shape[1],
+                       "dtype": a[0].dtype},
+    clauses=(generate.Clause("inputs"), generate.Clause("empty_cache", pins={"t": 0}),
+             generate.Clause("extreme", ("huge",)), generate.Clause("returns")))
+
+
 def _decode_cases(seed=9):
-    rng = np.random.default_rng(seed)
-    p = example_params(rng, 8, 2)
-    x = rng.normal(size=(2, 1, 8))
-    kc, vc = rng.normal(size=(2, 2, 4, 4)), rng.normal(size=(2, 2, 4, 4))
-    return [Case("B=2, h=2, t=4 cached positions", (x, kc, vc, p, 2), clauses=("inputs", "returns")),
-            Case("the first step (empty cache)", (x, kc[..., :0, :], vc[..., :0, :], p, 2),
-                 clauses=("empty_cache",)),
-            Case("float32", (x.astype(np.float32), kc.astype(np.float32), vc.astype(np.float32),
-                             {n: a.astype(np.float32) for n, a in p.items()}, 2), dtype=np.float32,
-                 clauses=("dtype",))]
+    return generate.draw(DECODE_SPEC, seed, None if seed == 9 else 9)
 
 
 def _decode(x, kc, vc, p, h, *, append=True, top_left=False, out_proj=True, prepend=False,
@@ -147,7 +184,7 @@ DECODE_STEP = Exercise(
     "decode_step", "decode_step(x, k_cache, v_cache, params, num_heads)",
     "The decoder is auto-regressive (§3): position t attends to positions <= t, whose keys and "
     "values were computed at earlier steps and can be cached",
-    ref_decode_step, _decode_cases, outputs=("out", "k_cache", "v_cache"), mistakes=[
+    ref_decode_step, _decode_cases, outputs=("out", "k_cache", "v_cache"), spec=DECODE_SPEC, mistakes=[
         Mistake("attended before appending the new key and value",
                 lambda *a: _decode(*a, append=False),
                 "Position t may attend to itself (j <= t): append its key and value first."),

@@ -531,11 +531,11 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
     finding = _probe_finding(fn, probes, results, cases, fingerprints, unsaid)
     if finding is not None:
         return _mistake(exercise, results, finding, failures, drawn)
-    if any("could not be broadcast" in (r.why or "") for r in failures) and all(
-            "could not be broadcast" in (r.why or "") or " has shape " in (r.why or "") for r in failures):
+    if any(_shape_error(r.why) for r in failures) and all(
+            _shape_error(r.why) or " has shape " in (r.why or "") for r in failures):
         return _mistake(exercise, results, Finding(
-            "shapes that do not broadcast", "your function raises a broadcasting error (or returns "
-            "the wrong shape) on the failing cases",
+            "shapes that do not broadcast", "your function raises a shape error (broadcasting, "
+            "matmul or indexing) or returns the wrong shape on every failing case",
             "NumPy lines shapes up from the right. A reduction drops its axis (x.sum(-1) of "
             "(..., n) is (...): keep it with keepdims=True); an axis added in the middle "
             "(mask[:, None] on an (L, S) mask) shifts the others: print the shapes of the "
@@ -554,6 +554,16 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
     return Report(exercise, "failed",
                   f"FAILED: {exercise}: {len(failures)} of {n} cases fail; first: {first}"
                   f"{_parts_summary(results)}{said}{drawn}", cases=results)
+
+
+#: what NumPy raises when axes do not line up: broadcasting, a matmul's core dimensions, an index
+#: with more axes than the array has
+SHAPE_ERRORS = ("could not be broadcast", "matmul: Input operand", "raised IndexError: too many indices",
+                "raised IndexError: invalid index to scalar")
+
+
+def _shape_error(why):
+    return bool(why) and any(w in why for w in SHAPE_ERRORS)
 
 
 def _has_float(x):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np.exercises import generate
 from attention_np.exercises.checker import D_MODEL_HINT, Case, Exercise, Mistake
 from attention_np.paper.attention import sdpa_forward
 from attention_np.paper.gradcheck import numerical_gradient
@@ -22,27 +23,36 @@ def ref_merge_heads(x):
     return merge_heads(x)
 
 
+_HEAD_AXES = (generate.Axis("h", high=4), generate.Axis("L", high=5), generate.Axis("d", high=4))
+
+
+def _split_measure(a):
+    x, h = a
+    return {"L": x.shape[-2], "h": h, "d": x.shape[-1] // h, "h*d": x.shape[-1], "batch": x.shape[:-2],
+            "dtype": x.dtype}
+
+
+SPLIT_SPEC = generate.Spec(
+    "split_heads", _HEAD_AXES, differ=(("h", "d"),), equal=(("L", "h"), ("L", "h*d")), lead=3,
+    build=lambda rng, z, key, family: (rng.normal(size=(*z["batch"], z["L"], z["h"] * z["d"])).astype(
+        z["dtype"]), z["h"]),
+    measure=_split_measure, clauses=(generate.Clause("batch"), generate.Clause("heads")))
+
+MERGE_SPEC = generate.Spec(
+    "merge_heads", _HEAD_AXES, differ=(("h", "d"),), equal=(("L", "h"),), lead=3,
+    build=lambda rng, z, key, family: (rng.normal(size=(*z["batch"], z["h"], z["L"], z["d"])).astype(
+        z["dtype"]),),
+    measure=lambda a: {"h": a[0].shape[-3], "L": a[0].shape[-2], "d": a[0].shape[-1],
+                       "batch": a[0].shape[:-3], "dtype": a[0].dtype},
+    clauses=(generate.Clause("inverse"), generate.Clause("batch")))
+
+
 def _split_cases(seed=4):
-    rng = np.random.default_rng(seed)
-    return [Case("(5, 6), h=2", (rng.normal(size=(5, 6)), 2), clauses=("heads",)),
-            Case("(2, 3, 8), h=4", (rng.normal(size=(2, 3, 8)), 4), clauses=("batch",)),
-            Case("(2, 3, 5, 6), h=3 (two leading axes)", (rng.normal(size=(2, 3, 5, 6)), 3),
-                 clauses=("batch",)),
-            Case("(4, 4), h=2 (square)", (rng.normal(size=(4, 4)), 2), clauses=("heads",)),
-            Case("(2, 6), h=2 (L = h)", (rng.normal(size=(2, 6)), 2), clauses=("heads",)),
-            Case("float32 (3, 4), h=2", (rng.normal(size=(3, 4)).astype(np.float32), 2),
-                 dtype=np.float32, clauses=("dtype",))]
+    return generate.draw(SPLIT_SPEC, seed, None if seed == 4 else 4)
 
 
 def _merge_cases(seed=5):
-    rng = np.random.default_rng(seed)
-    return [Case("(2, 5, 3)", (rng.normal(size=(2, 5, 3)),), clauses=("inverse",)),
-            Case("(2, 4, 3, 2)", (rng.normal(size=(2, 4, 3, 2)),), clauses=("batch",)),
-            Case("(3, 2, 4, 5, 2) (two leading axes)", (rng.normal(size=(3, 2, 4, 5, 2)),),
-                 clauses=("batch",)),
-            Case("(2, 2, 2)", (rng.normal(size=(2, 2, 2)),), clauses=("inverse",)),
-            Case("float32 (2, 3, 2)", (rng.normal(size=(2, 3, 2)).astype(np.float32),),
-                 dtype=np.float32, clauses=("dtype",))]
+    return generate.draw(MERGE_SPEC, seed, None if seed == 5 else 5)
 
 
 def _split_interleaved(x, h):
@@ -59,7 +69,7 @@ SPLIT_HEADS = Exercise(
     "split_heads", "split_heads(x, num_heads)",
     "head_i = Attention(Q W_i^Q, ...): with W^Q = [W_1^Q ... W_h^Q], head i owns feature columns "
     "[i*d_k, (i+1)*d_k) of Q W^Q  (§3.2.2)",
-    ref_split_heads, _split_cases, [
+    ref_split_heads, _split_cases, spec=SPLIT_SPEC, mistakes=[
         Mistake("head split transposed (heads interleaved)", _split_interleaved,
                 "Head i should own a CONTIGUOUS block of d_k columns: reshape the last axis as "
                 "(h, d_k), not (d_k, h)."),
@@ -72,7 +82,7 @@ SPLIT_HEADS = Exercise(
 MERGE_HEADS = Exercise(
     "merge_heads", "merge_heads(x)",
     "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O  (§3.2.2)",
-    ref_merge_heads, _merge_cases, [
+    ref_merge_heads, _merge_cases, spec=MERGE_SPEC, mistakes=[
         Mistake("merge transposed (heads interleaved)", _merge_interleaved,
                 "Concat puts head 1's d_v features first, then head 2's: a block per head."),
         Mistake("reshape without the transpose",
@@ -89,37 +99,73 @@ def ref_mha_forward(query, key, value, params, num_heads, mask=None):
     return mha_forward(query, key, value, params, num_heads=num_heads, mask=mask)[0]
 
 
-def example_params(rng, d_model, h, d_k=None, dtype=np.float64):
+def example_params(rng, d_model, h, d_k=None, dtype=np.float64, d_v=None):
     """Parameters of init_mha_params with nonzero biases (so a forgotten bias shows)."""
-    p = init_mha_params(d_model, h, d_k=d_k, d_v=d_k, bias=True, rng=rng)
+    p = init_mha_params(d_model, h, d_k=d_k, d_v=d_k if d_v is None else d_v, bias=True, rng=rng)
     for name in p:
         if name.startswith("b_"):
             p[name] = 0.1 * rng.normal(size=p[name].shape)   # nonzero biases, to be seen
     return {n: a.astype(dtype) for n, a in p.items()}
 
 
+#: the sizes of multi-head attention: W_q, W_k (d_model, h*d_k), W_v (d_model, h*d_v)
+MHA_AXES = tuple(generate.Axis(n, high=hi) for n, hi in (("B", 3), ("L", 4), ("S", 5), ("d_model", 6),
+                                                          ("h", 3), ("d_k", 3), ("d_v", 3)))
+MHA_DIFFER = (("L", "S"), ("d_k", "d_v"), ("h*d_k", "d_model"))
+
+
+def mha_sizes(query, key, p, h):
+    """The sizes of a multi-head call, read from its arguments."""
+    return {"B": query.shape[0], "L": query.shape[-2], "S": key.shape[-2], "d_model": query.shape[-1],
+            "h": h, "d_k": p["W_q"].shape[1] // h, "d_v": p["W_v"].shape[1] // h,
+            "h*d_k": p["W_q"].shape[1], "dtype": query.dtype}
+
+
+def _mha_inputs(rng, z, key, family):
+    """query, key, value, params, h (and a mask) for one clause and family, or None."""
+    B, L, S, d_model, h, dt = z["B"], z["L"], z["S"], z["d_model"], z["h"], z["dtype"]
+    p = example_params(rng, d_model, h, d_k=z["d_k"], d_v=z["d_v"], dtype=dt)
+    x = rng.normal(size=(B, L, d_model)).astype(dt)
+    if key == "self":
+        args = (x, x, x, p, h)
+    else:
+        y = rng.normal(size=(B, S, d_model)).astype(dt)
+        value = rng.normal(size=(B, S, d_model)).astype(dt) if family == "kv_distinct" else y
+        args = (x, y, value, p, h)
+    S = args[1].shape[1]
+    if family == "huge":                                 # scores ~1e3: exp overflows unless shifted
+        args = (*(30 * a for a in args[:3]), *args[3:])
+    if family == "empty_row":                            # (B, 1, 1, S), one sequence of length 0
+        lengths = rng.integers(0, S + 1, size=(B, 1, 1, 1))
+        lengths[rng.integers(B)] = 0
+        return (*args, np.arange(S) < lengths)
+    if family == "shared":                               # (L, S) for every sequence and head
+        return (*args, _some_true(rng, (L, S)))
+    if family == "per_sequence":                         # (B, 1, L, S)
+        return (*args, _some_true(rng, (B, 1, L, S)))
+    if family == "padding":                              # (B, 1, 1, S), every length >= 1
+        return (*args, np.arange(S) < rng.integers(1, S + 1, size=(B, 1, 1, 1)))
+    return args
+
+
+def _some_true(rng, shape, p=0.6):
+    """A random bool mask of ``shape`` with at least one True in each row (last axis)."""
+    m = rng.random(shape) < p
+    return m | (np.arange(shape[-1]) == rng.integers(shape[-1], size=shape[:-1])[..., None])
+
+
+_C = generate.Clause
+MHA_SPEC = generate.Spec(
+    "mha_forward", MHA_AXES, differ=MHA_DIFFER, build=_mha_inputs,
+    measure=lambda a: mha_sizes(a[0], a[1], a[3], a[4]), clauses=(
+        _C("self", excludes=("L<S", "L>S")), _C("cross", ("kv_same", "kv_distinct")),
+        _C("d_k", require=lambda z: z["h*d_k"] != z["d_model"]), _C("mask", ("shared",)),
+        _C("mask_head_axis", ("per_sequence", "padding")), _C("extreme", ("huge",)),
+        _C("fully_masked", ("empty_row",)), _C("returns")))
+
+
 def _mha_cases(seed=6):
-    rng = np.random.default_rng(seed)
-    x, y = rng.normal(size=(2, 3, 8)), rng.normal(size=(2, 5, 8))
-    p = example_params(rng, 8, 2)
-    p3 = example_params(rng, 8, 4, d_k=3)
-    mask = rng.random((3, 5)) < 0.6
-    mask[:, 0] = True
-    per_batch = np.stack([mask, rng.random((3, 5)) < 0.6])[:, None]     # (B, 1, L, S)
-    per_batch[..., 0] = True
-    return [
-        Case("self-attention, B=2, L=3, h=2", (x, x, x, p, 2), clauses=("self", "returns")),
-        Case("cross-attention, L=3 != S=5", (x, y, y, p, 2), clauses=("cross",)),
-        Case("h=4 with d_k=3 (h*d_k != d_model)", (x, y, y, p3, 4), clauses=("d_k",)),
-        Case("with a mask (L, S)", (x, y, y, p, 2, mask), clauses=("mask",)),
-        Case("a mask per sequence (B, 1, L, S)", (x, y, y, p, 2, per_batch), clauses=("mask_head_axis",)),
-        Case("a padding mask (B, 1, 1, S)",
-             (x, y, y, p, 2, np.arange(5) < np.array([5, 2])[:, None, None, None]),
-             clauses=("mask_head_axis",)),
-        Case("float32", (x.astype(np.float32), y.astype(np.float32), y.astype(np.float32),
-                         {n: a.astype(np.float32) for n, a in p.items()}, 2), dtype=np.float32,
-             clauses=("dtype",)),
-    ]
+    return generate.draw(MHA_SPEC, seed, None if seed == 6 else 6)
 
 
 def _mha(query, key, value, p, h, mask=None, *, out_proj=True, scale_dm=False, split=split_heads,
@@ -138,7 +184,7 @@ MHA_FORWARD = Exercise(
     "mha_forward", "mha_forward(query, key, value, params, num_heads, mask=None)",
     "MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, "
     "V W_i^V)  (§3.2.2)",
-    ref_mha_forward, _mha_cases, [
+    ref_mha_forward, _mha_cases, spec=MHA_SPEC, mistakes=[
         Mistake("output projection forgotten", lambda *a: _mha(*a, out_proj=False),
                 "The formula ends with '... W^O': the concatenated heads are projected once more."),
         Mistake("scaled by sqrt(d_model) instead of sqrt(d_k)", lambda *a: _mha(*a, scale_dm=True),
@@ -171,28 +217,27 @@ def _fd_mha(dout, query, key, value, p, h):
     return g["query"], g["key"], g["value"], {n: g[n] for n in p}
 
 
+def _mha_backward_inputs(rng, z, key, family):
+    args = _mha_inputs(rng, z, key, family)
+    return (rng.normal(size=args[0].shape).astype(z["dtype"]), *args)
+
+
+MHA_BACKWARD_SPEC = generate.Spec(
+    "mha_backward", MHA_AXES, differ=MHA_DIFFER, build=_mha_backward_inputs,
+    measure=lambda a: mha_sizes(a[1], a[2], a[4], a[5]), clauses=(
+        _C("cross", ("kv_same", "kv_distinct")), _C("gradient"), _C("bias_sum"),
+        _C("self", excludes=("L<S", "L>S"))))
+
+
 def _mha_backward_cases(seed=7):
     rng = np.random.default_rng(seed)
     x, y = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
-    p = example_params(rng, 4, 2)
+    p = example_params(rng, 4, 2, d_k=3, d_v=1)
     dout = rng.normal(size=(2, 3, 4))
-    # every size distinct (B=3, L=4, S=7, d_model=5, h=2, d_k=6): a sum over the wrong axes,
-    # or heads taken in the wrong order, cannot give the right shape and values by coincidence
-    xd, yd = rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 7, 5))
-    pd = example_params(rng, 5, 2, d_k=6)
-    doutd = rng.normal(size=(3, 4, 5))
-    f32 = tuple(a.astype(np.float32) for a in (dout, x, y))
-    return [
-        Case("cross-attention, B=2, L=3, S=5, h=2", (dout, x, y, y, p, 2), clauses=("cross",)),
-        Case("self-attention (the three gradients are returned separately)", (dout, x, x, x, p, 2),
-             clauses=("self",)),
-        Case("every size distinct: B=3, L=4, S=7, d_model=5, h=2, d_k=6", (doutd, xd, yd, yd, pd, 2),
-             clauses=("cross", "bias_sum")),
-        Case("gradcheck: central differences of mha_forward", (dout, x, y, y, p, 2),
-             expected=_fd_mha(dout, x, y, y, p, 2), tol=(1e-6, 1e-8), clauses=("gradient", "bias_sum")),
-        Case("float32", (*f32, f32[2], {n: a.astype(np.float32) for n, a in p.items()}, 2),
-             dtype=np.float32, clauses=("dtype",)),
-    ]
+    return generate.draw(MHA_BACKWARD_SPEC, seed, None if seed == 7 else 7) + [
+        Case("gradcheck: central differences of mha_forward (d_k=3, d_v=1, d_model=4, h=2)",
+             (dout, x, y, y, p, 2), expected=_fd_mha(dout, x, y, y, p, 2), tol=(1e-6, 1e-8),
+             clauses=("gradient", "bias_sum"))]
 
 
 def _mha_bwd_wrong(dout, query, key, value, p, h, *, sum_bias=True, w_transposed=False,
@@ -210,7 +255,8 @@ def _mha_bwd_wrong(dout, query, key, value, p, h, *, sum_bias=True, w_transposed
 MHA_BACKWARD = Exercise(
     "mha_backward", "mha_backward(dout, query, key, value, params, num_heads)",
     "The backward of MultiHead: each forward line undone, last first",
-    ref_mha_backward, _mha_backward_cases, outputs=("dquery", "dkey", "dvalue", "grads"), mistakes=[
+    ref_mha_backward, _mha_backward_cases, outputs=("dquery", "dkey", "dvalue", "grads"),
+    spec=MHA_BACKWARD_SPEC, mistakes=[
         Mistake("bias gradient not summed over the batch", lambda *a: _mha_bwd_wrong(*a, sum_bias=False),
                 "b_o was added to every position of every sequence: its gradient sums dout over "
                 "all of them."),

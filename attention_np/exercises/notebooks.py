@@ -105,6 +105,10 @@ CLAUSES = {
     mask : None or a bool array broadcastable to the scores (B, h, L, S), True = may attend:
         (L, S), or with a head axis (B, 1, L, S) or (B, 1, 1, S). A (B, L, S) mask is not valid
         here (it would line B up with the heads): add the head axis, mask[:, None]."""),
+        ("fully_masked", """\
+        A query with no allowed key (a sequence padded to length 0) gets 0 from every head, as
+        in `attention`: its output is b_o."""),
+        ("extreme", "    Scores may be large (|scores| ~ 1e3), as in `attention`."),
         ("returns", "    Returns (B, L, d_model)."),
     ]),
     "mha_backward": ("The backward of mha_forward (no mask).", [
@@ -137,6 +141,7 @@ CLAUSES = {
         ("empty_cache", """\
     k_cache : (B, h, t, d_k), v_cache : (B, h, t, d_v): the projected, split keys and values
         of the t earlier positions; t = 0 at the first step."""),
+        ("extreme", "    Scores may be large (|scores| ~ 1e3), as in `attention`."),
         ("returns", """\
     Returns (out (B, 1, d_model), k_cache (B, h, t+1, d_k), v_cache (B, h, t+1, d_v)), the new
     position appended LAST; the new query sees every cached key and itself."""),

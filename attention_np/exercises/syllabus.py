@@ -19,7 +19,11 @@ module generates
 notebooks' generated cells (from the repository root); ``--check`` lists what differs, exit 1.
 ``tests/course/test_syllabus.py`` fails when a document differs from what this table generates.
 
-Standard library only (plus :mod:`.notebooks`): the student kit's README is built from it.
+Standard library only (plus :mod:`.notebooks`): the student kit's README is built from it. The
+points of each exercise (:func:`exercise_points`, what its contract asks) are set here too; the
+course build spreads them over the cases, and every count and total the instructors' guide and
+the kits' READMEs state comes from here (:func:`points_section` imports the exercises, to count
+their cases, when it runs).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from attention_np.exercises.notebooks import NOTEBOOKS
+from attention_np.exercises.notebooks import CLAUSES, NOTEBOOKS, QUESTIONS
 from attention_np.exercises.rubrics import rubric_markdown
 
 PAPER = "https://arxiv.org/abs/1706.03762"
@@ -678,6 +682,97 @@ SESSIONS = (
 EXTENSION = (7, 8, 9)
 
 
+#: points of each written question of an exercise notebook (graded by hand with its rubric)
+QUESTION_POINTS = 3
+#: the outputs the autograder scores one by one (a case's parts), where there is more than one
+GRADED_OUTPUTS = {
+    "attention_backward": ("dq", "dk", "dv"),
+    "mha_backward": ("dquery", "dkey", "dvalue",
+                     *(f"grads['{n}']" for n in ("W_k", "W_o", "W_q", "W_v", "b_k", "b_o", "b_q", "b_v"))),
+    "decode_step": ("out", "k_cache", "v_cache"),
+}
+
+
+def exercise_points(name: str) -> int:
+    """What an exercise asks, in points: one per clause of its contract (the stub's docstring,
+    :data:`~attention_np.exercises.notebooks.CLAUSES`) and one per output graded on its own
+    (:data:`GRADED_OUTPUTS`). The autograder spreads them evenly over the exercise's cases."""
+    return len(CLAUSES[name][1]) + len(GRADED_OUTPUTS.get(name, ("output",)))
+
+
+def _notebook_part(stem: str) -> str:
+    in_unit = {lesson(n).stem for s in SESSIONS for n in s.lessons}
+    return "two-week unit" if set(NOTEBOOKS[stem][1]) & in_unit else "extension"
+
+
+def graded_parts() -> dict:
+    """``{"two-week unit": {...}, "extension": {...}}``: each part's exercises (in course order),
+    their points, and the exercise notebooks' written questions and their points."""
+    out = {}
+    for stem, (_, _, exercises) in NOTEBOOKS.items():
+        part = out.setdefault(_notebook_part(stem), {"exercises": [], "points": 0, "questions": 0})
+        part["exercises"] += list(exercises)
+        part["points"] += sum(exercise_points(n) for n in exercises)
+        part["questions"] += len(QUESTIONS.get(stem, ()))
+    for part in out.values():
+        part["question_points"] = QUESTION_POINTS * part["questions"]
+    return out
+
+
+def points_table(counts: dict | None = None) -> str:
+    """Each exercise's part of the course, what it asks and its points; with ``counts`` (name ->
+    (public cases, hidden cases)) the cases they are spread over."""
+    head = "| Exercise | Notebook | Part | Contract clauses | Outputs graded | Points |"
+    rows = [head + (" Public cases | Hidden cases |" if counts else ""),
+            "|---|---|---|---|---|---|" + ("---|---|" if counts else "")]
+    for stem, (_, _, exercises) in NOTEBOOKS.items():
+        for name in exercises:
+            row = (f"| `{name}` | `{stem}` | {_notebook_part(stem)} | {len(CLAUSES[name][1])} | "
+                   f"{len(GRADED_OUTPUTS.get(name, ('output',)))} | {exercise_points(name)} |")
+            rows.append(row + (f" {counts[name][0]} | {counts[name][1]} |" if counts else ""))
+    return "\n".join(rows)
+
+
+def _extension_lessons() -> str:
+    """The lessons whose exercise notebooks are the extension's, e.g. "lesson 7"."""
+    numbers = sorted(lesson(les).number for stem, (_, lessons, _) in NOTEBOOKS.items()
+                     if _notebook_part(stem) == "extension" for les in lessons)
+    return ("lesson " if len(numbers) == 1 else "lessons ") + ", ".join(map(str, numbers))
+
+
+def points_sentences() -> list:
+    """The totals, one sentence per part and one for both."""
+    parts = graded_parts()
+    unit, ext = parts["two-week unit"], parts["extension"]
+    total = unit["points"] + ext["points"]
+    return [f"The two-week unit: {len(unit['exercises'])} functions, {unit['points']} points, and "
+            f"{unit['questions']} written questions, {unit['question_points']} points.",
+            f"The extension ({_extension_lessons()}): {len(ext['exercises'])} functions, "
+            f"{ext['points']} points, and "
+            f"{ext['questions']} written questions, {ext['question_points']} points.",
+            f"The autograder grades all {len(unit['exercises']) + len(ext['exercises'])} functions: "
+            f"{total} points ({unit['points']} + {ext['points']}); the "
+            f"{unit['questions'] + ext['questions']} written questions "
+            f"({unit['question_points'] + ext['question_points']} points, {QUESTION_POINTS} each) "
+            "are graded by hand."]
+
+
+def points_section() -> str:
+    """docs/instructors.md's points: the table, the totals and the cases they are spread over
+    (drawn by :mod:`attention_np.exercises.generate`; imported here, at build time only)."""
+    from attention_np.exercises import EXERCISES
+    counts = {n: (len(e.cases()), len(e.hidden_cases())) for n, e in EXERCISES.items()}
+    public, hidden = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+    return "\n".join([
+        "Each exercise is worth one point per clause of its contract (the stub's docstring) and one "
+        "per output graded on its own; the autograder spreads an exercise's points evenly over its "
+        "public and hidden cases, and a case whose outputs are partly right earns that share of "
+        "its points. Generated from `attention_np/exercises/syllabus.py` (`exercise_points`).", "",
+        points_table(counts), "", *(f"- {t}" for t in points_sentences()),
+        f"- {public} public and {hidden} hidden cases: a submission that loops in every case would "
+        f"take about {public + hidden} × 5 s + {len(EXERCISES)} × 30 s without the time budget."])
+
+
 def lesson(number_or_stem) -> Lesson:
     """The lesson with this number (1-9) or stem."""
     for les in LESSONS:
@@ -857,7 +952,7 @@ def lesson_answers_markdown() -> str:
 SECTIONS = {
     "docs/teaching.md": {"course-order": course_order_table},
     "docs/instructors.md": {"two-week-plan": two_week_plan, "full-syllabus": full_syllabus,
-                            "objectives": objectives_section},
+                            "objectives": objectives_section, "points": points_section},
     "README.md": {"readme-lessons": readme_lessons},
 }
 HEADER_TAG, QUESTIONS_TAG = "syllabus-header", "syllabus-questions"

@@ -123,12 +123,19 @@ CRASH = "def attention(q, k, v, mask=None):\n    raise RuntimeError('boom')\n"
 LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
 SYNTAX = "def causal_mask(L, S, align)\n    return None\n"
 # right on the public cases (length <= 50), wrong on the hidden length 100
+def _one_hidden_case():
+    """(number, (length, d_model)) of the first hidden sinusoidal case whose sizes no public case has."""
+    public = {c.args for c in ex.EXERCISES["sinusoidal"].cases()}
+    return next((i, c.args) for i, c in enumerate(ex.EXERCISES["sinusoidal"].hidden_cases(), 1)
+                if c.args not in public)
+
+
 SHORT = ("import numpy as np\n\n\ndef sinusoidal(length, d_model):\n"
          "    pos = np.arange(length)[:, None]\n"
          "    ang = pos / 10000.0 ** (np.arange(0, d_model, 2) / d_model)\n"
          "    pe = np.zeros((length, d_model))\n"
          "    pe[:, 0::2], pe[:, 1::2] = np.sin(ang), np.cos(ang)\n"
-         "    return pe if length <= 50 else np.zeros((length, d_model))\n")
+         f"    return pe if (length, d_model) != {_one_hidden_case()[1]} else np.zeros((length, d_model))\n")
 STUB = ('def mha_backward(dout, query, key, value, params, num_heads):\n    """..."""\n'
         "    raise NotImplementedError\n")
 
@@ -181,7 +188,7 @@ def test_every_kind_of_submission_at_once(grader, tmp_path):
     # one hidden case wrong: its points lost, and the visible feedback does not name it
     sinusoidal = {t["name"]: t for t in result["tests"] if t["name"].startswith("sinusoidal: ")}
     failed = [n for n, t in sinusoidal.items() if t["score"] < t["max_score"]]
-    assert failed == ["sinusoidal: hidden case 3"], failed
+    assert failed == [f"sinusoidal: hidden case {_one_hidden_case()[0]}"], failed
     assert sinusoidal[failed[0]]["visibility"] == "after_due_date"
     assert not feedback["sinusoidal"].startswith("PASSED") and "a hidden case" in feedback["sinusoidal"]
     hidden_labels = [c.label for c in ex.EXERCISES["sinusoidal"].hidden_cases()]
@@ -196,9 +203,9 @@ def test_every_kind_of_submission_at_once(grader, tmp_path):
 def test_a_submission_that_loops_everywhere_is_stopped_by_the_budget(grader, tmp_path):
     loops = "".join(f"def {ex.function_name(n)}(*args, **kwargs):\n    while True:\n        pass\n\n\n"
                     for n in ex.EXERCISES)
-    # looping through every case would take 190 * 0.2 s + 13 * 0.5 s, far beyond the budget; the
+    # looping through every case would take (cases) * 0.2 s + 13 * 0.5 s, far beyond the budget; the
     # first exercises get their cases cut by the per-case limit, the last ones by the budget
-    budget = 10.0
+    budget = 16.0                # room for the workers to start on a busy machine
     root, env = _layout(tmp_path, grader, {"loops.py": loops},
                         {"time_limit_per_case_s": 0.2, "time_limit_diagnosis_s": 0.5, "time_budget_s": budget,
                          "time_reserve_per_exercise_s": 0.3})

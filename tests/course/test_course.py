@@ -202,24 +202,36 @@ def test_lessons_url_makes_the_kit_link_the_site(tmp_path):
 
 
 def test_the_readmes_say_what_to_submit_and_how_it_is_graded(built):
+    from attention_np.exercises import syllabus
     from attention_np.exercises.checker import build_record
     from attention_np.exercises.course_kit import CONFIG, GRADESCOPE_TIMEOUT_S
     full = {n: build_record(e, hidden=True) for n, e in ex.EXERCISES.items()}
     total = sum(c.points for rec in full.values() for c in rec["cases"])
+    parts = syllabus.graded_parts()
+    assert total == pytest.approx(sum(p["points"] for p in parts.values()))
     n_questions = sum(len(q) for q in QUESTIONS.values())
     readme = (built / "student" / "README.md").read_text()
+    grader = (built / "autograder" / "README.md").read_text()
+    flat = " ".join(readme.split())
     assert f"**Functions, {total:g} points**" in readme
+    assert (f"{parts['two-week unit']['points']} for the two-week unit's functions and "
+            f"{parts['extension']['points']} for the extension's") in flat
     assert f"**Written questions, {3 * n_questions} points:** {n_questions} questions" in readme
+    for text in (readme, grader):                   # the totals, each part apart
+        for sentence in syllabus.points_sentences():
+            assert sentence in " ".join(text.split()), sentence
     assert f"each case may take {CONFIG['time_limit_per_case_s']:g} s" in readme
     assert f"graded within {CONFIG['time_budget_s']:g} s" in readme
-    assert "hidden cases' results become visible after the due date" in " ".join(readme.split())
-    assert "each function must be defined in one file only" in " ".join(readme.split())
+    assert "hidden cases' results become visible after the due date" in flat
+    assert "each function must be defined in one file only" in flat
     assert "python check.py softmax 01_attention.ipynb" in readme
-    for name, rec in full.items():                  # the points table, from the bank
+    for name, rec in full.items():                  # the table: the syllabus's points, the bank's cases
         hidden = sum(c.hidden for c in rec["cases"])
-        assert re.search(rf"\| `{name}` \| `\w+` \| {len(rec['cases']) - hidden} \| {hidden} \| "
-                         rf"{sum(c.points for c in rec['cases']):g} \|", readme), name
-    grader = (built / "autograder" / "README.md").read_text()
+        points = syllabus.exercise_points(name)
+        assert sum(c.points for c in rec["cases"]) == pytest.approx(points)
+        row = (rf"\| `{name}` \| `\w+` \| [^|]+ \| \d+ \| \d+ \| {points} \| {len(rec['cases']) - hidden} \| "
+               rf"{hidden} \|")
+        assert re.search(row, readme) and re.search(row, grader), name
     minutes = GRADESCOPE_TIMEOUT_S / 60
     assert f"**Autograder timeout:** {minutes:g} minutes ({GRADESCOPE_TIMEOUT_S} s" in grader
     from attention_np.exercises.course_material import quiz_points

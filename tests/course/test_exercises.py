@@ -548,7 +548,11 @@ def test_partial_credit_scores_each_output_on_its_own():
         dq, dk, dv = ex.reference("attention_backward")(*args)
         return dq, -dk, dv
     r = ex.check("attention_backward", wrong_dk)
-    assert [p[:2] for p in r.parts] == [("dq", len(r.cases)), ("dk", 0), ("dv", len(r.cases))]
+    # -dk is right exactly where dk is 0 everywhere (one key: the softmax of one score is constant)
+    zero_dk = sum(not np.any(ex.reference("attention_backward")(*c.args)[1]) if c.expected is None
+                  else not np.any(c.expected[1]) for c in ex.EXERCISES["attention_backward"].cases())
+    assert zero_dk < len(r.cases) / 2
+    assert [p[:2] for p in r.parts] == [("dq", len(r.cases)), ("dk", zero_dk), ("dv", len(r.cases))]
 
 
 def test_feedback_never_names_a_hidden_case():
@@ -595,3 +599,72 @@ def test_every_hint_agrees_with_its_contract():
     assert r.mistake == "dtype not kept" and "float32 input" not in r.message, str(r)
     r = ex.check("mha_forward", lambda *a, **k: ex.reference("mha_forward")(*a, **k) * 1.01)
     assert "d_model / h" not in r.message
+
+
+# ---- the cases are generated from each contract: every clause at every edge size
+@pytest.mark.parametrize("name", list(ex.EXERCISES))
+def test_every_clause_is_drawn_at_every_edge_of_its_spec(name):
+    """The edges come from the spec's axis descriptions (generate.edges): a new axis brings its
+    edges, a new pair of widths that may differ brings both orders. Public and hidden cases each
+    reach every edge of every clause; what a case reaches is measured from its arguments."""
+    from attention_np.exercises import generate
+    from attention_np.exercises.notebooks import clause_keys
+    e = ex.EXERCISES[name]
+    spec = e.spec
+    assert sorted(c.key for c in spec.clauses) == sorted(set(clause_keys(name)))
+    for which, cases in (("public", e.cases()), ("hidden", e.hidden_cases())):
+        for clause in spec.clauses:
+            reached = set().union(*(generate.edges_of(spec, c.args, c.family) for c in cases
+                                    if clause.key in c.clauses))
+            missing = set(generate.edges(spec, clause)) - reached
+            assert not missing, f"{name}, {which}: clause {clause.key!r} has no case at {sorted(missing)}"
+
+
+def test_the_edges_of_a_spec_name_every_size_and_pair():
+    from attention_np.exercises import generate
+    spec = ex.EXERCISES["mha_forward"].spec
+    edges = generate.edges(spec)
+    for axis in ("B", "L", "S", "d_model", "h", "d_k", "d_v"):
+        assert {f"{axis}=1", f"{axis}>1"} <= set(edges), axis
+    assert {"L<S", "L>S", "d_k<d_v", "d_k>d_v", "h*d_k<d_model", "h*d_k>d_model"} <= set(edges)
+    assert {"t=0", "t=1", "t>1"} <= set(generate.edges(ex.EXERCISES["decode_step"].spec))
+    assert {"lead=0", "lead=3", "lead axis=1"} <= set(generate.edges(ex.EXERCISES["attention"].spec))
+    tiled = set(generate.edges(ex.EXERCISES["tiled_attention"].spec))
+    assert {"block_size>S", "block_size=S", "block_size divides S", "not block_size divides S"} <= tiled
+    # a clause pinned to one size leaves that axis's other edges, and its pairs, out
+    l_1 = ex.EXERCISES["attention"].spec.clause("L_1")
+    assert "L>1" not in generate.edges(ex.EXERCISES["attention"].spec, l_1)
+    assert "L<S" not in generate.edges(ex.EXERCISES["attention"].spec, l_1)
+    # a new axis brings its own edges
+    wider = generate.Spec("x", spec.axes + (generate.Axis("n"),), spec.clauses, spec.build, spec.measure)
+    assert {"n=1", "n>1"} <= set(generate.edges(wider))
+
+
+def test_the_edges_a_case_sits_on_are_measured_from_its_arguments():
+    from attention_np.exercises import generate
+    spec = ex.EXERCISES["attention"].spec
+    q, k, v = np.zeros((2, 1, 3)), np.zeros((2, 4, 3)), np.zeros((1, 4, 5), dtype=np.float64)
+    got = generate.edges_of(spec, (q, k, v))
+    assert {"L=1", "S>1", "d_k>1", "d_v>1", "d_k<d_v", "lead=1", "float64"} <= got
+    assert "L<S" not in got                         # L is at its least size: not a pair of widths
+    assert "lead axis=1" not in got and generate.ALL_LARGE not in got
+
+
+def test_a_clause_that_cannot_reach_an_edge_is_refused_by_name():
+    from attention_np.exercises import generate
+    spec = generate.Spec(
+        "toy", (generate.Axis("n"),), (generate.Clause("c", require=lambda z: z["n"] > 1),),
+        build=lambda rng, z, key, family: (np.zeros(z["n"]),), measure=lambda a: {"n": a[0].size,
+                                                                              "dtype": a[0].dtype},
+        floats=False)
+    with pytest.raises(ValueError, match="clause 'c' reaches the edge 'n=1'|no case of clause 'c'"):
+        generate.draw(spec, 0)
+
+
+@pytest.mark.parametrize("name", list(ex.EXERCISES))
+def test_the_hidden_cases_are_drawn_at_other_sizes(name):
+    e = ex.EXERCISES[name]
+    spec = e.spec
+    public = {repr(sorted(spec.measure(c.args).items())) for c in e.cases()}
+    hidden = [repr(sorted(spec.measure(c.args).items())) for c in e.hidden_cases()]
+    assert sum(h not in public for h in hidden) >= len(hidden) / 3, name

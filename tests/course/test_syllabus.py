@@ -286,3 +286,41 @@ def test_every_generated_table_row_has_the_header_columns(make):
     rows = [line for line in make().splitlines() if line.startswith("|")]
     columns = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
     assert len(rows) >= 7 and len(columns) == 1, make.__name__
+
+
+# ---- points by what an exercise asks
+def test_points_follow_from_the_contract_and_the_outputs_graded():
+    import attention_np.exercises as ex
+    from attention_np.exercises.notebooks import CLAUSES
+    for name in ex.EXERCISES:
+        # the outputs the syllabus counts are the parts the engine scores on a case
+        report = ex.check(name, ex.reference(name))
+        parts = [n for n, _ in report.cases[0].parts]
+        assert tuple(parts) == syllabus.GRADED_OUTPUTS.get(name, ("output",)), (name, parts)
+        assert syllabus.exercise_points(name) == len(CLAUSES[name][1]) + len(parts)
+    points = {n: syllabus.exercise_points(n) for n in ex.EXERCISES}
+    assert max(points, key=points.get) == "mha_backward"          # the hardest weighs the most
+    assert points["mha_backward"] > points["causal_mask"]
+    assert points["attention_backward"] > points["attention"] - 2
+
+
+def test_the_two_week_unit_and_the_extension_are_totalled_apart():
+    parts = syllabus.graded_parts()
+    assert sorted(parts) == ["extension", "two-week unit"]
+    unit = {n for s in syllabus.SESSIONS for les in s.lessons for n in syllabus.lesson(les).exercises}
+    ext = {n for les in syllabus.EXTENSION for n in syllabus.lesson(les).exercises}
+    assert set(parts["two-week unit"]["exercises"]) == unit and set(parts["extension"]["exercises"]) == ext
+    for part in parts.values():
+        assert part["points"] == sum(syllabus.exercise_points(n) for n in part["exercises"])
+        assert part["question_points"] == syllabus.QUESTION_POINTS * part["questions"]
+    sentences = " ".join(syllabus.points_sentences())
+    unit, ext = parts["two-week unit"]["points"], parts["extension"]["points"]
+    assert f"{unit + ext} points ({unit} + {ext})" in sentences
+
+
+def test_the_instructors_guide_states_the_generated_points_and_no_other():
+    text = (ROOT / "docs" / "instructors.md").read_text()
+    section = text.split("<!-- syllabus:points -->")[1].split("<!-- /syllabus -->")[0]
+    assert section.strip() == syllabus.points_section().strip()
+    rest = text.replace(section, "")
+    assert "one per case" not in rest and "written questions (" not in rest

@@ -12,6 +12,7 @@ The cases and their expected values are stored in checker/public.json and checke
 
 from __future__ import annotations
 
+import json
 import pathlib
 import sys
 
@@ -22,22 +23,31 @@ if str(HERE) not in sys.path:
 from checker import engine, loading, probes, storage  # noqa: E402 (after the path is set)
 
 _BANK = {}
+_NAMES = {}
 
 
-def _bank() -> dict:
-    if not _BANK:
-        _BANK.update(storage.load_bank(HERE / "checker" / "public"))
-    return _BANK
+def _signatures() -> dict:
+    """name -> signature of every exercise, from checker/public.json alone (no array is read)."""
+    if not _NAMES:
+        with open(HERE / "checker" / "public.json") as f:
+            _NAMES.update({name: rec["signature"] for name, rec in json.load(f).items()})
+    return _NAMES
+
+
+def _record(name: str) -> dict:
+    """The stored record of exercise ``name``: only its arrays are read from checker/public.npz."""
+    if name not in _BANK:
+        _BANK.update(storage.load_bank(HERE / "checker" / "public", [name]))
+    return _BANK[name]
 
 
 def check(name: str, fn) -> engine.Report:
     """Run ``fn`` on the public cases of exercise ``name``; ``print`` the result to read it."""
-    bank = _bank()
-    if name not in bank:
-        raise ValueError(f"unknown exercise {name!r}; expected one of {sorted(bank)}")
+    if name not in _signatures():
+        raise ValueError(f"unknown exercise {name!r}; expected one of {sorted(_signatures())}")
     if not callable(fn):
-        raise TypeError(f"fn must be a function {bank[name]['signature']}, got {type(fn).__name__}")
-    return probes.check_record(name, bank[name], fn)
+        raise TypeError(f"fn must be a function {_signatures()[name]}, got {type(fn).__name__}")
+    return probes.check_record(name, _record(name), fn)
 
 
 def main(argv=None) -> int:
@@ -46,18 +56,18 @@ def main(argv=None) -> int:
     if argv in (["--list"], ["-l"], ["-h"], ["--help"]):
         if argv[0] in ("-h", "--help"):
             print(usage)
-        for name, rec in _bank().items():
-            print(f"{name:20s} {rec['signature']}")
+        for name, signature in _signatures().items():
+            print(f"{name:20s} {signature}")
         return 0
     if len(argv) != 2:
         print(f"error: expected an exercise and a file. {usage}", file=sys.stderr)
         return 2
     name, path = argv
-    bank = _bank()
-    if name not in bank:
-        print(f"error: unknown exercise {name!r}; expected one of {', '.join(bank)}", file=sys.stderr)
+    if name not in _signatures():
+        print(f"error: unknown exercise {name!r}; expected one of {', '.join(_signatures())}",
+              file=sys.stderr)
         return 2
-    rec = bank[name]
+    rec = _record(name)
     try:
         fn = loading.load_function(path, rec["function"], rec["signature"])
     except loading.CannotRun as e:
