@@ -219,6 +219,13 @@ def _attention_inputs(rng):
         v = rng.standard_normal((1, 3, 2)).astype(dtype)
         mask = np.array([[[True, False, True], [False, True, True]]])
         yield f"masked, rows on different scales {np.dtype(dtype).name}", q, k, v, mask
+        # a masked key with a huge score: the allowed keys must not underflow
+        q = np.full((2, 1, 4), 10.0, dtype)
+        k = np.concatenate([np.full((2, 1, 4), 50.0 if dtype == np.float64 else 6.0, dtype),
+                            0.1 * rng.standard_normal((2, 3, 4)).astype(dtype)], axis=1)
+        v = rng.standard_normal((2, 4, 3)).astype(dtype)
+        mask = np.array([False, True, True, True])
+        yield f"masked key with a huge score {np.dtype(dtype).name}", q, k, v, mask
 
 
 def cases(name, seed=0):
@@ -367,7 +374,7 @@ def _close(got, ref, dtype):
         return f"shape {got.shape}, expected {ref.shape}"
     if got.dtype != dtype:
         return f"dtype {got.dtype}, expected {dtype}"
-    if dtype == bool:
+    if dtype.kind == "b":
         return None if np.array_equal(got, ref) else f"{int((got != ref).sum())} entries differ"
     g = got.astype(np.float64)
     if not np.all(np.isfinite(g)):
@@ -383,7 +390,7 @@ def compare(name, got, ref, dtype):
     if isinstance(ref, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(ref):
             return f"returned {type(got).__name__}, expected a tuple of {len(ref)}"
-        for i, (g, r) in enumerate(zip(got, ref)):
+        for i, (g, r) in enumerate(zip(got, ref, strict=True)):
             why = compare(name, g, r, dtype)
             if why:
                 return f"output {i}: {why}"
@@ -416,7 +423,7 @@ def run_case(name, fn, args):
             got = fn(*args)
     except Exception as e:  # noqa: BLE001 (a student's function may raise anything)
         return f"raised {type(e).__name__}: {str(e)[:80]}"
-    if not all(_same(a, b) for a, b in zip(args, kept)):
+    if not all(_same(a, b) for a, b in zip(args, kept, strict=True)):
         return "wrote into an input"
     return compare(name, got, ref, _in_dtype(name, args))
 

@@ -1,5 +1,5 @@
 # exercise: attention
-# style: everything in float64, the mask applied by boolean indexing on a broadcast copy, cast back at the end.
+# style: all in float64, the mask applied by boolean indexing on a broadcast copy, cast back at the end.
 import math
 
 import numpy as np
@@ -9,9 +9,9 @@ def attention(q, k, v, mask=None):
     q64, k64, v64 = (a.astype(np.float64) for a in (q, k, v))
     scores = q64 @ np.swapaxes(k64, -1, -2) / math.sqrt(q.shape[-1])
     if mask is not None:
-        allowed = np.broadcast_to(mask, scores.shape)
-        scores = scores.copy() if scores.shape == allowed.shape else np.broadcast_to(scores, allowed.shape).copy()
-        scores[~allowed] = -np.inf
+        shape = np.broadcast_shapes(scores.shape, np.shape(mask))
+        scores = np.broadcast_to(scores, shape).copy()
+        scores[~np.broadcast_to(mask, shape)] = -np.inf
     row_max = scores.max(axis=-1, keepdims=True)
     row_max[~np.isfinite(row_max)] = 0.0
     w = np.exp(scores - row_max)

@@ -1,5 +1,5 @@
 # exercise: mha_backward
-# style: the whole backward in float64 einsum, per-head weights viewed as (d_model, h, d), cast back at the end.
+# style: the whole backward in float64 einsum, weights viewed as (d_model, h, d), cast back at the end.
 import numpy as np
 
 

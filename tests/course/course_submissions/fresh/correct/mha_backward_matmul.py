@@ -1,5 +1,5 @@
 # exercise: mha_backward
-# style: forward kept as split/merge matmuls in the input dtype, backward by matmul with reshapes and tensordot.
+# style: the forward as split/merge matmuls in the input dtype, the backward by matmul and tensordot.
 import numpy as np
 
 
