@@ -1,0 +1,33 @@
+# exercise: attention_backward
+# style: matmul with swapaxes in the input dtype, the reduction to each input's shape by a loop over axes.
+import math
+
+import numpy as np
+
+
+def _reduce(g, shape):
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
+    for ax, n in enumerate(shape):
+        if n == 1 and g.shape[ax] > 1:
+            g = g.sum(axis=ax, keepdims=True)
+    return g
+
+
+def attention_backward(dout, q, k, v, mask=None):
+    scale = q.dtype.type(1.0 / math.sqrt(q.shape[-1]))
+    s = (q @ np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        s = np.where(mask, s, q.dtype.type(-np.inf))
+    m = np.max(s, axis=-1, keepdims=True)
+    m[np.isneginf(m)] = 0
+    e = np.exp(s - m)
+    z = np.sum(e, axis=-1, keepdims=True)
+    z[z == 0] = 1
+    p = e / z
+    dv = np.swapaxes(p, -1, -2) @ dout
+    dp = dout @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) * scale
+    dq = ds @ k
+    dk = np.swapaxes(ds, -1, -2) @ q
+    return _reduce(dq, q.shape), _reduce(dk, k.shape), _reduce(dv, v.shape)
