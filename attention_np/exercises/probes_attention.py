@@ -94,11 +94,13 @@ def attention_masks(fn, expected):
                            "(800 vs 1) takes all the weight: the mask did not remove it",
                            "A masked score must become -inf before the softmax (np.where(mask, s, "
                            "-np.inf)); adding or multiplying by the bool mask does not do that.")
-        return Finding("masked after the softmax", "when a masked key scores far above the others "
-                       f"(800 vs 1) your output is {out.ravel()[0]:.4g}, not 2: the softmax ran before "
-                       "the mask, so the masked key took all the weight and the others underflowed",
-                       "Mask the SCORES (set them to -inf) before the softmax; then a masked key "
-                       "cannot influence the others, however large its score.")
+        return Finding("a masked key's score still counts", "when a masked key scores far above "
+                       f"the others (800 vs 1) your output is {out.ravel()[0]:.4g}, not 2: the masked "
+                       "score still entered the computation (the row max taken before masking, or the "
+                       "softmax run before the mask), so the allowed key's weight underflowed",
+                       "Mask the SCORES (set them to -inf) first, and only then take the row max and "
+                       "the softmax; then a masked key cannot influence the others, however large its "
+                       "score.")
     return None
 
 

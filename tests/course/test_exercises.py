@@ -296,7 +296,7 @@ def test_the_three_wrong_answers_the_issue_found_accepted_are_caught():
     assert r.status == "mistake" and r.mistake == "wrote into an input", str(r)
     assert "changed its input x" in str(r)
     r = ex.check("attention", attention_softmax_then_mask)
-    assert r.status == "mistake" and r.mistake == "masked after the softmax", str(r)
+    assert r.status == "mistake" and r.mistake == "a masked key's score still counts", str(r)
     out = attention_softmax_then_mask(np.array([[1.0]]), np.array([[800.0], [1.0]]),
                                       np.array([[5.0], [2.0]]), np.array([[False, True]]))
     assert out[0, 0] != 2.0                         # the issue's case: 0 (or NaN) instead of 2

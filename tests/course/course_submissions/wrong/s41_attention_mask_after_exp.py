@@ -1,6 +1,6 @@
 # exercise: attention
 # the student's slip: applies the mask by multiplying exp(s - max) by it (max taken before masking)
-# diagnosis: masked after the softmax
+# diagnosis: a masked key's score still counts
 import math
 
 import numpy as np
