@@ -190,6 +190,8 @@ def check_number(x, name: str, *, low=None, high=None, low_open: bool = False,
     if x is None and optional:
         return None
     want = _interval(low, high, low_open, high_open)
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype != np.bool_:
+        x = x[()]                                   # a 0-d array is its number (a loss, say)
     if isinstance(x, _BOOLS) or not isinstance(x, _REALS):
         raise TypeError(f"{name} must be {want}, got {_got(x)}")
     value = float(x)

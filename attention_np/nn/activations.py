@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from attention_np._checks import check_array, check_dout
 from attention_np.kernels.threads import deal, num_threads, parallel_map
 
 _ERF_CLIP = 6.0           # 1 - erf(6) = 2.2e-17, below half an ulp of 1.0 in float64
@@ -107,11 +108,14 @@ def _erf64(x: np.ndarray, terms: int) -> np.ndarray:
 
 def relu_forward(x: np.ndarray):
     """``max(0, x)``; the cache is the input."""
+    x = check_array(x, "x")
     return np.maximum(x, 0), x
 
 
 def relu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     """forward: y = max(0, x)  ->  dx = dy where x > 0, else 0."""
+    x = check_array(x, "x")
+    dy = check_dout(dy, x.shape, x.dtype, "dy", "x")
     return dy * (x > 0)
 
 
@@ -120,12 +124,15 @@ def gelu_forward(x: np.ndarray):
 
     PyTorch's ``nn.GELU()`` (``approximate='none'``) and BERT's ``hidden_act="gelu"``.
     """
+    x = check_array(x, "x")
     cdf = 0.5 * (1.0 + erf(x * x.dtype.type(1 / np.sqrt(2.0))))  # Phi(x)
     return x * cdf, x
 
 
 def gelu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     r"""forward: y = x * Phi(x)  ->  dx = dy * (Phi(x) + x * phi(x)), phi the normal density."""
+    x = check_array(x, "x")
+    dy = check_dout(dy, x.shape, x.dtype, "dy", "x")
     cdf = 0.5 * (1.0 + erf(x * x.dtype.type(1 / np.sqrt(2.0))))
     pdf = x.dtype.type(_INV_SQRT_2PI) * np.exp(-0.5 * x * x)
     return dy * (cdf + x * pdf)

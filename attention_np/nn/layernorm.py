@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention_np._checks import check_array, check_cache, check_dout, check_number, check_same_dtype
+
 
 @dataclass(frozen=True)
 class LayerNormCache:
@@ -34,10 +36,12 @@ def layernorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, eps
     y : (..., d)
     cache : LayerNormCache
     """
+    x = check_array(x, "x", min_ndim=1, layout="(..., d)")
     d = x.shape[-1]
-    if gamma.shape != (d,) or beta.shape != (d,):
-        raise ValueError(f"gamma and beta must have shape ({d},) for x of shape {x.shape}, "
-                         f"got {gamma.shape} and {beta.shape}")
+    gamma = check_array(gamma, "gamma", shape=(d,), layout="(d,)")
+    beta = check_array(beta, "beta", shape=(d,), layout="(d,)")
+    check_same_dtype(x=x, gamma=gamma, beta=beta)
+    check_number(eps, "eps", low=0)
     mu = x.mean(axis=-1, keepdims=True)                  # (..., 1)
     xc = x - mu                                          # (..., d)
     var = (xc * xc).mean(axis=-1, keepdims=True)         # (..., 1), biased: divide by d
@@ -54,7 +58,9 @@ def layernorm_backward(dy: np.ndarray, cache: LayerNormCache):
     forward: xhat = (x - mu) * rstd   ->  dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
     (the last line folds the paths through mu and var into two means; no Jacobian is built).
     """
+    check_cache(cache, LayerNormCache, "layernorm_forward")
     c = cache
+    dy = check_dout(dy, c.xhat.shape, c.xhat.dtype, "dy", "the output of layernorm_forward")
     d = dy.shape[-1]
     dgamma = (dy * c.xhat).reshape(-1, d).sum(axis=0)   # (d,)
     dbeta = dy.reshape(-1, d).sum(axis=0)               # (d,)
