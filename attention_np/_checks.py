@@ -248,11 +248,11 @@ def check_path(value, name: str = "path", *, optional: bool = False):
 
 def check_tuple(value, name: str, *, item=None, length: int | None = None,
                 nonempty: bool = False, sequence: bool = False) -> tuple:
-    """``value`` as a tuple (a list too when ``sequence``), each item checked by
+    """``value`` as a tuple (a list or range too when ``sequence``), each item checked by
     ``item(x, f"{name}[i]")`` when given; ``length`` items exactly, at least one when ``nonempty``."""
-    kinds = (tuple, list) if sequence else (tuple,)
+    kinds = (tuple, list, range) if sequence else (tuple,)
     if not isinstance(value, kinds):
-        want = "a tuple or list" if sequence else "a tuple"
+        want = "a tuple, list or range" if sequence else "a tuple"
         raise TypeError(f"{name} must be {want}, got {_got(value)}")
     if length is not None and len(value) != length:
         raise ValueError(f"{name} must have {length} items, got {len(value)}")
