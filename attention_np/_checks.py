@@ -294,10 +294,10 @@ def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
 def check_array(x, name: str, *, kind: str = "float", ndim: int | None = None,
                 min_ndim: int | None = None, shape: tuple | None = None, layout: str = "",
                 finite: bool = False) -> np.ndarray:
-    """``x`` as an ndarray of ``kind`` (``"float"``, ``"int"``, ``"bool"``, ``"number"``: int or
-    float) with ``ndim`` dims exactly (or at least ``min_ndim``) or the exact ``shape`` (None in
-    ``shape`` matches any size), laid out as ``layout`` (``"(B, L)"``). ``finite``: NaN and inf
-    are refused too. Not copied (``np.asarray``)."""
+    """``x`` as an ndarray of ``kind`` (``"float"``, ``"int"``, ``"bool"``, ``"bool or int"``,
+    ``"number"``: int or float) with ``ndim`` dims exactly (or at least ``min_ndim``) or the
+    exact ``shape`` (None in ``shape`` matches any size), laid out as ``layout`` (``"(B, L)"``).
+    ``finite``: NaN and inf are refused too. Not copied (``np.asarray``)."""
     if x is None or isinstance(x, (str, bytes, dict)) or callable(x):
         raise TypeError(f"{name} must be an array {layout}, got {_got(x)}".replace("  ", " "))
     try:
@@ -307,11 +307,14 @@ def check_array(x, name: str, *, kind: str = "float", ndim: int | None = None,
     ok = {"float": lambda d: np.issubdtype(d, np.floating),
           "int": lambda d: np.issubdtype(d, np.integer),
           "bool": lambda d: d == np.bool_,
+          "bool or int": lambda d: d == np.bool_ or np.issubdtype(d, np.integer),
           "number": lambda d: np.issubdtype(d, np.floating) or np.issubdtype(d, np.integer)}[kind]
     if not ok(a.dtype):
-        want = {"float": "floating-point", "int": "integer", "bool": "bool",
+        want = {"float": "floating-point", "int": "integer", "bool": "bool", "bool or int": "bool or 0/1",
                 "number": "numeric (int or float)"}[kind]
-        raise TypeError(f"{name} must be a {want} array {layout}, got dtype {a.dtype}".replace("  ", " "))
+        article = "an" if want[0] in "aeiou" else "a"
+        raise TypeError(f"{name} must be {article} {want} array {layout}, got dtype "
+                        f"{a.dtype}".replace("  ", " "))
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dims {layout}, got shape {a.shape}")
     if min_ndim is not None and a.ndim < min_ndim:

@@ -131,7 +131,7 @@ class ModelCache:
 def model_forward(params: dict, tokens, config: ModelConfig):
     """``tokens (B, L) int -> logits (B, L, vocab_size)``, and the cache for the backward."""
     c = check_instance(config, ModelConfig, "config")
-    check_params_shapes(params, model_param_shapes(c), against=f"config {c}")
+    check_params_shapes(params, model_param_shapes(c), against="config")
     tokens = check_ids(tokens, "tokens", c.vocab_size, min_ndim=1, layout="(..., L)",
                        what=f"vocabulary of vocab_size={c.vocab_size}")
     if tokens.shape[-1] > c.max_len or tokens.shape[-1] < 1:
