@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np._checks import as_bool_mask, check_bool, check_broadcasts_to, check_int
+from attention_np._checks import as_bool_mask, check_bool, check_broadcasts_to, check_seed
 from attention_np._optional import import_optional
 from attention_np.compose.extra_kv import mha_extra_kv_backward, mha_extra_kv_forward
 from attention_np.compose.mha import mha_backward, mha_forward
@@ -263,7 +263,7 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
                          "attn_mask is causal, not a mask of its own (pass the causal attn_mask too)")
     check_bool(need_weights, "need_weights")
     check_bool(average_attn_weights, "average_attn_weights")
-    check_int(seed, "seed", 0)
+    check_seed(seed)
     key = query if key is None else key
     value = key if value is None else value
     arrays, cast = _check_mha_inputs(module, (query, key, value), np_dtype)
@@ -375,7 +375,7 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
         raise TypeError(f"variables must be float32 or float64, got {np_dtype}")
     inputs_k = inputs_q if inputs_k is None else inputs_k
     inputs_v = inputs_k if inputs_v is None else inputs_v
-    check_int(seed, "seed", 0)
+    check_seed(seed)
     arrays, cast, mask = _check_flax_inputs(params, num_heads, (inputs_q, inputs_k, inputs_v), mask)
     report = MHAReport("flax MultiHeadDotProductAttention", np.dtype(np_dtype).name)
     report.notes += cast

@@ -18,6 +18,7 @@ import copy
 
 import numpy as np
 
+from attention_np._checks import check_seed
 from attention_np._optional import import_optional
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
@@ -204,6 +205,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     """
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"module must be an attention layer (a torch.nn.Module), got "
+                        f"{type(module).__name__} ({module!r:.40})")
+    check_seed(seed)
     spec = layer_spec(module)
     if spec.alibi is not None or spec.adds_residual:
         raise UnsupportedLayer(
