@@ -107,13 +107,28 @@ def _erf64(x: np.ndarray, terms: int) -> np.ndarray:
 
 
 def relu_forward(x: np.ndarray):
-    """``max(0, x)``; the cache is the input."""
+    """``max(0, x)``; the cache is the input.
+
+    Parameters
+    ----------
+    x : (..., d) float array
+
+    Returns
+    -------
+    y : (..., d), and the cache ``x``
+    """
     x = check_array(x, "x")
     return np.maximum(x, 0), x
 
 
 def relu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """forward: y = max(0, x)  ->  dx = dy where x > 0, else 0."""
+    """forward: y = max(0, x)  ->  dx = dy where x > 0, else 0.
+
+    Parameters
+    ----------
+    dy : (..., d) float array, the upstream gradient (the shape and dtype of ``x``)
+    x : (..., d) float array, the cache of :func:`relu_forward`
+    """
     x = check_array(x, "x")
     dy = check_dout(dy, x.shape, x.dtype, "dy", "x")
     return dy * (x > 0)
@@ -123,6 +138,10 @@ def gelu_forward(x: np.ndarray):
     r"""Exact GELU, :math:`x\,\Phi(x)` with :math:`\Phi` the standard normal CDF; cache is ``x``.
 
     PyTorch's ``nn.GELU()`` (``approximate='none'``) and BERT's ``hidden_act="gelu"``.
+
+    Parameters
+    ----------
+    x : (..., d) float array
     """
     x = check_array(x, "x")
     cdf = 0.5 * (1.0 + erf(x * x.dtype.type(1 / np.sqrt(2.0))))  # Phi(x)
@@ -130,7 +149,13 @@ def gelu_forward(x: np.ndarray):
 
 
 def gelu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    r"""forward: y = x * Phi(x)  ->  dx = dy * (Phi(x) + x * phi(x)), phi the normal density."""
+    r"""forward: y = x * Phi(x)  ->  dx = dy * (Phi(x) + x * phi(x)), phi the normal density.
+
+    Parameters
+    ----------
+    dy : (..., d) float array, the upstream gradient (the shape and dtype of ``x``)
+    x : (..., d) float array, the cache of :func:`gelu_forward`
+    """
     x = check_array(x, "x")
     dy = check_dout(dy, x.shape, x.dtype, "dy", "x")
     cdf = 0.5 * (1.0 + erf(x * x.dtype.type(1 / np.sqrt(2.0))))

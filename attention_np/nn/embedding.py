@@ -27,7 +27,8 @@ def embedding_forward(tokens, W_emb: np.ndarray, *, scale: float = 1.0):
     Parameters
     ----------
     tokens : int array (..., L)
-    W_emb : (vocab_size, d_model)
+        Ids in ``[0, vocab_size)``.
+    W_emb : (V, d_model) float array
     scale : float
         The paper multiplies by :math:`\sqrt{d_{model}}` (§3.4); BERT uses 1.
 
@@ -55,6 +56,11 @@ def embedding_backward(dx: np.ndarray, cache: EmbeddingCache) -> np.ndarray:
     positions, as ``np.add.at(dW, tokens, dx)`` does, so float64 gives the same numbers; float32
     gradients are summed in float64 and rounded once. It is several times faster: ``np.add.at``
     took 0.35-0.7 ms of the reversal model's 8 ms float32 step.
+
+    Parameters
+    ----------
+    dx : (..., L, d_model) float array, the gradient of the output
+    cache : EmbeddingCache from :func:`embedding_forward`
     """
     check_cache(cache, EmbeddingCache, "embedding_forward")
     dx = check_array(dx, "dx", min_ndim=1)

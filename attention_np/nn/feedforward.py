@@ -71,7 +71,14 @@ def check_ffn_params(params, d_model: int, dtype, name: str = "params") -> None:
 
 
 def ffn_forward(x: np.ndarray, params: dict, *, activation: str = "relu"):
-    """Eq. (2): ``(..., d_model) -> (..., d_model)``; ``activation`` is "relu" or "gelu"."""
+    """Eq. (2): ``(..., d_model) -> (..., d_model)``.
+
+    Parameters
+    ----------
+    x : (..., d_model) float array
+    params : dict from :func:`init_ffn_params`, of ``x``'s dtype
+    activation : {"relu", "gelu"}
+    """
     check_choice(activation, "activation", sorted(ACTIVATIONS))
     x = check_array(x, "x", min_ndim=1, layout="(..., d_model)")
     check_ffn_params(params, x.shape[-1], x.dtype)
@@ -83,7 +90,13 @@ def ffn_forward(x: np.ndarray, params: dict, *, activation: str = "relu"):
 
 
 def ffn_backward(dout: np.ndarray, cache: FFNCache):
-    """Backward of Eq. (2): ``(dx, grads)`` with ``grads`` keyed as the params."""
+    """Backward of Eq. (2): ``(dx, grads)`` with ``grads`` keyed as the params.
+
+    Parameters
+    ----------
+    dout : (..., d_model) float array, the gradient of the output
+    cache : FFNCache from :func:`ffn_forward`
+    """
     check_cache(cache, FFNCache, "ffn_forward")
     c, p = cache, cache.params
     dout = check_dout(dout, c.x.shape, c.x.dtype, out="the output of ffn_forward")

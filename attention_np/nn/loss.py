@@ -69,7 +69,14 @@ def cross_entropy_forward(logits: np.ndarray, targets, *, label_smoothing: float
 
 def cross_entropy_backward(dloss: float, cache: CrossEntropyCache) -> np.ndarray:
     """forward: loss = -mean(sum_c q_c log_softmax(z)_c)  ->  dz = dloss * (softmax(z) - q) / N,
-    with ``q = onehot(y)`` without label smoothing."""
+    with ``q = onehot(y)`` without label smoothing.
+
+    Parameters
+    ----------
+    dloss : float
+        The gradient of the loss (1.0 to differentiate the loss itself).
+    cache : CrossEntropyCache from :func:`cross_entropy_forward`
+    """
     check_cache(cache, CrossEntropyCache, "cross_entropy_forward")
     dloss = check_number(dloss, "dloss")
     probs, targets, eps = cache.probs, cache.targets, cache.label_smoothing

@@ -57,7 +57,7 @@ class ModelConfig:
     def __post_init__(self):
         check_fields(self, {"vocab_size": check_count, "max_len": check_count, "d_model": check_count,
                             "num_heads": check_count, "d_ff": check_count,
-                            "num_layers": lambda n, name: check_count(n, name, minimum=0),
+                            "num_layers": check_count,
                             "activation": lambda a, name: check_choice(a, name, sorted(ACTIVATIONS)),
                             "positional": check_flag})
         if self.d_model % self.num_heads:
@@ -94,7 +94,14 @@ def model_param_shapes(config: ModelConfig) -> dict:
 
 
 def init_model(config: ModelConfig, *, rng=None, dtype=np.float64) -> dict:
-    """Random params: Glorot-uniform matrices, N(0, d_model^-1/2) embeddings, LN gamma=1, beta=0."""
+    """Random params: Glorot-uniform matrices, N(0, d_model^-1/2) embeddings, LN gamma=1, beta=0.
+
+    Parameters
+    ----------
+    config : ModelConfig
+    rng : int seed or np.random.Generator, optional
+    dtype : float dtype of every array
+    """
     check_instance(config, ModelConfig, "config")
     check_rng(rng)
     dtype = check_float_dtype(dtype)
@@ -129,7 +136,15 @@ class ModelCache:
 
 
 def model_forward(params: dict, tokens, config: ModelConfig):
-    """``tokens (B, L) int -> logits (B, L, vocab_size)``, and the cache for the backward."""
+    """``tokens (B, L) int -> logits (B, L, vocab_size)``, and the cache for the backward.
+
+    Parameters
+    ----------
+    params : dict from :func:`init_model` for ``config`` (keys and shapes are checked)
+    tokens : int array (B, L)
+        Ids in ``[0, vocab_size)``, ``1 <= L <= max_len``.
+    config : ModelConfig
+    """
     c = check_instance(config, ModelConfig, "config")
     check_params_shapes(params, model_param_shapes(c), against="config")
     tokens = check_ids(tokens, "tokens", c.vocab_size, min_ndim=1, layout="(..., L)",
@@ -151,7 +166,13 @@ def model_forward(params: dict, tokens, config: ModelConfig):
 
 
 def model_backward(dlogits: np.ndarray, cache: ModelCache) -> dict:
-    """Gradients of every param, keyed as the params."""
+    """Gradients of every param, keyed as the params.
+
+    Parameters
+    ----------
+    dlogits : (B, L, V) float array, the gradient of the logits
+    cache : ModelCache from :func:`model_forward`
+    """
     check_cache(cache, ModelCache, "model_forward")
     c, grads = cache, {}
     dlogits = check_dout(dlogits, c.h.shape[:-1] + (c.W_out.shape[1],), c.h.dtype, "dlogits", "logits")

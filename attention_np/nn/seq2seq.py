@@ -73,11 +73,10 @@ class Seq2SeqConfig:
     activation: str = "relu"
 
     def __post_init__(self):
-        count0 = lambda n, name: check_count(n, name, minimum=0)  # noqa: E731
         check_fields(self, {"src_vocab": check_count, "tgt_vocab": check_count,
                             "max_src_len": check_count, "max_tgt_len": check_count,
                             "d_model": check_count, "num_heads": check_count, "d_ff": check_count,
-                            "num_encoder_layers": count0, "num_decoder_layers": count0,
+                            "num_encoder_layers": check_count, "num_decoder_layers": check_count,
                             "share_embeddings": check_flag, "tie_output": check_flag,
                             "dropout_p": lambda p, name: check_probability(p, name, high_open=True),
                             "activation": lambda a, name: check_choice(a, name, sorted(ACTIVATIONS))})
@@ -98,7 +97,14 @@ def embed_names(config: Seq2SeqConfig) -> tuple[str, str]:
 
 
 def init_seq2seq(config: Seq2SeqConfig, *, rng=None, dtype=np.float64) -> dict:
-    """Random params: Glorot-uniform matrices, N(0, d_model^-1/2) embeddings, LN gamma=1, beta=0."""
+    """Random params: Glorot-uniform matrices, N(0, d_model^-1/2) embeddings, LN gamma=1, beta=0.
+
+    Parameters
+    ----------
+    config : Seq2SeqConfig
+    rng : int seed or np.random.Generator, optional
+    dtype : float dtype of every array
+    """
     check_instance(config, Seq2SeqConfig, "config")
     check_rng(rng)
     dtype = check_float_dtype(dtype)
@@ -222,10 +228,13 @@ def seq2seq_forward(params: dict, src, tgt_in, config: Seq2SeqConfig, *, src_mas
 
     Parameters
     ----------
-    params : dict from :func:`init_seq2seq`
-    src : (B, S) int
-    tgt_in : (B, T) int, the target shifted right
-    src_mask : (B, S) bool, optional, True at real source tokens
+    params : dict from :func:`init_seq2seq` for ``config`` (keys and shapes are checked)
+    src : int array (B, S)
+    tgt_in : int array (B, T)
+        The target shifted right.
+    config : Seq2SeqConfig
+    src_mask : bool array (B, S), optional
+        True at real source tokens.
     is_causal : bool, the decoder's mask (False only for the causality probe)
     rng : seeds dropout when ``config.dropout_p > 0``
     """
@@ -254,7 +263,13 @@ def seq2seq_forward(params: dict, src, tgt_in, config: Seq2SeqConfig, *, src_mas
 
 
 def seq2seq_backward(dlogits: np.ndarray, cache: Seq2SeqCache) -> dict:
-    """Gradients of every param, keyed as the params."""
+    """Gradients of every param, keyed as the params.
+
+    Parameters
+    ----------
+    dlogits : (B, T, V) float array, the gradient of the logits
+    cache : Seq2SeqCache from :func:`seq2seq_forward`
+    """
     check_cache(cache, Seq2SeqCache, "seq2seq_forward")
     c, cfg, grads = cache, cache.config, {}
     dlogits = check_dout(dlogits, c.h.shape[:-1] + (c.W_out.shape[1],), c.h.dtype, "dlogits", "logits")

@@ -58,7 +58,13 @@ def model_dir() -> Path:
 
 
 def load_config(path=None) -> dict:
-    """The checkpoint's ``config.json`` (hidden_size, num_attention_heads, layer_norm_eps, ...)."""
+    """The checkpoint's ``config.json`` (hidden_size, num_attention_heads, layer_norm_eps, ...).
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        The checkpoint folder (default: the installed package's).
+    """
     check_path(path, optional=True)
     return json.loads((Path(path or model_dir()) / "config.json").read_text())
 
@@ -73,6 +79,13 @@ def load_weights(path=None, *, dtype=np.float32) -> dict:
     (2, 384), ``embed.ln.gamma/beta``, and per layer ``n``: ``layers.{n}.attn.W_q`` ... ``b_o``
     (the keys of :func:`attention_np.init_mha_params`), ``layers.{n}.ln1.*``,
     ``layers.{n}.ffn.W_1, b_1, W_2, b_2``, ``layers.{n}.ln2.*``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        The checkpoint folder (default: the installed package's).
+    dtype : float dtype
+        np.float32 (the checkpoint's) or np.float64; an integer dtype is refused.
     """
     check_path(path, optional=True)
     dtype = check_float_dtype(dtype)       # an int dtype would turn every weight (|w| < 1) into 0
@@ -121,7 +134,15 @@ class Tokenized:
 
 
 def tokenize(sentences, path=None) -> Tokenized:
-    """WordPiece tokens of each sentence, ``[CLS] ... [SEP]``, padded to the longest."""
+    """WordPiece tokens of each sentence, ``[CLS] ... [SEP]``, padded to the longest.
+
+    Parameters
+    ----------
+    sentences : str or list of str
+        One sentence or a non-empty list of them.
+    path : str or os.PathLike, optional
+        The checkpoint folder (default: the installed package's).
+    """
     Tokenizer = import_optional("tokenizers", "attention_np.pretrained").Tokenizer
 
     check_path(path, optional=True)
@@ -189,9 +210,16 @@ def encode(params: dict, input_ids, attention_mask=None, token_type_ids=None, *,
     Parameters
     ----------
     params : dict from :func:`load_weights` (float32 or float64; the compute dtype follows it)
-    input_ids : int (B, L)
-    attention_mask : bool (B, L), True = real token (default: all True)
-    token_type_ids : int (B, L) (default: all 0, one segment)
+    input_ids : int array (B, L)
+        Word-piece ids in ``[0, vocab)``.
+    attention_mask : bool array (B, L), optional
+        True (or 1) = real token (default: all True).
+    token_type_ids : int array (B, L), optional
+        Segment ids in ``[0, 2)`` (default: all 0, one segment).
+    num_heads : int
+        Heads of every attention layer; must divide ``d_model``.
+    eps : float >= 0
+        The layer norms' epsilon.
 
     Returns
     -------
@@ -247,8 +275,10 @@ class MiniLM:
 
     Parameters
     ----------
-    dtype : np.float32 (the checkpoint's) or np.float64 (a reference run)
-    path : the checkpoint folder (default: the installed package's)
+    dtype : float dtype
+        np.float32 (the checkpoint's) or np.float64 (a reference run).
+    path : str or os.PathLike, optional
+        The checkpoint folder (default: the installed package's).
     """
 
     def __init__(self, dtype=np.float32, path=None):

@@ -36,7 +36,12 @@ class AdamState:
 
 
 def adam_init(params: dict) -> AdamState:
-    """Zero moments for every parameter array."""
+    """Zero moments for every parameter array.
+
+    Parameters
+    ----------
+    params : dict of float arrays
+    """
     check_params_dict(params)
     return AdamState({k: np.zeros_like(p) for k, p in params.items()},
                      {k: np.zeros_like(p) for k, p in params.items()}, 0)
@@ -76,6 +81,16 @@ def adam_step(params: dict, grads: dict, state: AdamState, *, lr: float, beta1: 
               beta2: float = 0.98, eps: float = 1e-9) -> None:
     """One Adam update of every array in ``params``, in place (defaults: the paper's, §5.3).
 
+    Parameters
+    ----------
+    params : dict of float arrays, updated in place
+    grads : dict of float arrays
+        One per parameter, of its shape and dtype.
+    state : AdamState from :func:`adam_init`, updated in place
+    lr : float > 0
+    beta1, beta2 : float in [0, 1)
+    eps : float > 0
+
     Every argument is checked before anything changes: ``lr > 0``, ``beta1, beta2`` in
     ``[0, 1)``, ``eps > 0`` (finite), and each gradient and moment has its parameter's shape and
     dtype, so a refused call leaves ``params`` and ``state`` (``state.t`` too) as they were.
@@ -97,9 +112,16 @@ def adam_step(params: dict, grads: dict, state: AdamState, *, lr: float, beta1: 
 def transformer_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
     """Eq. (3): linear warm-up for ``warmup`` steps, then decay as ``1/sqrt(step)``.
 
-    ``step`` counts from 1 (0 is read as 1); ``factor`` (> 0) multiplies the whole schedule.
+    Parameters
+    ----------
+    step : int >= 1
+        The optimizer step, counting from 1.
+    d_model : int
+    warmup : int
+    factor : float > 0
+        Multiplies the whole schedule.
     """
-    step = max(check_count(step, "step", minimum=0), 1)
+    step = check_count(step, "step")
     check_count(d_model, "d_model")
     check_count(warmup, "warmup")
     check_number(factor, "factor", low=0, low_open=True)
@@ -114,9 +136,20 @@ def cooldown_lr(step: int, steps: int, cooldown: int, d_model: int, warmup: int,
     jumps by a few percent from one evaluation to the next (the dates task, and the reversal
     task: ``docs/training.md``); letting the rate fall to 0 over the last steps settles it (the
     last step's rate is ``1 / cooldown`` of Eq. (3)'s). ``cooldown=0``: Eq. (3) alone.
+
+    Parameters
+    ----------
+    step : int
+        The optimizer step, from 1 to ``steps``.
+    steps : int
+        The run's last step.
+    cooldown : int >= 0
+        Steps over which the rate falls to 0 (0: none), at most ``steps``.
+    d_model, warmup : int
+    factor : float > 0
     """
     steps = check_count(steps, "steps")
-    check_count(step, "step", minimum=0, maximum=steps)
+    check_count(step, "step", maximum=steps)
     check_count(cooldown, "cooldown", minimum=0, maximum=steps)
     rate = transformer_lr(step, d_model, warmup, factor)
     if cooldown:

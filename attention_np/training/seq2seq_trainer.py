@@ -64,7 +64,16 @@ class Seq2SeqResult:
 
 
 def decode_texts(params, config, batch: DateBatch, *, chunk: int = 500) -> list[str]:
-    """Greedy-decode every source of ``batch`` to a string (cached decoder, chunks bound memory)."""
+    """Greedy-decode every source of ``batch`` to a string (cached decoder, chunks bound memory).
+
+    Parameters
+    ----------
+    params : dict from :func:`attention_np.nn.init_seq2seq` for ``config``
+    config : Seq2SeqConfig
+    batch : DateBatch
+    chunk : int
+        Sources decoded at a time.
+    """
     check_model(params, config)
     check_instance(batch, DateBatch, "batch", maker="DatesTask.heldout or make_batch")
     check_count(chunk, "chunk")
@@ -77,7 +86,14 @@ def decode_texts(params, config, batch: DateBatch, *, chunk: int = 500) -> list[
 
 
 def exact_match(params, config, batch: DateBatch) -> tuple[float, list[str]]:
-    """The fraction of ``batch``'s dates greedy-decoded exactly, and the decoded strings."""
+    """The fraction of ``batch``'s dates greedy-decoded exactly, and the decoded strings.
+
+    Parameters
+    ----------
+    params : dict from :func:`attention_np.nn.init_seq2seq` for ``config``
+    config : Seq2SeqConfig
+    batch : DateBatch
+    """
     decoded = decode_texts(params, config, batch)
     return float(np.mean([d == t for d, t in zip(decoded, batch.isos, strict=True)])), decoded
 

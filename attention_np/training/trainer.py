@@ -59,7 +59,7 @@ class TrainResult:
 def check_run(*, steps, batch_size, warmup, lr_factor, cooldown, seed, dtype, eval_every,
               on_step) -> np.dtype:
     """The arguments both trainers share, checked before any work; returns the dtype."""
-    check_count(steps, "steps")
+    check_count(steps, "steps", minimum=0)       # 0: the initial params, evaluated
     check_count(batch_size, "batch_size")
     check_count(warmup, "warmup")
     check_number(lr_factor, "lr_factor", low=0, low_open=True)
@@ -76,7 +76,15 @@ def check_run(*, steps, batch_size, warmup, lr_factor, cooldown, seed, dtype, ev
 def evaluate(params: dict, config: ModelConfig, tokens, targets, *, batch_size: int = 256):
     """``(token accuracy, sequence accuracy)`` of the argmax predictions.
 
-    ``tokens, targets`` are ``(N, L)`` ids of ``config``'s vocabulary, ``N >= 1``."""
+    Parameters
+    ----------
+    params : dict from :func:`attention_np.nn.init_model` for ``config``
+    config : ModelConfig
+    tokens, targets : int array (N, L)
+        Ids of ``config``'s vocabulary, ``N >= 1``.
+    batch_size : int
+        Sequences per forward pass (bounds the memory).
+    """
     check_instance(config, ModelConfig, "config")
     check_params_shapes(params, model_param_shapes(config), against="config")
     tokens = check_ids(tokens, "tokens", config.vocab_size, ndim=2, layout="(N, L)")
@@ -104,7 +112,8 @@ def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None
     Parameters
     ----------
     config, task : default ``ModelConfig()`` and ``ReversalTask()`` (10 digits)
-    steps, batch_size : optimizer steps and sequences per step
+    steps, batch_size : optimizer steps (>= 0; 0: the initial params, evaluated) and sequences
+        per step (>= 1)
     warmup, lr_factor : the learning rate is ``lr_factor * transformer_lr(step, d_model, warmup)``
     cooldown : over the last ``cooldown`` steps the rate also falls linearly to 0
         (:func:`attention_np.training.adam.cooldown_lr`); 0: Eq. (3) alone
