@@ -270,7 +270,8 @@ def check_instance(value, cls, name: str, *, optional: bool = False, maker: str 
     if not isinstance(value, cls):
         names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
         hint = f" ({maker})" if maker else ""
-        raise TypeError(f"{name} must be a {names}{' or None' if optional else ''}{hint}, "
+        article = "an" if names[0] in "AEIOUaeiou" else "a"
+        raise TypeError(f"{name} must be {article} {names}{' or None' if optional else ''}{hint}, "
                         f"got {_got(value)}")
     return value
 

@@ -58,7 +58,7 @@ def _check_step(params, grads, state, *, lr, beta1, beta2, eps) -> None:
     check_count(state.t, "state.t", minimum=0)
     missing = sorted(set(params) - set(grads))
     if missing:
-        raise ValueError(f"grads is missing {missing}")
+        raise ValueError(f"grads is missing {missing}, which params has")
     for name, p in params.items():
         if not p.flags.writeable:
             raise ValueError(f"params[{name!r}] is read-only; adam_step updates params in place")
