@@ -64,11 +64,10 @@ def check_rng(rng) -> None:
     not used this time, e.g. with no dropout: a wrong one is a mistake either way)."""
     if isinstance(rng, np.random.Generator) or rng is None:
         return
-    if not isinstance(rng, (int, np.integer)) or isinstance(rng, (bool, np.bool_)):
+    if isinstance(rng, (bool, np.bool_)) or not isinstance(rng, (int, np.integer)):
         raise TypeError(f"rng must be None, an int seed or a np.random.Generator, got "
                         f"{type(rng).__name__} ({rng!r})")
-    if rng < 0:
-        raise ValueError(f"rng must be a seed >= 0, got {rng}")
+    check_seed(rng, "rng")
 
 
 def as_generator(rng) -> np.random.Generator:
@@ -100,13 +99,7 @@ def check_qkv(q, k, v, scale=None):
 
 def check_dropout_p(dropout_p) -> float:
     """A dropout probability: a real number in [0, 1] (not a bool, not NaN)."""
-    if isinstance(dropout_p, (bool, np.bool_)) or not isinstance(
-            dropout_p, (int, float, np.integer, np.floating)):
-        raise TypeError(f"dropout_p must be a real number in [0, 1], got {dropout_p!r} "
-                        f"of type {type(dropout_p).__name__}")
-    if not 0.0 <= dropout_p <= 1.0:                 # False for NaN too
-        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p!r}")
-    return float(dropout_p)
+    return check_probability(dropout_p, "dropout_p")
 
 
 def check_params_dict(params, name: str = "params", maker: str = "init_mha_params") -> dict:
@@ -176,7 +169,7 @@ def _interval(low, high, low_open: bool, high_open: bool) -> str:
         return f"a finite number {'>' if low_open else '>='} {low}"
     if low is None:
         return f"a finite number {'<' if high_open else '<='} {high}"
-    return f"a number in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
 
 
 def check_number(x, name: str, *, low=None, high=None, low_open: bool = False,

@@ -44,7 +44,7 @@ POSITIONS_STEPS = 300
 
 def _inv_freq(d_model: int) -> np.ndarray:
     """``ω_i = 10000^(-2i/d_model)``, ``(d_model/2,)``: the angular frequency of pair ``i``."""
-    if not isinstance(d_model, (int, np.integer)) or d_model < 2 or d_model % 2:
+    if check_count(d_model, "d_model") % 2:
         raise ValueError(f"d_model must be a positive even int, got {d_model!r}")
     return 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
 
