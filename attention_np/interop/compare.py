@@ -231,7 +231,7 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         Passed to the module as they are; converted with
         :func:`~attention_np.interop.torch.masks_from_torch_mha` for attention_np
         (``is_causal`` is torch's hint that ``attn_mask`` is causal, so ours uses ``attn_mask``).
-    static_k, static_v : (N*num_heads, S, head_dim), optional
+    static_k, static_v : (N*num_heads, S, head_dim) float array or tensor, optional
         torch's given key (value) heads instead of the projection of ``key`` (``value``);
         their gradients are diffed as "dstatic_k", "dstatic_v". A module built with
         ``add_bias_kv`` (learned ``bias_k``, ``bias_v``: "dbias_k", "dbias_v") or
@@ -353,8 +353,9 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
         With or without ``normalize_qk`` (a LayerNorm without bias, eps 1e-6, on every query and
         key head: ``AttentionSpec(qk_norm="layer", qk_norm_eps=1e-6)``, "dq_norm", "dk_norm" its scales'
         gradients); dropout is off (``deterministic=True``).
-    variables : its variables, ``{"params": ...}``, float32 or float64
-        float64 runs with JAX's x64 switched on for the call only.
+    variables : dict
+        Its variables, ``{"params": ...}``, float32 or float64; float64 runs with JAX's x64
+        switched on for the call only.
     inputs_q, inputs_k, inputs_v : (..., L, E), (..., S, kdim), (..., S, vdim)
         ``inputs_k`` defaults to ``inputs_q``, ``inputs_v`` to ``inputs_k`` (Flax's defaults).
     mask : bool, broadcastable to (..., h, L, S), optional

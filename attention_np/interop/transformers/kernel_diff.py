@@ -116,7 +116,8 @@ def compare_attention_kernels(model, *, reference: str = "sdpa", seed: int = 0,
 
     Parameters
     ----------
-    model : a transformers model whose layers use the attention interface (left untouched)
+    model : torch.nn.Module
+        A transformers model whose layers use the attention interface (left untouched).
     reference : str
         The attention implementation diffed: a key of ``ALL_ATTENTION_FUNCTIONS`` ("sdpa",
         ...), "eager" (the family's own ``eager_attention_forward``) or

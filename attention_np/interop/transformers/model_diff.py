@@ -254,7 +254,8 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
 
     Parameters
     ----------
-    model : a transformers model (``torch.nn.Module``); left untouched (a float64 copy runs)
+    model : torch.nn.Module
+        A transformers model; left untouched (a float64 copy runs).
     seed : int
         Seed of the random upstream gradients (one per layer call).
     **inputs : what ``model`` takes (``input_ids``, ``attention_mask``, ``decoder_input_ids``,
