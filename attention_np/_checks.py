@@ -121,6 +121,7 @@ def check_params_dict(params, name: str = "params", maker: str = "init_mha_param
 # (True == 1 in Python, so it would pass a bare range check), and a float is never a count.
 
 _REALS = (int, float, np.integer, np.floating)
+_INT64_MAX = int(np.iinfo(np.int64).max)
 _BOOLS = (bool, np.bool_)
 
 
@@ -154,6 +155,8 @@ def check_count(n, name: str, *, minimum: int = 1, maximum: int | None = None,
     if n < minimum or (maximum is not None and n > maximum):
         want = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         raise ValueError(f"{name} must be an int {want}, got {n}")
+    if n > _INT64_MAX:       # no array has that many elements, no NumPy seed or index is that big
+        raise ValueError(f"{name} must be an int that fits in int64 (<= 2**63 - 1), got {n}")
     return int(n)
 
 

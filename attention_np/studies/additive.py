@@ -26,10 +26,10 @@ from attention_np._checks import (
     as_float_array,
     as_generator,
     check_cache,
+    check_count,
     check_d_v,
     check_dout,
     check_float_dtype,
-    check_int,
     check_min_ndim,
     check_params_dict,
     check_rng,
@@ -76,7 +76,7 @@ def init_additive_params(d_q: int, kdim: int | None = None, d_hidden: int | None
     kdim = d_q if kdim is None else kdim
     d_hidden = d_q if d_hidden is None else d_hidden
     for name, n in (("d_q", d_q), ("kdim", kdim), ("d_hidden", d_hidden)):
-        check_int(n, name)
+        check_count(n, name)
     check_rng(rng)
     dtype = check_float_dtype(dtype)
     rng = as_generator(rng)

@@ -24,7 +24,7 @@ from math import comb
 
 import numpy as np
 
-from attention_np._checks import check_array, check_count, check_ids
+from attention_np._checks import check_array, check_count, check_ids, check_instance, check_seed, check_tuple
 from attention_np.kernels.threads import blas_threads
 from attention_np.nn.model import ModelConfig, model_forward
 from attention_np.training.tasks import ReversalTask
@@ -238,10 +238,23 @@ def train_with_and_without_positions(seeds=(0,), *, config: ModelConfig = POSITI
     Same seeds, same initial params, same batches, same budget; only ``config.positional``
     differs. Runs on one BLAS thread (see :mod:`attention_np.kernels.threads`).
 
+    Parameters
+    ----------
+    seeds : tuple of int
+        Seeds >= 0, one run each (with and without positions).
+    config : ModelConfig
+    steps : int >= 0
+        Adam steps (0: the initial params, evaluated).
+    batch_size : int
+    snapshot_at : tuple of int
+        Steps after which to record the attention weights (as :func:`attention_np.training.train`).
+
     Returns
     -------
     dict ``{True: {seed: TrainResult}, False: {seed: TrainResult}}`` keyed by ``positional``
     """
+    check_tuple(seeds, "seeds", item=check_seed, nonempty=True, sequence=True)
+    check_instance(config, ModelConfig, "config")
     task = ReversalTask(length=config.max_len, vocab_size=config.vocab_size)
     out = {}
     with blas_threads(1):

@@ -109,8 +109,14 @@ def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None
     ----------
     config : default :func:`dates_config`
     task : default ``DatesTask()`` (1000 held-out dates)
-    steps, batch_size, warmup, lr_factor : Adam steps, dates per step, Eq. (3)'s schedule times
-        ``lr_factor``
+    steps : int >= 0
+        Adam steps (0: the initial params, evaluated).
+    batch_size : int
+        Dates per step.
+    warmup : int
+        Eq. (3)'s warm-up steps.
+    lr_factor : float > 0
+        Multiplies Eq. (3)'s rate.
     cooldown : over the last ``cooldown`` steps the rate also falls linearly to 0
         (:func:`cooldown_lr`); 0: Eq. (3) alone
     label_smoothing : §5.4's eps (0.1)
@@ -118,7 +124,8 @@ def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None
     dtype : float64 (exact) or float32 (about twice as fast; the same draws, rounded)
     eval_every : also measure the held-out exact match every this many steps (the ``curve``
         of the result; its time is not counted in ``train_seconds``)
-    on_step : callable ``on_step(step, loss)``
+    on_step : callable, optional
+        ``on_step(step, loss)`` after every step.
     """
     dtype = check_run(steps=steps, batch_size=batch_size, warmup=warmup, lr_factor=lr_factor,
                       cooldown=cooldown, seed=seed, dtype=dtype, eval_every=eval_every, on_step=on_step)

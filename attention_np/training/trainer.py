@@ -120,7 +120,8 @@ def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None
     seed : seeds the initial params and the batches
     snapshot_at : steps after which to record the attention weights on a probe sequence
         (step 0 = before training)
-    on_step : callable ``on_step(step, loss)`` after every step, e.g. a progress bar
+    on_step : callable, optional
+        ``on_step(step, loss)`` after every step, e.g. a progress bar.
     dtype : the params' float dtype (``np.float64``, or ``np.float32``, the dtype of
         ``python -m attention_np train``: about 1.7x faster a step on the reversal task, which it
         also learns to 100 %)
