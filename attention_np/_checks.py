@@ -204,13 +204,14 @@ def check_probability(p, name: str, *, high_open: bool = False) -> float:
     return check_number(p, name, low=0, high=1, high_open=high_open)
 
 
-def check_callable(fn, name: str, *, optional: bool = False):
-    """``fn`` is callable (None too when ``optional``)."""
+def check_callable(fn, name: str, *, optional: bool = False, what: str = "a callable"):
+    """``fn`` is callable (None too when ``optional``); ``what`` says which (``"a function with
+    signature softmax(x)"``)."""
     if fn is None and optional:
         return None
     if not callable(fn):
         none = " or None" if optional else ""
-        raise TypeError(f"{name} must be a callable{none}, got {_got(fn)}")
+        raise TypeError(f"{name} must be {what}{none}, got {_got(fn)}")
     return fn
 
 

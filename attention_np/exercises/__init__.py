@@ -90,5 +90,5 @@ def check(name: str, student_fn) -> CheckResult:
         ``FAILED:``.
     """
     exercise = _exercise(name)
-    check_callable(student_fn, f"student_fn (a function {exercise.signature})")
+    check_callable(student_fn, "student_fn", what=f"a function with signature {exercise.signature}")
     return checker.run_check(exercise, student_fn)
