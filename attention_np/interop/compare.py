@@ -231,7 +231,7 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         Passed to the module as they are; converted with
         :func:`~attention_np.interop.torch.masks_from_torch_mha` for attention_np
         (``is_causal`` is torch's hint that ``attn_mask`` is causal, so ours uses ``attn_mask``).
-    static_k, static_v : (N*num_heads, S, head_dim) float array or tensor, optional
+    static_k, static_v : float array or tensor (N*num_heads, S, head_dim), optional
         torch's given key (value) heads instead of the projection of ``key`` (``value``);
         their gradients are diffed as "dstatic_k", "dstatic_v". A module built with
         ``add_bias_kv`` (learned ``bias_k``, ``bias_v``: "dbias_k", "dbias_v") or

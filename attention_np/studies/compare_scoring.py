@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_generator, check_count, check_number, check_seed
+from attention_np._checks import as_generator, check_count, check_number, check_seed, check_tuple
 from attention_np.kernels.fused import SDPACache, sdpa_backward, sdpa_forward
 from attention_np.kernels.threads import blas_threads
 from attention_np.paper.linear import linear_backward
@@ -134,7 +134,8 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
     Parameters
     ----------
     d_ks : sequence of int
-    scorings : subset of ``("additive", "unscaled", "scaled")``
+    scorings : tuple of str
+        A subset of ``("additive", "unscaled", "scaled")``.
     steps, batch : Adam steps, and fresh examples per step
     n_keys, d_v : keys per example and value width
     noise : float >= 0
@@ -161,6 +162,7 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
         gradient w.r.t. ``W_q``).
     """
     d_ks = [int(d) for d in check_d_ks(d_ks)]          # 2.5 is refused, not cut to 2
+    check_tuple(scorings, "scorings", nonempty=True, sequence=True)
     unknown = [s for s in scorings if s not in SCORINGS]
     if unknown:
         raise ValueError(f"scorings {unknown} are not among {SCORINGS}")

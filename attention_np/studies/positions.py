@@ -253,7 +253,8 @@ def train_with_and_without_positions(seeds=(0,), *, config: ModelConfig = POSITI
     -------
     dict ``{True: {seed: TrainResult}, False: {seed: TrainResult}}`` keyed by ``positional``
     """
-    check_tuple(seeds, "seeds", item=check_seed, nonempty=True, sequence=True)
+    check_tuple(seeds, "seeds", item=check_seed, nonempty=True)
+    check_tuple(snapshot_at, "snapshot_at")
     check_instance(config, ModelConfig, "config")
     task = ReversalTask(length=config.max_len, vocab_size=config.vocab_size)
     out = {}

@@ -107,8 +107,10 @@ def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None
 
     Parameters
     ----------
-    config : default :func:`dates_config`
-    task : default ``DatesTask()`` (1000 held-out dates)
+    config : Seq2SeqConfig, optional
+        Default :func:`dates_config`.
+    task : DatesTask, optional
+        Default ``DatesTask()`` (1000 held-out dates).
     steps : int >= 0
         Adam steps (0: the initial params, evaluated).
     batch_size : int

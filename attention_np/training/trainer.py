@@ -111,15 +111,19 @@ def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None
 
     Parameters
     ----------
-    config, task : default ``ModelConfig()`` and ``ReversalTask()`` (10 digits)
+    config : ModelConfig, optional
+        Default ``ModelConfig()``.
+    task : ReversalTask, optional
+        Default ``ReversalTask()`` of the config's length and vocabulary (10 digits).
     steps, batch_size : optimizer steps (>= 0; 0: the initial params, evaluated) and sequences
         per step (>= 1)
     warmup, lr_factor : the learning rate is ``lr_factor * transformer_lr(step, d_model, warmup)``
     cooldown : over the last ``cooldown`` steps the rate also falls linearly to 0
         (:func:`attention_np.training.adam.cooldown_lr`); 0: Eq. (3) alone
     seed : seeds the initial params and the batches
-    snapshot_at : steps after which to record the attention weights on a probe sequence
-        (step 0 = before training)
+    snapshot_at : tuple of int
+        Steps after which to record the attention weights on a probe sequence (step 0 = before
+        training); a list or range is taken too.
     on_step : callable, optional
         ``on_step(step, loss)`` after every step, e.g. a progress bar.
     dtype : the params' float dtype (``np.float64``, or ``np.float32``, the dtype of

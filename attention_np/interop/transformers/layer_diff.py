@@ -186,7 +186,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     position_bias : (B | 1, h, L, S) float, optional
         T5 blocks after the first: the bias block 0 computed (mask folded in). Without it such
         a layer runs without any position bias, and the report says so.
-    window_mask : (num_windows, N, N) float array or tensor, optional
+    window_mask : float array or tensor (num_windows, N, N), optional
         Swin's shifted-window mask as its window attention layer gets it
         (``SwinLayer.get_attn_mask``: 0, or -100 between positions from different regions of
         the shifted image), with ``hidden_states`` the ``B * num_windows`` windows
