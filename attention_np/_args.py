@@ -12,6 +12,7 @@ the command's ``check(parser, args)``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 
 
@@ -132,6 +133,26 @@ def output_file(suffix: str = ""):
             raise argparse.ArgumentTypeError(f"got {text!r}, which exists and is not writable")
         return text
     check.__name__ = f"output_file({suffix!r})"
+    return check
+
+
+def json_object(keys=(), what: str = "a JSON file"):
+    """A file that exists and holds a JSON object with (at least) ``keys`` at its top level:
+    a missing file, a directory, a file that is not JSON or lacks a key is refused by name."""
+    def check(text: str) -> str:
+        if not os.path.isfile(text):
+            raise argparse.ArgumentTypeError(f"got {text!r}, which is not a file; expected {what}")
+        try:
+            with open(text, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:          # JSONDecodeError and UnicodeDecodeError too
+            raise argparse.ArgumentTypeError(f"got {text!r}, which is not JSON ({e}); expected "
+                                             f"{what}") from None
+        missing = [k for k in keys if not isinstance(data, dict) or k not in data]
+        if missing:
+            raise argparse.ArgumentTypeError(f"got {text!r}, which has no {missing}; expected {what}")
+        return text
+    check.__name__ = "json_object"
     return check
 
 

@@ -64,11 +64,10 @@ def check_rng(rng) -> None:
     not used this time, e.g. with no dropout: a wrong one is a mistake either way)."""
     if isinstance(rng, np.random.Generator) or rng is None:
         return
-    if not isinstance(rng, (int, np.integer)) or isinstance(rng, (bool, np.bool_)):
+    if isinstance(rng, (bool, np.bool_)) or not isinstance(rng, (int, np.integer)):
         raise TypeError(f"rng must be None, an int seed or a np.random.Generator, got "
                         f"{type(rng).__name__} ({rng!r})")
-    if rng < 0:
-        raise ValueError(f"rng must be a seed >= 0, got {rng}")
+    check_seed(rng, "rng")
 
 
 def as_generator(rng) -> np.random.Generator:
@@ -100,13 +99,7 @@ def check_qkv(q, k, v, scale=None):
 
 def check_dropout_p(dropout_p) -> float:
     """A dropout probability: a real number in [0, 1] (not a bool, not NaN)."""
-    if isinstance(dropout_p, (bool, np.bool_)) or not isinstance(
-            dropout_p, (int, float, np.integer, np.floating)):
-        raise TypeError(f"dropout_p must be a real number in [0, 1], got {dropout_p!r} "
-                        f"of type {type(dropout_p).__name__}")
-    if not 0.0 <= dropout_p <= 1.0:                 # False for NaN too
-        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p!r}")
-    return float(dropout_p)
+    return check_probability(dropout_p, "dropout_p")
 
 
 def check_params_dict(params, name: str = "params", maker: str = "init_mha_params") -> dict:
@@ -119,3 +112,262 @@ def check_params_dict(params, name: str = "params", maker: str = "init_mha_param
             got = p.dtype if isinstance(p, np.ndarray) else type(p).__name__
             raise TypeError(f"{name}[{key!r}] must be a floating-point ndarray, got {got}")
     return params
+
+
+# --- One check per kind of argument (issue 44) -------------------------------------------------
+# Every public function above the kernels checks each argument with one of these, before any work
+# or state change. Each error names the argument, shows the value (or its type, shape, dtype) and
+# says what is expected: "steps must be an int >= 0, got -1". A bool is never a number or a count
+# (True == 1 in Python, so it would pass a bare range check), and a float is never a count.
+
+_REALS = (int, float, np.integer, np.floating)
+_INT64_MAX = int(np.iinfo(np.int64).max)
+_BOOLS = (bool, np.bool_)
+
+
+def _got(value) -> str:
+    """``value`` as an error message shows it: repr and type, short for arrays."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} of type {type(value).__name__}"
+
+
+def check_flag(flag, name: str) -> bool:
+    """A flag is True or False (a NumPy bool too), never ``1``, ``"no"`` or None."""
+    return check_bool(flag, name)
+
+
+def check_count(n, name: str, *, minimum: int = 1, maximum: int | None = None,
+                optional: bool = False) -> int | None:
+    """``n`` as an int in ``[minimum, maximum]`` (a count, a size, a number of steps).
+
+    A bool, a float (``2.0`` too) or a string is a ``TypeError``; out of range a ``ValueError``.
+    ``optional``: None is allowed and returned.
+    """
+    if n is None and optional:
+        return None
+    if isinstance(n, _BOOLS) or not isinstance(n, (int, np.integer)):
+        none = " or None" if optional else ""
+        raise TypeError(f"{name} must be an int{none}, got {_got(n)}")
+    if n < minimum or (maximum is not None and n > maximum):
+        want = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise ValueError(f"{name} must be an int {want}, got {n}")
+    if n > _INT64_MAX:       # no array has that many elements, no NumPy seed or index is that big
+        raise ValueError(f"{name} must be an int that fits in int64 (<= 2**63 - 1), got {n}")
+    return int(n)
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """A seed: an int >= 0 (NumPy refuses negative seeds), not a bool, not a float."""
+    return check_count(seed, name, minimum=0)
+
+
+def _interval(low, high, low_open: bool, high_open: bool) -> str:
+    if low is None and high is None:
+        return "a finite number"
+    if high is None:
+        return f"a finite number {'>' if low_open else '>='} {low}"
+    if low is None:
+        return f"a finite number {'<' if high_open else '<='} {high}"
+    return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+
+
+def check_number(x, name: str, *, low=None, high=None, low_open: bool = False,
+                 high_open: bool = False, optional: bool = False) -> float | None:
+    """``x`` as a finite float in the interval ``low .. high`` (each end open or closed).
+
+    Rates: ``lr`` > 0 is ``check_number(lr, "lr", low=0, low_open=True)``; Adam's betas are
+    ``low=0, high=1, high_open=True``. NaN and inf are a ``ValueError``, a bool or a string a
+    ``TypeError``. ``optional``: None is allowed and returned.
+    """
+    if x is None and optional:
+        return None
+    want = _interval(low, high, low_open, high_open)
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype != np.bool_:
+        x = x[()]                                   # a 0-d array is its number (a loss, say)
+    if isinstance(x, _BOOLS) or not isinstance(x, _REALS):
+        raise TypeError(f"{name} must be {want}, got {_got(x)}")
+    value = float(x)
+    bad = (not np.isfinite(value)
+           or (low is not None and (value <= low if low_open else value < low))
+           or (high is not None and (value >= high if high_open else value > high)))
+    if bad:
+        raise ValueError(f"{name} must be {want}, got {x!r}")
+    return value
+
+
+def check_probability(p, name: str, *, high_open: bool = False) -> float:
+    """A probability in ``[0, 1]`` (``[0, 1)`` with ``high_open``: dropout, label smoothing)."""
+    return check_number(p, name, low=0, high=1, high_open=high_open)
+
+
+def check_callable(fn, name: str, *, optional: bool = False, what: str = "a callable"):
+    """``fn`` is callable (None too when ``optional``); ``what`` says which (``"a function with
+    signature softmax(x)"``)."""
+    if fn is None and optional:
+        return None
+    if not callable(fn):
+        none = " or None" if optional else ""
+        raise TypeError(f"{name} must be {what}{none}, got {_got(fn)}")
+    return fn
+
+
+def check_choice(value, name: str, choices) -> str:
+    """``value`` is one of ``choices`` (strings: ``activation``, ``scoring``, ``task``)."""
+    choices = tuple(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise (ValueError if isinstance(value, str) else TypeError)(
+            f"{name} must be one of {list(choices)}, got {_got(value)}")
+    return value
+
+
+def check_str(value, name: str, *, optional: bool = False) -> str | None:
+    """A string (a title, a label, a path given as text)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str{' or None' if optional else ''}, got {_got(value)}")
+    return value
+
+
+def check_path(value, name: str = "path", *, optional: bool = False):
+    """A file-system path: a str or an ``os.PathLike`` (not empty)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or value == "":
+        raise TypeError(f"{name} must be a path (str or os.PathLike){' or None' if optional else ''}, "
+                        f"got {_got(value)}")
+    return value
+
+
+def check_tuple(value, name: str, *, item=None, length: int | None = None,
+                nonempty: bool = False, sequence: bool = False) -> tuple:
+    """``value`` as a tuple (a list or range too when ``sequence``), each item checked by
+    ``item(x, f"{name}[i]")`` when given; ``length`` items exactly, at least one when ``nonempty``."""
+    kinds = (tuple, list, range) if sequence else (tuple,)
+    if not isinstance(value, kinds):
+        want = "a tuple, list or range" if sequence else "a tuple"
+        raise TypeError(f"{name} must be {want}, got {_got(value)}")
+    if length is not None and len(value) != length:
+        raise ValueError(f"{name} must have {length} items, got {len(value)}")
+    if nonempty and not value:
+        raise ValueError(f"{name} must not be empty")
+    if item is not None:
+        value = tuple(item(x, f"{name}[{i}]") for i, x in enumerate(value))
+    return tuple(value)
+
+
+def check_instance(value, cls, name: str, *, optional: bool = False, maker: str = ""):
+    """``value`` is a ``cls`` (``maker`` says where one comes from)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, cls):
+        names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        hint = f" ({maker})" if maker else ""
+        article = "an" if names[0] in "AEIOUaeiou" else "a"
+        raise TypeError(f"{name} must be {article} {names}{' or None' if optional else ''}{hint}, "
+                        f"got {_got(value)}")
+    return value
+
+
+def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
+    """A floating dtype (``np.float32``, ``np.float64``, ``"float32"``); an integer, bool or
+    complex dtype, or something that is no dtype at all, is a ``TypeError`` naming ``name``
+    (an int dtype would round every weight to an integer)."""
+    if isinstance(dtype, _BOOLS) or dtype is None:
+        raise TypeError(f"{name} must be a floating dtype (np.float32 or np.float64), got {_got(dtype)}")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{name} must be a floating dtype (np.float32 or np.float64), "
+                        f"got {_got(dtype)}") from None
+    if not np.issubdtype(dt, np.floating) or dt.itemsize < 2:
+        raise TypeError(f"{name} must be a floating dtype (np.float32 or np.float64), got {dt}")
+    return dt
+
+
+def check_array(x, name: str, *, kind: str = "float", ndim: int | None = None,
+                min_ndim: int | None = None, shape: tuple | None = None, layout: str = "",
+                finite: bool = False) -> np.ndarray:
+    """``x`` as an ndarray of ``kind`` (``"float"``, ``"int"``, ``"bool"``, ``"bool or int"``,
+    ``"number"``: int or float) with ``ndim`` dims exactly (or at least ``min_ndim``) or the
+    exact ``shape`` (None in ``shape`` matches any size), laid out as ``layout`` (``"(B, L)"``).
+    ``finite``: NaN and inf are refused too. Not copied (``np.asarray``)."""
+    if x is None or isinstance(x, (str, bytes, dict)) or callable(x):
+        raise TypeError(f"{name} must be an array {layout}, got {_got(x)}".replace("  ", " "))
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise TypeError(f"{name} must be an array {layout}, got {_got(x)} ({e})") from None
+    ok = {"float": lambda d: np.issubdtype(d, np.floating),
+          "int": lambda d: np.issubdtype(d, np.integer),
+          "bool": lambda d: d == np.bool_,
+          "bool or int": lambda d: d == np.bool_ or np.issubdtype(d, np.integer),
+          "number": lambda d: np.issubdtype(d, np.floating) or np.issubdtype(d, np.integer)}[kind]
+    if not ok(a.dtype):
+        want = {"float": "floating-point", "int": "integer", "bool": "bool", "bool or int": "bool or 0/1",
+                "number": "numeric (int or float)"}[kind]
+        article = "an" if want[0] in "aeiou" else "a"
+        raise TypeError(f"{name} must be {article} {want} array {layout}, got dtype "
+                        f"{a.dtype}".replace("  ", " "))
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dims {layout}, got shape {a.shape}")
+    if min_ndim is not None and a.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dims {layout}, got shape {a.shape}")
+    if shape is not None and (a.ndim != len(shape) or any(
+            want is not None and got != want for got, want in zip(a.shape, shape, strict=False))):
+        want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + (",)" if len(shape) == 1
+                                                                           else ")")
+        said = f"{layout} = {want}" if layout else want
+        raise ValueError(f"{name} must have shape {said}, got {a.shape}")
+    if finite and a.size and not np.isfinite(a).all():
+        raise ValueError(f"{name} must be finite, got NaN or inf")
+    return a
+
+
+def check_ids(ids, name: str, high: int, *, ndim: int | None = None, min_ndim: int | None = None,
+              layout: str = "", what: str = "vocabulary") -> np.ndarray:
+    """Token ids: an integer array with every value in ``[0, high)`` (``high`` = the size of
+    the ``what`` they index); an id past the end is a ``ValueError`` naming ``name``, not
+    NumPy's ``IndexError``."""
+    a = check_array(ids, name, kind="int", ndim=ndim, min_ndim=min_ndim, layout=layout)
+    if a.size and (a.min() < 0 or a.max() >= high):
+        raise ValueError(f"{name} must be in [0, {high}) (the {what}), got values in "
+                         f"[{a.min()}, {a.max()}]")
+    return a
+
+
+def check_params_shapes(params, expected: dict, *, name: str = "params", against: str = "config",
+                        extra_ok: bool = False) -> np.dtype:
+    """``params`` holds exactly the arrays ``expected`` names (``{key: shape}``), with those
+    shapes and one floating dtype: a config that disagrees with its parameters is refused
+    before any work, naming the first key that disagrees. Returns the params' dtype."""
+    check_params_dict(params, name, maker="the matching init function")
+    missing = [k for k in expected if k not in params]
+    if missing:
+        more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
+        raise ValueError(f"{name} is missing {missing[:3]}{more}, which {against} expects")
+    extra = [] if extra_ok else [k for k in params if k not in expected]
+    if extra:
+        more = f" (and {len(extra) - 3} more)" if len(extra) > 3 else ""
+        raise ValueError(f"{name} has {extra[:3]}{more}, which {against} does not expect "
+                         f"(params made for another config?)")
+    for key, shape in expected.items():
+        if params[key].shape != tuple(shape):
+            raise ValueError(f"{name}[{key!r}] has shape {params[key].shape} but {against} "
+                             f"expects {tuple(shape)}")
+    dtypes = sorted({str(params[k].dtype) for k in expected})
+    if len(dtypes) > 1:
+        raise TypeError(f"the arrays of {name} must share one dtype, got {dtypes}")
+    return params[next(iter(expected))].dtype if expected else np.dtype(np.float64)
+
+
+def check_fields(obj, checks: dict) -> None:
+    """Run ``checks[field](value, "Class.field")`` for each field of the dataclass ``obj``
+    (a config's ``__post_init__``): every field of a config is checked when it is made."""
+    cls = type(obj).__name__
+    for field_name, check in checks.items():
+        check(getattr(obj, field_name), f"{cls}.{field_name}")

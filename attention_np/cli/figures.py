@@ -12,6 +12,7 @@ default ``notebooks/results/claim6.json`` of this checkout), the file lesson 02 
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_np._args import int_between, output_dir
+from attention_np._args import int_between, json_object, output_dir
 from attention_np._optional import import_optional
 from attention_np.cli.progress import ProgressBar
 
@@ -52,9 +53,11 @@ def add_arguments(parser) -> None:
 def check_args(parser, args) -> None:
     """Make the output directory before any work, or say why it cannot be made (exit 2); the
     claim-6 results must exist."""
-    if not os.path.isfile(args.claim6):
-        parser.error(f"argument --claim6: got {args.claim6!r}, which is not a file; expected the JSON "
-                     f"of lesson 02's claim-6 study ({CLAIM6_COMMAND} makes it)")
+    try:
+        json_object(("setup", "runs"), f"the JSON of lesson 02's claim-6 study ({CLAIM6_COMMAND} "
+                                       f"makes it)")(args.claim6)
+    except argparse.ArgumentTypeError as e:
+        parser.error(f"argument --claim6: {e}")
     try:
         found = importlib.util.find_spec("matplotlib") is not None
     except (ImportError, ValueError):

@@ -19,6 +19,7 @@ kit with the cases' expected values (:mod:`.course`). The student notebooks are 
 
 from __future__ import annotations
 
+from attention_np._checks import check_callable, check_str
 from attention_np.exercises import checker
 from attention_np.exercises.attention_exercises import ATTENTION, ATTENTION_BACKWARD
 from attention_np.exercises.basics_exercises import (
@@ -42,19 +43,32 @@ __all__ = ["EXERCISES", "Case", "CheckResult", "Exercise", "Mistake", "check", "
 
 
 def _exercise(name) -> Exercise:
+    check_str(name, "name")
     if name not in EXERCISES:
-        raise ValueError(f"unknown exercise {name!r}; expected one of {sorted(EXERCISES)}")
+        raise ValueError(f"name: unknown exercise {name!r}; expected one of {sorted(EXERCISES)}")
     return EXERCISES[name]
 
 
 def function_name(name: str) -> str:
-    """The name the student's function has in a solution file, e.g. ``"attention_backward"``."""
+    """The name the student's function has in a solution file, e.g. ``"attention_backward"``.
+
+    Parameters
+    ----------
+    name : {"softmax", "softmax_backward", ...}
+        One of :data:`EXERCISES`.
+    """
     return _exercise(name).signature.split("(")[0]
 
 
 def reference(name: str):
     """The reference of exercise ``name`` (what the checker compares against): ``attention_np.paper``
-    where it has the function, else the library's own."""
+    where it has the function, else the library's own.
+
+    Parameters
+    ----------
+    name : {"softmax", "softmax_backward", ...}
+        One of :data:`EXERCISES`.
+    """
     return _exercise(name).reference
 
 
@@ -63,8 +77,8 @@ def check(name: str, student_fn) -> CheckResult:
 
     Parameters
     ----------
-    name : str
-        One of :data:`EXERCISES`, e.g. ``"softmax"``.
+    name : {"softmax", "softmax_backward", ...}
+        One of :data:`EXERCISES`.
     student_fn : callable
         The student's function, with the exercise's signature.
 
@@ -78,7 +92,5 @@ def check(name: str, student_fn) -> CheckResult:
         ``FAILED:``.
     """
     exercise = _exercise(name)
-    if not callable(student_fn):
-        raise TypeError(f"student_fn must be a function with signature {exercise.signature}, "
-                        f"got {type(student_fn).__name__}")
+    check_callable(student_fn, "student_fn", what=f"a function with signature {exercise.signature}")
     return checker.run_check(exercise, student_fn)

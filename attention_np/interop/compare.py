@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np._checks import as_bool_mask, check_bool, check_broadcasts_to, check_int
+from attention_np._checks import as_bool_mask, check_bool, check_broadcasts_to, check_seed
 from attention_np._optional import import_optional
 from attention_np.compose.extra_kv import mha_extra_kv_backward, mha_extra_kv_forward
 from attention_np.compose.mha import mha_backward, mha_forward
@@ -231,7 +231,7 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
         Passed to the module as they are; converted with
         :func:`~attention_np.interop.torch.masks_from_torch_mha` for attention_np
         (``is_causal`` is torch's hint that ``attn_mask`` is causal, so ours uses ``attn_mask``).
-    static_k, static_v : (N*num_heads, S, head_dim), optional
+    static_k, static_v : float array or tensor (N*num_heads, S, head_dim), optional
         torch's given key (value) heads instead of the projection of ``key`` (``value``);
         their gradients are diffed as "dstatic_k", "dstatic_v". A module built with
         ``add_bias_kv`` (learned ``bias_k``, ``bias_v``: "dbias_k", "dbias_v") or
@@ -263,7 +263,7 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
                          "attn_mask is causal, not a mask of its own (pass the causal attn_mask too)")
     check_bool(need_weights, "need_weights")
     check_bool(average_attn_weights, "average_attn_weights")
-    check_int(seed, "seed", 0)
+    check_seed(seed)
     key = query if key is None else key
     value = key if value is None else value
     arrays, cast = _check_mha_inputs(module, (query, key, value), np_dtype)
@@ -353,8 +353,9 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
         With or without ``normalize_qk`` (a LayerNorm without bias, eps 1e-6, on every query and
         key head: ``AttentionSpec(qk_norm="layer", qk_norm_eps=1e-6)``, "dq_norm", "dk_norm" its scales'
         gradients); dropout is off (``deterministic=True``).
-    variables : its variables, ``{"params": ...}``, float32 or float64
-        float64 runs with JAX's x64 switched on for the call only.
+    variables : dict
+        Its variables, ``{"params": ...}``, float32 or float64; float64 runs with JAX's x64
+        switched on for the call only.
     inputs_q, inputs_k, inputs_v : (..., L, E), (..., S, kdim), (..., S, vdim)
         ``inputs_k`` defaults to ``inputs_q``, ``inputs_v`` to ``inputs_k`` (Flax's defaults).
     mask : bool, broadcastable to (..., h, L, S), optional
@@ -375,7 +376,7 @@ def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, 
         raise TypeError(f"variables must be float32 or float64, got {np_dtype}")
     inputs_k = inputs_q if inputs_k is None else inputs_k
     inputs_v = inputs_k if inputs_v is None else inputs_v
-    check_int(seed, "seed", 0)
+    check_seed(seed)
     arrays, cast, mask = _check_flax_inputs(params, num_heads, (inputs_q, inputs_k, inputs_v), mask)
     report = MHAReport("flax MultiHeadDotProductAttention", np.dtype(np_dtype).name)
     report.notes += cast

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np._checks import check_count, check_params_dict
 from attention_np._optional import import_optional
 
 _NAMES = (("query", "W_q", "b_q"), ("key", "W_k", "b_k"), ("value", "W_v", "b_v"))
@@ -37,7 +38,11 @@ def params_to_flax(params: dict, num_heads: int) -> dict:
     Raises ``ValueError`` when ``d_k != d_v`` or only some biases are present (Flax has one
     ``use_bias`` switch).
     """
-    h = num_heads
+    check_params_dict(params)
+    missing = [n for n in ("W_q", "W_k", "W_v", "W_o") if n not in params]
+    if missing:
+        raise ValueError(f"params is missing {missing} (init_mha_params makes W_q, W_k, W_v, W_o)")
+    h = check_count(num_heads, "num_heads")
     W_q, W_v, W_o = (np.asarray(params[n]) for n in ("W_q", "W_v", "W_o"))
     if W_q.shape[1] != W_v.shape[1] or W_q.shape[1] % h:
         raise ValueError(f"Flax uses one head width for q, k and v: params['W_q'] has "
@@ -67,7 +72,14 @@ def params_to_flax(params: dict, num_heads: int) -> dict:
 
 def params_from_flax(variables: dict) -> tuple[dict, int]:
     """Flax variables (or their gradients, same tree) as ``(params, num_heads)``."""
+    if not isinstance(variables, dict) and not hasattr(variables, "get"):
+        raise TypeError(f"variables must be Flax variables, {{'params': ...}}, got "
+                        f"{type(variables).__name__}")
     p = variables.get("params", variables)
+    missing = [m for m in ("query", "key", "value", "out") if m not in p or "kernel" not in p[m]]
+    if missing:
+        raise ValueError(f"variables has no kernel for {missing}: expected a MultiHeadDotProductAttention's "
+                         f"variables ({{'params': {{'query': {{'kernel', ...}}, ...}}}})")
     params = {}
     for module, W, b in _NAMES:
         kernel = np.asarray(p[module]["kernel"])                            # (in, h, d)
@@ -95,7 +107,7 @@ def flax_mha(params: dict, num_heads: int):
     jnp = import_optional("jax.numpy", "attention_np.interop.flax.flax_mha")   # flax needs jax
     nn = import_optional("flax.linen", "attention_np.interop.flax.flax_mha")
 
-    variables = params_to_flax(params, num_heads)
+    variables = params_to_flax(params, num_heads)       # checks params and num_heads
     dtype = jnp.dtype(np.asarray(params["W_q"]).dtype)
     module = nn.MultiHeadDotProductAttention(
         num_heads=num_heads, qkv_features=np.asarray(params["W_q"]).shape[1],
@@ -117,6 +129,10 @@ def forward_backward(module, variables, query, key, value, dout, mask=None):
     jax = import_optional("jax", "attention_np.interop.flax.forward_backward")
     jnp = import_optional("jax.numpy", "attention_np.interop.flax.forward_backward")
 
+    nn = import_optional("flax.linen", "attention_np.interop.flax.forward_backward")
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a flax.linen attention module, got {type(module).__name__}")
+    params_from_flax(variables)                       # the variables are an attention's
     mask = None if mask is None else jnp.asarray(mask)
 
     def forward(variables, query, key, value):

@@ -23,7 +23,7 @@ import contextlib
 
 import numpy as np
 
-from attention_np._checks import as_bool_mask
+from attention_np._checks import as_bool_mask, check_array, check_flag, check_number
 from attention_np._optional import import_optional
 from attention_np.variants.spec import AttentionSpec
 
@@ -34,17 +34,13 @@ def _jax():
 
 def to_jax_layout(x) -> np.ndarray:
     """Ours ``(..., N, T, H)`` -> JAX's ``(..., T, N, H)`` (a view)."""
-    x = np.asarray(x)
-    if x.ndim < 3:
-        raise ValueError(f"x must have at least 3 dims (..., heads, positions, width), got {x.shape}")
+    x = check_array(x, "x", kind="number", min_ndim=3, layout="(..., heads, positions, width)")
     return np.swapaxes(x, -2, -3)
 
 
 def from_jax_layout(x) -> np.ndarray:
     """JAX's ``(..., T, N, H)`` -> ours ``(..., N, T, H)`` (a view)."""
-    x = np.asarray(x)
-    if x.ndim < 3:
-        raise ValueError(f"x must have at least 3 dims (..., positions, heads, width), got {x.shape}")
+    x = check_array(x, "x", kind="number", min_ndim=3, layout="(..., positions, heads, width)")
     return np.swapaxes(x, -2, -3)
 
 
@@ -65,10 +61,12 @@ def to_jax_dpa(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=
     dict with ``query, key, value`` in JAX's layout (NumPy arrays) and ``bias, mask,
     is_causal, scale``; call ``jax.nn.dot_product_attention(**kwargs)``.
     """
-    q, k, v = (np.asarray(a) for a in (q, k, v))
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        if a.ndim != 4:
-            raise ValueError(f"{name} must be 4-D (B, heads, positions, width) for JAX, got {a.shape}")
+    q, k, v = (check_array(a, name, ndim=4, layout="(B, heads, positions, width) for JAX")
+               for name, a in (("q", q), ("k", k), ("v", v)))
+    check_flag(is_causal, "is_causal")
+    scale = check_number(scale, "scale", optional=True)
+    if bias is not None:
+        check_array(bias, "bias")
     if v.shape != k.shape:
         raise ValueError(f"jax.nn.dot_product_attention needs v of k's shape (d_k == d_v): "
                          f"k {k.shape}, v {v.shape}")
@@ -90,7 +88,12 @@ def from_jax_dpa(query, key, value, bias=None, mask=None, *, scale=None, is_caus
     ``spec.enable_gqa`` is True when the key/value have fewer heads than the query (grouped-query
     attention).
     """
-    q, k, v = (from_jax_layout(np.asarray(a)) for a in (query, key, value))
+    q, k, v = (from_jax_layout(check_array(np.asarray(a), n, ndim=4, layout="(B, T, N, H)"))
+               for n, a in (("query", query), ("key", key), ("value", value)))
+    check_flag(is_causal, "is_causal")
+    scale = check_number(scale, "scale", optional=True)
+    if bias is not None:
+        check_array(np.asarray(bias), "bias")
     kwargs = {"mask": None if mask is None else as_bool_mask(np.asarray(mask)),
               "bias": None if bias is None else np.asarray(bias),
               "is_causal": bool(is_causal), "scale": scale,
@@ -109,6 +112,10 @@ def forward_backward(q, k, v, dout, mask=None, *, bias=None, is_causal: bool = F
     import jax.numpy as jnp
 
     kw = to_jax_dpa(q, k, v, mask, bias=bias, is_causal=is_causal, scale=scale)
+    dout = check_array(dout, "dout", ndim=4, layout="(B, N, T, H), like q")
+    if dout.shape != np.shape(q)[:-1] + np.shape(v)[-1:]:
+        raise ValueError(f"dout must have the output's shape {np.shape(q)[:-1] + np.shape(v)[-1:]}, "
+                         f"got {dout.shape}")
     q, k, v = (jnp.asarray(kw.pop(n)) for n in ("query", "key", "value"))
     kw = {n: (jnp.asarray(a) if isinstance(a, np.ndarray) else a) for n, a in kw.items()}
 
@@ -130,6 +137,7 @@ def x64(enabled: bool = True):
     ``x64(False)`` does the opposite: float64 inputs become float32, JAX's default. attention_np
     never switches x64 on globally: it would change every other JAX computation in the process.
     """
+    check_flag(enabled, "enabled")
     jax = _jax()
     if hasattr(jax, "enable_x64"):               # jax >= 0.8: a context manager
         with jax.enable_x64(enabled):

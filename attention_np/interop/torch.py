@@ -21,7 +21,15 @@ import functools
 
 import numpy as np
 
-from attention_np._checks import as_bool_mask
+from attention_np._checks import (
+    as_bool_mask,
+    check_array,
+    check_count,
+    check_flag,
+    check_instance,
+    check_number,
+    check_params_dict,
+)
 from attention_np._optional import import_optional
 from attention_np.paper.masks import causal_mask, mask_from_blocked
 
@@ -43,6 +51,13 @@ def to_numpy(x) -> np.ndarray | None:
 
 
 # ---------------------------------------------------------------- nn.MultiheadAttention weights
+
+def _check_module(module, name: str = "module", optional: bool = False):
+    """``module`` is a ``torch.nn.MultiheadAttention`` (None too when ``optional``)."""
+    if module is None and optional:
+        return None
+    return check_instance(module, _torch().nn.MultiheadAttention, name, optional=optional)
+
 
 def _torch_mha_tensors(module, attr: str = "data") -> dict:
     """Our parameter names -> the module's tensors (or their ``.grad``), in torch's layout."""
@@ -87,6 +102,8 @@ def params_from_torch_mha(module, *, grads: bool = False) -> tuple[dict, int]:
         and the biases when the module has them.
     num_heads : int
     """
+    _check_module(module)
+    check_flag(grads, "grads")
     tensors = _torch_mha_tensors(module, "grad" if grads else "data")
     missing = [n for n, t in tensors.items() if t is None]
     if missing:
@@ -118,7 +135,19 @@ def params_to_torch_mha(params: dict, num_heads: int, *, batch_first: bool = Tru
     module : torch.nn.MultiheadAttention in the dtype of ``params``
     """
     torch = _torch()
+    check_params_dict(params)
+    missing = [n for n in ("W_q", "W_k", "W_v", "W_o") if n not in params]
+    if missing:
+        raise ValueError(f"params is missing {missing} (init_mha_params makes W_q, W_k, W_v, W_o)")
     W_q, W_k, W_v, W_o = (np.asarray(params[n]) for n in ("W_q", "W_k", "W_v", "W_o"))
+    if any(W.ndim != 2 for W in (W_q, W_k, W_v, W_o)):
+        raise ValueError(f"params['W_q'], ['W_k'], ['W_v'], ['W_o'] must be 2-D, got shapes "
+                         f"{[W.shape for W in (W_q, W_k, W_v, W_o)]}")
+    check_count(num_heads, "num_heads")
+    if W_q.shape[1] % num_heads:
+        raise ValueError(f"num_heads={num_heads} must divide h*d_k = {W_q.shape[1]} (params['W_q'])")
+    check_flag(batch_first, "batch_first")
+    _check_module(module, optional=True)
     E, kdim, vdim = W_q.shape[0], W_k.shape[0], W_v.shape[0]
     for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
         if W.shape[1] != E:
@@ -165,6 +194,14 @@ def mha_forward_backward(module, query, key, value, dout, **kwargs):
         (:func:`params_from_torch_mha` with ``grads=True``)
     """
     torch = _torch()
+    _check_module(module)
+    arrays = [check_array(to_numpy(a), n, min_ndim=2) for n, a in (("query", query), ("key", key),
+                                                                     ("value", value))]
+    dout = check_array(to_numpy(dout), "dout", min_ndim=2)
+    if dout.shape[:-1] != arrays[0].shape[:-1] or dout.shape[-1] != module.embed_dim:
+        raise ValueError(f"dout must have the output's shape, query's {arrays[0].shape[:-1]} + "
+                         f"(embed_dim={module.embed_dim},), got {dout.shape}")
+    query, key, value = arrays
     module.zero_grad(set_to_none=True)
     leaves = [torch.tensor(np.asarray(a), requires_grad=True) for a in (query, key, value)]
     if kwargs.get("static_k") is not None or kwargs.get("static_v") is not None:
@@ -207,7 +244,7 @@ def split_float_mask(float_mask) -> tuple[np.ndarray | None, np.ndarray]:
     gives a fully masked row the mean of the values; attention_np gives 0, see
     docs/frameworks.md). ``mask`` is None when nothing is blocked.
     """
-    f = to_numpy(float_mask)
+    f = check_array(to_numpy(float_mask), "float_mask")
     blocked = np.isneginf(f) | (f <= np.finfo(np.float32).min)
     if not blocked.any():
         return None, f
@@ -234,6 +271,7 @@ def masks_from_torch_mha(key_padding_mask=None, attn_mask=None, *, num_heads: in
     mask : bool (True = may attend), broadcastable to (N, h, L, S), or None
     bias : float, broadcastable to (N, h, L, S), or None
     """
+    check_count(num_heads, "num_heads")
     masks, biases = [], []
     for name, m in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
         if m is None:
@@ -283,10 +321,19 @@ def masks_to_torch_mha(mask=None, *, bias=None, num_heads: int, batch_size: int 
     dict with ``key_padding_mask`` and/or ``attn_mask`` as torch tensors (True = blocked).
     """
     torch = _torch()
+    check_count(num_heads, "num_heads")
+    check_count(batch_size, "batch_size", optional=True)
+    if bias is not None:
+        bias = check_array(to_numpy(bias), "bias")
     if mask is None and bias is None:
         return {}
     if mask is not None:
-        mask = as_bool_mask(mask)
+        mask = as_bool_mask(to_numpy(mask))
+    try:
+        np.broadcast_shapes(*(np.shape(a) for a in (mask, bias) if a is not None))
+    except ValueError:
+        raise ValueError(f"mask {np.shape(mask)} and bias {np.shape(bias)} do not broadcast "
+                         f"together") from None
     shape = np.broadcast_shapes(*(np.shape(a) for a in (mask, bias) if a is not None))
     if len(shape) > 4:
         raise ValueError(f"mask/bias of shape {shape}: torch MHA takes at most (N, h, L, S)")
@@ -342,7 +389,13 @@ def to_torch_sdpa(q, k, v, mask=None, *, bias=None, is_causal: bool = False, sca
     enable_gqa``; call ``F.scaled_dot_product_attention(**kwargs)``.
     """
     torch = _torch()
-    q, k, v = (np.asarray(a) for a in (q, k, v))
+    q, k, v = (check_array(to_numpy(a), n, min_ndim=2, layout="(..., H, L or S, E)")
+               for n, a in (("q", q), ("k", k), ("v", v)))
+    check_flag(is_causal, "is_causal")
+    check_flag(enable_gqa, "enable_gqa")
+    scale = check_number(scale, "scale", optional=True)
+    if bias is not None:
+        check_array(to_numpy(bias), "bias")
     L, S = q.shape[-2], k.shape[-2]
     if mask is not None:
         mask = as_bool_mask(mask)
@@ -370,6 +423,8 @@ def from_torch_sdpa(attn_mask=None, is_causal: bool = False, scale=None) -> dict
     ``torch.nn.attention.bias`` (``causal_upper_left`` / ``causal_lower_right``) becomes the
     matching :func:`causal_mask`.
     """
+    check_flag(is_causal, "is_causal")
+    scale = check_number(scale, "scale", optional=True)
     kwargs = {"mask": None, "bias": None, "is_causal": bool(is_causal), "scale": scale}
     if attn_mask is None:
         return kwargs
@@ -380,6 +435,9 @@ def from_torch_sdpa(attn_mask=None, is_causal: bool = False, scale=None) -> dict
         kwargs["mask"] = causal_mask(attn_mask.seq_len_q, attn_mask.seq_len_kv, align=align)
         return kwargs
     m = to_numpy(attn_mask)
+    if m.dtype != np.bool_ and not np.issubdtype(m.dtype, np.floating):
+        raise TypeError(f"attn_mask must be bool (True = may attend) or floating (added to the "
+                        f"scores), got dtype {m.dtype}")
     if m.dtype == np.bool_:
         kwargs["mask"] = m
     else:

@@ -67,9 +67,13 @@ def main(argv=None) -> None:
     import json
     from pathlib import Path
 
+    from attention_np._args import output_file
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="where to write the JSON results")
+    parser.add_argument("--out", type=output_file(".json"), required=True,
+                        help="where to write the JSON results (checked before the run)")
     args = parser.parse_args(argv)
+    args.out = Path(args.out)
     result = run()
     result["command"] = "python -m attention_np.lessons.dates_schedule --out " + str(args.out)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 
+from attention_np._checks import check_count, check_params_dict, check_path, check_seed
+
 # The sweeps behind the figures, shared with notebook 2 so the numbers agree.
 SCALING_D_KS = (1, 4, 16, 64, 256, 1024)
 COMPARE_D_KS = (4, 16, 64, 256)
@@ -28,7 +30,15 @@ def example_sentence(d_k: int = 8, seed: int = SEED):
     object) plus a little seeded noise in every dimension; the same word gets the same
     vector, so its two occurrences attend identically. Hand-made on purpose: a student can
     predict which dot products are large.
+
+    Parameters
+    ----------
+    d_k : int
+        At least one dim per role.
+    seed : int
     """
+    check_count(d_k, "d_k")
+    check_seed(seed)
     if d_k < len(_FEATURES):
         raise ValueError(f"d_k must be at least {len(_FEATURES)} (one dim per role), got {d_k}")
     rng = np.random.default_rng(seed)
@@ -48,6 +58,7 @@ def describe_params(params: dict) -> str:
     ``params`` is a flat dict whose names are dotted paths (``encoder.0.attn.W_q``); the arrays of
     one layer (everything before the last name) share a line, with their parameter count.
     """
+    check_params_dict(params)
     layers: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
     for name, p in params.items():
@@ -69,6 +80,7 @@ REVERSAL_RUN = dict(steps=600, batch_size=64, seed=0, snapshot_at=range(0, 601, 
 
 def save_reversal_run(path: str) -> None:
     """Train notebook 5's model (:data:`REVERSAL_RUN`, one BLAS thread) and save it to ``path``."""
+    check_path(path)
     from attention_np.kernels.threads import blas_threads
     from attention_np.nn import ModelConfig
     from attention_np.training import ReversalTask, train
@@ -87,6 +99,7 @@ def save_reversal_run(path: str) -> None:
 
 def load_reversal_run(path: str):
     """The :class:`attention_np.training.TrainResult` saved by :func:`save_reversal_run`."""
+    check_path(path)
     from attention_np.nn import ModelConfig
     from attention_np.training import TrainResult
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from attention_np._checks import check_callable, check_choice, check_count, check_number
 from attention_np.kernels.threads import blas_threads
 
 
@@ -59,11 +60,16 @@ def best_times(contestants: dict[str, Callable[[], object]], *, repeat: int = 5,
     -------
     dict of name -> float, seconds per call.
     """
-    if repeat < 1:
-        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    if not isinstance(contestants, dict) or not contestants:
+        raise TypeError(f"contestants must be a non-empty dict of name -> function, got "
+                        f"{contestants!r:.60}")
+    for name, f in contestants.items():
+        check_callable(f, f"contestants[{name!r}]")
+    check_count(repeat, "repeat")
+    check_number(min_seconds, "min_seconds", low=0, low_open=True)
+    check_count(threads, "threads")
     clocks = {"cpu": time.thread_time, "wall": time.perf_counter}
-    if clock not in clocks:
-        raise ValueError(f"clock must be 'cpu' or 'wall', got {clock!r}")
+    check_choice(clock, "clock", clocks)
     if clock == "cpu" and threads != 1:
         raise ValueError(f"clock='cpu' times the calling thread only: it needs threads=1, got {threads}")
     tick = clocks[clock]
@@ -80,5 +86,13 @@ def best_times(contestants: dict[str, Callable[[], object]], *, repeat: int = 5,
 
 
 def gflops(flops: float, seconds: float) -> float:
-    """Billions of floating-point operations per second."""
+    """Billions of floating-point operations per second.
+
+    Parameters
+    ----------
+    flops : float >= 0
+    seconds : float > 0
+    """
+    check_number(flops, "flops", low=0)
+    check_number(seconds, "seconds", low=0, low_open=True)
     return flops / seconds / 1e9

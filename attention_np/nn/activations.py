@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from attention_np._checks import check_array, check_dout
 from attention_np.kernels.threads import deal, num_threads, parallel_map
 
 _ERF_CLIP = 6.0           # 1 - erf(6) = 2.2e-17, below half an ulp of 1.0 in float64
@@ -106,12 +107,30 @@ def _erf64(x: np.ndarray, terms: int) -> np.ndarray:
 
 
 def relu_forward(x: np.ndarray):
-    """``max(0, x)``; the cache is the input."""
+    """``max(0, x)``; the cache is the input.
+
+    Parameters
+    ----------
+    x : (..., d) float array
+
+    Returns
+    -------
+    y : (..., d), and the cache ``x``
+    """
+    x = check_array(x, "x")
     return np.maximum(x, 0), x
 
 
 def relu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """forward: y = max(0, x)  ->  dx = dy where x > 0, else 0."""
+    """forward: y = max(0, x)  ->  dx = dy where x > 0, else 0.
+
+    Parameters
+    ----------
+    dy : (..., d) float array, the upstream gradient (the shape and dtype of ``x``)
+    x : (..., d) float array, the cache of :func:`relu_forward`
+    """
+    x = check_array(x, "x")
+    dy = check_dout(dy, x.shape, x.dtype, "dy", "x")
     return dy * (x > 0)
 
 
@@ -119,13 +138,26 @@ def gelu_forward(x: np.ndarray):
     r"""Exact GELU, :math:`x\,\Phi(x)` with :math:`\Phi` the standard normal CDF; cache is ``x``.
 
     PyTorch's ``nn.GELU()`` (``approximate='none'``) and BERT's ``hidden_act="gelu"``.
+
+    Parameters
+    ----------
+    x : (..., d) float array
     """
+    x = check_array(x, "x")
     cdf = 0.5 * (1.0 + erf(x * x.dtype.type(1 / np.sqrt(2.0))))  # Phi(x)
     return x * cdf, x
 
 
 def gelu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    r"""forward: y = x * Phi(x)  ->  dx = dy * (Phi(x) + x * phi(x)), phi the normal density."""
+    r"""forward: y = x * Phi(x)  ->  dx = dy * (Phi(x) + x * phi(x)), phi the normal density.
+
+    Parameters
+    ----------
+    dy : (..., d) float array, the upstream gradient (the shape and dtype of ``x``)
+    x : (..., d) float array, the cache of :func:`gelu_forward`
+    """
+    x = check_array(x, "x")
+    dy = check_dout(dy, x.shape, x.dtype, "dy", "x")
     cdf = 0.5 * (1.0 + erf(x * x.dtype.type(1 / np.sqrt(2.0))))
     pdf = x.dtype.type(_INV_SQRT_2PI) * np.exp(-0.5 * x * x)
     return dy * (cdf + x * pdf)

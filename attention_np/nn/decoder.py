@@ -19,16 +19,35 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_generator
+from attention_np._checks import (
+    as_generator,
+    check_array,
+    check_cache,
+    check_choice,
+    check_count,
+    check_dout,
+    check_flag,
+    check_float_dtype,
+    check_number,
+    check_probability,
+    check_rng,
+)
 from attention_np.compose.mha import MHACache, init_mha_params, mha_backward, mha_forward
-from attention_np.nn.encoder import sub
-from attention_np.nn.feedforward import FFNCache, ffn_backward, ffn_forward, init_ffn_params
+from attention_np.nn.encoder import check_layer_params, sub
+from attention_np.nn.feedforward import ACTIVATIONS, FFNCache, ffn_backward, ffn_forward, init_ffn_params
 from attention_np.nn.layernorm import LayerNormCache, layernorm_backward, layernorm_forward
 
 
 def init_decoder_layer_params(d_model: int, num_heads: int, d_ff: int, *, rng=None,
                               dtype=np.float64) -> dict:
     """Glorot-uniform attention and FFN matrices, zero biases, LN gamma=1, beta=0."""
+    check_count(d_model, "d_model")
+    check_count(num_heads, "num_heads")
+    check_count(d_ff, "d_ff")
+    if d_model % num_heads:
+        raise ValueError(f"num_heads={num_heads} must divide d_model={d_model} (d_k = d_model / h)")
+    check_rng(rng)
+    dtype = check_float_dtype(dtype)
     rng = as_generator(rng)
     p = {}
     for prefix in ("self_attn", "cross_attn"):
@@ -41,16 +60,21 @@ def init_decoder_layer_params(d_model: int, num_heads: int, d_ff: int, *, rng=No
 
 def dropout_forward(x: np.ndarray, p: float, rng):
     """Inverted dropout: ``(x * keep / (1 - p), keep)``; ``keep`` is None when ``p == 0``."""
+    x = check_array(x, "x")
+    p = check_probability(p, "p", high_open=True)
+    check_rng(rng)
     if not p:
         return x, None
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {p}")
     keep = as_generator(rng).random(x.shape) >= p                     # (..., L, d_model) bool
     return x * keep * x.dtype.type(1.0 / (1.0 - p)), keep
 
 
 def dropout_backward(dy: np.ndarray, keep, p: float) -> np.ndarray:
     """forward: y = x * keep / (1 - p)  ->  dx = dy * keep / (1 - p)."""
+    dy = check_array(dy, "dy")
+    p = check_probability(p, "p", high_open=True)
+    if keep is not None:
+        keep = check_array(keep, "keep", kind="bool", shape=dy.shape, layout="the shape of dy")
     return dy if keep is None else dy * keep * dy.dtype.type(1.0 / (1.0 - p))
 
 
@@ -93,6 +117,19 @@ def decoder_layer_forward(y: np.ndarray, memory: np.ndarray, params: dict, *, nu
     out : (..., T, d_model)
     cache : DecoderLayerCache
     """
+    y = check_array(y, "y", min_ndim=2, layout="(..., T, d_model)")
+    memory = check_array(memory, "memory", min_ndim=2, layout="(..., S, d_model)")
+    if memory.shape[-1] != y.shape[-1] or memory.dtype != y.dtype:
+        raise ValueError(f"memory {memory.shape} {memory.dtype} must have the d_model and dtype of "
+                         f"y {y.shape} {y.dtype}")
+    check_layer_params(params, y.shape[-1], y.dtype, ("self_attn", "cross_attn"), ("ln1", "ln2", "ln3"),
+                       "init_decoder_layer_params")
+    check_count(num_heads, "num_heads")
+    check_flag(is_causal, "is_causal")
+    check_probability(dropout_p, "dropout_p", high_open=True)
+    check_rng(rng)
+    check_choice(activation, "activation", sorted(ACTIVATIONS))
+    check_number(eps, "eps", low=0)
     # 1) masked self-attention: query = key = value = y
     a1, sa = mha_forward(y, y, y, sub(params, "self_attn"), num_heads=num_heads, mask=tgt_mask,
                          is_causal=is_causal)
@@ -112,7 +149,9 @@ def decoder_layer_forward(y: np.ndarray, memory: np.ndarray, params: dict, *, nu
 
 def decoder_layer_backward(dy3: np.ndarray, cache: DecoderLayerCache):
     """Backward of :func:`decoder_layer_forward`: ``(dy, dmemory, grads)``, grads keyed as the params."""
+    check_cache(cache, DecoderLayerCache, "decoder_layer_forward")
     c, grads, p = cache, {}, cache.dropout_p
+    dy3 = check_dout(dy3, c.ln3.xhat.shape, c.ln3.xhat.dtype, "dy3", "the output of decoder_layer_forward")
     k1, k2, k3 = c.keeps
     # 3) forward: y3 = LN3(y2 + dropout(f)), f = FFN(y2)
     dsum3, grads["ln3.gamma"], grads["ln3.beta"] = layernorm_backward(dy3, c.ln3)

@@ -18,16 +18,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np._checks import check_array, check_count, check_flag, check_ids, check_number
 from attention_np.compose.cross_decode import cross_kv_cache, mha_cross_decode_step
 from attention_np.compose.decode import KVCache, mha_decode_step
 from attention_np.nn.encoder import sub
 from attention_np.nn.feedforward import ffn_forward
 from attention_np.nn.layernorm import layernorm_forward
-from attention_np.nn.seq2seq import Seq2SeqConfig, embed, embed_names, encode, seq2seq_forward
+from attention_np.nn.seq2seq import (
+    Seq2SeqConfig,
+    check_model,
+    check_src_mask,
+    embed,
+    embed_names,
+    encode,
+    seq2seq_forward,
+)
 from attention_np.paper.linear import linear_forward
 
 
 def log_softmax(z: np.ndarray) -> np.ndarray:
+    """``log softmax(z)`` over the last axis, ``(..., V) -> (..., V)``, stable for any finite ``z``."""
+    z = check_array(z, "z", min_ndim=1, layout="(..., V)")
     z = z - z.max(axis=-1, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
 
@@ -44,11 +55,12 @@ class IncrementalDecoder:
 
     def __init__(self, params: dict, config: Seq2SeqConfig, src, src_mask=None, *,
                  max_len: int | None = None):
-        c = self.config = config
+        c = self.config = check_model(params, config)
         self.params = params
-        self.max_len = max_len or c.max_tgt_len
+        self.max_len = check_count(max_len, "max_len", optional=True) or c.max_tgt_len
         memory, _ = encode(params, src, c, src_mask=src_mask)                  # (B, S, d)
-        self.mask = None if src_mask is None else np.asarray(src_mask, bool)[:, None, None, :]
+        self.batch = memory.shape[0]
+        self.mask = check_src_mask(src_mask, np.asarray(src))
         # per layer: the keys and values of memory, projected once, (B, h, S, d_k)
         self.cross = [cross_kv_cache(memory, sub(params, f"decoder.{n}.cross_attn"),
                                      num_heads=c.num_heads)
@@ -58,13 +70,26 @@ class IncrementalDecoder:
 
     def reorder(self, index: np.ndarray) -> None:
         """Keep batch rows ``index`` (beam search: each new beam's parent), in every cache."""
+        index = check_ids(index, "index", self.batch, ndim=1, layout="(B,)", what="batch rows")
+        if index.shape != (self.batch,):
+            raise ValueError(f"index must have shape ({self.batch},), one row per batch row, "
+                             f"got {index.shape}")
+        if self.t == 0:
+            return
         for cache in self.caches:
             cache.reorder(index)
 
     def step(self, tokens: np.ndarray) -> np.ndarray:
         """``tokens (B,)`` at position ``t`` -> logits ``(B, V)`` predicting position ``t + 1``."""
         c, p = self.config, self.params
-        y, _ = embed(p, np.asarray(tokens)[:, None], embed_names(c)[1], c, offset=self.t)  # (B,1,d)
+        tokens = check_ids(tokens, "tokens", c.tgt_vocab, ndim=1, layout="(B,)",
+                           what=f"target vocabulary of {c.tgt_vocab}")
+        if tokens.shape != (self.batch,):
+            raise ValueError(f"tokens must have shape ({self.batch},), one per source, got {tokens.shape}")
+        if self.t >= self.max_len:
+            raise ValueError(f"the decoder holds max_len={self.max_len} positions, all decoded; "
+                             f"make it with a larger max_len")
+        y, _ = embed(p, tokens[:, None], embed_names(c)[1], c, offset=self.t)   # (B, 1, d)
         for n in range(c.num_decoder_layers):
             q = sub(p, f"decoder.{n}")
             # 1) masked self-attention: this position's key and value join the cache
@@ -82,6 +107,14 @@ class IncrementalDecoder:
         return linear_forward(y[:, 0], W_out, p["b_out"])                     # (B, V)
 
 
+def _check_src(src, config: Seq2SeqConfig) -> np.ndarray:
+    src = check_ids(src, "src", config.src_vocab, ndim=2, layout="(B, S)",
+                    what=f"source vocabulary of {config.src_vocab}")
+    if not 1 <= src.shape[1] <= config.max_src_len:
+        raise ValueError(f"src has length {src.shape[1]}, expected 1 to max_src_len={config.max_src_len}")
+    return src
+
+
 def greedy_decode(params: dict, config: Seq2SeqConfig, src, src_mask=None, *, bos: int,
                   steps: int, cached: bool = True):
     """Pick the most likely token at each of ``steps`` positions.
@@ -91,7 +124,12 @@ def greedy_decode(params: dict, config: Seq2SeqConfig, src, src_mask=None, *, bo
     tokens : (B, steps) int, the decoded target (without ``<bos>``)
     logits : (B, steps, V), the logits each token was picked from
     """
-    src = np.asarray(src)
+    c = check_model(params, config)
+    bos = check_count(bos, "bos", minimum=0, maximum=c.tgt_vocab - 1)
+    steps = check_count(steps, "steps", maximum=c.max_tgt_len)
+    check_flag(cached, "cached")
+    src = _check_src(src, c)
+    check_src_mask(src_mask, src)
     B = src.shape[0]
     out = np.full((B, steps + 1), bos, dtype=np.int64)          # column 0: <bos>
     all_logits = []
@@ -108,6 +146,10 @@ def greedy_decode(params: dict, config: Seq2SeqConfig, src, src_mask=None, *, bo
 
 def length_penalty(length, alpha: float):
     """GNMT's ``((5 + length) / 6) ** alpha`` (Wu et al., 2016); ``alpha = 0``: none."""
+    length = check_array(length, "length", kind="number")
+    if length.size and length.min() < 0:
+        raise ValueError(f"length must be >= 0, got a minimum of {length.min()}")
+    alpha = check_number(alpha, "alpha", low=0)
     return ((5.0 + np.asarray(length, dtype=np.float64)) / 6.0) ** alpha
 
 
@@ -123,7 +165,14 @@ def beam_search(params: dict, config: Seq2SeqConfig, src, src_mask=None, *, bos:
     tokens : (B, steps) int, the best hypothesis of each source (after ``eos``: ``eos``)
     scores : (B,) its length-normalized log-probability
     """
-    src = np.asarray(src)
+    c = check_model(params, config)
+    bos = check_count(bos, "bos", minimum=0, maximum=c.tgt_vocab - 1)
+    eos = check_count(eos, "eos", minimum=0, maximum=c.tgt_vocab - 1)
+    steps = check_count(steps, "steps", maximum=c.max_tgt_len)
+    beam_size = check_count(beam_size, "beam_size")
+    alpha = check_number(alpha, "alpha", low=0)
+    src = _check_src(src, c)
+    check_src_mask(src_mask, src)
     B, k = src.shape[0], beam_size
     rep = np.repeat(np.arange(B), k)                               # row b*k + j -> source b
     mask = None if src_mask is None else np.asarray(src_mask)[rep]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention_np._checks import check_array, check_cache, check_dout, check_number, check_same_dtype
+
 
 @dataclass(frozen=True)
 class LayerNormCache:
@@ -24,20 +26,26 @@ def layernorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, eps
 
     Parameters
     ----------
-    x : (..., d)
-    gamma, beta : (d,) learned scale and shift
-    eps : float
-        Added to the variance (PyTorch's default 1e-5; BERT uses 1e-12).
+    x : (..., d) float array
+    gamma, beta : (d,) float array
+        The learned scale and shift, of ``x``'s dtype.
+    eps : float >= 0
+        Added to the variance (PyTorch's default 1e-5; BERT uses 1e-12); 0 is allowed.
 
     Returns
     -------
     y : (..., d)
     cache : LayerNormCache
     """
+    x = check_array(x, "x", min_ndim=1, layout="(..., d)")
     d = x.shape[-1]
-    if gamma.shape != (d,) or beta.shape != (d,):
-        raise ValueError(f"gamma and beta must have shape ({d},) for x of shape {x.shape}, "
-                         f"got {gamma.shape} and {beta.shape}")
+    for name, a in (("gamma", gamma), ("beta", beta)):
+        a = check_array(a, name, ndim=1, layout="(d,)")
+        if a.shape != (d,):
+            raise ValueError(f"{name} has shape {a.shape} but x of shape {x.shape} needs (d,) = ({d},)")
+    gamma, beta = np.asarray(gamma), np.asarray(beta)
+    check_same_dtype(x=x, gamma=gamma, beta=beta)
+    check_number(eps, "eps", low=0)
     mu = x.mean(axis=-1, keepdims=True)                  # (..., 1)
     xc = x - mu                                          # (..., d)
     var = (xc * xc).mean(axis=-1, keepdims=True)         # (..., 1), biased: divide by d
@@ -53,8 +61,15 @@ def layernorm_backward(dy: np.ndarray, cache: LayerNormCache):
     forward: y = xhat * gamma + beta  ->  dgamma = sum(dy * xhat), dbeta = sum(dy), dxhat = dy * gamma
     forward: xhat = (x - mu) * rstd   ->  dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
     (the last line folds the paths through mu and var into two means; no Jacobian is built).
+
+    Parameters
+    ----------
+    dy : (..., d) float array, the gradient of the output
+    cache : LayerNormCache from :func:`layernorm_forward`
     """
+    check_cache(cache, LayerNormCache, "layernorm_forward")
     c = cache
+    dy = check_dout(dy, c.xhat.shape, c.xhat.dtype, "dy", "the output of layernorm_forward")
     d = dy.shape[-1]
     dgamma = (dy * c.xhat).reshape(-1, d).sum(axis=0)   # (d,)
     dbeta = dy.reshape(-1, d).sum(axis=0)               # (d,)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention_np._checks import check_array, check_cache, check_ids, check_number, check_probability
 from attention_np.kernels.softmax_inplace import softmax_numerator_
 
 
@@ -42,14 +43,15 @@ def cross_entropy_forward(logits: np.ndarray, targets, *, label_smoothing: float
     loss : float
     cache : CrossEntropyCache
     """
-    targets = np.asarray(targets)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
-    if logits.shape[:-1] != targets.shape:
-        raise ValueError(f"logits {logits.shape} must be targets {targets.shape} + (V,)")
+    logits = check_array(logits, "logits", min_ndim=1, layout="(..., V)")
+    label_smoothing = check_probability(label_smoothing, "label_smoothing")
     V = logits.shape[-1]
-    if targets.size and (targets.min() < 0 or targets.max() >= V):
-        raise ValueError(f"targets must be in [0, {V}), got [{targets.min()}, {targets.max()}]")
+    if V < 1:
+        raise ValueError(f"logits must have at least one class (V >= 1), got shape {logits.shape}")
+    targets = check_ids(targets, "targets", V, what=f"V={V} classes of logits")
+    if logits.shape[:-1] != targets.shape:
+        raise ValueError(f"targets has shape {targets.shape} but logits {logits.shape} needs "
+                         f"{logits.shape[:-1]} (logits = targets + (V,))")
     # log softmax = z - log(sum(exp(z))) with z = logits - max: stable for any logits.
     z = logits - logits.max(axis=-1, keepdims=True)                        # (..., V), max 0
     # exp(z) and its row sums (z's max is already 0, so the shift inside is exact: z - 0 = z)
@@ -67,7 +69,16 @@ def cross_entropy_forward(logits: np.ndarray, targets, *, label_smoothing: float
 
 def cross_entropy_backward(dloss: float, cache: CrossEntropyCache) -> np.ndarray:
     """forward: loss = -mean(sum_c q_c log_softmax(z)_c)  ->  dz = dloss * (softmax(z) - q) / N,
-    with ``q = onehot(y)`` without label smoothing."""
+    with ``q = onehot(y)`` without label smoothing.
+
+    Parameters
+    ----------
+    dloss : float
+        The gradient of the loss (1.0 to differentiate the loss itself).
+    cache : CrossEntropyCache from :func:`cross_entropy_forward`
+    """
+    check_cache(cache, CrossEntropyCache, "cross_entropy_forward")
+    dloss = check_number(dloss, "dloss")
     probs, targets, eps = cache.probs, cache.targets, cache.label_smoothing
     dz = probs.copy()                                                      # (..., V)
     if eps:

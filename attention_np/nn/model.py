@@ -18,12 +18,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_generator
+from attention_np._checks import (
+    as_generator,
+    check_cache,
+    check_choice,
+    check_count,
+    check_dout,
+    check_fields,
+    check_flag,
+    check_float_dtype,
+    check_ids,
+    check_instance,
+    check_params_shapes,
+    check_rng,
+)
 from attention_np.compose.mha import init_mha_params
 from attention_np.kernels.fast_linear import linear_backward, linear_forward
 from attention_np.nn.embedding import EmbeddingCache, embedding_backward, embedding_forward
 from attention_np.nn.encoder import encoder_layer_backward, encoder_layer_forward, sub
-from attention_np.nn.feedforward import init_ffn_params
+from attention_np.nn.feedforward import ACTIVATIONS, init_ffn_params
 from attention_np.nn.positional import sinusoidal_encoding
 from attention_np.paper.params import glorot_uniform
 
@@ -41,9 +54,57 @@ class ModelConfig:
     activation: str = "relu"
     positional: bool = True     # add the §3.5 sinusoids; False: order-blind (notebook 06)
 
+    def __post_init__(self):
+        check_fields(self, {"vocab_size": check_count, "max_len": check_count, "d_model": check_count,
+                            "num_heads": check_count, "d_ff": check_count,
+                            "num_layers": check_count,
+                            "activation": lambda a, name: check_choice(a, name, sorted(ACTIVATIONS)),
+                            "positional": check_flag})
+        if self.d_model % self.num_heads:
+            raise ValueError(f"ModelConfig.num_heads={self.num_heads} must divide "
+                             f"ModelConfig.d_model={self.d_model} (d_k = d_model / h, §3.2.2)")
+        if self.positional and self.d_model % 2:
+            raise ValueError(f"ModelConfig.d_model must be even with positional=True (the sinusoids "
+                             f"come in sin/cos pairs, §3.5), got {self.d_model}")
+
+
+def layer_shapes(prefix: str, d_model: int, d_ff: int, attns=("attn",), norms=("ln1", "ln2")) -> dict:
+    """``{key: shape}`` of one encoder (or decoder) layer's params under ``prefix.``, as
+    :func:`attention_np.init_mha_params` and :func:`init_ffn_params` make them."""
+    shapes = {}
+    for a in attns:
+        for w in "qkvo":
+            shapes[f"{prefix}.{a}.W_{w}"] = (d_model, d_model)
+            shapes[f"{prefix}.{a}.b_{w}"] = (d_model,)
+    shapes.update({f"{prefix}.ffn.W_1": (d_model, d_ff), f"{prefix}.ffn.b_1": (d_ff,),
+                   f"{prefix}.ffn.W_2": (d_ff, d_model), f"{prefix}.ffn.b_2": (d_model,)})
+    for n in norms:
+        shapes[f"{prefix}.{n}.gamma"] = shapes[f"{prefix}.{n}.beta"] = (d_model,)
+    return shapes
+
+
+def model_param_shapes(config: ModelConfig) -> dict:
+    """``{key: shape}`` of the params :func:`init_model` makes for ``config``."""
+    c = check_instance(config, ModelConfig, "config")
+    shapes = {"embed": (c.vocab_size, c.d_model)}
+    for n in range(c.num_layers):
+        shapes.update(layer_shapes(f"layers.{n}", c.d_model, c.d_ff))
+    shapes.update({"W_out": (c.d_model, c.vocab_size), "b_out": (c.vocab_size,)})
+    return shapes
+
 
 def init_model(config: ModelConfig, *, rng=None, dtype=np.float64) -> dict:
-    """Random params: Glorot-uniform matrices, N(0, d_model^-1/2) embeddings, LN gamma=1, beta=0."""
+    """Random params: Glorot-uniform matrices, N(0, d_model^-1/2) embeddings, LN gamma=1, beta=0.
+
+    Parameters
+    ----------
+    config : ModelConfig
+    rng : int seed or np.random.Generator, optional
+    dtype : float dtype of every array
+    """
+    check_instance(config, ModelConfig, "config")
+    check_rng(rng)
+    dtype = check_float_dtype(dtype)
     rng = as_generator(rng)
     c = config
     params = {"embed": rng.normal(0.0, c.d_model ** -0.5, size=(c.vocab_size, c.d_model))}
@@ -75,11 +136,21 @@ class ModelCache:
 
 
 def model_forward(params: dict, tokens, config: ModelConfig):
-    """``tokens (B, L) int -> logits (B, L, vocab_size)``, and the cache for the backward."""
-    c = config
-    tokens = np.asarray(tokens)
-    if tokens.ndim < 1 or tokens.shape[-1] > c.max_len:
-        raise ValueError(f"tokens must be (..., L) with L <= max_len={c.max_len}, "
+    """``tokens (B, L) int -> logits (B, L, vocab_size)``, and the cache for the backward.
+
+    Parameters
+    ----------
+    params : dict from :func:`init_model` for ``config`` (keys and shapes are checked)
+    tokens : int array (B, L)
+        Ids in ``[0, vocab_size)``, ``1 <= L <= max_len``.
+    config : ModelConfig
+    """
+    c = check_instance(config, ModelConfig, "config")
+    check_params_shapes(params, model_param_shapes(c), against="config")
+    tokens = check_ids(tokens, "tokens", c.vocab_size, min_ndim=1, layout="(..., L)",
+                       what=f"vocabulary of vocab_size={c.vocab_size}")
+    if tokens.shape[-1] > c.max_len or tokens.shape[-1] < 1:
+        raise ValueError(f"tokens must be (..., L) with 1 <= L <= max_len={c.max_len}, "
                          f"got shape {tokens.shape}")
     L, dtype = tokens.shape[-1], params["embed"].dtype
     x, emb = embedding_forward(tokens, params["embed"], scale=np.sqrt(c.d_model))  # (B, L, d)
@@ -95,8 +166,16 @@ def model_forward(params: dict, tokens, config: ModelConfig):
 
 
 def model_backward(dlogits: np.ndarray, cache: ModelCache) -> dict:
-    """Gradients of every param, keyed as the params."""
+    """Gradients of every param, keyed as the params.
+
+    Parameters
+    ----------
+    dlogits : (B, L, V) float array, the gradient of the logits
+    cache : ModelCache from :func:`model_forward`
+    """
+    check_cache(cache, ModelCache, "model_forward")
     c, grads = cache, {}
+    dlogits = check_dout(dlogits, c.h.shape[:-1] + (c.W_out.shape[1],), c.h.dtype, "dlogits", "logits")
     # forward: logits = h @ W_out + b_out  ->  dh = dlogits @ W_out.T, dW_out = h.T @ dlogits
     dx, grads["W_out"], grads["b_out"] = linear_backward(dlogits, c.h, c.W_out, True)  # (B, L, d)
     for n in reversed(range(len(c.layers))):

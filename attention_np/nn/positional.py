@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np._checks import check_count, check_float_dtype
+
 
 def sinusoidal_encoding(length: int, d_model: int, *, dtype=np.float64) -> np.ndarray:
     """The (length, d_model) table of §3.5; even columns sin, odd columns cos.
@@ -24,9 +26,9 @@ def sinusoidal_encoding(length: int, d_model: int, *, dtype=np.float64) -> np.nd
     >>> pe.shape, float(pe[0, 0]), float(pe[0, 1])
     ((4, 6), 0.0, 1.0)
     """
-    for name, n in (("length", length), ("d_model", d_model)):
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    check_count(length, "length")
+    check_count(d_model, "d_model")
+    dtype = check_float_dtype(dtype)
     if d_model % 2:
         raise ValueError(f"d_model must be even (sin/cos pairs), got {d_model}")
     pos = np.arange(length)[:, None]                               # (length, 1)

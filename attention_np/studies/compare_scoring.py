@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_generator, check_int
+from attention_np._checks import as_generator, check_count, check_number, check_seed, check_tuple
 from attention_np.kernels.fused import SDPACache, sdpa_backward, sdpa_forward
 from attention_np.kernels.threads import blas_threads
 from attention_np.paper.linear import linear_backward
@@ -134,13 +134,17 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
     Parameters
     ----------
     d_ks : sequence of int
-    scorings : subset of ``("additive", "unscaled", "scaled")``
+    scorings : tuple of str
+        A subset of ``("additive", "unscaled", "scaled")``.
     steps, batch : Adam steps, and fresh examples per step
     n_keys, d_v : keys per example and value width
-    noise : ``sigma``, the standard deviation of the noise added to the query's key
-    lr : Adam learning rate, the same for every model
+    noise : float >= 0
+        ``sigma``, the standard deviation of the noise added to the query's key.
+    lr : float > 0
+        Adam learning rate, the same for every model.
     n_eval : held-out examples for the final accuracy and loss
-    threshold : the training loss (a running mean over 20 steps) that counts as "learned";
+    threshold : float > 0
+        The training loss (a running mean over 20 steps) that counts as "learned";
         a model attending uniformly has expected loss ``d_v / 2 * (1 - 1/S)`` (3.5 by default)
     d_hidden : int, optional
         Hidden width of additive attention; default ``d_k`` (the paper compares at equal ``d_k``).
@@ -158,12 +162,18 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
         gradient w.r.t. ``W_q``).
     """
     d_ks = [int(d) for d in check_d_ks(d_ks)]          # 2.5 is refused, not cut to 2
+    check_tuple(scorings, "scorings", nonempty=True, sequence=True)
     unknown = [s for s in scorings if s not in SCORINGS]
     if unknown:
         raise ValueError(f"scorings {unknown} are not among {SCORINGS}")
     for name, n in (("steps", steps), ("batch", batch), ("n_keys", n_keys), ("d_v", d_v),
                     ("n_eval", n_eval)):
-        check_int(n, name)
+        check_count(n, name)
+    check_number(noise, "noise", low=0)
+    check_number(lr, "lr", low=0, low_open=True)
+    check_number(threshold, "threshold", low=0, low_open=True)
+    check_count(d_hidden, "d_hidden", optional=True)
+    check_seed(seed)
     result = {"d_k": np.array(d_ks, dtype=np.float64), "n_keys": n_keys, "steps": steps}
     for s in scorings:
         for key in ("accuracy", "loss", "accuracy_init", "grad_init", "steps_to_threshold"):

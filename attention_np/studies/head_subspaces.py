@@ -165,9 +165,13 @@ def main(argv=None) -> None:
     import time
     from pathlib import Path
 
+    from attention_np._args import output_file
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="where to write the JSON results")
+    parser.add_argument("--out", type=output_file(".json"), required=True,
+                        help="where to write the JSON results (checked before the run)")
     args = parser.parse_args(argv)
+    args.out = Path(args.out)
     start = time.perf_counter()
     result = run_study()
     result["setup"]["command"] = "python -m attention_np.studies.head_subspaces --out " + str(args.out)

@@ -24,6 +24,7 @@ from math import comb
 
 import numpy as np
 
+from attention_np._checks import check_array, check_count, check_ids, check_instance, check_seed, check_tuple
 from attention_np.kernels.threads import blas_threads
 from attention_np.nn.model import ModelConfig, model_forward
 from attention_np.training.tasks import ReversalTask
@@ -43,7 +44,7 @@ POSITIONS_STEPS = 300
 
 def _inv_freq(d_model: int) -> np.ndarray:
     """``ω_i = 10000^(-2i/d_model)``, ``(d_model/2,)``: the angular frequency of pair ``i``."""
-    if not isinstance(d_model, (int, np.integer)) or d_model < 2 or d_model % 2:
+    if check_count(d_model, "d_model") % 2:
         raise ValueError(f"d_model must be a positive even int, got {d_model!r}")
     return 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
 
@@ -63,15 +64,17 @@ def measured_wavelengths(pe: np.ndarray, pairs) -> np.ndarray:
 
     Parameters
     ----------
-    pe : (length, d_model) the table of :func:`attention_np.nn.sinusoidal_encoding`
-    pairs : (P,) int, the pair indices ``i`` to measure
+    pe : (length, d_model) float array
+        The table of :func:`attention_np.nn.sinusoidal_encoding`.
+    pairs : int array (P,)
+        The pair indices ``i`` to measure, in ``[0, d_model / 2)``.
 
     Returns
     -------
     (P,) float, the measured wavelengths in positions
     """
-    pe = np.asarray(pe, dtype=np.float64)
-    pairs = np.asarray(pairs)
+    pe = check_array(pe, "pe", ndim=2, layout="(length, d_model)").astype(np.float64)
+    pairs = check_array(pairs, "pairs", kind="int", ndim=1, layout="(P,)")
     if pe.ndim != 2 or pe.shape[1] % 2:
         raise ValueError(f"pe must be (length, d_model) with d_model even, got shape {pe.shape}")
     if pairs.ndim != 1 or np.any(pairs < 0) or np.any(pairs >= pe.shape[1] // 2):
@@ -93,9 +96,16 @@ def shift_matrix(k: int, d_model: int) -> np.ndarray:
     Block-diagonal: pair ``i`` (columns ``2i, 2i+1`` = ``sin a, cos a`` with ``a = pos ω_i``) is
     rotated by the angle ``k ω_i``, since ``sin(a + kω) = sin a cos kω + cos a sin kω`` and
     ``cos(a + kω) = cos a cos kω - sin a sin kω``. It depends on ``k``, never on ``pos``.
+
+    Parameters
+    ----------
+    k : int
+        The offset, of any sign (a negative one shifts back; zero gives the identity).
+    d_model : int
+        Even.
     """
-    if not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an int offset, got {k!r}")
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an int offset (any sign), got {k!r} of type {type(k).__name__}")
     theta = k * _inv_freq(d_model)                               # (d_model/2,)
     c, s = np.cos(theta), np.sin(theta)
     m = np.zeros((d_model, d_model))
@@ -108,15 +118,17 @@ def shift_matrix(k: int, d_model: int) -> np.ndarray:
 def dot_by_distance(pe: np.ndarray) -> tuple[np.ndarray, float]:
     """``PE(i) · PE(j)`` averaged over every pair at each distance ``|i - j|``.
 
+    Parameters
+    ----------
+    pe : (length, d_model) float array
+
     Returns
     -------
     mean : (length,) the mean dot product at distance 0, 1, ..., length - 1
     deviation : the largest ``|PE(i) · PE(j) - mean[|i - j|]|`` over all pairs (0 if the dot
         product depends on the distance only)
     """
-    pe = np.asarray(pe, dtype=np.float64)
-    if pe.ndim != 2:
-        raise ValueError(f"pe must be (length, d_model), got shape {pe.shape}")
+    pe = check_array(pe, "pe", ndim=2, layout="(length, d_model)").astype(np.float64)
     gram = pe @ pe.T                                             # (L, L) every PE(i) · PE(j)
     pos = np.arange(len(pe))
     dist = np.abs(pos[:, None] - pos[None, :])                   # (L, L) |i - j|
@@ -126,8 +138,18 @@ def dot_by_distance(pe: np.ndarray) -> tuple[np.ndarray, float]:
 
 def dot_closed_form(distance, d_model: int) -> np.ndarray:
     """``PE(i) · PE(j) = Σ_n cos(|i - j| ω_n)``, summed over the pairs ``n``
-    (``sin a sin b + cos a cos b = cos(a - b)``); ``distance`` of any shape ``S``, returns ``S``."""
-    distance = np.asarray(distance, dtype=np.float64)
+    (``sin a sin b + cos a cos b = cos(a - b)``); ``distance`` of any shape ``S``, returns ``S``.
+
+    Parameters
+    ----------
+    distance : (n,) float array
+        Distances ``|i - j|`` (>= 0; any shape).
+    d_model : int
+        Even.
+    """
+    distance = check_array(distance, "distance", kind="number", finite=True).astype(np.float64)
+    if distance.size and distance.min() < 0:
+        raise ValueError(f"distance must be >= 0 (a distance |i - j|), got a minimum of {distance.min()}")
     return np.cos(distance[..., None] * _inv_freq(d_model)).sum(axis=-1)
 
 
@@ -181,12 +203,15 @@ def position_blind_guesses(tokens, vocab_size: int) -> np.ndarray:
 
     Position ``i`` holding token ``a`` should guess a most frequent token of the sequence, with one
     copy of ``a`` (itself) removed when ``L`` is even; ties give several equally good guesses.
+
+    Parameters
+    ----------
+    tokens : int array (B, L)
+        Ids in ``[0, vocab_size)``.
+    vocab_size : int
     """
-    tokens = np.asarray(tokens)
-    if (tokens.ndim != 2 or not np.issubdtype(tokens.dtype, np.integer)
-            or tokens.min(initial=0) < 0 or tokens.max(initial=0) >= vocab_size):
-        raise ValueError(f"tokens must be (B, L) ints in [0, {vocab_size}), got shape "
-                         f"{tokens.shape}, dtype {tokens.dtype}")
+    vocab_size = check_count(vocab_size, "vocab_size")
+    tokens = check_ids(tokens, "tokens", vocab_size, ndim=2, layout="(B, L)")
     counts = (tokens[..., None] == np.arange(vocab_size)).sum(axis=1)   # (B, V)
     scores = _best_scores(counts, tokens.shape[1])                       # (B, V own, V guess)
     best = scores == scores.max(axis=-1, keepdims=True)                  # (B, V, V)
@@ -194,7 +219,14 @@ def position_blind_guesses(tokens, vocab_size: int) -> np.ndarray:
 
 
 def position_blind_predict(tokens, vocab_size: int) -> np.ndarray:
-    """``(B, L) -> (B, L)``: one best position-blind guess per position (ties: the lowest token)."""
+    """``(B, L) -> (B, L)``: one best position-blind guess per position (ties: the lowest token).
+
+    Parameters
+    ----------
+    tokens : int array (B, L)
+        Ids in ``[0, vocab_size)``.
+    vocab_size : int
+    """
     return position_blind_guesses(tokens, vocab_size).argmax(axis=-1)
 
 
@@ -206,10 +238,24 @@ def train_with_and_without_positions(seeds=(0,), *, config: ModelConfig = POSITI
     Same seeds, same initial params, same batches, same budget; only ``config.positional``
     differs. Runs on one BLAS thread (see :mod:`attention_np.kernels.threads`).
 
+    Parameters
+    ----------
+    seeds : tuple of int
+        Seeds >= 0, one run each (with and without positions).
+    config : ModelConfig
+    steps : int >= 0
+        Adam steps (0: the initial params, evaluated).
+    batch_size : int
+    snapshot_at : tuple of int
+        Steps after which to record the attention weights (as :func:`attention_np.training.train`).
+
     Returns
     -------
     dict ``{True: {seed: TrainResult}, False: {seed: TrainResult}}`` keyed by ``positional``
     """
+    check_tuple(seeds, "seeds", item=check_seed, nonempty=True)
+    check_tuple(snapshot_at, "snapshot_at")
+    check_instance(config, ModelConfig, "config")
     task = ReversalTask(length=config.max_len, vocab_size=config.vocab_size)
     out = {}
     with blas_threads(1):

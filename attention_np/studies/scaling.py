@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np._checks import as_generator, check_int
+from attention_np._checks import as_generator, check_count
 from attention_np.kernels.fused import sdpa_backward, sdpa_forward
 from attention_np.paper.softmax import softmax_backward
 
@@ -69,7 +69,7 @@ def dot_product_moments(d_ks, *, n_samples: int = 20_000, rng=None) -> dict:
         ``var_rel_se``: the relative standard error of the variance estimate.
     """
     d_ks = check_d_ks(d_ks)
-    n = check_int(n_samples, "n_samples")
+    n = check_count(n_samples, "n_samples")
     rng = as_generator(rng)
     mean, var = [], []
     for d_k in d_ks:
@@ -123,8 +123,8 @@ def softmax_saturation(d_ks, *, n_keys: int = 16, n_queries: int = 2_000, rng=No
         and the scalar ``max_entropy`` = log S for reference.
     """
     d_ks = check_d_ks(d_ks)
-    S = check_int(n_keys, "n_keys")
-    n = check_int(n_queries, "n_queries")
+    S = check_count(n_keys, "n_keys")
+    n = check_count(n_queries, "n_queries")
     rng = as_generator(rng)
     result = {f"{what}_{how}": [] for what in ("max_weight", "entropy")
               for how in ("scaled", "unscaled")}
@@ -184,9 +184,9 @@ def softmax_gradients(d_ks, *, n_keys: int = 16, d_v: int = 16, n_queries: int =
         per-query gradient norm; and the ratios ``{g}_ratio_{stat}`` = scaled / unscaled.
     """
     d_ks = check_d_ks(d_ks)
-    S = check_int(n_keys, "n_keys")
-    d_v = check_int(d_v, "d_v")
-    n = check_int(n_queries, "n_queries")
+    S = check_count(n_keys, "n_keys")
+    d_v = check_count(d_v, "d_v")
+    n = check_count(n_queries, "n_queries")
     rng = as_generator(rng)
     names = [f"{g}_{stat}_{how}" for g in ("dscores", "dq") for stat in ("rms", "median")
              for how in ("scaled", "unscaled")]

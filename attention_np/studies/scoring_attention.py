@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_generator, check_int
+from attention_np._checks import as_generator, check_cache, check_choice, check_dout, check_int
 from attention_np.kernels.softmax_inplace import softmax_
 from attention_np.paper.heads import merge_heads, split_heads
 from attention_np.paper.linear import linear_backward
@@ -37,8 +37,7 @@ SCORINGS = ("scaled", "unscaled", "additive")
 
 def check_scoring(scoring) -> str:
     """``scoring`` if it is one of :data:`SCORINGS`, else a ValueError naming it."""
-    if scoring not in SCORINGS:
-        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+    check_choice(scoring, "scoring", SCORINGS)
     return scoring
 
 
@@ -140,6 +139,13 @@ def scoring_mha_forward(x, params: dict, *, num_heads: int, scoring: str):
     """Self-attention ``(..., L, d_model) -> (..., L, d_model)`` with the given scoring.
 
     1) project, 2) split heads, 3) score, softmax, weight the values, 4) concat, 5) project.
+
+    Parameters
+    ----------
+    x : (..., L, d_model) float array
+    params : dict from :func:`init_scoring_mha_params`
+    num_heads : int
+    scoring : {"scaled", "unscaled", "additive"}
     """
     check_scoring(scoring)
     x = check_scoring_inputs(x, params, num_heads, scoring)
@@ -155,7 +161,15 @@ def scoring_mha_forward(x, params: dict, *, num_heads: int, scoring: str):
 
 
 def scoring_mha_backward(dout, cache: ScoringMHACache):
-    """Backward of :func:`scoring_mha_forward`: ``(dx, grads)``, grads keyed as the params."""
+    """Backward of :func:`scoring_mha_forward`: ``(dx, grads)``, grads keyed as the params.
+
+    Parameters
+    ----------
+    dout : (..., L, d_model) float array, the gradient of the output
+    cache : ScoringMHACache from :func:`scoring_mha_forward`
+    """
+    check_cache(cache, ScoringMHACache, "scoring_mha_forward")
+    dout = check_dout(dout, cache.x.shape[:-1] + (cache.params["W_o"].shape[1],), cache.x.dtype)
     c, p, h = cache, cache.params, cache.q.shape[-3]
     # forward: out = heads @ W_o
     dheads, dW_o, _ = linear_backward(dout, c.heads, p["W_o"], False)    # (..., L, h*d_v)

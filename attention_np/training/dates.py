@@ -21,7 +21,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np._checks import as_generator
+from attention_np._checks import (
+    as_generator,
+    check_array,
+    check_count,
+    check_fields,
+    check_rng,
+    check_seed,
+    check_str,
+)
 
 PAD, BOS, EOS = 0, 1, 2
 SPECIALS = ("<pad>", "<bos>", "<eos>")
@@ -36,6 +44,7 @@ MAX_SRC_LEN = 32
 
 def ordinal(n: int) -> str:
     """``1 -> "1st"``, ``2 -> "2nd"``, ``11 -> "11th"``, ``23 -> "23rd"``."""
+    n = check_count(n, "n", minimum=0)
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
 
@@ -61,18 +70,28 @@ FORMATS = (                           # each a function of a datetime.date
 
 
 def date_of(index: int) -> dt.date:
-    """The ``index``-th date from 1950-01-01."""
+    """The ``index``-th date from 1950-01-01 (``0 <= index < NUM_DATES``, up to 2049-12-31)."""
+    index = check_count(index, "index", minimum=0, maximum=NUM_DATES - 1)
     return FIRST + dt.timedelta(days=int(index))
 
 
 def encode_text(text: str) -> list[int]:
+    """The token ids of ``text``'s characters (each one of :data:`CHARS`)."""
+    check_str(text, "text")
+    bad = sorted(set(text) - set(CHAR_ID))
+    if bad:
+        raise ValueError(f"text has characters outside the task's vocabulary: {bad} (in {text!r})")
     return [CHAR_ID[c] for c in text]
 
 
 def decode_ids(ids) -> str:
     """Token ids -> text, stopping at ``<eos>``, skipping ``<pad>`` and ``<bos>``."""
+    ids = check_array(ids, "ids", kind="int", ndim=1, layout="(L,)")
+    if ids.size and (ids.min() < 0 or ids.max() >= len(VOCAB)):
+        raise ValueError(f"ids must be in [0, {len(VOCAB)}) (the task's vocabulary), got values in "
+                         f"[{ids.min()}, {ids.max()}]")
     out = []
-    for i in np.asarray(ids).tolist():
+    for i in ids.tolist():
         if i == EOS:
             break
         if i >= len(SPECIALS):
@@ -94,7 +113,16 @@ class DateBatch:
 
 
 def make_batch(dates, formats) -> DateBatch:
-    """The batch of ``dates[i]`` written in format ``formats[i]``."""
+    """The batch of ``dates[i]`` written in format ``formats[i]`` (at least one date)."""
+    if isinstance(dates, (str, dt.date)) or not hasattr(dates, "__len__") or len(dates) == 0:
+        raise TypeError(f"dates must be a non-empty sequence of datetime.date, got {dates!r:.60}")
+    for i, d in enumerate(dates):
+        if not isinstance(d, dt.date) or not FIRST <= d <= LAST:
+            raise ValueError(f"dates[{i}] must be a datetime.date from {FIRST} to {LAST}, got {d!r}")
+    formats = check_array(formats, "formats", kind="int", shape=(len(dates),), layout="(len(dates),)")
+    if formats.min() < 0 or formats.max() >= len(FORMATS):
+        raise ValueError(f"formats must be in [0, {len(FORMATS)}) (indices of FORMATS), got values in "
+                         f"[{formats.min()}, {formats.max()}]")
     texts = [FORMATS[f](d) for d, f in zip(dates, formats, strict=True)]
     isos = [d.isoformat() for d in dates]
     src = np.full((len(texts), MAX_SRC_LEN), PAD, dtype=np.int64)
@@ -129,6 +157,7 @@ class DatesTask:
     seed: int = 12345
 
     def __post_init__(self):
+        check_fields(self, {"heldout_size": check_count, "seed": check_seed})
         if not 1 <= self.heldout_size < NUM_DATES:
             raise ValueError(f"heldout_size must be in [1, {NUM_DATES}), got {self.heldout_size}")
 
@@ -148,7 +177,9 @@ class DatesTask:
         return make_batch([date_of(i) for i in held], formats)
 
     def train_batch(self, rng, n: int) -> DateBatch:
-        """``n`` training dates (never held out), each in a random format."""
+        """``n`` training dates (never held out), each in a random format (``n >= 1``)."""
+        check_rng(rng)
+        check_count(n, "n")
         rng = as_generator(rng)
         train, _ = self.split()
         idx = train[rng.integers(0, len(train), n)]

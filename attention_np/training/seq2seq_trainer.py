@@ -12,15 +12,27 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_np._checks import check_count, check_instance, check_number, check_probability
 from attention_np.nn.decoding import greedy_decode
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
-from attention_np.nn.seq2seq import Seq2SeqConfig, init_seq2seq, seq2seq_backward, seq2seq_forward
+from attention_np.nn.seq2seq import (
+    Seq2SeqConfig,
+    check_model,
+    init_seq2seq,
+    seq2seq_backward,
+    seq2seq_forward,
+)
 from attention_np.training.adam import adam_init, adam_step, cooldown_lr
-from attention_np.training.dates import BOS, ISO_LEN, DateBatch, DatesTask, decode_ids
+from attention_np.training.dates import BOS, ISO_LEN, MAX_SRC_LEN, DateBatch, DatesTask, decode_ids
+from attention_np.training.trainer import check_run
 
 
 def dates_config(**overrides) -> Seq2SeqConfig:
     """The default model of ``train --task dates``: shared embeddings, tied output (§3.4)."""
+    unknown = sorted(set(overrides) - set(Seq2SeqConfig.__dataclass_fields__))
+    if unknown:
+        raise TypeError(f"dates_config got unknown fields {unknown}; Seq2SeqConfig has "
+                        f"{list(Seq2SeqConfig.__dataclass_fields__)}")
     vocab = DatesTask().vocab_size
     base = dict(src_vocab=vocab, tgt_vocab=vocab, max_src_len=32, max_tgt_len=ISO_LEN + 1,
                 d_model=64, num_heads=4, d_ff=128, num_encoder_layers=2, num_decoder_layers=2,
@@ -47,11 +59,24 @@ class Seq2SeqResult:
 
     def steps_to(self, target: float) -> int | None:
         """The first evaluated step whose held-out exact match is ``>= target`` (None: never)."""
+        check_probability(target, "target")
         return next((step for step, acc in self.curve if acc >= target), None)
 
 
 def decode_texts(params, config, batch: DateBatch, *, chunk: int = 500) -> list[str]:
-    """Greedy-decode every source of ``batch`` to a string (cached decoder, chunks bound memory)."""
+    """Greedy-decode every source of ``batch`` to a string (cached decoder, chunks bound memory).
+
+    Parameters
+    ----------
+    params : dict from :func:`attention_np.nn.init_seq2seq` for ``config``
+    config : Seq2SeqConfig
+    batch : DateBatch
+    chunk : int
+        Sources decoded at a time.
+    """
+    check_model(params, config)
+    check_instance(batch, DateBatch, "batch", maker="DatesTask.heldout or make_batch")
+    check_count(chunk, "chunk")
     out = []
     for s in range(0, len(batch.src), chunk):
         tokens, _ = greedy_decode(params, config, batch.src[s:s + chunk],
@@ -61,6 +86,14 @@ def decode_texts(params, config, batch: DateBatch, *, chunk: int = 500) -> list[
 
 
 def exact_match(params, config, batch: DateBatch) -> tuple[float, list[str]]:
+    """The fraction of ``batch``'s dates greedy-decoded exactly, and the decoded strings.
+
+    Parameters
+    ----------
+    params : dict from :func:`attention_np.nn.init_seq2seq` for ``config``
+    config : Seq2SeqConfig
+    batch : DateBatch
+    """
     decoded = decode_texts(params, config, batch)
     return float(np.mean([d == t for d, t in zip(decoded, batch.isos, strict=True)])), decoded
 
@@ -74,10 +107,18 @@ def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None
 
     Parameters
     ----------
-    config : default :func:`dates_config`
-    task : default ``DatesTask()`` (1000 held-out dates)
-    steps, batch_size, warmup, lr_factor : Adam steps, dates per step, Eq. (3)'s schedule times
-        ``lr_factor``
+    config : Seq2SeqConfig, optional
+        Default :func:`dates_config`.
+    task : DatesTask, optional
+        Default ``DatesTask()`` (1000 held-out dates).
+    steps : int >= 0
+        Adam steps (0: the initial params, evaluated).
+    batch_size : int
+        Dates per step.
+    warmup : int
+        Eq. (3)'s warm-up steps.
+    lr_factor : float > 0
+        Multiplies Eq. (3)'s rate.
     cooldown : over the last ``cooldown`` steps the rate also falls linearly to 0
         (:func:`cooldown_lr`); 0: Eq. (3) alone
     label_smoothing : §5.4's eps (0.1)
@@ -85,14 +126,20 @@ def train_seq2seq(*, config: Seq2SeqConfig | None = None, task: DatesTask | None
     dtype : float64 (exact) or float32 (about twice as fast; the same draws, rounded)
     eval_every : also measure the held-out exact match every this many steps (the ``curve``
         of the result; its time is not counted in ``train_seconds``)
-    on_step : callable ``on_step(step, loss)``
+    on_step : callable, optional
+        ``on_step(step, loss)`` after every step.
     """
-    config = config or dates_config()
-    task = task or DatesTask()
-    if np.dtype(dtype) not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
-    if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
-        raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
+    dtype = check_run(steps=steps, batch_size=batch_size, warmup=warmup, lr_factor=lr_factor,
+                      cooldown=cooldown, seed=seed, dtype=dtype, eval_every=eval_every, on_step=on_step)
+    check_number(label_smoothing, "label_smoothing", low=0, high=1, high_open=True)
+    config = check_instance(config, Seq2SeqConfig, "config", optional=True) or dates_config()
+    task = check_instance(task, DatesTask, "task", optional=True) or DatesTask()
+    if config.src_vocab < task.vocab_size or config.tgt_vocab < task.vocab_size:
+        raise ValueError(f"config (src_vocab {config.src_vocab}, tgt_vocab {config.tgt_vocab}) does "
+                         f"not fit the task's vocabulary of {task.vocab_size}")
+    if config.max_src_len < MAX_SRC_LEN or config.max_tgt_len < ISO_LEN + 1:
+        raise ValueError(f"config (max_src_len {config.max_src_len}, max_tgt_len {config.max_tgt_len}) "
+                         f"does not fit the task's sources (up to {MAX_SRC_LEN}) and targets ({ISO_LEN + 1})")
     rng = np.random.default_rng(seed)
     params = init_seq2seq(config, rng=rng, dtype=dtype)
     state = adam_init(params)

@@ -10,8 +10,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attention_np._checks import (
+    check_callable,
+    check_count,
+    check_float_dtype,
+    check_ids,
+    check_instance,
+    check_number,
+    check_params_shapes,
+    check_seed,
+    check_tuple,
+)
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
-from attention_np.nn.model import ModelConfig, init_model, model_backward, model_forward
+from attention_np.nn.model import ModelConfig, init_model, model_backward, model_forward, model_param_shapes
 from attention_np.training.adam import adam_init, adam_step, cooldown_lr
 from attention_np.training.tasks import ReversalTask
 
@@ -45,8 +56,43 @@ class TrainResult:
     curve: list = field(default_factory=list)
 
 
+def check_run(*, steps, batch_size, warmup, lr_factor, cooldown, seed, dtype, eval_every,
+              on_step) -> np.dtype:
+    """The arguments both trainers share, checked before any work; returns the dtype."""
+    check_count(steps, "steps", minimum=0)       # 0: the initial params, evaluated
+    check_count(batch_size, "batch_size")
+    check_count(warmup, "warmup")
+    check_number(lr_factor, "lr_factor", low=0, low_open=True)
+    check_count(cooldown, "cooldown", minimum=0, maximum=steps)
+    check_seed(seed)
+    check_count(eval_every, "eval_every", optional=True)
+    check_callable(on_step, "on_step", optional=True)
+    dtype = check_float_dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype}")
+    return dtype
+
+
 def evaluate(params: dict, config: ModelConfig, tokens, targets, *, batch_size: int = 256):
-    """``(token accuracy, sequence accuracy)`` of the argmax predictions."""
+    """``(token accuracy, sequence accuracy)`` of the argmax predictions.
+
+    Parameters
+    ----------
+    params : dict from :func:`attention_np.nn.init_model` for ``config``
+    config : ModelConfig
+    tokens, targets : int array (N, L)
+        Ids of ``config``'s vocabulary, ``N >= 1``.
+    batch_size : int
+        Sequences per forward pass (bounds the memory).
+    """
+    check_instance(config, ModelConfig, "config")
+    check_params_shapes(params, model_param_shapes(config), against="config")
+    tokens = check_ids(tokens, "tokens", config.vocab_size, ndim=2, layout="(N, L)")
+    targets = check_ids(targets, "targets", config.vocab_size, ndim=2, layout="(N, L)")
+    if targets.shape != tokens.shape or len(tokens) < 1:
+        raise ValueError(f"targets {targets.shape} must have the shape of tokens {tokens.shape}, "
+                         f"with at least one row")
+    check_count(batch_size, "batch_size")
     right = []
     # batches bound the memory; small ones also run faster (2000 reversals: 1000 at a time took
     # 1.5x as long as 256 at a time, float32, one BLAS thread)
@@ -65,15 +111,21 @@ def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None
 
     Parameters
     ----------
-    config, task : default ``ModelConfig()`` and ``ReversalTask()`` (10 digits)
-    steps, batch_size : optimizer steps and sequences per step
+    config : ModelConfig, optional
+        Default ``ModelConfig()``.
+    task : ReversalTask, optional
+        Default ``ReversalTask()`` of the config's length and vocabulary (10 digits).
+    steps, batch_size : optimizer steps (>= 0; 0: the initial params, evaluated) and sequences
+        per step (>= 1)
     warmup, lr_factor : the learning rate is ``lr_factor * transformer_lr(step, d_model, warmup)``
     cooldown : over the last ``cooldown`` steps the rate also falls linearly to 0
         (:func:`attention_np.training.adam.cooldown_lr`); 0: Eq. (3) alone
     seed : seeds the initial params and the batches
-    snapshot_at : steps after which to record the attention weights on a probe sequence
-        (step 0 = before training)
-    on_step : callable ``on_step(step, loss)`` after every step, e.g. a progress bar
+    snapshot_at : tuple of int
+        Steps after which to record the attention weights on a probe sequence (step 0 = before
+        training); a list or range is taken too.
+    on_step : callable, optional
+        ``on_step(step, loss)`` after every step, e.g. a progress bar.
     dtype : the params' float dtype (``np.float64``, or ``np.float32``, the dtype of
         ``python -m attention_np train``: about 1.7x faster a step on the reversal task, which it
         also learns to 100 %)
@@ -85,10 +137,13 @@ def train(*, config: ModelConfig | None = None, task: ReversalTask | None = None
     -------
     TrainResult
     """
-    if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
-        raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
-    config = config or ModelConfig()
-    task = task or ReversalTask(length=config.max_len, vocab_size=config.vocab_size)
+    dtype = check_run(steps=steps, batch_size=batch_size, warmup=warmup, lr_factor=lr_factor,
+                      cooldown=cooldown, seed=seed, dtype=dtype, eval_every=eval_every, on_step=on_step)
+    config = check_instance(config, ModelConfig, "config", optional=True) or ModelConfig()
+    task = (check_instance(task, ReversalTask, "task", optional=True)
+            or ReversalTask(length=config.max_len, vocab_size=config.vocab_size))
+    snapshot_at = check_tuple(snapshot_at, "snapshot_at", sequence=True, item=lambda s, name: check_count(
+        s, name, minimum=0, maximum=steps))
     if task.length > config.max_len or task.vocab_size > config.vocab_size:
         raise ValueError(f"task (length {task.length}, vocab {task.vocab_size}) does not fit "
                          f"config (max_len {config.max_len}, vocab {config.vocab_size})")

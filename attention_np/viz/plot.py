@@ -10,6 +10,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from attention_np._checks import check_count, check_flag, check_instance, check_str
+
 # One colour per scoring function / setting, the same in every plot.
 COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "additive": "tab:green",
           "analytic": "black"}
@@ -79,6 +81,9 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, *, ax=None, t
     ax : the Axes drawn into
     """
     w = _check_matrix(weights, "weights", 2, "(L, S)")
+    check_flag(annotate, "annotate")
+    check_flag(colorbar, "colorbar")
+    check_str(cmap, "cmap")
     L, S = w.shape
     rows = _labels(query_labels, L, "query_labels", "q")
     cols = _labels(key_labels, S, "key_labels", "k")
@@ -110,6 +115,8 @@ def head_grid(weights, query_labels=None, key_labels=None, *, ncols: int = 4, ti
     fig : the matplotlib Figure
     """
     w = _check_matrix(weights, "weights", 3, "(h, L, S)")
+    check_count(ncols, "ncols")
+    check_flag(annotate, "annotate")
     h = w.shape[0]
     if titles is not None and len(titles) != h:
         raise ValueError(f"titles has {len(titles)} entries but weights has h={h} heads")
@@ -140,6 +147,7 @@ def mask_picture(mask, query_labels=None, key_labels=None, *, ax=None, title=Non
     ``legend`` says so beside the axes."""
     from matplotlib.lines import Line2D
     m = _check_matrix(mask, "mask", 2, "(L, S)")
+    check_flag(legend, "legend")
     if m.dtype != np.bool_:
         raise TypeError(f"mask must be a bool array (True = may attend), got dtype {m.dtype}")
     L, S = m.shape
@@ -290,6 +298,10 @@ def comparison_plot(result: dict, *, axes=None):
 
 def training_curves(result: dict, d_k_index: int = -1, *, ax=None, window: int = 10):
     """Training loss (running mean over ``window`` steps) of each scoring at one ``d_k``."""
+    check_instance(result, dict, "result", maker="compare_scoring.train_retrieval's")
+    n = len(result.get("d_ks", ())) or 1
+    check_count(d_k_index, "d_k_index", minimum=-n, maximum=n - 1)     # an index: negative counts back
+    check_count(window, "window")
     ax = _axes(ax, figsize=(5, 3.2))
     for s in ("additive", "unscaled", "scaled"):
         if f"curve_{s}" not in result:

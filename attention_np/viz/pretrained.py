@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_np._checks import check_count, check_path
 from attention_np.pretrained.head_finder import BEHAVIOURS, best_heads, head_scores
 
 # Sentences with repeated words (for "match" heads) and punctuation, short enough to read.
@@ -46,6 +47,7 @@ def plot_grid(attentions, tokens, *, sentence: int = 0):
     72 small panels: drawn as bare images with one shared colorbar (no per-panel tick labels,
     which would be unreadable at this size and slow to lay out).
     """
+    check_count(sentence, "sentence", minimum=0, maximum=max(len(tokens) - 1, 0))
     import matplotlib.pyplot as plt
 
     num_layers, num_heads = len(attentions), attentions[0].shape[1]
@@ -72,6 +74,10 @@ def plot_grid(attentions, tokens, *, sentence: int = 0):
 
 def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOWN):
     """The top-scoring head of each behaviour in ``shown`` (scored on every sentence)."""
+    check_count(sentence, "sentence", minimum=0, maximum=max(len(tokens) - 1, 0))
+    unknown = [s for s in shown if s not in BEHAVIOURS] if isinstance(shown, (tuple, list)) else shown
+    if unknown or not shown:
+        raise ValueError(f"shown must be a non-empty tuple of {list(BEHAVIOURS)}, got {shown!r}")
     import matplotlib.pyplot as plt
 
     best = best_heads(head_scores(attentions, tokens))
@@ -92,6 +98,8 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
 
 def save_readme_figure(path="docs/img/minilm_heads.png", dpi: int = 100) -> Path:
     """Run MiniLM on :data:`SENTENCES` and save the recognizable heads; returns the path."""
+    check_path(path)
+    check_count(dpi, "dpi", maximum=1000)
     from attention_np._optional import import_optional
 
     import_optional("matplotlib", "attention_np.viz.pretrained").use("Agg")

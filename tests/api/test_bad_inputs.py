@@ -381,7 +381,7 @@ def _rows():
     # additive
     rows += [
         ("additive_attention_forward-params-None", lambda: additive_attention_forward(Q, K, V, None),
-         ValueError, "params"),
+         TypeError, "params"),
         ("additive_attention_forward-params-W_q shape", lambda: additive_attention_forward(
             Q, K, V, dict(AP, W_q=AP["W_q"][:3])), ValueError, "W_q"),
         ("init_additive_params-d_q-0", lambda: an.init_additive_params(0), ValueError, "d_q"),

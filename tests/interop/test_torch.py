@@ -421,7 +421,7 @@ def test_compare_mha_says_when_it_casts_to_the_modules_dtype():
     (dict(is_causal=True), ValueError, "is_causal=True needs attn_mask"),
     (dict(need_weights=1), TypeError, "need_weights must be True or False"),
     (dict(seed=-1), ValueError, "seed"),
-    (dict(seed=1.5), ValueError, "seed"),
+    (dict(seed=1.5), TypeError, "seed"), (dict(seed=True), TypeError, "seed"),
     (dict(static_k=np.ones((3, 3))), ValueError, "static_k must be (N*num_heads, S, head_dim) = (4, S, 4)"),
     (dict(static_k=np.ones((4, 3, 4), int)), TypeError, "static_k must be a floating-point array"),
 ])

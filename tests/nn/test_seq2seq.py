@@ -201,7 +201,7 @@ def test_seq2seq_rejects_bad_tokens_and_masks():
     src, tgt = np.array([[1, 2, 3]]), np.array([[0, 1]])
     with pytest.raises(ValueError, match="src_mask must have the shape"):
         seq2seq_forward(p, src, tgt, cfg, src_mask=np.ones((1, 4), bool))
-    with pytest.raises(ValueError, match=r"tgt_in values must be in \[0, 5\)"):
+    with pytest.raises(ValueError, match=r"tgt_in must be in \[0, 5\)"):
         seq2seq_forward(p, src, np.array([[0, 7]]), cfg)
     with pytest.raises(ValueError, match="src has length 5 > max length 4"):
         seq2seq_forward(p, np.zeros((1, 5), int), tgt, cfg)

@@ -155,7 +155,7 @@ def test_tokenizer_matches_an_independent_wordpiece_tokenizer_from_vocab_txt(run
 def test_encode_rejects_mismatched_attention_mask(ours32):
     from attention_np.pretrained import encode
 
-    with pytest.raises(ValueError, match=r"attention_mask has shape \(1, 3\) but input_ids has \(1, 4\)"):
+    with pytest.raises(ValueError, match=r"attention_mask must have shape \(B, L\) of input_ids = \(1, 4\)"):
         encode(ours32.params, np.array([[101, 7592, 2088, 102]]), np.ones((1, 3), bool))
 
 

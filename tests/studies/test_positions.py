@@ -104,9 +104,9 @@ def test_position_blind_bound_of_the_lesson_task_is_above_chance():
 
 
 def test_position_blind_inputs_are_checked():
-    with pytest.raises(ValueError, match="tokens must be"):
+    with pytest.raises(ValueError, match="tokens must"):
         positions.position_blind_predict(np.array([[0, 5]]), 3)
-    with pytest.raises(ValueError, match="tokens must be"):
+    with pytest.raises(ValueError, match="tokens must"):
         positions.position_blind_guesses(np.array([0, 1]), 3)
     with pytest.raises(ValueError, match="length"):
         positions.position_blind_accuracy(0, 10)

@@ -80,7 +80,7 @@ def test_eval_every_curve_is_what_shorter_runs_end_with():
     short = train(steps=10, batch_size=8, seed=1)
     assert long.curve[1][1:] == (short.accuracy, short.sequence_accuracy)
     np.testing.assert_array_equal(long.losses[:10], short.losses)
-    with pytest.raises(ValueError, match="eval_every must be a positive int"):
+    with pytest.raises(ValueError, match="eval_every must be an int >= 1"):
         train(steps=2, eval_every=0)
 
 

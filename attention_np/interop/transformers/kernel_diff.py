@@ -18,6 +18,7 @@ import copy
 
 import numpy as np
 
+from attention_np._checks import check_seed
 from attention_np._optional import import_optional
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
@@ -115,7 +116,8 @@ def compare_attention_kernels(model, *, reference: str = "sdpa", seed: int = 0,
 
     Parameters
     ----------
-    model : a transformers model whose layers use the attention interface (left untouched)
+    model : torch.nn.Module
+        A transformers model whose layers use the attention interface (left untouched).
     reference : str
         The attention implementation diffed: a key of ``ALL_ATTENTION_FUNCTIONS`` ("sdpa",
         ...), "eager" (the family's own ``eager_attention_forward``) or
@@ -137,6 +139,7 @@ def compare_attention_kernels(model, *, reference: str = "sdpa", seed: int = 0,
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     check_model_inputs(model, inputs, torch)
+    check_seed(seed)
     known = ("eager", EAGER_FLOAT64, *ALL_ATTENTION_FUNCTIONS)
     if reference not in known or reference == NAME:
         raise ValueError(f"reference must be one of {sorted(set(known) - {NAME})}, got "

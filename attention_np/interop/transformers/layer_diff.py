@@ -18,6 +18,7 @@ import copy
 
 import numpy as np
 
+from attention_np._checks import check_seed
 from attention_np._optional import import_optional
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
@@ -153,7 +154,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
 
     Parameters
     ----------
-    module : an attention layer
+    module : torch.nn.Module
+        An attention layer.
         Any layer :func:`~attention_np.interop.transformers.layer_reading.layer_spec` reads, by what it
         computes (BERT, RoBERTa, DistilBERT, ALBERT, ViT, CLIP, GPT-2, BART, OPT, Whisper, T5,
         Llama, Mistral, Mixtral, Qwen2, Qwen3, Gemma 1-3, Cohere, OLMo, Granite, SmolLM3,
@@ -184,7 +186,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     position_bias : (B | 1, h, L, S) float, optional
         T5 blocks after the first: the bias block 0 computed (mask folded in). Without it such
         a layer runs without any position bias, and the report says so.
-    window_mask : (num_windows, N, N) float, optional
+    window_mask : float array or tensor (num_windows, N, N), optional
         Swin's shifted-window mask as its window attention layer gets it
         (``SwinLayer.get_attn_mask``: 0, or -100 between positions from different regions of
         the shifted image), with ``hidden_states`` the ``B * num_windows`` windows
@@ -204,6 +206,10 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     """
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"module must be an attention layer (a torch.nn.Module), got "
+                        f"{type(module).__name__} ({module!r:.40})")
+    check_seed(seed)
     spec = layer_spec(module)
     if spec.alibi is not None or spec.adds_residual:
         raise UnsupportedLayer(

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from attention_np._checks import check_seed
 from attention_np._optional import import_optional
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
@@ -253,7 +254,8 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
 
     Parameters
     ----------
-    model : a transformers model (``torch.nn.Module``); left untouched (a float64 copy runs)
+    model : torch.nn.Module
+        A transformers model; left untouched (a float64 copy runs).
     seed : int
         Seed of the random upstream gradients (one per layer call).
     **inputs : what ``model`` takes (``input_ids``, ``attention_mask``, ``decoder_input_ids``,
@@ -270,6 +272,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
     torch = import_optional("torch", "attention_np.interop.transformers.model_diff")
     import_optional("transformers", "attention_np.interop.transformers.model_diff")
     check_model_inputs(model, inputs, torch)
+    check_seed(seed)
     work = copy.deepcopy(model).double().eval()
     float64_experts(work)
     specs, refused = attention_layers(work)
