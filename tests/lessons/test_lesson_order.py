@@ -116,7 +116,7 @@ CLAUSE_TAUGHT_BY = {
     ("mha_forward", "mask_head_axis"): "`mask[:, None]` of shape",
     ("mha_forward", "returns"): "5) project with W_o: out",
     ("mha_backward", "cross"): "cross-attention ($L = 3$ queries, $S = 4$ keys)",
-    ("mha_backward", "gradient"): "over all eleven gradients",
+    ("mha_backward", "gradient"): "asks for these eleven gradients",
     ("mha_backward", "bias_sum"): "gets the sum of the gradients over every position",
     ("mha_backward", "self"): "$dx = d\\text{query} + d\\text{key} + d\\text{value}$",
     ("causal_mask", "sizes"): "L_q, S_k = 3, 6",
