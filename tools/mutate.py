@@ -215,13 +215,22 @@ def _with_equivalents(path):
     return data
 
 
+def _percent(part, whole) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "-"
+
+
 def _row(name, n, kb, ka, eq):
-    return (f"| {name} | {n} | {eq} | {kb} | {100 * kb / n:.1f} % ({100 * kb / (n - eq):.1f} %) "
-            f"| {ka} | {100 * ka / n:.1f} % ({100 * ka / (n - eq):.1f} %) |")
+    return (f"| {name} | {n} | {eq} | {kb} | {_percent(kb, n)} ({_percent(kb, n - eq)}) "
+            f"| {ka} | {_percent(ka, n)} ({_percent(ka, n - eq)}) |")
 
 
 def report(paths) -> int:
     """Print the before/after table of the given result files."""
+    missing = [x for x in paths if not Path(x).is_file()]
+    if missing:
+        print(f"--report: no result file {', '.join(missing)}; a run writes one with --out FILE "
+              f"(python tools/mutate.py MODULE TESTS --out FILE)", file=sys.stderr)
+        return 2
     print("| module | mutants | equivalent | killed before | score before (of non-equivalent) "
           "| killed after | score after (of non-equivalent) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -256,6 +265,24 @@ def _test_folder(module: str) -> str:
     parts = Path(module).parts
     sub = parts[1:-1] if parts and parts[0] == "attention_np" else parts[:-1]
     return "/".join(("tests", *sub[:1])) + "/"
+
+
+#: what a mutant may change or a test imports: copied; the rest of the checkout is linked (read only)
+COPIED = ("attention_np", "tests", "tools", "pyproject.toml")
+
+
+def _scratch_copy(root: Path, tmp: Path) -> None:
+    """The checkout in ``tmp``: :data:`COPIED` copied (the mutant is written into the copy), every
+    other top-level entry (notebooks, docs, exercises, ... that the tests read) a symbolic link."""
+    for entry in sorted(root.iterdir()):
+        if entry.name == ".git" or entry.name.startswith(".pytest") or entry.name == "__pycache__":
+            continue
+        if entry.name in COPIED and entry.is_dir():
+            shutil.copytree(entry, tmp / entry.name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif entry.name in COPIED:
+            shutil.copy(entry, tmp)
+        else:
+            (tmp / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
 
 
 def main(argv=None) -> int:
@@ -304,16 +331,14 @@ def main(argv=None) -> int:
         _preload(args.tests)
     tree = ast.parse(source)
     with tempfile.TemporaryDirectory() as tmp:
-        for d in ("attention_np", "tests"):
-            shutil.copytree(root / d, Path(tmp) / d, ignore=shutil.ignore_patterns("__pycache__"))
-        for f in ("pyproject.toml",):
-            if (root / f).exists():
-                shutil.copy(root / f, tmp)
+        _scratch_copy(root, Path(tmp))
         target = Path(tmp) / args.module
         original = target.read_text()
         run_one = _run_forked if use_fork else _run_subprocess
         if not run_one(tmp, args.tests, args.timeout):         # every verdict below relies on this
-            print(f"the tests fail on the unmutated copy: {' '.join(args.tests)}")
+            print(f"the tests fail on the unmutated copy: {' '.join(args.tests)} (no mutant was run; "
+                  f"`python -m pytest -x {' '.join(args.tests)}` in this checkout shows why)",
+                  file=sys.stderr)
             return 1
         start, killed, survived, run = time.monotonic(), 0, [], 0
         try:

@@ -6,8 +6,8 @@ every run. matplotlib is imported inside :func:`run` only: the command-line pars
 
 The lessons' example data (the sentence of notebook 1, the d_k sweeps of notebook 2) lives in
 :mod:`attention_np.lessons.examples`, so the notebooks and the figures show the same numbers. The
-claim-6 figure draws lesson 02's fair experiment from its committed results (``--claim6``, by
-default ``notebooks/results/claim6.json`` of this checkout), the file lesson 02 loads.
+claim-6 figure draws lesson 06's fair experiment (its appendix) from its committed results (``--claim6``, by
+default ``notebooks/results/claim6.json`` of this checkout), the file lesson 06 loads.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ FIGURES = {
     "scaling_variance.png": "Footnote 4: Var(q·k) grows like d_k; after 1/sqrt(d_k) it stays 1.",
     "scaling_saturation.png": "Without the scale the softmax tends to one-hot as d_k grows.",
     "scaling_gradients.png": "Without the scale the typical gradient through the softmax vanishes.",
-    "additive_vs_dot.png": "Claim 6 inside a trained encoder (lesson 02): additive, unscaled and scaled "
+    "additive_vs_dot.png": "Claim 6 inside a trained encoder (lesson 06): additive, unscaled and scaled "
                            "dot-product attention as d_k grows.",
 }
 
-# lesson 02's committed results of studies.scoring_in_model, in a checkout of the repository
+# lesson 06's committed results of studies.scoring_in_model, in a checkout of the repository
 CLAIM6 = Path(__file__).resolve().parents[2] / "notebooks" / "results" / "claim6.json"
 CLAIM6_COMMAND = "python -m attention_np.studies.scoring_in_model --out notebooks/results/claim6.json"
 
@@ -46,7 +46,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dpi", type=int_between(1, 1000), default=100,
                         help="resolution of the PNG files, 1 to 1000 dots per inch (default 100)")
     parser.add_argument("--claim6", default=str(CLAIM6),
-                        help="the results of lesson 02's claim-6 study, drawn as additive_vs_dot.png "
+                        help="the results of lesson 06's claim-6 study, drawn as additive_vs_dot.png "
                              "(default: notebooks/results/claim6.json of this checkout)")
 
 
@@ -54,7 +54,7 @@ def check_args(parser, args) -> None:
     """Make the output directory before any work, or say why it cannot be made (exit 2); the
     claim-6 results must exist."""
     try:
-        json_object(("setup", "runs"), f"the JSON of lesson 02's claim-6 study ({CLAIM6_COMMAND} "
+        json_object(("setup", "runs"), f"the JSON of lesson 06's claim-6 study ({CLAIM6_COMMAND} "
                                        f"makes it)")(args.claim6)
     except argparse.ArgumentTypeError as e:
         parser.error(f"argument --claim6: {e}")

@@ -54,7 +54,9 @@ GRADESCOPE_TIMEOUT_S = 600
 
 STUDENT_README = """# Exercises on attention (§3.2 of "Attention Is All You Need")
 
-Needs Python >= 3.10 and NumPy (`pip install numpy`); nothing else.
+Needs Python >= 3.10 and NumPy (`pip install numpy`); nothing else. The lessons, their questions and
+the projects need more (the attention_np package with plots): the course's install page,
+docs/install.md, says what.
 
 ## The notebooks
 

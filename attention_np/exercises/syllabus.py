@@ -43,6 +43,8 @@ EXPLORER = "../docs/explorer.md"
 EXPLORER_VIEWS = {"eq1": "Eq. (1) live: d_k, scaled and unscaled", "masks": "the masks view",
                   "heads": "the heads of trained models"}
 SESSION_MINUTES = 90
+#: the most homework one session may leave (minutes): a longer lesson's homework is carried to a later session
+MAX_HOMEWORK_MINUTES = 180
 KINDS = {"predict": "Predict, then run.", "derive": "Derive by hand.",
          "break": "Break it and explain.", "explain": "Explain."}
 
@@ -92,6 +94,7 @@ class Session:
     lessons: tuple               # lesson numbers
     in_class: tuple              # ((activity, minutes), ...) besides the lessons' own minutes
     homework: str
+    carry: tuple = ()            # ((what, minutes, session it is due at), ...): part of its lessons' homework
 
 
 Q = Question
@@ -139,9 +142,9 @@ LESSONS = (
            "of sentence 2 attend to all six keys, padding included: the padded keys are zero vectors, "
            "score 0, and each takes a share of the weight (about a tenth here), so padding leaks into the "
            "real words' outputs. The three padded queries get no key at all, so their weights are all 0 "
-           "(what such a row returns is treated later, in lesson 7). Padding must be removed from what "
-           "every query reads, which is the keys' axis; the padded queries' own outputs are ignored by "
-           "the loss anyway.",
+           "(and their outputs 0: the section on a query with no allowed key). Padding must be removed "
+           "from what every query reads, which is the keys' axis; the padded queries' own outputs are "
+           "ignored by the loss anyway.",
            "1 pt: the real words now put weight on padded keys; 1 pt: the padded queries get no key (all "
            "weights 0); 1 pt: a mask must remove padding from the keys every query reads."),
          Q("predict",
@@ -164,8 +167,6 @@ LESSONS = (
          "explain how large scores saturate the softmax and shrink its gradient, on two scores "
          "(w(1 - w)) and over 16 keys (largest weight, entropy)",
          "read a gradient table by its median and its root mean square, and say why they differ",
-         "state what the claim-6 experiment measured (three scorers inside one trained encoder) and "
-         "what it did not",
          "say why dot-product attention is faster and smaller than additive attention (counted "
          "operations, the (L, S, d_hidden) array, the tanh calls)"),
         ("lesson 1: Eq. (1), the softmax, the scores (L, S)",
@@ -225,8 +226,7 @@ LESSONS = (
            "1 pt: the median is a typical, saturated query; 1 pt: the RMS is dominated by a few large "
            "gradients (no 1/√d_k in unscaled dq); 1 pt: the near-tie explanation is a hypothesis.",
            ("1024 1.063 0.000664 1.231 16.15",))),
-        ("figures/scaling_variance.png", "figures/scaling_saturation.png", "figures/scaling_gradients.png",
-         "figures/additive_vs_dot.png"),
+        ("figures/scaling_variance.png", "figures/scaling_saturation.png", "figures/scaling_gradients.png"),
         explorer="eq1"),
     Lesson(
         3, "03_multi_head_attention", "Multi-head attention",
@@ -301,14 +301,16 @@ LESSONS = (
          "write the backward of Eq. (1) by undoing the forward lines last to first, scale and mask included",
          "check a backward against central finite differences and PyTorch autograd, and say why the "
          "upstream gradient must be random",
-         "explain the gradients of multi-head attention: split and merge as each other's backward, "
-         "biases summed over positions, why dL/db_k = 0"),
+         "derive the linear layer's backward (dx = dy Wᵀ; dW and db summed over every batch and position)",
+         "derive the multi-head backward step by step, last step first, and check each stage: split and "
+         "merge as each other's backward, the three input gradients of self-attention added, why "
+         "dL/db_k = 0"),
         ("lesson 1: Eq. (1) and masks; lesson 3: the five steps of multi-head attention",
          "lesson 2: the gradient through the softmax, used there as a measurement",
          "the chain rule for vectors (Jacobians, vector-Jacobian products)",
          "central finite differences, (f(x + h) - f(x - h)) / 2h",
          "PyTorch basics (tensors, requires_grad, .backward()) to read the comparison cells"),
-        60, 240,
+        70, 240,
         "the gradients training needs, checked, just before the first training",
         (Q("predict",
            "Before running the finite-difference cell of Eq. (1), predict the gradient of the fully masked "
@@ -406,19 +408,22 @@ LESSONS = (
                  "guessed.")),
     Lesson(
         6, "06_positional_encoding", "Positional encoding: how order gets into attention",
-        ("§3.5", "Table 3 row (E)"),
+        ("§3.5", "Table 3 row (E)", "§3.2.1's claim 6 (appendix)"),
         ("build the sinusoidal table and read its wavelengths (2π to 10000 · 2π, geometric) off the table",
          "show that PE(pos + k) = PE(pos) M_k with a rotation M_k that depends on k only, and what a head "
          "of width d_k can hold of it",
          "derive PE(i)·PE(j) = Σ_n cos((i - j) ω_n) and describe its profile against |i - j|",
          "show that attention without positions is permutation-equivariant, and what that costs on "
          "reversal (the exact position-blind bound)",
-         "explain why RoPE's score depends on m - n only, and state what the extrapolation test measured"),
+         "explain why RoPE's score depends on m - n only, and state what the extrapolation test measured",
+         "state what the claim-6 experiment of the appendix measured (lesson 2's three scorers inside one "
+         "trained encoder) and what it did not"),
         ("lesson 5: the encoder, the reversal task and its training",
          "lesson 3: heads and their projections (W_q W_kᵀ has rank at most d_k)",
          "the angle-addition formulas; rotations of the plane",
-         "permutation matrices"),
-        70, 60,
+         "permutation matrices",
+         "lesson 2: additive attention and §3.2.1's claim 6 (for the appendix)"),
+        70, 75,
         "attention is blind to order (§3.5), measured on the task and training of lesson 5",
         (Q("predict",
            "Before running the permutation cell, predict max |f(P x) - P f(x)| for the self-attention "
@@ -464,7 +469,7 @@ LESSONS = (
            "1 pt: 'may' is a hypothesis, tested here in one setting only.",
            ("80 0.4204 0.1984",))),
         ("the sinusoids", "PE(i)·PE(j) against |i - j|", "training with and without PE",
-         "the maps with and without PE"),
+         "the maps with and without PE", "figures/additive_vs_dot.png"),
         explorer="masks"),                 # ALiBi, the lesson's other way to put order into the scores
     Lesson(
         7, "07_tiling_and_kv_cache",
@@ -671,13 +676,13 @@ SESSIONS = (
             "lesson 2's questions 2-4"),
     Session((3,), (("start `split_heads`, then question 3", 20),),
                "exercise 03 (`split_heads`, `merge_heads`, `mha_forward`) and lesson 3's questions"),
-    Session((4,), (("question 2 (the softmax VJP) on paper, then start `softmax_backward`", 30),),
-            "exercise 04 (`softmax_backward`, `attention_backward`, `mha_backward`) and lesson 4's "
-            "questions"),
+    Session((4,), (("question 2 (the softmax VJP) on paper", 20),),
+            "exercise 04's `softmax_backward` and `attention_backward`, and lesson 4's questions",
+            carry=(("exercise 04's `mha_backward` (lesson 4's step-by-step derivation of it)", 90, 6),)),
     Session((5,), (("plan the project: choose one change and write the prediction", 30),),
             "the project of lesson 5 and its questions"),
     Session((6,), (("questions 1-2, then a review of the unit", 20),),
-            "exercise 06 (`sinusoidal`) and lesson 6's questions 3-4"),
+            "exercise 06 (`sinusoidal`), lesson 6's questions 3-4 and its appendix (claim 6, read at home)"),
 )
 EXTENSION = (7, 8, 9)
 
@@ -801,10 +806,28 @@ def _session_minutes(session: Session) -> int:
     return sum(lesson(n).minutes for n in session.lessons) + sum(m for _, m in session.in_class)
 
 
+def _carried_in(number: int) -> list:
+    """(what, minutes, from session) of the homework carried to session ``number`` (1-based)."""
+    return [(what, m, i) for i, s in enumerate(SESSIONS, 1) for what, m, due in s.carry if due == number]
+
+
+def session_homework(number: int) -> int:
+    """Minutes of homework session ``number`` leaves: its lessons' homework, less what it carries to a
+    later session, plus what an earlier one carried to it."""
+    session = SESSIONS[number - 1]
+    return (sum(lesson(n).homework_minutes for n in session.lessons) - sum(m for _, m, _ in session.carry)
+            + sum(m for _, m, _ in _carried_in(number)))
+
+
 def _check_plan() -> None:
     for i, session in enumerate(SESSIONS, 1):
         if _session_minutes(session) != SESSION_MINUTES:
             raise ValueError(f"session {i} takes {_session_minutes(session)} min, expected {SESSION_MINUTES}")
+        if any(not i < due <= len(SESSIONS) for _, _, due in session.carry):
+            raise ValueError(f"session {i} carries homework to {session.carry}: expected a later session")
+        if session_homework(i) > MAX_HOMEWORK_MINUTES:
+            raise ValueError(f"session {i} leaves {session_homework(i)} min of homework, more than "
+                             f"{MAX_HOMEWORK_MINUTES}: carry part of it to a later session")
 
 
 def two_week_plan() -> str:
@@ -817,11 +840,14 @@ def two_week_plan() -> str:
         names = ", ".join(f"`notebooks/{les.stem}`" for les in lessons)
         parts = [f"lesson {les.number} ({les.minutes} min)" for les in lessons]
         parts += [f"{activity} ({m} min)" for activity, m in session.in_class]
-        homework = sum(les.homework_minutes for les in lessons)
+        homework = "; ".join([session.homework]
+                             + [f"{what}, carried from session {j} (about {m} min of it)"
+                                for what, m, j in _carried_in(i)]
+                             + [f"{what} is due at session {due}" for what, _, due in session.carry])
         nq = sum(len(les.questions) for les in lessons)
-        rows.append(f"| week {week}, {i} | {names} | {'; '.join(parts)} | {session.homework} "
-                    f"(about {homework} min) | {nq} |")
-    total_home = sum(lesson(n).homework_minutes for s in SESSIONS for n in s.lessons)
+        rows.append(f"| week {week}, {i} | {names} | {'; '.join(parts)} | {homework} "
+                    f"(about {session_homework(i)} min) | {nq} |")
+    total_home = sum(session_homework(i) for i in range(1, len(SESSIONS) + 1))
     ext = [lesson(n) for n in EXTENSION]
     ext_names = ", ".join(f"`notebooks/{les.stem}`" for les in ext)
     return "\n".join(rows + [

@@ -71,15 +71,14 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     check_real(eps, "eps", positive=True)
     _check_scalar_loss(loss)
     grad = np.zeros_like(x)
-    flat, gflat = x.reshape(-1), grad.reshape(-1)      # views: writing flat[i] writes x
-    for i in range(flat.size):
-        old = flat[i]
-        flat[i] = old + eps
+    for i in np.ndindex(x.shape):      # index x itself: a reshape of a strided view (a transpose) is a copy
+        old = x[i]
+        x[i] = old + eps
         plus = loss()
-        flat[i] = old - eps
+        x[i] = old - eps
         minus = loss()
-        flat[i] = old
-        gflat[i] = (plus - minus) / (2 * eps)
+        x[i] = old
+        grad[i] = (plus - minus) / (2 * eps)
     return grad
 
 

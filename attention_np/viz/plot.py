@@ -99,7 +99,7 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, *, ax=None, t
     if annotate:
         for i in range(L):            # a few dozen text labels, not arithmetic: loops are fine
             for j in range(S):
-                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=10,
                         color="black" if w[i, j] > 0.6 else "white")
     if title:
         ax.set_title(title)
@@ -122,7 +122,7 @@ def head_grid(weights, query_labels=None, key_labels=None, *, ncols: int = 4, ti
         raise ValueError(f"titles has {len(titles)} entries but weights has h={h} heads")
     ncols = min(ncols, h)
     nrows = -(-h // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.4 * nrows),
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols, 2.3 * nrows),
                              layout="constrained", squeeze=False)
     for i, ax in enumerate(axes.flat):
         if i >= h:
@@ -156,14 +156,14 @@ def mask_picture(mask, query_labels=None, key_labels=None, *, ax=None, title=Non
     im = ax.images[-1]
     im.set_clim(-0.3, 1.3)              # keep "blocked" visibly off-white, "allowed" not pure black
     for i, j in zip(*np.nonzero(~m), strict=True):
-        ax.text(j, i, "×", ha="center", va="center", fontsize=9, color="tab:red")
+        ax.text(j, i, "×", ha="center", va="center", fontsize=10, color="tab:red")
     if legend:
         swatch = dict(marker="s", ls="", ms=10, markeredgecolor="gray")
         ax.legend(handles=[Line2D([], [], markerfacecolor=im.cmap(im.norm(1.0)), **swatch,
                                   label="may attend (True)"),
                            Line2D([], [], markerfacecolor=im.cmap(im.norm(0.0)), **swatch,
                                   label="masked (False)")],
-                  loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+                  loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=10, frameon=False)
     return ax
 
 
@@ -179,7 +179,7 @@ def variance_plot(moments: dict, *, ax=None):
     _d_k_axis(ax, d_k)
     ax.set_ylabel("variance")
     ax.set_title(r"footnote 4: Var$(q\cdot k) = d_k$")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -200,7 +200,7 @@ def saturation_plot(saturation: dict, *, axes=None):
     axes[1].set_ylabel("mean entropy (nats)")
     for ax in axes:
         _d_k_axis(ax, d_k)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=10)
     axes[0].set_title("softmax saturation")
     return axes
 
@@ -223,8 +223,8 @@ def gradient_plot(gradients: dict, *, axes=None):
         _d_k_axis(ax, d_k)
         ax.set_ylabel(f"gradient norm at the {name}")
         ax.set_title(f"at the {name}")
-    axes[0].figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=4,
-                          fontsize=9)
+    axes[0].figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2,
+                          fontsize=10)
     axes[0].figure.suptitle("gradient through the softmax, per query (2 000 queries)")
     return axes
 
@@ -237,8 +237,10 @@ def claim6_plot(claim6: dict, *, axes=None):
     setup = claim6["setup"]
     runs = {(r["scoring"], r["d_k"]): r for r in claim6["runs"]}
     d_ks = sorted({r["d_k"] for r in claim6["runs"]})
-    if axes is None:
-        _, axes = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
+    if axes is None:                # two rows, 9.6 inches wide: the width shown, so labels stay 10 pt
+        fig = plt.figure(figsize=(9.6, 7.0), layout="constrained")
+        grid = fig.subplot_mosaic([["accuracy", "steps"], ["loss", "loss"]])
+        axes = [grid["accuracy"], grid["steps"], grid["loss"]]
     for j, s in enumerate(setup["scorings"]):
         acc = np.array([runs[s, d]["test_accuracy"] for d in d_ks])          # (len(d_ks), seeds)
         x = np.array(d_ks) * 1.08 ** (j - 1)                                 # side by side
@@ -262,9 +264,9 @@ def claim6_plot(claim6: dict, *, axes=None):
     for ax in axes[:2]:
         _d_k_axis(ax, d_ks)
     for ax in axes:
-        ax.legend(fontsize=9)
+        ax.legend(fontsize=10)
     axes[0].figure.suptitle(f"claim 6 inside a trained encoder: {len(setup['seeds'])} seeds per point, "
-                            f"{setup['steps']} steps each, learning rate tuned per scorer and $d_k$")
+                            f"{setup['steps']} steps each,\nlearning rate tuned per scorer and $d_k$")
     return axes
 
 
@@ -276,13 +278,13 @@ def comparison_plot(result: dict, *, axes=None):
     d_k = np.asarray(result["d_k"])
     steps = result[f"curve_{scorings[0]}"].shape[1]
     for s in scorings:
-        axes[0].semilogx(d_k, result[f"accuracy_{s}"], "o-", color=COLORS[s], label=s)
+        axes[0].plot(d_k, result[f"accuracy_{s}"], "o-", color=COLORS[s], label=s)
         reached = np.asarray(result[f"steps_to_threshold_{s}"], dtype=float)
         never = reached >= steps                    # the cap means "never reached", not a measured step
-        axes[1].semilogx(d_k, np.where(never, np.nan, reached), "o-", color=COLORS[s], label=s)
+        axes[1].plot(d_k, np.where(never, np.nan, reached), "o-", color=COLORS[s], label=s)
         if never.any():
-            axes[1].semilogx(d_k[never], np.full(never.sum(), steps), "x", color=COLORS[s], ms=8,
-                             label=f"{s}: never reached")
+            axes[1].plot(d_k[never], np.full(never.sum(), steps), "x", color=COLORS[s], ms=8,
+                         label=f"{s}: never reached")
     if "n_keys" in result:
         axes[0].axhline(1 / result["n_keys"], ls="--", color=COLORS["analytic"], lw=1,
                         label="chance: 1/S")
@@ -290,8 +292,8 @@ def comparison_plot(result: dict, *, axes=None):
     axes[0].set_ylabel(f"held-out accuracy after {steps} steps")
     axes[1].set_ylabel(f"steps to loss < threshold (x: not in {steps})")
     for ax in axes:
-        ax.set_xlabel("$d_k$")
-        ax.legend(fontsize=8)
+        _d_k_axis(ax, d_k)                         # ticks at the swept d_k, not 10^1, 10^2
+        ax.legend(fontsize=10)
     axes[0].set_title("retrieval task")
     return axes
 
@@ -312,5 +314,5 @@ def training_curves(result: dict, d_k_index: int = -1, *, ax=None, window: int =
     ax.set_xlabel("step")
     ax.set_ylabel("training loss")
     ax.set_title(f"$d_k$ = {int(result['d_k'][d_k_index])}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     return ax

@@ -31,11 +31,11 @@ def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool 
     n = len(tokens)
     attention_heatmap(weights[:n, :n], tokens, tokens, ax=ax, annotate=False, colorbar=False)
     ax.set_aspect("equal")                     # queries and keys are the same tokens
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=10)
     ax.set_xlabel("")                          # the callers label the outer axes only
     ax.set_ylabel("")
     if labels:
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=10)
     else:
         ax.set_xticks([])
         ax.set_yticks([])
@@ -53,8 +53,9 @@ def plot_grid(attentions, tokens, *, sentence: int = 0):
     num_layers, num_heads = len(attentions), attentions[0].shape[1]
     toks = tokens[sentence]
     n = len(toks)
-    fig, axes = plt.subplots(num_layers, num_heads, figsize=(1.05 * num_heads + 0.8, 1.1 * num_layers),
-                             gridspec_kw=dict(left=0.05, right=0.9, bottom=0.02, top=0.88,
+    # 9.6 inches wide: the width the site shows it at, so its 10-point labels stay 10 points
+    fig, axes = plt.subplots(num_layers, num_heads, figsize=(9.6, 0.78 * num_layers + 1.0),
+                             gridspec_kw=dict(left=0.08, right=0.9, bottom=0.02, top=0.86,
                                               wspace=0.08, hspace=0.12))
     for layer in range(num_layers):
         for head in range(num_heads):
@@ -63,12 +64,12 @@ def plot_grid(attentions, tokens, *, sentence: int = 0):
             ax.set_xticks([])
             ax.set_yticks([])
             if layer == 0:
-                ax.set_title(f"head {head}", fontsize=8)
+                ax.set_title(f"{head}", fontsize=10)
             if head == 0:
-                ax.set_ylabel(f"layer {layer}", fontsize=8)
+                ax.set_ylabel(f"layer {layer}", fontsize=10)
     fig.colorbar(im, cax=fig.add_axes((0.92, 0.1, 0.012, 0.7)), label="attention weight")
-    fig.suptitle(f"all-MiniLM-L6-v2 attention weights (rows: queries, columns: keys, {n} tokens): "
-                 f"\"{' '.join(toks[1:-1])}\"", fontsize=10)
+    fig.suptitle(f"all-MiniLM-L6-v2 attention weights, heads 0-{num_heads - 1} (rows: queries, columns: "
+                 f"keys, {n} tokens):\n\"{' '.join(toks[1:-1])}\"", fontsize=10)
     return fig
 
 
@@ -81,17 +82,22 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
     import matplotlib.pyplot as plt
 
     best = best_heads(head_scores(attentions, tokens))
-    fig, axes = plt.subplots(1, len(shown), figsize=(3.4 * len(shown), 4.2))
-    axes = np.atleast_1d(axes)                       # one behaviour gives a bare Axes
+    ncols = min(2, len(shown))                       # two a row: 9.6 inches wide, the width shown
+    nrows = -(-len(shown) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 4.9 * nrows), squeeze=False,
+                             layout="constrained")
+    for ax in axes.flat[len(shown):]:
+        ax.set_visible(False)
+    axes = axes.flat[:len(shown)]
     positioned = [f"{t} {i}" for i, t in enumerate(tokens[sentence])]   # repeated words told apart
     for ax, name in zip(axes, shown, strict=True):
         layer, head, score = best[name]
         plot_weights(ax, attentions[layer][sentence, head], positioned,
                      f"layer {layer}, head {head}: attends to\n{BEHAVIOURS[name]}\n(mean weight {score:.2f})")
-    axes[0].set_ylabel("query")
-    for ax in axes:
-        ax.set_xlabel("key", fontsize=8)
-    fig.tight_layout()
+    for i, ax in enumerate(axes):
+        ax.set_xlabel("key", fontsize=10)
+        if i % ncols == 0:
+            ax.set_ylabel("query")
     fig.colorbar(axes[0].images[0], ax=list(axes), shrink=0.6, pad=0.01, label="attention weight")
     return fig
 

@@ -324,3 +324,27 @@ def test_the_instructors_guide_states_the_generated_points_and_no_other():
     assert section.strip() == syllabus.points_section().strip()
     rest = text.replace(section, "")
     assert "one per case" not in rest and "written questions (" not in rest
+
+
+def test_no_session_leaves_more_homework_than_the_cap_and_carried_homework_moves_whole():
+    """Class 4's homework was 240 min: what a session carries to a later one leaves it and
+    arrives there, the total is unchanged, and a plan over the cap is refused by name."""
+    import dataclasses
+
+    per_session = [syllabus.session_homework(i) for i in range(1, len(SESSIONS) + 1)]
+    assert max(per_session) <= syllabus.MAX_HOMEWORK_MINUTES
+    assert sum(per_session) == sum(lesson(n).homework_minutes for s in SESSIONS for n in s.lessons)
+    carried = [(i, what, m, due) for i, s in enumerate(SESSIONS, 1) for what, m, due in s.carry]
+    assert carried and all(i < due for i, _, _, due in carried)
+    plan = syllabus.two_week_plan()
+    for i, what, _, due in carried:
+        assert f"{what} is due at session {due}" in plan and f"carried from session {i}" in plan
+    four = SESSIONS[3]
+    uncarried = (*SESSIONS[:3], dataclasses.replace(four, carry=()), *SESSIONS[4:])
+    original = syllabus.SESSIONS
+    try:
+        syllabus.SESSIONS = uncarried
+        with pytest.raises(ValueError, match="session 4 leaves 240 min of homework, more than 180"):
+            syllabus.two_week_plan()
+    finally:
+        syllabus.SESSIONS = original

@@ -82,7 +82,7 @@ def test_retrieval_comparison_claims():
 
 
 def test_claim6_every_scoring_trains_inside_the_encoder():
-    """nb 02, claim 6: a small configuration of the study (d_k = 8, 200 steps, 1 seed) trains
+    """nb 06 (appendix), claim 6: a small configuration of the study (d_k = 8, 200 steps, 1 seed) trains
     with each scoring function: the loss falls and held-out accuracy is far above chance (0.1)."""
     from attention_np.studies import scoring_in_model as sim
 
@@ -94,8 +94,8 @@ def test_claim6_every_scoring_trains_inside_the_encoder():
 
 
 def test_claim6_committed_study_backs_the_verdict():
-    """nb 02, claim 6 verdict: the sentences about notebooks/results/claim6.json (which the notebook
-    loads) hold for the committed results."""
+    """nb 06 (appendix), claim 6 verdict: the sentences about notebooks/results/claim6.json (which the
+    notebook loads) hold for the committed results."""
     import json
     from pathlib import Path
 

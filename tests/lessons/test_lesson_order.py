@@ -8,7 +8,12 @@ Reads every lesson notebook and fails when one needs a later one:
   (:data:`MODULES` and :data:`NAMES` say which lesson introduces each; a helper that is in neither
   fails too, so a new one has to be placed in the order);
 - an exercise assigned (by the syllabus) before the lesson that teaches its function, the
-  teaching lesson being the first one whose text holds :data:`TAUGHT_BY`'s evidence.
+  teaching lesson being the first one whose text holds :data:`TAUGHT_BY`'s evidence;
+- a clause of an exercise's contract (``attention_np.exercises.notebooks.CLAUSES``, what the checker
+  holds a student to) taught only after the exercise's lesson: :data:`CLAUSE_TAUGHT_BY` gives, for
+  every clause key of every contract, the text of the lesson that teaches it (a new clause has to be
+  placed, or the test fails); :data:`GIVEN` names the clauses that only promise something about the
+  inputs, with nothing to teach.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from attention_np.exercises import EXERCISES
+from attention_np.exercises.notebooks import CLAUSES, clause_keys
 from attention_np.exercises.syllabus import LESSONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +39,7 @@ MODULES = {
     "attention_np.lessons.examples": 1,              # the lessons' example data
     "attention_np.studies.scaling": 2,
     "attention_np.studies.compare_scoring": 2,
-    "attention_np.studies.scoring_in_model": 2,     # claim 6: its results are loaded, not trained
+    "attention_np.studies.scoring_in_model": 6,     # claim 6 (its appendix): results loaded, not trained
     "attention_np.lessons.timing": 2,
     "attention_np.kernels.threads": 2,                   # one BLAS thread (a utility, not the model)
     "attention_np.studies.head_subspaces": 3,
@@ -59,6 +65,7 @@ NAMES = {
     "sdpa_backward": 2, "additive_attention_forward": 2, "init_additive_params": 2,
     "mha_forward": 3, "init_mha_params": 3, "split_heads": 3, "merge_heads": 3,
     "mha_backward": 4, "softmax_backward": 4, "gradcheck": 4, "numerical_gradient": 4,
+    "linear_forward": 4, "linear_backward": 4,
     "additive_attention_backward": 4,
     "ModelConfig": 5, "ReversalTask": 5, "evaluate": 5, "init_model": 5, "train": 5, "model_forward": 5,
     "sinusoidal_encoding": 6, "apply_rope": 6,
@@ -75,6 +82,61 @@ TAUGHT_BY = {
     "causal_mask": 'align="bottom_right"', "tiled_attention": "an.flash_attention_forward(",
     "decode_step": "an.mha_decode_step(", "sinusoidal": "sinusoidal_encoding(",
 }
+
+#: (exercise, clause key) -> text of the lesson that teaches that clause of the contract
+CLAUSE_TAUGHT_BY = {
+    ("softmax", "batch"): "row by row", ("softmax", "neg_inf"): "Masked scores become $-\\infty$",
+    ("softmax", "extreme"): "scores too large for `exp`", ("softmax", "sums_to_one"): 'print("row sums:"',
+    ("padding_mask", "zero_length"): "sentence 2 has length 0",
+    ("padding_mask", "full_length"): "lengths = np.array([6, 3])",
+    ("padding_mask", "shape"): "(B, 1, S): one row per sentence",
+    ("attention", "shapes"): '"= (S, d_v)"', ("attention", "L_ne_S"): "(L=3, S=6)",
+    ("attention", "L_1"): "one query ($L = 1$)", ("attention", "broadcast"): "fewer leading axes than `q`",
+    ("attention", "mask_broadcast"): "(B, 1, S): one row per sentence",
+    ("attention", "masked_zero"): "weight on padded keys",
+    ("attention", "fully_masked"): "A query may have no allowed key",
+    ("attention", "extreme"): "scores too large for `exp`", ("attention", "returns"): "# (L, d_v)",
+    ("softmax_backward", "batch"): "One row sum", ("softmax_backward", "zeros"): "a masked key has $p_j = 0$",
+    ("softmax_backward", "gradient"): "paper.numerical_gradient(",
+    ("attention_backward", "shapes"): "`paper.sdpa_backward` walks the forward in reverse",
+    ("attention_backward", "L_ne_S"): "cross-attention ($L = 3$ queries, $S = 4$ keys)",
+    ("attention_backward", "L_1"): "one query ($L = 1$)",
+    ("attention_backward", "mask_broadcast"): "(B, 1, S): one row per sentence",
+    ("attention_backward", "fully_masked"): "gradient of the fully masked query",
+    ("attention_backward", "gradient"): "paper.gradcheck(",
+    ("attention_backward", "broadcast"): "the batch axes that broadcasting added",
+    ("attention_backward", "size_one"): "an axis of size 1 that broadcast keeps its size 1",
+    ("split_heads", "batch"): "reshapes $(\\dots, L, h\\,d)",
+    ("split_heads", "heads"): "head $i$ owns feature columns",
+    ("merge_heads", "inverse"): "`merge_heads` is its inverse",
+    ("merge_heads", "batch"): "reshapes $(\\dots, L, h\\,d)",
+    ("mha_forward", "self"): "paper.mha_forward(x, x, x", ("mha_forward", "cross"): "**Cross-attention**",
+    ("mha_forward", "d_k"): "$d_k$ need not be $d_\\text{model}/h$",
+    ("mha_forward", "mask"): "**A mask per sequence.**",
+    ("mha_forward", "mask_head_axis"): "`mask[:, None]` of shape",
+    ("mha_forward", "returns"): "5) project with W_o: out",
+    ("mha_backward", "cross"): "cross-attention ($L = 3$ queries, $S = 4$ keys)",
+    ("mha_backward", "gradient"): "asks for these eleven gradients",
+    ("mha_backward", "bias_sum"): "gets the sum of the gradients over every position",
+    ("mha_backward", "self"): "$dx = d\\text{query} + d\\text{key} + d\\text{value}$",
+    ("causal_mask", "sizes"): "L_q, S_k = 3, 6",
+    ("causal_mask", "bool"): "**True = may attend**",
+    ("causal_mask", "top_left"): 'title="top_left"',
+    ("causal_mask", "bottom_right"): 'align="bottom_right"',
+    ("tiled_attention", "shapes"): "an.flash_attention_forward(",
+    ("tiled_attention", "block_size"): "sizes that do not divide",
+    ("tiled_attention", "extreme"): "keeps $e^{s - m}$ from overflowing",
+    ("tiled_attention", "per_query_max"): "keep the running maximum $m$",
+    ("tiled_attention", "returns"): "an.flash_attention_forward(",
+    ("decode_step", "inputs"): "x[:, t:t + 1]",
+    ("decode_step", "empty_cache"): "cache = an.KVCache(max_len=L)",
+    ("decode_step", "returns"): "the new positions only",
+    ("sinusoidal", "sizes"): "sinusoidal_encoding(",
+    ("sinusoidal", "table"): "PE(pos, 2i) = sin(pos / 10000^(2i/d_model))",
+}
+
+#: clauses that only promise something about the inputs (nothing a lesson must teach)
+GIVEN = {("attention", "finite")}
 
 REFERENCE = re.compile(r"\b(?:[Ll]essons?|[Nn]otebooks?)\s+(\d{1,2}(?:\s*(?:,|and|or|to|-|–)\s*\d{1,2})*)")
 BOUNDARY = re.compile(r"[.;!?]\s|\n\s*\n")
@@ -198,6 +260,53 @@ def test_no_exercise_before_the_lesson_that_teaches_it():
         assert assigned[name] >= teaching[0], (
             f"{name} is assigned with lesson {assigned[name]}, before lesson {teaching[0]} teaches it")
     assert sorted(TAUGHT_BY) == sorted(EXERCISES)
+
+
+def _first_teaching(evidence: str):
+    return next((n for n in sorted(LESSON_NOTEBOOKS) if evidence in _text(n)), None)
+
+
+def _text(number: int) -> str:
+    return "\n".join(_source(c) for c in LESSON_NOTEBOOKS[number]["cells"])
+
+
+def late_clauses() -> list:
+    """Clauses of an exercise's contract that no lesson up to the exercise's own teaches."""
+    assigned = {name: les.number for les in LESSONS for name in les.exercises}
+    bad = []
+    for name in CLAUSES:
+        for key in clause_keys(name):
+            if (name, key) in GIVEN:
+                continue
+            evidence = CLAUSE_TAUGHT_BY.get((name, key))
+            lesson = _first_teaching(evidence) if evidence else None
+            if evidence is None:
+                bad.append(f"{name}.{key}: in no lesson's registry (add it to CLAUSE_TAUGHT_BY or GIVEN)")
+            elif lesson is None:
+                bad.append(f"{name}.{key}: no lesson holds {evidence!r}")
+            elif lesson > assigned[name]:
+                bad.append(f"{name}.{key}: exercise of lesson {assigned[name]}, taught in lesson {lesson}")
+    return bad
+
+
+def test_what_each_contract_requires_is_taught_in_or_before_its_lesson():
+    assert not late_clauses(), late_clauses()
+    keys = {(name, key) for name in CLAUSES for key in clause_keys(name)}
+    assert set(CLAUSE_TAUGHT_BY) | GIVEN == keys        # no stale entry either
+    assert not set(CLAUSE_TAUGHT_BY) & GIVEN
+
+
+def test_a_clause_taught_later_is_found(monkeypatch):
+    """The detector catches the leak a reader reported: lesson 1 deferring a query with no allowed key
+    to lesson 7 while exercise 01's contract requires it."""
+    later = "### A query with nothing to attend to"                        # lesson 7's section
+    monkeypatch.setitem(CLAUSE_TAUGHT_BY, ("attention", "fully_masked"), later)
+    assert late_clauses() == ["attention.fully_masked: exercise of lesson 1, taught in lesson 7"]
+    monkeypatch.setitem(CLAUSE_TAUGHT_BY, ("attention", "fully_masked"), "a sentence no lesson holds")
+    assert late_clauses() == ["attention.fully_masked: no lesson holds 'a sentence no lesson holds'"]
+    monkeypatch.delitem(CLAUSE_TAUGHT_BY, ("attention", "fully_masked"))
+    assert late_clauses() == [
+        "attention.fully_masked: in no lesson's registry (add it to CLAUSE_TAUGHT_BY or GIVEN)"]
 
 
 # the detectors find what they are meant to find

@@ -74,3 +74,16 @@ def test_a_bare_array_for_inputs_says_to_pass_a_tuple():
     with pytest.raises(TypeError, match=r"inputs must be a tuple .* e\.g\. \(x,\) for one input; "
                                         r"got ndarray of shape \(3, 5\)"):
         an.gradcheck(an.softmax, an.softmax_backward, x)
+
+
+def test_numerical_gradient_of_a_strided_view_nudges_the_view():
+    """A transpose or a split of heads is a strided view, and ``reshape(-1)`` of one is a copy: the
+    nudges must reach the array ``loss`` reads, or every gradient is 0 (lesson 4 checks split heads)."""
+    rng = np.random.default_rng(5)
+    for view in (rng.standard_normal((3, 4)).T, rng.standard_normal((2, 6))[:, ::2],
+                 rng.standard_normal((2, 3, 4)).transpose(1, 0, 2), np.array(2.0)):
+        w = rng.standard_normal(view.shape)
+        before = view.copy()
+        grad = an.numerical_gradient(lambda w=w, view=view: float(np.sum(w * view ** 2)), view)
+        np.testing.assert_allclose(grad, 2 * w * before, rtol=1e-6, atol=1e-8)
+        np.testing.assert_array_equal(view, before)                 # restored

@@ -34,8 +34,8 @@ def test_figures_command_writes_exactly_the_committed_file_names(written):
     assert made == committed == sorted(figures.FIGURES)
 
 
-def test_the_claim6_figure_is_lesson_02s_fair_experiment(written, capsys):
-    # drawn from the committed results lesson 02 loads, not from the retrieval toy
+def test_the_claim6_figure_is_lesson_06s_fair_experiment(written, capsys):
+    # drawn from the committed results lesson 06 loads, not from the retrieval toy
     assert figures.CLAIM6 == ROOT / "notebooks" / "results" / "claim6.json"
     assert "Claim 6 inside a trained encoder" in figures.FIGURES["additive_vs_dot.png"]
     with pytest.raises(SystemExit) as stop:
