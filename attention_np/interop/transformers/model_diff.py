@@ -321,6 +321,12 @@ def compare_transformers_model(model, *, seed: int = 0, prompt: dict | None = No
             feed.setdefault("use_cache", False)     # each layer sees the whole sequence
         work(**feed)
     report, _ = diff_run(model, run, seed)
+    if given is not None and any(not torch.isfinite(t).all() for layer in inputs[given].layers
+                                 if getattr(layer, "keys", None) is not None
+                                 for t in (layer.keys, layer.values)):
+        report.notes.append(f"the model's cache ({given}=) holds NaN or inf keys or values "
+                            "(a prompt row the model computed as NaN, e.g. every key masked): "
+                            "the model's new tokens attend them with weight 0, 0 * NaN = NaN")
     if given is not None and report.layers:
         report.notes.append(f"the cached keys and values were read from {given}= as given "
                             f"({type(inputs[given]).__name__}), not recomputed: pass the "
@@ -625,7 +631,7 @@ def _cache_before(layer, bound: dict) -> dict:
         check_cache(cache)
     except UnsupportedLayer as e:
         filled = getattr(cache, "get_seq_length", None)
-        return {"refuse": str(e)} if filled is None or filled() else {}
+        return {"refuse": str(e)} if filled is None or filled() else {"unread": str(e)}
     index = getattr(layer, "layer_idx", None)
     if not isinstance(index, int):
         return {"refuse": f"{type(layer).__name__} has no layer_idx: the cache layer it reads "
@@ -653,6 +659,11 @@ def _check_appended(call, T: int) -> None:
             "and values there (keys and values shared with another layer); not supported")
 
 
+def len_of(call) -> int:
+    """The positions of a layer call's hidden states."""
+    return call["bound"].get("hidden_states", call["args"][0] if call["args"] else None).shape[1]
+
+
 def _diff_cached_call(label, call, params, rng, torch, ours_cache: dict) -> list:
     """The rows of one layer call: with a filled cache, first its cached keys and values
     against ours (``"<label> (cache)"``, when ours were recomputed from the layer's earlier
@@ -661,6 +672,9 @@ def _diff_cached_call(label, call, params, rng, torch, ours_cache: dict) -> list
     call's keys and values, for the layer's next call."""
     rows, spec, bound = [], call["spec"], call["bound"]
     call["cached"] = call["shell"] = None
+    arg = bound.get("attention_mask", bound.get("mask"))
+    if "unread" in call and hasattr(arg, "shape") and arg.shape[-1] != len_of(call):
+        raise UnsupportedLayer(call["unread"])       # an empty static cache: its fixed slots
     if "cache" not in call:
         return [_diff_call(label, call, params, rng, torch)]
     x = _np(bound.get("hidden_states", call["args"][0] if call["args"] else None))
@@ -670,7 +684,6 @@ def _diff_cached_call(label, call, params, rng, torch, ours_cache: dict) -> list
         name = type(call["module"]).__name__
         refuse_cached(spec, name)
         k, v = (_np(t) for t in call["before"])
-        arg = bound.get("attention_mask", bound.get("mask"))
         used = k.shape[-2] if arg is None else arg.shape[-1] - T
         if not 0 <= used <= k.shape[-2]:
             raise UnsupportedLayer(f"{name}: a mask over {arg.shape[-1]} keys for {T} new and "
