@@ -312,7 +312,11 @@ def compare_transformers_model(model, *, seed: int = 0, prompt: dict | None = No
         if prompt is not None:
             out = work(**{**to_torch(prompt), "use_cache": True})
             takes = inspect.signature(work.forward).parameters
-            feed[next(n for n in CACHES if n in takes)] = out.past_key_values
+            filled = getattr(out, "past_key_values", None)
+            if filled is None:
+                raise UnsupportedLayer(f"{type(work).__name__} returned no cache for the prompt "
+                                       "(use_cache=True): nothing to continue from")
+            feed[next(n for n in CACHES if n in takes)] = filled
         elif given is not None:
             feed[given] = float64_cache(inputs[given])
         if prompt is not None or given is not None:
@@ -420,7 +424,11 @@ def diff_run(model, run, seed: int = 0) -> tuple:
             stack.enter_context(float64_upcasts(torch, upcasts))
             for kind in {type(m): m for _, m, _ in specs}.values():
                 stack.enter_context(float64_rope_function(kind))
-            result = run(work, to_torch)
+            try:
+                result = run(work, to_torch)
+            except UnsupportedLayer as e:
+                report.refused.append(("forward", str(e)))
+                return report, None
         for h in handles:
             h.remove()
         rng = np.random.default_rng(seed)
