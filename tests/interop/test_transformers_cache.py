@@ -121,9 +121,10 @@ def test_a_forward_on_the_models_own_cache_agrees_and_the_change_is_caught_there
     held = [layer.keys.clone() for layer in cache.layers]
     report = _continue(model, ids, mask, positions, cache)
     if family == "gemma2-softcap-window" and dtype == torch.float64 and padded:
-        # measured: transformers' own eager Gemma 2 in float64 adds the padding and window
-        # masks' minimum twice (-inf) at the padded prompt rows, NaN there, and its cache
-        # carries it to the new tokens (0 * NaN): its own logits are NaN; said, a MISMATCH
+        # measured: transformers' own eager Gemma 2 in float64 gives NaN at the padded prompt
+        # rows (every key masked; its softmax is float32, where float64's minimum is -inf), and
+        # its cache carries it to the new tokens (0 * NaN): its own logits are NaN; a MISMATCH,
+        # the cause said
         assert report.verdict == "MISMATCH" and "holds NaN" in str(report), str(report)
         return
     assert report.verdict == "AGREE", str(report)
