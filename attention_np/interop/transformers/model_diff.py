@@ -8,6 +8,12 @@ transformers.replay.replay`) with the parameters read before the run: the output
 recorded in the model, the gradients against the layer re-run on the recorded inputs with one
 random upstream gradient. Layers are found by what they compute (:func:`~attention_np.interop.
 transformers.layer_reading.layer_spec`); one it cannot express is listed as refused, with the feature.
+
+A call continuing from a filled KV cache (the model's own, or the one a ``prompt=`` forward
+filled, or ``generate()``'s: :func:`diff_run` runs any of them) is replayed on attention_np's
+``KVCache`` holding what the layer's cache held before the call
+(:mod:`~attention_np.interop.transformers.cache_replay`), and those cached keys and values are a
+row of their own against ours recomputed from the layer's earlier calls.
 """
 
 from __future__ import annotations
