@@ -146,8 +146,7 @@ def refuse_cached(spec: LayerSpec, name: str) -> None:
     for what, has in (("T5's relative position bias table", spec.buckets is not None),
                       ("a 2-D relative position bias table", spec.grid_table is not None),
                       ("a LayerNorm after the attention (ALBERT)", spec.post_norm_eps is not None),
-                      ("keys and values from another sequence (cross-attention)", spec.cross),
-                      ("no causal mask (a bidirectional layer)", not spec.is_causal)):
+                      ("keys and values from another sequence (cross-attention)", spec.cross)):
         if has:
             raise UnsupportedLayer(f"{name}: a call continuing from a KV cache of a layer with "
                                    f"{what} is not supported; a causal self-attention layer's is")
@@ -169,6 +168,11 @@ def replay_cached(spec: LayerSpec, params: dict, x, cached_k, cached_v, mask, do
         p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
     opts = mha_options(spec, positions)
     T, n = x.shape[-2], cached_k.shape[-2]
+    allowed = causal_mask(T, n + T, align="bottom_right")
+    if not spec.is_causal and (mask is None or (mask & ~allowed).any()):
+        raise UnsupportedLayer(f"{spec.family}: a call continuing from a KV cache of a layer "
+                               "whose mask lets a new query see a later position (not causal) "
+                               "is not supported; a causal layer's (by its mask too) is")
     kv = KVCache(n + T)
     kv.append(cached_k, cached_v)
     out = mha_decode_step(x, p, kv, mask=mask, bias=bias, **opts)        # (B, T, d_model)
@@ -184,7 +188,6 @@ def replay_cached(spec: LayerSpec, params: dict, x, cached_k, cached_v, mask, do
                         k_new], axis=-2)                                # (B, h_kv, n + T, d_k)
     v = np.concatenate([np.broadcast_to(cached_v, v_new.shape[:-2] + cached_v.shape[-2:]),
                         v_new], axis=-2)
-    allowed = causal_mask(T, n + T, align="bottom_right")
     heads, kernel_cache = attend_heads(q, k, v, p, layer, bias=bias,
                                        mask=allowed if mask is None else mask & allowed)
     out_again, concat = output(heads, p)

@@ -714,7 +714,8 @@ def _diff_cached_call(label, call, params, rng, torch, ours_cache: dict) -> list
                 check_float64("k cached", k, mine.k[..., mine.length - used:, :]),
                 check_float64("v cached", v, mine.v[..., mine.length - used:, :])], kind="cache"))
     rows.append(_diff_call(label, call, params, rng, torch))
-    pe = bound.get("position_embeddings")
+    pe = bound.get("position_embeddings")      # else what its rotary embedding returned
+    pe = pe if pe is not None else call["rope"]["out"] if call.get("rope") else (None, None)
     ours_cache.setdefault(call["name"], KVCache(1 << 40)).append(
-        *new_keys_values(spec, params, x, None if pe is None else tuple(_np(t) for t in pe)))
+        *new_keys_values(spec, params, x, tuple(None if t is None else _np(t) for t in pe)))
     return rows

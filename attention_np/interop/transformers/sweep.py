@@ -152,6 +152,7 @@ CACHED_FAMILIES = (
     "gptj",           # (sin, cos) of interleaved pairs
     "cohere",         # interleaved pairs
     "falcon",         # fused grouped query_key_value
+    "bloom",          # ALiBi, causal by its mask alone
 )
 
 
@@ -449,15 +450,16 @@ def _run_changed(model, inputs, layer, prompt=None):
 
 
 def decoder(model, found) -> str | None:
-    """None if ``model`` is a decoder whose forward continues from a cache (it takes a cache
-    and ``use_cache``, every attention layer read is causal self-attention), else why not."""
+    """None if ``model`` may be a decoder whose forward continues from a cache (it takes a
+    cache and ``use_cache``, no attention layer read is cross-attention), else why not. (One
+    whose prompt leaves no cache, an encoder, is found by running it: :func:`_diff_model`.)"""
     params = inspect.signature(model.forward).parameters
     if getattr(model.config, "is_encoder_decoder", False):
         return "an encoder-decoder (its cache: EncoderDecoderCache)"
     if not any(n in params for n in ("cache", "past_key_values")) or "use_cache" not in params:
         return f"{type(model).__name__}.forward takes no cache"
-    if not all(spec.is_causal and not spec.cross for _, _, spec in found):
-        return "not every attention layer is read as causal self-attention"
+    if any(spec.cross for _, _, spec in found):
+        return "a cross-attention layer"
     return None
 
 
@@ -483,6 +485,11 @@ def _diff_model(model, inputs, found, cached: bool = False) -> tuple:
     if cached:
         prompt, inputs = _split(inputs)
     report = _run_changed(model, inputs, first[1], prompt)
+    if cached and (any(n == "forward" for n, _ in report.refused) or not report.refused and
+                   not any(r.kind == "cache" for r in report.layers)):
+        why = next((w for n, w in report.refused if n == "forward"),
+                   "its layers' second calls continued from no cache")
+        return "skipped", float("nan"), f"no cached mode: {why}"
     not_run = {n for n, _ in report.not_run}
     if first[0] in not_run:
         ran = [f for f in found if f[0] not in not_run]
