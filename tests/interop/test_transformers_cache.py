@@ -275,7 +275,7 @@ def test_a_cache_that_cannot_be_replayed_is_refused_by_name(kind):
     report = _continue(model, ids, mask, positions, make(model, ids, mask, positions))
     assert report.verdict == "INCOMPLETE" and not report.layers, str(report)
     (where, why), = report.refused
-    assert where == "cache" and named in why and "supported" in why, why
+    assert where == "past_key_values" and named in why and "supported" in why, why
 
 
 def test_generate_with_a_static_cache_is_refused_by_name():

