@@ -304,3 +304,34 @@ def test_bad_arguments_are_named():
         compare_transformers_generate(model, ids, attention_mask=mask[:, :3])
     with pytest.raises(TypeError, match="generate"):
         compare_transformers_generate(torch.nn.Linear(2, 2), ids)
+
+
+ROPE_TYPES = {
+    "dynamic": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0},
+    "yarn": {"rope_type": "yarn", "factor": 2.0, "rope_theta": 10000.0,
+             "original_max_position_embeddings": 8},
+    "llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8,
+               "rope_theta": 10000.0},
+}
+
+
+@pytest.mark.parametrize("rope_type", sorted(ROPE_TYPES))
+def test_rope_scalings_continue_past_their_original_length(rope_type):
+    """A Llama of max_position_embeddings 8 (``"dynamic"`` recomputes its frequencies past it):
+    a 10-token left-padded prompt then 2 tokens on its cache, and 5 tokens of generate() after
+    6, agree; the cached keys keep the rotation of their step (the rows compare them so)."""
+    cfg = transformers.LlamaConfig(**{**SMALL, "max_position_embeddings": 8},
+                                   num_key_value_heads=2, rope_parameters=ROPE_TYPES[rope_type])
+    model = randomize(transformers.LlamaForCausalLM(cfg), 1).eval()
+    ids = torch.from_numpy(np.random.default_rng(0).integers(4, 99, (B, 12)))
+    mask = torch.ones((B, 12), dtype=torch.long)
+    mask[0, :3] = 0
+    report = compare_transformers_model(model, input_ids=ids[:, 10:], attention_mask=mask,
+                                        prompt=dict(input_ids=ids[:, :10],
+                                                    attention_mask=mask[:, :10]))
+    assert report.verdict == "AGREE" and sum(r.kind == "cache" for r in report.layers) == 2, \
+        str(report)
+    report = compare_transformers_generate(model, ids[:, :6], attention_mask=mask[:, :6],
+                                           max_new_tokens=5)
+    assert report.verdict == "AGREE" and len(report.attention) == 10, str(report)
