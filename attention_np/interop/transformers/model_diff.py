@@ -347,7 +347,10 @@ def compare_transformers_model(model, *, seed: int = 0, prompt: dict | None = No
 
 def cache_name(model, inputs: dict) -> dict:
     """``inputs`` with a cache passed as ``past_key_values`` named as ``model.forward`` takes
-    it (transformers 5 renames it ``cache``)."""
+    it (transformers 5 renames it ``cache``); anything else as it is (a model that is none:
+    :func:`check_model_inputs` says so)."""
+    if not callable(getattr(model, "forward", None)):
+        return inputs
     params = inspect.signature(model.forward).parameters
     if "past_key_values" in inputs and "past_key_values" not in params and "cache" in params:
         inputs = {("cache" if k == "past_key_values" else k): v for k, v in inputs.items()}
