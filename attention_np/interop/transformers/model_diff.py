@@ -640,8 +640,9 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
 def _cache_before(layer, bound: dict) -> dict:
     """What a layer call's cache held before the call (in the pre-hook): the cache, the layer's
     index in it, its keys and values (None: empty) and a copy of its cache layer (for the
-    call again, with the gradients); ``{"refuse": why}`` for a filled cache of a kind that
-    cannot be replayed; ``{}`` without a cache (or an empty one of such a kind)."""
+    call again, with the gradients); for a cache of a kind that cannot be replayed, why, and
+    whether it holds anything (refused when the call attends it: :func:`_diff_cached_call`);
+    ``{}`` without a cache."""
     cache = next((bound[n] for n in CACHES if bound.get(n) is not None), None)
     if cache is None:
         return {}
@@ -649,7 +650,7 @@ def _cache_before(layer, bound: dict) -> dict:
         check_cache(cache)
     except UnsupportedLayer as e:
         filled = getattr(cache, "get_seq_length", None)
-        return {"refuse": str(e)} if filled is None or filled() else {"unread": str(e)}
+        return {"unread": str(e), "filled": filled is None or bool(filled())}
     index = getattr(layer, "layer_idx", None)
     if not isinstance(index, int):
         return {"refuse": f"{type(layer).__name__} has no layer_idx: the cache layer it reads "
@@ -691,8 +692,11 @@ def _diff_cached_call(label, call, params, rng, torch, ours_cache: dict) -> list
     rows, spec, bound = [], call["spec"], call["bound"]
     call["cached"] = call["shell"] = None
     arg = bound.get("attention_mask", bound.get("mask"))
-    if "unread" in call and hasattr(arg, "shape") and arg.shape[-1] != len_of(call):
-        raise UnsupportedLayer(call["unread"])       # an empty static cache: its fixed slots
+    if "unread" in call and (call["filled"] if not hasattr(arg, "shape") else
+                             arg.shape[-1] != len_of(call)):
+        # a cache kind not read, that the call attends (its mask wider than its own positions:
+        # a static cache's slots; without a mask, a cache holding anything): refused by name
+        raise UnsupportedLayer(call["unread"])
     if "cache" not in call:
         return [_diff_call(label, call, params, rng, torch)]
     x = _np(bound.get("hidden_states", call["args"][0] if call["args"] else None))
