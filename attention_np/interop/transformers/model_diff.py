@@ -317,8 +317,11 @@ def compare_transformers_model(model, *, seed: int = 0, prompt: dict | None = No
     def run(work, to_torch):
         feed = to_torch(inputs)
         if prompt is not None:
-            out = work(**{**to_torch(prompt), "use_cache": True})
             takes = inspect.signature(work.forward).parameters
+            if not any(n in takes for n in CACHES):
+                raise UnsupportedLayer(f"{type(work).__name__}.forward takes no cache: a "
+                                       "prompt has nothing to fill")
+            out = work(**{**to_torch(prompt), "use_cache": True})
             filled = getattr(out, "past_key_values", None)
             if filled is None:
                 raise UnsupportedLayer(f"{type(work).__name__} returned no cache for the prompt "
