@@ -105,6 +105,8 @@ def new_keys_values(spec: LayerSpec, params: dict, x, cos_sin=None):
     its float32 angles are the cache's); ``(B, h_kv, T, d_v)`` projected. A layout of cos and
     sin other than a family's plain ``"half"`` or ``"interleaved"`` pairs is refused by name."""
     opts = mha_options(spec)
+    if not spec.has_w_o:                       # (BERT's, GIT's: the concatenated heads)
+        params = {**params, "W_o": np.eye(spec.num_heads * spec.head_dim)}
     x, _, _, layer = check_layer("new_keys_values", x, x, x, params,
                                  replace(opts["spec"], rope=None), spec.num_heads, spec.scale)
     q = project_heads(x, params, "q", layer.num_heads)

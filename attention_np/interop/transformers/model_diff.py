@@ -588,7 +588,9 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         t.grad = None
     xt = x_t.detach().clone().requires_grad_(True)
     kwargs = {k: (call.get("shell") if k in CACHES else v) for k, v in call["kwargs"].items()}
-    args = (xt,) + tuple(call["args"][1:]) if call["args"] else ()
+    live = next((bound[n] for n in CACHES if bound.get(n) is not None), None)
+    args = (xt,) + tuple(call.get("shell") if a is live and live is not None else a
+                         for a in call["args"][1:]) if call["args"] else ()   # GIT: positional
     if not call["args"]:
         kwargs["hidden_states"] = xt
     kvt = None
@@ -654,7 +656,7 @@ def _cache_before(layer, bound: dict) -> dict:
     except UnsupportedLayer as e:
         filled = getattr(cache, "get_seq_length", None)
         return {"unread": str(e), "filled": filled is None or bool(filled())}
-    index = getattr(layer, "layer_idx", None)
+    index = getattr(layer, "layer_idx", getattr(layer, "layer_id", None))      # GPT-Neo: _id
     if not isinstance(index, int):
         return {"refuse": f"{type(layer).__name__} has no layer_idx: the cache layer it reads "
                           "is not known; a layer with one is supported"}
@@ -710,9 +712,11 @@ def _diff_cached_call(label, call, params, rng, torch, ours_cache: dict) -> list
         refuse_cached(spec, name)
         k, v = (_np(t) for t in call["before"])
         used = k.shape[-2] if arg is None else arg.shape[-1] - T
-        if not 0 <= used <= k.shape[-2]:
+        sliding = type(call["snapshot"]).__name__ == "DynamicSlidingWindowLayer"
+        if not 0 <= used <= k.shape[-2] or (used != k.shape[-2] and not sliding):
             raise UnsupportedLayer(f"{name}: a mask over {arg.shape[-1]} keys for {T} new and "
-                                   f"{k.shape[-2]} cached positions is not supported")
+                                   f"{k.shape[-2]} cached positions (the mask is not the "
+                                   "cache's) is not supported")
         k, v = k[..., k.shape[-2] - used:, :], v[..., v.shape[-2] - used:, :]
         call["cached"], call["n_cached"] = (k, v), used
         shell = copy.copy(call["cache"])

@@ -405,10 +405,11 @@ def _text_inputs(model) -> dict | None:
     return inputs
 
 
-def _runs(model, inputs) -> str | None:
+def _runs(model, inputs, rest=None) -> str | None:
     """None if the model runs on ``inputs`` (before any diff; a copy, its experts run as the
     diff runs them), else the exception's type: CLIP also needs pixel_values, X-MOD a
-    language, LayoutLMv3 boxes."""
+    language, LayoutLMv3 boxes. With ``rest``: ``inputs`` as a prompt (``use_cache=True``),
+    then ``rest`` on the cache it filled."""
     import copy
 
     import torch
@@ -418,7 +419,12 @@ def _runs(model, inputs) -> str | None:
         work = copy.deepcopy(model)
         float64_experts(work)
         with torch.no_grad():
-            work(**inputs)
+            out = work(**inputs, **({} if rest is None else {"use_cache": True}))
+            cache = getattr(out, "past_key_values", None)
+            if rest is not None and cache is not None:
+                takes = inspect.signature(work.forward).parameters
+                work(**rest, use_cache=True,
+                     **{"cache" if "cache" in takes else "past_key_values": cache})
     except Exception as e:                                         # noqa: BLE001
         return type(e).__name__
     return None
@@ -595,6 +601,9 @@ def sweep_one(model_type: str, seed: int = 0, cached: bool = False) -> SweepRow:
             own = None if inputs is None else _runs(model, inputs)
             why_not = "not a text model run on input ids" if inputs is None or own else \
                 decoder(model, found)
+            if cached and not why_not:
+                why_not = _runs(model, *_split(inputs))
+                why_not = why_not and f"the model does not run continuing from its cache ({why_not})"
             if cached and why_not:
                 return SweepRow(model_type, cls, "skipped", reason=f"no cached mode: {why_not}")
             if cached:
