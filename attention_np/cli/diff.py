@@ -45,6 +45,10 @@ def add_arguments(parser) -> None:
                              "(bert, llama, t5, whisper, ...; an unknown NAME lists the known "
                              "ones), or a local checkpoint folder PATH (save_pretrained's: "
                              "config.json and weights; nothing is downloaded)")
+    parser.add_argument("--cached", action="store_true",
+                        help="with --model, a decoder: its prompt, then its last 2 tokens "
+                             "continuing from the cache the prompt filled (what generate() "
+                             "does), each call and each layer's cached keys and values diffed")
 
 
 @dataclass
@@ -146,6 +150,10 @@ def format_table(rows, dtypes=DTYPES) -> str:
 
 
 def run(args) -> int:
+    if getattr(args, "cached", False) and getattr(args, "model", None) is None:
+        print("error: --cached continues a model's forward from its cache: it needs --model "
+              "NAME|PATH (a decoder)", file=sys.stderr)
+        return 2
     if getattr(args, "model", None) is not None:
         from attention_np.cli import diff_transformers
         return diff_transformers.run_model(args)

@@ -297,6 +297,18 @@ def run_model(args) -> int:
     else:
         model = fam.family_model(args.model, args.seed)
         inputs = fam.model_inputs(args.model, model, seed=args.seed)
-    report = compare_transformers_model(model, seed=args.seed, **inputs)
+    prompt = None
+    if getattr(args, "cached", False):
+        from attention_np.interop.transformers.model_diff import attention_layers
+        from attention_np.interop.transformers.sweep import decoder
+        why = "no input ids" if "input_ids" not in inputs or inputs["input_ids"].shape[1] < 3 \
+            else decoder(model, attention_layers(model)[0])
+        if why is not None:
+            print(f"error: --cached: {type(model).__name__} is not a decoder continuing from a "
+                  f"cache ({why})", file=sys.stderr)
+            return 2
+        prompt = {k: v[:, :-2] for k, v in inputs.items()}
+        inputs = {k: (v if k == "attention_mask" else v[:, -2:]) for k, v in inputs.items()}
+    report = compare_transformers_model(model, seed=args.seed, prompt=prompt, **inputs)
     print(report)
     return 0 if report.ok else 1

@@ -224,3 +224,26 @@ def test_diff_model_reads_a_local_checkpoint_folder(tmp_path, capsys):
         captured = capsys.readouterr()
         assert words in captured.err and captured.err.count("\n") == 1, captured.err
         assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_diff_model_cached_continues_a_decoder_from_its_cache_and_refuses_the_rest(capsys):
+    """``diff --model NAME --cached``: the prompt, then the last 2 tokens on its cache, each
+    layer's cached keys and values a row; an encoder (its prompt leaves no cache) is refused
+    by that, exit 1; an encoder-decoder, or --cached without --model, is one line on stderr,
+    exit 2."""
+    require("torch")
+    require("transformers")
+    from attention_np.__main__ import main
+    assert main(["diff", "--model", "llama", "--cached"]) == 0
+    out = capsys.readouterr().out
+    assert "-> AGREE" in out and "layers.0.self_attn#1 (cache)" in out
+    assert main(["diff", "--model", "bert", "--cached"]) == 1     # an encoder: refused
+    captured = capsys.readouterr()
+    assert "-> INCOMPLETE" in captured.out and "returned no cache" in captured.out
+    assert main(["diff", "--model", "t5", "--cached"]) == 2
+    captured = capsys.readouterr()
+    assert "is not a decoder" in captured.err and captured.err.count("\n") == 1, captured.err
+    assert main(["diff", "--cached"]) == 2
+    captured = capsys.readouterr()
+    assert "needs --model" in captured.err and captured.err.count("\n") == 1, captured.err
+    assert "Traceback" not in captured.err and captured.out == ""

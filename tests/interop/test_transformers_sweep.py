@@ -83,6 +83,17 @@ def test_the_docs_table_is_this_sweep(rows):
     assert f"**{sw.counts_line(rows)}.**" in DOC.read_text()
 
 
+@pytest.mark.sweep
+@SWEEP
+def test_the_named_decoder_families_agree_continuing_from_a_filled_cache():
+    """The cached mode on :data:`~attention_np.interop.transformers.sweep.CACHED_FAMILIES`: the
+    prompt, then 2 tokens on its cache; every call and cache row agrees and the change is
+    caught at both calls of the changed layer."""
+    for r in sw.sweep(sw.CACHED_FAMILIES, cached=True):
+        assert r.verdict == "AGREE", r
+        assert "tokens on its cache" in r.reason and "#1" in r.reason.split("caught at")[1], r
+
+
 def test_the_readme_counts_are_the_docs_table():
     table = sw.read_table(DOC.read_text())
     line = sw.counts_line([sw.SweepRow(f, m, v) for f, m, v, _ in table])

@@ -8,6 +8,12 @@ transformers.replay.replay`) with the parameters read before the run: the output
 recorded in the model, the gradients against the layer re-run on the recorded inputs with one
 random upstream gradient. Layers are found by what they compute (:func:`~attention_np.interop.
 transformers.layer_reading.layer_spec`); one it cannot express is listed as refused, with the feature.
+
+A call continuing from a filled KV cache (the model's own, or the one a ``prompt=`` forward
+filled, or ``generate()``'s: :func:`diff_run` runs any of them) is replayed on attention_np's
+``KVCache`` holding what the layer's cache held before the call
+(:mod:`~attention_np.interop.transformers.cache_replay`), and those cached keys and values are a
+row of their own against ours recomputed from the layer's earlier calls.
 """
 
 from __future__ import annotations
@@ -22,8 +28,16 @@ import numpy as np
 
 from attention_np._checks import check_seed
 from attention_np._optional import import_optional
-from attention_np.interop.tolerance import judge
+from attention_np.compose.decode import KVCache
+from attention_np.interop.tolerance import check_float64, judge
 from attention_np.interop.torch import to_numpy
+from attention_np.interop.transformers.cache_replay import (
+    cached_keys_values,
+    check_cache,
+    new_keys_values,
+    refuse_cached,
+    replay_cached,
+)
 from attention_np.interop.transformers.layer_diff import build_mask
 from attention_np.interop.transformers.layer_reading import (
     UnsupportedLayer,
@@ -249,7 +263,8 @@ def _implementation(model, specs) -> str:
     return "sdpa"
 
 
-def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport:
+def compare_transformers_model(model, *, seed: int = 0, prompt: dict | None = None,
+                               **inputs) -> ModelReport:
     """Run ``model(**inputs)`` once in float64 and diff every attention layer it runs.
 
     Parameters
@@ -258,21 +273,114 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
         A transformers model; left untouched (a float64 copy runs).
     seed : int
         Seed of the random upstream gradients (one per layer call).
+    prompt : dict, optional
+        A decoder's prompt, as keyword inputs (``input_ids``, ``attention_mask``,
+        ``position_ids``): the copy runs it first with ``use_cache=True``, then ``inputs``
+        (the next tokens, the mask of prompt and next tokens) continue from the cache it
+        filled, as ``generate()`` does. Both forwards are diffed, and each layer's cached
+        keys and values against ours recomputed from its prompt call (rows ``"... (cache)"``).
     **inputs : what ``model`` takes (``input_ids``, ``attention_mask``, ``decoder_input_ids``,
-        ``pixel_values``, ``input_features``, ...), tensors or arrays.
+        ``pixel_values``, ``input_features``, ...), tensors or arrays. A filled cache
+        (``past_key_values=`` or ``cache=``, a ``DynamicCache``) is continued from: copied to
+        float64, each layer's keys and values taken from it as given (a note says so; pass
+        ``prompt=`` instead to have them recomputed). A cache kind that cannot be replayed
+        (static, quantized, offloaded, hybrid, encoder-decoder) is refused by name.
 
     Returns
     -------
     ModelReport
         ``.ok``, ``.layers`` (one :class:`LayerResult` per attention layer call, in order, with
-        ``forward_error`` and ``gradient_error``), ``.first_disagreement``, ``.refused``;
-        ``print(report)`` gives the table, a notebook shows it as HTML. Query rows that attend
-        no key (left padding in a causal model) are left out and listed per layer.
+        ``forward_error`` and ``gradient_error``; ``#k`` for a layer's k-th call), ``.first_
+        disagreement``, ``.refused``; ``print(report)`` gives the table, a notebook shows it as
+        HTML. Query rows that attend no key (left padding in a causal model) are left out and
+        listed per layer.
     """
     torch = import_optional("torch", "attention_np.interop.transformers.model_diff")
     import_optional("transformers", "attention_np.interop.transformers.model_diff")
+    passed = next((n for n in CACHES if inputs.get(n) is not None), None)   # as the user named it
+    inputs = cache_name(model, inputs)
     check_model_inputs(model, inputs, torch)
     check_seed(seed)
+    given = next((n for n in CACHES if inputs.get(n) is not None), None)
+    if prompt is not None:
+        if not isinstance(prompt, dict) or not prompt:
+            raise TypeError(f"prompt must be a dict of the prompt's inputs (input_ids=..., "
+                            f"attention_mask=...), got {type(prompt).__name__}")
+        prompt = cache_name(model, prompt)
+        check_model_inputs(model, prompt, torch)
+        if given is not None:
+            raise ValueError(f"got prompt= and a filled cache ({given}=): pass one, the prompt "
+                             "(the float64 copy fills its own cache from it) or its cache")
+    if given is not None:
+        try:
+            check_cache(inputs[given])
+        except UnsupportedLayer as e:
+            return ModelReport(type(model).__name__, refused=[(passed, str(e))])
+
+    def run(work, to_torch):
+        feed = to_torch(inputs)
+        if prompt is not None:
+            takes = inspect.signature(work.forward).parameters
+            if not any(n in takes for n in CACHES):
+                raise UnsupportedLayer(f"{type(work).__name__}.forward takes no cache: a "
+                                       "prompt has nothing to fill")
+            out = work(**{**to_torch(prompt), "use_cache": True})
+            filled = getattr(out, "past_key_values", None)
+            if filled is None:
+                raise UnsupportedLayer(f"{type(work).__name__} returned no cache for the prompt "
+                                       "(use_cache=True): nothing to continue from")
+            feed[next(n for n in CACHES if n in takes)] = filled
+        elif given is not None:
+            feed[given] = float64_cache(inputs[given])
+        if prompt is not None or given is not None:
+            feed["use_cache"] = True
+        elif "use_cache" in inspect.signature(work.forward).parameters:
+            feed.setdefault("use_cache", False)     # each layer sees the whole sequence
+        work(**feed)
+    report, _ = diff_run(model, run, seed)
+    if given is not None and any(not torch.isfinite(t).all() for layer in inputs[given].layers
+                                 if getattr(layer, "keys", None) is not None
+                                 for t in (layer.keys, layer.values)):
+        report.notes.append(f"the model's cache ({passed}=) holds NaN or inf keys or values "
+                            "(a prompt row the model computed as NaN, e.g. every key masked): "
+                            "the model's new tokens attend them with weight 0, 0 * NaN = NaN")
+    if given is not None and report.layers:
+        report.notes.append(f"the cached keys and values were read from {passed}= as given "
+                            f"({type(inputs[given]).__name__}), not recomputed: pass the "
+                            "prompt as prompt= to compare them too")
+    return report
+
+
+def cache_name(model, inputs: dict) -> dict:
+    """``inputs`` with a cache passed as ``past_key_values`` named as ``model.forward`` takes
+    it (transformers 5 renames it ``cache``); anything else as it is (a model that is none:
+    :func:`check_model_inputs` says so)."""
+    if not callable(getattr(model, "forward", None)):
+        return inputs
+    params = inspect.signature(model.forward).parameters
+    if "past_key_values" in inputs and "past_key_values" not in params and "cache" in params:
+        inputs = {("cache" if k == "past_key_values" else k): v for k, v in inputs.items()}
+    return inputs
+
+
+def float64_cache(cache):
+    """A float64 copy of a ``DynamicCache`` (the model's own left as it was)."""
+    cache = copy.deepcopy(cache)
+    for layer in cache.layers:
+        if getattr(layer, "is_initialized", False) and layer.keys is not None:
+            layer.keys, layer.values = layer.keys.double(), layer.values.double()
+    return cache
+
+
+def diff_run(model, run, seed: int = 0) -> tuple:
+    """``(report, result)``: ``result = run(work, to_torch)`` on a float64 copy ``work`` of
+    ``model`` with every attention layer hooked (``to_torch`` makes a dict of inputs float64
+    tensors), then every recorded layer call diffed (:func:`compare_transformers_model`'s
+    report). ``run`` may call the copy several times (a prompt and its continuation,
+    ``generate()``): each call of a layer is a row (``#k``), and each call continuing from a
+    filled cache is diffed on it, its cached keys and values against ours recomputed from
+    the layer's earlier calls."""
+    torch = import_optional("torch", "attention_np.interop.transformers.model_diff")
     work = copy.deepcopy(model).double().eval()
     float64_experts(work)
     specs, refused = attention_layers(work)
@@ -280,7 +388,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
     if not specs:
         if not refused:
             report.notes.append("no attention layer found")
-        return report
+        return report, None
     impl = _implementation(work, specs)
     for cfg in {id(m.config): m.config for m in work.modules()      # (IDEFICS: a float config)
                 if hasattr(getattr(m, "config", None), "_attn_implementation")}.values():
@@ -302,12 +410,15 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
             bound = {**extra, **bound}
             calls.append({"name": _name, "module": mod, "spec": _spec, "args": args,
                           "kwargs": dict(kwargs), "bound": bound,
-                          "rope": _rope_source(log, bound.get("position_embeddings"))})
+                          "rope": _rope_source(log, bound.get("position_embeddings")),
+                          **_cache_before(mod, bound)})
 
         def post(mod, args, kwargs, output, _name=name, _spec=spec):
             out = output[0] if isinstance(output, (tuple, list)) else output   # GPT-1: a list
             call = next(c for c in reversed(calls) if c["name"] == _name)
             call["out"] = _np(out)
+            if "cache" in call:
+                call["after"] = cached_keys_values(call["cache"], call["index"])
             if _spec.rope_in_layer:              # IDEFICS: the call of its own rotary_emb
                 call["rope"] = next((e for e in reversed(log)
                                      if e["name"] == f"{_name}.rotary_emb"), None)
@@ -316,12 +427,12 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
     handles += _rotary_hooks(work, log)
     tables = []
     handles += _table_hooks(work, specs, tables)
-    feed = {k: torch.from_numpy(np.asarray(v)) if isinstance(v, np.ndarray) else v
-            for k, v in inputs.items()}
-    feed = {k: v.double() if hasattr(v, "is_floating_point") and v.is_floating_point() else v
-            for k, v in feed.items()}
-    if "use_cache" in inspect.signature(work.forward).parameters:
-        feed.setdefault("use_cache", False)         # each layer sees the whole sequence
+
+    def to_torch(d):
+        feed = {k: torch.from_numpy(np.asarray(v)) if isinstance(v, np.ndarray) else v
+                for k, v in d.items()}
+        return {k: v.double() if hasattr(v, "is_floating_point") and v.is_floating_point()
+                else v for k, v in feed.items()}
     try:
         upcasts = not getattr(work, "_supports_sdpa", True) or \
             any(scores_in_own_method(m) for _, m, _ in specs)    # BLOOM, MPT, GPT-Neo
@@ -329,24 +440,30 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
             stack.enter_context(float64_upcasts(torch, upcasts))
             for kind in {type(m): m for _, m, _ in specs}.values():
                 stack.enter_context(float64_rope_function(kind))
-            work(**feed)
+            try:
+                result = run(work, to_torch)
+            except UnsupportedLayer as e:
+                report.refused.append(("forward", str(e)))
+                return report, None
         for h in handles:
             h.remove()
         rng = np.random.default_rng(seed)
         for entry in tables:
             _table_row(entry, report)
-        seen, rotary_rows = {}, set()
+        seen, rotary_rows, ours_cache = {}, set(), {}
         for call in calls:
             seen[call["name"]] = seen.get(call["name"], -1) + 1
             label = call["name"] + (f"#{seen[call['name']]}" if seen[call["name"]] else "")
             try:
+                if call.get("refuse"):
+                    raise UnsupportedLayer(call["refuse"])
                 if call["spec"].has_rope:
                     _rotary_row(call, report, rotary_rows)
                 with contextlib.ExitStack() as stack:
                     stack.enter_context(float64_upcasts(torch, upcasts))
                     stack.enter_context(float64_rope_function(call["module"]))
-                    report.layers.append(_diff_call(label, call, params[call["name"]], rng,
-                                                    torch))
+                    report.layers += _diff_cached_call(label, call, params[call["name"]], rng,
+                                                       torch, ours_cache)
             except UnsupportedLayer as e:
                 report.refused.append((label, str(e)))
         called = {c["name"] for c in calls}
@@ -354,7 +471,7 @@ def compare_transformers_model(model, *, seed: int = 0, **inputs) -> ModelReport
     finally:
         for h in handles:
             h.remove()
-    return report
+    return report, result
 
 
 def _rotary_row(call, report, done: set) -> None:
@@ -439,7 +556,7 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         x_t, kv_t = _qkv_call(layer, bound, roles)
     x, kv = _np(x_t), _np(kv_t)
     B, L = x.shape[:2]
-    S = L if kv is None else kv.shape[1]
+    S = L + call.get("n_cached", 0) if kv is None else kv.shape[1]
     cross = kv is not None
     arg = bound.get("encoder_attention_mask") if spec.cross else bound.get(
         "attention_mask", bound.get("mask"))
@@ -473,8 +590,10 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         t.requires_grad_(True)
         t.grad = None
     xt = x_t.detach().clone().requires_grad_(True)
-    kwargs = {k: (None if k in CACHES else v) for k, v in call["kwargs"].items()}
-    args = (xt,) + tuple(call["args"][1:]) if call["args"] else ()
+    kwargs = {k: (call.get("shell") if k in CACHES else v) for k, v in call["kwargs"].items()}
+    live = next((bound[n] for n in CACHES if bound.get(n) is not None), None)
+    args = (xt,) + tuple(call.get("shell") if a is live and live is not None else a
+                         for a in call["args"][1:]) if call["args"] else ()   # GIT: positional
     if not call["args"]:
         kwargs["hidden_states"] = xt
     kvt = None
@@ -515,8 +634,106 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
         got["dkey_value"] = _np(kvt.grad)
     grads = params_from_transformers(layer, grads=True)[0]
     got.update({f"d{n}": grads[n] for n in p})
-    ours = replay(spec, p, x, kv, mask, dout, positions=positions, bias=bias)
+    if call.get("cached") is not None:          # the new positions after the cached ones
+        ours = replay_cached(spec, p, x, *call["cached"], mask, dout, positions=positions,
+                             bias=bias)
+    else:
+        ours = replay(spec, p, x, kv, mask, dout, positions=positions, bias=bias)
     if spec.adds_residual:      # BLOOM: out + residual (no gradient: the block's own input)
         ours["out"] = ours["out"] + _np(bound["residual"])
     excluded = leave_out_rows(got, ours, rows)
     return LayerResult(label, type(layer).__name__, judge(got, ours), excluded)
+
+
+def _cache_before(layer, bound: dict) -> dict:
+    """What a layer call's cache held before the call (in the pre-hook): the cache, the layer's
+    index in it, its keys and values (None: empty) and a copy of its cache layer (for the
+    call again, with the gradients); for a cache of a kind that cannot be replayed, why, and
+    whether it holds anything (refused when the call attends it: :func:`_diff_cached_call`);
+    ``{}`` without a cache."""
+    cache = next((bound[n] for n in CACHES if bound.get(n) is not None), None)
+    if cache is None:
+        return {}
+    try:
+        check_cache(cache)
+    except UnsupportedLayer as e:
+        filled = getattr(cache, "get_seq_length", None)
+        return {"unread": str(e), "filled": filled is None or bool(filled())}
+    index = getattr(layer, "layer_idx", getattr(layer, "layer_id", None))      # GPT-Neo: _id
+    if not isinstance(index, int):
+        return {"refuse": f"{type(layer).__name__} has no layer_idx: the cache layer it reads "
+                          "is not known; a layer with one is supported"}
+    before = cached_keys_values(cache, index)
+    return {"cache": cache, "index": index, "before": before,
+            "snapshot": None if before is None else copy.deepcopy(cache.layers[index])}
+
+
+def _check_appended(call, T: int) -> None:
+    """The call stored its ``T`` new keys and values in its own cache layer (the last
+    ``sliding_window - 1`` positions of a sliding one); refused by name otherwise (a layer
+    reading another layer's keys and values: shared KV)."""
+    before, after, index = call["before"], call.get("after"), call["index"]
+    n = 0 if before is None else before[0].shape[-2]
+    have = 0 if after is None else after[0].shape[-2]
+    layer = call["cache"].layers[index] if index < len(call["cache"].layers) else None
+    want = n + T
+    if type(layer).__name__ == "DynamicSlidingWindowLayer" and not layer.record_past:
+        want = min(want, layer.sliding_window - 1)
+    if have != want:
+        raise UnsupportedLayer(
+            f"{type(call['module']).__name__}: a call of {T} new position(s) left cache layer "
+            f"{index} with {have} position(s), not {want}: the layer does not store its own keys "
+            "and values there (keys and values shared with another layer); not supported")
+
+
+def len_of(call) -> int:
+    """The positions of a layer call's hidden states."""
+    return call["bound"].get("hidden_states", call["args"][0] if call["args"] else None).shape[1]
+
+
+def _diff_cached_call(label, call, params, rng, torch, ours_cache: dict) -> list:
+    """The rows of one layer call: with a filled cache, first its cached keys and values
+    against ours (``"<label> (cache)"``, when ours were recomputed from the layer's earlier
+    calls), then the call itself replayed on the model's cached keys and values
+    (:func:`~attention_np.interop.transformers.cache_replay.replay_cached`); ours then get this
+    call's keys and values, for the layer's next call."""
+    rows, spec, bound = [], call["spec"], call["bound"]
+    call["cached"] = call["shell"] = None
+    arg = bound.get("attention_mask", bound.get("mask"))
+    if "unread" in call and (call["filled"] if not hasattr(arg, "shape") else
+                             arg.shape[-1] != len_of(call)):
+        # a cache kind not read, that the call attends (its mask wider than its own positions:
+        # a static cache's slots; without a mask, a cache holding anything): refused by name
+        raise UnsupportedLayer(call["unread"])
+    if "cache" not in call:
+        return [_diff_call(label, call, params, rng, torch)]
+    x = _np(bound.get("hidden_states", call["args"][0] if call["args"] else None))
+    T = x.shape[1]
+    _check_appended(call, T)
+    if call["before"] is not None:
+        name = type(call["module"]).__name__
+        refuse_cached(spec, name)
+        k, v = (_np(t) for t in call["before"])
+        used = k.shape[-2] if arg is None else arg.shape[-1] - T
+        sliding = type(call["snapshot"]).__name__ == "DynamicSlidingWindowLayer"
+        if not 0 <= used <= k.shape[-2] or (used != k.shape[-2] and not sliding):
+            raise UnsupportedLayer(f"{name}: a mask over {arg.shape[-1]} keys for {T} new and "
+                                   f"{k.shape[-2]} cached positions (the mask is not the "
+                                   "cache's) is not supported")
+        k, v = k[..., k.shape[-2] - used:, :], v[..., v.shape[-2] - used:, :]
+        call["cached"], call["n_cached"] = (k, v), used
+        shell = copy.copy(call["cache"])
+        shell.layers = list(shell.layers)
+        shell.layers[call["index"]] = copy.deepcopy(call["snapshot"])
+        call["shell"] = shell
+        mine = ours_cache.get(call["name"])
+        if mine is not None and mine.length >= used:
+            rows.append(LayerResult(f"{label} (cache)", name, [
+                check_float64("k cached", k, mine.k[..., mine.length - used:, :]),
+                check_float64("v cached", v, mine.v[..., mine.length - used:, :])], kind="cache"))
+    rows.append(_diff_call(label, call, params, rng, torch))
+    pe = bound.get("position_embeddings")      # else what its rotary embedding returned
+    pe = pe if pe is not None else call["rope"]["out"] if call.get("rope") else (None, None)
+    ours_cache.setdefault(call["name"], KVCache(1 << 40)).append(
+        *new_keys_values(spec, params, x, tuple(None if t is None else _np(t) for t in pe)))
+    return rows

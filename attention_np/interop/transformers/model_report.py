@@ -22,7 +22,9 @@ class LayerResult:
     module: str
     checks: list
     excluded_rows: list = field(default_factory=list)
-    kind: str = "attention"          # or "rotary": a rotary embedding's cos, sin against ours
+    kind: str = "attention"          # or "rotary": a rotary embedding's cos, sin against ours;
+    #                                  "cache": a layer's cached keys and values against ours;
+    #                                  "tokens": generate()'s tokens (generate_diff)
 
     @property
     def ok(self) -> bool:

@@ -134,6 +134,26 @@ NOT_NARROW = (r"(patch_size|image_size|kernel|stride|mel|spec|position|window|po
 CAP = 5_000_000                         # parameters of a tiny model (keeps the sweep fast)
 B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
 CHANGE = 1e-6                           # added to one layer's output: must be caught and named
+CACHED_NEW = 2                          # the cached mode: the last 2 of the L tokens on the cache
+# the decoder families CI runs in the cached mode (sweep(CACHED_FAMILIES, cached=True)), one of
+# each kind of position and attention: all the decoder families would take minutes more
+CACHED_FAMILIES = (
+    "llama",          # RoPE, grouped-query attention
+    "mistral",        # a sliding window (DynamicSlidingWindowLayer: the window's keys only)
+    "gpt2",           # absolute positions, a fused Conv1D c_attn
+    "gemma2",         # soft-cap, sliding and full layers
+    "gemma3_text",    # a rotary embedding per layer type, QK-norm
+    "qwen2",          # q, k, v biases
+    "qwen3",          # QK-norm
+    "olmo2",          # QK-norm over all heads
+    "gpt_oss",        # sinks, r/2 angles
+    "phi",            # partial rotary, biases
+    "gpt_neox",       # fused per-head query_key_value, partial rotary
+    "gptj",           # (sin, cos) of interleaved pairs
+    "cohere",         # interleaved pairs
+    "falcon",         # fused grouped query_key_value
+    "bloom",          # ALiBi, causal by its mask alone
+)
 
 
 def _is_int(v) -> bool:
@@ -385,10 +405,11 @@ def _text_inputs(model) -> dict | None:
     return inputs
 
 
-def _runs(model, inputs) -> str | None:
+def _runs(model, inputs, rest=None) -> str | None:
     """None if the model runs on ``inputs`` (before any diff; a copy, its experts run as the
     diff runs them), else the exception's type: CLIP also needs pixel_values, X-MOD a
-    language, LayoutLMv3 boxes."""
+    language, LayoutLMv3 boxes. With ``rest``: ``inputs`` as a prompt (``use_cache=True``),
+    then ``rest`` on the cache it filled."""
     import copy
 
     import torch
@@ -398,7 +419,12 @@ def _runs(model, inputs) -> str | None:
         work = copy.deepcopy(model)
         float64_experts(work)
         with torch.no_grad():
-            work(**inputs)
+            out = work(**inputs, **({} if rest is None else {"use_cache": True}))
+            cache = getattr(out, "past_key_values", None)
+            if rest is not None and cache is not None:
+                takes = inspect.signature(work.forward).parameters
+                work(**rest, use_cache=True,
+                     **{"cache" if "cache" in takes else "past_key_values": cache})
     except Exception as e:                                         # noqa: BLE001
         return type(e).__name__
     return None
@@ -420,30 +446,63 @@ def _only_the_change(checks) -> bool:
     return [c.name for c in bad] == ["out"] and abs(bad[0].err - CHANGE) <= bad[0].tol
 
 
-def _run_changed(model, inputs, layer):
+def _run_changed(model, inputs, layer, prompt=None):
     from attention_np.interop.transformers.model_diff import compare_transformers_model
     handle = _change(layer)
     try:
-        return compare_transformers_model(model, **inputs)
+        return compare_transformers_model(model, prompt=prompt, **inputs)
     finally:
         handle.remove()
 
 
-def _diff_model(model, inputs, found) -> tuple:
+def decoder(model, found) -> str | None:
+    """None if ``model`` may be a decoder whose forward continues from a cache (it takes a
+    cache and ``use_cache``, no attention layer read is cross-attention), else why not. (One
+    whose prompt leaves no cache, an encoder, is found by running it: :func:`_diff_model`.)"""
+    params = inspect.signature(model.forward).parameters
+    if getattr(model.config, "is_encoder_decoder", False):
+        return "an encoder-decoder (its cache: EncoderDecoderCache)"
+    if not any(n in params for n in ("cache", "past_key_values")) or "use_cache" not in params:
+        return f"{type(model).__name__}.forward takes no cache"
+    if any(spec.cross for _, _, spec in found):
+        return "a cross-attention layer"
+    return None
+
+
+def _split(inputs: dict) -> tuple:
+    """``(prompt, inputs)``: the first ``L - CACHED_NEW`` tokens as the prompt, the last
+    :data:`CACHED_NEW` continuing from its cache (the mask of all ``L``)."""
+    prompt = {k: v[:, :-CACHED_NEW] for k, v in inputs.items()}
+    rest = {k: (v if k == "attention_mask" else v[:, -CACHED_NEW:]) for k, v in inputs.items()}
+    return prompt, rest
+
+
+def _diff_model(model, inputs, found, cached: bool = False) -> tuple:
     """One whole-model diff with :data:`CHANGE` added to the first attention layer's output
     that runs: every layer is replayed on its recorded inputs, so that layer alone may
     disagree, and only by the change (one run shows both the agreement and the change
     caught). The layers the input never runs (a vision or audio tower, given text) are diffed
-    one by one (:func:`_diff_layers`): an AGREE covers only what was compared."""
+    one by one (:func:`_diff_layers`): an AGREE covers only what was compared. With
+    ``cached``: the prompt, then :data:`CACHED_NEW` tokens continuing from its cache
+    (``prompt=``): every call of the changed layer must differ by the change alone, and every
+    cached keys and values row agree."""
     first = found[0]
-    report = _run_changed(model, inputs, first[1])
+    prompt = None
+    if cached:
+        prompt, inputs = _split(inputs)
+    report = _run_changed(model, inputs, first[1], prompt)
+    if cached and (any(n == "forward" for n, _ in report.refused) or not report.refused and
+                   not any(r.kind == "cache" for r in report.layers)):
+        why = next((w for n, w in report.refused if n == "forward"),
+                   "its layers' second calls continued from no cache")
+        return "skipped", float("nan"), f"no cached mode: {why}"
     not_run = {n for n, _ in report.not_run}
     if first[0] in not_run:
         ran = [f for f in found if f[0] not in not_run]
         if not ran:                                    # nothing ran: each class alone
             return _diff_layers(found)
         first = ran[0]
-        report = _run_changed(model, inputs, first[1])
+        report = _run_changed(model, inputs, first[1], prompt)
     if report.refused and not [r for r in report.layers if not r.ok]:
         return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in report.refused[:2])
     rows = report.attention
@@ -461,6 +520,10 @@ def _diff_model(model, inputs, found) -> tuple:
     if not changed or not all(_only_the_change(r.checks) for r in changed):
         return "not caught", err, f"+{CHANGE:g} on {first[0]}: {report.verdict}"
     why = f"{len(rows)} layer calls (whole model); +{CHANGE:g} caught at {changed[0].name}"
+    if cached:
+        why = f"{len(rows)} layer calls (prompt, then {CACHED_NEW} tokens on its cache), " \
+              f"{sum(r.kind == 'cache' for r in report.layers)} cache rows; +{CHANGE:g} caught " \
+              f"at {', '.join(r.name for r in changed)}"
     if not not_run:
         return "AGREE", err, why
     verdict, layer_err, layers_why = _diff_layers([f for f in found if f[0] in not_run])
@@ -508,8 +571,11 @@ def _diff_layers(found) -> tuple:
                                   f"({', '.join(names)}); +{CHANGE:g} caught in each"
 
 
-def sweep_one(model_type: str, seed: int = 0) -> SweepRow:
-    """Build and diff one family; every failure becomes the row's verdict, none escapes."""
+def sweep_one(model_type: str, seed: int = 0, cached: bool = False) -> SweepRow:
+    """Build and diff one family; every failure becomes the row's verdict, none escapes.
+
+    ``cached``: a decoder (:func:`decoder`) continuing from a filled cache (:func:`_diff_model`);
+    any other model is ``"skipped"``, the reason said."""
     from attention_np.interop.transformers.model_diff import attention_layers
     quiet = io.StringIO()
     with warnings.catch_warnings(), contextlib.redirect_stderr(quiet):
@@ -533,7 +599,16 @@ def sweep_one(model_type: str, seed: int = 0) -> SweepRow:
         try:
             inputs = _text_inputs(model)
             own = None if inputs is None else _runs(model, inputs)
-            if inputs is not None and own is None:
+            why_not = "not a text model run on input ids" if inputs is None or own else \
+                decoder(model, found)
+            if cached and not why_not:
+                why_not = _runs(model, *_split(inputs))
+                why_not = why_not and f"the model does not run continuing from its cache ({why_not})"
+            if cached and why_not:
+                return SweepRow(model_type, cls, "skipped", reason=f"no cached mode: {why_not}")
+            if cached:
+                verdict, err, why = _diff_model(model, inputs, found, cached=True)
+            elif inputs is not None and own is None:
                 verdict, err, why = _diff_model(model, inputs, found)
             else:
                 verdict, err, why = _diff_layers(found)
@@ -561,8 +636,9 @@ def _worker_init() -> None:
     transformers.logging.set_verbosity_error()
 
 
-def sweep(types=None, seed: int = 0, workers: int | None = None) -> list:
-    """:func:`sweep_one` for each of ``types`` (default: :func:`model_types`), in order.
+def sweep(types=None, seed: int = 0, workers: int | None = None, cached: bool = False) -> list:
+    """:func:`sweep_one` for each of ``types`` (default: :func:`model_types`), in order
+    (``cached``: each decoder continuing from a filled cache).
 
     ``workers`` processes (default: one per core, ``os.cpu_count()``) each diff one family at a
     time with one torch thread; ``workers=1`` runs them here, one after another. The rows do
@@ -572,14 +648,15 @@ def sweep(types=None, seed: int = 0, workers: int | None = None) -> list:
     workers = os.cpu_count() or 1 if workers is None else workers
     if workers <= 1 or len(types) <= 1:
         _worker_init()
-        return [sweep_one(t, seed) for t in types]
+        return [sweep_one(t, seed, cached) for t in types]
     import concurrent.futures
     import functools
     import multiprocessing
     with concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context("spawn"),
             initializer=_worker_init) as pool:
-        return list(pool.map(functools.partial(sweep_one, seed=seed), types, chunksize=1))
+        return list(pool.map(functools.partial(sweep_one, seed=seed, cached=cached), types,
+                             chunksize=1))
 
 
 VERDICTS = ("AGREE", "refused", "skipped", "no attention", "MISMATCH", "not caught", "error")
