@@ -48,6 +48,7 @@ class MHAReport:
     checks: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     excluded_rows: list = field(default_factory=list)   # (batch, position): left out, every key masked
+    weights: str = ""           # the weights' stored dtype and the one both ran in (transformers)
 
     @property
     def ok(self) -> bool:
@@ -61,6 +62,7 @@ class MHAReport:
                     f"the other's (floor {FLOOR_ULPS:g} ulp)")
         lines = [f"{self.module} ({self.dtype}) vs attention_np -> "
                  f"{'AGREE' if self.ok else 'MISMATCH'}", f"tolerance {rule}",
+                 *([self.weights] if self.weights else []),
                  f"{'array':<14} {'max abs err':>12} {'max rel err':>12} {'tolerance':>10}  ok"]
         tiny = 1e3 * np.finfo(self.dtype).eps
         for c in self.checks:

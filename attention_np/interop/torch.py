@@ -41,13 +41,34 @@ def _torch():
     return import_optional("torch", "attention_np.interop.torch")
 
 
-def to_numpy(x) -> np.ndarray | None:
-    """A torch tensor (detached, on the CPU) or anything array-like as a NumPy array."""
+def to_numpy(x, dtype=None) -> np.ndarray | None:
+    """A torch tensor or anything array-like as a NumPy array (None stays None).
+
+    A tensor is detached (``requires_grad`` or not), moved to the CPU, its conjugate and
+    negative bits resolved, and strided (a sparse tensor made dense); a view keeps its strides.
+    ``dtype`` (``np.float64``, ``np.float32``, ...) converts in torch before the copy, so a
+    ``bfloat16`` or ``float16`` checkpoint reads exactly as float64 (every bf16 and fp16 number is
+    a float32 and a float64 one). Without ``dtype`` a floating tensor keeps its dtype when NumPy
+    has it (float16, float32, float64) and is upcast, exactly, to float32 when NumPy has none
+    (``bfloat16``, the ``float8`` kinds); a complex one without a NumPy dtype (``complex32``)
+    becomes complex64.
+    """
     if x is None:
         return None
-    if hasattr(x, "detach"):
+    if hasattr(x, "detach") and hasattr(x, "is_floating_point"):      # a torch tensor
+        import torch
         x = x.detach().cpu()
-    return np.asarray(x)
+        if x.layout != torch.strided:
+            x = x.to_dense()
+        x = x.resolve_conj().resolve_neg()
+        if dtype is not None:
+            x = x.to(getattr(torch, np.dtype(dtype).name))
+        elif x.is_floating_point() and x.dtype not in (torch.float16, torch.float32, torch.float64):
+            x = x.to(torch.float32)
+        elif x.is_complex() and x.dtype not in (torch.complex64, torch.complex128):
+            x = x.to(torch.complex64)
+        return x.numpy()
+    return np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
 
 
 # ---------------------------------------------------------------- nn.MultiheadAttention weights

@@ -30,6 +30,7 @@ from attention_np.interop.transformers.recent import (
     float64_experts,
 )
 from attention_np.interop.transformers.replay import dead_rows
+from attention_np.interop.transformers.weights import stored_dtypes, stored_weights_line
 from attention_np.kernels import fused
 from attention_np.kernels.sink_logits import sdpa_sinks_backward, sdpa_sinks_forward
 from attention_np.variants.spec import AttentionSpec
@@ -39,7 +40,7 @@ MIN = np.finfo(np.float64).min / 2
 
 
 def _np(t):
-    return to_numpy(t.detach()).astype(np.float64)
+    return to_numpy(t, np.float64)
 
 
 def _kernel(results, reference, rng, torch):
@@ -160,7 +161,8 @@ def compare_attention_kernels(model, *, reference: str = "sdpa", seed: int = 0,
     feed = {k: v.double() if v.is_floating_point() else v for k, v in feed.items()}
     with torch.no_grad():
         work(**feed)
-    report = ModelReport(f"{type(model).__name__} attention kernel ({reference})")
+    report = ModelReport(f"{type(model).__name__} attention kernel ({reference})",
+                         weights=stored_weights_line(stored_dtypes(model)))
     report.layers = results
     if not results:
         report.notes.append("no layer called the attention interface")

@@ -15,6 +15,7 @@ Needs ``torch`` and ``transformers``; no network: build the model from a tiny co
 from __future__ import annotations
 
 import copy
+import inspect
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from attention_np.interop.transformers.layer_reading import (  # noqa: F401  (re
     SUPPORTED,
     LayerSpec,
     UnsupportedLayer,
+    family_function,
     forward_parameters,
     keep_mask,
     layer_spec,
@@ -51,14 +53,68 @@ from attention_np.interop.transformers.replay import (
 from attention_np.interop.transformers.rotary import (  # noqa: F401  (rope_cos_sin re-exported)
     check_rope_frequencies,
     float64_rotary,
+    float64_table,
     model_frequencies,
+    model_rotary_checks,
     rope_cos_sin,
     spec_cos_sin,
 )
+from attention_np.interop.transformers.weights import stored_dtypes, stored_weights_line
 from attention_np.variants.window import sliding_window_mask
 
-# what compare_transformers_attention runs the copy with (None: the module's own)
+# what the float64 copy can run, forward and backward, on the CPU (None: the module's own)
 IMPLEMENTATIONS = ("sdpa", "eager", EAGER_FLOAT64, None)
+
+
+def layer_implementation(module, spec: LayerSpec, requested: str) -> tuple[str, list]:
+    """The attention implementation a layer's float64 copy runs for ``requested`` (the one
+    asked for, or the one the model was built with), and a note when it is not ``requested``.
+
+    Whatever was asked, the verdict is the one :func:`~attention_np.interop.transformers.
+    model_diff.compare_transformers_model` gives the layer: torch's side in float64 throughout.
+    ``"sdpa"`` is float64; ``"eager"`` runs with its float32 upcasts in float64
+    (:func:`~attention_np.interop.transformers.recent.float64_upcasts`); the rest is switched
+    as the whole-model diff switches it: gpt-oss's sinks to ``"eager"`` (sdpa drops them), a
+    soft-cap from sdpa to :data:`EAGER_FLOAT64` (sdpa refuses it), GPT-2's
+    ``reorder_and_upcast_attn`` from eager to sdpa (float32 scores, and an error on a float64
+    mask), an implementation without a float64 backward on the CPU (``flex_attention``: no
+    backward on the CPU; the flash kernels: CUDA) to what the whole-model diff runs."""
+    name = type(module).__name__
+    default = "eager" if spec.sinks else EAGER_FLOAT64 if spec.softcap is not None else "sdpa"
+    same = "as compare_transformers_model does"
+    if requested is None:                          # a config never given one
+        return default, []
+    if requested not in IMPLEMENTATIONS:
+        return default, [f"attn_implementation {requested!r} has no float64 backward on the CPU "
+                         f"(flex_attention: none on the CPU; the flash kernels: CUDA only): the "
+                         f"copy ran {default!r}, {same}"]
+    if spec.sinks and requested != "eager":
+        return "eager", [f"{name}'s sinks: transformers' {requested!r} drops them without an "
+                         f"error; the copy ran 'eager' (float64 throughout), {same}"]
+    if spec.softcap is not None and requested == "sdpa":
+        return EAGER_FLOAT64, [f"{name}'s soft-cap ({spec.softcap:g}): transformers' sdpa "
+                               f"refuses it; the copy ran {EAGER_FLOAT64!r} (eager with a float64 "
+                               f"softmax), {same}"]
+    if requested == EAGER_FLOAT64 and "position_bias" in forward_parameters(module):
+        return "eager", [f"{name} passes its position bias to the attention function, which "
+                         f"{EAGER_FLOAT64!r} (Gemma 2's eager) leaves out; the copy ran 'eager' "
+                         "(its float32 casts in float64)"]
+    if requested == "eager" and getattr(module, "reorder_and_upcast_attn", False):
+        return "sdpa", [f"{name} with reorder_and_upcast_attn=True computes its scores in "
+                        "float32 under eager (and raises on a float64 mask); the copy ran 'sdpa' "
+                        f"(float64, which ignores the option), {same}"]
+    return requested, []
+
+
+def _eager_upcasts(module) -> bool:
+    """Whether the family's eager attention casts to float32 (``softmax(..., dtype=torch.
+    float32)``, ``.float()``): read in its ``eager_attention_forward``'s source."""
+    fn = family_function(module, "eager_attention_forward")
+    try:
+        source = inspect.getsource(fn) if fn is not None else ""
+    except (OSError, TypeError):
+        return False
+    return "float32" in source or ".float()" in source
 
 
 def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
@@ -116,7 +172,8 @@ def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, to
         kwargs["layer_idx"] = getattr(module, "layer_idx", None)
     if "alibi" in names:                            # Falcon: positional, None without ALiBi
         kwargs["alibi"] = None
-    if spec.rope_in_layer:                          # IDEFICS: its own rotary_emb turns q, k
+    if spec.rope_in_layer or spec.rope_table:       # IDEFICS: its own rotary_emb turns q, k
+        #                                             (GPT-J in 5.15-5.17: its own table)
         kwargs["position_ids"] = torch.from_numpy(np.ascontiguousarray(positions))
     elif spec.has_rope:
         cos, sin = spec_cos_sin(spec, positions)
@@ -192,8 +249,14 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         the shifted image), with ``hidden_states`` the ``B * num_windows`` windows
         ``(B * num_windows, N, d_model)`` of ``N = window_size**2`` patches. Added to the scores
         of window ``b`` as ``window_mask[b % num_windows]`` (a bias: -100 is not -inf).
-    attn_implementation : {"sdpa", "eager", "attention_np_eager_float64", None}
-        The copy's ``config._attn_implementation``; ``None`` keeps the module's.
+    attn_implementation : {"sdpa", "eager", "attention_np_eager_float64", None} or another of
+        transformers' (``"flex_attention"``, ...)
+        The copy's ``config._attn_implementation``; ``None`` keeps the module's (the one its
+        model was built with). Whichever it is, torch's side runs in float64 throughout and the
+        verdict is the one the whole-model diff gives (:func:`layer_implementation`): eager's
+        float32 softmax runs in float64; sinks, a soft-cap, GPT-2's
+        ``reorder_and_upcast_attn`` and an implementation without a float64 backward on the
+        CPU switch the copy to what the whole-model diff runs, and a note says so.
     seed : int
         Seed of the random upstream gradient.
 
@@ -215,9 +278,12 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         raise UnsupportedLayer(
             f"{type(module).__name__}: its ALiBi bias (or residual) comes from the model's "
             "forward, not the layer: diff the whole model with compare_transformers_model")
-    if attn_implementation not in IMPLEMENTATIONS:
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    known = IMPLEMENTATIONS + tuple(sorted(set(ALL_ATTENTION_FUNCTIONS) - set(IMPLEMENTATIONS)))
+    if attn_implementation not in known:
         raise ValueError(f"attn_implementation must be one of {IMPLEMENTATIONS} (float64 forward "
-                         f"and backward on CPU), got {attn_implementation!r}")
+                         f"and backward on CPU) or another of transformers' {known[4:]} (run as "
+                         f"compare_transformers_model runs the layer), got {attn_implementation!r}")
     names = forward_parameters(module)
     roles = qkv_inputs(module)          # torch's MultiheadAttention, CTRL: three inputs
     takes_kv = spec.cross or "key_value_states" in names or (
@@ -231,14 +297,14 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         raise ValueError(f"{type(module).__name__}(is_cross_attention=True) needs "
                          "key_value_states, the encoder output (B, S, d_model) its keys and "
                          "values come from")
-    x = to_numpy(hidden_states).astype(np.float64)
+    x = to_numpy(hidden_states, np.float64)
     if x.ndim != 3:
         raise ValueError(f"hidden_states must be (B, L, d_model), got shape {x.shape}")
     weights, _ = params_from_transformers(module)          # d_model: the rows of W_q and W_k
     if x.shape[-1] != weights["W_q"].shape[0]:
         raise ValueError(f"hidden_states must be (B, L, d_model) with d_model = "
                          f"{weights['W_q'].shape[0]} (the layer's), got shape {x.shape}")
-    kv = None if key_value_states is None else to_numpy(key_value_states).astype(np.float64)
+    kv = None if key_value_states is None else to_numpy(key_value_states, np.float64)
     B, L = x.shape[:2]
     if spec.grid_table is not None:                # Data2VecVision, Swin: the table's positions
         H, W, cls = spec.grid_table
@@ -280,20 +346,18 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
 
     layer = copy.deepcopy(module).double().eval()
     config = getattr(layer, "config", None)        # None: FSMT, LED, SpeechT5, WavLM compute
-    if attn_implementation is not None and config is not None:   # in their own forward
-        config._attn_implementation = attn_implementation
-    impl = "own forward" if config is None else config._attn_implementation
-    if impl == "eager" and getattr(module, "reorder_and_upcast_attn", False):
-        # GPT-2's _upcast_and_reordered_attn: float32 scores, and a float64 mask makes its
-        # softmax float64, on which it raises RuntimeError("Error with upcasting ...")
-        raise ValueError("GPT2Attention with reorder_and_upcast_attn=True computes its scores "
-                         "in float32 under eager (and raises on a float64 mask): pass "
-                         "attn_implementation='sdpa' (float64, ignores reorder_and_upcast_attn)")
+    impl, switched = "own forward", []             # in their own forward
+    if config is not None:                         # the one asked for, else the model's own
+        impl, switched = layer_implementation(module, spec, attn_implementation or
+                                              config._attn_implementation)
+        config._attn_implementation = impl
     prepare_recent_layer(layer, spec, impl)
     rope_checks = []
     if spec.rope_in_layer:          # its own rotary embedding: its inv_freq and attention
         float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], rope_checks)  # factor
         #                             checked against ours, its cos and sin then in float64
+    if spec.rope_table:             # its own sin|cos table checked against ours, then ours
+        rope_checks += float64_table(layer, spec, torch)
     if impl == "sdpa" and not hasattr(layer, "is_causal"):
         # transformers' sdpa takes an absent is_causal for True when no mask is passed: Mllama's
         # vision attention, bidirectional in its model (which always passes a mask), would run
@@ -313,7 +377,8 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                        roles["v"]: xt if kvt is None else kvt})
     if window_mask is not None:                     # Swin: the layer's own attention_mask
         kwargs["attention_mask"] = torch.from_numpy(np.asarray(window_mask, dtype=np.float64))
-    with float64_rope_function(layer), float64_upcasts(torch, scores_in_own_method(layer)):
+    with float64_rope_function(layer), float64_upcasts(torch, scores_in_own_method(layer) or
+                                                       impl == "eager"):
         out_t = layer(xt, **kwargs) if roles is None else layer(**kwargs)   # (GPT-Neo's _attn:
         #                                                     float64, not float32)
     out_t = out_t[0] if isinstance(out_t, (tuple, list)) else out_t   # (MobileViT: the tensor alone)
@@ -332,16 +397,18 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         bias = np.where(bias > np.finfo(np.float64).min / 2, bias, 0.0)   # it out of ours
     ours = replay(spec, params, x, kv, mask, dout, positions=positions, bias=bias)
     excluded = leave_out_rows(got, ours, rows)
-    report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64")
+    report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64",
+                       weights=stored_weights_line(stored_dtypes(module)))
     report.checks = judge(got, ours) + rope_checks
     report.excluded_rows = excluded
-    if spec.has_rope and not spec.rope_in_layer:   # the model's own frequencies, after a forward
-        freqs = model_frequencies(module, positions, torch)
-        if freqs is None:
+    if spec.has_rope and not spec.rope_in_layer and not spec.rope_table:   # the model's own
+        #                                                   frequencies, after a forward
+        checks = model_rotary_checks(spec, module, positions, torch)
+        if checks is None:
             report.notes.append("RoPE frequencies not checked: no rotary embedding class of "
                                 f"{type(module).__name__}'s family found")
         else:
-            report.checks += check_rope_frequencies(spec, *freqs, int(positions.max()) + 1)
+            report.checks += checks
     if excluded:
         report.notes.append(f"{len(excluded)} query row(s) (batch, position) have every key "
                             f"masked and are left out of the verdict: {excluded} (transformers' "
@@ -367,9 +434,9 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                             f"attn_implementation says ({impl!r} ignored: its forward looks the "
                             "implementation up with getattr on ALL_ATTENTION_FUNCTIONS); its "
                             "float32 softmax was run in float64")
-    swin = spec.grid_table is not None and not spec.grid_table[2]      # Swin's eager: float32 too
-    if impl == "eager" and (spec.family == "vit" or spec.has_rope or swin) and not spec.sinks:
-        instead = "'sdpa'" if spec.softcap is None else f"{EAGER_FLOAT64!r} (sdpa refuses the soft-cap)"
-        report.notes.append("eager attention of this family runs its softmax in float32 even "
-                            f"in float64: use attn_implementation={instead} for a float64 diff")
+    report.notes += switched
+    if impl == "eager" and _eager_upcasts(module):
+        report.notes.append("eager: the float32 casts of the family's eager attention "
+                            "(softmax(..., dtype=torch.float32)) ran in float64, so the verdict is "
+                            "the one of sdpa and of compare_transformers_model")
     return report

@@ -37,6 +37,7 @@ from attention_np.interop.transformers.weights import (
     NAMES,
     QK_NORMS,
     find_projections,
+    float64_view,
     linear_tensors,
     norm_tensors,
     qkv_columns,
@@ -98,6 +99,12 @@ class LayerSpec:
     #                                  not as rope_layout pairs them (GLM: concatenated, "half")
     rope_in_layer: bool = False      # the layer turns q, k itself, its own rotary_emb run on
     #                                  its position_ids argument (IDEFICS), not given cos, sin
+    rope_table: str | None = None    # the layer turns q, k itself from its own buffer of that
+    #                                  name, rows [sin | cos] indexed by its position_ids
+    #                                  argument (GPT-J in transformers 5.15-5.17: embed_positions)
+    rope_sections: bool = False      # position_embeddings are multimodal RoPE's three sections
+    #                                  (3, B, L, r) the layer interleaves itself (Qwen2-VL's text
+    #                                  layers in transformers 5.15, 5.16; text-only: alike)
 
     @property
     def has_rope(self) -> bool:
@@ -817,15 +824,23 @@ def _ignores_rotary(module, projections, r: int) -> bool:
     x = torch.randn((1, 3, _in_width(projections)), generator=gen, dtype=dtype)
     angles = torch.randn((1, 3, r), generator=gen, dtype=dtype)
     outs = []
-    for cos, sin in ((torch.ones_like(angles), torch.zeros_like(angles)),
-                     (torch.cos(angles), torch.sin(angles))):
-        try:
-            with torch.no_grad(), torch.random.fork_rng():
-                torch.manual_seed(0)
-                out = module.forward(x, position_embeddings=(cos, sin), attention_mask=None)
-        except (TypeError, RuntimeError, ValueError, AttributeError, IndexError):
-            return False
-        outs.append(out[0] if isinstance(out, tuple) else out)
+    cfg = getattr(module, "config", None)      # probed under eager: flex_attention would compile
+    own = getattr(cfg, "_attn_implementation", None)
+    try:
+        if own not in (None, "eager"):
+            cfg._attn_implementation = "eager"
+        for cos, sin in ((torch.ones_like(angles), torch.zeros_like(angles)),
+                         (torch.cos(angles), torch.sin(angles))):
+            try:
+                with torch.no_grad(), torch.random.fork_rng():
+                    torch.manual_seed(0)
+                    out = module.forward(x, position_embeddings=(cos, sin), attention_mask=None)
+            except (TypeError, RuntimeError, ValueError, AttributeError, IndexError):
+                return False
+            outs.append(out[0] if isinstance(out, tuple) else out)
+    finally:
+        if own not in (None, "eager"):
+            cfg._attn_implementation = own
     return bool(torch.equal(outs[0], outs[1]))
 
 
@@ -837,8 +852,10 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     if alibi is not None or not getattr(module, "use_rope", True):    # SmolLM3's NoPE layers
         return {}
     in_layer = "position_embeddings" not in forward_parameters(module)
-    if in_layer and not _own_rotary(module):
+    table = _own_table(module) if in_layer else None
+    if in_layer and not _own_rotary(module) and table is None:
         return {}
+    in_layer = in_layer and table is None
     if getattr(module, "position_embedding_type", "rotary") != "rotary":
         return {}                # ESM: takes position_embeddings, rotates only when "rotary"
     flag = re.search(r"if self\.config\.(\w+):\s*\n\s*cos, sin = position_embeddings",
@@ -888,9 +905,22 @@ def _rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
         return {}
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
     return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
-                rope_in_layer=in_layer,
+                rope_in_layer=in_layer, rope_table=table,
+                rope_sections="apply_multimodal_rotary_pos_emb(" in _source(module),
                 rope_angles_layout=_angles_layout(module, layout, r),
                 rope_sin_first="sin, cos = position_embeddings" in _source(module))
+
+
+def _own_table(module) -> str | None:
+    """The name of the buffer a layer turns q and k from itself, rows ``[sin | cos]`` of the
+    ``r/2`` angles gathered at its ``position_ids`` argument (GPT-J's ``embed_positions`` in
+    transformers 5.15 to 5.17: ``create_sinusoidal_positions``, split ``sin, cos``), else None."""
+    buf = getattr(module, "embed_positions", None)
+    src = _source(module)
+    if getattr(buf, "ndim", 0) == 2 and "position_ids" in forward_parameters(module) and \
+            "embed_positions" in src and "sin, cos = torch.split(sincos" in src:
+        return "embed_positions"
+    return None
 
 
 def _own_rotary(module) -> bool:
@@ -1092,7 +1122,9 @@ def layer_spec(module) -> LayerSpec:
     """Read the :class:`LayerSpec` of an attention layer by its modules and config.
 
     Raises :class:`UnsupportedLayer` (a ``TypeError``) naming the feature the spec cannot
-    express, or why the module is not an attention layer."""
+    express, or why the module is not an attention layer. A bfloat16 or float16 layer is read
+    from its float64 copy (:func:`~attention_np.interop.transformers.weights.float64_view`)."""
+    module = float64_view(module)
     cfg = getattr(module, "config", None)
     family = _family(module)
     refuse_other_algorithm(module)                   # by name, before what it would trip on
@@ -1196,13 +1228,14 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
         gradients are then w.r.t. the folded weights: the layer's own divided by the scale).
     spec : LayerSpec
     """
+    module = float64_view(module)          # bf16, fp16: the stored values, upcast exactly
     spec = layer_spec(module)
 
     def get(t):
         a = t.grad if grads else t.data
         if a is None:
             raise ValueError(f"{type(module).__name__} has no .grad: run a backward pass first")
-        return to_numpy(a).astype(np.float64)
+        return to_numpy(a, np.float64)
 
     p = find_projections(module)
     h, h_kv, d = spec.num_heads, spec.num_kv_heads, spec.head_dim

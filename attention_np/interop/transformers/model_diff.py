@@ -66,7 +66,13 @@ from attention_np.interop.transformers.replay import (
 from attention_np.interop.transformers.rotary import (
     check_position_embeddings,
     float64_rotary,
+    float64_table,
     spec_cos_sin,
+)
+from attention_np.interop.transformers.weights import (
+    rounded_buffers,
+    stored_dtypes,
+    stored_weights_line,
 )
 from attention_np.variants.position_bias import (
     alibi_bias,
@@ -384,11 +390,17 @@ def diff_run(model, run, seed: int = 0) -> tuple:
     work = copy.deepcopy(model).double().eval()
     float64_experts(work)
     specs, refused = attention_layers(work)
-    report = ModelReport(type(model).__name__, refused=refused)
+    report = ModelReport(type(model).__name__, refused=refused, notes=rounded_buffers(model),
+                         weights=stored_weights_line(stored_dtypes(model)))
     if not specs:
         if not refused:
             report.notes.append("no attention layer found")
         return report, None
+    for name, module, spec in specs:      # GPT-J (5.15-5.17): its own table, checked, then ours
+        if spec.rope_table:
+            report.layers.append(LayerResult(f"{name}.{spec.rope_table} (sin|cos table)",
+                                             type(module).__name__,
+                                             float64_table(module, spec, torch), kind="rotary"))
     impl = _implementation(work, specs)
     for cfg in {id(m.config): m.config for m in work.modules()      # (IDEFICS: a float config)
                 if hasattr(getattr(m, "config", None), "_attn_implementation")}.values():
@@ -485,7 +497,9 @@ def _rotary_row(call, report, done: set) -> None:
     pe = bound.get("position_embeddings")
     if spec.rope_in_layer and entry is not None:   # IDEFICS: what its own rotary_emb returned
         pe = entry["out"]
-    if entry is None:
+    if entry is None and spec.rope_table and bound.get("position_ids") is not None:
+        positions = _np(bound["position_ids"])          # GPT-J (5.15-5.17): its table's rows
+    elif entry is None:
         positions = np.arange(L)
         report.notes.append(f"{call['name']}: no rotary embedding call was seen; its RoPE "
                             "positions are taken as 0 .. L-1")

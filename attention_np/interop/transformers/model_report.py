@@ -57,6 +57,7 @@ class ModelReport:
     refused: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     not_run: list = field(default_factory=list)
+    weights: str = ""           # the weights' stored dtype and the one both ran in
 
     @property
     def ok(self) -> bool:
@@ -75,7 +76,8 @@ class ModelReport:
         return [f"{self.model} (float64), every attention layer vs attention_np -> {self.verdict}",
                 f"tolerance float64: max|theirs - ours| <= {RTOL64:g} * max(1, max|ours|); a "
                 f"rotary embedding's cos, sin (float32 angles): <= {ULPS_ANGLE} * {EPS32:.2g} * "
-                "max(1, max|angle|) * max(1, attention factor)"]
+                "max(1, max|angle|) * max(1, attention factor)",
+                *([self.weights] if self.weights else [])]
 
     def _tail(self) -> list:
         first = self.first_disagreement
@@ -118,7 +120,8 @@ class ModelReport:
         cells = "".join(f"<th>{h}</th>" for h in head)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
                        for row in self._rows())
-        title, rule = self._head()
+        title, *rules = self._head()
         extra = "".join(f"<p>{html.escape(s)}</p>" for s in self._tail())
-        return (f"<p><b>{html.escape(title)}</b></p><p>{html.escape(rule)}</p>"
+        rule = "".join(f"<p>{html.escape(s)}</p>" for s in rules)
+        return (f"<p><b>{html.escape(title)}</b></p>{rule}"
                 f"<table><tr>{cells}</tr>{body}</table>{extra}")

@@ -108,7 +108,9 @@ def float64_experts(model) -> None:
 @contextlib.contextmanager
 def float64_upcasts(torch, active: bool = True):
     """While inside (when ``active``): a float64 tensor's ``.float()`` and
-    ``.to(torch.float32)`` stay float64, ``softmax(x, dtype=torch.float32)`` of a float64
+    ``.to(torch.float32)`` stay float64, ``a @ b`` of a float64 and a float32 tensor is taken in
+    float64 (gpt-oss's rotary embedding in transformers 5.15: ``inv_freq.float() @
+    position_ids.float()``, the positions int), ``softmax(x, dtype=torch.float32)`` of a float64
     ``x`` is taken in float64, and a tensor made without a dtype is float64 (XGLM's
     ``torch.full((), finfo(float64).min)`` would overflow float32). For the layers that
     upcast to float32 in their own forward instead of through the attention interface
@@ -118,6 +120,7 @@ def float64_upcasts(torch, active: bool = True):
         yield
         return
     functional, tensor_float, tensor_to = torch.nn.functional, torch.Tensor.float, torch.Tensor.to
+    tensor_matmul = torch.Tensor.__matmul__
     softmax = functional.softmax
 
     def as_float(self, *args, **kwargs):
@@ -129,17 +132,24 @@ def float64_upcasts(torch, active: bool = True):
             return self
         return tensor_to(self, *args, **kwargs)
 
+    def matmul(a, b, *args, **kwargs):          # a float64 kept by the above times a float32
+        if isinstance(b, torch.Tensor) and {a.dtype, b.dtype} == {torch.float32, torch.float64}:
+            a, b = tensor_to(a, torch.float64), tensor_to(b, torch.float64)
+        return tensor_matmul(a, b, *args, **kwargs)
+
     def float64_softmax(x, dim=None, _stacklevel=3, dtype=None):
         if dtype == torch.float32 and x.dtype == torch.float64:
             dtype = torch.float64
         return softmax(x, dim=dim, dtype=dtype)
     default = torch.get_default_dtype()      # XGLM: torch.full((), finfo(float64).min)
     torch.Tensor.float, torch.Tensor.to, functional.softmax = as_float, to, float64_softmax
+    torch.Tensor.__matmul__ = matmul
     torch.set_default_dtype(torch.float64)
     try:
         yield
     finally:
         torch.Tensor.float, torch.Tensor.to, functional.softmax = tensor_float, tensor_to, softmax
+        torch.Tensor.__matmul__ = tensor_matmul
         torch.set_default_dtype(default)
 
 

@@ -95,6 +95,8 @@ def check_position_embeddings(spec, positions, cos, sin) -> list:
     names = ("sin", "cos") if getattr(spec, "rope_sin_first", False) else ("cos", "sin")
     for name, theirs, mine in ((names[0], cos, ours[0]), (names[1], sin, ours[1])):
         t = np.asarray(to_numpy(theirs), dtype=np.float64)
+        if t.ndim == mine.ndim + 1 and t.shape[0] == 3:   # multimodal sections, text-only
+            mine = np.broadcast_to(mine, t.shape[:1] + mine.shape)        # positions: alike
         if t.ndim == mine.ndim and t.shape[0] == 1:
             t = np.broadcast_to(t, (mine.shape[0],) + t.shape[1:])
         if t.shape != mine.shape:            # a different width or layout: no number to compare
@@ -121,12 +123,12 @@ def rotary_embedding(module):
     return None
 
 
-def model_frequencies(module, positions, torch) -> tuple:
-    """The ``(inv_freq, attention_scaling)`` a RoPE layer's model uses for ``positions (B, L)``:
-    a fresh rotary embedding (:func:`rotary_embedding`) run once on them, so that ``"dynamic"``
-    and ``"longrope"`` update theirs (None when the family has none). Gemma 3 and ModernBERT keep one
-    set per layer type (``{layer_type}_inv_freq``); the layer's own type is read (its
-    ``layer_type``, else ``config.layer_types[layer_idx]``)."""
+def _run_rotary(module, positions, torch):
+    """A fresh rotary embedding of ``module``'s family (:func:`rotary_embedding`) run once on
+    ``positions (B, L)``: ``(rotary, prefix, (cos, sin) as it returns them)``, None when the
+    family has none. Gemma 3 and ModernBERT keep one set per layer type
+    (``{layer_type}_inv_freq``): the layer's own type is run (its ``layer_type``, else
+    ``config.layer_types[layer_idx]``) and ``prefix`` is ``"{layer_type}_"``."""
     rotary = rotary_embedding(module)
     if rotary is None:
         return None
@@ -136,11 +138,50 @@ def model_frequencies(module, positions, torch) -> tuple:
             0 <= i < len(types):
         layer_type = types[i]
     typed = layer_type is not None and hasattr(rotary, f"{layer_type}_inv_freq")
+    extra = (layer_type,) if typed else ()
     with torch.no_grad():
-        rotary(torch.zeros(1), torch.from_numpy(np.array(positions)),
-               *((layer_type,) if typed else ()))
-    prefix = f"{layer_type}_" if typed else ""
-    return getattr(rotary, f"{prefix}inv_freq"), getattr(rotary, f"{prefix}attention_scaling")
+        try:
+            out = rotary(torch.zeros(1), torch.from_numpy(np.array(positions)), *extra)
+        except (IndexError, RuntimeError):  # multimodal RoPE taking (3, B, L) positions only
+            three = np.broadcast_to(positions, (3,) + np.shape(positions))   # (Qwen2-VL, 5.17)
+            out = rotary(torch.zeros(1), torch.from_numpy(np.array(three)), *extra)
+    return rotary, f"{layer_type}_" if typed else "", out
+
+
+def model_frequencies(module, positions, torch) -> tuple:
+    """The ``(inv_freq, attention_scaling)`` a RoPE layer's model uses for ``positions (B, L)``:
+    a fresh rotary embedding (:func:`rotary_embedding`) run once on them, so that ``"dynamic"``
+    and ``"longrope"`` update theirs (None when the family has none, or when its rotary
+    embedding keeps no ``inv_freq`` and ``attention_scaling``: GPT-J's and CodeGen's a table of
+    sin and cos, :func:`model_rotary_checks`). Gemma 3 and ModernBERT keep one set per layer type
+    (``{layer_type}_inv_freq``); the layer's own type is read."""
+    run = _run_rotary(module, positions, torch)
+    if run is None:
+        return None
+    rotary, prefix, _ = run
+    inv_freq = getattr(rotary, f"{prefix}inv_freq", None)
+    scaling = getattr(rotary, f"{prefix}attention_scaling", None)
+    return None if inv_freq is None or scaling is None else (inv_freq, scaling)
+
+
+def model_rotary_checks(spec, module, positions, torch) -> list | None:
+    """The checks of a RoPE layer's model's rotary embedding against ours for ``positions (B,
+    L)`` (None when the family has no rotary embedding class): its ``inv_freq`` and
+    ``attention_scaling`` (:func:`check_rope_frequencies`) when it keeps them, else the
+    ``(cos, sin)`` it returns (:func:`check_position_embeddings`; GPT-J and CodeGen: a float32
+    table ``embed_positions`` of sin and cos, returned as ``(sin, cos)``, no ``inv_freq``)."""
+    run = _run_rotary(module, positions, torch)
+    if run is None:
+        return None
+    rotary, prefix, out = run
+    inv_freq = getattr(rotary, f"{prefix}inv_freq", None)
+    scaling = getattr(rotary, f"{prefix}attention_scaling", None)
+    if inv_freq is not None and scaling is not None:
+        return check_rope_frequencies(spec, inv_freq, scaling, int(np.max(positions)) + 1)
+    if not (isinstance(out, tuple) and len(out) == 2):
+        return [Check(f"{type(rotary).__name__}: neither inv_freq nor (cos, sin) returned",
+                      float("inf"), 1.0, 0.0, "float32 angles")]
+    return check_position_embeddings(spec, positions, *out)
 
 
 def rope_cos_sin(positions, head_dim: int, theta: float,
@@ -169,8 +210,39 @@ def spec_cos_sin(spec, positions) -> tuple[np.ndarray, np.ndarray]:
     if getattr(spec, "rope_sin_first", False):         # GPT-J: (sin, cos) of the r/2 angles
         return sin, cos
     if (getattr(spec, "rope_angles_layout", None) or spec.rope_layout) == "interleaved":
-        return np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
-    return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
+        cos, sin = np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
+    else:
+        cos, sin = np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
+    if getattr(spec, "rope_sections", False):          # Qwen2-VL (transformers 5.15, 5.16): the
+        return tuple(np.ascontiguousarray(np.broadcast_to(a, (3,) + a.shape))  # 3 sections of
+                     for a in (cos, sin))                                 # text: alike
+    return cos, sin
+
+
+def rope_table(spec, rows: int) -> np.ndarray:
+    """A layer's own RoPE table (GPT-J in transformers 5.15 to 5.17) in float64: ``(rows, r)``, row
+    ``p`` the ``[sin | cos]`` of position ``p``'s ``r/2`` angles."""
+    cos, sin = rope_angles(np.arange(rows)[None], spec.rotary_dim or spec.head_dim,
+                           theta=spec.rope_theta, scaling=spec.rope_scaling)
+    return np.concatenate([sin, cos], axis=-1)[0]
+
+
+def float64_table(layer, spec, torch) -> list:
+    """Check a layer's own RoPE table (``spec.rope_table``, float32 angles) against ours, and
+    put ours (float64) in its place in the copy ``layer``: a row "sin|cos table" within the
+    float32 rounding of its largest angle (:data:`ULPS_ANGLE` ulps, as
+    :func:`check_position_embeddings`)."""
+    theirs = to_numpy(getattr(layer, spec.rope_table), np.float64)
+    ours = rope_table(spec, theirs.shape[0])
+    inv_freq, _ = rope_frequencies(spec.rotary_dim or spec.head_dim, theta=spec.rope_theta,
+                                   scaling=spec.rope_scaling)
+    tol = ULPS_ANGLE * EPS32 * max(1.0, (theirs.shape[0] - 1) * float(np.max(inv_freq)))
+    check = (Check("sin|cos table", max_abs_error(theirs, ours), reference_size(ours), tol,
+                   "float32 angles") if theirs.shape == ours.shape else
+             Check(f"sin|cos table shape {theirs.shape} != ours {ours.shape}", float("inf"), 1.0,
+                   tol, "float32 angles"))
+    setattr(layer, spec.rope_table, torch.from_numpy(ours))
+    return [check]
 
 
 def float64_rotary(rotary, specs: dict, replayed, torch, positions_seen: list,

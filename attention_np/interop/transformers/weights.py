@@ -20,6 +20,7 @@ no variant math is involved. The QK-norm's kind is probed (:func:`read_qk_norm`)
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,46 @@ NAMES = {"q": ("q_proj", "query", "q_lin", "query_proj", "q", "Wq"),
 #                                                 Kosmos-2.5's and Pix2Struct's vision towers
 FUSED = ("qkv_proj", "query_key_value", "c_attn", "Wqkv", "qkv")
 QK_NORMS = (("q_norm", "k_norm"), ("q_layernorm", "k_layernorm"))
+
+
+def stored_dtypes(module, buffers: bool = False) -> list:
+    """The dtypes (names, sorted) of ``module``'s floating parameters (and ``buffers``) as
+    stored: ``["bfloat16"]`` for a layer of a bf16 checkpoint, ``["bfloat16", "float32"]`` for
+    a model that keeps some weights in float32."""
+    tensors = [*module.parameters(), *(module.buffers() if buffers else ())]
+    return sorted({str(t.dtype).removeprefix("torch.") for t in tensors if t.is_floating_point()})
+
+
+def stored_weights_line(dtypes: list) -> str:
+    """What a report says of the weights: their dtype as stored, and that both sides ran in
+    float64 on them, upcast exactly (every bfloat16 and float16 number is a float64 one)."""
+    what = ", ".join(dtypes) if dtypes else "none floating"
+    return (f"weights: {what} as stored, read exactly as float64; transformers' side and "
+            "attention_np both ran in float64 on them (a verdict on the formula, not on the "
+            "rounding of the stored dtype)")
+
+
+def rounded_buffers(model) -> list:
+    """Notes on the floating buffers of ``model`` stored in a dtype narrower than float32
+    (``model.to(torch.bfloat16)`` rounds a rotary embedding's ``inv_freq`` too, where
+    ``from_pretrained(..., dtype=)`` keeps it float32): the model computes with the rounded
+    values, and so does its float64 copy."""
+    return [f"{name} is stored in {str(t.dtype).removeprefix('torch.')} (model.to() rounds "
+            "buffers; from_pretrained(..., dtype=) keeps them float32): the model computes with "
+            "the rounded values, its float64 copy too, so a row that uses them differs by that "
+            "rounding" for name, t in model.named_buffers()
+            if t.is_floating_point() and str(t.dtype) not in ("torch.float32", "torch.float64")]
+
+
+def float64_view(module):
+    """``module`` itself when its floating parameters and buffers are float32 or float64, else a
+    float64 deep copy (a bfloat16 or float16 checkpoint): the probes that read a layer's kind
+    (its QK-norm's formula, a measured scale, whether its output moves with the angles) then
+    run with float64 rounding, not the stored dtype's, and the values read are the stored ones
+    upcast exactly. Gradients are copied and upcast with the parameters."""
+    if set(stored_dtypes(module, buffers=True)) <= {"float32", "float64"}:
+        return module
+    return copy.deepcopy(module).double()
 
 
 def _islinear_tensors(m) -> bool:
@@ -230,7 +271,7 @@ def _probe_norm(module, norm, eps: float) -> tuple:
     mean-centred LayerNorm (float32 inside is allowed for: compared within 1e-4)."""
     import torch
 
-    w = to_numpy(norm.weight.detach()).astype(np.float64)
+    w = to_numpy(norm.weight, np.float64)
     x = np.random.default_rng(0).standard_normal((2,) + w.shape) + 0.5        # mean != 0
     with torch.no_grad():
         y = to_numpy(norm(torch.from_numpy(x).to(norm.weight.dtype))).astype(np.float64)
