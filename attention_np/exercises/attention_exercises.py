@@ -152,6 +152,17 @@ def _attn(q, k, v, mask=None, *, scale=None, axis=-1, fill=-np.inf, stable=True,
     return p if weights else p @ v
 
 
+def _unguarded(q, k, v, m=None):
+    """The stable softmax without a guard for a row of all -inf: right everywhere else, NaN on
+    a fully masked row (its max is -inf, and -inf - (-inf) is NaN)."""
+    s = q @ np.swapaxes(k, -1, -2) * float(1 / np.sqrt(q.shape[-1]))
+    if m is not None:
+        s = np.where(m, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True) @ v
+
+
 ATTENTION = Exercise(
     "attention", "attention(q, k, v, mask=None)",
     "Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V   (Eq. (1), §3.2.1)",
@@ -180,9 +191,7 @@ ATTENTION = Exercise(
                 else (_attn(q, k, v, None, weights=True) * m) @ v,
                 "Zeroing weights after the softmax leaves rows that no longer sum to 1. Mask "
                 "the scores, before the softmax."),
-        Mistake("NaN on a fully masked row",
-                lambda q, k, v, m=None: _attn(q, k, v, m, stable=False)
-                if m is not None else _attn(q, k, v),
+        Mistake("NaN on a fully masked row", _unguarded,
                 "A row that may attend to nothing is all -inf: its max is -inf and -inf - (-inf) "
                 "is NaN. Decide what such a row returns (the library returns 0) and special-case it."),
         Mistake("a fully masked row attends uniformly (finite fill like -1e9)",

@@ -19,13 +19,16 @@ from attention_np.exercises import audit, audit_inputs, checker, engine, mutants
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "instructors.md"
 
-# The floors, set to what holds on the branch that added the audit (s41-audit: 554 mutants, 54
-# equivalent, 500 wrong): raise them as the cases and the diagnoses improve; never lower them to
-# make a change pass. Fractions are of the wrong (non-equivalent) mutants.
-AUTOGRADER_FLOOR = 0.974        # 487 / 500 on s41-audit; the target is 0.98
-CHECK_FLOOR = 0.972             # 486 / 500
-NAMED_FLOOR = 0.594             # 297 / 500
-MISNAMED_CEILING = 46           # the target is 0
+# The floors, set to what holds on main after the drawn cases and the measured diagnoses were merged
+# (554 mutants, 54 equivalent, 500 wrong): raise them as the cases and the diagnoses improve; never
+# lower them to make a change pass. Fractions are of the wrong (non-equivalent) mutants.
+AUTOGRADER_FLOOR = 1.0          # 500 / 500 (487 when the audit was added; the target 0.98)
+CHECK_FLOOR = 1.0               # 500 / 500 (486)
+NAMED_FLOOR = 0.67              # 335 / 500 (297)
+MISNAMED_CEILING = 1            # (46) the one: attention's guard flipped to np.where(isneginf(m), m, 0)
+#                                 shifts no row and is named "no max subtraction", which is what it
+#                                 does; the catalogued implementation of that name differs from it on
+#                                 a huge one-key row (both wrong there), so the audit counts it
 
 
 @pytest.fixture(scope="module")
