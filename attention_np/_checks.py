@@ -114,7 +114,7 @@ def check_params_dict(params, name: str = "params", maker: str = "init_mha_param
     return params
 
 
-# --- One check per kind of argument (issue 44) -------------------------------------------------
+# --- One check per kind of argument: flags, seeds, counts, numbers, callables, arrays, configs ---
 # Every public function above the kernels checks each argument with one of these, before any work
 # or state change. Each error names the argument, shows the value (or its type, shape, dtype) and
 # says what is expected: "steps must be an int >= 0, got -1". A bool is never a number or a count

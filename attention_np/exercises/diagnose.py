@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import Finding, Raised, _at, _named_leaves, leaves
+from .engine import Finding, Raised, at_path, leaves, named_leaves
 
 
 def _permutations(items):
@@ -208,16 +208,16 @@ def show(case, result, arg_names=None, output_names=None) -> str:
     if isinstance(out, Raised):
         lines.append(f"  it raised {out.text}")
         return "\n".join(lines)
-    for name, path in _named_leaves(case.expected, output_names or case.outputs):
+    for name, path in named_leaves(case.expected, output_names or case.outputs):
         try:
-            o = _at(out, path) if path else out
+            o = at_path(out, path) if path else out
         except (KeyError, IndexError, TypeError):
             lines.append(f"  {name}: missing")
             continue
-        if isinstance(o, (tuple, list, dict)) and not isinstance(_at(case.expected, path), (tuple, list)):
+        if isinstance(o, (tuple, list, dict)) and not isinstance(at_path(case.expected, path), (tuple, list)):
             lines.append(f"  {name}: returned a {type(o).__name__}")
             continue
-        e = _at(case.expected, path)
+        e = at_path(case.expected, path)
         lines += [f"  {x}" for x in _leaf_lines(name, o, e, _want_dtype(case, e))]
     return "\n".join(lines)
 
@@ -468,16 +468,16 @@ def _leaf_report(cases, results, arg_names, names):
     for case, r in zip(cases, results, strict=False):
         if r.passed or isinstance(r.out, Raised) or r.written:
             continue
-        for (name, path), (_, ok) in zip(_named_leaves(case.expected, names or case.outputs),
+        for (name, path), (_, ok) in zip(named_leaves(case.expected, names or case.outputs),
                                              r.parts or [(None, False)], strict=False):
             if ok and r.parts:
                 continue
             try:
-                o = _at(r.out, path) if path else r.out
+                o = at_path(r.out, path) if path else r.out
             except (KeyError, IndexError, TypeError):
                 per.setdefault(name, []).append((("missing",), "is missing"))
                 continue
-            per.setdefault(name, []).append(_leaf_kind(o, _at(case.expected, path), case, arg_names))
+            per.setdefault(name, []).append(_leaf_kind(o, at_path(case.expected, path), case, arg_names))
     return per
 
 

@@ -135,7 +135,7 @@ def _shape_of(x):
     return "array"
 
 
-def _named_leaves(expected, names=None):
+def named_leaves(expected, names=None):
     """``(name, path)`` of every output the contract asks for: the top-level tuple items by
     ``names`` (e.g. dq, dk, dv), a dict's entries as ``grads['W_q']``. ``path`` indexes into
     the output."""
@@ -151,7 +151,9 @@ def _named_leaves(expected, names=None):
     return out
 
 
-def _at(x, path):
+def at_path(x, path):
+    """The item of the nested output ``x`` at ``path`` (a tuple of indices and dict keys, as
+    :func:`named_leaves` gives them)."""
     for key in path:
         x = x[key]
     return x
@@ -199,7 +201,7 @@ def compare_parts(out, expected, dtype="float64", tol=None, names=None, float_in
     for (dq, dk, dv; each parameter gradient), scored on its own. ``float_input`` False (no
     float array among the inputs, e.g. sinusoidal) drops "keep the input's dtype" from a dtype
     sentence."""
-    named = _named_leaves(expected, names)
+    named = named_leaves(expected, names)
     if isinstance(out, Raised):
         return f"raised {out.text}", [(n, False) for n, _ in named]
     so, se = _shape_of(out), _shape_of(expected)
@@ -217,7 +219,7 @@ def compare_parts(out, expected, dtype="float64", tol=None, names=None, float_in
     whys, parts = [], []
     for name, path in named:
         try:
-            o = _at(out, path)
+            o = at_path(out, path)
         except (KeyError, IndexError, TypeError):
             o = None
         if o is None and path and isinstance(path[-1], str):
@@ -225,7 +227,7 @@ def compare_parts(out, expected, dtype="float64", tol=None, names=None, float_in
         elif isinstance(o, (dict, tuple, list)):
             why = f"{name} is a {type(o).__name__}, expected an array"
         else:
-            why = _compare_leaf(name, o, _at(expected, path), dtype, tol, float_input)
+            why = _compare_leaf(name, o, at_path(expected, path), dtype, tol, float_input)
         parts.append((name, why is None))
         if why is not None:
             whys.append(why)

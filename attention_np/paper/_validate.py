@@ -158,7 +158,7 @@ def check_scale(scale, d_k: int) -> float:
     return float(scale)
 
 
-# --- added for issue 44 (fuzz) ---------------------------------------------------------------
+# --- Checks of callables, seeds, dtypes and widths, shared with the layers above ----------------
 
 
 def check_callable(f, name: str, what: str = "") -> None:

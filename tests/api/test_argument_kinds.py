@@ -1,4 +1,4 @@
-"""Bad arguments above the kernels, generated from each parameter's kind (issue 44).
+"""Bad arguments above the kernels, generated from each parameter's kind.
 
 Each public entry below has a fresh valid call (``valid()``, run once as it is by
 ``test_the_valid_call_runs``, so that no row passes because the call was broken anyway) and a
@@ -346,7 +346,7 @@ def test_beam_search_does_not_write_into_the_kv_caches_it_reads():
                                        ("0", TypeError)])
 @pytest.mark.parametrize("which", ["compare_mha", "compare_transformers_attention"])
 def test_every_compare_function_refuses_the_same_bad_seed(which, seed, exc):
-    """``seed=True`` was refused by one compare function and taken by another (issue 44)."""
+    """``seed=True`` is refused by every compare function alike (one was found taking it)."""
     torch = pytest.importorskip("torch")
     from attention_np import interop
 

@@ -1,4 +1,4 @@
-"""Every public callable refuses every bad value of every parameter by name (issue 44).
+"""Every public callable refuses every bad value of every parameter by name.
 
 The fuzzer (``tests/fuzz_signatures.py``) reads each public callable's signature and numpydoc
 types, builds a valid call, and replaces one argument at a time by the bad values of its kind;

@@ -1,4 +1,4 @@
-"""The calls issue 44 found silently wrong or unclear in paper/, variants/, kernels/, compose/,
+"""Calls a hostile review found silently wrong or unclear in paper/, variants/, kernels/, compose/,
 each with the other values of its kind (the fuzzer, tests/api/test_fuzz_signatures.py, covers
 every parameter of every callable; these rows name the reported ones and say what is expected).
 """

@@ -1,4 +1,4 @@
-"""Nothing a caller receives from a KVCache can make it inconsistent (issue 44, item 2).
+"""Nothing a caller receives from a KVCache can make it inconsistent.
 
 ``length``, ``max_len`` and ``key_norm`` are read-only; ``k`` and ``v`` are read-only views; only
 ``append`` and ``reorder`` change a cache, and a refused decode step leaves it as it was, with an

@@ -27,11 +27,15 @@ def test_the_install_page_is_linked_from_the_readme_the_site_and_the_kit():
 
 
 def _installed_editable() -> bool | None:
-    try:
-        url = metadata.distribution("attention-np").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return None
-    return bool(url and json.loads(url).get("dir_info", {}).get("editable"))
+    """True for an editable install, False for a wheel, None when not installed. The install's
+    own record is the one with pip's direct_url.json: a build's attention_np.egg-info in the
+    checkout (on sys.path when the tests run from it) is not an install."""
+    found = [d for d in metadata.distributions()
+             if (d.metadata["Name"] or "").lower().replace("_", "-") == "attention-np"]
+    urls = [u for u in (d.read_text("direct_url.json") for d in found) if u]
+    if not urls:
+        return None if not found else False
+    return bool(json.loads(urls[0]).get("dir_info", {}).get("editable"))
 
 
 def _probe(cwd: Path):
