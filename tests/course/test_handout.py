@@ -4,6 +4,7 @@ its output, the output is in the solutions, and the site folds it (tests/site ch
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -42,12 +43,17 @@ def test_the_linked_cell_prints_what_the_answer_quotes(les, number, q):
     nb = _committed(les)
     cell_id = dict((n, c) for n, _, c in handout.predict_questions(les))[number]
     cell = next(c for c in nb["cells"] if c.get("id") == cell_id)
-    assert cell["cell_type"] == "code" and q.quotes
+    assert cell["cell_type"] == "code" and (q.quotes or q.ranges)
     for quote in q.quotes:
         assert _norm(quote) in _norm(handout.output_text(cell)), (les.stem, quote)
         others = [c.get("id") for c in nb["cells"]
                   if c is not cell and _norm(quote) in _norm(handout.output_text(c))]
         assert not others, (les.stem, quote, others)
+    for pattern, _, _ in q.ranges:
+        assert re.search(pattern, _norm(handout.output_text(cell))), (les.stem, pattern)
+        others = [c.get("id") for c in nb["cells"]
+                  if c is not cell and re.search(pattern, _norm(handout.output_text(c)))]
+        assert not others, (les.stem, pattern, others)
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +75,16 @@ def test_student_copy_hides_the_answer_and_the_solutions_hold_it(kit, les, numbe
     printed = _printed(copy)
     for quote in q.quotes:
         assert _norm(quote) not in printed, (les.stem, quote)         # nowhere in the student copy
+    for pattern, _, _ in q.ranges:
+        assert not re.search(pattern, printed), (les.stem, pattern)
     full = json.loads((solutions / "lessons" / f"{les.stem}.ipynb").read_text())
     assert full == handout.kit_links(_committed(les))          # as committed, links made right in the kit
     outputs = _norm((solutions / "predict_outputs.md").read_text())
     assert _norm(q.text) in outputs
     for quote in q.quotes:
         assert _norm(quote) in outputs
+    for pattern, _, _ in q.ranges:
+        assert re.search(pattern, outputs), (les.stem, pattern)
 
 
 def test_student_copy_keeps_every_other_output(kit):
