@@ -6,7 +6,8 @@ the cell's notebook id (explicit data, checked by ``tests/course/test_handout.py
 cell's outputs hold every line the question's answer quotes). From it
 
 - :func:`student_lesson`: the lesson with those cells' outputs removed (the cells keep their
-  code and get the tag ``predict-then-run``), for ``OUT/student/lessons/``;
+  code and get the tag ``predict-then-run``) and what reads each output, up to the next heading,
+  held back (prose folded under "After you ran it", outputs removed), for ``OUT/student/lessons/``;
 - :func:`predict_outputs_markdown`: the removed outputs, question by question, for
   ``OUT/solutions/predict_outputs.md`` (images beside it), with the full lessons in
   ``OUT/solutions/lessons/``;
@@ -74,20 +75,69 @@ def _tagged(nb: dict, les: Lesson, tag: str, strip: bool) -> dict:
 
 
 NOTE_TAG = "predict-note"
+AFTER_TAG = "after-you-ran-it"    # the student copy's folded reading of a predict cell's output
+AFTER_SUMMARY = "After you ran it: what the output shows"
+HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)
+
+
+def answer_window(nb: dict, cell_id: str, stem: str = "") -> list:
+    """The cells that show or read a predict cell's output: ``[(index, text)]``, the code cells right
+    after it (a plot of what it computed; text ``None``), then the markdown up to the next code cell
+    or heading (the markdown cell that holds the heading gives the text above it, ``""`` when the
+    heading opens it)."""
+    cells = nb["cells"]
+    start = cells.index(_cell(nb, cell_id, stem))
+    window = []
+    for i in range(start + 1, len(cells)):
+        cell = cells[i]
+        if cell["cell_type"] != "markdown":
+            if any(text is not None for _, text in window):
+                break                                  # a new computation after the reading
+            window.append((i, None))
+            continue
+        text = "".join(cell["source"])
+        heading = HEADING.search(text)
+        window.append((i, text if heading is None else text[:heading.start()]))
+        if heading is not None:
+            break
+    return window
+
+
+def _fold(text: str) -> str:
+    return f"<details><summary><b>{AFTER_SUMMARY}</b></summary>\n\n{text.strip()}\n\n</details>\n"
 
 
 def student_lesson(nb: dict, les: Lesson) -> dict:
     """``nb`` without the outputs of the cells its predict questions name (tagged ``predict-then-run``),
-    each such cell after a note (tagged ``predict-note``) that names its question."""
+    each such cell after a note (tagged ``predict-note``) that names its question, and without the
+    answer on the page: what reads the output, up to the next heading (:func:`answer_window`), is
+    held back: its prose folded under "After you ran it" (tagged ``after-you-ran-it``; a heading in
+    the same cell stays open, the folded text before it in a cell ``after-run-<id>`` of its own), its
+    code cells' outputs removed."""
     nb = _tagged(nb, les, PREDICT_TAG, strip=True)
     notes = {cell: number for number, _, cell in predict_questions(les)}
+    held = {}                                     # cell index -> prose to fold (None: a code cell)
+    for cell_id in notes:
+        held.update(answer_window(nb, cell_id, les.stem))
     cells = []
-    for cell in nb["cells"]:
+    for i, cell in enumerate(nb["cells"]):
         if cell.get("id") in notes:
             text = (f"**Predict first.** Question {notes[cell['id']]} at the end of this lesson asks what "
                     "the next cell prints: write your prediction down, then run it.")
             cells.append({"cell_type": "markdown", "id": f"predict-note-{cell['id']}",
                           "metadata": {"tags": [NOTE_TAG]}, "source": [text]})
+        if i in held and held[i] is None:
+            cell["outputs"], cell["execution_count"] = [], None
+        elif i in held:
+            rest = "".join(cell["source"])[len(held[i]):]
+            if not rest.strip():                  # all of the cell reads the output: fold it in place
+                cell["source"] = [_fold(held[i])]
+                cell["metadata"].setdefault("tags", []).append(AFTER_TAG)
+            else:                                 # the reading, folded, then the heading in a cell of its own
+                if held[i].strip():
+                    cells.append({"cell_type": "markdown", "id": f"after-run-{cell['id']}",
+                                  "metadata": {"tags": [AFTER_TAG]}, "source": [_fold(held[i])]})
+                cell["source"] = rest.splitlines(keepends=True)
         cells.append(cell)
     return {**nb, "cells": cells}
 

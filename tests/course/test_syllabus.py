@@ -73,7 +73,7 @@ def test_each_lesson_entry_is_complete():
         assert {"predict", "derive", "break"} <= kinds <= set(syllabus.KINDS), (les.stem, kinds)
         for q in les.questions:
             assert sum(int(n) for n in re.findall(r"(\d) pts?\b", q.rubric)) == 3, (les.stem, q.rubric)
-            assert q.kind != "predict" or q.quotes, f"{les.stem}: a predict-then-run answer quotes the cell"
+            assert q.kind != "predict" or q.quotes or q.ranges, f"{les.stem}: a predict answer cites the cell"
         for m in (int(n) for p in les.prerequisites for n in re.findall(r"\blessons? (\d)(?: and (\d))?", p)
                   for n in n if n):
             assert m < les.number, f"lesson {les.number} assumes lesson {m}"
@@ -142,6 +142,37 @@ def test_quoted_outputs_are_what_the_lesson_prints(les):
     for q in les.questions:
         for quote in q.quotes:
             assert _norm(quote) in printed, f"{les.stem}: {quote!r} is not in the committed outputs"
+        for pattern, low, high in q.ranges:      # measured: the committed value lies in the stated range
+            found = re.findall(pattern, printed)
+            assert len(found) == 1, (les.stem, pattern, found)
+            assert low <= float(found[0]) <= high, (les.stem, pattern, found[0], low, high)
+            assert f"between {low:g} and {high:g}" in q.answer, (les.stem, low, high)
+
+
+#: what in a cell's code measures the machine (its printed values move from run to run)
+MEASURING = re.compile(r"\btracemalloc\b|\bperf_counter|\btime\.time\(|\btimeit\b|\bprocess_time"
+                       r"|\blessons\.timing\b|\bfrom attention_np\.lessons import timing|\btiming\.")
+
+
+@pytest.mark.parametrize("les", LESSONS, ids=[les.stem for les in LESSONS])
+def test_no_quote_is_a_measurement_that_moves_between_runs(les):
+    """An answer types no value a re-run prints differently: a quote may not come from a cell that
+    measures time or memory (such a value is a ``ranges`` entry, its range stated in the answer)."""
+    cells = [c for c in _notebook(les)["cells"] if c["cell_type"] == "code"]
+    for q in les.questions:
+        for quote in q.quotes:
+            for cell in cells:
+                if _norm(quote) in _outputs({"cells": [cell]}):
+                    assert not MEASURING.search("".join(cell["source"])), (
+                        f"{les.stem}: {quote!r} is printed by a cell that measures the machine; "
+                        "state a range (Question.ranges) or quote what does not vary")
+
+
+def test_the_measuring_check_would_catch_the_old_memory_quote():
+    # lesson 7's memory cell, as the check reads it: the peaks it prints are measured
+    memory = next(c for c in _notebook(lesson(7))["cells"] if "per doubling" in _outputs({"cells": [c]}))
+    assert MEASURING.search("".join(memory["source"]))
+    assert "dense x" in _outputs({"cells": [memory]})
 
 
 def _answers():

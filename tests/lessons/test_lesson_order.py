@@ -115,6 +115,7 @@ CLAUSE_TAUGHT_BY = {
     ("mha_forward", "mask"): "**A mask per sequence.**",
     ("mha_forward", "mask_head_axis"): "`mask[:, None]` of shape",
     ("mha_forward", "returns"): "5) project with W_o: out",
+    # as in `attention` (the contract says so): lesson 1 teaches both for Eq. (1), which every head runs
     ("mha_forward", "fully_masked"): "A query may have no allowed key",
     ("mha_forward", "extreme"): "scores too large for `exp`",
     ("mha_backward", "cross"): "cross-attention ($L = 3$ queries, $S = 4$ keys)",
@@ -133,7 +134,7 @@ CLAUSE_TAUGHT_BY = {
     ("decode_step", "inputs"): "x[:, t:t + 1]",
     ("decode_step", "empty_cache"): "cache = an.KVCache(max_len=L)",
     ("decode_step", "returns"): "the new positions only",
-    ("decode_step", "extreme"): "scores too large for `exp`",
+    ("decode_step", "extreme"): "scores too large for `exp`",        # as in `attention`: lesson 1
     ("sinusoidal", "sizes"): "sinusoidal_encoding(",
     ("sinusoidal", "table"): "PE(pos, 2i) = sin(pos / 10000^(2i/d_model))",
 }
