@@ -47,7 +47,7 @@ SUBPACKAGES = ("paper", "variants", "kernels", "compose", "nn", "training", "stu
 SIZES = {"B": 2, "L": 3, "S": 5, "T": 1, "d_k": 4, "d_v": 6, "d": 4, "d_model": 8, "kdim": 8,
          "vdim": 8, "h": 2, "H": 2, "H_kv": 2, "h_kv": 2, "n": 4, "N": 4, "V": 7, "d_ff": 6, "m": 3,
          "d_q": 4, "d_hidden": 5, "num_buckets": 8, "in": 8, "out": 5, "d_in": 8, "d_out": 5,
-         "F": 8, "E": 8, "D": 8, "K": 4, "M": 3, "C": 3}
+         "F": 8, "E": 8, "D": 8, "K": 4, "M": 3, "C": 3, "length": 6, "P": 2}
 
 
 # --- the parameters of a callable ------------------------------------------------------------------
@@ -188,6 +188,8 @@ def kind_of(p: Param, owner=None) -> str | None:
         return "int_list"
     if re.match(r"\(\w+, \w+\)", t) and not p.shape:
         return "tuple"                                  # a pair like (left, right)
+    if re.match(r"(torch|flax)\.|an attention layer|a (torch|transformers|flax) ", t):
+        return "module"                                 # a framework's module (torch, flax)
     cls = _class_named(p.doc_type, owner)
     if cls is not None:
         p.cls = cls
@@ -270,12 +272,18 @@ def bad_values(p: Param, good, call: dict) -> list:
         if p.default is not None:
             bad.append(("None", None))
     elif kind == "count":
-        bad += [("bool", True), ("float", 1.5), ("str", "3"), ("NaN", float("nan")), ("inf", float("inf")),
-                ("negative", -1)]
+        any_sign = re.search(r"any sign", p.doc_type + " " + p.doc_text) is not None
+        bad += [("bool", True), ("float", 1.5), ("str", "3"), ("NaN", float("nan")), ("inf", float("inf"))]
+        if not any_sign:                   # "k : int of any sign": negative and zero are valid
+            bad.append(("negative", -1))
         if re.fullmatch(SIZE_NAMES, p.name):          # a size beyond any array NumPy can make
             bad.append(("huge", 2**64))
-        if not zero_ok:
+        if not (zero_ok or any_sign):
             bad.append(("zero", 0))
+        if not p.optional:
+            bad.append(("None", None))
+    elif kind == "module":
+        bad += [("str", "abc"), ("int", 3), ("object", _Obj()), ("array", np.ones(2))]
         if not p.optional:
             bad.append(("None", None))
     elif kind == "axis":
@@ -294,7 +302,9 @@ def bad_values(p: Param, good, call: dict) -> list:
         if kind == "rate":
             bad += [("above 1", 1.5), ("negative", -0.1)]
     elif kind == "callable":
-        bad += [("None", None), ("int", 3), ("str", "f"), ("array", np.ones(2))]
+        if not p.optional:                 # an optional callable's None is documented as valid
+            bad.append(("None", None))
+        bad += [("int", 3), ("str", "f"), ("array", np.ones(2))]
     elif kind == "tuple":
         if isinstance(good, tuple):
             bad.append(("list", list(good)))
@@ -522,6 +532,9 @@ def good_value(p: Param, rng: np.random.Generator, label: str = ""):
         return make() if make else None
     if kind == "int_list":
         return [2, 4]
+    if kind == "choice":               # the first option the numpydoc type lists
+        m = re.search(r"[\"']([^\"']+)[\"']", p.doc_type)
+        return m.group(1) if m else None
     if kind == "object":
         from tests.fuzz_factories import INSTANCES
         make = INSTANCES.get(p.cls.__name__)
@@ -529,9 +542,10 @@ def good_value(p: Param, rng: np.random.Generator, label: str = ""):
     if kind in ("float_array", "int_array", "bool_array", "any_array"):
         shape = shape_of(p.shape) if p.shape else (SIZES["B"], SIZES["L"], SIZES["d_k"])
         if kind in ("float_array", "any_array"):
-            return rng.standard_normal(shape)
+            x = rng.standard_normal(shape)
+            return np.abs(x) if re.search(r">= ?0\b|non-negative", p.doc_text) else x
         if kind == "int_array":
-            return np.arange(int(np.prod(shape))).reshape(shape) % 3
+            return np.arange(int(np.prod(shape))).reshape(shape) % 2     # ids of any vocabulary >= 2
         return np.ones(shape, bool)
     return {"flag": False, "count": 2, "seed": 0, "real": 0.5, "positive": 0.5, "rate": 0.1,
             "axis": -1, "dtype": np.float64}.get(kind)
