@@ -125,6 +125,11 @@ FACTORIES = {
     "attention_np.interop.transformers.refusal.refuse": lambda: ((_bert_layer(), "a feature"), {}),
     "attention_np.interop.transformers.model_diff.compare_transformers_model": lambda: _bert_model_call(),
     "attention_np.interop.transformers.kernel_diff.compare_attention_kernels": lambda: _bert_model_call(),
+    # the exercises' definitions (the checker engine's records): one of each, the smallest
+    "attention_np.exercises.checker.Case": lambda: (("a case", (np.ones(2),)), {}),
+    "attention_np.exercises.checker.Mistake": lambda: (("a mistake", an.softmax, "a hint"), {}),
+    "attention_np.exercises.checker.Exercise": lambda: (
+        ("softmax", "softmax(x)", "§3.2.1", an.softmax, lambda seed=0: [], [_mistake()]), {}),
     "attention_np.exercises.check": lambda: (("softmax", an.softmax), {}),
     "attention_np.training.adam.adam_init": lambda: (({"w": np.ones(3), "b": np.zeros(2)},), {}),
     "attention_np.training.adam.adam_step": lambda: _adam_call(),
@@ -135,6 +140,11 @@ FACTORIES = {
         lambda: ((X[:, :1], PARAMS["init_mha_params"](),
                   an.cross_kv_cache(MEM, PARAMS["init_mha_params"](), num_heads=2)), {"num_heads": 2}),
 }
+
+
+def _mistake():
+    from attention_np.exercises import Mistake
+    return Mistake("a mistake", an.softmax, "a hint")
 
 
 def _torch_mha():
@@ -229,6 +239,7 @@ INSTANCES = {
     "Seq2SeqConfig": lambda: _tiny_seq2seq(),
     "DateBatch": lambda: _dates()[2],
     "LayerSpec": lambda: _layer_spec(),
+    "Mistake": lambda: _mistake(),
 }
 
 

@@ -153,7 +153,7 @@ AXES = {"axis", "dim"}
 
 def _class_named(doc_type: str, owner):
     """The package class a numpydoc type names first (``ModelConfig``, ``RoPE, optional``)."""
-    m = re.match(r"~?([A-Z][\w.]*)\b", doc_type.strip())
+    m = re.match(r"~?((?:[a-z_]\w*\.)*[A-Z]\w*)\b", doc_type.strip())   # Plan, attention_np.x.Spec
     if not m:
         return None
     obj = resolve(m.group(1), owner) if owner is not None else None
@@ -186,6 +186,12 @@ def kind_of(p: Param, owner=None) -> str | None:
         return "flag"
     if re.match(r"(sequence|list|iterable) of int", t):
         return "int_list"
+    m = re.match(r"list of ([A-Z]\w*)", p.doc_type)
+    if m and _class_named(m.group(1), owner) is not None:
+        p.cls = _class_named(m.group(1), owner)
+        return "object_list"                            # "list of Mistake"
+    if re.match(r"output tree", t):
+        return "tree"                                   # an array, a number, or containers of them
     if re.match(r"\(\w+, \w+\)", t) and not p.shape:
         return "tuple"                                  # a pair like (left, right)
     if re.match(r"(torch|flax)\.|an attention layer|a (torch|transformers|flax) ", t):
@@ -336,6 +342,15 @@ def bad_values(p: Param, good, call: dict) -> list:
     elif kind == "choice":
         bad += [("unknown", "nonsense"), ("int", 3), ("list", ["a"])]
         if p.default is not None and not re.search(r"\bNone\b", p.doc_type):    # {"a", "b", None}
+            bad.append(("None", None))
+    elif kind == "object_list":
+        bad += [("str", "abc"), ("tuple", tuple(good or ())), ("list of object", [_Obj()]),
+                ("list of int", [3])]
+        if not p.optional:
+            bad.append(("None", None))
+    elif kind == "tree":
+        bad += [("str", "abc"), ("object", _Obj()), ("tuple with a str", (np.ones(2), "abc"))]
+        if not p.optional:
             bad.append(("None", None))
     elif kind == "spec":
         bad += [("str", "abc"), ("dict", {"window": 2}), ("int", 3)]
@@ -550,6 +565,10 @@ def good_value(p: Param, rng: np.random.Generator, label: str = ""):
     if kind == "choice":               # the first option the numpydoc type lists
         m = re.search(r"[\"']([^\"']+)[\"']", p.doc_type)
         return m.group(1) if m else None
+    if kind == "object_list":
+        from tests.fuzz_factories import INSTANCES
+        make = INSTANCES.get(p.cls.__name__)
+        return [make()] if make else None
     if kind == "object":
         from tests.fuzz_factories import INSTANCES
         make = INSTANCES.get(p.cls.__name__)
