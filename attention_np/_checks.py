@@ -296,12 +296,13 @@ def check_array(x, name: str, *, kind: str = "float", ndim: int | None = None,
     ``"number"``: int or float) with ``ndim`` dims exactly (or at least ``min_ndim``) or the
     exact ``shape`` (None in ``shape`` matches any size), laid out as ``layout`` (``"(B, L)"``).
     ``finite``: NaN and inf are refused too. Not copied (``np.asarray``)."""
+    layout = f" {layout}" if layout else ""         # no "array , got" when there is none
     if x is None or isinstance(x, (str, bytes, dict)) or callable(x):
-        raise TypeError(f"{name} must be an array {layout}, got {_got(x)}".replace("  ", " "))
+        raise TypeError(f"{name} must be an array{layout}, got {_got(x)}")
     try:
         a = np.asarray(x)
     except (ValueError, TypeError) as e:
-        raise TypeError(f"{name} must be an array {layout}, got {_got(x)} ({e})") from None
+        raise TypeError(f"{name} must be an array{layout}, got {_got(x)} ({e})") from None
     ok = {"float": lambda d: np.issubdtype(d, np.floating),
           "int": lambda d: np.issubdtype(d, np.integer),
           "bool": lambda d: d == np.bool_,
@@ -311,17 +312,17 @@ def check_array(x, name: str, *, kind: str = "float", ndim: int | None = None,
         want = {"float": "floating-point", "int": "integer", "bool": "bool", "bool or int": "bool or 0/1",
                 "number": "numeric (int or float)"}[kind]
         article = "an" if want[0] in "aeiou" else "a"
-        raise TypeError(f"{name} must be {article} {want} array {layout}, got dtype "
-                        f"{a.dtype}".replace("  ", " "))
+        raise TypeError(f"{name} must be {article} {want} array{layout}, got dtype "
+                        f"{a.dtype}")
     if ndim is not None and a.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dims {layout}, got shape {a.shape}")
+        raise ValueError(f"{name} must have {ndim} dims{layout}, got shape {a.shape}")
     if min_ndim is not None and a.ndim < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} dims {layout}, got shape {a.shape}")
+        raise ValueError(f"{name} must have at least {min_ndim} dims{layout}, got shape {a.shape}")
     if shape is not None and (a.ndim != len(shape) or any(
             want is not None and got != want for got, want in zip(a.shape, shape, strict=False))):
         want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + (",)" if len(shape) == 1
                                                                            else ")")
-        said = f"{layout} = {want}" if layout else want
+        said = f"{layout.strip()} = {want}" if layout else want
         raise ValueError(f"{name} must have shape {said}, got {a.shape}")
     if finite and a.size and not np.isfinite(a).all():
         raise ValueError(f"{name} must be finite, got NaN or inf")

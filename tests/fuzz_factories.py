@@ -24,7 +24,31 @@ PARAMS = {
     "init_mha_params": lambda: an.init_mha_params(8, 2, rng=0),
     "init_additive_params": lambda: an.init_additive_params(4, kdim=4, d_hidden=5, rng=0),
     "init_scoring_mha_params": lambda: an.init_scoring_mha_params(8, 2, 4, "scaled", rng=0),
+    "init_ffn_params": lambda: _nn().init_ffn_params(8, 6, rng=0),
+    "init_model": lambda: _nn().init_model(_tiny_model(), rng=0),
+    "attention_np.nn.init_model": lambda: _nn().init_model(_tiny_model(), rng=0),
+    "init_seq2seq": lambda: _nn().init_seq2seq(_tiny_seq2seq(), rng=0),
+    "attention_np.nn.init_seq2seq": lambda: _nn().init_seq2seq(_tiny_seq2seq(), rng=0),
+    "load_weights": lambda: _bert_params(),
 }
+
+
+def _nn():
+    from attention_np import nn
+    return nn
+
+
+def _bert_params(vocab=7, positions=6, d=8, d_ff=6):
+    """A one-layer BERT in :func:`load_weights`' layout (random, small): no checkpoint needed."""
+    nn, r = _nn(), np.random.default_rng(0)
+    p = {"embed.word": r.standard_normal((vocab, d)), "embed.position": r.standard_normal((positions, d)),
+         "embed.token_type": r.standard_normal((2, d)), "embed.ln.gamma": np.ones(d),
+         "embed.ln.beta": np.zeros(d)}
+    p.update({f"layers.0.attn.{k}": v for k, v in an.init_mha_params(d, 2, rng=1).items()})
+    p.update({f"layers.0.ffn.{k}": v for k, v in nn.init_ffn_params(d, d_ff, rng=2).items()})
+    for ln in ("ln1", "ln2"):
+        p[f"layers.0.{ln}.gamma"], p[f"layers.0.{ln}.beta"] = np.ones(d), np.zeros(d)
+    return p
 
 #: a cache class -> one made by its forward from the arrays above
 CACHES = {
@@ -34,6 +58,19 @@ CACHES = {
     "FlashCache": lambda: an.flash_attention_forward(Q, K, V, block_size=2)[1],
     "SinksCache": lambda: an.sdpa_sinks_forward(QH, KH, VH, np.zeros(2))[1],
     "AdditiveCache": lambda: an.additive_attention_forward(Q, K, V, PARAMS["init_additive_params"]())[1],
+    # (..., d_model) and (..., d): "..." is one batch dim of 2
+    "FFNCache": lambda: _nn().ffn_forward(X[:, 0], PARAMS["init_ffn_params"]())[1],
+    "LayerNormCache": lambda: _nn().layernorm_forward(Q[:, 0], np.ones(4), np.zeros(4))[1],
+    "EmbeddingCache": lambda: _nn().embedding_forward(np.array([[0, 1, 2], [3, 4, 5]]),
+                                                      R.standard_normal((7, 8)))[1],
+    "CrossEntropyCache": lambda: _nn().cross_entropy_forward(R.standard_normal((2, 3, 7)),
+                                                             np.array([[0, 1, 2], [3, 4, 5]]))[1],
+    "ModelCache": lambda: _nn().model_forward(PARAMS["init_model"](), np.array([[0, 1, 2], [3, 4, 5]]),
+                                              _tiny_model())[1],
+    "Seq2SeqCache": lambda: _nn().seq2seq_forward(PARAMS["init_seq2seq"](), np.ones((2, 5), np.int64),
+                                                  np.ones((2, 1), np.int64), _tiny_seq2seq())[1],
+    "ScoringMHACache": lambda: an.studies.scoring_attention.scoring_mha_forward(
+        X, PARAMS["init_scoring_mha_params"](), num_heads=2, scoring="scaled")[1],
 }
 
 
@@ -73,15 +110,104 @@ FACTORIES = {
         lambda: (([2],), {"steps": 2, "batch": 2, "n_keys": 2, "d_v": 2, "n_eval": 4}),
     "attention_np.studies.positions.train_with_and_without_positions":
         lambda: (((0,),), {"config": _tiny_model(), "steps": 1, "batch_size": 2}),
+    "attention_np.pretrained.minilm.encode":
+        lambda: ((PARAMS["load_weights"](), np.array([[0, 1, 2], [3, 4, 5]])), {"num_heads": 2}),
+    "attention_np.pretrained.minilm.tokenize": lambda: (("a sentence",), {}),
+    # the framework comparisons: the smallest module of each kind (torch, flax, transformers)
+    "attention_np.interop.compare.compare_mha": lambda: ((_torch_mha(), X), {}),
+    "attention_np.interop.compare.compare_flax_mha": lambda: _flax_call(),
+    "attention_np.interop.transformers.layer_diff.compare_transformers_attention":
+        lambda: ((_bert_layer(), X), {}),
+    "attention_np.interop.transformers.layer_reading.layer_spec": lambda: ((_bert_layer(),), {}),
+    "attention_np.interop.transformers.layer_reading.qkv_inputs": lambda: ((_torch_mha(),), {}),
+    "attention_np.interop.transformers.layer_reading.params_from_transformers":
+        lambda: ((_bert_layer(),), {}),
+    "attention_np.interop.transformers.refusal.refuse": lambda: ((_bert_layer(), "a feature"), {}),
+    "attention_np.interop.transformers.model_diff.compare_transformers_model": lambda: _bert_model_call(),
+    "attention_np.interop.transformers.kernel_diff.compare_attention_kernels": lambda: _bert_model_call(),
+    # the exercises' definitions (the checker engine's records): one of each, the smallest
+    "attention_np.exercises.checker.Case": lambda: (("a case", (np.ones(2),)), {}),
+    "attention_np.exercises.checker.Mistake": lambda: (("a mistake", an.softmax, "a hint"), {}),
+    "attention_np.exercises.checker.Exercise": lambda: (
+        ("softmax", "softmax(x)", "§3.2.1", an.softmax, lambda seed=0: [], [_mistake()]), {}),
+    "attention_np.exercises.check": lambda: (("softmax", an.softmax), {}),
+    "attention_np.training.adam.adam_init": lambda: (({"w": np.ones(3), "b": np.zeros(2)},), {}),
+    "attention_np.training.adam.adam_step": lambda: _adam_call(),
+    "attention_np.training.seq2seq_trainer.decode_texts": lambda: (_dates(), {}),
+    "attention_np.training.seq2seq_trainer.exact_match": lambda: (_dates(), {}),
+    "attention_np.studies.scoring_attention.init_scoring_mha_params": lambda: ((8, 2, 4, "scaled"), {}),
     "attention_np.compose.cross_decode.mha_cross_decode_step":
         lambda: ((X[:, :1], PARAMS["init_mha_params"](),
                   an.cross_kv_cache(MEM, PARAMS["init_mha_params"](), num_heads=2)), {"num_heads": 2}),
 }
 
 
+def _mistake():
+    from attention_np.exercises import Mistake
+    return Mistake("a mistake", an.softmax, "a hint")
+
+
+def _torch_mha():
+    import torch
+    torch.manual_seed(0)
+    return torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
+
+
+def _bert_config():
+    from transformers import BertConfig
+    return BertConfig(hidden_size=8, num_attention_heads=2, intermediate_size=6, num_hidden_layers=1,
+                      vocab_size=7, max_position_embeddings=8)
+
+
+def _bert_layer():
+    import torch
+    from transformers.models.bert.modeling_bert import BertSelfAttention
+    torch.manual_seed(0)
+    return BertSelfAttention(_bert_config())
+
+
+def _bert_model_call():
+    import torch
+    from transformers import BertModel
+    torch.manual_seed(0)
+    return (BertModel(_bert_config()).eval(),), {"input_ids": torch.tensor([[0, 1, 2], [3, 4, 5]])}
+
+
+def _flax_call():
+    import flax.linen as fnn
+    import jax
+    x = X.astype(np.float32)
+    module = fnn.MultiHeadDotProductAttention(num_heads=2, qkv_features=8)
+    return (module, module.init(jax.random.PRNGKey(0), x, x), x), {}
+
+
+def _layer_spec():
+    from attention_np.interop.transformers.layer_reading import layer_spec
+    return layer_spec(_bert_layer())
+
+
 def _tiny_model():
     from attention_np.nn import ModelConfig
-    return ModelConfig(vocab_size=5, max_len=4, d_model=8, num_heads=2, d_ff=8, num_layers=1)
+    return ModelConfig(vocab_size=7, max_len=4, d_model=8, num_heads=2, d_ff=6, num_layers=1)
+
+
+def _tiny_seq2seq():
+    from attention_np.nn import Seq2SeqConfig
+    return Seq2SeqConfig(src_vocab=6, tgt_vocab=7, max_src_len=5, max_tgt_len=4, d_model=8, num_heads=2,
+                         d_ff=6, num_encoder_layers=1, num_decoder_layers=1)
+
+
+def _dates():
+    from attention_np.training.dates import DatesTask
+    from attention_np.training.seq2seq_trainer import dates_config
+    config = dates_config(d_model=8, num_heads=2, d_ff=8, num_encoder_layers=1, num_decoder_layers=1)
+    return _nn().init_seq2seq(config, rng=0), config, DatesTask(heldout_size=3).heldout()
+
+
+def _adam_call():
+    from attention_np import training
+    params = {"w": np.ones(3), "b": np.zeros(2)}
+    return (params, {"w": np.full(3, 0.5), "b": np.ones(2)}, training.adam_init(params)), {"lr": 0.1}
 
 
 def _train_call():
@@ -109,6 +235,11 @@ INSTANCES = {
     "KVCache": lambda: _filled_cache(),
     "Plan": lambda: _plan(),
     "RoPE": lambda: an.RoPE(),
+    "ModelConfig": lambda: _tiny_model(),
+    "Seq2SeqConfig": lambda: _tiny_seq2seq(),
+    "DateBatch": lambda: _dates()[2],
+    "LayerSpec": lambda: _layer_spec(),
+    "Mistake": lambda: _mistake(),
 }
 
 

@@ -47,7 +47,7 @@ SUBPACKAGES = ("paper", "variants", "kernels", "compose", "nn", "training", "stu
 SIZES = {"B": 2, "L": 3, "S": 5, "T": 1, "d_k": 4, "d_v": 6, "d": 4, "d_model": 8, "kdim": 8,
          "vdim": 8, "h": 2, "H": 2, "H_kv": 2, "h_kv": 2, "n": 4, "N": 4, "V": 7, "d_ff": 6, "m": 3,
          "d_q": 4, "d_hidden": 5, "num_buckets": 8, "in": 8, "out": 5, "d_in": 8, "d_out": 5,
-         "F": 8, "E": 8, "D": 8, "K": 4, "M": 3, "C": 3}
+         "F": 8, "E": 8, "D": 8, "K": 4, "M": 3, "C": 3, "length": 6, "P": 2}
 
 
 # --- the parameters of a callable ------------------------------------------------------------------
@@ -153,7 +153,7 @@ AXES = {"axis", "dim"}
 
 def _class_named(doc_type: str, owner):
     """The package class a numpydoc type names first (``ModelConfig``, ``RoPE, optional``)."""
-    m = re.match(r"~?([A-Z][\w.]*)\b", doc_type.strip())
+    m = re.match(r"~?((?:[a-z_]\w*\.)*[A-Z]\w*)\b", doc_type.strip())   # Plan, attention_np.x.Spec
     if not m:
         return None
     obj = resolve(m.group(1), owner) if owner is not None else None
@@ -177,7 +177,7 @@ def kind_of(p: Param, owner=None) -> str | None:
         return "kv_cache"
     if re.match(r"(np\.)?dtype|the dtype", t) or name == "dtype":
         return "dtype"
-    if re.match(r"attentionspec", t) or name == "spec":
+    if re.match(r"attentionspec", t) or (name == "spec" and not re.match(r"layerspec", t)):
         return "spec"
     if re.match(r"bool\b", t) and (p.shape or "broadcastable" in t or "array" in t) or \
             re.match(r"bool (array|mask)", t):
@@ -186,8 +186,16 @@ def kind_of(p: Param, owner=None) -> str | None:
         return "flag"
     if re.match(r"(sequence|list|iterable) of int", t):
         return "int_list"
+    m = re.match(r"list of ([A-Z]\w*)", p.doc_type)
+    if m and _class_named(m.group(1), owner) is not None:
+        p.cls = _class_named(m.group(1), owner)
+        return "object_list"                            # "list of Mistake"
+    if re.match(r"output tree", t):
+        return "tree"                                   # an array, a number, or containers of them
     if re.match(r"\(\w+, \w+\)", t) and not p.shape:
         return "tuple"                                  # a pair like (left, right)
+    if re.match(r"(torch|flax)\.|an attention layer|a (torch|transformers|flax) ", t):
+        return "module"                                 # a framework's module (torch, flax)
     cls = _class_named(p.doc_type, owner)
     if cls is not None:
         p.cls = cls
@@ -200,7 +208,8 @@ def kind_of(p: Param, owner=None) -> str | None:
         return "dict"
     if re.match(r"(\{|\"|')", t) or re.match(r"str, one of|one of", t):
         return "choice"
-    if re.match(r"int (array|ndarray)|int \(|int64 array", t) or (p.shape and re.match(r"int\b", t)):
+    if re.match(r"int (array|ndarray)|int \(|int64 array", t) or (p.shape and re.match(r"int\b", t)) or \
+            (p.shape and re.search(r"\) int\b(?! or float)", t)):                 # "(B, L) int"
         return "int_array"
     if p.shape or re.match(r"(float )?(nd)?array|float (array|ndarray)", t):
         return "float_array"
@@ -247,15 +256,22 @@ def bad_values(p: Param, good, call: dict) -> list:
         if kind != "bool_array":
             bad.append(("bool dtype", g > 0 if g.dtype != bool else g))
         if kind == "float_array":
-            bad += [("int dtype", np.ones(g.shape, np.int64)), ("complex", g.astype(np.complex128))]
-            others = [v for n, v in call.items() if n != p.name and _is_float_array(v) and v.ndim >= 2]
+            if not re.search(r"int or float|float or int", p.doc_type):     # a float array takes no ints
+                bad.append(("int dtype", np.ones(g.shape, np.int64)))
+            bad.append(("complex", g.astype(np.complex128)))
+            others = [v for n, v in call.items() if n != p.name and _is_float_array(v) and v.ndim >= 2
+                      and v.dtype == np.float64]
             data = p.shape and len([t for t in p.shape if t != "..."]) >= 2 and not broadcastable
             if others and data and g.dtype == np.float64:
                 bad.append(("float32 among float64", g.astype(np.float32)))
         if kind == "int_array":
             bad.append(("float dtype", g.astype(np.float64) + 0.5))
         if kind == "bool_array":
-            bad += [("float dtype", np.ones(g.shape)), ("int dtype", np.ones(g.shape, np.int64))]
+            bad.append(("float dtype", np.ones(g.shape)))
+            if re.search(r"0/1", p.doc_type):         # "bool or 0/1 int": an int other than 0 and 1
+                bad.append(("int not 0/1", np.full(g.shape, 2, np.int64)))
+            else:
+                bad.append(("int dtype", np.ones(g.shape, np.int64)))
         if p.shape and len([t for t in p.shape if t != "..."]) >= 2 and g.ndim >= 1 and not broadcastable:
             bad.append(("0-d", g.reshape(-1)[0] if g.size else np.float64(0)))
         wrong = _wrong_shape(p, g, call)
@@ -270,12 +286,18 @@ def bad_values(p: Param, good, call: dict) -> list:
         if p.default is not None:
             bad.append(("None", None))
     elif kind == "count":
-        bad += [("bool", True), ("float", 1.5), ("str", "3"), ("NaN", float("nan")), ("inf", float("inf")),
-                ("negative", -1)]
+        any_sign = re.search(r"any sign", p.doc_type + " " + p.doc_text) is not None
+        bad += [("bool", True), ("float", 1.5), ("str", "3"), ("NaN", float("nan")), ("inf", float("inf"))]
+        if not any_sign:                   # "k : int of any sign": negative and zero are valid
+            bad.append(("negative", -1))
         if re.fullmatch(SIZE_NAMES, p.name):          # a size beyond any array NumPy can make
             bad.append(("huge", 2**64))
-        if not zero_ok:
+        if not (zero_ok or any_sign):
             bad.append(("zero", 0))
+        if not p.optional:
+            bad.append(("None", None))
+    elif kind == "module":
+        bad += [("str", "abc"), ("int", 3), ("object", _Obj()), ("array", np.ones(2))]
         if not p.optional:
             bad.append(("None", None))
     elif kind == "axis":
@@ -294,9 +316,12 @@ def bad_values(p: Param, good, call: dict) -> list:
         if kind == "rate":
             bad += [("above 1", 1.5), ("negative", -0.1)]
     elif kind == "callable":
-        bad += [("None", None), ("int", 3), ("str", "f"), ("array", np.ones(2))]
+        if not p.optional:                 # an optional callable's None is documented as valid
+            bad.append(("None", None))
+        bad += [("int", 3), ("str", "f"), ("array", np.ones(2))]
     elif kind == "tuple":
-        if isinstance(good, tuple):
+        if isinstance(good, tuple) and not re.search(r"\ba list\b|\blist or\b", p.doc_text):
+            # (a tuple whose docs say "a list or range is taken too" takes a list)
             bad.append(("list", list(good)))
         bad += [("str", "abc"), ("int", 3)]
         if not p.optional:
@@ -316,7 +341,16 @@ def bad_values(p: Param, good, call: dict) -> list:
                 ("int", 3)]
     elif kind == "choice":
         bad += [("unknown", "nonsense"), ("int", 3), ("list", ["a"])]
-        if p.default is not None:
+        if p.default is not None and not re.search(r"\bNone\b", p.doc_type):    # {"a", "b", None}
+            bad.append(("None", None))
+    elif kind == "object_list":
+        bad += [("str", "abc"), ("tuple", tuple(good or ())), ("list of object", [_Obj()]),
+                ("list of int", [3])]
+        if not p.optional:
+            bad.append(("None", None))
+    elif kind == "tree":
+        bad += [("str", "abc"), ("object", _Obj()), ("tuple with a str", (np.ones(2), "abc"))]
+        if not p.optional:
             bad.append(("None", None))
     elif kind == "spec":
         bad += [("str", "abc"), ("dict", {"window": 2}), ("int", 3)]
@@ -330,7 +364,13 @@ def bad_values(p: Param, good, call: dict) -> list:
             key = next(iter(good))
             bad.append(("entry not an array", {**good, key: "abc"}))
     elif kind == "str":
-        bad += [("int", 3), ("list", ["a"])]
+        bad.append(("int", 3))
+        if re.search(r"list of str", p.doc_type):     # "str or list of str": a list of others
+            bad += [("list of int", [1, 2]), ("empty list", [])]
+        else:
+            bad.append(("list", ["a"]))
+        if not p.optional and re.search(r"list of str", p.doc_type):
+            bad.append(("None", None))
     elif kind == "int_list":
         bad += [("str", "ab"), ("int", 3), ("zero", [0]), ("negative", [-1]), ("float", [1.5]),
                 ("bool", [True]), ("empty", [])]
@@ -522,6 +562,13 @@ def good_value(p: Param, rng: np.random.Generator, label: str = ""):
         return make() if make else None
     if kind == "int_list":
         return [2, 4]
+    if kind == "choice":               # the first option the numpydoc type lists
+        m = re.search(r"[\"']([^\"']+)[\"']", p.doc_type)
+        return m.group(1) if m else None
+    if kind == "object_list":
+        from tests.fuzz_factories import INSTANCES
+        make = INSTANCES.get(p.cls.__name__)
+        return [make()] if make else None
     if kind == "object":
         from tests.fuzz_factories import INSTANCES
         make = INSTANCES.get(p.cls.__name__)
@@ -529,9 +576,10 @@ def good_value(p: Param, rng: np.random.Generator, label: str = ""):
     if kind in ("float_array", "int_array", "bool_array", "any_array"):
         shape = shape_of(p.shape) if p.shape else (SIZES["B"], SIZES["L"], SIZES["d_k"])
         if kind in ("float_array", "any_array"):
-            return rng.standard_normal(shape)
+            x = rng.standard_normal(shape)
+            return np.abs(x) if re.search(r">= ?0\b|non-negative", p.doc_text) else x
         if kind == "int_array":
-            return np.arange(int(np.prod(shape))).reshape(shape) % 3
+            return np.arange(int(np.prod(shape))).reshape(shape) % 2     # ids of any vocabulary >= 2
         return np.ones(shape, bool)
     return {"flag": False, "count": 2, "seed": 0, "real": 0.5, "positive": 0.5, "rate": 0.1,
             "axis": -1, "dtype": np.float64}.get(kind)
@@ -576,6 +624,11 @@ def same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
                 and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if _torch_kind(a) == "module" and type(a) is type(b):     # a torch module: its tensors and mode
+        return a.training == b.training and same(dict(a.state_dict()), dict(b.state_dict()))
+    if _torch_kind(a) == "tensor" and _torch_kind(b) == "tensor":
+        import torch
+        return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a, b))
     if isinstance(a, np.random.Generator) and isinstance(b, np.random.Generator):
         return a.bit_generator.state == b.bit_generator.state
     if isinstance(a, dict) and isinstance(b, dict):
@@ -589,6 +642,14 @@ def same(a, b) -> bool:
         return bool(a == b) or a is b
     except Exception:
         return a is b
+
+
+def _torch_kind(x) -> str | None:
+    """"module" or "tensor" for a torch object (torch only imported when the caller did)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    return "module" if isinstance(x, torch.nn.Module) else "tensor" if isinstance(x, torch.Tensor) else None
 
 
 def run_case(fn, args, kwargs, arg: str, watch=()) -> str | None:
@@ -656,7 +717,7 @@ def fuzz_entry(label: str, obj, kind: str) -> Row:
             before = [snapshot(x) for x in (*args, *kwargs.values())]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                obj(*args, **kwargs)
+                _valid_call(obj, args, kwargs)
             # a valid call changes no input either, but what it is documented to change: an array
             # it updates "in place", the KV cache it appends to, the Generator it draws from
             in_place = re.search(r"in place", obj.__doc__ or "") is not None
@@ -670,7 +731,7 @@ def fuzz_entry(label: str, obj, kind: str) -> Row:
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        obj(*ro_args, **ro_kwargs)
+                        _valid_call(obj, ro_args, ro_kwargs)
                 except Exception as e:
                     row.failures.append(("(read-only inputs)", "", f"{type(e).__name__}: {str(e)[:160]}"))
     except Exception as e:
@@ -710,6 +771,22 @@ def fuzz_entry(label: str, obj, kind: str) -> Row:
                 if problem:
                     row.failures.append((f".{attr}", bad_label, problem))
     return row
+
+
+def always_raises(fn) -> tuple:
+    """The exceptions a function's numpydoc "Raises" section says it raises "Always" (a function
+    whose job is to refuse: its valid call ends in that exception, and nothing else)."""
+    return tuple(n for n, (_, d) in numpydoc_params(getattr(fn, "__doc__", None), "Raises").items()
+                 if d.startswith("Always"))
+
+
+def _valid_call(fn, args, kwargs):
+    """``fn(*args, **kwargs)``; a documented "Always" exception is its valid outcome."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as e:
+        if type(e).__name__ not in always_raises(fn):
+            raise
 
 
 def read_only(x):

@@ -17,9 +17,40 @@ from functools import cache
 
 import numpy as np
 
+from attention_np._checks import (
+    check_callable,
+    check_float_dtype,
+    check_instance,
+    check_number,
+    check_str,
+    check_tuple,
+)
 from attention_np.exercises import engine, probes
 
 CheckResult = engine.Report
+
+
+def _check_tree(x, name: str) -> None:
+    """``x`` is an output: an array, a number, None or a tuple, list or dict of them (what an
+    exercise's function returns); a str or another object is a ``TypeError`` naming ``name``."""
+    if x is None or isinstance(x, (np.ndarray, np.generic, int, float)):
+        return
+    if isinstance(x, (tuple, list)):
+        for i, v in enumerate(x):
+            _check_tree(v, f"{name}[{i}]")
+        return
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _check_tree(v, f"{name}[{k!r}]")
+        return
+    raise TypeError(f"{name} must be an output (an array, a number, or a tuple, list or dict of them), "
+                    f"got {type(x).__name__} ({x!r:.40})")
+
+
+def _check_tol(tol) -> None:
+    if tol is None:
+        return
+    check_tuple(tol, "tol", length=2, item=lambda t, name: check_number(t, name, low=0))
 
 
 @dataclass
@@ -27,26 +58,70 @@ class Case:
     """One call of the exercise: ``fn(*args, **kwargs)``; ``expected`` overrides the reference
     (e.g. a finite-difference gradient); ``dtype`` is the floating dtype the output must have.
     Its points are not its own: :func:`build_record` spreads the exercise's points (set in the
-    syllabus) over its cases."""
+    syllabus) over its cases.
+
+    Attributes
+    ----------
+    label : str
+        What the checker prints for this case.
+    args : tuple
+        The positional arguments.
+    kwargs : dict
+        The keyword arguments.
+    dtype : dtype
+        The floating dtype the output must have.
+    expected : output tree, optional
+        An array, a number, or a tuple, list or dict of them: the output instead of the
+        reference's.
+    tol : (rtol, atol), optional
+        Two floats >= 0; default by dtype (see the engine's docstring).
+    clauses : tuple of str
+        The contract clauses it tests (``notebooks.CLAUSES`` keys).
+    family : str, optional
+        The value family it was drawn from (generate.py), if any.
+    """
 
     label: str
     args: tuple
     kwargs: dict = field(default_factory=dict)
     dtype: object = np.float64
     expected: object = None
-    tol: tuple | None = None        # (rtol, atol); default by dtype, see engine's docstring
-    clauses: tuple = ()             # the contract clauses it tests (notebooks.CLAUSES keys)
-    family: str | None = None       # the value family it was drawn from (generate.py), if any
+    tol: tuple | None = None
+    clauses: tuple = ()
+    family: str | None = None
+
+    def __post_init__(self):
+        check_str(self.label, "label")
+        check_tuple(self.args, "args")
+        check_instance(self.kwargs, dict, "kwargs")
+        check_float_dtype(self.dtype)
+        _check_tree(self.expected, "expected")
+        _check_tol(self.tol)
+        check_tuple(self.clauses, "clauses", item=lambda c, name: check_str(c, name))
+        check_str(self.family, "family", optional=True)
 
 
 @dataclass
 class Mistake:
     """A known wrong answer: ``name`` (what the checker prints), ``wrong`` (an implementation of
-    the mistake, the exercise's signature) and ``hint`` (teaches, does not give the answer)."""
+    the mistake, the exercise's signature) and ``hint`` (teaches, does not give the answer).
+
+    Attributes
+    ----------
+    name : str
+    wrong : callable
+        The wrong implementation, with the exercise's signature.
+    hint : str
+    """
 
     name: str
     wrong: object
     hint: str
+
+    def __post_init__(self):
+        check_str(self.name, "name")
+        check_callable(self.wrong, "wrong")
+        check_str(self.hint, "hint")
 
 
 @dataclass
@@ -54,7 +129,24 @@ class Exercise:
     """An exercise: ``name``, the function signature, the paper's sentence, the reference
     implementation, a ``cases(seed)`` factory (``hidden`` gives the autograder's cases; by default
     the same factory with another seed), the catalogue of ``mistakes`` and the ``spec`` of
-    :mod:`attention_np.exercises.generate` the cases are drawn from."""
+    :mod:`attention_np.exercises.generate` the cases are drawn from.
+
+    Attributes
+    ----------
+    name, signature, paper : str
+    reference : callable
+        The reference implementation.
+    cases : callable
+        ``cases(seed)`` -> list of :class:`Case`, the public cases.
+    mistakes : list of Mistake
+        The catalogue of known mistakes.
+    hidden : callable, optional
+        ``hidden()`` -> list of :class:`Case`, the autograder's cases.
+    outputs : tuple of str, optional
+        Names of a tuple result's items, e.g. ``("dq", "dk", "dv")``.
+    spec : attention_np.exercises.generate.Spec, optional
+        What the cases are drawn from.
+    """
 
     name: str
     signature: str
@@ -63,8 +155,23 @@ class Exercise:
     cases: object
     mistakes: list
     hidden: object = None
-    outputs: tuple | None = None        # names of a tuple result's items, e.g. ("dq", "dk", "dv")
-    spec: object = None                 # the generate.Spec its cases are drawn from
+    outputs: tuple | None = None
+    spec: object = None
+
+    def __post_init__(self):
+        for name in ("name", "signature", "paper"):
+            check_str(getattr(self, name), name)
+        check_callable(self.reference, "reference")
+        check_callable(self.cases, "cases")
+        if not isinstance(self.mistakes, list):
+            raise TypeError(f"mistakes must be a list of Mistake, got {type(self.mistakes).__name__}")
+        for i, m in enumerate(self.mistakes):
+            check_instance(m, Mistake, f"mistakes[{i}]")
+        check_callable(self.hidden, "hidden", optional=True)
+        if self.outputs is not None:
+            check_tuple(self.outputs, "outputs", item=lambda o, name: check_str(o, name))
+        from attention_np.exercises.generate import Spec  # generate imports this module
+        check_instance(self.spec, Spec, "spec", optional=True)
 
     @property
     def function(self) -> str:

@@ -250,12 +250,13 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     if not isinstance(module, torch.nn.MultiheadAttention):
         raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}")
     dtype = next(module.parameters()).dtype
-    if dtype.is_complex or any(np.iscomplexobj(itorch.to_numpy(a))
-                               for a in (query, key, value, static_k, static_v) if a is not None):
-        raise TypeError("complex inputs or weights are not supported: attention_np is real-valued "
-                        "(a softmax over complex scores is not defined); got module dtype "
-                        f"{dtype} and input dtypes "
-                        f"{[str(itorch.to_numpy(a).dtype) for a in (query, key, value) if a is not None]}")
+    if dtype.is_complex:
+        raise TypeError(f"module weights must be real: attention_np is real-valued (a softmax over "
+                        f"complex scores is not defined); got module dtype {dtype}")
+    for name, a in (("query", query), ("key", key), ("value", value), ("static_k", static_k),
+                    ("static_v", static_v)):
+        if a is not None:                  # a complex, int or bool input, or a str, by its name
+            itorch.check_real_input(a, name)
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"module dtype must be float32 or float64, got {dtype}")
     np_dtype = np.float64 if dtype == torch.float64 else np.float32

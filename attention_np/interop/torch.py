@@ -41,6 +41,18 @@ def _torch():
     return import_optional("torch", "attention_np.interop.torch")
 
 
+def check_real_input(x, name: str, layout: str = "") -> None:
+    """``x`` is a real floating-point torch tensor or array (a ``TypeError`` naming ``name``, its
+    type or dtype and ``layout`` otherwise): a string, a bool, int or complex array is refused
+    before it is converted, not by what the conversion or the layer trips over."""
+    if hasattr(x, "detach") and hasattr(x, "is_floating_point"):      # a torch tensor
+        if not x.is_floating_point():
+            raise TypeError(f"{name} must be a real floating-point tensor {layout}, got dtype "
+                            f"{x.dtype}".replace("  ", " "))
+        return
+    check_array(x, name, layout=layout)
+
+
 def to_numpy(x, dtype=None) -> np.ndarray | None:
     """A torch tensor or anything array-like as a NumPy array (None stays None).
 

@@ -212,7 +212,7 @@ def encode(params: dict, input_ids, attention_mask=None, token_type_ids=None, *,
     params : dict from :func:`load_weights` (float32 or float64; the compute dtype follows it)
     input_ids : int array (B, L)
         Word-piece ids in ``[0, vocab)``.
-    attention_mask : bool array (B, L), optional
+    attention_mask : bool or 0/1 int array (B, L), optional
         True (or 1) = real token (default: all True).
     token_type_ids : int array (B, L), optional
         Segment ids in ``[0, 2)`` (default: all 0, one segment).

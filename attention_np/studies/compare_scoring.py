@@ -134,8 +134,8 @@ def train_retrieval(d_ks, *, scorings=SCORINGS, steps: int = 200, batch: int = 3
     Parameters
     ----------
     d_ks : sequence of int
-    scorings : tuple of str
-        A subset of ``("additive", "unscaled", "scaled")``.
+    scorings : sequence of str
+        A non-empty subset of ``("additive", "unscaled", "scaled")`` (a tuple or a list).
     steps, batch : Adam steps, and fresh examples per step
     n_keys, d_v : keys per example and value width
     noise : float >= 0

@@ -142,7 +142,7 @@ def dot_closed_form(distance, d_model: int) -> np.ndarray:
 
     Parameters
     ----------
-    distance : (n,) float array
+    distance : (n,) int or float array
         Distances ``|i - j|`` (>= 0; any shape).
     d_model : int
         Even.

@@ -26,7 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_generator, check_cache, check_choice, check_dout, check_int
+from attention_np._checks import (
+    as_generator,
+    check_cache,
+    check_choice,
+    check_dout,
+    check_int,
+    check_params_dict,
+)
 from attention_np.kernels.softmax_inplace import softmax_
 from attention_np.paper.heads import merge_heads, split_heads
 from attention_np.paper.linear import linear_backward
@@ -78,6 +85,7 @@ def check_scoring_inputs(x, params, num_heads: int, scoring: str) -> np.ndarray:
         got = sorted(params) if isinstance(params, dict) else type(params).__name__
         raise ValueError(f"params for scoring={scoring!r} must have keys {want} "
                          f"(init_scoring_mha_params makes them), got {got}")
+    check_params_dict(params, maker="init_scoring_mha_params")
     d_model, hk = params["W_q"].shape
     if x.shape[-1] != d_model or params["W_k"].shape != (d_model, hk) or hk % num_heads:
         raise ValueError(f"x has d_model={x.shape[-1]}; params['W_q'] {params['W_q'].shape} and "

@@ -113,8 +113,41 @@ def test_an_input_modified_by_a_refused_call_is_a_failure():
     ("SDPACache from the forward pass", "cache"), ("AttentionSpec, optional", "spec"),
     ('{"top_left", "bottom_right"}', "choice"), ("sequence of int", "int_list"),
     ("dtype", "dtype"), ("Plan, the call's options", "object"),
+    ("torch.nn.Module", "module"), ("flax.linen.MultiHeadDotProductAttention", "module"),
+    ("list of Plan", "object_list"), ("output tree, optional", "tree"), ("(B, L) or (1, L) int", "int_array"),
+    ("(n,) int or float array", "float_array"), ("str or list of str", "str"),
 ])
 def test_kinds_from_numpydoc_types(doc_type, kind):
     from attention_np.kernels import tiled_forward
     p = fz.Param("arg", doc_type, "", "", None)
     assert fz.kind_of(p, tiled_forward.tiled_plan) == kind
+
+
+def _ranged(k: int, *, step: int = 1, fn=None, mask=None, names="a"):
+    """Documented ranges.
+
+    Parameters
+    ----------
+    k : int
+        An offset of any sign.
+    step : int >= 0
+    fn : callable, optional
+    mask : bool or 0/1 int array (B, L), optional
+    names : str or list of str
+    """
+
+
+@pytest.mark.parametrize("param, valid, bad", [
+    ("k", [-1, 0], ["bool", "float"]), ("step", [0], ["negative", "bool"]), ("fn", [None], ["int", "str"]),
+    ("mask", ["int dtype"], ["float dtype", "int not 0/1"]), ("names", ["list"], ["int", "list of int"]),
+])
+def test_a_documented_range_is_not_a_bad_value(param, valid, bad):
+    """What the docs allow is never tried as bad (``k`` of any sign takes -1 and 0; an optional
+    callable takes None; a "0/1 int" mask takes ints), and the rest still is."""
+    p = {q.name: q for q in fz.signature_params(_ranged)}[param]
+    labels = {label for label, _ in fz.bad_values(p, p.default, {})}
+    values = [v for _, v in fz.bad_values(p, p.default, {})]
+    for v in valid:
+        assert v not in labels and not any(x is v or (type(x) is type(v) and x == v) for x in values
+                                           if not isinstance(x, np.ndarray)), (param, v)
+    assert set(bad) <= labels, (param, labels)

@@ -23,7 +23,7 @@ from attention_np._checks import check_seed
 from attention_np._optional import import_optional
 from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
-from attention_np.interop.torch import to_numpy
+from attention_np.interop.torch import check_real_input, to_numpy
 from attention_np.interop.transformers.layer_reading import (  # noqa: F401  (re-exported)
     ROPE,
     SUPPORTED,
@@ -273,6 +273,7 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         raise TypeError(f"module must be an attention layer (a torch.nn.Module), got "
                         f"{type(module).__name__} ({module!r:.40})")
     check_seed(seed)
+    check_real_input(hidden_states, "hidden_states", "(B, L, d_model)")
     spec = layer_spec(module)
     if spec.alibi is not None or spec.adds_residual:
         raise UnsupportedLayer(

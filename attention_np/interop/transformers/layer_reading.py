@@ -30,8 +30,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from attention_np._checks import check_array, check_flag
 from attention_np.interop.torch import to_numpy
-from attention_np.interop.transformers.refusal import UnsupportedLayer, refuse
+from attention_np.interop.transformers.refusal import UnsupportedLayer, check_module, refuse
 from attention_np.interop.transformers.rotary import rope_scaling_from_config
 from attention_np.interop.transformers.weights import (
     NAMES,
@@ -111,13 +112,30 @@ class LayerSpec:
         return self.rope_theta is not None
 
 
+def check_layer_spec(spec) -> None:
+    """``spec`` is a :class:`LayerSpec` (a ``TypeError`` naming it otherwise)."""
+    if not isinstance(spec, LayerSpec):
+        raise TypeError(f"spec must be a LayerSpec (layer_spec reads one from a layer), got "
+                        f"{type(spec).__name__} ({spec!r:.40})")
+
+
 def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
     """The :class:`~attention_np.AttentionSpec` of a layer read from transformers:
     RoPE (theta, layout, rotated width, scaling), soft-cap, QK-norm kind and eps, and with
     ``window=True`` the sliding window (``(W - 1, 0)``: transformers' ``W`` counts the query;
     ``(W - 1, W - 1)`` for a bidirectional layer; the full forward takes the window in its mask
     instead). Grouped-query attention, the
-    QK-norm weights and the sinks are in the parameters, which decide them."""
+    QK-norm weights and the sinks are in the parameters, which decide them.
+
+    Parameters
+    ----------
+    spec : LayerSpec
+        From :func:`layer_spec`.
+    window : bool
+        Also the sliding window of a windowed layer.
+    """
+    check_layer_spec(spec)
+    check_flag(window, "window")
     rope = None
     if spec.has_rope:
         r = spec.rotary_dim if spec.rotary_dim not in (None, spec.head_dim) else None
@@ -136,7 +154,26 @@ def mha_options(spec: LayerSpec, positions=None, *, window: bool = False) -> dic
     ``spec`` implies: ``num_heads=``, ``scale=``, ``spec=`` (:func:`attention_spec`) and, with
     RoPE, ``positions=``. The
     only translation of a layer into keyword arguments (masks and biases are the caller's:
-    they depend on the call)."""
+    they depend on the call).
+
+    Parameters
+    ----------
+    spec : LayerSpec
+        From :func:`layer_spec`.
+    positions : int array (L,) or (..., L), or a pair ``(q_positions, kv_positions)``, optional
+        The positions RoPE rotates by (with RoPE: passed on to the forward).
+    window : bool
+        As in :func:`attention_spec`.
+    """
+    check_layer_spec(spec)
+    check_flag(window, "window")
+    if positions is not None:              # an int array, or a pair of them (q, kv)
+        for i, pos in enumerate(positions if isinstance(positions, tuple) else (positions,)):
+            check_array(pos, "positions" if not isinstance(positions, tuple) else f"positions[{i}]",
+                        kind="int", min_ndim=1, layout="(L,) or (..., L)")
+        if isinstance(positions, tuple) and len(positions) != 2:
+            raise ValueError(f"positions must be one int array or a pair (q_positions, kv_positions), "
+                             f"got a tuple of {len(positions)}")
     kw = {"num_heads": spec.num_heads, "scale": spec.scale, "spec": attention_spec(spec, window=window)}
     if spec.has_rope:
         kw["positions"] = positions
@@ -510,7 +547,14 @@ def qkv_inputs(module) -> dict | None:
     its query, key and value inputs separately and projects each itself (torch's
     ``nn.MultiheadAttention``: ``query, key, value``; CTRL: ``v, k, q``), else None. Self-
     attention passes one tensor as all three; a pooling head (SigLIP's) a learned probe as the
-    query and the hidden states as key and value (cross-attention)."""
+    query and the hidden states as key and value (cross-attention).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        An attention layer.
+    """
+    check_module(module)
     first = forward_parameters(module)[:3]
     if torch_mha(module) and first == ("query", "key", "value"):
         return dict(zip("qkv", first, strict=True))
@@ -1123,7 +1167,14 @@ def layer_spec(module) -> LayerSpec:
 
     Raises :class:`UnsupportedLayer` (a ``TypeError``) naming the feature the spec cannot
     express, or why the module is not an attention layer. A bfloat16 or float16 layer is read
-    from its float64 copy (:func:`~attention_np.interop.transformers.weights.float64_view`)."""
+    from its float64 copy (:func:`~attention_np.interop.transformers.weights.float64_view`).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A transformers attention layer (or ``torch.nn.MultiheadAttention``).
+    """
+    check_module(module)
     module = float64_view(module)
     cfg = getattr(module, "config", None)
     family = _family(module)
@@ -1200,7 +1251,14 @@ def value_scale(module) -> float:
 
 
 def no_causal(spec: LayerSpec) -> LayerSpec:
-    """Cross-attention: every query sees every (unpadded) key."""
+    """Cross-attention: every query sees every (unpadded) key.
+
+    Parameters
+    ----------
+    spec : LayerSpec
+        From :func:`layer_spec`.
+    """
+    check_layer_spec(spec)
     return replace(spec, is_causal=False, window=None)
 
 
@@ -1209,7 +1267,7 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
 
     Parameters
     ----------
-    module : an attention layer :func:`layer_spec` accepts
+    module : torch.nn.Module, an attention layer :func:`layer_spec` accepts
     grads : bool
         Read the parameters' ``.grad`` instead of their values (same names and layout).
 
@@ -1228,6 +1286,8 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
         gradients are then w.r.t. the folded weights: the layer's own divided by the scale).
     spec : LayerSpec
     """
+    check_module(module)
+    check_flag(grads, "grads")
     module = float64_view(module)          # bf16, fp16: the stored values, upcast exactly
     spec = layer_spec(module)
 
