@@ -81,6 +81,10 @@ def adam_step(params: dict, grads: dict, state: AdamState, *, lr: float, beta1: 
               beta2: float = 0.98, eps: float = 1e-9) -> None:
     """One Adam update of every array in ``params``, in place (defaults: the paper's, §5.3).
 
+    Every argument is checked before anything changes: ``lr > 0``, ``beta1`` and ``beta2`` in
+    ``[0, 1)``, ``eps > 0`` (finite), and each gradient and moment has its parameter's shape and
+    dtype, so a refused call leaves ``params`` and ``state`` (``state.t`` too) as they were.
+
     Parameters
     ----------
     params : dict of float arrays, updated in place
@@ -90,10 +94,6 @@ def adam_step(params: dict, grads: dict, state: AdamState, *, lr: float, beta1: 
     lr : float > 0
     beta1, beta2 : float in [0, 1)
     eps : float > 0
-
-    Every argument is checked before anything changes: ``lr > 0``, ``beta1, beta2`` in
-    ``[0, 1)``, ``eps > 0`` (finite), and each gradient and moment has its parameter's shape and
-    dtype, so a refused call leaves ``params`` and ``state`` (``state.t`` too) as they were.
     """
     _check_step(params, grads, state, lr=lr, beta1=beta1, beta2=beta2, eps=eps)
     state.t += 1

@@ -61,6 +61,9 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, *, ax=None, t
                       annotate: bool = True, cmap: str = "viridis", colorbar: bool = True):
     """One (L, S) weight matrix as a heatmap: row ``i`` is query ``i``'s distribution over keys.
 
+    Labels that repeat (the same word twice) get their position appended, ``"the 0"``, ``"the 4"``,
+    so that every row and column can be told apart.
+
     Parameters
     ----------
     weights : (L, S) array, values in [0, 1]
@@ -72,9 +75,6 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, *, ax=None, t
         Write each weight in its cell (for small matrices).
     colorbar : bool
         Draw the colour scale (weight 0 to 1) beside the axes.
-
-    Labels that repeat (the same word twice) get their position appended, ``"the 0"``, ``"the 4"``,
-    so that every row and column can be told apart.
 
     Returns
     -------
