@@ -125,6 +125,17 @@ _INT64_MAX = int(np.iinfo(np.int64).max)
 _BOOLS = (bool, np.bool_)
 
 
+def is_integer(value) -> bool:
+    """True for an int or a NumPy integer, False for a bool (an int in Python) and anything else:
+    the one "a whole number, not a flag" test the package's checks and readers share."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, _BOOLS)
+
+
+def is_number(value) -> bool:
+    """True for a real number (int, float or their NumPy kinds), False for a bool and anything else."""
+    return isinstance(value, _REALS) and not isinstance(value, _BOOLS)
+
+
 def _got(value) -> str:
     """``value`` as an error message shows it: repr and type, short for arrays."""
     if isinstance(value, np.ndarray):
@@ -149,7 +160,7 @@ def check_count(n, name: str, *, minimum: int = 1, maximum: int | None = None,
     """
     if n is None and optional:
         return None
-    if isinstance(n, _BOOLS) or not isinstance(n, (int, np.integer)):
+    if not is_integer(n):
         none = " or None" if optional else ""
         raise TypeError(f"{name} must be an int{none}, got {_got(n)}")
     if n < minimum or (maximum is not None and n > maximum):
@@ -188,7 +199,7 @@ def check_number(x, name: str, *, low=None, high=None, low_open: bool = False,
     want = _interval(low, high, low_open, high_open)
     if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype != np.bool_:
         x = x[()]                                   # a 0-d array is its number (a loss, say)
-    if isinstance(x, _BOOLS) or not isinstance(x, _REALS):
+    if not is_number(x):
         raise TypeError(f"{name} must be {want}, got {_got(x)}")
     value = float(x)
     bad = (not np.isfinite(value)

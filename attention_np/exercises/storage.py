@@ -24,7 +24,7 @@ def encode(x, arrays):
         return {"array": key}
     if isinstance(x, Raised):
         return {"raised": x.text}
-    if isinstance(x, bool) or x is None or isinstance(x, (int, str)):
+    if x is None or isinstance(x, (int, str)):           # bools too: JSON keeps true/false
         return x
     if isinstance(x, float):
         return {"float": repr(x)}
