@@ -98,6 +98,23 @@ def cached_keys_values(cache, index: int):
     return layer.keys.detach().clone(), layer.values.detach().clone()
 
 
+def kv_heads(spec: LayerSpec, k, v, name: str) -> tuple:
+    """A layer's cached ``k, v (B, h', n, d)`` with the layer's ``h_kv`` key/value heads: as
+    held, or, held broadcast to ``h' = g h_kv`` heads (Falcon's new decoder architecture caches
+    each key/value head copied to its ``g`` query heads), one of each group's ``g`` equal
+    copies; copies that differ are refused by name."""
+    have, want = k.shape[-3], spec.num_kv_heads
+    if have == want:
+        return k, v
+    g = have // want
+    grouped = [t.reshape(*t.shape[:-3], want, g, *t.shape[-2:]) for t in (k, v)]
+    if have % want or not all((t == t[..., :1, :, :]).all() for t in grouped):
+        raise UnsupportedLayer(f"{name}: a cache holding {have} key/value heads for the "
+                               f"layer's {want} (not {want} heads each copied to its query "
+                               "heads) is not supported")
+    return tuple(t[..., 0, :, :] for t in grouped)
+
+
 def new_keys_values(spec: LayerSpec, params: dict, x, cos_sin=None):
     """Our keys and values of the positions ``x (B, T, d_model)``, as a cache holds them:
     ``(B, h_kv, T, d_k)`` projected and QK-normed, then (RoPE) turned by the ``cos_sin`` the

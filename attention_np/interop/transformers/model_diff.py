@@ -34,6 +34,7 @@ from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers.cache_replay import (
     cached_keys_values,
     check_cache,
+    kv_heads,
     new_keys_values,
     refuse_cached,
     replay_cached,
@@ -727,7 +728,7 @@ def _diff_cached_call(label, call, params, rng, torch, ours_cache: dict) -> list
     if call["before"] is not None:
         name = type(call["module"]).__name__
         refuse_cached(spec, name)
-        k, v = (_np(t) for t in call["before"])
+        k, v = kv_heads(spec, *(_np(t) for t in call["before"]), name)    # (Falcon: copies)
         used = k.shape[-2] if arg is None else arg.shape[-1] - T
         sliding = type(call["snapshot"]).__name__ == "DynamicSlidingWindowLayer"
         if not 0 <= used <= k.shape[-2] or (used != k.shape[-2] and not sliding):

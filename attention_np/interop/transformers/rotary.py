@@ -46,7 +46,24 @@ def rope_scaling_from_config(rope: dict, cfg, name: str) -> dict | None:
         scaling["factor"] = cfg.max_position_embeddings / scaling["original_max_position_embeddings"]
     if t == "yarn" and "truncate" in scaling and scaling["truncate"] is None:
         scaling["truncate"] = False    # transformers' `if truncate:` (only absent means True)
+    top = getattr(cfg, "rope_parameters", None)
+    if t == "yarn" and isinstance(top, dict) and rope is not top and _truncate_from_top():
+        scaling["truncate"] = top.get("truncate", True)     # Gemma 3's per-layer-type YaRN
     return {"rope_type": t, **{k: v for k, v in scaling.items() if v is not None}}
+
+
+def _truncate_from_top() -> bool:
+    """Whether transformers' YaRN reads ``truncate`` from ``config.rope_parameters`` itself, not
+    from the layer type's dict the other parameters come from (5.24: a per-layer-type YaRN,
+    Gemma 3's, truncates unless the top-level dict says otherwise)."""
+    import inspect
+
+    try:
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+        source = inspect.getsource(ROPE_INIT_FUNCTIONS["yarn"])
+    except (ImportError, KeyError, OSError, TypeError):
+        return False
+    return 'config.rope_parameters.get("truncate"' in source
 
 
 # inv_freq: transformers keeps a float32 buffer (base ** (arange / d) in float32); ours is
