@@ -7,7 +7,7 @@ backbones: :data:`ALGORITHMS`), that takes other inputs than its hidden states
 express, or whose computation goes through projections the reader does not read, is refused with the
 algorithm named (:class:`~attention_np.interop.transformers.refusal.UnsupportedLayer`), so that the
 real feature is named rather than what reading it would trip over. The features a layer adds to the
-paper's attention are :mod:`.feature_refusals`'.
+paper's attention are refused by :mod:`.feature_refusals`.
 """
 
 from __future__ import annotations

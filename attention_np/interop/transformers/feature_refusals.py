@@ -140,7 +140,7 @@ FEATURES = (
             lambda m, cfg: getattr(m, "v_norm", None) is not None,
             "a norm of the values (v_norm: each value head RMS-normalised before "
             "the attention weights average them)"),
-    Refusal("scaling per feature",                                       # TimesFM 2.5
+    Refusal("scaling per feature",     # TimesFM 2.5 (its test is in per_dim_scale's, which is first)
             lambda m, cfg: getattr(getattr(m, "scaling", None), "ndim", 0) == 1,
             "a learned scale per query feature (scaling: a parameter of head_dim "
             "entries, e.g. softplus(scaling) / sqrt(d), not one score scale)"),

@@ -16,6 +16,7 @@ def forward_parameters(module) -> tuple:
 
 
 def forward_source(module) -> str:
+    """The source of the layer's class's ``forward`` ("" when it has none)."""
     try:
         return inspect.getsource(type(module).forward)
     except (OSError, TypeError):

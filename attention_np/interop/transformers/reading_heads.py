@@ -157,7 +157,7 @@ def _probed_scale(module, d: int) -> float | None:
 def value_scale(module) -> float:
     """The factor a layer's forward multiplies its projected values by (MiMo-V2-Flash:
     ``v_proj(x) * self.v_scale``, ``config.attention_value_scale``), else 1: linear, so read
-    into ``W_v`` and ``b_v`` (:func:`params_from_transformers`)."""
+    into ``W_v`` and ``b_v`` (:func:`.layer_reading.params_from_transformers`)."""
     s = getattr(module, "v_scale", None)
     if not is_number(s) or \
             not re.search(r"\* self\.v_scale\b", forward_source(module)):
