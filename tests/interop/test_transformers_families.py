@@ -563,8 +563,8 @@ def test_a_score_scale_inline_in_the_forward_is_read_and_a_wrong_one_is_caught(
     d_model = params_from_transformers(module)[0]["W_q"].shape[0]
     x = R.standard_normal((2, 6, d_model))
     assert itf.compare_transformers_attention(module, x).ok
-    read = lr._scale
-    monkeypatch.setattr(lr, "_scale", lambda m, d: 1.01 * read(m, d))
+    read = lr.score_scale
+    monkeypatch.setattr(lr, "score_scale", lambda m, d: 1.01 * read(m, d))
     r = itf.compare_transformers_attention(module, x)
     assert not r.ok and "out" in [c.name for c in r.checks if not c.ok]
 
@@ -663,8 +663,8 @@ def test_a_changed_multihead_attention_scale_is_the_heads_mismatch(monkeypatch):
     """Ours changed (the head's scale read 1% too large): the head alone disagrees."""
     from attention_np.interop.transformers import layer_reading
     model, pixels = _siglip_head()
-    read = layer_reading._scale
-    monkeypatch.setattr(layer_reading, "_scale", lambda m, d: read(m, d) * (
+    read = layer_reading.score_scale
+    monkeypatch.setattr(layer_reading, "score_scale", lambda m, d: read(m, d) * (
         1.01 if type(m).__name__ == "MultiheadAttention" else 1.0))
     report = compare_transformers_model(model, pixel_values=pixels)
     assert report.verdict == "MISMATCH" and report.first_disagreement.name == "head.attention", \
@@ -734,7 +734,7 @@ def test_gpt1_fused_conv1d_its_bool_scale_and_float_causal_buffer_agree(monkeypa
     assert layer_spec(unscaled).scale == 1.0
     r = itf.compare_transformers_attention(unscaled, R.standard_normal((2, 6, 32)))
     assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
-    monkeypatch.setattr(layer_reading, "_tril_weights", lambda m: False)
+    monkeypatch.setattr(layer_reading, "tril_weights", lambda m: False)
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.first_disagreement.name == "h.0.attn", str(report)
 # Vision towers the sweep called MISMATCH, each for its own reason (the reader's, not theirs):

@@ -334,8 +334,8 @@ def test_a_window_read_wrong_is_the_layers_mismatch(monkeypatch):
     from attention_np.interop.transformers import layer_reading
     model = fam.family_model("modernbert", seed=1)
     inputs = fam.model_inputs("modernbert", model)
-    read = layer_reading._window
-    monkeypatch.setattr(layer_reading, "_window",
+    read = layer_reading.read_window
+    monkeypatch.setattr(layer_reading, "read_window",
                         lambda m, cfg: None if read(m, cfg) is None else read(m, cfg) - 1)
     report = compare_transformers_model(model, **inputs)
     assert [r.ok for r in report.attention] == [True, False], str(report)
@@ -472,7 +472,7 @@ def test_moshi_and_kyutai_projections_are_read_through_their_wrapper(monkeypatch
     assert layer_spec(model.layers[0].self_attn).window is None
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.verdict == "AGREE", str(report)
-    monkeypatch.setattr(layer_reading, "_window", lambda module, cfg: 2)
+    monkeypatch.setattr(layer_reading, "read_window", lambda module, cfg: 2)
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.verdict == "MISMATCH", str(report)
     depth = MoshiAttention(model.config, 0, use_flexible_linear=True, use_rope=False)
