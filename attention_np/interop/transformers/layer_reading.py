@@ -340,38 +340,54 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
             raise ValueError(f"{type(module).__name__} has no .grad: run a backward pass first")
         return to_numpy(a, np.float64)
 
+    out = _projection_params(module, spec, get, grads)
+    out.update(_extra_params(module, spec, get, grads))
+    return {n: np.ascontiguousarray(a) for n, a in out.items()}, spec
+
+
+def _linear_params(out: dict, n: str, linear, get) -> None:
+    """``W_<n>`` (and ``b_<n>`` if the projection has a bias) of ``linear`` into ``out``."""
+    out[f"W_{n}"], b = linear_tensors(linear, get)
+    if b is not None:
+        out[f"b_{n}"] = b
+
+
+def _projection_params(module, spec: LayerSpec, get, grads: bool) -> dict:
+    """``W_q, W_k, W_v, W_o`` and their biases: separate projections, or a fused one's columns
+    (:func:`~attention_np.interop.transformers.weights.qkv_columns`); a value scale folded into
+    ``W_v`` and ``b_v`` (their gradients divided by it)."""
     p = find_projections(module)
-    h, h_kv, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
     out = {}
     if p.fused is None:
         for n in "qkv":
-            out[f"W_{n}"], b = linear_tensors(getattr(p, n), get)
-            if b is not None:
-                out[f"b_{n}"] = b
+            _linear_params(out, n, getattr(p, n), get)
     else:
         W, b = linear_tensors(p.fused, get)
         if p.kv_fused:
-            out["W_q"], bq = linear_tensors(p.q, get)
-            if bq is not None:
-                out["b_q"] = bq
-        for n, cols in qkv_columns(p.layout, h, h_kv, d, p.kv_fused).items():
+            _linear_params(out, "q", p.q, get)
+        for n, cols in qkv_columns(p.layout, spec.num_heads, spec.num_kv_heads, spec.head_dim,
+                                   p.kv_fused).items():
             out[f"W_{n}"] = W[:, cols]
             if b is not None:
                 out[f"b_{n}"] = b[cols]
     v_scale = value_scale(module)
     if v_scale != 1.0:             # values times v_scale: W_v, b_v folded; d/dW_v = s d/d(s W_v)
-        for n in ("W_v", "b_v"):
-            if n in out:
-                out[n] = out[n] / v_scale if grads else out[n] * v_scale
+        out.update({n: out[n] / v_scale if grads else out[n] * v_scale
+                    for n in ("W_v", "b_v") if n in out})
     if p.o is not None:
-        out["W_o"], b = linear_tensors(p.o, get)
-        if b is not None:
-            out["b_o"] = b
+        _linear_params(out, "o", p.o, get)
+    return out
+
+
+def _extra_params(module, spec: LayerSpec, get, grads: bool) -> dict:
+    """The layer's parameters beyond the projections: a position bias table, the QK-norm's
+    scales (an RMSNorm by ``1 + w`` read as ``1 + w``), the sinks, ALBERT's residual norm."""
+    out = {}
     if spec.buckets is not None:                       # T5: nn.Embedding (num_buckets, h)
         out["bias_table"] = get(module.relative_attention_bias.weight)
     if spec.grid_table is not None:                    # Data2VecVision, Swin: (rows, h)
         out["bias_table"] = get(bias_table_owner(module).relative_position_bias_table)
-    norm = read_qk_norm(module, h, h_kv, d)
+    norm = read_qk_norm(module, spec.num_heads, spec.num_kv_heads, spec.head_dim)
     if norm is not None:
         out.update(norm_tensors(norm, get))
         if not grads and norm.offset:                  # d/dw = d/d(offset + w)
@@ -381,7 +397,7 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
     if spec.post_norm_eps is not None:                 # ALBERT: LayerNorm(x + out)
         out["post_norm_w"], out["post_norm_b"] = get(module.LayerNorm.weight), \
             get(module.LayerNorm.bias)
-    return {n: np.ascontiguousarray(a) for n, a in out.items()}, spec
+    return out
 
 
 __all__ = ["LayerSpec", "UnsupportedLayer", "attention_spec", "layer_spec", "mha_options",
