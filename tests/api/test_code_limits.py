@@ -71,7 +71,6 @@ DEBT: dict[str, int] = {
     "interop/transformers/kernel_diff.py:_kernel.attention": 28,
     "interop/transformers/layer_diff.py:_call_kwargs": 19,
     "interop/transformers/layer_diff.py:compare_transformers_attention": 82,
-    "interop/transformers/layer_reading.py:params_from_transformers": 23,
     "interop/transformers/model_diff.py:_diff_cached_call": 17,
     "interop/transformers/model_diff.py:_diff_call": 54,
     "interop/transformers/model_diff.py:compare_transformers_model": 23,
