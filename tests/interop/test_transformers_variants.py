@@ -19,6 +19,7 @@ torch = require("torch")
 transformers = require("transformers")
 
 from attention_np.interop.transformers import sweep as sw  # noqa: E402
+from attention_np.interop.transformers import tiny_models as tm  # noqa: E402
 from attention_np.interop.transformers import variant_sweep as vs  # noqa: E402
 from attention_np.interop.transformers.model_diff import compare_transformers_model  # noqa: E402
 
@@ -70,7 +71,7 @@ def test_each_declared_option_is_set_in_the_config_built(family):
                 assert got.get("rope_type") == value.get("rope_type", got.get("rope_type"))
             else:
                 assert _get(cfg, name) == value, (v.label, name, _get(cfg, name))
-    declared = {vs.kind_of(n) for n in vs.declared(sw.tiny_config(family))}
+    declared = {vs.kind_of(n) for n in vs.declared(tm.tiny_config(family))}
     assert {v.kind for v in variants} <= declared
 
 

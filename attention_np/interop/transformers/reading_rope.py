@@ -59,6 +59,15 @@ def _ignores_rotary(module, projections, r: int) -> bool:
     return bool(torch.equal(outs[0], outs[1]))
 
 
+def _may_skip_rotary(module, cfg) -> bool:
+    """Whether a layer given cos and sin may not rotate (then probed, :func:`_ignores_rotary`):
+    a model of several layer types (Cohere 2), or a forward that rotates under a condition
+    (EXAONE 4's ``if self.sliding_window is None or self.is_sliding:``, which with every layer
+    full and a window configured rotates none)."""
+    return len(set(getattr(cfg, "layer_types", None) or ())) > 1 or re.search(
+        r"\n\s*if [^\n]*:\s*\n\s*\w+, \w+ = apply_rotary_pos_emb\(", forward_source(module)) is not None
+
+
 def read_rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     """RoPE of a layer that takes ``position_embeddings``: theta, scaling, width, layout
     (none with ALiBi: Falcon rotates only without it), read per layer: the layer type's own
@@ -80,7 +89,7 @@ def read_rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
         return {}
     r = _rotated_width(module, cfg, rope, d)
     scaling = _scaling(module, cfg, rope, d, r)
-    if len(set(getattr(cfg, "layer_types", None) or ())) > 1 and family != "gpt_oss" and \
+    if _may_skip_rotary(module, cfg) and family != "gpt_oss" and \
             _ignores_rotary(module, projections, r):
         return {}
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
@@ -126,14 +135,16 @@ def _theta(module, cfg, rope: dict) -> float | None:
 
 def _rotated_width(module, cfg, rope: dict, d: int) -> int:
     """The number of features RoPE turns: the layer's ``rotary_ndims`` or ``rotary_dim``, else
-    ``head_dim`` times the partial rotary factor; an odd width, or one
+    ``head_dim`` times the partial rotary factor (``rope_type`` ``"proportional"``: the whole
+    head, its rotary embedding's angles zero past the factor); an odd width, or one
     outside ``2..head_dim``, is refused."""
     partial = rope.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 1.0))
-    r = getattr(module, "rotary_ndims", None)
-    if r is None and isinstance(getattr(module, "rotary_dim", None), int):      # GPT-J
-        r = module.rotary_dim
+    proportional = rope.get("rope_type", "default") == "proportional"
+    r = None if proportional else getattr(module, "rotary_ndims", None)   # (GPT-NeoX turns
+    if r is None and isinstance(getattr(module, "rotary_dim", None), int):   # cos's width: the
+        r = module.rotary_dim                   # whole head's, proportional's zeros included)
     if r is None:
-        r = int(d * partial) if rope.get("rope_type", "default") != "proportional" else d
+        r = int(d * partial) if not proportional else d
     r = int(r)
     if r % 2 and 2 < r < d:               # Moonshine's tiny head: int(4 * 0.9) = 3
         refuse(module, f"an odd rotated width of {r} features (head_dim {d} x "

@@ -23,20 +23,27 @@ from attention_np.variants.window import sliding_window_mask
 
 
 def read_window(module, cfg) -> int | None:
-    """The layer's sliding window ``W`` (None: none), per layer: GPT-Neo's in its own causal
-    buffer (:func:`causal_band`), else the layer's ``sliding_window`` (None on a full-attention
-    layer), else, for a layer without one, none on a ``"full_attention"`` layer and the config's
-    window on the others."""
+    """The layer's sliding window ``W`` (None: none), per layer, as the model's mask has it:
+    GPT-Neo's in its own causal buffer (:func:`causal_band`); none on a ``"full_attention"``
+    layer (the model masks it causally, whatever the layer's ``sliding_window`` attribute
+    holds: EXAONE 4 keeps the config's on every layer); else the layer's ``sliding_window``,
+    the config's on a ``"sliding_attention"`` layer whose own is None (SmolLM3 with
+    ``use_sliding_window`` off: its model still builds a sliding mask for that layer type);
+    else, for a layer without one, the config's window unless ``use_sliding_window`` is off."""
     band = causal_band(module)
     if band is not None:
         return band or None
+    kind = layer_type(module, cfg)
+    if kind == "full_attention":
+        return None
     if hasattr(module, "sliding_window"):
-        return module.sliding_window
+        own = module.sliding_window
+        return getattr(cfg, "sliding_window", None) if own is None and \
+            kind == "sliding_attention" else own
     if hasattr(getattr(module, "q_proj", None), "use_flexible_linear"):
         return None      # Moshi, Kyutai: the model masks with create_causal_mask, its
         #                  config's sliding_window unused by the mask (no window)
-    if getattr(cfg, "use_sliding_window", True) is False or \
-            layer_type(module, cfg) == "full_attention":
+    if getattr(cfg, "use_sliding_window", True) is False:
         return None
     return getattr(cfg, "sliding_window", None)
 

@@ -44,12 +44,21 @@ def rope_scaling_from_config(rope: dict, cfg, name: str) -> dict | None:
     if t in ("yarn", "longrope") and scaling.get("factor") is None and \
             "original_max_position_embeddings" in scaling:     # Phi-3, DeepSeek: the ratio
         scaling["factor"] = cfg.max_position_embeddings / scaling["original_max_position_embeddings"]
-    if t == "yarn" and "truncate" in scaling and scaling["truncate"] is None:
-        scaling["truncate"] = False    # transformers' `if truncate:` (only absent means True)
-    top = getattr(cfg, "rope_parameters", None)
-    if t == "yarn" and isinstance(top, dict) and rope is not top and _truncate_from_top():
-        scaling["truncate"] = top.get("truncate", True)     # Gemma 3's per-layer-type YaRN
+    if t == "yarn":
+        _yarn_truncate(rope, cfg, scaling)
     return {"rope_type": t, **{k: v for k, v in scaling.items() if v is not None}}
+
+
+def _yarn_truncate(rope: dict, cfg, scaling: dict) -> None:
+    """YaRN's ``truncate`` in ``scaling`` as transformers reads it: ``None`` is False (its
+    ``if truncate:``; only absent means True); a per-layer-type dict's (Gemma 3's, ModernBERT's)
+    from the top-level ``rope_parameters`` where transformers reads it there
+    (:func:`_truncate_from_top`)."""
+    if "truncate" in scaling and scaling["truncate"] is None:
+        scaling["truncate"] = False
+    top = getattr(cfg, "rope_parameters", None)
+    if isinstance(top, dict) and rope is not top and _truncate_from_top():
+        scaling["truncate"] = top.get("truncate", True)
 
 
 def _truncate_from_top() -> bool:

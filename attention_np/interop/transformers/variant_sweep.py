@@ -34,6 +34,7 @@ import numpy as np
 
 from attention_np._optional import import_optional
 from attention_np.interop.transformers import sweep as sw
+from attention_np.interop.transformers import tiny_models as tm
 
 WINDOW = 3            # a sliding window shorter than the sweep's 6 tokens (and its 4-token prompt)
 ORIGINAL = 4          # a RoPE scaling's original context: the 6 tokens go past it
@@ -186,7 +187,7 @@ def _required(cfg, rope_type: str, params: dict, name: str) -> bool:
 
 def _head_dim(cfg) -> int:
     h = getattr(cfg, "head_dim", None)
-    return h if sw._is_int(h) else sw.SMALL["hidden_size"] // sw.SMALL["num_attention_heads"]
+    return h if tm._is_int(h) else tm.SMALL["hidden_size"] // tm.SMALL["num_attention_heads"]
 
 
 def _partial_variants(family: str, cfg, name: str, value, opts: dict) -> list:
@@ -213,7 +214,7 @@ def _window_variants(family: str, cfg, name: str, value, opts: dict) -> list:
     switch = {"use_sliding_window": True} if "use_sliding_window" in opts else {}
     derive = ("layer_types",) if "layer_types" in opts else ()
     if name in ("sliding_window", "window_size", "attention_window", "local_attention") and \
-            (sw._is_int(value) or value is None):
+            (tm._is_int(value) or value is None):
         return [_variant(family, "window", {name: WINDOW, **switch})]   # (Qwen2: off unless on)
     if name == "use_sliding_window":
         first = {"max_window_layers": 0} if "max_window_layers" in opts else {}
@@ -249,8 +250,8 @@ def _kv_variants(family: str, cfg, name: str, value) -> list:
     ``new_decoder_architecture``) flipped."""
     if isinstance(value, bool):
         return [Variant(family, "key/value heads", f"{name}={not value}", {name: not value})]
-    heads = next((getattr(cfg, n) for n in sw.HEADS if sw._is_int(getattr(cfg, n, None))), None)
-    if heads is None or not (sw._is_int(value) or value is None):
+    heads = next((getattr(cfg, n) for n in tm.HEADS if tm._is_int(getattr(cfg, n, None))), None)
+    if heads is None or not (tm._is_int(value) or value is None):
         return []
     counts = sorted({1, heads} | {k for k in range(2, heads) if heads % k == 0})
     return [Variant(family, "key/value heads", f"{name}={k}", {name: k}) for k in counts
@@ -267,7 +268,7 @@ def _flag_or_number(family: str, kind: str, name: str, value, number) -> list:
 
 def variants(family: str, cfg=None) -> list:
     """Every variant of ``family``: each option :func:`declared` set to the values of its kind."""
-    cfg = sw.tiny_config(family) if cfg is None else cfg
+    cfg = tm.tiny_config(family) if cfg is None else cfg
     opts = declared(cfg)
     d = _head_dim(cfg)
     out = []
@@ -281,7 +282,7 @@ def variants(family: str, cfg=None) -> list:
             out += _window_variants(family, cfg, name, value, opts)
         elif kind == "key/value heads":
             out += _kv_variants(family, cfg, name, value)
-        elif kind == "head width" and (sw._is_int(value) or value is None):
+        elif kind == "head width" and (tm._is_int(value) or value is None):
             out.append(Variant(family, kind, f"{name}={2 * d}", {name: 2 * d}))
         elif kind in ("bias", "QK-norm") and isinstance(value, bool):
             out.append(Variant(family, kind, f"{name}={not value}", {name: not value}))
@@ -295,7 +296,7 @@ def variants(family: str, cfg=None) -> list:
 
 def variant_config(v: Variant):
     """The tiny config of ``v.family`` with ``v.changes`` set (built again from its dict)."""
-    cfg = sw.tiny_config(v.family)
+    cfg = tm.tiny_config(v.family)
     small = {k: x for k, x in cfg.to_dict().items() if k not in v.drop}
     for name, value in v.changes.items():
         top, _, key = name.partition(".")
@@ -311,8 +312,8 @@ def build_variant(v: Variant, seed: int = 0):
     torch = import_optional("torch", "attention_np.interop.transformers.variant_sweep")
     cfg = variant_config(v)
     model = tf.AutoModel.from_config(cfg)
-    if sum(p.numel() for p in model.parameters()) > sw.CAP:
-        raise ValueError(f"the variant has over {sw.CAP} parameters")
+    if sum(p.numel() for p in model.parameters()) > tm.CAP:
+        raise ValueError(f"the variant has over {tm.CAP} parameters")
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in model.parameters():
@@ -370,7 +371,7 @@ def _diff(row: VariantRow, which: str, run) -> None:
     try:
         verdict, err, why = run()
     except Exception as e:                                         # noqa: BLE001
-        verdict, err, why = "error", float("nan"), sw._one_line(e)
+        verdict, err, why = "error", float("nan"), tm.one_line(e)
     setattr(row, which, verdict)
     row.max_error = float(np.nanmax([row.max_error, err])) if not np.isnan(err) else row.max_error
     if verdict != "AGREE" or which == "model":
@@ -390,12 +391,12 @@ def sweep_variant(v: Variant, seed: int = 0) -> VariantRow:
         try:
             model = build_variant(v, seed)
         except Exception as e:                                     # noqa: BLE001
-            row.reasons["build"] = f"config not built: {sw._one_line(e)}"
+            row.reasons["build"] = f"config not built: {tm.one_line(e)}"
             return row
         try:
             found, refused = attention_layers(model)
         except Exception as e:                                     # noqa: BLE001
-            row.layer, row.reasons["layer"] = "error", f"reading the layers: {sw._one_line(e)}"
+            row.layer, row.reasons["layer"] = "error", f"reading the layers: {tm.one_line(e)}"
             return row
         if refused:
             row.layer = row.model = "refused"
