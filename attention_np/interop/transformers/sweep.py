@@ -410,7 +410,9 @@ def markdown(rows, version: str) -> str:
         "that ran and were compared. MISMATCH, `not caught` and `error` are open bugs "
         "of attention_np's reader, listed as they are. max error: the largest output error of "
         "the unchanged layers (whole model) or the largest gradient error (layer by layer). "
-        "The sweep runs one worker process per core (`sweep(workers=...)`).",
+        "The sweep runs one worker process per core (`sweep(workers=...)`). Each attention "
+        "option of a family's config set to the values users give it: "
+        "[the variant sweep](transformers_variants.md).",
         "",
         f"**{counts_line(rows)}.**",
         "",

@@ -141,33 +141,42 @@ def _rope_value(name: str, r: int):
 
 
 def _rope_variants(family: str, cfg, name: str) -> list:
-    """Each RoPE type of ``ROPE_INIT_FUNCTIONS`` with the parameters it requires (the ones whose
-    absence transformers' validator refuses), then with each optional one added (``mscale``
-    with ``mscale_all_dim``: YaRN reads them together); on a per-layer-type dict (Gemma 3's),
-    set on each layer type's."""
+    """Each RoPE type of ``ROPE_INIT_FUNCTIONS`` (:func:`_rope_type_variants`), on the config's
+    plain RoPE (``rope_type`` default; multimodal RoPE and a family's own type have their own
+    sweep); on a per-layer-type dict (Gemma 3's), set on each layer type's."""
     base = getattr(cfg, name, None)
     if not isinstance(base, dict):
         return []
     nested = all(isinstance(v, dict) for v in base.values())
     one = next(iter(base.values())) if nested else base
     if "mrope_section" in one or one.get("rope_type", "default") not in ("default", None):
-        return []                     # multimodal RoPE or a family's own type: its own sweep
+        return []
     r = int(_head_dim(cfg) * one.get("partial_rotary_factor", 1.0))
     out = []
     for rope_type, params in _rope_uses().items():
-        if rope_type == "proportional" and "partial_rotary_factor" not in one:
-            params = params + ["partial_rotary_factor"]
-        full = {p: _rope_value(p, r) if p != "partial_rotary_factor" else 0.5 for p in params}
-        full = {p: v for p, v in full.items() if v is not None}
-        need = [p for p in full if _required(cfg, rope_type, {**one, **full}, p)]
-        extra = [p for p in full if p not in need and p != "mscale_all_dim"]
-        for add in [None, *extra]:
-            keys = need + ([add] if add else []) + (["mscale_all_dim"] if add == "mscale" else [])
-            params = {"rope_type": rope_type, **{p: full[p] for p in keys}}
-            change = {k: {**v, **params} for k, v in base.items()} if nested else {**base, **params}
+        for p in _rope_type_variants(cfg, rope_type, params, one, r):
+            change = {k: {**v, **p} for k, v in base.items()} if nested else {**base, **p}
             label = ", ".join(f"{k}={v}" if not isinstance(v, list) else f"{k}=[{len(v)} values]"
-                              for k, v in params.items())
+                              for k, v in p.items())
             out.append(Variant(family, "rope type", f"{name}: {label}", {name: change}))
+    return out
+
+
+def _rope_type_variants(cfg, rope_type: str, params: list, one: dict, r: int) -> list:
+    """The parameter dicts of one RoPE type: the parameters it requires (the ones whose absence
+    transformers' validator refuses), then with each optional one added (``mscale`` with
+    ``mscale_all_dim``: YaRN reads them together); ``"proportional"`` with a partial rotary
+    factor of 0.5 as one of them, where the config has none."""
+    if rope_type == "proportional" and "partial_rotary_factor" not in one:
+        params = params + ["partial_rotary_factor"]
+    full = {p: _rope_value(p, r) if p != "partial_rotary_factor" else 0.5 for p in params}
+    full = {p: v for p, v in full.items() if v is not None}
+    need = [p for p in full if _required(cfg, rope_type, {**one, **full}, p)]
+    extra = [p for p in full if p not in need and p != "mscale_all_dim"]
+    out = []
+    for add in [None, *extra]:
+        keys = need + ([add] if add else []) + (["mscale_all_dim"] if add == "mscale" else [])
+        out.append({"rope_type": rope_type, **{p: full[p] for p in keys}})
     return out
 
 
@@ -207,8 +216,7 @@ def _window_variants(family: str, cfg, name: str, value, opts: dict) -> list:
     """A window of :data:`WINDOW` on the layers it applies to: ``sliding_window`` itself (with
     ``use_sliding_window`` on, where declared); the switches (``use_sliding_window``,
     ``max_window_layers``: the window set with them, ``layer_types`` derived again);
-    ``layer_types`` as every sliding, every full, and the two alternating (each of the
-    family's own types and the sliding/full pair), the window set, the switch as it is."""
+    ``layer_types``: :func:`_layer_types_variants`."""
     window = {"sliding_window": WINDOW} if "sliding_window" in opts and name != "sliding_window" \
         else {}
     switch = {"use_sliding_window": True} if "use_sliding_window" in opts else {}
@@ -222,16 +230,23 @@ def _window_variants(family: str, cfg, name: str, value, opts: dict) -> list:
     if name == "max_window_layers":
         return [_variant(family, "window", {name: 1, **window, **switch}, derive)]
     if name == "layer_types" and isinstance(value, list) and value:
-        kinds = list(dict.fromkeys(value))
-        if "sliding_window" in opts:
-            kinds += [k for k in ("sliding_attention", "full_attention") if k not in kinds]
-        kinds = [k for k in kinds if k in _attention_layer_types()]
-        n = len(value)
-        lists = [[k] * n for k in kinds] + [[kinds[(i + j) % 2] for i in range(n)]
-                                            for j in range(2) if len(kinds) >= 2]
-        return [_variant(family, "window", {"layer_types": v, **window}) for v in lists
-                if v != value]
+        return [_variant(family, "window", {"layer_types": v, **window})
+                for v in _layer_types_variants(value, "sliding_window" in opts)]
     return []
+
+
+def _layer_types_variants(value: list, window: bool) -> list:
+    """``layer_types`` as every layer of one type, and the two alternations of the first two
+    (each of the family's own attention types, and the sliding/full pair where the config has
+    a window), those other than ``value``."""
+    kinds = list(dict.fromkeys(value))
+    if window:
+        kinds += [k for k in ("sliding_attention", "full_attention") if k not in kinds]
+    kinds = [k for k in kinds if k in _attention_layer_types()]
+    n = len(value)
+    lists = [[k] * n for k in kinds] + [[kinds[(i + j) % 2] for i in range(n)]
+                                        for j in range(2) if len(kinds) >= 2]
+    return [v for v in lists if v != value]
 
 
 def _variant(family: str, kind: str, changes: dict, drop: tuple = ()) -> Variant:
@@ -266,32 +281,46 @@ def _flag_or_number(family: str, kind: str, name: str, value, number) -> list:
     return [Variant(family, kind, f"{name}={v}", {name: v}) for v in values if v != value]
 
 
+def _one_value(family: str, cfg, name: str, value, opts: dict) -> list:
+    """A head width twice hidden / heads; a bias or QK-norm flag flipped."""
+    kind = kind_of(name)
+    if kind == "head width" and (tm._is_int(value) or value is None):
+        return [Variant(family, kind, f"{name}={2 * _head_dim(cfg)}", {name: 2 * _head_dim(cfg)})]
+    if isinstance(value, bool):
+        return [Variant(family, kind, f"{name}={not value}", {name: not value})]
+    return []
+
+
+def _cap_or_scale(family: str, cfg, name: str, value, opts: dict) -> list:
+    """A soft-cap of 2 (and none where there is one); a scale's flag flipped, its number set:
+    ``query_pre_attn_scalar`` twice the head width, ``clip_qkv`` 0.5, a multiplier 0.5."""
+    kind = kind_of(name)
+    if not (value is None or isinstance(value, (bool, int, float))):
+        return []
+    number = {"query_pre_attn_scalar": 2 * _head_dim(cfg)}.get(name, 2.0 if kind == "soft-cap"
+                                                                 else 0.5)
+    return _flag_or_number(family, kind, name, value, number)
+
+
+# each option kind's generator: (family, tiny config, option, its value, every option) -> variants
+GENERATORS = {
+    "rope type": lambda family, cfg, name, value, opts: _rope_variants(family, cfg, name),
+    "partial rotary": _partial_variants,
+    "window": _window_variants,
+    "key/value heads": lambda family, cfg, name, value, opts: _kv_variants(family, cfg, name,
+                                                                           value),
+    "head width": _one_value, "bias": _one_value, "QK-norm": _one_value,
+    "soft-cap": _cap_or_scale, "scale": _cap_or_scale,
+}
+
+
 def variants(family: str, cfg=None) -> list:
-    """Every variant of ``family``: each option :func:`declared` set to the values of its kind."""
+    """Every variant of ``family``: each option :func:`declared` set to the values of its kind
+    (:data:`GENERATORS`)."""
     cfg = tm.tiny_config(family) if cfg is None else cfg
     opts = declared(cfg)
-    d = _head_dim(cfg)
-    out = []
-    for name, value in opts.items():
-        kind = kind_of(name)
-        if kind == "rope type":
-            out += _rope_variants(family, cfg, name)
-        elif kind == "partial rotary":
-            out += _partial_variants(family, cfg, name, value, opts)
-        elif kind == "window":
-            out += _window_variants(family, cfg, name, value, opts)
-        elif kind == "key/value heads":
-            out += _kv_variants(family, cfg, name, value)
-        elif kind == "head width" and (tm._is_int(value) or value is None):
-            out.append(Variant(family, kind, f"{name}={2 * d}", {name: 2 * d}))
-        elif kind in ("bias", "QK-norm") and isinstance(value, bool):
-            out.append(Variant(family, kind, f"{name}={not value}", {name: not value}))
-        elif kind == "soft-cap" and (value is None or isinstance(value, (int, float))):
-            out += _flag_or_number(family, kind, name, value, 2.0)
-        elif kind == "scale" and (value is None or isinstance(value, (bool, int, float))):
-            number = {"query_pre_attn_scalar": 2 * d, "clip_qkv": 0.5}.get(name, 0.5)
-            out += _flag_or_number(family, kind, name, value, number)
-    return out
+    return [v for name, value in opts.items()
+            for v in GENERATORS[kind_of(name)](family, cfg, name, value, opts)]
 
 
 def variant_config(v: Variant):
@@ -480,7 +509,7 @@ def counts_line(rows) -> str:
     return (f"{len(rows)} variants of {len({r.family for r in rows})} families: {c['AGREE']} agree "
             f"(a 1e-6 change caught in each diff run), {c['refused']} refused by name, "
             f"{c['MISMATCH']} mismatch, {c['not caught']} change not caught, {c['error']} "
-            f"errors, {c['skipped']} skipped (the config not built)")
+            f"errors, {c['skipped']} skipped (the config not built, or not run by transformers)")
 
 
 def kinds_table(rows) -> list:
