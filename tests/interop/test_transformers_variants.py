@@ -138,7 +138,8 @@ CORRUPT = [
     ("gemma2", "query_pre_attn_scalar=16", "layers.0.self_attn",
      lambda m: setattr(m.layers[0].self_attn, "scaling", m.layers[0].self_attn.scaling * 1.01)),
     ("llama", "attention_bias=True", "layers.0.self_attn",
-     lambda m: m.layers[0].self_attn.q_proj.bias.add_(1e-2)),    # (k's: softmax-invariant)
+     lambda m: setattr(m.layers[0].self_attn.q_proj.bias, "data",      # a new tensor (k's
+                       m.layers[0].self_attn.q_proj.bias + 1e-2)),          # softmax-invariant)
     ("llama", "num_key_value_heads=1", "layers.0.self_attn",
      lambda m: m.layers[0].self_attn.v_proj.weight.mul_(1.01)),
     ("granite", "attention_multiplier=0.5", "layers.0.self_attn",

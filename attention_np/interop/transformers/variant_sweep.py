@@ -216,7 +216,8 @@ def _window_variants(family: str, cfg, name: str, value, opts: dict) -> list:
     """A window of :data:`WINDOW` on the layers it applies to: ``sliding_window`` itself (with
     ``use_sliding_window`` on, where declared); the switches (``use_sliding_window``,
     ``max_window_layers``: the window set with them, ``layer_types`` derived again);
-    ``layer_types``: :func:`_layer_types_variants`."""
+    ``layer_types``: :func:`_layer_types_variants`, with the switch as it is (where the config
+    keeps the window then: :func:`_keeps`) and on."""
     window = {"sliding_window": WINDOW} if "sliding_window" in opts and name != "sliding_window" \
         else {}
     switch = {"use_sliding_window": True} if "use_sliding_window" in opts else {}
@@ -230,23 +231,35 @@ def _window_variants(family: str, cfg, name: str, value, opts: dict) -> list:
     if name == "max_window_layers":
         return [_variant(family, "window", {name: 1, **window, **switch}, derive)]
     if name == "layer_types" and isinstance(value, list) and value:
-        return [_variant(family, "window", {"layer_types": v, **window})
-                for v in _layer_types_variants(value, "sliding_window" in opts)]
+        return _layer_types_variants(family, value, opts, window, switch)
     return []
 
 
-def _layer_types_variants(value: list, window: bool) -> list:
+def _keeps(family: str, changes: dict) -> bool:
+    """Whether the family's config class keeps ``changes`` as given when its switch
+    ``use_sliding_window`` is off (Qwen2's sets ``sliding_window`` to None then)."""
+    cfg = variant_config(Variant(family, "window", "", changes))
+    return all(getattr(cfg, k, None) == v for k, v in changes.items())
+
+
+def _layer_types_variants(family: str, value: list, opts: dict, window: dict,
+                          switch: dict) -> list:
     """``layer_types`` as every layer of one type, and the two alternations of the first two
     (each of the family's own attention types, and the sliding/full pair where the config has
-    a window), those other than ``value``."""
+    a window), those other than ``value``; each with the window, the switch as it is (where
+    the config keeps the window then: :func:`_keeps`) and on."""
     kinds = list(dict.fromkeys(value))
-    if window:
+    if "sliding_window" in opts:
         kinds += [k for k in ("sliding_attention", "full_attention") if k not in kinds]
     kinds = [k for k in kinds if k in _attention_layer_types()]
     n = len(value)
     lists = [[k] * n for k in kinds] + [[kinds[(i + j) % 2] for i in range(n)]
                                         for j in range(2) if len(kinds) >= 2]
-    return [v for v in lists if v != value]
+    ons = [{}] + ([switch] if switch and opts.get("use_sliding_window") is not True else [])
+    if switch and not _keeps(family, window):
+        ons = [switch]
+    return [_variant(family, "window", {"layer_types": v, **window, **on})
+            for v in lists if v != value for on in ons]
 
 
 def _variant(family: str, kind: str, changes: dict, drop: tuple = ()) -> Variant:
