@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import Finding, Raised, at_path, leaves, named_leaves
+from .engine import Finding, Raised, at_path, is_integer, leaves, named_leaves
 
 
 def _permutations(items):
@@ -256,7 +256,7 @@ def _factors(case, arg_names):
                 if v.ndim >= -ax and v.shape[ax] > 1:
                     size = PAPER_SIZES.get((name, ax), f"{name}.shape[{ax}]")
                     out.append((v.shape[ax], size))
-        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 1:
+        elif is_integer(v) and v > 1:
             out.append((int(v), name))
     words = []
     for n, w in out:
@@ -520,14 +520,13 @@ def _features(case, arg_names):
             _array_features(name, v, f)
         elif isinstance(v, str):
             f[f"{name} = {v!r}"] = True
-        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        elif is_integer(v):
             f[f"{name} = 1"] = v == 1
         elif v is None:
             f[f"{name} is None"] = True
     if floats:
         f["the inputs are float32"] = all(a.dtype == np.float32 for a in floats)
-    ints = [(n, v) for n, v in _arrays(case, arg_names) if isinstance(v, (int, np.integer))
-            and not isinstance(v, bool)]
+    ints = [(n, v) for n, v in _arrays(case, arg_names) if is_integer(v)]
     for (a, x), (b, y) in _combinations(ints, 2):
         f[f"{a} > {b}"], f[f"{a} < {b}"] = x > y, x < y
     arrs = [(n, v) for n, v in _arrays(case, arg_names) if isinstance(v, np.ndarray) and v.dtype != bool]
