@@ -75,7 +75,7 @@ def test_build_writes_the_three_folders(built):
 def test_the_student_kit_holds_no_solution_and_imports_numpy_alone(built):
     student = built / "student"
     for path in student.rglob("*.py"):
-        assert _py_imports(path) <= {"__future__", "numpy", "ast", "json", "pathlib", "types", "sys",
+        assert _py_imports(path) <= {"__future__", "numpy", "ast", "json", "re", "pathlib", "types", "sys",
                                      "dataclasses", "checker", "signal", "subprocess", "contextlib",
                                      "tempfile"}, path
     text = "\n".join(p.read_text() for p in student.rglob("*.py"))

@@ -4,11 +4,13 @@
 
 ``run_autograder`` calls it with /autograder/submission and /autograder/results/results.json.
 
-- The submission holds notebooks (.ipynb) or .py files, in any folders. Each function must be
-  defined in ONE file: the feedback names the file graded; two files that define the same
-  function are refused (0 for that exercise, a message naming both: resubmit one). A stub left as
-  handed out (``raise NotImplementedError``) is no definition; the kit's own ``check.py`` and
-  ``checker/`` are ignored, so are hidden files and folders (``.ipynb_checkpoints``).
+- The submission holds notebooks (.ipynb) or .py files, in any folders. Each function is graded
+  in ONE file, named in the feedback: the file that defines it, or, when several do, its home
+  (the kit's notebook of that exercise, or a .py file named for it: an ``attention`` written again
+  as a helper beside ``mha_forward`` is not graded there). Several files defining it with no
+  single home among them are refused (0 for that exercise, a message naming them: resubmit
+  one). A stub left as handed out (``raise NotImplementedError``) is no definition; the kit's own
+  ``check.py`` and ``checker/`` are ignored, so are hidden files and folders (``.ipynb_checkpoints``).
 - Each exercise runs in its own process; each case has a time limit and its points
   (``config.json``: ``time_limit_per_case_s``; ``checker/bank.json``: ``"points"``).
 - A total time budget (``time_budget_s``) is shared so that a slow exercise cannot starve the
@@ -316,6 +318,9 @@ def _exercise_state(name: str, rec: dict, files: list, submission: pathlib.Path,
     """``(state, graded file or None)`` of one exercise: not run when its function is defined in
     several files or in none, or when ``deadline`` (time.monotonic) has passed; else graded."""
     real, stubs = definers(files, submission, rec["function"])
+    homes = [f for f in real if loading.is_home(submission / f, name, rec["function"])]
+    helpers = [f for f in real if f not in homes] if len(real) > 1 and len(homes) == 1 else []
+    real = homes if helpers else real             # a helper elsewhere: graded in its home
     if len(real) > 1:
         return {"cases": [], "rest": "not run: the function is defined in more than one file",
                 "message": (f"FAILED: {name}: {rec['function']} is defined in {len(real)} files: "
@@ -334,7 +339,9 @@ def _exercise_state(name: str, rec: dict, files: list, submission: pathlib.Path,
                 "message": (f"FAILED: {name}: not graded ({rec['function']} is in {real[0]}): "
                             f"the time budget of the submission ({cfg['time_budget_s']:g} s) "
                             "ran out before this exercise")}, None
-    return _graded_state(name, submission, real[0], len(rec["cases"]), seconds), real[0]
+    label = real[0] + (f" (its home; also defined in {', '.join(helpers)}, not graded there)"
+                       if helpers else "")
+    return _graded_state(name, submission, real[0], len(rec["cases"]), seconds), label
 
 
 def _graded_state(name: str, submission: pathlib.Path, graded: str, n_cases: int, seconds: float) -> dict:
