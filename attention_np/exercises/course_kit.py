@@ -88,10 +88,13 @@ grader looks at how you wrote a function, only at what it returns.
 Submit the notebooks, keeping their names ({order_files}), with your
 functions in their stub cells and your answers in their answer cells. You may instead put a
 function in a `.py` file of your own and submit that too; then leave the function's stub in the
-notebook as handed out (`raise NotImplementedError`): **each function must be defined in one
-file only**. A function defined in two files (a `draft.py` and the notebook, say) scores 0 until
-you submit again without one of them: the grader will not guess which one you meant, and its
-feedback names the files. `check.py` and `checker/` need not be submitted (they are ignored).
+notebook as handed out (`raise NotImplementedError`). **Each function is graded in one file, its
+home**: the notebook of that exercise, or a `.py` file named for it (`attention.py`). Writing
+`attention` again in notebook 03, as a helper of your `mha_forward`, is fine: it is graded in
+01, and the feedback names the other files. A function defined in two files neither of which
+is its home (a `draft.py` and a `mine.py`, say) scores 0 until you submit again without one of
+them: the grader will not guess which one you meant, and its feedback names the files.
+`check.py` and `checker/` need not be submitted (they are ignored).
 A `.py` file may keep the notebook's `from check import check` and its check calls: the grader
 skips them.
 
@@ -145,9 +148,11 @@ Upload `gradescope.zip` as a "Programming Assignment" autograder.
 
 What the grader does with a submission:
 
-- Students submit their notebooks (`01_attention.ipynb`, ...) or `.py` files. Each function must
-  be defined in one file (an untouched stub does not count); the feedback names the file graded,
-  and two files defining one function score 0 for that exercise with a message naming both.
+- Students submit their notebooks (`01_attention.ipynb`, ...) or `.py` files. Each function is
+  graded in one file (an untouched stub does not count), named in the feedback: the one that
+  defines it, or, when several do, its home (the exercise's notebook, or a `.py` named for it),
+  the others named as not graded; several files and no single home among them score 0 for that
+  exercise with a message naming them.
   `check.py`, `checker/` and hidden folders (`.ipynb_checkpoints`) are ignored. A `.py` that
   keeps the notebook's `from check import check` loads (the import gets a no-op `check`).
 - Each exercise runs in its own process. Each case is one test worth its `"points"`; hidden
