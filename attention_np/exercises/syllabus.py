@@ -37,16 +37,13 @@ import sys
 from attention_np.exercises.notebooks import CLAUSES, NOTEBOOKS, QUESTIONS
 from attention_np.exercises.rubrics import rubric_markdown
 from attention_np.exercises.syllabus_data import (
-    EXPLORER_VIEWS,
     EXTENSION,
-    KINDS,
     LESSONS,
     MAX_HOMEWORK_MINUTES,
     SESSION_MINUTES,
     SESSIONS,
-    Lesson,
-    Session,
 )
+from attention_np.exercises.syllabus_data.records import EXPLORER_VIEWS, KINDS, Lesson, Session
 
 PAPER = "https://arxiv.org/abs/1706.03762"
 PAPER_TITLE = 'Vaswani et al. (2017), "Attention Is All You Need"'

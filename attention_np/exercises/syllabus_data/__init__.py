@@ -27,10 +27,7 @@ from attention_np.exercises.syllabus_data import (
     lesson08,
     lesson09,
 )
-from attention_np.exercises.syllabus_data.records import EXPLORER_VIEWS, KINDS, Lesson, Question, Session
-
-__all__ = ["EXPLORER_VIEWS", "EXTENSION", "KINDS", "LESSONS", "MAX_HOMEWORK_MINUTES", "SESSIONS",
-           "SESSION_MINUTES", "Lesson", "Question", "Session"]
+from attention_np.exercises.syllabus_data.records import Session
 
 #: the lessons in course order
 LESSONS = tuple(m.LESSON for m in (lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07,
