@@ -7,12 +7,14 @@ import numpy as np
 from .engine import Finding, Raised
 from .probing import (
     RNG_SEED,
+    STOP,
+    Outputs,
     as_array,
     close_to,
-    describe,
+    decide,
+    first,
     has_nan,
     measure_scale,
-    measured,
     output_of,
     scale_finding,
 )
@@ -212,111 +214,140 @@ def backward_inputs():
 _BWD_NAMES = ("dq", "dk", "dv")
 
 
-def _bwd_describe(fn, inputs, expected, key, factors=()):
-    """(descriptions of dq, dk, dv or None when right; the raw output) on probe input ``key``."""
-    (args, kwargs), ref = inputs[key], expected.get(key)
+def _bwd_outputs(fn, expected, key, factors=()):
+    """:class:`Outputs` of dq, dk, dv on probe input ``key`` (None unless the call returned three
+    outputs and the answer is stored), and the raw output."""
+    (args, kwargs), ref = backward_inputs()[key], expected.get(key)
     out = output_of(fn, *args, **kwargs)
     if ref is None or not isinstance(out, (tuple, list)) or len(out) != 3:
         return None, out
     dout, q, k, v = args[:4]
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
     full = (q.shape, (*lead, *k.shape[-2:]), (*lead, *v.shape[-2:]))
-    return [describe(n, o, r, factors, b) for n, o, r, b in zip(_BWD_NAMES, out, ref, full,
-                                                                strict=True)], out
+    return Outputs(_BWD_NAMES, out, ref, factors, full), out
+
+
+def _no_scale(o, name):
+    """Output ``name`` is sqrt(d_k) times the answer: the scale is missing."""
+    return o.kind(name) == "scale" and "missing" in o.wrong[name][1]
+
+
+_UNDO = ("Undo the forward lines last to first: out = P v gives dv = P^T dout and dP = dout v^T; P = "
+         "softmax(S) gives dS; S = q k^T * scale gives dq = dS k * scale and dk = dS^T q * scale.")
+_SAME_PRODUCT = "Both q and k enter the scores through the same scaled product."
+#: the unbatched, unmasked input: which of dq, dk, dv are wrong, and how
+_PLAIN = (
+    (lambda o: o.kind("dk") == "shape" and np.shape(o.output("dk")) == (3, 4),
+     Finding("dk = dS q instead of dS^T q", "dk has shape (L, d_k), expected k's shape (S, d_k)", "dS is "
+             "(L, S) and dk is (S, d_k): which transpose makes the key axis come first?")),
+    (lambda o: o.kind("dv") is None and _no_scale(o, "dq") and _no_scale(o, "dk"),
+     Finding("forgot 1/sqrt(d_k) in dq and dk", "dq and dk are sqrt(d_k) times too large", "The forward "
+             "line s = q k^T * scale multiplies by a constant: its backward multiplies by it too.")),
+    (lambda o: o.kind("dv") is None and o.kind("dq") is None and _no_scale(o, "dk"),
+     Finding("forgot 1/sqrt(d_k) in dk only", "dk is sqrt(d_k) times too large", _SAME_PRODUCT)),
+    (lambda o: o.kind("dv") is None and o.kind("dk") is None and _no_scale(o, "dq"),
+     Finding("forgot 1/sqrt(d_k) in dq only", "dq is sqrt(d_k) times too large", _SAME_PRODUCT)),
+    (lambda o: o.kind("dv") is None and o.kind("dq") == o.kind("dk") == "values",
+     Finding("the softmax backward is wrong", "dv is right but dq and dk are not: the step from dP to dS",
+             "dS = P * (dP - rowsum(dP * P)): every weight in a row shares the normalizer. Check it alone "
+             "with the softmax_backward exercise.")),
+    (lambda o: o.wrong, lambda o: Finding("wrong gradients", "on an unbatched, unmasked input (L=3, S=5, "
+                                          f"d_k=4, d_v=2): {o.sentence()}", _UNDO)),
+)
+
+
+def _into_masked_key(o):
+    """dk or dv of key 2, which every query's mask forbids, is not 0."""
+    gk, gv = as_array(o.output("dk")), as_array(o.output("dv"))
+    return gk is not None and gv is not None and gk.shape == (5, 4) and gv.shape == (5, 2) and (
+        np.abs(gk[2]).max() > 1e-12 or np.abs(gv[2]).max() > 1e-12)
+
+
+#: key 2 masked for every query
+_MASKED = (
+    (_into_masked_key, Finding("gradient flows into a masked key", "a key that no query may see gets a "
+                               "nonzero dk or dv", "A masked key has weight 0 in the forward: the "
+                               "backward must use the same masked weights P (0 there).")),
+    (lambda o: o.wrong, lambda o: Finding("wrong gradients with a mask", "with key 2 masked for every "
+                                          f"query: {o.sentence()}", "The backward uses the forward's "
+                                          "masked weights P: compute them exactly as the forward does.")),
+)
+
+
+def _nan_in(o):
+    return [n for n in o.names if o.kind(n) == "nan"]
+
+
+#: query 1 allowed no key
+_FULL_ROW = (
+    (_nan_in, lambda o: Finding(
+        "NaN for a query with no allowed key", f"with query 1 allowed no key, {' and '.join(_nan_in(o))} "
+        f"{'has' if len(_nan_in(o)) == 1 else 'have'} NaN ({o.sentence()})", "A row of all -inf scores: "
+        "its max is -inf and -inf - (-inf) is NaN, which the matmuls then spread to dk and dv. The "
+        "contract: such a query's weights are 0 and its gradients 0; special-case rows whose max is -inf.")),
+    (lambda o: o.wrong, lambda o: Finding(
+        "wrong gradients for a query with no allowed key", f"with query 1 allowed no key: {o.sentence()}",
+        "Such a query's weights are all 0: its output is 0 and constant, so it sends no gradient "
+        "anywhere.")),
+)
+
+#: k, v or the mask broadcast (key, what) and the rules on how the gradients then differ
+_BROADCAST = ("shared2", "k (5, 4) and v (5, 2) shared by q (2, 3, 3, 4)"), (
+    "size_one", "k (1, 5, 4) and v (1, 5, 2) broadcast over q (3, 3, 4)")
+_PADDING = (
+    (lambda o, what: o.wrong, lambda o, what: Finding(
+        "wrong gradients with a mask that only broadcasts", f"with {what}: {o.sentence()}", "np.where(mask, "
+        "s, -np.inf) broadcasts the mask; the gradients keep q, k and v's shapes (the mask gets none).")),
+)
+_SUMMED_BACK = (
+    (lambda o, what: o.wrong and o.kinds == {"extra_axes"}, lambda o, what: Finding(
+        "broadcast gradients not summed back", f"with {what}: {o.sentence()}", "k and v were broadcast "
+        "across the batch in the forward; a broadcast copies, so its backward sums: dk must have k's "
+        "shape.")),
+    (lambda o, what: o.kinds & {"kept_axes", "partial_sum", "shape", "extra_axes"}, lambda o, what: Finding(
+        "broadcast gradients summed back to the wrong shape", f"with {what}: {o.sentence()}", "Sum over "
+        "every axis broadcasting added (all the leading axes k lacks, without keepdims) and, with "
+        "keepdims, over the axes where k has size 1: dk must have exactly k's shape.")),
+    (lambda o, what: o.wrong, lambda o, what: Finding(
+        "broadcast gradients summed back wrongly", f"with {what}, unbatched inputs being right: "
+        f"{o.sentence()}", "Sum over the broadcast axes (dk.sum(axis=...)); a reshape before the sum "
+        "regroups entries of different keys and features.")),
+)
+
+
+def _bwd_step(key, rules, what=None, first_input=False):
+    """The step of :func:`attention_backward_probe` on probe input ``key``: its rule table on how
+    dq, dk, dv differ. On the first input, outputs that are not three end the probe; on a
+    broadcast one (``what`` says how), a raised error is a finding."""
+    def step(fn, expected, factors):
+        o, out = _bwd_outputs(fn, expected, key, factors if first_input else ())
+        if o is None:
+            return STOP if first_input else _raised_broadcast(out, what)
+        return first(rules, *((o,) if what is None else (o, what)))
+    return step
+
+
+def _raised_broadcast(out, what):
+    if what is None or not isinstance(out, Raised):
+        return None
+    return Finding("does not broadcast", f"with {what} it raises {out.text}", "Use np.swapaxes(x, -1, -2) "
+                   "instead of x.T and np.where(mask, s, -np.inf) for the mask, then sum each gradient "
+                   "over the axes that were broadcast.")
+
+
+_BWD_STEPS = (_bwd_step("plain", _PLAIN, first_input=True), _bwd_step("masked_key", _MASKED),
+              _bwd_step("full_row", _FULL_ROW),
+              *(_bwd_step(key, _SUMMED_BACK, what) for key, what in _BROADCAST),
+              _bwd_step("padding", _PADDING, "a padding mask (3, 1, 5) for scores (3, 3, 5)"))
 
 
 def attention_backward_probe(fn, expected):
-    inputs = backward_inputs()
-    (dout, q, k, v), _ = inputs["plain"]
-    r = np.sqrt(q.shape[-1])
+    """dq, dk, dv on an unbatched, unmasked input, then with a masked key, a query with no allowed
+    key, and k, v or the mask broadcast: the first input on which they are wrong, and how."""
+    r = np.sqrt(backward_inputs()["plain"][0][1].shape[-1])
     factors = ((r, "sqrt(d_k): the scale is missing"), (1 / r, "1/sqrt(d_k): scaled twice"),
                (r * r, "d_k"), (-1.0, "the wrong sign"))
-    plain, out = _bwd_describe(fn, inputs, expected, "plain", factors)
-    if plain is None:
-        return None
-    dq, dk, dv = plain
-    if dk is not None and dk[0] == "shape" and np.shape(out[1]) == (3, 4):
-        return Finding("dk = dS q instead of dS^T q", "dk has shape (L, d_k), expected k's shape "
-                       "(S, d_k)", "dS is (L, S) and dk is (S, d_k): which transpose makes the key "
-                       "axis come first?")
-    if dv is None:
-        if dq and dk and dq[0] == dk[0] == "scale" and "missing" in dq[1] and "missing" in dk[1]:
-            return Finding("forgot 1/sqrt(d_k) in dq and dk", "dq and dk are sqrt(d_k) times too "
-                           "large", "The forward line s = q k^T * scale multiplies by a constant: its "
-                           "backward multiplies by it too.")
-        if dq is None and dk and dk[0] == "scale" and "missing" in dk[1]:
-            return Finding("forgot 1/sqrt(d_k) in dk only", "dk is sqrt(d_k) times too large",
-                           "Both q and k enter the scores through the same scaled product.")
-        if dk is None and dq and dq[0] == "scale" and "missing" in dq[1]:
-            return Finding("forgot 1/sqrt(d_k) in dq only", "dq is sqrt(d_k) times too large",
-                           "Both q and k enter the scores through the same scaled product.")
-        if dq is not None and dk is not None and dq[0] == dk[0] == "values":
-            return Finding("the softmax backward is wrong", "dv is right but dq and dk are not: the "
-                           "step from dP to dS", "dS = P * (dP - rowsum(dP * P)): every weight in a "
-                           "row shares the normalizer. Check it alone with the softmax_backward "
-                           "exercise.")
-    if any(d is not None for d in plain):
-        return Finding("wrong gradients", f"on an unbatched, unmasked input (L=3, S=5, d_k=4, d_v=2): "
-                       f"{measured(plain, _BWD_NAMES)}", "Undo the forward lines last to first: out = "
-                       "P v gives dv = P^T dout and dP = dout v^T; P = softmax(S) gives dS; S = q k^T * "
-                       "scale gives dq = dS k * scale and dk = dS^T q * scale.")
-    masked, out = _bwd_describe(fn, inputs, expected, "masked_key")
-    if masked is not None and any(d is not None for d in masked):
-        gk, gv = as_array(out[1]), as_array(out[2])
-        if gk is not None and gv is not None and gk.shape == (5, 4) and gv.shape == (5, 2) and (
-                np.abs(gk[2]).max() > 1e-12 or np.abs(gv[2]).max() > 1e-12):
-            return Finding("gradient flows into a masked key", "a key that no query may see gets a "
-                           "nonzero dk or dv", "A masked key has weight 0 in the forward: the backward "
-                           "must use the same masked weights P (0 there).")
-        return Finding("wrong gradients with a mask", f"with key 2 masked for every query: "
-                       f"{measured(masked, _BWD_NAMES)}", "The backward uses the forward's masked "
-                       "weights P: compute them exactly as the forward does.")
-    full, out = _bwd_describe(fn, inputs, expected, "full_row")
-    if full is not None and any(d is not None for d in full):
-        nan = [n for n, d in zip(_BWD_NAMES, full, strict=True) if d is not None and d[0] == "nan"]
-        if nan:
-            return Finding("NaN for a query with no allowed key", f"with query 1 allowed no key, "
-                           f"{' and '.join(nan)} {'has' if len(nan) == 1 else 'have'} NaN "
-                           f"({measured(full, _BWD_NAMES)})", "A row of all -inf scores: its max is "
-                           "-inf and -inf - (-inf) is NaN, which the matmuls then spread to dk and dv. "
-                           "The contract: such a query's weights are 0 and its gradients 0; "
-                           "special-case rows whose max is -inf.")
-        return Finding("wrong gradients for a query with no allowed key", f"with query 1 allowed no "
-                       f"key: {measured(full, _BWD_NAMES)}", "Such a query's weights are all 0: "
-                       "its output is 0 and constant, so it sends no gradient anywhere.")
-    for key, what in (("shared2", "k (5, 4) and v (5, 2) shared by q (2, 3, 3, 4)"),
-                      ("size_one", "k (1, 5, 4) and v (1, 5, 2) broadcast over q (3, 3, 4)"),
-                      ("padding", "a padding mask (3, 1, 5) for scores (3, 3, 5)")):
-        got, out = _bwd_describe(fn, inputs, expected, key)
-        if got is None:
-            if isinstance(out, Raised):
-                return Finding("does not broadcast", f"with {what} it raises {out.text}",
-                               "Use np.swapaxes(x, -1, -2) instead of x.T and np.where(mask, s, "
-                               "-np.inf) for the mask, then sum each gradient over the axes that "
-                               "were broadcast.")
-            continue
-        if all(d is None for d in got):
-            continue
-        kinds = {d[0] for d in got if d is not None}
-        if key == "padding":
-            return Finding("wrong gradients with a mask that only broadcasts", f"with {what}: "
-                           f"{measured(got, _BWD_NAMES)}", "np.where(mask, s, -np.inf) broadcasts "
-                           "the mask; the gradients keep q, k and v's shapes (the mask gets none).")
-        if kinds == {"extra_axes"}:
-            return Finding("broadcast gradients not summed back", f"with {what}: "
-                           f"{measured(got, _BWD_NAMES)}", "k and v were broadcast across the batch "
-                           "in the forward; a broadcast copies, so its backward sums: dk must have "
-                           "k's shape.")
-        if kinds & {"kept_axes", "partial_sum", "shape", "extra_axes"}:
-            return Finding("broadcast gradients summed back to the wrong shape", f"with {what}: "
-                           f"{measured(got, _BWD_NAMES)}", "Sum over every axis broadcasting added "
-                           "(all the leading axes k lacks, without keepdims) and, with keepdims, over "
-                           "the axes where k has size 1: dk must have exactly k's shape.")
-        return Finding("broadcast gradients summed back wrongly", f"with {what}, unbatched inputs "
-                       f"being right: {measured(got, _BWD_NAMES)}", "Sum over the broadcast axes "
-                       "(dk.sum(axis=...)); a reshape before the sum regroups entries of different "
-                       "keys and features.")
-    return None
+    return decide(_BWD_STEPS, fn, expected, factors)
 
 
 # ======================================================================== tiled
