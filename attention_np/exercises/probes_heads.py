@@ -6,7 +6,19 @@ import numpy as np
 
 from .engine import Finding, Raised
 from .probes_attention import short_mask_finding
-from .probing import RNG_SEED, as_array, close_to, describe, has_nan, measure_scale, measured, output_of
+from .probing import (
+    RNG_SEED,
+    STOP,
+    Outputs,
+    as_array,
+    close_to,
+    decide,
+    first,
+    has_nan,
+    measure_scale,
+    output_of,
+    outputs_of,
+)
 
 # ======================================================================== heads
 
@@ -217,109 +229,129 @@ def _mha_scale(fn):
                    "W_q.shape[1] // num_heads, which need not be d_model / num_heads.")
 
 
-def mha_backward_probe(fn, expected):
-    inputs = mha_backward_inputs()["self"][0]
-    out = output_of(fn, *inputs)
-    ref = expected.get("self")
-    if isinstance(out, Raised) or not isinstance(out, (tuple, list)) or len(out) != 4 or ref is None:
-        return None
-    dq, dk, dv, grads = out
-    if not isinstance(grads, dict):
-        return Finding("grads is not a dict", f"the fourth output is a {type(grads).__name__}",
-                       "Return (dquery, dkey, dvalue, grads) with grads a dict with the keys of params "
-                       "(W_q, b_q, ..., W_o, b_o).")
-    missing = sorted(set(ref[3]) - set(grads))
-    if missing:
-        return Finding("grads has missing keys", f"grads has no {missing}", "One gradient per "
-                       "parameter, with the same keys as params.")
+def _grads_of(fn, key):
+    """The submission's (dquery, dkey, dvalue, grads) on probe input ``key`` (None unless it
+    returned four outputs)."""
+    return outputs_of(fn, 4, *mha_backward_inputs()[key][0])
+
+
+def _summed(grads, ref):
+    """Each of dquery, dkey, dvalue is the sum of the three answers (query = key = value)."""
     total = ref[0] + ref[1] + ref[2]
-    if all(close_to(as_array(x), total) for x in (dq, dk, dv)):
-        return Finding("the three input gradients summed", "with query = key = value you return the "
-                       "sum of the three gradients for each of them", "The contract: dquery, dkey and "
-                       "dvalue are the gradients through each argument alone, even when they are the "
-                       "same array (the caller adds them).")
-    dist = expected.get("distinct")
-    args = mha_backward_inputs()["distinct"][0]
-    out = output_of(fn, *args)
-    if dist is None or not isinstance(out, (tuple, list)) or len(out) != 4 or not isinstance(out[3], dict):
+    return all(close_to(as_array(x), total) for x in grads[:3])
+
+
+#: self-attention (query = key = value): the fourth output and the three input gradients
+_SELF = (
+    (lambda out, ref: not isinstance(out[3], dict), lambda out, ref: Finding(
+        "grads is not a dict", f"the fourth output is a {type(out[3]).__name__}", "Return (dquery, dkey, "
+        "dvalue, grads) with grads a dict with the keys of params (W_q, b_q, ..., W_o, b_o).")),
+    (lambda out, ref: set(ref[3]) - set(out[3]), lambda out, ref: Finding(
+        "grads has missing keys", f"grads has no {sorted(set(ref[3]) - set(out[3]))}", "One gradient per "
+        "parameter, with the same keys as params.")),
+    (_summed, Finding("the three input gradients summed", "with query = key = value you return the sum of "
+                      "the three gradients for each of them", "The contract: dquery, dkey and dvalue are "
+                      "the gradients through each argument alone, even when they are the same array (the "
+                      "caller adds them).")),
+)
+
+
+def _self_step(fn, expected):
+    out, ref = _grads_of(fn, "self"), expected.get("self")
+    return STOP if out is None or ref is None else first(_SELF, out, ref)
+
+
+def _every_gradient(fn, expected, key):
+    """:class:`Outputs` of every gradient (dquery, dkey, dvalue, then dW_k, db_k, ... in params'
+    sorted order) on probe input ``key`` (None unless four outputs with a dict of grads)."""
+    out, ref = _grads_of(fn, key), expected.get(key)
+    if out is None or ref is None or not isinstance(out[3], dict):
         return None
-    names = ["dquery", "dkey", "dvalue"] + [f"d{n}" for n in sorted(dist[3])]
-    got = list(out[:3]) + [out[3].get(n) for n in sorted(dist[3])]
-    want = list(dist[:3]) + [dist[3][n] for n in sorted(dist[3])]
+    keys = sorted(ref[3])
     r, B = np.sqrt(6.0), 3                                   # d_k = 6, batch 3 on this input
     factors = ((r, "sqrt(d_k)"), (1 / r, "1/sqrt(d_k)"), (1 / B, "1/B, a mean over the batch"),
                (float(B), "B"))
-    d = [describe(n, g, w, factors) for n, g, w in zip(names, got, want, strict=True)]
-    wrong = {n: x for n, x in zip(names, d, strict=True) if x is not None}
-    if not wrong:
-        return None
-    where = "on cross-attention with every size distinct (B=3, L=4, S=7, d_model=5, h=2, d_k=6)"
-    what = f"{where}: {measured(d, names)}"
-    if (set(wrong) == {"db_k"} and as_array(got[names.index("db_k")]) is not None
-            and wrong["db_k"][0] != "zero"):
-        return Finding("nonzero gradient for b_k", f"your db_k is not 0 ({what})", "Adding b_k adds "
-                       "q_i . b_k to every score of row i: a constant per row, which softmax ignores. "
-                       "What does that make dL/db_k?")
-    kinds = {x[0] for x in wrong.values()}
-    if kinds == {"scale"} and all("(sqrt(d_k))" in x[1] for x in wrong.values()) and not (
-            {"dvalue", "dW_v", "db_v", "dW_o", "db_o"} & set(wrong)):
-        return Finding("forgot 1/sqrt(d_k) in the attention backward", what, "The scores are q k^T * "
-                       "1/sqrt(d_k): the backward multiplies dq and dk by the same constant, and "
-                       "everything computed from them (dquery, dkey, dW_q, dW_k, db_q) inherits it.")
-    if all(n.startswith("db_") for n in wrong) and kinds == {"scale"} and all(
-            "a mean over the batch" in x[1] for x in wrong.values()):
-        return Finding("bias gradients averaged over the batch", what, "A bias is added to every "
-                       "position of every sequence, and the loss sums over them: its gradient SUMS "
-                       "over the batch and the positions (no mean).")
-    if all(n.startswith("dW_") for n in wrong) and kinds == {"extra_axes"}:
-        return Finding("weight gradients not summed over the batch", what, "Every sequence of the "
-                       "batch uses the same W: its gradient sums the per-sequence x^T dy over the "
-                       "batch, giving W's shape.")
-    inputs = {"dquery": "q", "dkey": "k", "dvalue": "v"}
-    if set(wrong) <= set(inputs) and not any(f"dW_{inputs[n]}" in wrong for n in wrong):
-        return Finding("input gradients wrong after their projection", f"{what}: dW and db of the same "
-                       "projection are right, so the gradient of x W + b is right and only its last "
-                       "step, back to the input, is wrong", "For y = x W + b, dx = dy W^T with the "
-                       "SAME projection's W (W_q for the query, W_k for the key, W_v for the value).")
-    if all(n.startswith("db_") for n in wrong):
-        shapes = {n: np.shape(got[names.index(n)]) for n in wrong}
-        if any(len(sh) == 2 and sh[0] == 3 for sh in shapes.values()):
-            return Finding("bias gradient not summed over the batch", what, "A bias is added to every "
-                           "position of every sequence: its gradient sums over all of them (batch "
-                           "and positions).")
-        if kinds == {"scale"}:
-            return Finding(f"{', '.join(sorted(wrong))} off by a constant factor (a mean instead of a "
-                           "sum?)", what, "A bias is added to every position of every sequence: its "
-                           "gradient is the SUM of the gradient of x W + b over the batch and the "
-                           "positions, not a mean.")
-        return Finding("bias gradient summed over the wrong axes", what, "A bias is added to every "
-                       "position of every sequence: its gradient sums the gradient of x W + b over "
-                       "the batch and the positions, keeping the feature axis (heads and their "
-                       "features, in the merged order).")
-    if all(n.startswith("dW_") for n in wrong):
-        if kinds == {"transposed"}:
-            every = {"dW_q", "dW_k", "dW_v", "dW_o"} <= set(wrong)
-            return Finding("weight gradients transposed" if every else f"{', '.join(sorted(wrong))} "
-                           "transposed", what, "For y = x W with W of shape (d_in, "
-                           "d_out), dW must have W's shape: which of x^T dy and dy^T x is (d_in, d_out)?")
-        if kinds == {"permuted"}:
-            return Finding("heads in the wrong order", what, "Head i owns the columns [i*d_k, (i+1)*d_k) "
-                           "of W_q, W_k, W_v and the rows of W_o: merge the head gradients back in the "
-                           "order split_heads took them.")
-    one = expected.get("one_head")
-    out1 = output_of(fn, *mha_backward_inputs()["one_head"][0])
-    if one is not None and isinstance(out1, (tuple, list)) and len(out1) == 4 and isinstance(out1[3], dict):
-        got1 = list(out1[:3]) + [out1[3].get(n) for n in sorted(one[3])]
-        want1 = list(one[:3]) + [one[3][n] for n in sorted(one[3])]
-        if all(describe(n, g, w) is None for n, g, w in zip(names, got1, want1, strict=True)):
-            return Finding("head gradients split or merged wrongly", f"with num_heads = 1 every "
-                           f"gradient is right; with 2 heads, {what}", "The backward of merge_heads "
-                           "is split_heads and the backward of split_heads is merge_heads: reshape "
-                           "AND swap the head and position axes, in the order the forward used.")
-    return Finding("wrong gradients", what, "Undo mha_forward's lines last to first: the output "
-                   "projection, the merge (its backward is a split), attention, the split (its "
-                   "backward is a merge), the three input projections; compare each gradient with "
-                   "central differences to find the first wrong line.")
+    return Outputs(["dquery", "dkey", "dvalue"] + [f"d{n}" for n in keys],
+                   out[:3] + [out[3].get(n) for n in keys], list(ref[:3]) + [ref[3][n] for n in keys],
+                   factors)
+
+
+def _one_head_right(fn, expected):
+    """Every gradient is right with num_heads = 1 (the same input as one head of d_k = 12)."""
+    o = _every_gradient(fn, expected, "one_head")
+    return o is not None and not o.wrong
+
+
+_WHERE = "on cross-attention with every size distinct (B=3, L=4, S=7, d_model=5, h=2, d_k=6)"
+_INPUT_OF = {"dquery": "q", "dkey": "k", "dvalue": "v"}
+_BIAS_SUM = "A bias is added to every position of every sequence"
+#: cross-attention with every size distinct: which gradients are wrong, and how
+_DISTINCT = (
+    (lambda o, fn, e: set(o.wrong) == {"db_k"} and as_array(o.output("db_k")) is not None
+     and o.kind("db_k") != "zero", lambda o, fn, e: Finding(
+        "nonzero gradient for b_k", f"your db_k is not 0 ({_WHERE}: {o.sentence()})", "Adding b_k adds "
+        "q_i . b_k to every score of row i: a constant per row, which softmax ignores. What does that "
+        "make dL/db_k?")),
+    (lambda o, fn, e: o.kinds == {"scale"} and o.all_say("(sqrt(d_k))")
+     and not {"dvalue", "dW_v", "db_v", "dW_o", "db_o"} & set(o.wrong), lambda o, fn, e: Finding(
+        "forgot 1/sqrt(d_k) in the attention backward", f"{_WHERE}: {o.sentence()}", "The scores are q "
+        "k^T * 1/sqrt(d_k): the backward multiplies dq and dk by the same constant, and everything "
+        "computed from them (dquery, dkey, dW_q, dW_k, db_q) inherits it.")),
+    (lambda o, fn, e: o.only("db_") and o.kinds == {"scale"} and o.all_say("a mean over the batch"),
+     lambda o, fn, e: Finding(
+        "bias gradients averaged over the batch", f"{_WHERE}: {o.sentence()}", f"{_BIAS_SUM}, and the "
+        "loss sums over them: its gradient SUMS over the batch and the positions (no mean).")),
+    (lambda o, fn, e: o.only("dW_") and o.kinds == {"extra_axes"}, lambda o, fn, e: Finding(
+        "weight gradients not summed over the batch", f"{_WHERE}: {o.sentence()}", "Every sequence of "
+        "the batch uses the same W: its gradient sums the per-sequence x^T dy over the batch, giving W's "
+        "shape.")),
+    (lambda o, fn, e: set(o.wrong) <= set(_INPUT_OF), lambda o, fn, e: Finding(
+        "input gradients wrong after their projection", f"{_WHERE}: {o.sentence()}: dW and db of the same "
+        "projection are right, so the gradient of x W + b is right and only its last step, back to the "
+        "input, is wrong", "For y = x W + b, dx = dy W^T with the SAME projection's W (W_q for the "
+        "query, W_k for the key, W_v for the value).")),
+    (lambda o, fn, e: o.only("db_") and any(len(np.shape(o.output(n))) == 2 and np.shape(o.output(n))[0]
+                                            == 3 for n in o.wrong), lambda o, fn, e: Finding(
+        "bias gradient not summed over the batch", f"{_WHERE}: {o.sentence()}", f"{_BIAS_SUM}: its "
+        "gradient sums over all of them (batch and positions).")),
+    (lambda o, fn, e: o.only("db_") and o.kinds == {"scale"}, lambda o, fn, e: Finding(
+        f"{', '.join(sorted(o.wrong))} off by a constant factor (a mean instead of a sum?)",
+        f"{_WHERE}: {o.sentence()}", f"{_BIAS_SUM}: its gradient is the SUM of the gradient of x W + b "
+        "over the batch and the positions, not a mean.")),
+    (lambda o, fn, e: o.only("db_"), lambda o, fn, e: Finding(
+        "bias gradient summed over the wrong axes", f"{_WHERE}: {o.sentence()}", f"{_BIAS_SUM}: its "
+        "gradient sums the gradient of x W + b over the batch and the positions, keeping the feature "
+        "axis (heads and their features, in the merged order).")),
+    (lambda o, fn, e: o.only("dW_") and o.kinds == {"transposed"}, lambda o, fn, e: Finding(
+        "weight gradients transposed" if {"dW_q", "dW_k", "dW_v", "dW_o"} <= set(o.wrong) else
+        f"{', '.join(sorted(o.wrong))} transposed", f"{_WHERE}: {o.sentence()}", "For y = x W with W of "
+        "shape (d_in, d_out), dW must have W's shape: which of x^T dy and dy^T x is (d_in, d_out)?")),
+    (lambda o, fn, e: o.only("dW_") and o.kinds == {"permuted"}, lambda o, fn, e: Finding(
+        "heads in the wrong order", f"{_WHERE}: {o.sentence()}", "Head i owns the columns [i*d_k, "
+        "(i+1)*d_k) of W_q, W_k, W_v and the rows of W_o: merge the head gradients back in the order "
+        "split_heads took them.")),
+    (lambda o, fn, e: _one_head_right(fn, e), lambda o, fn, e: Finding(
+        "head gradients split or merged wrongly", f"with num_heads = 1 every gradient is right; with 2 "
+        f"heads, {_WHERE}: {o.sentence()}", "The backward of merge_heads is split_heads and the backward "
+        "of split_heads is merge_heads: reshape AND swap the head and position axes, in the order the "
+        "forward used.")),
+    (lambda o, fn, e: True, lambda o, fn, e: Finding(
+        "wrong gradients", f"{_WHERE}: {o.sentence()}", "Undo mha_forward's lines last to first: the "
+        "output projection, the merge (its backward is a split), attention, the split (its backward is a "
+        "merge), the three input projections; compare each gradient with central differences to find "
+        "the first wrong line.")),
+)
+
+
+def _distinct_step(fn, expected):
+    o = _every_gradient(fn, expected, "distinct")
+    return None if o is None or not o.wrong else first(_DISTINCT, o, fn, expected)
+
+
+def mha_backward_probe(fn, expected):
+    """Self-attention (the outputs' structure, the three input gradients kept apart), then
+    cross-attention with every size distinct: which gradients are wrong, and how."""
+    return decide((_self_step, _distinct_step), fn, expected)
 
 
 # ======================================================================== decode step
