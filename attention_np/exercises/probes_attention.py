@@ -362,6 +362,22 @@ def tiled_inputs():
     return {"q": q, "k": k, "v": v, "low": tuple(a.astype(np.float32) for a in low)}
 
 
+def _alone_and_together(fn, q, k, v):
+    """The tiled outputs (block_size 3) of all the query rows together, shape (L, d_v), and of each
+    row alone, each (d_v,): ``(together, [alone, ...])``, None unless every output has its shape."""
+    both = as_array(output_of(fn, q, k, v, 3))
+    alone = [as_array(output_of(fn, q[i:i + 1], k, v, 3)) for i in range(len(q))]
+    if both is None or both.shape != (len(q), v.shape[-1]) or any(
+            a is None or a.shape != (1, v.shape[-1]) for a in alone):
+        return None
+    return both, [a[0] for a in alone]
+
+
+def _coupled(both, alone):
+    """The rows whose output together differs from their output alone."""
+    return [i for i, a in enumerate(alone) if not close_to(both[i], a, 1e-7, 1e-10)]
+
+
 def tiled_shared_max(fn, expected):
     """Rows on opposite scales (row 0's scores climb to ~+900, row 1's fall to ~-900): each row
     alone against both together. A correct function gives each row the same answer either way."""
@@ -369,97 +385,122 @@ def tiled_shared_max(fn, expected):
     q = np.array([[1.0] * d, [-1.0] * d])
     k = (np.arange(10)[:, None] * 100.0 * 2 / d) * np.ones((1, d))
     v = np.random.default_rng(RNG_SEED + 12).normal(size=(10, 2))
-    both = as_array(output_of(fn, q, k, v, 3))
-    alone = [as_array(output_of(fn, q[i:i + 1], k, v, 3)) for i in range(2)]
-    if both is None or both.shape != (2, 2) or any(a is None or a.shape != (1, 2) for a in alone):
+    rows = _alone_and_together(fn, q, k, v)
+    if rows is None or not all(np.all(np.isfinite(a)) for a in rows[1]) or not _coupled(*rows):
         return None
-    if not all(np.all(np.isfinite(a)) for a in alone):
-        return None
-    bad = [i for i in range(2) if not close_to(both[i], alone[i][0], 1e-7, 1e-10)]
-    if bad:
-        got = "NaN" if has_nan(both[bad[0]]) else f"{both[bad[0]]}"
-        near = q * np.array([[0.01], [0.02]])            # rows on one scale: a shared shift is harmless
-        pair = as_array(output_of(fn, near, k, v, 3))
-        each = [as_array(output_of(fn, near[i:i + 1], k, v, 3)) for i in range(2)]
-        shaped = pair is not None and pair.shape == (2, 2) and all(
-            e is not None and e.shape == (1, 2) for e in each)
-        if shaped and not all(close_to(pair[i], each[i][0], 1e-7, 1e-10) for i in range(2)):
-            return Finding("the queries are not independent", "two queries together give other "
-                           "outputs than each alone, even on one scale (so more than a shared max "
-                           "couples them: a running sum or normalizer shared by the rows)", "Each query "
-                           "keeps its own running max and running sum, of shape (..., L, 1): reduce "
-                           "over the keys only, axis=-1 with keepdims=True.")
-        return Finding("one running max shared by all queries", f"row {bad[0]} alone gives "
-                       f"{alone[bad[0]][0]}, but next to a row whose scores are ~900 higher it gives "
-                       f"{got}: the rows share a shift", "Each query keeps its own running max "
-                       "(shape (..., L, 1), s.max(-1, keepdims=True)): a max shared by the rows "
-                       "makes exp underflow to 0 for every key of a row far below it.")
-    return None
+    (both, alone), i = rows, _coupled(*rows)[0]
+    near = _alone_and_together(fn, q * np.array([[0.01], [0.02]]), k, v)   # one scale: a shared shift
+    if near is not None and _coupled(*near):
+        return Finding("the queries are not independent", "two queries together give other outputs than "
+                       "each alone, even on one scale (so more than a shared max couples them: a running "
+                       "sum or normalizer shared by the rows)", "Each query keeps its own running max and "
+                       "running sum, of shape (..., L, 1): reduce over the keys only, axis=-1 with "
+                       "keepdims=True.")
+    got = "NaN" if has_nan(both[i]) else f"{both[i]}"
+    return Finding("one running max shared by all queries", f"row {i} alone gives {alone[i]}, but next to "
+                   f"a row whose scores are ~900 higher it gives {got}: the rows share a shift", "Each "
+                   "query keeps its own running max (shape (..., L, 1), s.max(-1, keepdims=True)): a max "
+                   "shared by the rows makes exp underflow to 0 for every key of a row far below it.")
 
 
-def tiled_probe(fn, expected):
+def _blocks_ok(fn, expected):
+    """For each block size (5 and 10 divide S = 10; 3 and 4 leave a partial last block; 16 >= S),
+    whether the tiled output equals the stored one (None unless every output has its shape)."""
+    x, ref = tiled_inputs(), expected.get("blocks")
+    outs = {B: as_array(output_of(fn, x["q"], x["k"], x["v"], B)) for B in (5, 10, 3, 4, 16)}
+    if ref is None or not all(o is not None and o.shape == ref.shape for o in outs.values()):
+        return None
+    return {B: close_to(o, ref, 1e-7, 1e-10) for B, o in outs.items()}
+
+
+def _rescale_differs(fn):
+    """On scores that rise from block to block (each block raises the running max), two blocks of
+    5 give another output than one block of 10."""
+    qr = np.array([[1.0] * 4, [0.5] * 4])
+    kr = np.arange(10)[:, None] * np.full((1, 4), 0.75)
+    vr = np.random.default_rng(RNG_SEED + 14).normal(size=(10, 2))
+    one, two = as_array(output_of(fn, qr, kr, vr, 10)), as_array(output_of(fn, qr, kr, vr, 5))
+    return one is not None and two is not None and one.shape == two.shape and not close_to(
+        one, two, 1e-7, 1e-10)
+
+
+def _tiled_weights(fn, ok):
+    """The weights (values v = I, block_size 4): keys no query weighs, then the scale of q k^T."""
     x = tiled_inputs()
-    q, k, v = x["q"], x["k"], x["v"]
-    ref = expected.get("blocks")
-    outs = {B: as_array(output_of(fn, q, k, v, B)) for B in (5, 10, 3, 4, 16)}
-    if ref is not None and all(o is not None and o.shape == ref.shape for o in outs.values()):
-        ok = {B: close_to(o, ref, 1e-7, 1e-10) for B, o in outs.items()}
-        if ok[10] and ok[16] and not (ok[5] or ok[3] or ok[4]):
-            return Finding("the blocks are not combined correctly", "with one block (block_size >= S) "
-                           "your output is right, with several it is not", "Each block's exponents "
-                           "must be taken against ONE running max and summed into ONE running sum "
-                           "and output, rescaled by exp(m_old - m_new) when the max grows; averaging "
-                           "per-block softmaxes is not the softmax over all keys.")
-        if ok[5] and ok[10] and not (ok[3] and ok[4]):
-            # scores that rise from block to block: every block raises the running max
-            qr = np.array([[1.0] * 4, [0.5] * 4])
-            kr = np.arange(10)[:, None] * np.full((1, 4), 0.75)
-            vr = np.random.default_rng(RNG_SEED + 14).normal(size=(10, 2))
-            one, two = as_array(output_of(fn, qr, kr, vr, 10)), as_array(output_of(fn, qr, kr, vr, 5))
-            if one is not None and two is not None and one.shape == two.shape and not close_to(
-                    one, two, 1e-7, 1e-10):
-                return Finding("the rescale when the running max grows is wrong", "on scores that "
-                               "rise from block to block (each block raises the running max), two "
-                               "blocks of 5 give a different output from one block of 10 (on "
-                               "another input where the first block holds the max they agree)",
-                               "When the max grows from m_old to m_new, what was summed so far was "
-                               "taken against m_old: multiply the running sum AND the output "
-                               "accumulator by exp(m_old - m_new) (<= 1).")
-            return Finding("the last, partial block is mishandled", "block sizes that divide S = 10 "
-                           "are right, 3 and 4 (a partial last block) are not", "range(0, S, B) with "
-                           "slices k[..., j:j + B, :] handles a shorter last block; S // B loops drop it.")
-        w = as_array(output_of(fn, q, k, np.eye(10, 11), 4))      # the weights; d_v = 11 differs from S
-        if w is not None and w.shape == (3, 11) and not has_nan(w):
-            dropped = [j for j in range(10) if np.all(w[:, j] == 0)]
-            if dropped:
-                return Finding("keys left out of the blocks", f"with block_size 4 and S = 10, keys "
-                               f"{dropped} get weight 0 from every query (values v = I show the "
-                               "weights)", "The blocks k[..., j:j + block_size, :] for j in "
-                               "range(0, S, block_size) cover every key exactly once, the last "
-                               "block possibly shorter.")
-            f = scale_finding(measure_scale(w[:, :10], q, k), 4, 11, S=10)
-            if f is not None:
-                return f
+    w = as_array(output_of(fn, x["q"], x["k"], np.eye(10, 11), 4))      # d_v = 11 differs from S
+    if w is None or w.shape != (3, 11) or has_nan(w):
+        return None
+    dropped = [j for j in range(10) if np.all(w[:, j] == 0)]
+    if dropped:
+        return Finding("keys left out of the blocks", f"with block_size 4 and S = 10, keys {dropped} get "
+                       "weight 0 from every query (values v = I show the weights)", "The blocks k[..., "
+                       "j:j + block_size, :] for j in range(0, S, block_size) cover every key exactly "
+                       "once, the last block possibly shorter.")
+    return scale_finding(measure_scale(w[:, :10], x["q"], x["k"]), 4, 11, S=10)
+
+
+def _divisors_only(fn, ok):
+    """Right with block sizes that divide S, wrong with a partial last block."""
+    return ok[5] and ok[10] and not (ok[3] and ok[4])
+
+
+#: which block sizes give the stored output
+_BLOCKS = (
+    (lambda fn, ok: ok[10] and ok[16] and not (ok[5] or ok[3] or ok[4]), Finding(
+        "the blocks are not combined correctly", "with one block (block_size >= S) your output is right, "
+        "with several it is not", "Each block's exponents must be taken against ONE running max and "
+        "summed into ONE running sum and output, rescaled by exp(m_old - m_new) when the max grows; "
+        "averaging per-block softmaxes is not the softmax over all keys.")),
+    (lambda fn, ok: _divisors_only(fn, ok) and _rescale_differs(fn), Finding(
+        "the rescale when the running max grows is wrong", "on scores that rise from block to block (each "
+        "block raises the running max), two blocks of 5 give a different output from one block of 10 (on "
+        "another input where the first block holds the max they agree)", "When the max grows from m_old "
+        "to m_new, what was summed so far was taken against m_old: multiply the running sum AND the "
+        "output accumulator by exp(m_old - m_new) (<= 1).")),
+    (_divisors_only, Finding(
+        "the last, partial block is mishandled", "block sizes that divide S = 10 are right, 3 and 4 (a "
+        "partial last block) are not", "range(0, S, B) with slices k[..., j:j + B, :] handles a shorter "
+        "last block; S // B loops drop it.")),
+    (lambda fn, ok: True, _tiled_weights),
+)
+
+
+def _blocks_step(fn, expected):
+    ok = _blocks_ok(fn, expected)
+    return None if ok is None else first(_BLOCKS, fn, ok)
+
+
+def _max_never_updated(fn, expected):
+    """A later block scores ~800 above the first: finite with one block, not when tiled."""
     qg = np.ones((2, 4))
     kg = np.repeat(np.array([0.0, 0.0, 0.0, 400.0, 400.0, 400.0]), 4).reshape(6, 4)   # scores 0, 800
     kg = kg + 0.1 * np.random.default_rng(RNG_SEED + 10).normal(size=(6, 4))
     vg = np.arange(12.0).reshape(6, 2)
     one, tiled = as_array(output_of(fn, qg, kg, vg, 6)), as_array(output_of(fn, qg, kg, vg, 3))
-    if one is not None and tiled is not None and np.all(np.isfinite(one)) and not np.all(np.isfinite(tiled)):
-        return Finding("running max never updated (max of the first block only)", "with one block "
-                       "your output is finite, but when a later block scores ~800 above the first, "
-                       "the tiled output overflows", "A later block can hold larger scores than the "
-                       "first: update m = max(m, block max) at every block and rescale what was "
-                       "summed so far.")
-    low = x["low"]
+    if one is None or tiled is None or not np.all(np.isfinite(one)) or np.all(np.isfinite(tiled)):
+        return None
+    return Finding("running max never updated (max of the first block only)", "with one block your output "
+                   "is finite, but when a later block scores ~800 above the first, the tiled output "
+                   "overflows", "A later block can hold larger scores than the first: update m = max(m, "
+                   "block max) at every block and rescale what was summed so far.")
+
+
+def _max_started_at_zero(fn, expected):
+    """Every score of a row about -110 (float32): NaN or 0, where the same scores of +110 are finite."""
+    low = tiled_inputs()["low"]
     out = as_array(output_of(fn, *low, 2))
-    if out is not None and out.shape == (2, 2) and (has_nan(out) or np.abs(out).max() == 0):
-        hi = as_array(output_of(fn, low[0], -low[1], low[2], 2))
-        if hi is not None and np.all(np.isfinite(hi)):
-            return Finding("running max started at 0 instead of -inf", "when every score of a row is "
-                           "about -110 (float32) your output is NaN or 0: exp(s - 0) underflows to 0 and "
-                           "the row divides 0 by 0", "Start the running max at -inf (np.full(..., -np.inf)) "
-                           "so the first block sets it to that block's own max.")
-    return None
+    if out is None or out.shape != (2, 2) or not (has_nan(out) or np.abs(out).max() == 0):
+        return None
+    hi = as_array(output_of(fn, low[0], -low[1], low[2], 2))
+    if hi is None or not np.all(np.isfinite(hi)):
+        return None
+    return Finding("running max started at 0 instead of -inf", "when every score of a row is about -110 "
+                   "(float32) your output is NaN or 0: exp(s - 0) underflows to 0 and the row divides 0 by "
+                   "0", "Start the running max at -inf (np.full(..., -np.inf)) so the first block sets it "
+                   "to that block's own max.")
 
 
+def tiled_probe(fn, expected):
+    """Block sizes that divide S, leave a partial block or cover S at once; the weights; a later
+    block far above the first; a row whose every score is far below 0."""
+    return decide((_blocks_step, _max_never_updated, _max_started_at_zero), fn, expected)
