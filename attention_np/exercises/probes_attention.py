@@ -389,7 +389,7 @@ def tiled_shared_max(fn, expected):
     if rows is None or not all(np.all(np.isfinite(a)) for a in rows[1]) or not _coupled(*rows):
         return None
     (both, alone), i = rows, _coupled(*rows)[0]
-    near = _alone_and_together(fn, q * np.array([[0.01], [0.02]]), k, v)   # one scale: a shared shift
+    near = _alone_and_together(fn, q * np.array([[0.01], [0.02]]), k, v)   # rows on one scale
     if near is not None and _coupled(*near):
         return Finding("the queries are not independent", "two queries together give other outputs than "
                        "each alone, even on one scale (so more than a shared max couples them: a running "

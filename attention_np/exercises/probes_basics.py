@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .engine import Finding, Raised
-from .probing import RNG_SEED, as_array, close_to, has_nan, output_of
+from .probing import RNG_SEED, STOP, as_array, close_to, decide, first, has_nan, output_of
 
 
 # ======================================================================== softmax
@@ -192,79 +192,115 @@ def _right_causal(fn, L, S, align):
     return bool(np.array_equal(out, j <= i + (0 if align == "top_left" else S - L)))
 
 
-def causal_probe(fn, expected):
-    for L, S, align in ((3, 6, "top_left"), (6, 3, "bottom_right")):
-        m = output_of(fn, L, S, align)
-        if not isinstance(m, Raised) and np.shape(m) == (S, L):
-            return Finding("causal mask transposed", f"for L={L}, S={S} your mask has shape (S, L) = "
-                           f"{(S, L)}, expected (L, S) = {(L, S)}", "One row per query (L), one column "
-                           "per key (S): the query index runs down the rows, i[:, None], the key index "
-                           "along the columns, j[None, :].")
-    right_when_l_below_s = False
-    for L, S, align in ((5, 5, "top_left"), (3, 6, "bottom_right"), (3, 6, "top_left"),
-                        (6, 3, "bottom_right")):
+class _CausalMask:
+    """The submission's (L, S) causal mask of ``align``, measured: ``m`` (None if it raised),
+    ``want`` the offset of the right diagonal, ``kind`` and ``k`` from :func:`_offsets` (``k`` the
+    one offset of its partial rows, None when they have several)."""
+
+    def __init__(self, fn, L, S, align):
+        self.fn, self.L, self.S, self.align = fn, L, S, align
         out = output_of(fn, L, S, align)
-        if isinstance(out, Raised):
-            return None
-        m = np.asarray(out)
-        if m.dtype != bool:
-            if m.shape == (L, S) and set(np.unique(m).tolist()) <= {0, 1}:
-                return Finding("returned a float mask", f"your mask has dtype {m.dtype}",
-                               "Return a bool array (True = may attend): np.tri(..., dtype=bool) or "
-                               "a comparison like j <= i.")
-            return None
-        if m.shape == (S, L) and L != S:
-            return Finding("causal mask transposed", f"for L={L}, S={S} your mask has shape (S, L)",
-                           "One row per query (L), one column per key (S).")
-        if m.shape != (L, S):
-            return None
-        want = 0 if align == "top_left" else S - L
-        kind, ks = _offsets(m)
-        if kind == "suffix":
-            exact = np.array_equal(m, ~np.tri(L, S, want, dtype=bool))
-            return Finding("mask polarity flipped" if exact else
-                           "True on the future keys (polarity flipped)",
-                           "your mask is True for the future keys (the ones a query may NOT see)",
-                           "The convention is True = may attend (PyTorch's bool "
-                           "attn_mask), not True = blocked.")
-        if kind != "prefix" or len(set(ks)) != 1 or ks[0] == want:
-            right_when_l_below_s |= (align == "bottom_right" and L < S and kind == "prefix"
-                                     and set(ks) == {want})
-            continue
-        k = ks[0]
-        where = f"(L={L}, S={S}, {align})"
-        if k in (want - 1, want + 1) and _right_causal(fn, L, S, _OTHER[align]):
-            return Finding(f"causal mask off by one on {align} only", f"{where} query i sees keys up to "
-                           f"i + {k}, expected i + {want}; with {_OTHER[align]} your mask is right",
-                           "Write both alignments with one offset: query i sees keys j <= i + offset, "
-                           "offset 0 (top_left) or S - L (bottom_right).")
-        if k == want - 1:
-            return Finding("causal mask off by one (diagonal excluded)", f"{where} query i cannot see "
-                           "its own position", "May a position attend to itself? Look at entry (0, 0).")
-        if k == want + 1:
-            return Finding("causal mask off by one (one future key allowed)", f"{where} query i sees "
-                           "one key too many", "Query i must not see key i + 1: check the first row.")
-        if align == "bottom_right" and k == 0 and L > S and right_when_l_below_s:
-            return Finding("causal mask wrongly aligned when L > S", f"{where} your mask is top-left "
-                           "aligned, though your bottom-right masks with L < S are right: the offset "
-                           f"S - L = {S - L} is negative here and was not used", "bottom_right: "
-                           "query i sees keys 0..i + S - L for any L and S; with L > S the first "
-                           "L - S queries see no key at all (do not clamp the offset at 0).")
-        if align == "bottom_right" and k == 0:
-            return Finding("causal mask wrongly aligned (always top-left)", f"{where} your mask is "
-                           "top-left aligned", "With L < S, bottom-right alignment makes the L queries "
-                           "the LAST L positions: the last query sees every key.")
-        if align == "bottom_right" and k == L - S:
-            return Finding("causal mask wrongly aligned (offset L - S instead of S - L)", f"{where} "
-                           "your diagonal is shifted the wrong way", "Bottom-right: query i is position "
-                           "i + (S - L) of the sequence. Which sign?")
-        if align == "top_left" and k == S - L:
-            return Finding("the two alignments swapped", f"{where} your mask is bottom-right aligned",
-                           "top_left: query i sees keys 0..i; bottom_right: keys 0..i + S - L.")
-        return Finding("causal mask misaligned", f"{where} query i sees keys up to i + {k}, expected "
-                       f"i + {want}", "Count, for one row, which keys it may see; then write the "
-                       "offset of the diagonal.")
-    return None
+        self.m = None if isinstance(out, Raised) else np.asarray(out)
+        self.want = 0 if align == "top_left" else S - L
+        self.where = f"(L={L}, S={S}, {align})"
+        measured = self.m is not None and self.m.dtype == bool and self.m.shape == (L, S)
+        self.kind, self.ks = _offsets(self.m) if measured else (None, None)
+        self.k = self.ks[0] if self.kind == "prefix" and len(set(self.ks)) == 1 else None
+
+    def right_offsets(self):
+        """Every partial row ends on the right diagonal."""
+        return self.kind == "prefix" and set(self.ks) == {self.want}
+
+
+def _transposed(fn, L, S, align):
+    """The mask has shape (S, L)."""
+    m = output_of(fn, L, S, align)
+    return not isinstance(m, Raised) and np.shape(m) == (S, L)
+
+
+def _l_below_s_right(c):
+    """The same function's bottom-right masks with L < S (L=3, S=6) are right."""
+    return _CausalMask(c.fn, 3, 6, "bottom_right").right_offsets()
+
+
+def _bottom_right(c):
+    return c.align == "bottom_right"
+
+
+_ONE_OFFSET = ("Write both alignments with one offset: query i sees keys j <= i + offset, offset 0 "
+               "(top_left) or S - L (bottom_right).")
+#: one mask: its dtype and shape, its polarity, then where its diagonal is
+_CAUSAL = (
+    (lambda c: c.m is None, STOP),
+    (lambda c: c.m.dtype != bool and c.m.shape == (c.L, c.S) and set(np.unique(c.m).tolist()) <= {0, 1},
+     lambda c: Finding("returned a float mask", f"your mask has dtype {c.m.dtype}", "Return a bool array "
+                       "(True = may attend): np.tri(..., dtype=bool) or a comparison like j <= i.")),
+    (lambda c: c.m.dtype != bool, STOP),
+    (lambda c: c.m.shape == (c.S, c.L) and c.L != c.S, lambda c: Finding(
+        "causal mask transposed", f"for L={c.L}, S={c.S} your mask has shape (S, L)", "One row per query "
+        "(L), one column per key (S).")),
+    (lambda c: c.m.shape != (c.L, c.S), STOP),
+    (lambda c: c.kind == "suffix", lambda c: Finding(
+        "mask polarity flipped" if np.array_equal(c.m, ~np.tri(c.L, c.S, c.want, dtype=bool)) else
+        "True on the future keys (polarity flipped)", "your mask is True for the future keys (the ones a "
+        "query may NOT see)", "The convention is True = may attend (PyTorch's bool attn_mask), not True "
+        "= blocked.")),
+    (lambda c: c.k is None or c.k == c.want, None),            # right, or no one diagonal: go on
+    (lambda c: c.k in (c.want - 1, c.want + 1) and _right_causal(c.fn, c.L, c.S, _OTHER[c.align]),
+     lambda c: Finding(f"causal mask off by one on {c.align} only", f"{c.where} query i sees keys up to "
+                       f"i + {c.k}, expected i + {c.want}; with {_OTHER[c.align]} your mask is right",
+                       _ONE_OFFSET)),
+    (lambda c: c.k == c.want - 1, lambda c: Finding(
+        "causal mask off by one (diagonal excluded)", f"{c.where} query i cannot see its own position",
+        "May a position attend to itself? Look at entry (0, 0).")),
+    (lambda c: c.k == c.want + 1, lambda c: Finding(
+        "causal mask off by one (one future key allowed)", f"{c.where} query i sees one key too many",
+        "Query i must not see key i + 1: check the first row.")),
+    (lambda c: _bottom_right(c) and c.k == 0 and c.L > c.S and _l_below_s_right(c), lambda c: Finding(
+        "causal mask wrongly aligned when L > S", f"{c.where} your mask is top-left aligned, though your "
+        "bottom-right masks with L < S are right: the offset S - L = "
+        f"{c.S - c.L} is negative here and was not used", "bottom_right: query i sees keys 0..i + S - L "
+        "for any L and S; with L > S the first L - S queries see no key at all (do not clamp the offset "
+        "at 0).")),
+    (lambda c: _bottom_right(c) and c.k == 0, lambda c: Finding(
+        "causal mask wrongly aligned (always top-left)", f"{c.where} your mask is top-left aligned", "With "
+        "L < S, bottom-right alignment makes the L queries the LAST L positions: the last query sees "
+        "every key.")),
+    (lambda c: _bottom_right(c) and c.k == c.L - c.S, lambda c: Finding(
+        "causal mask wrongly aligned (offset L - S instead of S - L)", f"{c.where} your diagonal is "
+        "shifted the wrong way", "Bottom-right: query i is position i + (S - L) of the sequence. Which "
+        "sign?")),
+    (lambda c: c.align == "top_left" and c.k == c.S - c.L, lambda c: Finding(
+        "the two alignments swapped", f"{c.where} your mask is bottom-right aligned", "top_left: query i "
+        "sees keys 0..i; bottom_right: keys 0..i + S - L.")),
+    (lambda c: True, lambda c: Finding(
+        "causal mask misaligned", f"{c.where} query i sees keys up to i + {c.k}, expected i + {c.want}",
+        "Count, for one row, which keys it may see; then write the offset of the diagonal.")),
+)
+
+
+def _transposed_step(L, S, align):
+    def step(fn):
+        return _transposed(fn, L, S, align) and Finding(
+            "causal mask transposed", f"for L={L}, S={S} your mask has shape (S, L) = {(S, L)}, expected "
+            f"(L, S) = {(L, S)}", "One row per query (L), one column per key (S): the query index runs "
+            "down the rows, i[:, None], the key index along the columns, j[None, :].") or None
+    return step
+
+
+def _mask_step(L, S, align):
+    return lambda fn: first(_CAUSAL, _CausalMask(fn, L, S, align))
+
+
+#: two shapes (S, L) first; then each mask's rule table, on square, L < S both ways and L > S
+_CAUSAL_STEPS = (_transposed_step(3, 6, "top_left"), _transposed_step(6, 3, "bottom_right"),
+                 *(_mask_step(L, S, align) for L, S, align in ((5, 5, "top_left"), (3, 6, "bottom_right"),
+                                                             (3, 6, "top_left"), (6, 3, "bottom_right"))))
+
+
+def causal_probe(fn, expected):
+    """The causal masks of a few (L, S, align): shape, dtype, polarity, then the diagonal's offset."""
+    return decide(_CAUSAL_STEPS, fn)
 
 
 def padding_probe(fn, expected):
