@@ -16,6 +16,7 @@ from .probing import (
     first,
     has_nan,
     measure_scale,
+    moved,
     output_of,
     outputs_of,
 )
@@ -355,64 +356,97 @@ def mha_backward_probe(fn, expected):
 
 
 # ======================================================================== decode step
-def decode_probe(fn, expected):
-    args = decode_inputs()["step"][0]
-    x, kc, vc, p, h = args
-    empty = output_of(fn, x, kc[..., :0, :], vc[..., :0, :], p, h)
-    full = output_of(fn, *args)
-    if isinstance(empty, Raised) and not isinstance(full, Raised):
-        return Finding("attended before appending the new key and value", f"with an empty cache (the "
-                       f"first step) your function raises {empty.text}", "Position t may attend to "
-                       "itself (j <= t): append its key and value first; then even the first step has "
-                       "one key.")
-    ref = expected.get("step")
-    if isinstance(full, (tuple, list)) and len(full) == 3 and ref is not None:
-        kn = as_array(full[1])
-        if kn is not None and kn.shape == ref[1].shape:
-            if close_to(kn[..., 1:, :], kc) and close_to(kn[..., :1, :], ref[1][..., -1:, :]):
-                return Finding("new key and value prepended to the cache", "the new key is first in the "
-                               "returned cache", "The cache must stay in position order: append at "
-                               "the end.")
-            if not close_to(kn[..., :-1, :], kc):
-                return Finding("the cached keys changed", "the first t entries of the returned k_cache "
-                               "are not the cache you were given", "Append the new position: "
-                               "np.concatenate([k_cache, k_new], axis=-2).")
-        elif kn is not None:
-            return Finding("cache of the wrong shape", f"the returned k_cache has shape {kn.shape}, "
-                           f"expected {ref[1].shape} (t + 1 positions)", "Append exactly one position "
-                           "along the time axis (-2).")
-        vn = as_array(full[2])
-        new_wrong = [n for n, got, want in (("key", kn, ref[1]), ("value", vn, ref[2]))
-                     if got is not None and got.shape == want.shape and not close_to(got[..., -1:, :],
-                                                                                    want[..., -1:, :])]
-        if new_wrong:
-            d = x.shape[-1]
-            shifted = output_of(fn, x, kc, vc, dict(p, b_k=p["b_k"] + np.arange(1.0, d + 1)), h)
-            ks = as_array(shifted[1]) if isinstance(shifted, (tuple, list)) and len(shifted) == 3 else None
-            ignored = ks is not None and kn is not None and close_to(ks, kn)
-            note = " (moving b_k changes nothing in the returned cache)" if ignored else ""
-            return Finding("projection biases forgotten" if ignored else "the new key or value is wrong",
-                           f"the cached positions are kept but the appended {' and '.join(new_wrong)} "
-                           f"differ from x W + b split into heads{note}",
-                           "The new position's key is split_heads(x W_k + b_k) and its value "
-                           "split_heads(x W_v + b_v), exactly as mha_forward projects them.")
-    # the weights, read off: one head, the new value 0 (W_v = 0), cached values one-hot, W_o = I
+class _Decoded:
+    """One decode step on the probe's input, measured: ``out`` its three outputs (None unless
+    three), ``kn`` and ``vn`` the returned caches as arrays, ``ref`` the stored answer."""
+
+    def __init__(self, fn, expected):
+        self.fn, self.args, self.ref = fn, decode_inputs()["step"][0], expected.get("step")
+        self.out = outputs_of(fn, 3, *self.args)
+        self.kn, self.vn = (as_array(self.out[1]), as_array(self.out[2])) if self.out else (None, None)
+
+    def shaped(self):
+        """The returned k_cache has the answer's shape."""
+        return self.kn is not None and self.kn.shape == self.ref[1].shape
+
+    def new_wrong(self):
+        """Which of the appended key and value (of the right cache shape) differ from the answer."""
+        return [n for n, got, want in (("key", self.kn, self.ref[1]), ("value", self.vn, self.ref[2]))
+                if got is not None and got.shape == want.shape and not close_to(got[..., -1:, :],
+                                                                               want[..., -1:, :])]
+
+    def bias_ignored(self):
+        """Moving b_k changes nothing in the returned k_cache."""
+        d = self.args[0].shape[-1]
+        shifted = outputs_of(self.fn, 3, *moved(self.args, 3, "b_k", np.arange(1.0, d + 1)))
+        ks = as_array(shifted[1]) if shifted else None
+        return ks is not None and self.kn is not None and close_to(ks, self.kn)
+
+
+def _new_entry_finding(c):
+    ignored = c.bias_ignored()
+    note = " (moving b_k changes nothing in the returned cache)" if ignored else ""
+    return Finding("projection biases forgotten" if ignored else "the new key or value is wrong",
+                   f"the cached positions are kept but the appended {' and '.join(c.new_wrong())} differ "
+                   f"from x W + b split into heads{note}", "The new position's key is split_heads(x W_k + "
+                   "b_k) and its value split_heads(x W_v + b_v), exactly as mha_forward projects them.")
+
+
+#: the returned caches: the cached positions kept in order, one appended, and what is appended
+_CACHE = (
+    (lambda c: c.shaped() and close_to(c.kn[..., 1:, :], c.args[1]) and close_to(
+        c.kn[..., :1, :], c.ref[1][..., -1:, :]), Finding(
+        "new key and value prepended to the cache", "the new key is first in the returned cache", "The "
+        "cache must stay in position order: append at the end.")),
+    (lambda c: c.shaped() and not close_to(c.kn[..., :-1, :], c.args[1]), Finding(
+        "the cached keys changed", "the first t entries of the returned k_cache are not the cache you were "
+        "given", "Append the new position: np.concatenate([k_cache, k_new], axis=-2).")),
+    (lambda c: c.kn is not None and not c.shaped(), lambda c: Finding(
+        "cache of the wrong shape", f"the returned k_cache has shape {c.kn.shape}, expected "
+        f"{c.ref[1].shape} (t + 1 positions)", "Append exactly one position along the time axis (-2).")),
+    (lambda c: c.new_wrong(), _new_entry_finding),
+)
+
+
+def _empty_cache(fn, expected):
+    """The first step (an empty cache) raises, a later one does not."""
+    x, kc, vc, p, h = args = decode_inputs()["step"][0]
+    empty, full = output_of(fn, x, kc[..., :0, :], vc[..., :0, :], p, h), output_of(fn, *args)
+    return isinstance(empty, Raised) and not isinstance(full, Raised) and Finding(
+        "attended before appending the new key and value", f"with an empty cache (the first step) your "
+        f"function raises {empty.text}", "Position t may attend to itself (j <= t): append its key and "
+        "value first; then even the first step has one key.") or None
+
+
+def _cache_step(fn, expected):
+    c = _Decoded(fn, expected)
+    return first(_CACHE, c) if c.out and c.ref is not None else None
+
+
+def _decode_weights(fn, expected):
+    """The weights, read off: one head, the new value 0 (W_v = 0), cached values one-hot, W_o = I;
+    they must sum to at most 1 over the cached keys (the new key takes the rest)."""
     rng = np.random.default_rng(RNG_SEED + 16)
     d, t = 4, 3
     pw = {"W_q": rng.normal(size=(d, d)), "W_k": rng.normal(size=(d, d)), "W_v": np.zeros((d, d)),
           "W_o": np.eye(d), **{f"b_{n}": np.zeros(d) for n in "qkvo"}}
     vc1 = np.eye(t, d)[None, None]                          # (1, 1, t, d): cached value j = e_j
-    got = output_of(fn, rng.normal(size=(1, 1, d)), rng.normal(size=(1, 1, t, d)), vc1, pw, 1)
-    o = as_array(got[0]) if isinstance(got, (tuple, list)) and len(got) == 3 else None
-    if o is not None and o.shape == (1, 1, d) and not has_nan(o) and np.abs(o[0, 0, t:]).max() < 1e-9:
-        w = o[0, 0, :t]                 # the weights of the t cached keys (the rest is 0: our values)
-        if w.sum() > 1 + 1e-9 or np.any(w < -1e-12):
-            return Finding("weights do not sum to 1 over the keys", f"with values that show the "
-                           f"weights, the query gives the {t} cached keys weights "
-                           f"{np.round(w, 4).tolist()} (sum {w.sum():.4g}); with its own key they "
-                           "must sum to 1", "The softmax runs over the keys: the LAST axis of the "
-                           "(B, h, 1, t + 1) scores, not the query axis (of size 1).")
-    return None
+    got = outputs_of(fn, 3, rng.normal(size=(1, 1, d)), rng.normal(size=(1, 1, t, d)), vc1, pw, 1)
+    o = as_array(got[0]) if got else None
+    if o is None or o.shape != (1, 1, d) or has_nan(o) or np.abs(o[0, 0, t:]).max() >= 1e-9:
+        return None
+    w = o[0, 0, :t]                 # the weights of the t cached keys (the rest is 0: our values)
+    if w.sum() <= 1 + 1e-9 and not np.any(w < -1e-12):
+        return None
+    return Finding("weights do not sum to 1 over the keys", f"with values that show the weights, the query "
+                   f"gives the {t} cached keys weights {np.round(w, 4).tolist()} (sum {w.sum():.4g}); with "
+                   "its own key they must sum to 1", "The softmax runs over the keys: the LAST axis of the "
+                   "(B, h, 1, t + 1) scores, not the query axis (of size 1).")
+
+
+def decode_probe(fn, expected):
+    """The first step's empty cache, the returned caches, then the weights read off."""
+    return decide((_empty_cache, _cache_step, _decode_weights), fn, expected)
 
 
 def mha_backward_inputs():

@@ -124,6 +124,12 @@ def outputs_of(fn, n, *args, **kwargs):
     return list(out) if isinstance(out, (tuple, list)) and len(out) == n else None
 
 
+def moved(args, i, name, delta):
+    """``args`` with the parameter ``name`` of the params dict ``args[i]`` moved by ``delta`` (for
+    the measure "how does the output move when one parameter does")."""
+    return (*args[:i], dict(args[i], **{name: args[i][name] + delta}), *args[i + 1:])
+
+
 def matching(got, candidates, rtol=1e-6, atol=1e-9):
     """The finding of the first ``(value, finding)`` of ``candidates`` whose value ``got`` equals
     (the measure "which known wrong answer is this"); None when it is none of them."""
