@@ -131,46 +131,72 @@ def mha_inputs():
     return rng.normal(size=(2, 3, d)), rng.normal(size=(2, 5, d)), p, h
 
 
+_DELTA = np.array([0.5, -1.0, 2.0, 0.25])
+
+
+def _moved_output(fn, name):
+    """The output with parameter ``name`` moved by :data:`_DELTA` (the measure "move one parameter")."""
+    x, y, p, h = mha_inputs()
+    return as_array(output_of(fn, *moved((x, y, y, p, h), 3, name, _DELTA)))
+
+
+def _uniform_step(fn, expected, base):
+    """W_q = W_k = 0 (every score equal), W_v = W_o = I, zero biases: the output must be the
+    mean of the values; when it is not, what it is instead (or nothing to say: the probe ends)."""
+    x, y, p, h = mha_inputs()
+    d = x.shape[-1]
+    plain = {**{f"W_{n}": np.zeros((d, d)) for n in "qk"}, "W_v": np.eye(d), "W_o": np.eye(d),
+             **{f"b_{n}": np.zeros(d) for n in "qkvo"}}
+    mean = as_array(output_of(fn, x, y, y, plain, h))
+    want = np.broadcast_to(y.mean(-2, keepdims=True), x.shape)
+    if mean is None or mean.shape != base.shape or close_to(mean, want):
+        return None
+    return _uniform_finding(mean, want) or STOP
+
+
+def _bias_step(name, moves_by, what):
+    """Moving bias ``name`` by a vector must move the output by ``moves_by(params, vector)``."""
+    def step(fn, expected, base):
+        out, want = _moved_output(fn, name), moves_by(mha_inputs()[2], _DELTA)
+        if out is None or out.shape != base.shape or close_to(out - base, np.broadcast_to(
+                want, base.shape), 1e-6, 1e-9):
+            return None
+        ignored = close_to(out, base)
+        return Finding("projection biases forgotten" if ignored else f"{name} used wrongly", f"moving {name} "
+                       f"by a vector moves your output by {'nothing' if ignored else 'something else'} (it "
+                       f"must move by {what})", "params holds b_q, b_k, b_v, b_o: each projection is x W "
+                       "+ b.")
+    return step
+
+
+def _b_q_step(fn, expected, base):
+    moved_q = _moved_output(fn, "b_q")
+    return moved_q is not None and close_to(moved_q, base) and Finding(
+        "projection biases forgotten", "moving b_q by a vector changes nothing in your output (it must: b_q "
+        "shifts every query, so every score)", "params holds b_q, b_k, b_v, b_o: each projection is x W + "
+        "b.") or None
+
+
+def _one_head_step(fn, expected, base):
+    one = expected.get("one_head")
+    return one is not None and close_to(base, one) and Finding(
+        "a single head (no split)", f"your output with num_heads = {mha_inputs()[3]} is the output of one "
+        "head", "With one head of width h*d_k the softmax averages over all features together; split into "
+        "num_heads heads, each with its own softmax.") or None
+
+
+_MHA_STEPS = (_uniform_step, _bias_step("b_o", lambda p, delta: delta, "that vector"),
+              _bias_step("b_v", lambda p, delta: delta @ p["W_o"], "that vector times W_o"), _b_q_step,
+              lambda fn, expected, base: _mha_scale(fn), _one_head_step)
+
+
 def mha_probe(fn, expected):
+    """Equal scores (the mean of the values), each bias moved, the scale of each head, one head."""
     x, y, p, h = mha_inputs()
     base = as_array(output_of(fn, x, y, y, p, h))
     if base is None or base.shape != x.shape or has_nan(base):
         return None
-    d = x.shape[-1]
-    plain = {**{f"W_{n}": np.zeros((d, d)) for n in "qk"}, "W_v": np.eye(d), "W_o": np.eye(d),
-             **{f"b_{n}": np.zeros(d) for n in "qkvo"}}
-    mean = as_array(output_of(fn, x, y, y, plain, h))           # uniform weights, identity projections
-    want = np.broadcast_to(y.mean(-2, keepdims=True), x.shape)
-    if mean is not None and mean.shape == base.shape and not close_to(mean, want):
-        return _uniform_finding(mean, want)
-    delta = np.array([0.5, -1.0, 2.0, 0.25])
-
-    def moved(name):
-        return as_array(output_of(fn, x, y, y, dict(p, **{name: p[name] + delta}), h))
-    for name, want, what in (("b_o", delta, "b_o"), ("b_v", delta @ p["W_o"], "b_v")):
-        out = moved(name)
-        if out is not None and out.shape == base.shape and not close_to(out - base, np.broadcast_to(
-                want, base.shape), 1e-6, 1e-9):
-            ignored = close_to(out, base)
-            return Finding("projection biases forgotten" if ignored else f"{what} used wrongly",
-                           f"moving {what} by a vector moves your output by "
-                           f"{'nothing' if ignored else 'something else'} (it must move by "
-                           f"{'that vector' if name == 'b_o' else 'that vector times W_o'})",
-                           "params holds b_q, b_k, b_v, b_o: each projection is x W + b.")
-    moved_q = moved("b_q")
-    if moved_q is not None and close_to(moved_q, base):
-        return Finding("projection biases forgotten", "moving b_q by a vector changes nothing in your "
-                       "output (it must: b_q shifts every query, so every score)", "params holds b_q, "
-                       "b_k, b_v, b_o: each projection is x W + b.")
-    f = _mha_scale(fn)
-    if f is not None:
-        return f
-    one = expected.get("one_head")
-    if one is not None and close_to(base, one):
-        return Finding("a single head (no split)", f"your output with num_heads = {h} is the output of "
-                       "one head", "With one head of width h*d_k the softmax averages over all "
-                       "features together; split into num_heads heads, each with its own softmax.")
-    return None
+    return decide(_MHA_STEPS, fn, expected, base)
 
 
 def _uniform_finding(got, want):
