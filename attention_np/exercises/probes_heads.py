@@ -15,6 +15,7 @@ from .probing import (
     decide,
     first,
     has_nan,
+    judge,
     measure_scale,
     moved,
     output_of,
@@ -23,101 +24,122 @@ from .probing import (
 
 # ======================================================================== heads
 
+def _fixed_axes(raw, one, shape, words, hint):
+    """The unbatched call raised while the same input with one leading axis of size 1 gives
+    ``shape``: the function works only for a fixed number of axes."""
+    return isinstance(raw, Raised) and one is not None and one.shape == shape and Finding(
+        "works only for a fixed number of axes", f"{words} raises {raw.text}", hint) or None
+
+
+def _batch_axes(fn, x, answer, args, words, hint):
+    """Right on ``x``: a batch of two copies, the second offset by ``x.size``, must give the answer
+    and the answer offset (the measure "right unbatched, and with batch axes?")."""
+    b = output_of(fn, np.stack([x, x + x.size]), *args)
+    want = np.stack([answer, answer + x.size])
+    if close_to(as_array(b), want):
+        return None
+    got = b.text if isinstance(b, Raised) else f"shape {np.shape(b)}"
+    return Finding("does not work with batch axes", f"{words} gives {got}" + (
+        " with the wrong values" if np.shape(b) == want.shape else ""), hint)
+
+
+_L, _H, _D = 4, 2, 3
+_SPLIT_X = np.arange(_L * _H * _D, dtype=float).reshape(_L, _H * _D)
+_NAMES = {_H: "h", _L: "L", _D: "d"}
+#: split_heads on (L, h*d) = (4, 6), h = 2: the shape it returns, then which known wrong answer it is
+_SPLIT = (
+    (lambda out, fn, e: out.shape == (_L, _H, _D), Finding(
+        "head axis not moved", "the output has shape (L, h, d), expected (h, L, d)", "After the reshape to "
+        "(..., L, h, d), swap the two axes before the last.")),
+    (lambda out, fn, e: out.shape == (_H, _L // _H, _H * _D) and close_to(out, _SPLIT_X.reshape(out.shape)),
+     lambda out, fn, e: Finding(
+         "split along the positions", f"(L, h*d) = {_SPLIT_X.shape} gives {out.shape}: head i holds a block "
+         "of positions with all their features", "The heads split the FEATURE axis (the last): every head "
+         "sees every position, with d = h*d / h of its features.")),
+    (lambda out, fn, e: out.shape != (_H, _L, _D) and sorted(out.shape) == sorted((_H, _L, _D)),
+     lambda out, fn, e: Finding("axes in the wrong order", f"(L, h*d) = {_SPLIT_X.shape} with h = {_H} gives "
+                            f"shape {out.shape} = ({', '.join(_NAMES[n] for n in out.shape)}), expected (h, "
+                            f"L, d) = {(_H, _L, _D)}", "After the reshape to (..., L, h, d), swap the head "
+                            "and position axes: swapaxes(-3, -2), not the last axis.")),
+    (lambda out, fn, e: out.shape != (_H, _L, _D), STOP),
+    (lambda out, fn, e: close_to(out, np.swapaxes(np.swapaxes(_SPLIT_X.reshape(_L, _D, _H), -1, -2), -2, -3)),
+     Finding("head split transposed (heads interleaved)", "head 0 gets columns 0, h, 2h, ... instead of a "
+             "contiguous block", "Head i should own a CONTIGUOUS block of d_k columns: reshape the last axis "
+             "as (h, d_k), not (d_k, h).")),
+    (lambda out, fn, e: close_to(out, _SPLIT_X.reshape(_H, _L, _D)), Finding(
+        "reshape without the transpose", "a plain reshape to (h, L, d) mixes positions into heads", "A "
+        "reshape keeps the memory order: split the feature axis first, (L, h, d), then move the head "
+        "axis.")),
+    (lambda out, fn, e: close_to(out, e.get("split")), lambda out, fn, e: _batch_axes(
+        fn, _SPLIT_X, e["split"], (_H,), "(L, h*d) works but a batch (2, L, h*d)", "Count axes from the "
+        "end (swapaxes(-2, -3), reshape(*x.shape[:-1], h, d)) so any leading axes pass through.")),
+)
+
+
 def split_probe(fn, expected):
-    L, h, d = 4, 2, 3
-    x = np.arange(L * h * d, dtype=float).reshape(L, h * d)
-    raw = output_of(fn, x.copy(), h)
+    """split_heads on (L, h*d) (and one batch axis of size 1 when that raises): its shape, which
+    known wrong answer it is, then a batch."""
+    raw = output_of(fn, _SPLIT_X.copy(), _H)
     out = as_array(raw)
     if out is None:
-        one = as_array(output_of(fn, x[None], h))
-        if isinstance(raw, Raised) and one is not None and one.shape == (1, h, L, d):
-            return Finding("works only for a fixed number of axes", f"a batch (1, L, h*d) works but "
-                           f"(L, h*d) raises {raw.text}", "Count axes from the end (reshape(*x.shape"
-                           "[:-1], h, d), swapaxes(-2, -3)) so the function works with any number of "
-                           "leading axes, none included.")
-        return None
-    if out.shape == (L, h, d):
-        return Finding("head axis not moved", "the output has shape (L, h, d), expected (h, L, d)",
-                       "After the reshape to (..., L, h, d), swap the two axes before the last.")
-    if out.shape == (h, L // h, h * d) and close_to(out, x.reshape(h, L // h, h * d)):
-        return Finding("split along the positions", f"(L, h*d) = {x.shape} gives {out.shape}: head i "
-                       "holds a block of positions with all their features", "The heads split the "
-                       "FEATURE axis (the last): every head sees every position, with d = h*d / h of "
-                       "its features.")
-    if out.shape != (h, L, d) and sorted(out.shape) == sorted((h, L, d)):
-        names = {h: "h", L: "L", d: "d"}
-        return Finding("axes in the wrong order", f"(L, h*d) = {x.shape} with h = {h} gives shape "
-                       f"{out.shape} = ({', '.join(names[n] for n in out.shape)}), expected (h, L, d) "
-                       f"= {(h, L, d)}", "After the reshape to (..., L, h, d), swap the head and "
-                       "position axes: swapaxes(-3, -2), not the last axis.")
-    if out.shape != (h, L, d):
-        return None
-    inter = np.swapaxes(np.swapaxes(x.reshape(L, d, h), -1, -2), -2, -3)
-    if close_to(out, inter):
-        return Finding("head split transposed (heads interleaved)", "head 0 gets columns 0, h, 2h, ... "
-                       "instead of a contiguous block", "Head i should own a CONTIGUOUS block of d_k "
-                       "columns: reshape the last axis as (h, d_k), not (d_k, h).")
-    if close_to(out, x.reshape(h, L, d)):
-        return Finding("reshape without the transpose", "a plain reshape to (h, L, d) mixes positions "
-                       "into heads", "A reshape keeps the memory order: split the feature axis first, "
-                       "(L, h, d), then move the head axis.")
-    if close_to(out, expected.get("split")):
-        xb = np.stack([x, x + x.size])                   # two copies, offset: the answer is known
-        b = output_of(fn, xb, h)
-        want = np.stack([expected["split"], expected["split"] + x.size])
-        if not close_to(as_array(b), want):
-            got = b.text if isinstance(b, Raised) else f"shape {np.shape(b)}"
-            return Finding("does not work with batch axes", f"(L, h*d) works but a batch (2, L, h*d) "
-                           f"gives {got}" + (" with the wrong values" if np.shape(b) == want.shape else ""),
-                           "Count axes from the end (swapaxes(-2, -3), reshape(*x.shape[:-1], h, d)) so "
-                           "any leading axes pass through.")
-    return None
+        return _fixed_axes(
+            raw, as_array(output_of(fn, _SPLIT_X[None], _H)), (1, _H, _L, _D), "a batch (1, L, h*d) works "
+            "but (L, h*d)", "Count axes from the end (reshape(*x.shape[:-1], h, d), swapaxes(-2, -3)) so "
+            "the function works with any number of leading axes, none included.")
+    return judge(_SPLIT, out, fn, expected)
+
+
+_MERGE_X = np.arange(_H * _L * _D, dtype=float).reshape(_H, _L, _D)
+
+
+def _mixed_positions(out, fn, e):
+    """The rows of a merged output that hold values of other positions (every value being there)."""
+    if close_to(out, e.get("merge")) or not np.array_equal(np.sort(out.ravel()), _MERGE_X.ravel()):
+        return []
+    positions = (out.astype(int) // _D) % _L              # x's values encode (head, position, feature)
+    return [i for i in range(_L) if set(positions[i].tolist()) != {i}]
+
+
+def _mixed_finding(out, fn, e):
+    i = _mixed_positions(out, fn, e)[0]
+    held = sorted(set(((out.astype(int) // _D) % _L)[i].tolist()))
+    return Finding("positions mixed in the merge", f"every value is there, but row {i} of the output holds "
+                   f"values of positions {held} (it must hold position {i}'s features of every head)", "A "
+                   "reshape keeps the memory order: first move the head axis next to the feature axis, "
+                   "swapaxes(-3, -2) giving (..., L, h, d), then merge the last two.")
+
+
+#: merge_heads on (h, L, d) = (2, 4, 3): its shape, which known wrong answer it is, then a batch
+_MERGE = (
+    (lambda out, fn, e: out.shape in ((_H * _L, _D), (_H, _L * _D)), lambda out, fn, e: Finding(
+        "merge to the wrong shape", f"(h, L, d) = {_MERGE_X.shape} gives {out.shape}, expected (L, h*d) = "
+        f"{(_L, _H * _D)}", "Move the head axis next to the feature axis, then merge the two.")),
+    (lambda out, fn, e: out.shape != (_L, _H * _D), STOP),
+    (lambda out, fn, e: close_to(out, np.moveaxis(_MERGE_X, 0, -1).reshape(_L, _H * _D)), Finding(
+        "merge transposed (heads interleaved)", "the merged features alternate between heads", "Concat puts "
+        "head 1's d_v features first, then head 2's: a block per head.")),
+    (lambda out, fn, e: close_to(out, _MERGE_X.reshape(_L, _H * _D)), Finding(
+        "reshape without the transpose", "a plain reshape mixes positions and heads", "Move the head axis "
+        "next to the feature axis before the reshape.")),
+    (_mixed_positions, _mixed_finding),
+    (lambda out, fn, e: close_to(out, e.get("merge")), lambda out, fn, e: _batch_axes(
+        fn, _MERGE_X, e["merge"], (), "(h, L, d) works but a batch (2, h, L, d)", "Count axes from the "
+        "end (swapaxes(-2, -3)) so any leading axes pass through; list(x) and x[i] split the FIRST axis, "
+        "which is the batch.")),
+)
 
 
 def merge_probe(fn, expected):
-    h, L, d = 2, 4, 3
-    x = np.arange(h * L * d, dtype=float).reshape(h, L, d)
-    raw = output_of(fn, x.copy())
+    """merge_heads on (h, L, d) (and one batch axis of size 1 when that raises): its shape, which
+    known wrong answer it is, then a batch."""
+    raw = output_of(fn, _MERGE_X.copy())
     out = as_array(raw)
     if out is None:
-        one = as_array(output_of(fn, x[None]))
-        if isinstance(raw, Raised) and one is not None and one.shape == (1, L, h * d):
-            return Finding("works only for a fixed number of axes", f"a batch (1, h, L, d) works but "
-                           f"(h, L, d) raises {raw.text}", "Count axes from the end (swapaxes(-3, -2), "
-                           "reshape(*x.shape[:-3], L, h * d)) so the function works with any number of "
-                           "leading axes, none included.")
-        return None
-    if out.shape != (L, h * d):
-        return Finding("merge to the wrong shape", f"(h, L, d) = {x.shape} gives {out.shape}, expected "
-                       f"(L, h*d) = {(L, h * d)}", "Move the head axis next to the feature axis, then "
-                       "merge the two.") if out.shape == (h * L, d) or out.shape == (h, L * d) else None
-    if close_to(out, np.moveaxis(x, 0, -1).reshape(L, h * d)):
-        return Finding("merge transposed (heads interleaved)", "the merged features alternate between "
-                       "heads", "Concat puts head 1's d_v features first, then head 2's: a block per head.")
-    if close_to(out, x.reshape(L, h * d)):
-        return Finding("reshape without the transpose", "a plain reshape mixes positions and heads",
-                       "Move the head axis next to the feature axis before the reshape.")
-    if not close_to(out, expected.get("merge")) and np.array_equal(np.sort(out.ravel()), x.ravel()):
-        positions = (out.astype(int) // d) % L              # x's values encode (head, position, feature)
-        mixed = [i for i in range(L) if set(positions[i].tolist()) != {i}]
-        if mixed:
-            i = mixed[0]
-            return Finding("positions mixed in the merge", f"every value is there, but row {i} of the "
-                           f"output holds values of positions {sorted(set(positions[i].tolist()))} (it "
-                           f"must hold position {i}'s features of every head)", "A reshape keeps the "
-                           "memory order: first move the head axis next to the feature axis, "
-                           "swapaxes(-3, -2) giving (..., L, h, d), then merge the last two.")
-    if close_to(out, expected.get("merge")):
-        xb = np.stack([x, x + x.size])
-        b = output_of(fn, xb)
-        want = np.stack([expected["merge"], expected["merge"] + x.size])
-        if not close_to(as_array(b), want):
-            got = b.text if isinstance(b, Raised) else f"shape {np.shape(b)}"
-            return Finding("does not work with batch axes", f"(h, L, d) works but a batch (2, h, L, d) "
-                           f"gives {got}" + (" with the wrong values" if np.shape(b) == want.shape else ""),
-                           "Count axes from the end (swapaxes(-2, -3)) so any leading axes pass "
-                           "through; list(x) and x[i] split the FIRST axis, which is the batch.")
-    return None
+        return _fixed_axes(
+            raw, as_array(output_of(fn, _MERGE_X[None])), (1, _L, _H * _D), "a batch (1, h, L, d) works but "
+            "(h, L, d)", "Count axes from the end (swapaxes(-3, -2), reshape(*x.shape[:-3], L, h * d)) so "
+            "the function works with any number of leading axes, none included.")
+    return judge(_MERGE, out, fn, expected)
 
 
 # ======================================================================== multi-head

@@ -118,6 +118,11 @@ def table(rules):
     return lambda *context: first(rules, *context)
 
 
+def judge(rules, *context):
+    """The probe's finding from one rule table (STOP and no rule that holds: None)."""
+    return decide((table(rules),), *context)
+
+
 def outputs_of(fn, n, *args, **kwargs):
     """The ``n`` outputs of one call as a list (None unless it returned a tuple or list of ``n``)."""
     out = output_of(fn, *args, **kwargs)
