@@ -5,7 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from .engine import Finding, Raised
-from .probing import RNG_SEED, STOP, as_array, close_to, decide, first, has_nan, output_of
+from .probing import (
+    RNG_SEED,
+    STOP,
+    as_array,
+    close_to,
+    decide,
+    first,
+    has_nan,
+    matching,
+    output_of,
+    shaped,
+    shown,
+)
 
 
 # ======================================================================== softmax
@@ -92,70 +104,89 @@ def softmax_stability(fn, expected):
 _P = np.array([[0.1, 0.2, 0.3, 0.4]])
 
 
-def softmax_backward_probe(fn, expected):
+_DIAGONAL = Finding("kept only the diagonal of the Jacobian", "with dp = 1 your gradient is p (1 - p), not 0",
+                    "Each output p_i depends on every input x_j: the Jacobian diag(p) - p p^T has "
+                    "off-diagonal terms.")
+
+
+def _constant_loss(fn):
+    """dp = 1 (a loss that does not depend on x, since p always sums to 1): the gradient must be 0;
+    if not, which known wrong gradient it is."""
     ones = as_array(output_of(fn, np.ones_like(_P), _P.copy()))
     if ones is None or ones.shape != _P.shape:
+        return STOP
+    if close_to(ones, np.zeros_like(_P), 0, 1e-9):
         return None
-    n = _P.shape[-1]
-    if not close_to(ones, np.zeros_like(_P), 0, 1e-9):
-        if close_to(ones, _P):
-            return Finding("dropped the sum term", "with dp = 1 (a loss that does not depend on x, since "
-                           "p always sums to 1) your gradient is p, not 0",
-                           "Changing x_j changes the normalizer, which moves every p_i: the gradient has "
-                           "a term that sums over the row.")
-        if close_to(ones, _P * (1 - n)):
-            return Finding("sum without the weights p", "with dp = 1 your gradient is p * (1 - n), not 0: "
-                           "the row sum is not weighted by p", "The sum is an expectation under p: "
-                           "weight each dp_j by p_j.")
-        if close_to(ones, _P * (1 - _P)):
-            return Finding("kept only the diagonal of the Jacobian", "with dp = 1 your gradient is "
-                           "p (1 - p), not 0", "Each output p_i depends on every input x_j: the "
-                           "Jacobian diag(p) - p p^T has off-diagonal terms.")
-        return Finding("gradient of a constant loss is not 0", "with dp = 1 (a loss that does not "
-                       "depend on x) your gradient is not 0", "softmax is unchanged when every x_j "
-                       "moves together, so the gradient must sum to 0 over each row.")
+    return matching(ones, (
+        (_P, Finding("dropped the sum term", "with dp = 1 (a loss that does not depend on x, since p always "
+                     "sums to 1) your gradient is p, not 0", "Changing x_j changes the normalizer, which "
+                     "moves every p_i: the gradient has a term that sums over the row.")),
+        (_P * (1 - _P.shape[-1]), Finding(
+            "sum without the weights p", "with dp = 1 your gradient is p * (1 - n), not 0: the row sum is "
+            "not weighted by p", "The sum is an expectation under p: weight each dp_j by p_j.")),
+        (_P * (1 - _P), _DIAGONAL))) or Finding(
+        "gradient of a constant loss is not 0", "with dp = 1 (a loss that does not depend on x) your "
+        "gradient is not 0", "softmax is unchanged when every x_j moves together, so the gradient must "
+        "sum to 0 over each row.")
+
+
+def _factor_p(fn):
+    """Where p = 0 (a masked key) the gradient must be 0."""
     p0 = np.array([[0.0, 0.5, 0.5, 0.0]])
-    dp = np.array([[1.0, 2.0, -1.0, 0.5]])
-    g = as_array(output_of(fn, dp, p0.copy()))
-    if g is not None and g.shape == p0.shape and np.abs(g[p0 == 0]).max() > 1e-12:
-        return Finding("forgot the factor p", "where p = 0 (a masked key) your gradient is not 0",
-                       "Differentiate exp(x_i) / Z: the derivative of exp is exp, which brings p_i in "
-                       "front of every term.")
-    e0 = np.array([[1.0, 0.0, 0.0, 0.0]])
-    g = as_array(output_of(fn, e0, _P.copy()))
+    g = as_array(output_of(fn, np.array([[1.0, 2.0, -1.0, 0.5]]), p0.copy()))
+    return g is not None and g.shape == p0.shape and np.abs(g[p0 == 0]).max() > 1e-12 and Finding(
+        "forgot the factor p", "where p = 0 (a masked key) your gradient is not 0", "Differentiate exp(x_i) "
+        "/ Z: the derivative of exp is exp, which brings p_i in front of every term.") or None
+
+
+def _one_hot(fn):
+    """dp = e_0: the gradient at 0 is positive and the others are not 0."""
+    g = as_array(output_of(fn, np.array([[1.0, 0.0, 0.0, 0.0]]), _P.copy()))
     if g is None or g.shape != _P.shape:
-        return None
+        return STOP
     if g[0, 0] < 0:
-        return Finding("sign flipped", "with dp = e_0 your gradient at 0 is negative",
-                       "Raising x_0 raises p_0: with dp = e_0 the gradient at 0 must be positive.")
-    if np.abs(g[0, 1:]).max() < 1e-12:
-        return Finding("kept only the diagonal of the Jacobian", "with dp = e_0 your gradient is 0 "
-                       "off the diagonal", "Each output p_i depends on every input x_j: the Jacobian "
-                       "diag(p) - p p^T has off-diagonal terms.")
-    pb = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]])
-    g2 = output_of(fn, np.arange(12.0).reshape(3, 4), pb.copy())
-    if isinstance(g2, Raised) or np.shape(g2) != pb.shape:
-        got = g2.text if isinstance(g2, Raised) else f"shape {np.shape(g2)}"
-        return Finding("the row sum does not broadcast back (keepdims missing)", "one row (1, 4) works "
-                       f"but three rows (3, 4) give {got}: a sum over the last axis of shape (3,) "
-                       "lines up with the LAST axis of (3, 4), not with the rows", "Keep the summed "
-                       "axis: (dp * p).sum(axis=-1, keepdims=True) has shape (..., 1) and broadcasts "
-                       "along each row.")
+        return Finding("sign flipped", "with dp = e_0 your gradient at 0 is negative", "Raising x_0 raises "
+                       "p_0: with dp = e_0 the gradient at 0 must be positive.")
+    return np.abs(g[0, 1:]).max() < 1e-12 and Finding(
+        "kept only the diagonal of the Jacobian", "with dp = e_0 your gradient is 0 off the diagonal",
+        _DIAGONAL.hint) or None
+
+
+_ROWS = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]])
+
+
+def _three_rows(fn):
+    """Three rows (3, 4), one row (1, 4) having worked: the row sum must broadcast back."""
+    g = output_of(fn, np.arange(12.0).reshape(3, 4), _ROWS.copy())
+    return not shaped(g, _ROWS.shape) and Finding(
+        "the row sum does not broadcast back (keepdims missing)", f"one row (1, 4) works but three rows (3, "
+        f"4) give {shown(g)}: a sum over the last axis of shape (3,) lines up with the LAST axis of (3, 4), "
+        "not with the rows", "Keep the summed axis: (dp * p).sum(axis=-1, keepdims=True) has shape (..., "
+        "1) and broadcasts along each row.") or None
+
+
+def _batch_axes(fn):
+    """A batch (2, 3, 4), 2-D inputs having worked."""
     p3 = np.broadcast_to(_P, (2, 3, 4)).copy()
-    g3 = output_of(fn, np.ones_like(p3), p3)
-    if isinstance(g3, Raised) or np.shape(g3) != p3.shape:
-        got = g3.text if isinstance(g3, Raised) else f"shape {np.shape(g3)}"
-        return Finding("does not work with batch axes", f"2-D inputs (1, 4) and (3, 4) work but (2, 3, 4) "
-                       f"gives {got}",
-                       "Write it for any number of leading axes: reduce over axis=-1 with "
-                       "keepdims=True, and never build the (n, n) Jacobian (np.diag, np.outer are "
-                       "2-D only).")
-    gb = as_array(output_of(fn, np.arange(12.0).reshape(3, 4), pb))
-    if gb is not None and gb.shape == pb.shape and not close_to(gb.sum(-1), np.zeros(3), 0, 1e-9):
-        return Finding("the sum is not over each row alone", "on a (3, 4) input your rows do not sum "
-                       "to 0 (each row's gradient of a softmax must)",
-                       "Each row is its own softmax: sum over axis=-1 with keepdims=True.")
-    return None
+    g = output_of(fn, np.ones_like(p3), p3)
+    return not shaped(g, p3.shape) and Finding(
+        "does not work with batch axes", f"2-D inputs (1, 4) and (3, 4) work but (2, 3, 4) gives {shown(g)}",
+        "Write it for any number of leading axes: reduce over axis=-1 with keepdims=True, and never build "
+        "the (n, n) Jacobian (np.diag, np.outer are 2-D only).") or None
+
+
+def _rows_alone(fn):
+    """On three rows each row's gradient sums to 0 (each row is its own softmax)."""
+    g = as_array(output_of(fn, np.arange(12.0).reshape(3, 4), _ROWS))
+    return g is not None and g.shape == _ROWS.shape and not close_to(g.sum(-1), np.zeros(3), 0, 1e-9) and (
+        Finding("the sum is not over each row alone", "on a (3, 4) input your rows do not sum to 0 (each "
+                "row's gradient of a softmax must)", "Each row is its own softmax: sum over axis=-1 with "
+                "keepdims=True.")) or None
+
+
+def softmax_backward_probe(fn, expected):
+    """A constant loss, a masked key, a one-hot dp, then more rows and a batch."""
+    return decide((_constant_loss, _factor_p, _one_hot, _three_rows, _batch_axes, _rows_alone), fn)
 
 
 # ======================================================================== masks

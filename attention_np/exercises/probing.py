@@ -129,6 +129,16 @@ def outputs_of(fn, n, *args, **kwargs):
     return list(out) if isinstance(out, (tuple, list)) and len(out) == n else None
 
 
+def shaped(out, shape):
+    """``out`` is an output of ``shape`` (not raised)."""
+    return not isinstance(out, Raised) and np.shape(out) == shape
+
+
+def shown(out):
+    """What a call that did not give the wanted shape gave: its error, or its shape."""
+    return out.text if isinstance(out, Raised) else f"shape {np.shape(out)}"
+
+
 def moved(args, i, name, delta):
     """``args`` with the parameter ``name`` of the params dict ``args[i]`` moved by ``delta`` (for
     the measure "how does the output move when one parameter does")."""
