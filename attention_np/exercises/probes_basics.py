@@ -13,6 +13,7 @@ from .probing import (
     decide,
     first,
     has_nan,
+    judge,
     matching,
     output_of,
     shaped,
@@ -63,41 +64,66 @@ def softmax_axis(fn, expected):
     return None
 
 
+def _finite(out):
+    """``out`` is an array with no inf or NaN."""
+    return out is not None and bool(np.all(np.isfinite(out)))
+
+
+class _Rows:
+    """softmax of rows that have the softmax of [1, 2, 3]: ``small`` itself, ``big`` = [1000, 1001,
+    1002] and ``tiny`` = [-1000, -1001, -1002] (its reverse), and whether each of the two is wrong."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.small, self.big, self.tiny = (self.row([1.0, 2.0, 3.0]), self.row([1000.0, 1001.0, 1002.0]),
+                                           self.row([-1000.0, -1001.0, -1002.0]))
+        self.normal = self.small is not None and close_to(self.small.sum(-1), [1.0], 1e-6)
+        self.big_bad = self.normal and not self.right(self.big, self.small)
+        self.tiny_bad = self.normal and not self.right(self.tiny, self.small[:, ::-1])
+
+    @staticmethod
+    def right(out, want):
+        return _finite(out) and close_to(out, want, 1e-6)
+
+    def row(self, values, dtype=np.float64):
+        return as_array(output_of(self.fn, np.array([values], dtype=dtype)))
+
+    def mixed_bad(self):
+        """With rows on different scales ([1, 2, 3] and [800, 801, 802]) the small row is wrong."""
+        mixed = as_array(output_of(self.fn, np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 802.0]])))
+        return mixed is not None and not self.right(mixed[0], self.small[0])
+
+
+def _seen(out):
+    return "wrong values" if _finite(out) else "inf or NaN"
+
+
+#: rows far from 0, rows on different scales, a wide row, float32
+_STABILITY = (
+    (lambda r: not r.normal, STOP),
+    (lambda r: r.big_bad and r.tiny_bad, lambda r: Finding(
+        "no max subtraction (overflow)", f"the row [1000, 1001, 1002] gives {_seen(r.big)} and [-1000, "
+        f"-1001, -1002] gives {_seen(r.tiny)}, though both have the softmax of [1, 2, 3] (exp overflows to "
+        "inf above 709, underflows to 0 below -745)", "softmax(x) = softmax(x - c) for any constant c per "
+        "row: which c makes every exponent <= 0 and the largest exactly 0?")),
+    (lambda r: r.mixed_bad(), Finding(
+        "subtracted the global max instead of each row's", "with rows on different scales ([1, 2, 3] and "
+        "[800, 801, 802]) the small row comes out wrong", "One constant for the whole array makes another "
+        "row's exponents all underflow to 0. The shift must be per row: keepdims=True.")),
+    (lambda r: not _finite(r.row([-3000.0, 0.0, 1.0])) or r.big_bad != r.tiny_bad, Finding(
+        "the shift does not make the largest exponent 0", "a row that spans a wide range ([-3000, 0, 1]) or "
+        "sits far from 0 gives inf or NaN: after your shift some exponent is still large", "Subtract each "
+        "row's MAX (not its min or mean, not a constant): then every exponent is <= 0 and the largest is "
+        "exactly 0.")),
+    (lambda r: not _finite(r.row([80.0, 90.0, 100.0], np.float32)), Finding(
+        "float32 overflow", "float32 logits ~100 give inf or NaN (exp overflows float32 above 88)", "Shift "
+        "by the row max in the input's own dtype.")),
+)
+
+
 def softmax_stability(fn, expected):
-    def row(values, dtype=np.float64):
-        return as_array(output_of(fn, np.array([values], dtype=dtype)))
-    small = row([1.0, 2.0, 3.0])
-    if small is None or not close_to(small.sum(-1), [1.0], 1e-6):
-        return None
-    big, tiny = row([1000.0, 1001.0, 1002.0]), row([-1000.0, -1001.0, -1002.0])
-    big_bad = big is None or not np.all(np.isfinite(big)) or not close_to(big, small, 1e-6)
-    tiny_bad = tiny is None or not np.all(np.isfinite(tiny)) or not close_to(tiny, small[:, ::-1], 1e-6)
-    if big_bad and tiny_bad:
-        def seen(out):
-            return "inf or NaN" if out is None or not np.all(np.isfinite(out)) else "wrong values"
-        return Finding("no max subtraction (overflow)", f"the row [1000, 1001, 1002] gives {seen(big)} "
-                       f"and [-1000, -1001, -1002] gives {seen(tiny)}, though both have the softmax of "
-                       "[1, 2, 3] (exp overflows to inf above 709, underflows to 0 below -745)",
-                       "softmax(x) = softmax(x - c) for any constant c per row: which c makes every "
-                       "exponent <= 0 and the largest exactly 0?")
-    mixed = as_array(output_of(fn, np.array([[1.0, 2.0, 3.0], [800.0, 801.0, 802.0]])))
-    if mixed is not None and (not np.all(np.isfinite(mixed)) or not close_to(mixed[0], small[0], 1e-6)):
-        return Finding("subtracted the global max instead of each row's",
-                       "with rows on different scales ([1, 2, 3] and [800, 801, 802]) the small row "
-                       "comes out wrong", "One constant for the whole array makes another row's "
-                       "exponents all underflow to 0. The shift must be per row: keepdims=True.")
-    spread = row([-3000.0, 0.0, 1.0])
-    if spread is None or not np.all(np.isfinite(spread)) or (big_bad != tiny_bad):
-        return Finding("the shift does not make the largest exponent 0",
-                       "a row that spans a wide range ([-3000, 0, 1]) or sits far from 0 gives "
-                       "inf or NaN: after your shift some exponent is still large",
-                       "Subtract each row's MAX (not its min or mean, not a constant): then every "
-                       "exponent is <= 0 and the largest is exactly 0.")
-    x32 = as_array(output_of(fn, np.array([[80.0, 90.0, 100.0]], dtype=np.float32)))
-    if x32 is None or not np.all(np.isfinite(x32)):
-        return Finding("float32 overflow", "float32 logits ~100 give inf or NaN (exp overflows "
-                       "float32 above 88)", "Shift by the row max in the input's own dtype.")
-    return None
+    """Rows whose softmax is known: far from 0 both ways, on different scales, wide, float32."""
+    return judge(_STABILITY, _Rows(fn))
 
 
 # ======================================================================== softmax backward
