@@ -405,62 +405,87 @@ def padding_probe(fn, expected):
 
 # ======================================================================== attention
 # ======================================================================== sinusoidal
-def sinusoidal_probe(fn, expected):
-    n, d = 6, 8
-    out = as_array(output_of(fn, n, d))
-    if out is None or out.shape != (n, d):
-        if out is not None and out.shape == (d, n):
-            return Finding("table transposed", f"shape {out.shape}, expected (length, d_model) = {(n, d)}",
-                           "One row per position.")
+_N, _DM = 6, 8                       # positions and d_model of the probe's table
+
+
+def _row_zero(out):
+    """Row 0 (pos = 0) must be sin(0), cos(0), ... = 0, 1, 0, 1, ...: which known wrong row it is."""
+    if close_to(out[0], np.tile([0.0, 1.0], _DM // 2)):
         return None
-    row0 = out[0]
-    if close_to(row0, np.tile([1.0, 0.0], d // 2)):
-        return Finding("sin and cos swapped", "row 0 is 1, 0, 1, 0, ...", "Row 0 should start 0, 1, 0, "
-                       "1, ...: which of sin and cos is 0 at pos = 0?")
-    if close_to(row0, np.repeat([0.0, 1.0], d // 2)):
-        return Finding("sin and cos in two halves instead of interleaved", "row 0 is 0, ..., 0, 1, ..., 1",
-                       "The paper interleaves: even columns sin, odd columns cos.")
-    if not close_to(row0, np.tile([0.0, 1.0], d // 2)):
-        return Finding("positions start at 1", "row 0 is not sin(0), cos(0), ...: it is the encoding of "
-                       "another position", "The first position is pos = 0: row 0 is sin(0), cos(0), ...")
+    return matching(out[0], (
+        (np.tile([1.0, 0.0], _DM // 2), Finding("sin and cos swapped", "row 0 is 1, 0, 1, 0, ...", "Row 0 "
+                                                "should start 0, 1, 0, 1, ...: which of sin and cos is 0 "
+                                                "at pos = 0?")),
+        (np.repeat([0.0, 1.0], _DM // 2), Finding("sin and cos in two halves instead of interleaved", "row 0 "
+                                                  "is 0, ..., 0, 1, ..., 1", "The paper interleaves: even "
+                                                  "columns sin, odd columns cos.")))) or Finding(
+        "positions start at 1", "row 0 is not sin(0), cos(0), ...: it is the encoding of another position",
+        "The first position is pos = 0: row 0 is sin(0), cos(0), ...")
+
+
+def _pair_frequencies(out):
+    """At pos = 1 each column's angle is its frequency: a sin column and its cos partner must share one."""
     w_sin, w_cos = np.arcsin(np.clip(out[1, 0::2], -1, 1)), np.arccos(np.clip(out[1, 1::2], -1, 1))
     big = (w_sin > 0.05) & (w_cos > 0.05)               # well-conditioned angles (float32 too)
-    if big.any() and not close_to(w_sin[big], w_cos[big], 1e-4, 1e-5):   # pos = 1: each column's frequency
-        own = 10000.0 ** (-np.arange(1, d, 2) / d)
-        if close_to(w_cos, own, 1e-4, 1e-5) and close_to(w_sin, 10000.0 ** (-np.arange(0, d, 2) / d)):
-            return Finding("each column uses its own index in the exponent", "the cos column 2i+1 has "
-                           "frequency 10000^(-(2i+1)/d_model), its sin partner 10000^(-2i/d_model)",
-                           "Columns 2i and 2i+1 are one pair with ONE frequency, "
-                           "1/10000^(2i/d_model): use the pair's 2i for both, not each column's index.")
-        return Finding("sin and cos of a pair have different frequencies", "at pos = 1 the sin columns "
-                       f"have angles {np.round(w_sin, 4).tolist()} and the cos columns "
-                       f"{np.round(w_cos, 4).tolist()}", "Columns 2i and 2i+1 share one frequency, "
-                       "1/10000^(2i/d_model).")
-    pos, pair = np.arange(n)[:, None], np.arange(0, d, 2)[None, :]
-    if not close_to(out[:, 0::2], np.sin(pos / 10000.0 ** (pair / d)), 1e-6, 1e-9) and close_to(
-            out[:, 0::2], np.sin(pos * 10000.0 ** (pair / d)), 1e-6, 1e-9):
-        return Finding("frequencies rise instead of fall", "your pair i has frequency "
-                       "10000^(+2i/d_model): the position is multiplied by 10000^(2i/d_model)",
-                       "The angle is pos / 10000^(2i/d_model): the wavelengths grow from 2*pi "
-                       "(pair 0) to nearly 10000 * 2*pi.")
-    w = np.arctan2(out[1, 0::2], out[1, 1::2])          # the angle of pos = 1: its frequencies
-    if np.all(w > 0) and close_to(w, np.full_like(w, w[0]), 1e-9, 1e-12):
-        return Finding("every pair has the same frequency", f"at pos = 1 every sin/cos pair has angle "
-                       f"{w[0]:.4g}: the frequency does not fall with the pair index i", "The "
-                       "exponent 2i/d_model grows with i. Note that 2 * i // d_model is integer "
-                       "division: 0 for every i < d_model / 2.")
-    if np.all(w > 0):
-        i = np.arange(d // 2)
-        slope = np.polyfit(2 * i / d, np.log(w), 1)[0]   # log w = -(2i/d) log(base_eff)
-        base = float(np.exp(-slope))
-        if abs(base - 100.0) < 1:
-            return Finding("exponent i/d_model instead of 2i/d_model", "your frequencies fall as "
-                           "10000^(-i/d_model)", "i indexes the sin/cos PAIRS: column 2i's frequency "
-                           "uses 2i, the column index.")
-        if abs(base - 10000.0) > 1:
-            return Finding("wrong base" if abs(base - 1000.0) < 1 else f"base {base:.4g} instead of 10000",
-                           f"your frequencies fall as {base:.4g}^(-2i/d_model)", "The "
-                           "wavelengths form a geometric progression from 2*pi to 10000 * 2*pi.")
-    return None
+    if not big.any() or close_to(w_sin[big], w_cos[big], 1e-4, 1e-5):
+        return None
+    if close_to(w_cos, 10000.0 ** (-np.arange(1, _DM, 2) / _DM), 1e-4, 1e-5) and close_to(
+            w_sin, 10000.0 ** (-np.arange(0, _DM, 2) / _DM)):
+        return Finding("each column uses its own index in the exponent", "the cos column 2i+1 has frequency "
+                       "10000^(-(2i+1)/d_model), its sin partner 10000^(-2i/d_model)", "Columns 2i and 2i+1 "
+                       "are one pair with ONE frequency, 1/10000^(2i/d_model): use the pair's 2i for both, "
+                       "not each column's index.")
+    return Finding("sin and cos of a pair have different frequencies", "at pos = 1 the sin columns have "
+                   f"angles {np.round(w_sin, 4).tolist()} and the cos columns {np.round(w_cos, 4).tolist()}",
+                   "Columns 2i and 2i+1 share one frequency, 1/10000^(2i/d_model).")
 
 
+def _rising(out):
+    """The sin columns are sin(pos * 10000^(2i/d_model)) and not sin(pos / 10000^(2i/d_model))."""
+    pos, pair = np.arange(_N)[:, None], np.arange(0, _DM, 2)[None, :]
+    falling = close_to(out[:, 0::2], np.sin(pos / 10000.0 ** (pair / _DM)), 1e-6, 1e-9)
+    rising = close_to(out[:, 0::2], np.sin(pos * 10000.0 ** (pair / _DM)), 1e-6, 1e-9)
+    return not falling and rising and Finding(
+        "frequencies rise instead of fall", "your pair i has frequency 10000^(+2i/d_model): the position is "
+        "multiplied by 10000^(2i/d_model)", "The angle is pos / 10000^(2i/d_model): the wavelengths grow "
+        "from 2*pi (pair 0) to nearly 10000 * 2*pi.") or None
+
+
+def _angles(out):
+    """The angle of pos = 1 of each sin/cos pair: its frequency."""
+    return np.arctan2(out[1, 0::2], out[1, 1::2])
+
+
+def _same_frequency(out):
+    w = _angles(out)
+    return np.all(w > 0) and close_to(w, np.full_like(w, w[0]), 1e-9, 1e-12) and Finding(
+        "every pair has the same frequency", f"at pos = 1 every sin/cos pair has angle {w[0]:.4g}: the "
+        "frequency does not fall with the pair index i", "The exponent 2i/d_model grows with i. Note that 2 "
+        "* i // d_model is integer division: 0 for every i < d_model / 2.") or None
+
+
+def _base(out):
+    """The base b of the frequencies b^(-2i/d_model), fitted from log w = -(2i/d) log b."""
+    w = _angles(out)
+    if not np.all(w > 0):
+        return None
+    base = float(np.exp(-np.polyfit(2 * np.arange(_DM // 2) / _DM, np.log(w), 1)[0]))
+    if abs(base - 100.0) < 1:
+        return Finding("exponent i/d_model instead of 2i/d_model", "your frequencies fall as "
+                       "10000^(-i/d_model)", "i indexes the sin/cos PAIRS: column 2i's frequency uses 2i, "
+                       "the column index.")
+    return abs(base - 10000.0) > 1 and Finding(
+        "wrong base" if abs(base - 1000.0) < 1 else f"base {base:.4g} instead of 10000", f"your frequencies "
+        f"fall as {base:.4g}^(-2i/d_model)", "The wavelengths form a geometric progression from 2*pi to "
+        "10000 * 2*pi.") or None
+
+
+def sinusoidal_probe(fn, expected):
+    """The table's shape, its row 0, each pair's frequency at pos = 1, then how they fall."""
+    out = as_array(output_of(fn, _N, _DM))
+    if out is not None and out.shape == (_DM, _N):
+        return Finding("table transposed", f"shape {out.shape}, expected (length, d_model) = {(_N, _DM)}",
+                       "One row per position.")
+    if out is None or out.shape != (_N, _DM):
+        return None
+    return decide((_row_zero, _pair_frequencies, _rising, _same_frequency, _base), out)
