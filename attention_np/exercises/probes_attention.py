@@ -14,6 +14,7 @@ from .probing import (
     decide,
     first,
     has_nan,
+    judge,
     measure_scale,
     output_of,
     scale_finding,
@@ -67,43 +68,63 @@ def attention_scale_axis(fn, expected):
     return scale_finding(measure_scale(w, q, k), 16, 7, S=6)
 
 
-def attention_masks(fn, expected):
+_MASK = np.array([[True, False, True, False], [True, True, True, False]])
+
+
+def _masked_weights(fn, expected):
+    """The weights (values v = I) under :data:`_MASK`, as ``(allowed, masked, rows' sums)``
+    (None unless of the scores' shape and without NaN)."""
     rng = np.random.default_rng(RNG_SEED + 2)
-    q, k = rng.normal(size=(2, 4)), rng.normal(size=(4, 4))
-    mask = np.array([[True, False, True, False], [True, True, True, False]])
-    w = as_array(output_of(fn, q, k, np.eye(4), mask))          # v = I: the output is the weights
-    if w is not None and w.shape == (2, 4) and not has_nan(w):
-        masked, allowed = w[~mask], w[mask]
-        if np.abs(allowed).max() < 1e-12 and masked.min() > 0:
-            return Finding("mask polarity flipped", "your weights are 0 on the keys the mask allows",
-                           "The convention is True = may attend. Which entries did you set to -inf?")
-        if np.abs(masked).max() > 1e-12:
-            return Finding("masked keys get weight", "keys the mask forbids get nonzero weight "
-                           f"(up to {np.abs(masked).max():.3g}): their score was set to 0 or another "
-                           "finite value, or the mask was ignored", "exp(0) = 1: a score of 0 still "
-                           "gets weight. What score gets weight exactly 0?")
-        if not close_to(w.sum(-1), np.ones(2), 1e-6):
-            return Finding("masked after the softmax without renormalizing", "your weights are 0 on "
-                           "masked keys but a row sums to less than 1", "Zeroing weights after the "
-                           "softmax leaves rows that no longer sum to 1. Mask the scores, before the "
-                           "softmax.")
-    # a masked logit larger than the others: q k^T = [800, 1]; the answer is v[1] = 2
+    w = as_array(output_of(fn, rng.normal(size=(2, 4)), rng.normal(size=(4, 4)), np.eye(4), _MASK))
+    if w is None or w.shape != (2, 4) or has_nan(w):
+        return None
+    return w[_MASK], w[~_MASK], w.sum(-1)
+
+
+#: the weights under a mask: which keys get weight, and whether the rows still sum to 1
+_WEIGHTS = (
+    (lambda allowed, masked, sums: np.abs(allowed).max() < 1e-12 and masked.min() > 0, Finding(
+        "mask polarity flipped", "your weights are 0 on the keys the mask allows", "The convention is True = "
+        "may attend. Which entries did you set to -inf?")),
+    (lambda allowed, masked, sums: np.abs(masked).max() > 1e-12, lambda allowed, masked, sums: Finding(
+        "masked keys get weight", "keys the mask forbids get nonzero weight (up to "
+        f"{np.abs(masked).max():.3g}): their score was set to 0 or another finite value, or the mask was "
+        "ignored", "exp(0) = 1: a score of 0 still gets weight. What score gets weight exactly 0?")),
+    (lambda allowed, masked, sums: not close_to(sums, np.ones(2), 1e-6), Finding(
+        "masked after the softmax without renormalizing", "your weights are 0 on masked keys but a row sums "
+        "to less than 1", "Zeroing weights after the softmax leaves rows that no longer sum to 1. Mask the "
+        "scores, before the softmax.")),
+)
+
+
+def _weights_step(fn, expected):
+    w = _masked_weights(fn, expected)
+    return None if w is None else first(_WEIGHTS, *w)
+
+
+def _masked_logit_step(fn, expected):
+    """A masked key that scores far above the allowed one: q k^T = [800, 1], the answer v[1] = 2."""
     out = as_array(output_of(fn, np.array([[1.0]]), np.array([[800.0], [1.0]]), np.array([[5.0], [2.0]]),
-                    np.array([[False, True]])))
-    if out is not None and out.shape == (1, 1) and not close_to(out, [[2.0]]):
-        if close_to(out, [[5.0]]):
-            return Finding("masked keys get weight", "a masked key that scores far above the others "
-                           "(800 vs 1) takes all the weight: the mask did not remove it",
-                           "A masked score must become -inf before the softmax (np.where(mask, s, "
-                           "-np.inf)); adding or multiplying by the bool mask does not do that.")
-        return Finding("a masked key's score still counts", "when a masked key scores far above "
-                       f"the others (800 vs 1) your output is {out.ravel()[0]:.4g}, not 2: the masked "
-                       "score still entered the computation (the row max taken before masking, or the "
-                       "softmax run before the mask), so the allowed key's weight underflowed",
-                       "Mask the SCORES (set them to -inf) first, and only then take the row max and "
-                       "the softmax; then a masked key cannot influence the others, however large its "
-                       "score.")
-    return None
+                             np.array([[False, True]])))
+    if out is None or out.shape != (1, 1) or close_to(out, [[2.0]]):
+        return None
+    if close_to(out, [[5.0]]):
+        return Finding("masked keys get weight", "a masked key that scores far above the others (800 vs 1) "
+                       "takes all the weight: the mask did not remove it", "A masked score must become -inf "
+                       "before the softmax (np.where(mask, s, -np.inf)); adding or multiplying by the bool "
+                       "mask does not do that.")
+    return Finding("a masked key's score still counts", "when a masked key scores far above the others (800 "
+                   f"vs 1) your output is {out.ravel()[0]:.4g}, not 2: the masked score still entered the "
+                   "computation (the row max taken before masking, or the softmax run before the mask), so "
+                   "the allowed key's weight underflowed", "Mask the SCORES (set them to -inf) first, and "
+                   "only then take the row max and the softmax; then a masked key cannot influence the "
+                   "others, however large its score.")
+
+
+def attention_masks(fn, expected):
+    """The weights under a mask (polarity, masked keys' weight, the rows' sums), then a masked key
+    that scores far above the allowed one."""
+    return decide((_weights_step, _masked_logit_step), fn, expected)
 
 
 def attention_broadcast_mask(fn, expected):
@@ -147,33 +168,45 @@ def short_mask_finding(fn, args, where, extra=None):
                    "onto another axis; add axes only where the contract puts them.")
 
 
+class _FullRow:
+    """Attention with query 1 allowed no key (``out``, ``a`` as an array), after the same inputs
+    with every query allowed some key (``raised_anyway`` when that raises too)."""
+
+    def __init__(self, fn):
+        rng = np.random.default_rng(RNG_SEED + 3)
+        q, k, self.v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
+        some = np.array([[True, True, False], [True, False, False]])
+        self.raised_anyway = isinstance(output_of(fn, q, k, self.v, some), Raised)
+        self.out = None if self.raised_anyway else output_of(
+            fn, q, k, self.v, np.array([[True, True, False], [False, False, False]]))
+        self.a = as_array(self.out)
+
+
+#: a query that may attend to nothing: its output must be 0
+_NO_KEY = (
+    (lambda r: r.raised_anyway, STOP),                  # it raises anyway: not about the full row
+    (lambda r: isinstance(r.out, Raised), lambda r: Finding(
+        "error on a fully masked row", f"a query that may attend to nothing makes your function raise "
+        f"{r.out.text}", "A row of all -inf scores must give an output of 0 (the contract): special-case "
+        "rows whose max is -inf.")),
+    (lambda r: r.a is None or r.a.shape != (2, 2), STOP),
+    (lambda r: has_nan(r.a[1]), Finding(
+        "NaN on a fully masked row", "a query that may attend to nothing gives NaN", "A row that may attend "
+        "to nothing is all -inf: its max is -inf and -inf - (-inf) is NaN. The contract: such a row returns "
+        "0; special-case it.")),
+    (lambda r: close_to(r.a[1], r.v.mean(0), 1e-6), Finding(
+        "a fully masked row attends uniformly (finite fill like -1e9)", "a query that may attend to nothing "
+        "returns the mean of the values", "With a finite fill, a row with every key masked softmaxes to "
+        "uniform weights over keys it may not see. It should attend to nothing (output 0).")),
+    (lambda r: not close_to(r.a[1], np.zeros(2), 0, 1e-12), lambda r: Finding(
+        "a fully masked row is not 0", f"a query that may attend to nothing returns {r.a[1]}", "The "
+        "contract: a row with no allowed key returns 0.")),
+)
+
+
 def attention_full_row(fn, expected):
-    rng = np.random.default_rng(RNG_SEED + 3)
-    q, k, v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
-    mask = np.array([[True, True, False], [False, False, False]])
-    if isinstance(output_of(fn, q, k, v, np.array([[True, True, False], [True, False, False]])), Raised):
-        return None                             # it raises anyway: not about the full row
-    out = output_of(fn, q, k, v, mask)
-    a = as_array(out)
-    if isinstance(out, Raised):
-        return Finding("error on a fully masked row", f"a query that may attend to nothing makes your "
-                       f"function raise {out.text}", "A row of all -inf scores must give an output of "
-                       "0 (the contract): special-case rows whose max is -inf.")
-    if a is None or a.shape != (2, 2):
-        return None
-    if has_nan(a[1]):
-        return Finding("NaN on a fully masked row", "a query that may attend to nothing gives NaN",
-                       "A row that may attend to nothing is all -inf: its max is -inf and -inf - "
-                       "(-inf) is NaN. The contract: such a row returns 0; special-case it.")
-    if close_to(a[1], v.mean(0), 1e-6):
-        return Finding("a fully masked row attends uniformly (finite fill like -1e9)", "a query that may "
-                       "attend to nothing returns the mean of the values", "With a finite fill, a row "
-                       "with every key masked softmaxes to uniform weights over keys it may not see. "
-                       "It should attend to nothing (output 0).")
-    if not close_to(a[1], np.zeros(2), 0, 1e-12):
-        return Finding("a fully masked row is not 0", "a query that may attend to nothing returns "
-                       f"{a[1]}", "The contract: a row with no allowed key returns 0.")
-    return None
+    """A query that may attend to nothing (the contract: its output is 0)."""
+    return judge(_NO_KEY, _FullRow(fn))
 
 
 def attention_stability(fn, expected):

@@ -27,41 +27,53 @@ def _softmax_inputs():
     return {"x3": rng.normal(size=(2, 3, 4))}
 
 
-def softmax_axis(fn, expected):
-    x = _softmax_inputs()["x3"]
-    out = as_array(output_of(fn, x))
-    if out is None or out.shape != x.shape or has_nan(out):
-        return None
-    if close_to(out.sum(-1), np.ones(x.shape[:-1])):
-        off = float(np.max(np.abs(out.sum(-1) - 1)))
-        if off > 1e-11:                         # float64 rounding leaves ~1e-16
-            return Finding("the rows do not sum to 1", f"your rows sum to 1 within {off:.2g} only "
-                           "(float64 rounding leaves about 1e-16): something small is added or "
-                           "clipped", "After the max shift the row's sum is >= 1 (the largest "
-                           "exponent is exp(0) = 1): divide by it as it is, with no epsilon.")
-        return None
-    if np.all(out <= 1e-12) and close_to(np.exp(out).sum(-1), np.ones(x.shape[:-1])):
-        return Finding("returned log-softmax", "your values are log-probabilities (all <= 0, and their "
-                       "exp sums to 1 per row)", "softmax returns probabilities in [0, 1]: exp(x - m) / "
-                       "sum(exp(x - m)), without the log.")
-    if close_to(out.sum(), 1.0):
-        return Finding("normalized over the whole array", "the whole array sums to 1, not each row",
-                       "Each row (the last axis) is one distribution: divide by the row's own sum, "
-                       "with keepdims=True so it broadcasts.")
-    for ax in range(x.ndim - 1):
-        if close_to(out.sum(ax), np.ones(x.shape[:ax] + x.shape[ax + 1:])):
-            return Finding("softmax over the wrong axis" if ax == 0 else
-                           f"softmax over axis {ax - x.ndim} instead of the last",
-                           f"your output sums to 1 over axis {ax} (length {x.shape[ax]}), not over the "
-                           "last axis", "Each query's weights over the keys sum to one: the keys are "
-                           "the LAST axis. Use axis=-1 (not 0 or 1) so it works for any number of "
-                           "leading batch axes.")
+def _rows_off(out):
+    """How far the rows' sums are from 1 (the rows of a softmax sum to 1 within float64 rounding)."""
+    return float(np.max(np.abs(out.sum(-1) - 1)))
+
+
+def _sums_to_one_over(out):
+    """The leading axis over which the output sums to 1 (None if none)."""
+    return next((ax for ax in range(out.ndim - 1) if close_to(out.sum(ax), np.ones(
+        out.shape[:ax] + out.shape[ax + 1:]))), None)
+
+
+def _proportional_to_exp(out, x):
     ratio = out / np.exp(x - x.max(-1, keepdims=True))
-    if np.all(ratio > 0) and np.allclose(ratio, ratio[..., :1]):
-        return Finding("forgot to normalize", "each row of your output is proportional to exp(x) but "
-                       "does not sum to 1", "softmax divides exp by the row's sum: check that "
-                       "out.sum(-1) is 1.")
-    return None
+    return np.all(ratio > 0) and np.allclose(ratio, ratio[..., :1])
+
+
+#: softmax of (2, 3, 4) normal logits: over which axis it sums to 1, and what it is instead
+_AXIS = (
+    (lambda out, x: out is None or out.shape != x.shape or has_nan(out), STOP),
+    (lambda out, x: close_to(out.sum(-1), np.ones(x.shape[:-1])) and _rows_off(out) > 1e-11, lambda out, x: (
+        Finding("the rows do not sum to 1", f"your rows sum to 1 within {_rows_off(out):.2g} only (float64 "
+                "rounding leaves about 1e-16): something small is added or clipped", "After the max shift "
+                "the row's sum is >= 1 (the largest exponent is exp(0) = 1): divide by it as it is, with no "
+                "epsilon."))),
+    (lambda out, x: close_to(out.sum(-1), np.ones(x.shape[:-1])), STOP),
+    (lambda out, x: np.all(out <= 1e-12) and close_to(np.exp(out).sum(-1), np.ones(x.shape[:-1])), Finding(
+        "returned log-softmax", "your values are log-probabilities (all <= 0, and their exp sums to 1 per "
+        "row)", "softmax returns probabilities in [0, 1]: exp(x - m) / sum(exp(x - m)), without the log.")),
+    (lambda out, x: close_to(out.sum(), 1.0), Finding(
+        "normalized over the whole array", "the whole array sums to 1, not each row", "Each row (the last "
+        "axis) is one distribution: divide by the row's own sum, with keepdims=True so it broadcasts.")),
+    (lambda out, x: _sums_to_one_over(out) is not None, lambda out, x: Finding(
+        "softmax over the wrong axis" if _sums_to_one_over(out) == 0 else
+        f"softmax over axis {_sums_to_one_over(out) - x.ndim} instead of the last", "your output sums to 1 "
+        f"over axis {_sums_to_one_over(out)} (length {x.shape[_sums_to_one_over(out)]}), not over the last "
+        "axis", "Each query's weights over the keys sum to one: the keys are the LAST axis. Use axis=-1 (not "
+        "0 or 1) so it works for any number of leading batch axes.")),
+    (_proportional_to_exp, Finding(
+        "forgot to normalize", "each row of your output is proportional to exp(x) but does not sum to 1",
+        "softmax divides exp by the row's sum: check that out.sum(-1) is 1.")),
+)
+
+
+def softmax_axis(fn, expected):
+    """Softmax of (2, 3, 4) logits: the axis it normalizes, or what it returned instead."""
+    x = _softmax_inputs()["x3"]
+    return judge(_AXIS, as_array(output_of(fn, x)), x)
 
 
 def _finite(out):
@@ -191,7 +203,7 @@ def _three_rows(fn):
         "1) and broadcasts along each row.") or None
 
 
-def _batch_axes(fn):
+def _leading_axes(fn):
     """A batch (2, 3, 4), 2-D inputs having worked."""
     p3 = np.broadcast_to(_P, (2, 3, 4)).copy()
     g = output_of(fn, np.ones_like(p3), p3)
@@ -212,7 +224,7 @@ def _rows_alone(fn):
 
 def softmax_backward_probe(fn, expected):
     """A constant loss, a masked key, a one-hot dp, then more rows and a batch."""
-    return decide((_constant_loss, _factor_p, _one_hot, _three_rows, _batch_axes, _rows_alone), fn)
+    return decide((_constant_loss, _factor_p, _one_hot, _three_rows, _leading_axes, _rows_alone), fn)
 
 
 # ======================================================================== masks
@@ -360,47 +372,70 @@ def causal_probe(fn, expected):
     return decide(_CAUSAL_STEPS, fn)
 
 
+_LENGTHS, _S = np.array([2, 0, 4]), 5
+_B = len(_LENGTHS)
+_REAL = np.arange(_S)[None, :] < _LENGTHS[:, None]          # (B, S): True on the real keys
+
+
+class _Padding:
+    """The submission's padding mask for lengths [2, 0, 4] and S = 5: ``m`` (None if it raised),
+    ``squeezed`` its (B, S) values when its shape is (B, 1, S) or (B, S) (``flat`` for the latter),
+    ``counts`` the True keys per sequence."""
+
+    def __init__(self, fn):
+        out = output_of(fn, _LENGTHS.copy(), _S)
+        self.m = None if isinstance(out, Raised) else np.asarray(out)
+        self.flat = self.m is not None and self.m.shape == (_B, _S)
+        bs1 = self.m is not None and self.m.shape == (_B, 1, _S)
+        self.squeezed = self.m if self.flat else self.m[:, 0] if bs1 else None
+        self.counts = None if self.squeezed is None else self.squeezed.sum(-1)
+
+    def off_by(self, n):
+        """Each non-empty sequence sees its first keys, ``n`` more than its length."""
+        real = _LENGTHS > 0
+        prefix = all(self.squeezed[b, :c].all() for b, c in enumerate(self.counts))
+        return prefix and np.array_equal(self.counts[real], _LENGTHS[real] + n)
+
+
+def _off_by_one(c):
+    fewer = c.off_by(-1)
+    got = ", ".join(f"{n} for length {length}" for n, length in zip(c.counts, _LENGTHS, strict=True))
+    return Finding("padding mask off by one (the last real key left out)" if fewer else "padding mask off by "
+                   "one", f"your mask lets each sequence see its first keys, but {got} (lengths "
+                   f"{_LENGTHS.tolist()}, S = {_S})", "A sequence of length 3 has keys 0, 1 and 2, all three "
+                   "real: j < length." if fewer else "A sequence of length 3 has keys 0, 1, 2: is key 3 "
+                   "real? And a length 0 sees no key.")
+
+
+#: the mask's dtype, its shape, its polarity, where each sequence's keys end
+_PADDING = (
+    (lambda c: c.m is None, STOP),
+    (lambda c: c.m.dtype != bool, lambda c: Finding(
+        "returned a non-bool mask", f"your mask has dtype {c.m.dtype}", "Return a bool array (True = may "
+        "attend): a comparison gives one.")),
+    (lambda c: c.squeezed is None and c.m.shape in ((_S, _B), (_S, 1, _B), (1, _S, _B)), lambda c: Finding(
+        "padding mask transposed", f"your mask has shape {c.m.shape}, expected (B, 1, S) = {(_B, 1, _S)}",
+        "One entry per sequence on the first axis, one per key on the last: (B, 1, S), the 1 broadcasting "
+        "over the queries.")),
+    (lambda c: c.squeezed is None, lambda c: Finding(
+        "padding mask of the wrong shape", f"your mask has shape {c.m.shape}, expected (B, 1, S) = "
+        f"{(_B, 1, _S)}", "(B, 1, S) broadcasts against scores (B, L, S): add the query axis with "
+        "[:, None, :].")),
+    (lambda c: np.array_equal(c.squeezed, ~_REAL), Finding(
+        "padding mask polarity flipped", "your mask is True on the padding keys", "True = may attend: the "
+        "real keys, j < length, are the True ones.")),
+    (lambda c: c.off_by(1) or c.off_by(-1), _off_by_one),
+    (lambda c: c.flat and np.array_equal(c.squeezed, _REAL), Finding(
+        "padding mask of shape (B, S) instead of (B, 1, S)", "your values are right but the shape is (B, S)",
+        "The contract is (B, 1, S): the middle 1 broadcasts over the L queries of scores (B, L, S). Add it "
+        "with [:, None, :].")),
+)
+
+
 def padding_probe(fn, expected):
-    lengths, S = np.array([2, 0, 4]), 5
-    out = output_of(fn, lengths.copy(), S)
-    if isinstance(out, Raised):
-        return None
-    m = np.asarray(out)
-    if m.dtype != bool:
-        return Finding("returned a non-bool mask", f"your mask has dtype {m.dtype}",
-                       "Return a bool array (True = may attend): a comparison gives one.")
-    B = len(lengths)
-    if m.shape == (B, S):
-        squeezed, what = m, "shape (B, S)"
-    elif m.shape == (B, 1, S):
-        squeezed, what = m[:, 0], None
-    elif m.shape in ((S, B), (S, 1, B), (1, S, B)):
-        return Finding("padding mask transposed", f"your mask has shape {m.shape}, expected (B, 1, S) "
-                       f"= {(B, 1, S)}", "One entry per sequence on the first axis, one per key on the "
-                       "last: (B, 1, S), the 1 broadcasting over the queries.")
-    else:
-        return Finding("padding mask of the wrong shape", f"your mask has shape {m.shape}, expected "
-                       f"(B, 1, S) = {(B, 1, S)}", "(B, 1, S) broadcasts against scores (B, L, S): "
-                       "add the query axis with [:, None, :].")
-    j = np.arange(S)
-    if np.array_equal(squeezed, j[None, :] >= lengths[:, None]):
-        return Finding("padding mask polarity flipped", "your mask is True on the padding keys",
-                       "True = may attend: the real keys, j < length, are the True ones.")
-    counts, n = squeezed.sum(-1), lengths > 0
-    prefix = all(squeezed[b, :c].all() for b, c in enumerate(counts))
-    if prefix and (np.array_equal(counts[n], lengths[n] + 1) or np.array_equal(counts[n], lengths[n] - 1)):
-        got = ", ".join(f"{c} for length {n_}" for c, n_ in zip(counts, lengths, strict=True))
-        fewer = np.array_equal(counts[n], lengths[n] - 1)
-        return Finding("padding mask off by one (the last real key left out)" if fewer else
-                       "padding mask off by one", f"your mask lets each sequence see its first keys, "
-                       f"but {got} (lengths {lengths.tolist()}, S = {S})", "A sequence of length 3 "
-                       "has keys 0, 1 and 2, all three real: j < length." if fewer else "A sequence of "
-                       "length 3 has keys 0, 1, 2: is key 3 real? And a length 0 sees no key.")
-    if what and np.array_equal(squeezed, j[None, :] < lengths[:, None]):
-        return Finding("padding mask of shape (B, S) instead of (B, 1, S)", "your values are right but "
-                       "the shape is (B, S)", "The contract is (B, 1, S): the middle 1 broadcasts over "
-                       "the L queries of scores (B, L, S). Add it with [:, None, :].")
-    return None
+    """The padding mask of lengths [2, 0, 4] (an empty sequence included): dtype, shape, polarity,
+    then where each sequence's keys end."""
+    return judge(_PADDING, _Padding(fn))
 
 
 # ======================================================================== attention
