@@ -18,6 +18,7 @@ from .probing import (
     judge,
     measure_scale,
     moved,
+    named_scale,
     output_of,
     outputs_of,
 )
@@ -268,14 +269,16 @@ def _mha_scale(fn):
     c, want = cs[0], 1 / np.sqrt(dk)
     if abs(c - want) <= 1e-6 * want:
         return None
-    named = {1.0: "no 1/sqrt(d_k)", 1 / np.sqrt(dm): "scaled by sqrt(d_model) instead of sqrt(d_k)",
-             1 / np.sqrt(dm / h): "d_k taken as d_model / num_heads",
-             1 / np.sqrt(h * dk): "scaled by sqrt(h * d_k) (all heads' width) instead of one head's d_k"}
-    name = next((n for v, n in named.items() if abs(c - v) <= 1e-4 * v), "wrong scale")
+    hint = "d_k is one head's width: W_q.shape[1] // num_heads, which need not be d_model / num_heads."
+    name, hint = named_scale(c, (
+        (1.0, "no 1/sqrt(d_k)", hint),
+        (1 / np.sqrt(dm), "scaled by sqrt(d_model) instead of sqrt(d_k)", hint),
+        (1 / np.sqrt(dm / h), "d_k taken as d_model / num_heads", hint),
+        (1 / np.sqrt(h * dk), "scaled by sqrt(h * d_k) (all heads' width) instead of one head's d_k", hint)),
+        ("wrong scale", hint))
     return Finding(name, f"with d_model = {dm}, num_heads = {h} and W_q of width h * d_k = {h * dk}, "
                    f"each head's scores are multiplied by {c:.4g}; Eq. (1) uses 1/sqrt(d_k) = "
-                   f"{want:.4g} (d_k = W_q.shape[1] // num_heads = {dk})", "d_k is one head's width: "
-                   "W_q.shape[1] // num_heads, which need not be d_model / num_heads.")
+                   f"{want:.4g} (d_k = W_q.shape[1] // num_heads = {dk})", hint)
 
 
 def _grads_of(fn, key):

@@ -66,24 +66,28 @@ def scale_finding(c, d_k, d_v, S=None):
     want = 1 / np.sqrt(d_k)
     if c is None or abs(c - want) <= 1e-6 * want:
         return None
-    for value, name, hint in (
-            (1.0, "no 1/sqrt(d_k)", "§3.2.1: for large d_k the dot products grow large and push the "
-             "softmax into regions with tiny gradients. What keeps their variance at 1?"),
-            (1 / d_k, "divided by d_k instead of sqrt(d_k)", "q . k sums d_k products of unit "
-             "variance: its variance is d_k. Dividing by what brings the variance back to 1?"),
-            (1 / np.sqrt(d_v), "scaled by sqrt(d_v) instead of sqrt(d_k)", "The scores are dot "
-             "products of queries and keys: whose width sets their size?"),
-            (np.sqrt(d_k), "multiplied by sqrt(d_k) instead of dividing", "Eq. (1) divides the "
-             "scores by sqrt(d_k)."),
-            *(((1 / np.sqrt(S), "scaled by sqrt(S), the number of keys, instead of sqrt(d_k)", "d_k "
-                "is the width of q and k (their last axis), not a number of positions."),) if S else ())):
-        if abs(c - value) <= 1e-4 * value:
-            return Finding(name, f"the scale your function applies to q k^T is {c:.4g}; Eq. (1) uses "
-                           f"1/sqrt(d_k) = {want:.4g} (d_k = {d_k})", hint)
-    return Finding("wrong scale", f"the scale your function applies to q k^T is {c:.4g}; Eq. (1) uses "
-                   f"1/sqrt(d_k) = {want:.4g} (d_k = {d_k})", "Eq. (1): softmax(Q K^T / sqrt(d_k)) V, "
-                   "with d_k the width of q and k.")
+    name, hint = named_scale(c, (
+        (1.0, "no 1/sqrt(d_k)", "§3.2.1: for large d_k the dot products grow large and push the softmax "
+         "into regions with tiny gradients. What keeps their variance at 1?"),
+        (1 / d_k, "divided by d_k instead of sqrt(d_k)", "q . k sums d_k products of unit variance: its "
+         "variance is d_k. Dividing by what brings the variance back to 1?"),
+        (1 / np.sqrt(d_v), "scaled by sqrt(d_v) instead of sqrt(d_k)", "The scores are dot products of "
+         "queries and keys: whose width sets their size?"),
+        (np.sqrt(d_k), "multiplied by sqrt(d_k) instead of dividing", "Eq. (1) divides the scores by "
+         "sqrt(d_k)."),
+        *(((1 / np.sqrt(S), "scaled by sqrt(S), the number of keys, instead of sqrt(d_k)", "d_k is the "
+            "width of q and k (their last axis), not a number of positions."),) if S else ())),
+        ("wrong scale", "Eq. (1): softmax(Q K^T / sqrt(d_k)) V, with d_k the width of q and k."))
+    return Finding(name, f"the scale your function applies to q k^T is {c:.4g}; Eq. (1) uses 1/sqrt(d_k) = "
+                   f"{want:.4g} (d_k = {d_k})", hint)
 
+
+def named_scale(c, candidates, otherwise):
+    """``(name, hint)`` of the first ``(value, name, hint)`` of ``candidates`` that the measured
+    scale ``c`` equals (within 1e-4 of the value), else ``otherwise`` (the measure "which known
+    wrong scale is this")."""
+    return next(((name, hint) for value, name, hint in candidates if abs(c - value) <= 1e-4 * value),
+                otherwise)
 
 
 # ======================================================================== the shared measures
