@@ -1,5 +1,17 @@
-"""Shared tools of the behaviour probes: call a submission on fresh copies, read its output as an
-array, compare, and measure the scale a submission applies to q k^T.
+"""The behaviour probes' shared measures, and the loop that runs a probe.
+
+A probe is data plus a loop: ordered *steps* (:func:`decide`), most of them a *rule table* of
+``(test, finding)`` pairs over one measured context (:func:`first`, :func:`judge`). The measures the
+probes compose:
+
+- call a submission on fresh copies (:func:`output_of`, :func:`outputs_of`), read its output as an
+  array (:func:`as_array`), compare (:func:`close_to`), right shape or what it gave instead
+  (:func:`shaped`, :func:`shown`);
+- *which known wrong answer is this*: :func:`matching` (values), :func:`named_scale` (a scale);
+- *which output is wrong, and how*: :class:`Outputs` over :func:`describe` (missing, NaN, axes not
+  summed or kept, transposed, permuted, zero, sign, a constant factor, other values);
+- *the scale applied to q k^T*: :func:`measure_scale`, :func:`scale_finding`;
+- *how the output moves when one parameter does*: :func:`moved`.
 
 NumPy only and no import of ``attention_np`` (copied into the course kits, see probes.py).
 """
@@ -117,14 +129,10 @@ def decide(steps, *context):
     return None
 
 
-def table(rules):
-    """The rule table ``rules`` as one step of :func:`decide`."""
-    return lambda *context: first(rules, *context)
-
-
 def judge(rules, *context):
     """The probe's finding from one rule table (STOP and no rule that holds: None)."""
-    return decide((table(rules),), *context)
+    found = first(rules, *context)
+    return None if found is STOP else found
 
 
 def outputs_of(fn, n, *args, **kwargs):
