@@ -20,13 +20,15 @@ Two more savings fall out of blocking:
 - the backward walks the same blocks. Each worker sums its own ``dk`` and ``dv`` (rows of
   different blocks share keys), and the few partial sums are added at the end.
 
-The cache is the fused path's :class:`~attention_np.kernels.fused.SDPACache`, with ``exp_scores``
+The cache is the fused path's :class:`~attention_np.kernels.fused.SDPACache`, with its ``e``
 written block by block (0 outside a block's key span, as the fused path's ``exp(-inf)``), so that
 ``cache.weights`` and every caller see the same thing. Used by :func:`attention_np.sdpa_forward`
 when there is no dropout and the scores are big enough (``MIN_ELEMENTS``) to gain from it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -52,7 +54,7 @@ MAX_ROWS = 256
 MIN_ELEMENTS = 1 << 17
 
 
-def wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap) -> bool:
+def wanted(q, k, mask, *, bias, softcap, dropout_p, dropout_mask) -> bool:
     """Whether :func:`attention_np.sdpa_forward` takes this path: at least ``MIN_ELEMENTS`` score
     entries, and no dropout, bias or soft-capping (plain Eq. (1) with a mask, and attention sinks)."""
     if dropout_p > 0 or dropout_mask is not None or bias is not None or softcap is not None:
@@ -61,11 +63,9 @@ def wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap) -> bool:
     return n >= MIN_ELEMENTS
 
 
-def attend(q, k, v, mask, scale: float, sink=None):
-    """:func:`plan` then :func:`forward`: ``out, exp_scores, rowsum, blocks, mask, sink_weight``.
-
-    ``mask`` (bool or None) is returned with at least two dims, as the backward reads it.
-    """
+def blocks_for(q, k, mask) -> tuple:
+    """``mask, blocks``: the mask (bool or None) with at least two dims, as the backward reads it,
+    and :func:`plan`'s blocks for these inputs on :func:`num_threads` workers."""
     if mask is not None and mask.ndim < 2:
         mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)        # (..., L or 1, S or 1)
     n = int(np.prod(_batch(q, k, mask), dtype=np.int64))
@@ -75,10 +75,7 @@ def attend(q, k, v, mask, scale: float, sink=None):
     # fewer batch slices than workers (one head, say): at least enough row blocks to give every
     # worker one, so that the products run on every core (each on one BLAS thread) rather than
     # on the calling thread alone
-    blocks = plan((per_worker,), q.shape[-2], k.shape[-2], mask, min_blocks=-(-workers // parts))
-    out, e, l, sink_weight = forward(q, k, v, mask=mask, blocks=blocks, sink=sink,
-                                     scale_scores=lambda qb, kb, s: scaled_scores(qb, kb, scale, out=s))
-    return out, e, l, blocks, mask, sink_weight
+    return mask, plan((per_worker,), q.shape[-2], k.shape[-2], mask, min_blocks=-(-workers // parts))
 
 
 def _batch(q, k, mask) -> tuple:
@@ -108,143 +105,128 @@ def plan(batch: tuple, L: int, S: int, mask, min_blocks: int = 1) -> list[tuple[
     return blocks
 
 
-def forward(q, k, v, *, mask, scale_scores, blocks, sink=None):
-    """The blocked forward: ``out, exp_scores, rowsum, sink_weight`` as
-    :func:`attention_np.kernels.fused.sdpa_plan` makes them.
+@dataclass(frozen=True, kw_only=True)
+class Walk:
+    """The arrays of one blocked call, each seen with one batch axis, ``(N, ., .)`` (views; None
+    when absent), and what every unit of work shares: what :func:`forward_block` and
+    :func:`backward_block` read and write."""
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    e: np.ndarray
+    l: np.ndarray
+    out: np.ndarray
+    mask: np.ndarray | None = None
+    sink: np.ndarray | None = None          # (N, 1, 1) the sink logits
+    p_sink: np.ndarray | None = None        # (N, L, 1) the sink's weights (forward)
+    dout: np.ndarray | None = None          # (backward)
+    dq: np.ndarray | None = None            # (backward)
+    v1: np.ndarray | None = None            # (N, S, d_v + 1) v with a column of ones (backward)
+    scale: object = 1.0
+    garbage: bool = False                   # an input is NaN or inf under a mask
+
+
+def walk(batch: tuple, *, scale, garbage: bool, **arrays) -> Walk:
+    """A :class:`Walk` of ``arrays`` (each broadcastable to ``(*batch, ., .)``, or None)."""
+    return Walk(scale=scale, garbage=garbage,
+                **{name: None if x is None else flat(x, batch) for name, x in arrays.items()})
+
+
+def forward(q, k, v, *, mask, scale, blocks, sink=None):
+    """The blocked forward: ``out, e, l, p_sink`` as :func:`attention_np.kernels.fused.sdpa_plan`
+    makes them.
 
     ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, ``mask`` bool broadcastable to
-    the scores or None; ``scale_scores(q_block, k_block, out)`` writes the scaled scores of a block
-    (:func:`~attention_np.kernels.scores.scaled_scores`, with its overflow fallback). Returns
-    ``out (..., L, d_v)``, ``exp_scores (..., L, S)`` (``exp(scores - rowmax)``, 0 on masked and
-    skipped keys) and ``rowsum (..., L, 1)`` (1 on rows that attend nothing). ``sink``, the
+    the scores or None; ``scale`` the factor of ``QKᵀ`` (applied by
+    :func:`~attention_np.kernels.scores.scaled_scores`, with its overflow fallback). Returns
+    ``out (..., L, d_v)``, ``e (..., L, S)`` (``exp(scores - rowmax)``, 0 on masked and skipped
+    keys) and ``l (..., L, 1)`` (its row sums, 1 on rows that attend nothing). ``sink``, the
     attention sinks' logits broadcastable to ``(..., 1, 1)``, or None, joins each row's max and
     sum (:func:`~attention_np.kernels.softmax_inplace.softmax_numerator_with_sink_`); its weight
-    per row is ``sink_weight (..., L, 1)`` (None without a sink).
+    per row is ``p_sink (..., L, 1)`` (None without a sink).
     """
     L, S = q.shape[-2], k.shape[-2]
-    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2],
-                                () if mask is None else mask.shape[:-2])
-    # A NaN or inf under a mask: sum over the attended pairs only (masks.masked_matmul), as the
-    # fused path does; a masked pair's 0 * NaN would otherwise reach rows that never see it.
-    garbage = mask is not None and not all_finite(q, k, v)
-    # np.empty, not np.zeros: every block writes its own entries (and zeroes the keys it skips),
-    # so the (L, S) array is not written twice.
-    e = np.empty(batch + (L, S), q.dtype)                                  # (..., L, S)
+    batch = _batch(q, k, mask)
+    # np.zeros of a fresh (L, S) array costs no pass of its own (its pages arrive zeroed): the
+    # keys outside a block's span keep weight 0 without being written.
+    e = np.zeros(batch + (L, S), q.dtype)                                  # (..., L, S)
     l = np.ones(batch + (L, 1), q.dtype)                                   # (..., L, 1)
     out = np.empty(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), q.dtype)
-    sw = None if sink is None else np.empty(batch + (L, 1), q.dtype)      # (..., L, 1)
-    # One batch axis of N = prod(batch) (views, unless an input broadcasts over some batch dims).
-    qf, kf, vf, mf, ef, lf, of, swf = (None if x is None else flat(x, batch)
-                                       for x in (q, k, v, mask, e, l, out, sw))
-    sf = None if sink is None else flat(np.broadcast_to(sink, batch + (1, 1)), batch)   # (N, 1, 1)
-
-    def work(units):
-        for b, (i, j, j0, j1) in units:
-            rows, keys = slice(i, j), slice(j0, j1)
-            q, k, v, e, l, out = (x[b] for x in (qf, kf, vf, ef, lf, of))
-            e[..., rows, :j0] = 0                # keys outside the block's span: weight 0
-            e[..., rows, j1:] = 0
-            if j0 == j1:                         # rows that attend nothing: e = 0, l = 1, out = 0
-                nothing_attended(out, rows, e[..., rows, j0:j1], sf, swf, b)
-                continue
-            m = None if mask is None else tile(mf[b], i, j, j0, j1)
-            s = e[..., rows, keys]             # the block's scores, written where e keeps them
-            with np.errstate(invalid="ignore" if garbage else None):
-                scale_scores(q[..., rows, :], k[..., keys, :], s)          # (..., rows, keys)
-            if m is not None and not m.all():
-                np.copyto(s, -np.inf, where=~m)
-            with np.errstate(invalid="ignore" if garbage else None):    # inf - inf: NaN, as IEEE
-                if sink is None:
-                    eb, lb = softmax_numerator_(s)                         # in place: eb is s
-                else:
-                    eb, lb, es = softmax_numerator_with_sink_(s, sf[b])
-                    swf[b][..., rows, :] = es / lb
-            vb = v[..., keys, :]
-            g = m if garbage else None
-            ob = out[..., rows, :]                                         # (..., rows, d_v)
-            with np.errstate(over="ignore", invalid="ignore"):   # caught and redone below
-                np.matmul(eb, vb, out=ob) if g is None else np.copyto(ob, masked_matmul(eb, vb, g))
-                ob /= lb
-            if not np.isfinite(ob).all():
-                with np.errstate(invalid="ignore"):   # e @ v overflowed before the division
-                    np.copyto(ob, masked_matmul(eb / lb, vb, g), where=~np.isfinite(ob))
-            l[..., rows, :] = lb
-
-    parallel_map(work, deal(units(batch, blocks), num_threads()))
-    return out, e, l, sw
+    p_sink = None if sink is None else np.empty(batch + (L, 1), q.dtype)  # (..., L, 1)
+    # A NaN or inf under a mask: sum over the attended pairs only (masks.masked_matmul), as the
+    # fused path does; a masked pair's 0 * NaN would otherwise reach rows that never see it.
+    w = walk(batch, scale=scale, garbage=mask is not None and not all_finite(q, k, v), q=q, k=k,
+             v=v, mask=mask, e=e, l=l, out=out, p_sink=p_sink,
+             sink=None if sink is None else np.broadcast_to(sink, batch + (1, 1)))
+    parallel_map(lambda my_units: [forward_block(w, b, block) for b, block in my_units],
+                 deal(units(batch, blocks), num_threads()))
+    return out, e, l, p_sink
 
 
-def nothing_attended(out, rows, e_rows, sinks, sink_weights, b) -> None:
-    """Rows of a block that attend no key: output 0 (``e = 0`` and ``l = 1`` already), and with
-    sinks (``sinks[b]``, weights written to ``sink_weights[b]``), all the weight on the sink (0
-    if it is -inf)."""
-    out[..., rows, :] = 0
-    if sinks is not None:
-        _, lb, es = softmax_numerator_with_sink_(e_rows, sinks[b])
-        sink_weights[b][..., rows, :] = es / lb
+def forward_block(w: Walk, b: slice, block: tuple) -> None:
+    """One unit of the forward: rows ``i:j`` of the batch entries ``b`` against keys ``j0:j1``,
+    written into ``w.e``, ``w.l``, ``w.out`` (and ``w.p_sink``)."""
+    i, j, j0, j1 = block
+    rows, keys = slice(i, j), slice(j0, j1)
+    out = w.out[b]
+    if j0 == j1:                         # rows that attend nothing: e = 0, l = 1, out = 0
+        out[..., rows, :] = 0
+        if w.sink is not None:           # all the weight on the sink (0 if it is -inf)
+            _, lb, es = softmax_numerator_with_sink_(w.e[b][..., rows, j0:j1], w.sink[b])
+            w.p_sink[b][..., rows, :] = es / lb
+        return
+    m = None if w.mask is None else tile(w.mask[b], i, j, j0, j1)
+    s = w.e[b][..., rows, keys]          # the block's scores, written where e keeps them
+    with np.errstate(invalid="ignore" if w.garbage else None):          # inf - inf: NaN, as IEEE
+        scaled_scores(w.q[b][..., rows, :], w.k[b][..., keys, :], w.scale, out=s)   # (..., rows, keys)
+        if m is not None and not m.all():
+            np.copyto(s, -np.inf, where=~m)
+        if w.sink is None:
+            eb, lb = softmax_numerator_(s)                                 # in place: eb is s
+        else:
+            eb, lb, es = softmax_numerator_with_sink_(s, w.sink[b])
+            w.p_sink[b][..., rows, :] = es / lb
+    block_values(eb, lb, w.v[b][..., keys, :], out[..., rows, :], m if w.garbage else None)
+    w.l[b][..., rows, :] = lb
 
 
-def backward(q, k, v, e, l, out, dout, *, scale, blocks, mask=None):
+def block_values(eb, lb, vb, ob, g) -> None:
+    """``ob = (eb @ vb) / lb``, ``(..., rows, d_v)``, summed over the attended pairs ``g`` alone
+    when given; redone as ``(eb / lb) @ vb`` where ``eb @ vb`` overflowed before its division."""
+    with np.errstate(over="ignore", invalid="ignore"):   # caught and redone below
+        np.matmul(eb, vb, out=ob) if g is None else np.copyto(ob, masked_matmul(eb, vb, g))
+        ob /= lb
+    if not np.isfinite(ob).all():
+        with np.errstate(invalid="ignore"):   # e @ v overflowed before the division
+            np.copyto(ob, masked_matmul(eb / lb, vb, g), where=~np.isfinite(ob))
+
+
+def backward(q, k, v, *, e, l, out, dout, scale, blocks, mask=None):
     """The blocked backward (no dropout): full-batch ``dq, dk, dv`` before summing to the inputs.
 
     Same formulas as :func:`attention_np.sdpa_backward`, block by block; the caller sums each
     gradient back to its input's shape. ``scale`` is in the inputs' dtype; ``mask`` is the
     forward's (used only when an input is NaN or inf, as in the fused path).
     """
-    batch = e.shape[:-2]
+    full = np.broadcast_shapes(e.shape[:-2], dout.shape[:-2])
     garbage = mask is not None and not all_finite(q, k, v, dout)
-    ignore = "ignore" if garbage else None                 # NaN, inf expected: no warnings
-
-    def err():
-        return np.errstate(invalid=ignore, over=ignore)
-
-    full = np.broadcast_shapes(batch, dout.shape[:-2])
     dq = np.zeros(full + q.shape[-2:], q.dtype)
-    qf, kf, vf, ef, lf, of, df, dqf = (flat(x, full) for x in (q, k, v, e, l, out, dout, dq))
-    mf = flat(mask, full) if garbage else None
     # v with a column of ones, (N, S, d_v + 1): [dout_l, -D_l] @ [v, 1].T = dout_l @ v.T - D_l,
     # the softmax backward's subtraction done inside the product instead of one more (L, S) pass.
-    v1 = append_column(vf, vf.dtype.type(1), "keys 2")                          # (N, S, d_v + 1)
+    w = walk(full, scale=scale, garbage=garbage, q=q, k=k, v=v, e=e, l=l, out=out, dout=dout, dq=dq,
+             mask=mask if garbage else None)
+    w = replace(w, v1=append_column(w.v, w.v.dtype.type(1), "keys 2"))          # (N, S, d_v + 1)
 
     def work(my_units):
-        dk_all = np.zeros(full + kf.shape[-2:], kf.dtype)                  # this worker's sums
-        dv_all = np.zeros(full + vf.shape[-2:], vf.dtype)
-        dkf, dvf = flat(dk_all, full), flat(dv_all, full)
+        dk_all = np.zeros(full + k.shape[-2:], k.dtype)                    # this worker's sums
+        dv_all = np.zeros(full + v.shape[-2:], v.dtype)
+        sums = flat(dk_all, full), flat(dv_all, full)
         # One (rows, keys) buffer for every unit's dP_l, reused from call to call
         # (kernels/scratch.py): no new pages for each block.
-        buf = scratch("blocked dP_l", (max(block_entries(b, blk) for b, blk in my_units),), ef.dtype)
-        for b, (i, j, j0, j1) in my_units:
-            if j0 == j1:
-                continue                      # e = 0 on these rows: every gradient term is 0
-            rows, keys = slice(i, j), slice(j0, j1)
-            q, k, v, e, l, out, dout, dq, dk, dv = (x[b] for x in (qf, kf, vf, ef, lf, of, df, dqf,
-                                                                    dkf, dvf))
-            m = tile(mf[b], i, j, j0, j1) if garbage else None          # None: plain products
-            eb = e[..., rows, keys]                                        # (..., rows, keys)
-            with err():
-                dout_l = dout[..., rows, :] / l[..., rows, :]              # (..., rows, d_v)
-                # forward: out = (e / l) @ v  ->  dv = e.T @ (dout / l)
-                rows_product(eb, dout_l, m, out=dv[..., keys, :], add=True)   # (..., keys, d_v)
-                # forward: weights = softmax(scores)  ->  dscores = e * (dout_l @ v.T - D_l)
-                D_l = (dout_l * out[..., rows, :]).sum(axis=-1, keepdims=True)   # (..., rows, 1)
-                dP_l = buf[:eb.size].reshape(eb.shape)                     # (..., rows, keys)
-                np.matmul(append_column(dout_l, -D_l, "rows 1"),
-                          np.swapaxes(v1[b][..., keys, :], -1, -2), out=dP_l)
-                if m is not None:
-                    np.copyto(dP_l, 0, where=~m)             # as zero_masked: no NaN from masked keys
-                dP_l *= eb
-                # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
-                #                                          dk = dscores.T @ (q * scale)
-                dq_b = masked_matmul(dP_l, k[..., keys, :], m, out=dq[..., rows, :])
-                dq_b *= scale
-            qb = q[..., rows, :]
-            with np.errstate(over="ignore", invalid="ignore"):
-                qs = qb * scale
-            with err():
-                if overflowed(qs, qb):                                   # q * scale overflowed
-                    dk[..., keys, :] += rows_product(dP_l, qb, m) * scale
-                else:
-                    rows_product(dP_l, qs, m, out=dk[..., keys, :], add=True)   # (..., keys, d_k)
+        buf = scratch("blocked dP_l", (max(block_entries(b, blk) for b, blk in my_units),), e.dtype)
+        for b, block in my_units:
+            backward_block(w, b, block, sums=sums, buf=buf)
         return dk_all, dv_all
 
     (dk, dv), *others = parallel_map(work, deal(units(full, blocks), num_threads()))
@@ -252,6 +234,43 @@ def backward(q, k, v, e, l, out, dout, *, scale, blocks, mask=None):
         dk += dk_w
         dv += dv_w
     return dq, dk, dv
+
+
+def backward_block(w: Walk, b: slice, block: tuple, *, sums: tuple, buf) -> None:
+    """One unit of the backward: adds the terms of rows ``i:j`` of the batch entries ``b`` into
+    ``w.dq`` and into this worker's ``dk, dv = sums``; ``buf`` the flat scratch of ``dP_l``."""
+    i, j, j0, j1 = block
+    if j0 == j1:
+        return                                # e = 0 on these rows: every gradient term is 0
+    rows, keys = slice(i, j), slice(j0, j1)
+    dk, dv = (x[b] for x in sums)
+    m = tile(w.mask[b], i, j, j0, j1) if w.garbage else None          # None: plain products
+    eb = w.e[b][..., rows, keys]                                       # (..., rows, keys)
+    qb, k = w.q[b][..., rows, :], w.k[b][..., keys, :]
+    ignore = "ignore" if w.garbage else None                 # NaN, inf expected: no warnings
+    with np.errstate(invalid=ignore, over=ignore):
+        dout_l = w.dout[b][..., rows, :] / w.l[b][..., rows, :]        # (..., rows, d_v)
+        # forward: out = (e / l) @ v  ->  dv = e.T @ (dout / l)
+        rows_product(eb, dout_l, m, out=dv[..., keys, :], add=True)   # (..., keys, d_v)
+        # forward: weights = softmax(scores)  ->  dscores = e * (dout_l @ v.T - D_l)
+        D_l = (dout_l * w.out[b][..., rows, :]).sum(axis=-1, keepdims=True)   # (..., rows, 1)
+        dP_l = buf[:eb.size].reshape(eb.shape)                         # (..., rows, keys)
+        np.matmul(append_column(dout_l, -D_l, "rows 1"), np.swapaxes(w.v1[b][..., keys, :], -1, -2),
+                  out=dP_l)
+        if m is not None:
+            np.copyto(dP_l, 0, where=~m)             # as zero_masked: no NaN from masked keys
+        dP_l *= eb
+        # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
+        #                                          dk = dscores.T @ (q * scale)
+        dq_b = masked_matmul(dP_l, k, m, out=w.dq[b][..., rows, :])
+        dq_b *= w.scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        qs = qb * w.scale
+    with np.errstate(invalid=ignore, over=ignore):
+        if overflowed(qs, qb):                                       # q * scale overflowed
+            dk[..., keys, :] += rows_product(dP_l, qb, m) * w.scale
+        else:
+            rows_product(dP_l, qs, m, out=dk[..., keys, :], add=True)   # (..., keys, d_k)
 
 
 def block_entries(b: slice, block: tuple) -> int:
