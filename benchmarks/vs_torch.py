@@ -23,6 +23,7 @@ Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/vs_torch.py                   # (1, 8, 1024, 64), 15 rounds
     PYTHONPATH=. python benchmarks/vs_torch.py --rounds 31 --shape 1 8 512 64
+    PYTHONPATH=. python benchmarks/vs_torch.py --clock cpu       # on a loaded machine
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def floor_cases(q, k, v, dout, causal: bool, rows_options) -> dict:
     return cases
 
 
-def rounds_of(cases: dict, rounds: int) -> dict:
+def rounds_of(cases: dict, rounds: int, clock=time.perf_counter) -> dict:
     """Seconds of each case in each round, every case once per round, the order rotated."""
     for f in cases.values():           # warm-up: first-call allocations, scratch buffers
         f()
@@ -108,9 +109,9 @@ def rounds_of(cases: dict, rounds: int) -> dict:
     times = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            t0 = time.perf_counter()
+            t0 = clock()
             cases[name]()
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(clock() - t0)
     return times
 
 
@@ -133,13 +134,17 @@ def main(argv=None) -> int:
     parser.add_argument("--floor-rows", type=int, nargs="+", default=[64, 128, 256],
                         help="row blocks of the causal floor; the lowest is the floor")
     parser.add_argument("--causal", choices=["both", "no", "yes"], default="both")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="wall time, or the process's CPU time (one thread: what load from other "
+                             "processes changes least)")
     args = parser.parse_args(argv)
     import torch
     torch.set_num_threads(1)
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
     rng = np.random.default_rng(0)
     q, k, v, dout = (rng.standard_normal(tuple(args.shape)).astype(np.float32) for _ in range(4))
-    print(f"{tuple(args.shape)} float32, one thread, {args.rounds} rounds interleaved; numpy "
-          f"{np.__version__}, torch {torch.__version__}; load average "
+    print(f"{tuple(args.shape)} float32, one thread, {args.clock} time, {args.rounds} rounds "
+          f"interleaved; numpy {np.__version__}, torch {torch.__version__}; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("ratio: median of the per-round ratios [25-75th percentile, min-max]\n")
     print("| case | ours ms | torch ms | floor ms | ours / torch | ours / floor | torch / floor |")
@@ -148,7 +153,7 @@ def main(argv=None) -> int:
         cases = {**ours(q, k, v, dout, causal), **torch_cases(torch, q, k, v, dout, causal),
                  **floor_cases(q, k, v, dout, causal, args.floor_rows)}
         with blas_threads(1):
-            times = rounds_of(cases, args.rounds)
+            times = rounds_of(cases, args.rounds, clock)
         for name, which in (("ours fwd", "fwd"), ("ours f+b", "f+b"), ("tiled f+b", "f+b")):
             floor = best_floor(times, which)
             med = {n: 1e3 * statistics.median(times[n]) for n in (name, f"torch {which}", floor)}

@@ -20,10 +20,14 @@ Two more savings fall out of blocking:
 - the backward walks the same blocks. Each worker sums its own ``dk`` and ``dv`` (rows of
   different blocks share keys), and the few partial sums are added at the end.
 
-The cache is the fused path's :class:`~attention_np.kernels.fused.SDPACache`, with its ``e``
-written block by block (0 outside a block's key span, as the fused path's ``exp(-inf)``), so that
-``cache.weights`` and every caller see the same thing. Used by :func:`attention_np.sdpa_forward`
-when there is no dropout and the scores are big enough (``MIN_ELEMENTS``) to gain from it.
+The cache is the fused path's :class:`~attention_np.kernels.fused.SDPACache`. Its ``e`` holds each
+block's span of keys alone, the blocks one after another, each C-contiguous (:func:`packed`): a
+causal forward keeps about half of the ``(L, S)`` numbers, and each block's exp runs over
+contiguous memory (a strided one took 1.4x as long per entry). ``cache.weights`` and
+``cache.exp_scores`` unpack it to ``(..., L, S)``, 0 outside the spans (the fused path's
+``exp(-inf)``, :func:`spans`), so that every caller sees the same thing. Used by
+:func:`attention_np.sdpa_forward` when there is no dropout and the scores are big enough
+(``MIN_ELEMENTS``) to gain from it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from attention_np.kernels import recycled
 from attention_np.kernels.batch_split import flat, slices
 from attention_np.kernels.guard import all_finite, masked_matmul, tile
 from attention_np.kernels.row_sums import rows_product
@@ -50,6 +55,10 @@ BLOCK_ELEMENTS = 1 << 21
 #: product gave 2.13x PyTorch's float32 dv error in benchmarks/float32_accuracy.py, the chunks
 #: 1.05x); bigger blocks mean fewer, bigger products.
 MAX_ROWS = 256
+#: At most this many query rows per block under a mask. A causal block of rows ``i:j`` reads keys
+#: ``0:j``: the square on the diagonal is half wasted, ``1 / blocks`` of the work, so smaller blocks
+#: waste less (measured at (1, 8, 1024, 64) float32, one thread, causal forward, benchmarks/vs_torch.py).
+MASKED_ROWS = 128
 #: Below this many score entries (all batch dims), one block on the calling thread.
 MIN_ELEMENTS = 1 << 17
 
@@ -91,7 +100,8 @@ def plan(batch: tuple, L: int, S: int, mask, min_blocks: int = 1) -> list[tuple[
     ``min_blocks`` blocks when there are that many rows.
     """
     n = int(np.prod(batch, dtype=np.int64))
-    rows = max(1, min(L, MAX_ROWS, BLOCK_ELEMENTS // max(1, n * S), -(-L // max(1, min_blocks))))
+    cap = MAX_ROWS if mask is None else min(MAX_ROWS, MASKED_ROWS)
+    rows = max(1, min(L, cap, BLOCK_ELEMENTS // max(1, n * S), -(-L // max(1, min_blocks))))
     blocks = []
     for i in range(0, L, rows):
         j = min(L, i + rows)
@@ -114,7 +124,7 @@ class Walk:
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
-    e: np.ndarray
+    e: dict                                 # each block's span of e, (N, rows, keys), by block
     l: np.ndarray
     out: np.ndarray
     mask: np.ndarray | None = None
@@ -123,14 +133,38 @@ class Walk:
     dout: np.ndarray | None = None          # (backward)
     dq: np.ndarray | None = None            # (backward)
     v1: np.ndarray | None = None            # (N, S, d_v + 1) v with a column of ones (backward)
+    q_norm: np.ndarray | None = None        # (N, L) |q_i| * |scale|, or None: always shift
+    k_norm: np.ndarray | None = None        # (N, S) |k_j|
+    bound: float = 0.0                      # scores below this need no shift by the row max
     scale: object = 1.0
     garbage: bool = False                   # an input is NaN or inf under a mask
 
 
-def walk(batch: tuple, *, scale, garbage: bool, **arrays) -> Walk:
-    """A :class:`Walk` of ``arrays`` (each broadcastable to ``(*batch, ., .)``, or None)."""
-    return Walk(scale=scale, garbage=garbage,
+def walk(batch: tuple, *, e: dict, scale, garbage: bool, **arrays) -> Walk:
+    """A :class:`Walk` of ``arrays`` (each broadcastable to ``(*batch, ., .)``, or None) and of
+    the blocks' spans of ``e`` (:func:`packed`)."""
+    return Walk(e=e, scale=scale, garbage=garbage,
                 **{name: None if x is None else flat(x, batch) for name, x in arrays.items()})
+
+
+def packed_size(batch: tuple, blocks) -> int:
+    """Entries of ``e`` as the blocked path keeps it: each block's span of keys alone."""
+    n = int(np.prod(batch, dtype=np.int64))
+    return sum(n * (j - i) * (j1 - j0) for i, j, j0, j1 in blocks)
+
+
+def packed(e, blocks, batch: tuple, full: tuple | None = None) -> dict:
+    """Each block's span of ``e`` (a flat buffer holding the blocks one after another, each a
+    C-contiguous ``(*batch, rows, keys)``), by block, seen as ``(N, rows, keys)`` over the batch
+    ``full`` (``batch`` broadcast to it; ``batch`` itself by default)."""
+    n = int(np.prod(batch, dtype=np.int64))
+    views, at = {}, 0
+    for block in blocks:
+        i, j, j0, j1 = block
+        size = n * (j - i) * (j1 - j0)
+        views[block] = flat(e[at:at + size].reshape(batch + (j - i, j1 - j0)), full or batch)
+        at += size
+    return views
 
 
 def forward(q, k, v, *, mask, scale, blocks, sink=None):
@@ -140,28 +174,44 @@ def forward(q, k, v, *, mask, scale, blocks, sink=None):
     ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, ``mask`` bool broadcastable to
     the scores or None; ``scale`` the factor of ``QKᵀ`` (applied by
     :func:`~attention_np.kernels.scores.scaled_scores`, with its overflow fallback). Returns
-    ``out (..., L, d_v)``, ``e (..., L, S)`` (``exp(scores - rowmax)``, 0 on masked and skipped
-    keys) and ``l (..., L, 1)`` (its row sums, 1 on rows that attend nothing). ``sink``, the
+    ``out (..., L, d_v)``, ``e`` (``exp(scores - c)`` on each block's span of keys, packed by
+    :func:`packed`; 0 on masked keys; ``c`` the row max, or 0 where :func:`small_scores`) and
+    ``l (..., L, 1)`` (its row sums, 1 on rows that attend nothing). ``sink``, the
     attention sinks' logits broadcastable to ``(..., 1, 1)``, or None, joins each row's max and
     sum (:func:`~attention_np.kernels.softmax_inplace.softmax_numerator_with_sink_`); its weight
     per row is ``p_sink (..., L, 1)`` (None without a sink).
     """
-    L, S = q.shape[-2], k.shape[-2]
+    L = q.shape[-2]
     batch = _batch(q, k, mask)
-    # np.zeros of a fresh (L, S) array costs no pass of its own (its pages arrive zeroed): the
-    # keys outside a block's span keep weight 0 without being written.
-    e = np.zeros(batch + (L, S), q.dtype)                                  # (..., L, S)
+    # e keeps each block's span of keys alone (packed): the cache's readers see 0 elsewhere
+    # (spans). Its memory is the last call's e when no one holds that any more (kernels/recycled.py).
+    e = recycled.empty((packed_size(batch, blocks),), q.dtype)            # the spans (packed)
     l = np.ones(batch + (L, 1), q.dtype)                                   # (..., L, 1)
     out = np.empty(np.broadcast_shapes(batch, v.shape[:-2]) + (L, v.shape[-1]), q.dtype)
     p_sink = None if sink is None else np.empty(batch + (L, 1), q.dtype)  # (..., L, 1)
     # A NaN or inf under a mask: sum over the attended pairs only (masks.masked_matmul), as the
     # fused path does; a masked pair's 0 * NaN would otherwise reach rows that never see it.
-    w = walk(batch, scale=scale, garbage=mask is not None and not all_finite(q, k, v), q=q, k=k,
-             v=v, mask=mask, e=e, l=l, out=out, p_sink=p_sink,
+    w = walk(batch, e=packed(e, blocks, batch), scale=scale,
+             garbage=mask is not None and not all_finite(q, k, v), q=q, k=k, v=v, mask=mask, l=l,
+             out=out, p_sink=p_sink,
              sink=None if sink is None else np.broadcast_to(sink, batch + (1, 1)))
+    if sink is None and not w.garbage:
+        w = replace(w, **norms(w.q, w.k, scale))
     parallel_map(lambda my_units: [forward_block(w, b, block) for b, block in my_units],
                  deal(units(batch, blocks), num_threads()))
     return out, e, l, p_sink
+
+
+def norms(q, k, scale) -> dict:
+    """The rows' and keys' norms a block needs to tell whether its scores are small (see
+    :func:`small_scores`): ``q_norm`` (N, L) ``|q_i|·|scale|``, ``k_norm`` (N, S) ``|k_j|``, and
+    ``bound``, half the log of the dtype's largest number (44 in float32, 354 in float64): below
+    it, ``exp`` of a score neither overflows (nor does a row's sum of S of them) nor, for a row's
+    largest term, comes near the subnormal numbers."""
+    with np.errstate(over="ignore", invalid="ignore"):   # huge inputs: inf norms, always shift
+        q_norm = np.sqrt(np.einsum("nid,nid->ni", q, q)) * abs(float(scale))
+        k_norm = np.sqrt(np.einsum("njd,njd->nj", k, k))
+    return {"q_norm": q_norm, "k_norm": k_norm, "bound": 0.5 * float(np.log(np.finfo(q.dtype).max))}
 
 
 def forward_block(w: Walk, b: slice, block: tuple) -> None:
@@ -173,22 +223,57 @@ def forward_block(w: Walk, b: slice, block: tuple) -> None:
     if j0 == j1:                         # rows that attend nothing: e = 0, l = 1, out = 0
         out[..., rows, :] = 0
         if w.sink is not None:           # all the weight on the sink (0 if it is -inf)
-            _, lb, es = softmax_numerator_with_sink_(w.e[b][..., rows, j0:j1], w.sink[b])
+            _, lb, es = softmax_numerator_with_sink_(w.e[block][b], w.sink[b])
             w.p_sink[b][..., rows, :] = es / lb
         return
     m = None if w.mask is None else tile(w.mask[b], i, j, j0, j1)
-    s = w.e[b][..., rows, keys]          # the block's scores, written where e keeps them
+    s = w.e[block][b]                    # the block's scores, written where e keeps them
     with np.errstate(invalid="ignore" if w.garbage else None):          # inf - inf: NaN, as IEEE
         scaled_scores(w.q[b][..., rows, :], w.k[b][..., keys, :], w.scale, out=s)   # (..., rows, keys)
-        if m is not None and not m.all():
-            np.copyto(s, -np.inf, where=~m)
-        if w.sink is None:
-            eb, lb = softmax_numerator_(s)                                 # in place: eb is s
-        else:
+        mask_block(s, m)
+        if w.sink is not None:
             eb, lb, es = softmax_numerator_with_sink_(s, w.sink[b])
             w.p_sink[b][..., rows, :] = es / lb
+        elif small_scores(w, b, rows, keys):
+            eb, lb = exp_unshifted_(s)
+        else:
+            eb, lb = softmax_numerator_(s)                                 # in place: eb is s
     block_values(eb, lb, w.v[b][..., keys, :], out[..., rows, :], m if w.garbage else None)
     w.l[b][..., rows, :] = lb
+
+
+def mask_block(s, m) -> None:
+    """``-inf`` in the block's scores ``s`` where its mask ``m`` is False (None: nothing masked),
+    written over the span of keys that some row of the block masks only (under a causal mask, the
+    square on the diagonal)."""
+    if m is None:
+        return
+    # one entry of each axis the mask is broadcast along (stride 0): the same for all of them
+    m = m[tuple(slice(0, 1) if st == 0 else slice(None) for st in m.strides)]
+    partial = np.flatnonzero(~m.all(axis=tuple(range(m.ndim - 1))))     # keys some row masks
+    if partial.size == 0:
+        return
+    cols = slice(partial[0], partial[-1] + 1) if m.shape[-1] > 1 else slice(None)
+    np.copyto(s[..., cols], -np.inf, where=~m[..., cols])
+
+
+def small_scores(w: Walk, b: slice, rows: slice, keys: slice) -> bool:
+    """Whether every score of the block is known to lie within ``w.bound`` of 0, by
+    Cauchy-Schwarz: ``|q_i·k_j·scale| <= |scale|·|q_i|·|k_j|``, from the rows' and keys' norms."""
+    if w.q_norm is None:
+        return False
+    return float(w.q_norm[b, rows].max()) * float(w.k_norm[b, keys].max()) <= w.bound   # inf * 0: NaN, False
+
+
+def exp_unshifted_(s) -> tuple:
+    """``exp(s)`` in place and its row sums (1 for a row of ``-inf``): the softmax's numerator
+    with no shift by the row max, for scores small enough that no ``exp`` can overflow, nor the
+    largest of a row underflow (:func:`small_scores`). The weights ``e / l`` are the same; the
+    max and the subtraction, two passes over the block, are saved."""
+    np.exp(s, out=s)
+    total = s.sum(axis=-1, keepdims=True)
+    total[total == 0] = 1
+    return s, total
 
 
 def block_values(eb, lb, vb, ob, g) -> None:
@@ -209,12 +294,13 @@ def backward(q, k, v, *, e, l, out, dout, scale, blocks, mask=None):
     gradient back to its input's shape. ``scale`` is in the inputs' dtype; ``mask`` is the
     forward's (used only when an input is NaN or inf, as in the fused path).
     """
-    full = np.broadcast_shapes(e.shape[:-2], dout.shape[:-2])
+    full = np.broadcast_shapes(l.shape[:-2], dout.shape[:-2])
     garbage = mask is not None and not all_finite(q, k, v, dout)
     dq = np.zeros(full + q.shape[-2:], q.dtype)
     # v with a column of ones, (N, S, d_v + 1): [dout_l, -D_l] @ [v, 1].T = dout_l @ v.T - D_l,
     # the softmax backward's subtraction done inside the product instead of one more (L, S) pass.
-    w = walk(full, scale=scale, garbage=garbage, q=q, k=k, v=v, e=e, l=l, out=out, dout=dout, dq=dq,
+    w = walk(full, e=packed(e, blocks, l.shape[:-2], full), scale=scale, garbage=garbage, q=q, k=k,
+             v=v, l=l, out=out, dout=dout, dq=dq,
              mask=mask if garbage else None)
     w = replace(w, v1=append_column(w.v, w.v.dtype.type(1), "keys 2"))          # (N, S, d_v + 1)
 
@@ -245,7 +331,7 @@ def backward_block(w: Walk, b: slice, block: tuple, *, sums: tuple, buf) -> None
     rows, keys = slice(i, j), slice(j0, j1)
     dk, dv = (x[b] for x in sums)
     m = tile(w.mask[b], i, j, j0, j1) if w.garbage else None          # None: plain products
-    eb = w.e[b][..., rows, keys]                                       # (..., rows, keys)
+    eb = w.e[block][b]                                                 # (..., rows, keys)
     qb, k = w.q[b][..., rows, :], w.k[b][..., keys, :]
     ignore = "ignore" if w.garbage else None                 # NaN, inf expected: no warnings
     with np.errstate(invalid=ignore, over=ignore):
@@ -271,6 +357,18 @@ def backward_block(w: Walk, b: slice, block: tuple, *, sums: tuple, buf) -> None
             dk[..., keys, :] += rows_product(dP_l, qb, m) * w.scale
         else:
             rows_product(dP_l, qs, m, out=dk[..., keys, :], add=True)   # (..., keys, d_k)
+
+
+def spans(e, blocks, l, S: int, divide: bool = False) -> np.ndarray:
+    """``e`` as the blocked forward packed it (:func:`packed`) made a new ``(..., L, S)`` array:
+    each block's span of keys where it lies (divided by the row sums ``l (..., L, 1)`` with
+    ``divide``: the weights), 0 everywhere else (keys a block's rows cannot attend)."""
+    batch = l.shape[:-2]
+    full = np.zeros(batch + (l.shape[-2], S), e.dtype)
+    for (i, j, j0, j1), span in packed(e, blocks, batch).items():
+        span = span.reshape(batch + span.shape[-2:])
+        full[..., i:j, j0:j1] = span / l[..., i:j, :] if divide else span
+    return full
 
 
 def block_entries(b: slice, block: tuple) -> int:

@@ -77,7 +77,9 @@ class SDPACache:
         zeroed)
     out : (..., L, d_v) the output (its row sums with ``dout`` shortcut the softmax backward)
     scale : the factor applied to ``QKᵀ``
-    e : (..., L, S) ``exp(scores - rowmax)``, the softmax before its division (grouped)
+    e : (..., L, S) ``exp(scores - rowmax)``, the softmax before its division (grouped); on the
+        blocked path each block's span of keys alone, packed, and a block's shift may be 0 instead
+        of the row max (:mod:`attention_np.kernels.blocked`): ``exp_scores`` reads it as (..., L, S)
     l : (..., L, 1) the row sums of ``e`` (1 for a fully masked row; with sinks, their term
         included) (grouped)
     mask : bool, broadcastable to ``e``, True = attended (a -inf bias removed when an input is
@@ -126,11 +128,15 @@ class SDPACache:
     @property
     def weights(self) -> np.ndarray:
         """(..., H, L, S) the attention weights ``softmax(scores)`` before dropout, ``e / l``."""
+        if self.blocks is not None:
+            return self.per_head(blocked.spans(self.e, self.blocks, self.l, self.k.shape[-2], divide=True))
         return self.per_head(self.e / self.l)
 
     @property
     def exp_scores(self) -> np.ndarray:
-        """(..., H, L, S) ``e``, per query head."""
+        """(..., H, L, S) ``e``, per query head (0 at keys the blocked path skipped)."""
+        if self.blocks is not None:
+            return self.per_head(blocked.spans(self.e, self.blocks, self.l, self.k.shape[-2]))
         return self.per_head(self.e)
 
     @property
