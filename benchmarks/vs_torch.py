@@ -13,8 +13,9 @@ The cases:
 - torch: ``scaled_dot_product_attention`` under ``no_grad``, and forward+backward by autograd on
   fresh leaves each call;
 - the floor: NumPy's matrix products and exponentials that Eq. (1) cannot avoid, at the same
-  dtype and thread: forward ``s = q @ k.T``, ``exp(s)`` in place, ``s @ v``; forward+backward
-  those and ``dout @ v.T``, ``s.T @ dout``, ``dP @ k``, ``dP.T @ q``. Causal: the same on the
+  dtype and thread, into memory allocated once: forward ``s = q @ k.T``, ``exp(s)`` in place,
+  ``s @ v``; forward+backward those and ``dout @ v.T``, ``s.T @ dout``, ``dP @ k``, ``dP.T @ q``
+  (the causal backward's partial sums of ``dv``, ``dk`` are not added up). Causal: the same on the
   attended part only, query rows cut into blocks of ``R`` rows that read keys ``0 : i + R``
   (the diagonal blocks' upper corner is the one waste; the lowest over ``R`` in ``--floor-rows``
   is the floor).
@@ -76,23 +77,29 @@ def torch_cases(torch, q, k, v, dout, causal: bool) -> dict:
 
 
 def floor_cases(q, k, v, dout, causal: bool, rows_options) -> dict:
-    """The products and exps alone (see the module docstring); causal: one case per row block."""
+    """The products and exps alone (see the module docstring), each written into memory allocated
+    once (``out=``): no allocation, no page fault, the least NumPy can take for the work."""
     kT, vT = np.swapaxes(k, -1, -2), np.swapaxes(v, -1, -2)
-    L = q.shape[-2]
+    L, S = q.shape[-2], k.shape[-2]
+    batch = q.shape[:-2]
+    buf = {name: np.empty(batch + shape, q.dtype) for name, shape in
+           (("s", (L, S)), ("dP", (L, S)), ("out", (L, v.shape[-1])), ("dv", (S, v.shape[-1])),
+            ("dq", (L, q.shape[-1])), ("dk", (S, k.shape[-1])))}
 
     def fwd(i, j, span):
-        s = q[..., i:j, :] @ kT[..., :span]                          # (..., R, S')
+        s = np.matmul(q[..., i:j, :], kT[..., :span], out=buf["s"][..., i:j, :span])   # (..., R, S')
         np.exp(s, out=s)
-        return s, s @ v[..., :span, :]
+        return s, np.matmul(s, v[..., :span, :], out=buf["out"][..., i:j, :])
 
     def fwd_bwd(i, j, span):
         s, out = fwd(i, j, span)
-        dP = dout[..., i:j, :] @ vT[..., :span]                      # (..., R, S')
-        return (out, np.swapaxes(s, -1, -2) @ dout[..., i:j, :], dP @ k[..., :span, :],
-                np.swapaxes(dP, -1, -2) @ q[..., i:j, :])
+        dP = np.matmul(dout[..., i:j, :], vT[..., :span], out=buf["dP"][..., i:j, :span])
+        return (out, np.matmul(np.swapaxes(s, -1, -2), dout[..., i:j, :], out=buf["dv"][..., :span, :]),
+                np.matmul(dP, k[..., :span, :], out=buf["dq"][..., i:j, :]),
+                np.matmul(np.swapaxes(dP, -1, -2), q[..., i:j, :], out=buf["dk"][..., :span, :]))
 
     if not causal:
-        return {"floor fwd": lambda: fwd(0, L, k.shape[-2]), "floor f+b": lambda: fwd_bwd(0, L, k.shape[-2])}
+        return {"floor fwd": lambda: fwd(0, L, S), "floor f+b": lambda: fwd_bwd(0, L, S)}
     cases = {}
     for R in rows_options:
         blocks = [(i, min(i + R, L), min(i + R, L)) for i in range(0, L, R)]
