@@ -69,7 +69,8 @@ class SDPACache:
     1``) every per-query-head array is grouped, ``(..., H_kv, G, L, .)``
     (:mod:`attention_np.variants.gqa`), and the backward reads it as it is. The properties below
     (``weights``, ``exp_scores``, ``rowsum``, ``softcap_tanh``, ``sink_weight``,
-    ``dropout_mask``) give those arrays in the caller's layout, ``(..., H, L, .)`` (views).
+    ``dropout_mask``) give those arrays in the caller's layout, ``(..., H, L, .)`` (views; the
+    blocked path's ``weights`` and ``exp_scores`` unpack its ``e`` into a new array).
 
     Attributes
     ----------
