@@ -1,22 +1,25 @@
 r"""Eq. (1), blocked: the fused path walking blocks of query rows, on every core.
 
 Read :mod:`attention_np.kernels.reference` (the reference kernel) and :mod:`attention_np.kernels.fused` first.
-This file changes only the *order* in which the fused path's numbers are computed, never the
-numbers' formulas, and the tests hold it equal to the reference kernel to float64 rounding.
+This file changes only the *order* in which the fused path's numbers are computed, and where it
+may, the constant each row's exponentials are shifted by (:func:`small_scores`): never the
+weights' formulas, and the tests hold it equal to the reference kernel to float64 rounding.
 
-Why. For (1, 8, 1024, 64) the scores ``q @ k.T`` are a 32 MiB float32 array: written by the
-product, read and written by the exp, read by ``@ v``. Each pass goes to main memory, and every
-elementwise pass runs on one core. Here the query rows are cut into blocks whose scores, of shape
-``(..., rows, keys)``, fit in one core's cache (``BLOCK_ELEMENTS``): each block goes through
-``q @ k.T``, the mask, the exp and ``@ v`` while it is still in cache, and the blocks are shared
-out to a pool of threads (NumPy releases the GIL inside ufuncs and matrix products), with BLAS on
-one thread per worker so that the two levels of threads do not fight over the cores.
+Why. Every elementwise pass of NumPy runs on one core, while its ufuncs and matrix products
+release the GIL. Here the query rows are cut into blocks (``BLOCK_ELEMENTS`` score entries, at
+most ``MAX_ROWS`` rows): each block goes through ``q @ k.T``, the mask, the exp and ``@ v``, and
+the blocks are shared out to a pool of threads, with BLAS on one thread per worker so that the
+two levels of threads do not fight over the cores. (Blocks that fit a core's cache were measured
+slower than whole heads on one thread: their products are smaller.)
 
-Two more savings fall out of blocking:
+More savings fall out of blocking:
 
 - a block reads only the **span of keys** that some row of it may attend: under a causal mask the
   block of rows ``i:j`` needs keys ``0:j`` only (about half the work), under a sliding window a
   band, under padding the unpadded keys;
+- a block whose scores are provably small (``|q_i| |k_j| |scale|`` below half the log of the
+  dtype's largest number) takes ``exp`` of its scores as they are: the row max and the
+  subtraction, two passes over the block, are not needed for the weights ``e / l``;
 - the backward walks the same blocks. Each worker sums its own ``dk`` and ``dv`` (rows of
   different blocks share keys), and the few partial sums are added at the end.
 
@@ -45,19 +48,22 @@ from attention_np.kernels.scratch import append_column, scratch
 from attention_np.kernels.softmax_inplace import softmax_numerator_, softmax_numerator_with_sink_
 from attention_np.kernels.threads import deal, num_threads, parallel_map
 
-#: Score entries per block (all of a worker's heads): 2**21, 8 MiB in float32, well past one
-#: core's L2 cache, yet faster than L2-sized blocks, whose products are smaller (measured at
-#: (1, 8, 1024, 64) float32, one thread, dense forward over the floor: 1.30x at 2**21, 1.44x at
-#: 2**19, 1.66x at 2**18; benchmarks/floor.py, 2026-11-26).
-BLOCK_ELEMENTS = 1 << 21
+#: Score entries per block (all of a worker's heads): 2**23, 32 MiB in float32, a whole
+#: (8, 1024, 1024) head group at once. Far past any core's cache, yet faster than cache-sized
+#: blocks, whose products are smaller (measured at (1, 8, 1024, 64) float32, one thread, CPU time,
+#: on a loaded machine, with e packed per block, two runs each against 2**21: dense forward 1.34x,
+#: 1.12x, 1.00x, 0.95x the time at 2**19, 2**20, 2**21, 2**23 entries; forward+backward 1.18x,
+#: 1.07x, 1.00x, 0.93x; 2026-12-01).
+BLOCK_ELEMENTS = 1 << 23
 #: At most this many query rows per block. The backward's ``dk`` and ``dv`` sum over the query
 #: rows in 64-row chunks whatever the block (:mod:`attention_np.kernels.row_sums`: one 256-row
 #: product gave 2.13x PyTorch's float32 dv error in benchmarks/float32_accuracy.py, the chunks
 #: 1.05x); bigger blocks mean fewer, bigger products.
-MAX_ROWS = 256
+MAX_ROWS = 1024
 #: At most this many query rows per block under a mask. A causal block of rows ``i:j`` reads keys
-#: ``0:j``: the square on the diagonal is half wasted, ``1 / blocks`` of the work, so smaller blocks
-#: waste less (measured at (1, 8, 1024, 64) float32, one thread, causal forward, benchmarks/vs_torch.py).
+#: ``0:j``: the square on the diagonal is half wasted, ``1 / blocks`` of the work. Measured at
+#: (1, 8, 1024, 64) float32, one thread, CPU time on a loaded machine, causal forward over torch's:
+#: 1.35x at 64 rows, 1.20x at 128, 1.24x at 256 (forward+backward 91, 88, 85 ms: a wash).
 MASKED_ROWS = 128
 #: Below this many score entries (all batch dims), one block on the calling thread.
 MIN_ELEMENTS = 1 << 17
