@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_bias, as_bool_mask, check_broadcasts_to, check_int, check_scale
+from attention_np._checks import as_bias, check_broadcasts_to, check_int, check_scale
 from attention_np.compose.mha_params import check_mha_inputs
 from attention_np.kernels.plan import Plan
 from attention_np.kernels.registry import check_supports, get_kernel
+from attention_np.paper._validate import check_heads_mask as check_mask_of_heads
 from attention_np.variants.qk_norm import NORMS
 from attention_np.variants.spec import AttentionSpec, where_it_lives
 
@@ -117,24 +118,23 @@ def _check_qk_norm(params: dict, spec: AttentionSpec, qk_norm: bool, h: int, h_k
 def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str, *,
                      stretch_batch: bool = False):
     """A mask or bias for the heads' scores ``(*batch, h, L, S)``, checked to broadcast without
-    lining a batch axis up with the heads, nor changing ``h``, ``L`` or ``S``. It may add batch
-    dims; with ``stretch_batch`` (a full forward, not a decode step with its cache) it may also
-    stretch an inputs' batch dim of 1, as NumPy broadcasts.
+    lining a batch axis up with the heads, nor changing ``h``, ``L`` or ``S``.
 
-    A 3-D ``(n, L', S')`` array with batched queries lines ``n`` up with the heads. That is
-    right for a per-head array (ALiBi's or T5's ``(h, L, S)`` bias) when ``n == h``, and
-    refused, with the fix named, when ``n`` could be the batch instead (``n != h``, or
-    ``n == h == B``): e.g. ``padding_mask``'s ``(B, 1, S)``, which NumPy would broadcast onto the
-    heads without an error.
+    A mask follows the paper's one rule (:func:`attention_np.paper._validate.check_heads_mask`):
+    it adds or stretches no batch dim, and with batched inputs a 3-D ``(n, L, S)`` mask with
+    ``n > 1`` is refused, naming the fix (``padding_mask``'s ``(B, 1, S)`` would otherwise line
+    up with the heads). A bias may add batch dims, and with ``stretch_batch`` (a full forward, not
+    a decode step with its cache) stretch an inputs' batch dim of 1, as NumPy broadcasts; its 3-D
+    ``(n, L, S)`` form lines ``n`` up with the heads, ALiBi's and T5's per-head ``(h, L, S)``,
+    and is refused when ``n != h``.
     """
     if mask is None:
         return None
-    m = as_bool_mask(mask, name) if name == "mask" else as_bias(mask, name)
+    if name == "mask":
+        return check_mask_of_heads(mask, batch, scores[-3:], layout)
+    m = as_bias(mask, name)
     h = scores[-3]
-    # a per-head bias (h, L, S) is ALiBi's and T5's convention: only a mask is ambiguous at B == h
-    lead = m.shape[0] if m.ndim == 3 and len(batch) >= 1 else 1
-    ambiguous = lead > 1 and (lead != h or (name == "mask" and batch[0] == h))
-    if ambiguous:
+    if m.ndim == 3 and len(batch) >= 1 and m.shape[0] not in (1, h):
         raise ValueError(_ambiguous(m, name, batch, scores, layout))
     if stretch_batch and m.ndim > 3:
         try:
@@ -146,15 +146,12 @@ def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str, 
 
 
 def _ambiguous(m, name: str, batch: tuple, scores: tuple, layout: str) -> str:
-    """The message for a 3-D mask or bias whose first axis could be the batch or the heads."""
+    """The message for a 3-D bias whose first axis is not the heads: it could be the batch."""
     h = scores[-3]
-    why = (f"it could mean one per sequence (batch {batch[0]}) or one per head ({h} heads)"
-           if m.shape[0] == h else f"its first axis would line up with the {h} heads")
     return (f"{name} of shape {m.shape} is ambiguous for the multi-head scores {layout} = {scores}: "
-            f"{why}. For one {name} per sequence (e.g. padding_mask's (B, 1, S)) pass "
+            f"its first axis would line up with the {h} heads. For one {name} per sequence pass "
             f"{name}[:, None], shape (B, 1, L|1, S); for one per head pass {name}[None], shape "
-            f"(1, h, L, S)" + ("; or build it from lengths: attention_np.lengths_mask(...)[:, None]"
-                                if name == "mask" else ""))
+            f"(1, h, L, S)")
 
 
 def positions_without_rope(caller: str) -> str:

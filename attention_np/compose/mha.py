@@ -81,9 +81,12 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
         columns), QK-norm (``q_norm`` and ``k_norm``, each ``(d_k,)``) and attention sinks
         (``sinks``, ``(h,)``).
     mask : bool, broadcastable to (..., h, L, S), optional
-        True = may attend; e.g. ``(L, S)``, or ``(B, 1, 1, S)`` for key padding. A 3-D mask
-        with batched queries is refused (its first axis would line up with the heads): pass
-        ``padding_mask(lengths)[:, None]``.
+        True = may attend: ``(L, S)`` for every sequence and head, ``(B, 1, 1, S)`` for key
+        padding (``padding_mask(lengths)[:, None]``), ``(1, h, L, S)`` per head. The rule of
+        :func:`attention_np.paper.mha_forward`: it may not add or stretch batch dims (the
+        output's batch is the inputs'); with batched inputs a 3-D mask whose first dim is > 1 is
+        refused as ambiguous (heads or batch?), whatever ``B`` and ``h``; unbatched,
+        ``(h, L, S)`` is per head.
     num_heads : int
         ``h`` of §3.2.2 (query heads). Required.
     is_causal : bool
@@ -119,7 +122,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     L, S = query.shape[-2], key.shape[-2]
     batch = np.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     scores = batch + (h, L, S)
-    mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)", stretch_batch=True)
+    mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)")
     bias = check_heads_mask(bias, "bias", batch, scores, "(..., h, L, S)", stretch_batch=True)
     q_positions, k_positions = _positions(positions, L, S, spec.rope is not None)
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
