@@ -220,9 +220,10 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
         q, k, v, mask, bias, dropout_mask, sink = grouped(q, k, v, mask, bias, dropout_mask, sink,
                                                           groups)
         steps.append(("gqa", groups))
-    mask, bias = mask_and_bias(q, k, v, mask, bias, plan.is_causal, plan.window)
-    # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
-    q, k, v, inputs = masked_inputs(q, k, v, mask, inputs, groups)
+    if not plan.prepared:          # else the caller built the mask and dropped the inputs, once
+        mask, bias = mask_and_bias(q, k, v, mask, bias, plan.is_causal, plan.window)
+        # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
+        q, k, v, inputs = masked_inputs(q, k, v, mask, inputs, groups)
 
     if blocked.wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap):
         # Big scores, plain Eq. (1): the same numbers, block by block (kernels/blocked.py).

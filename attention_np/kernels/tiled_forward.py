@@ -140,7 +140,7 @@ def tiled_plan(q, k, v, plan: Plan, block_size: int = 128):
     given = None if plan.bias is None else as_bias(plan.bias).astype(q.dtype, copy=False)
     tiling = Tiling(is_causal=bool(plan.is_causal), block_size=block_size,
                     window=(None, None) if plan.window is None else check_window(plan.window),
-                    softcap=check_softcap(plan.softcap))
+                    softcap=check_softcap(plan.softcap), dropped=plan.prepared)
     mask, bias, sink_rows = plan.mask, given, None if sink is None else sink[:, None, None]
     groups = kv_groups(q, k, v) if plan.enable_gqa else 1
     if groups > 1:
@@ -171,7 +171,8 @@ def attend(q, k, v, mask, bias, sink, scale, tiling: Tiling):
     and the checked mask.
     """
     mask, bias, batch = check_tiled(q, k, v, mask, tiling.block_size, bias)
-    q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
+    if not tiling.dropped:                       # masked keys never reach the answer (0 * NaN)
+        q, k, v = drop_masked(q, k, v, mask)
     qs, post = scaled_q(q, scale)                   # (..., L, d_k): scale q, not every tile
     # A NaN or inf in q, k or v: sum over the attended pairs only (0 * NaN = NaN), see masked_matmul.
     garbage = ((mask is not None or tiling.is_causal or tiling.window != (None, None))

@@ -55,6 +55,8 @@ class Tiling:
     post : the scale, when ``q * scale`` overflowed and the scores are scaled after the product;
         else None (``q`` arrives scaled)
     garbage : an input is NaN or inf under a mask: sum over the attended pairs only
+    dropped : the caller zeroed the inputs no pair attends (a prepared
+        :class:`~attention_np.kernels.plan.Plan`): not dropped again
     """
 
     mask: np.ndarray | None = None
@@ -66,6 +68,7 @@ class Tiling:
     batch: tuple = ()
     post: object = None
     garbage: bool = False
+    dropped: bool = False
 
     def blocks(self, L: int, S: int):
         """:func:`key_blocks` of this tiling: ``(j0, j1, i0, i1)`` for each key block."""
