@@ -170,7 +170,7 @@ def attend(q, k, v, mask, bias, sink, scale, tiling: Tiling):
     Returns ``out (..., L, d_v)``, ``lse (..., L)``, ``q, k, v`` with masked positions zeroed,
     and the checked mask.
     """
-    mask, bias, batch = check_tiled(q, k, v, mask, tiling.block_size, bias)
+    mask, bias, batch = check_tiled(q, k, v, mask, tiling.block_size, bias, built=tiling.dropped)
     if not tiling.dropped:                       # masked keys never reach the answer (0 * NaN)
         q, k, v = drop_masked(q, k, v, mask)
     qs, post = scaled_q(q, scale)                   # (..., L, d_k): scale q, not every tile
