@@ -149,6 +149,7 @@ def masked_matmul(a, b, mask, out=None):
     def count(pairs, entries):     # how many attended pairs meet such an entry, (..., L, d)
         return pairs.astype(a.dtype) @ entries.astype(a.dtype)
 
+    mask = np.broadcast_to(mask, mask.shape[:-2] + a.shape[-2:])      # a broadcast row or key axis
     pos, neg, other = mask & (a > 0), mask & (a < 0), mask & ~(a > 0) & ~(a < 0)  # a = 0 or NaN
     pinf, ninf = np.isposinf(b), np.isneginf(b)
     nan = count(mask, np.isnan(b)) + count(other, pinf | ninf)          # NaN, or 0 * inf
