@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np.compose.decode import KVCache, check_inputs_of, check_new_positions
-from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
+from attention_np.compose.layer_spec import check_heads_mask, layer_of, layer_plan, layer_spec
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.variants.qk_layernorm import qk_norm_forward
 from attention_np.variants.spec import refuse_elsewhere
@@ -49,6 +49,7 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
                          f"attend to, got shape {memory.shape}")
     refuse_elsewhere("cross_kv_cache", elsewhere)
     layer, memory = _cross_layer("cross_kv_cache", memory, params, num_heads, spec)
+    layer_plan(layer, params)                  # the kernel a step will run can do what is asked
     # 1) project the keys and values once, 2) split into heads
     k = project_heads(memory, params, "k", layer.num_kv_heads)       # (..., h_kv, S, d_k)
     v = project_heads(memory, params, "v", layer.num_kv_heads)       # (..., h_kv, S, d_v)
@@ -127,12 +128,13 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
     batch = x.shape[:-2]
     mask = check_heads_mask(mask, "mask", batch, batch + (h, T, S), "scores (..., h, T, S)")
     bias = check_heads_mask(bias, "bias", batch, batch + (h, T, S), "scores (..., h, T, S)")
+    plan = layer_plan(layer, params, mask=mask, bias=bias)           # the kernel's support, once
     # 1) project only the new queries; the keys and values were projected once, 2) split
     q = project_heads(x, params, "q", h)                             # (..., h, T, d_k)
     # 2') (beyond the paper) QK-norm of the new queries
     q, _, _ = transform_qk(q, None, params, layer, None, None)
     # 3) attend to every source position: no causal mask, nothing appended
-    heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias)   # (..., h, T, d_v)
+    heads, _ = attend_heads(q, k, v, params, layer, plan=plan)      # (..., h, T, d_v)
     # 4) concat, 5) project with W^O
     return output(heads, params)[0]                                  # (..., T, d_model)
 
@@ -144,7 +146,7 @@ def _cross_layer(caller, x, params, num_heads, spec, scale=None):
         raise ValueError(f"{caller}: cross-attention decoding has no "
                          f"{'RoPE (spec.rope)' if spec.rope is not None else 'window (spec.window)'}: "
                          f"a query and the encoder's keys have no relative position")
-    x, _, _, layer = check_layer(caller, x, x, x, params, spec, num_heads, scale)
+    x, _, _, layer = layer_of(caller, x, x, x, params, spec=spec, num_heads=num_heads, scale=scale)
     return layer, x
 
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from attention_np._checks import as_bias, check_broadcasts_to, check_int, check_scale
 from attention_np.compose.mha_params import check_mha_inputs
-from attention_np.kernels.plan import Plan
+from attention_np.kernels.guard import whole_mask
+from attention_np.kernels.plan import Plan, plan_from
 from attention_np.kernels.registry import check_supports, get_kernel
 from attention_np.paper._validate import check_heads_mask as check_mask_of_heads
 from attention_np.variants.qk_norm import NORMS
@@ -51,8 +52,19 @@ def layer_spec(caller: str, spec, num_heads) -> AttentionSpec:
 
 
 def check_layer(caller: str, query, key, value, params, spec: AttentionSpec, num_heads, scale=None):
+    """:func:`layer_of`, and the spec's kernel checked to do what the spec and ``params`` ask
+    (:func:`layer_plan`), for a caller that attends through
+    :func:`~attention_np.compose.pipeline.attend_heads` without a plan of its own."""
+    query, key, value, layer = layer_of(caller, query, key, value, params, spec=spec,
+                                        num_heads=num_heads, scale=scale)
+    layer_plan(layer, params)
+    return query, key, value, layer
+
+
+def layer_of(caller: str, query, key, value, params, *, spec: AttentionSpec, num_heads, scale=None):
     """Check a multi-head call's inputs; returns ``query, key, value`` as arrays and the
-    :class:`Layer`. Every check runs before any work (and before a KV cache changes)."""
+    :class:`Layer`. Every check runs before any work (and before a KV cache changes); the
+    kernel's, which needs the call's arrays too, is :func:`layer_plan`'s."""
     h = check_int(num_heads, "num_heads")
     W_q, W_k = (params.get(w) if isinstance(params, dict) else None for w in ("W_q", "W_k"))
     h_kv = _kv_heads_of(W_q, W_k, h)
@@ -65,13 +77,30 @@ def check_layer(caller: str, query, key, value, params, spec: AttentionSpec, num
     if sinks and np.shape(params["sinks"]) != (h,):
         raise ValueError(f"params['sinks'] has shape {np.shape(params['sinks'])}, expected "
                          f"(num_heads,) = ({h},)")
-    layer = Layer(spec, h, h_kv, qk_norm, sinks, scale)
-    # the kernel can do what the spec and params ask, checked now (before a KV cache changes);
-    # the decode step applies the window as a mask, which every kernel takes
-    check_supports(get_kernel(spec.kernel), Plan(
-        window=spec.window, softcap=spec.softcap, enable_gqa=h_kv != h, dropout_p=spec.dropout_p,
-        sinks=params["sinks"] if sinks else None))
-    return query, key, value, layer
+    return query, key, value, Layer(spec, h, h_kv, qk_norm, sinks, scale)
+
+
+def layer_plan(layer: Layer, params: dict, *, mask=None, bias=None, is_causal: bool = False,
+               window=None, rng=None, scores: tuple | None = None, dtype=None) -> Plan:
+    """The one :class:`~attention_np.kernels.plan.Plan` of a multi-head call, built once from the
+    checked layer and the call's checked arrays, with the kernel's support checked once, before
+    any work (and before a KV cache changes).
+
+    With ``scores = (L, S)`` (a full forward, which drops the masked inputs before its
+    projections) the plan is prepared: its mask is the call's whole mask, built here
+    (:func:`~attention_np.kernels.guard.whole_mask`: ``mask``, a -inf ``bias``, ``is_causal``,
+    ``window``), its bias in ``dtype``, and the kernel takes both as they are. Without (a decode
+    step, whose keys are the cache's) the kernel builds and drops on the heads.
+    """
+    prepared = scores is not None
+    if prepared:
+        mask = whole_mask(mask, bias, *scores, is_causal=is_causal, window=window)
+        bias = None if bias is None else bias.astype(dtype, copy=False)
+    plan = plan_from("", layer.spec, mask=mask, is_causal=is_causal, layer=True, scale=layer.scale,
+                     bias=bias, window=window, enable_gqa=layer.num_kv_heads != layer.num_heads,
+                     rng=rng, sinks=params["sinks"] if layer.sinks else None, prepared=prepared)
+    check_supports(get_kernel(layer.spec.kernel), plan)
+    return plan
 
 
 def _kv_heads_of(W_q, W_k, h: int):
