@@ -10,6 +10,8 @@ new queries, attends them to all of the cached keys (no causal mask) and appends
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from attention_np.compose.decode import KVCache, check_inputs_of, check_new_positions
@@ -150,15 +152,25 @@ def _cross_layer(caller, x, params, num_heads, spec, scale=None):
     return layer, x
 
 
-def _key_norm(params: dict, layer) -> tuple:
-    """What normalised the cached keys: the norm's kind, epsilon, scope, weight and bias (or None)."""
+class KeyNorm(NamedTuple):
+    """What normalised a cross-attention cache's keys: the QK-norm's kind, epsilon and scope (the
+    spec's), and its weight and bias (None without one), copied from ``params``."""
+
+    kind: str
+    eps: float
+    scope: str
+    weight: np.ndarray
+    bias: np.ndarray | None
+
+
+def _key_norm(params: dict, layer) -> KeyNorm:
+    """What normalises the keys with ``params`` and ``layer``'s spec."""
     bias = params.get("k_norm_bias")
-    return (layer.spec.qk_norm, layer.spec.qk_norm_eps, layer.spec.qk_norm_scope,
-            np.array(params["k_norm"]),
-            None if bias is None else np.array(bias))
+    return KeyNorm(kind=layer.spec.qk_norm, eps=layer.spec.qk_norm_eps, scope=layer.spec.qk_norm_scope,
+                   weight=np.array(params["k_norm"]), bias=None if bias is None else np.array(bias))
 
 
-def _same_norm(a: tuple, b: tuple) -> bool:
+def _same_norm(a: KeyNorm, b: KeyNorm) -> bool:
     return a[:3] == b[:3] and all(
         (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
         for x, y in zip(a[3:], b[3:], strict=True))

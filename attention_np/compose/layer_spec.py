@@ -126,22 +126,26 @@ def _check_qk_norm(params: dict, spec: AttentionSpec, qk_norm: bool, h: int, h_k
     d_k = params["W_q"].shape[1] // h
     for name, heads in (("q_norm", h), ("k_norm", h_kv)):
         for entry in (name, f"{name}_bias"):
-            if entry not in params:
-                continue
-            shape = np.shape(params[entry])
-            if spec.qk_norm_scope == "all":          # one norm over the heads' h*d_k features
-                if shape != (heads * d_k,):
-                    raise ValueError(f"params[{entry!r}] has shape {shape}, expected "
-                                     f"({heads * d_k},) = {heads} heads x d_k={d_k}: "
-                                     f"spec.qk_norm_scope='all' normalises all heads at once")
-            elif shape not in ((d_k,), (heads, d_k)):
-                more = (" (all heads' features: pass spec=AttentionSpec(..., "
-                        "qk_norm_scope='all'))" if shape == (heads * d_k,) else "")
-                raise ValueError(f"params[{entry!r}] has shape {shape}, "
-                                 f"expected ({d_k},) or ({heads}, {d_k}){more}")
+            if entry in params:
+                _check_norm_shape(entry, np.shape(params[entry]), spec.qk_norm_scope, heads, d_k)
     if spec.qk_norm == "rms" and any(f"{n}_bias" in params for n in NORMS):
         raise ValueError("params has a QK-norm bias (q_norm_bias/k_norm_bias), which only "
                          "a LayerNorm has: pass spec=AttentionSpec(..., qk_norm='layer')")
+
+
+def _check_norm_shape(entry: str, shape: tuple, scope: str, heads: int, d_k: int) -> None:
+    """``params[entry]``, a QK-norm weight or bias, has a shape of ``scope``: ``(d_k,)`` or
+    ``(heads, d_k)`` per head, ``(heads * d_k,)`` over all heads."""
+    if scope == "all":                           # one norm over the heads' h*d_k features
+        if shape != (heads * d_k,):
+            raise ValueError(f"params[{entry!r}] has shape {shape}, expected "
+                             f"({heads * d_k},) = {heads} heads x d_k={d_k}: "
+                             f"spec.qk_norm_scope='all' normalises all heads at once")
+    elif shape not in ((d_k,), (heads, d_k)):
+        more = (" (all heads' features: pass spec=AttentionSpec(..., "
+                "qk_norm_scope='all'))" if shape == (heads * d_k,) else "")
+        raise ValueError(f"params[{entry!r}] has shape {shape}, "
+                         f"expected ({d_k},) or ({heads}, {d_k}){more}")
 
 
 def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str, *,

@@ -147,7 +147,8 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     heads, attention = attend_heads(q, k, v, params, layer, plan=plan)
     # 4) concat, 5) project back to d_model with W^O
     out, concat = output(heads, params)                              # (..., L, d_model)
-    return out, MHACache(query, key, value, params, h, attention, concat, transforms)
+    return out, MHACache(query, key, value, params, num_heads=h, kernel_cache=attention,
+                         concat=concat, transforms=transforms)
 
 
 def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
