@@ -236,9 +236,11 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
         mask, bias, dropout_mask, sink = grouped_heads(q.shape[-3], groups, mask=mask, bias=bias,
                                                        dropout_mask=dropout_mask, sink=sink)
         q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
-    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal=plan.is_causal, window=plan.window)
-    # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
-    q, k, v, inputs = masked_inputs(q, k, v, mask=mask, given=given, groups=groups)
+    inputs = given
+    if not plan.prepared:          # else the caller built the mask and dropped the inputs, once
+        mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal=plan.is_causal, window=plan.window)
+        # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
+        q, k, v, inputs = masked_inputs(q, k, v, mask=mask, given=given, groups=groups)
     kept = {"q": inputs[0], "k": inputs[1], "v": inputs[2], "scale": scale, "kv_groups": groups}
 
     if blocked.wanted(q, k, mask, bias=bias, softcap=softcap, dropout_p=dropout_p,

@@ -140,7 +140,7 @@ def tiled_plan(q, k, v, plan: Plan, block_size: int = 128):
     given = None if plan.bias is None else as_bias(plan.bias).astype(q.dtype, copy=False)
     tiling = Tiling(is_causal=bool(plan.is_causal), block_size=block_size,
                     window=(None, None) if plan.window is None else check_window(plan.window),
-                    softcap=check_softcap(plan.softcap))
+                    softcap=check_softcap(plan.softcap), dropped=plan.prepared)
     mask, bias, sink_rows = plan.mask, given, None if sink is None else sink[:, None, None]
     groups = kv_groups(q, k, v) if plan.enable_gqa else 1
     if groups > 1:
@@ -165,9 +165,11 @@ def tiled_plan(q, k, v, plan: Plan, block_size: int = 128):
 
 def checked(q, k, v, *, tiling: Tiling, mask, bias) -> tuple:
     """``q, k, v`` with masked positions zeroed and ``tiling`` with the checked mask and bias and
-    the batch shape (on checked and, with grouped-query attention, grouped inputs)."""
-    mask, bias, batch = check_tiled(q, k, v, mask, tiling.block_size, bias)
-    q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
+    the batch shape (on checked and, with grouped-query attention, grouped inputs; a prepared
+    plan's mask is taken as built and its inputs were zeroed by the caller: ``tiling.dropped``)."""
+    mask, bias, batch = check_tiled(q, k, v, mask, tiling.block_size, bias, built=tiling.dropped)
+    if not tiling.dropped:                       # masked keys never reach the answer (0 * NaN)
+        q, k, v = drop_masked(q, k, v, mask)
     return q, k, v, replace(tiling, mask=mask, bias=bias, batch=batch)
 
 

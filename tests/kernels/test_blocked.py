@@ -57,8 +57,11 @@ def test_plan_of_a_band_starts_after_the_first_key(forced):
 
 
 def test_plan_caps_the_rows_of_a_block():
-    rows = [j - i for i, j, _, _ in blocked.plan((1,), 1000, 10, None)]
-    assert max(rows) == blocked.MAX_ROWS and sum(rows) == 1000
+    L = 2 * blocked.MAX_ROWS + 3
+    rows = [j - i for i, j, _, _ in blocked.plan((1,), L, 10, None)]
+    assert max(rows) == blocked.MAX_ROWS and sum(rows) == L
+    masked = [j - i for i, j, _, _ in blocked.plan((1,), L, 10, np.ones((L, 10), bool))]
+    assert max(masked) == min(blocked.MAX_ROWS, blocked.MASKED_ROWS) and sum(masked) == L
 
 
 def test_plan_makes_at_least_min_blocks():
