@@ -154,9 +154,11 @@ def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str, 
     lining a batch axis up with the heads, nor changing ``h``, ``L`` or ``S``.
 
     A mask follows the paper's one rule (:func:`attention_np.paper._validate.check_heads_mask`):
-    it adds or stretches no batch dim, and with batched inputs a 3-D ``(n, L, S)`` mask with
-    ``n > 1`` is refused, naming the fix (``padding_mask``'s ``(B, 1, S)`` would otherwise line
-    up with the heads). A bias may add batch dims, and with ``stretch_batch`` (a full forward, not
+    it adds or stretches no batch dim, and with batched inputs a 3-D ``(n, L, S)`` mask is one
+    per head when ``n == h != B``, refused naming the fix when ``n`` could be the batch
+    (``n == h == B``) or cannot be the heads (``padding_mask``'s ``(B, 1, S)``).
+
+    A bias may add batch dims, and with ``stretch_batch`` (a full forward, not
     a decode step with its cache) stretch an inputs' batch dim of 1, as NumPy broadcasts; its 3-D
     ``(n, L, S)`` form lines ``n`` up with the heads, ALiBi's and T5's per-head ``(h, L, S)``,
     and is refused when ``n != h``.

@@ -99,20 +99,24 @@ def check_heads_mask(mask, batch: tuple, heads: tuple, layout: str = "(..., h, L
 
     - it broadcasts from the right and changes no dim of the scores: no batch dim added or
       stretched (the output's batch is the inputs'), nor ``h``, ``L`` or ``S``;
-    - a 3-D ``(n, L, S)`` mask with ``n > 1`` and batched inputs is refused, whatever ``B`` and
-      ``h``: its first dim would line up with the heads, and a per-sequence mask (``padding_mask``'s
-      ``(B, 1, S)``) would be read as one (silently when ``B == h``).
+    - with batched inputs, a 3-D ``(n, L, S)`` mask (``n > 1``) lines ``n`` up with the heads:
+      taken as one mask per head when ``n == h`` and the batch ``B != h``; refused, naming the
+      fix, when it could be one per sequence instead (``n == h == B``: ``padding_mask``'s
+      ``(B, 1, S)`` would be read as per head, silently) or cannot be one per head (``n != h``).
     """
     if mask is None:
         return None
     mask = as_bool_mask(mask)
     scores = tuple(batch) + tuple(heads)
-    if mask.ndim == 3 and mask.shape[0] > 1 and len(batch) > 0:
+    h = heads[0]
+    if mask.ndim == 3 and mask.shape[0] > 1 and len(batch) > 0 and (mask.shape[0] != h or batch[0] == h):
+        why = (f"one per head or one per sequence (batch {batch[0]})?" if mask.shape[0] == h
+               else f"there are {h}")
         raise ValueError(
             f"mask of shape {mask.shape} is ambiguous with batched inputs: multi-head scores are "
-            f"{layout} = (..., {', '.join(map(str, heads))}), so its first dim would be read as the "
-            f"heads. For a per-sequence mask (padding_mask's (B, 1, S)) pass mask[:, None], of shape "
-            f"(B, 1, 1, S); for a per-head (h, L, S) mask pass mask[None]")
+            f"(..., h, L, S) = (..., {', '.join(map(str, heads))}), so its first dim would be read as "
+            f"the heads ({why}). For a per-sequence mask (padding_mask's (B, 1, S)) pass mask[:, None], "
+            f"of shape (B, 1, 1, S); for a per-head (h, L, S) mask pass mask[None]")
     try:
         shape = np.broadcast_shapes(mask.shape, scores)
     except ValueError:

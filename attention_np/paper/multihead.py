@@ -64,10 +64,10 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int,
     params : dict from :func:`~attention_np.paper.params.init_mha_params`
     mask : bool, broadcastable to (..., h, L, S), optional
         True = may attend: ``(L, S)`` for every sequence and head, ``(B, 1, 1, S)`` for key
-        padding (``padding_mask(lengths)[:, None]``), ``(1, h, L, S)`` per head. It may not add
-        or stretch batch dims (the output's batch is the inputs'). With batched inputs a 3-D mask
-        whose first dim is > 1 is refused as ambiguous (heads or batch?), whatever ``B`` and
-        ``h``; unbatched, ``(h, L, S)`` is per head.
+        padding (``padding_mask(lengths)[:, None]``), ``(h, L, S)`` or ``(1, h, L, S)`` per head.
+        It may not add or stretch batch dims (the output's batch is the inputs'). With batched
+        inputs a 3-D mask whose first dim could be the batch (``B == h``), or cannot be the
+        heads (``padding_mask``'s ``(B, 1, S)``), is refused as ambiguous, naming the fix.
     num_heads : int, ``h``
     is_causal : bool
         Query ``i`` attends keys ``j <= i`` (§3.2.3), ANDed with ``mask``.

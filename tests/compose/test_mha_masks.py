@@ -1,9 +1,11 @@
 """One mask rule for the paper's and the package's multi-head attention.
 
 A mask broadcasts from the right against the scores ``(*batch, h, L, S)``, ``batch`` the inputs'
-batch dims, and changes none of them (no batch dim added or stretched, nor h, L, S); with batched
-inputs a 3-D mask whose first dim is > 1 is refused, whatever B and h (its first dim would line up
-with the heads: a per-sequence ``(B, 1, S)`` would be read as per head, silently when B == h).
+batch dims, and changes none of them (no batch dim added or stretched, nor h, L, S). With batched
+inputs a 3-D ``(n, L, S)`` mask lines ``n`` up with the heads: one mask per head when n == h and
+B != h (as NumPy, and torch's SDPA, broadcast it), refused when n could be the batch instead
+(n == h == B: a per-sequence ``(B, 1, S)`` would be read as per head, silently) or cannot be the
+heads (n != h), naming the fix.
 
 Generated over every mask shape of rank 0 to 5 whose every axis is 1 or the size of one of the
 scores' axes (B, h, L, S all distinct, so that a size names the axis it belongs to; and B == h),
@@ -38,8 +40,8 @@ INPUTS = {
 def allowed(shape: tuple, batch: tuple) -> bool:
     """The rule, as the docstrings of both functions state it."""
     scores = batch + (h, L, S)
-    if len(shape) == 3 and shape[0] > 1 and batch:
-        return False                       # heads or sequences? refused whatever B and h
+    if len(shape) == 3 and shape[0] > 1 and batch and (shape[0] != h or batch[0] == h):
+        return False                       # heads or sequences?
     try:
         return np.broadcast_shapes(shape, scores) == scores
     except ValueError:
@@ -92,21 +94,26 @@ def test_both_multi_head_attentions_follow_one_mask_rule(rng, inputs):
     assert accepted >= 8 and refused >= 100          # the generator reaches both kinds
 
 
-def test_a_per_head_mask_of_three_dims_is_refused_with_batched_inputs_whatever_B(rng):
-    """The case that split the two rules: ``(h, L, S)`` over queries ``(B, L, d_model)`` is refused by both,
-    for B == h and B != h alike, naming both fixes; ``mask[None]`` is the per-head reading."""
+def test_a_per_head_mask_of_three_dims_with_batched_inputs(rng):
+    """The case that split the two rules: ``(h, L, S)`` over queries ``(B, L, d_model)``. Both take
+    it per head when B != h (the paper's used to refuse it; its docstring and the package's said
+    both did), and both refuse it, naming both fixes, when B == h; ``mask[None]`` is the per-head
+    reading for every B."""
     params = mha_params(rng, d_model, h)
     mask = rng.random((h, L, L)) < 0.7
     mask[..., 0] = True
     for B in (1, 2, h):
         x = randn(rng, B, L, d_model)
-        for forward in (paper.mha_forward, an.mha_forward):
-            with pytest.raises(ValueError, match=r"ambiguous .* pass mask\[:, None\], of shape "
-                                                 r"\(B, 1, 1, S\); for a per-head \(h, L, S\) mask "
-                                                 r"pass mask\[None\]"):
-                forward(x, x, x, params, mask, num_heads=h)
-        out_p, _ = paper.mha_forward(x, x, x, params, mask[None], num_heads=h)
-        out_a, _ = an.mha_forward(x, x, x, params, mask[None], num_heads=h)
         want, _ = oracles.multihead(x, x, x, params, h, np.broadcast_to(mask, (B, h, L, L)))
-        np.testing.assert_allclose(out_p, want, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(out_a, want, rtol=1e-12, atol=1e-12)
+        for forward in (paper.mha_forward, an.mha_forward):
+            if B == h:
+                with pytest.raises(ValueError, match=r"ambiguous .*one per head or one per sequence "
+                                                     r"\(batch 3\).* pass mask\[:, None\], of shape "
+                                                     r"\(B, 1, 1, S\); for a per-head \(h, L, S\) mask "
+                                                     r"pass mask\[None\]"):
+                    forward(x, x, x, params, mask, num_heads=h)
+            else:
+                np.testing.assert_allclose(forward(x, x, x, params, mask, num_heads=h)[0], want,
+                                           rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(forward(x, x, x, params, mask[None], num_heads=h)[0], want,
+                                       rtol=1e-12, atol=1e-12)
