@@ -275,7 +275,19 @@ def build(out, *, force: bool = False, lessons_url: str | None = None) -> dict:
     ``lessons_url`` is not an http(s) address.
     """
     check_lessons_url(lessons_url)
-    out = pathlib.Path(out)
+    folders = _empty_folders(pathlib.Path(out), force)
+    public = {n: build_record(e) for n, e in EXERCISES.items()}
+    full = {n: build_record(e, hidden=True) for n, e in EXERCISES.items()}
+    _write_student(folders["student"], public, full, lessons_url)
+    _write_autograder(folders["autograder"], full)
+    _write_solutions(folders["solutions"], public, lessons_url)
+    write_course_material(folders)
+    return folders
+
+
+def _empty_folders(out: pathlib.Path, force: bool) -> dict:
+    """``{"student", "autograder", "solutions": out / each}``, each made empty (refused when one
+    exists without ``force``, or when ``out`` is a file)."""
     folders = {k: out / k for k in ("student", "autograder", "solutions")}
     existing = [str(p) for p in folders.values() if p.exists()]
     if existing and not force:
@@ -286,16 +298,20 @@ def build(out, *, force: bool = False, lessons_url: str | None = None) -> dict:
         if p.exists():
             shutil.rmtree(p)
         p.mkdir(parents=True)
-    public = {n: build_record(e) for n, e in EXERCISES.items()}
-    full = {n: build_record(e, hidden=True) for n, e in EXERCISES.items()}
+    return folders
 
-    student = folders["student"]
+
+def _write_student(student: pathlib.Path, public: dict, full: dict, lessons_url: str | None) -> None:
+    """The checker with the public cases, check.py, the student notebooks and the README."""
     _copy_checker(student, public, "public")
     shutil.copyfile(HERE / "kit" / "check.py", student / "check.py")
     _write_notebooks(student, "student", lessons_url)
     (student / "README.md").write_text(student_readme(full, lessons_url))
 
-    grader = folders["autograder"]
+
+def _write_autograder(grader: pathlib.Path, full: dict) -> None:
+    """The checker with the whole bank, grade.py and Gradescope's scripts, config.json, the README,
+    and gradescope.zip of it all (the README left out)."""
     _copy_checker(grader, full, "bank")
     for name in ("grade.py", "run_autograder", "setup.sh"):
         shutil.copyfile(HERE / "kit" / name, grader / name)
@@ -311,14 +327,14 @@ def build(out, *, force: bool = False, lessons_url: str | None = None) -> dict:
                 info.compress_type = zipfile.ZIP_DEFLATED
                 z.writestr(info, p.read_bytes())
 
-    solutions = folders["solutions"]
+
+def _write_solutions(solutions: pathlib.Path, public: dict, lessons_url: str | None) -> None:
+    """The checker with the public cases, check.py, the solution notebooks and the answers."""
     _copy_checker(solutions, public, "public")
     shutil.copyfile(HERE / "kit" / "check.py", solutions / "check.py")
     _write_notebooks(solutions, "solution", lessons_url)
     (solutions / "answers.md").write_text(answers_markdown())
     (solutions / "lesson_answers.md").write_text(lesson_answers_markdown())
-    write_course_material(folders)
-    return folders
 
 
 def write_course_material(folders: dict) -> None:

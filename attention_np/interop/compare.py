@@ -153,35 +153,42 @@ def _check_mha_extras(torch, module, arrays, np_dtype, masks: dict, statics: dic
     b, seq = (0, 1) if module.batch_first else (1, 0)
     N = q.shape[b] if batched else 1
     L, S = (q.shape[seq], k.shape[seq]) if batched else (q.shape[0], k.shape[0])
-    h = module.num_heads
+    heads = _check_static_heads(module, statics, np_dtype, N)
+    if "static_k" in heads:                 # the keys are the given heads, not key's projection
+        S = heads["static_k"].shape[1]
+    shapes = {"key_padding_mask": [(N, S)] if batched else [(S,)],
+              "attn_mask": [(L, S), (N * module.num_heads, L, S)]}
+    sizes = f"N={N}, L={L}, S={S}, num_heads={module.num_heads}"
+    out = {name: None if m is None else _check_mha_mask(torch, name, m, shapes[name], sizes, np_dtype)
+           for name, m in masks.items()}
+    return out, heads
+
+
+def _check_static_heads(module, statics: dict, np_dtype, N: int) -> dict:
+    """The given ``static_k``/``static_v`` as arrays, each floating ``(N*num_heads, S', head_dim)``."""
     heads = {}
     for name, a in statics.items():
         if a is None:
             continue
         a = _as_input(name, a, np_dtype, [])
+        h = module.num_heads
         if a.ndim != 3 or a.shape[0] != N * h or a.shape[2] != module.head_dim:
             raise ValueError(f"{name} must be (N*num_heads, S, head_dim) = ({N * h}, S, "
                              f"{module.head_dim}), got shape {a.shape}")
         heads[name] = a
-    if "static_k" in heads:                 # the keys are the given heads, not key's projection
-        S = heads["static_k"].shape[1]
-    shapes = {"key_padding_mask": [(N, S)] if batched else [(S,)],
-              "attn_mask": [(L, S), (N * h, L, S)]}
-    out = {}
-    for name, m in masks.items():
-        if m is None:
-            out[name] = None
-            continue
-        a = itorch.to_numpy(m)
-        if a.dtype != np.bool_ and not np.issubdtype(a.dtype, np.floating):
-            raise TypeError(f"{name} must be bool (True = blocked, torch's convention) or floating "
-                            f"(added to the scores), got dtype {a.dtype}")
-        if a.shape not in shapes[name]:
-            raise ValueError(f"{name} must have shape {' or '.join(map(str, shapes[name]))} "
-                             f"for these inputs (N={N}, L={L}, S={S}, num_heads={h}), got {a.shape}")
-        out[name] = torch.from_numpy(np.ascontiguousarray(
-            a if a.dtype == np.bool_ else a.astype(np_dtype)))
-    return out, heads
+    return heads
+
+
+def _check_mha_mask(torch, name: str, m, shapes: list, sizes: str, np_dtype):
+    """The mask ``m`` as a tensor, bool or floating (in the module's dtype), of one of ``shapes``."""
+    a = itorch.to_numpy(m)
+    if a.dtype != np.bool_ and not np.issubdtype(a.dtype, np.floating):
+        raise TypeError(f"{name} must be bool (True = blocked, torch's convention) or floating "
+                        f"(added to the scores), got dtype {a.dtype}")
+    if a.shape not in shapes:
+        raise ValueError(f"{name} must have shape {' or '.join(map(str, shapes))} "
+                         f"for these inputs ({sizes}), got {a.shape}")
+    return torch.from_numpy(np.ascontiguousarray(a if a.dtype == np.bool_ else a.astype(np_dtype)))
 
 
 def _check_flax_inputs(params: dict, num_heads: int, inputs, mask) -> tuple[list, list, object]:
@@ -246,20 +253,100 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     MHAReport
     """
     torch = import_optional("torch", "attention_np.interop.compare_mha")
+    np_dtype = _check_mha_module(torch, module, {"query": query, "key": key, "value": value,
+                                                 "static_k": static_k, "static_v": static_v})
+    _check_mha_flags(is_causal, attn_mask, need_weights, average_attn_weights, seed)
+    key = query if key is None else key
+    value = key if value is None else value
+    arrays, cast = _check_mha_inputs(module, (query, key, value), np_dtype)
+    masks, given = _check_mha_extras(torch, module, arrays, np_dtype,
+                                     {"key_padding_mask": key_padding_mask, "attn_mask": attn_mask},
+                                     {"static_k": static_k, "static_v": static_v})
+    report = MHAReport("torch.nn.MultiheadAttention", np.dtype(np_dtype).name)
+    report.notes += cast
+    if module.training and module.dropout > 0:
+        report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")
+    call = _MHACall(module=module, arrays=arrays, masks=masks, is_causal=is_causal,
+                    need_weights=need_weights, average_attn_weights=average_attn_weights,
+                    swap=not module.batch_first and arrays[0].ndim == 3,  # (L, N, E) -> ours (N, L, E)
+                    dout=np.random.default_rng(seed).standard_normal(
+                        arrays[0].shape[:-1] + (module.embed_dim,)).astype(np_dtype))
+    got = _torch_mha(torch, call, given)
+    oracle = _judge(report, got, call.ours)
+    report.notes += _mha_notes(call, oracle)
+    return report
 
+
+@dataclass
+class _MHACall:
+    """One :func:`compare_mha` call: the checked inputs in the module's layout, torch's masks
+    (tensors), and, once torch has run, the parameters and static heads attention_np reads."""
+
+    module: object
+    arrays: list
+    masks: dict
+    is_causal: bool
+    need_weights: bool
+    average_attn_weights: bool
+    swap: bool                      # the module is (L, N, E): ours is (N, L, E)
+    dout: np.ndarray                # the upstream gradient, in the module's layout
+    params: dict = field(default_factory=dict)
+    num_heads: int = 0
+    statics: dict = field(default_factory=dict)     # "static_k"/"static_v": ours (N, h, S, d)
+
+    def ours_layout(self, a):
+        return np.swapaxes(a, 0, 1) if self.swap else a
+
+    @property
+    def extra(self) -> bool:
+        """Appended key positions: add_bias_kv, add_zero_attn or static_k/v."""
+        return self.module.bias_k is not None or self.module.add_zero_attn or bool(self.statics)
+
+    def ours(self, dt) -> dict:
+        """attention_np's outputs and gradients in dtype ``dt``, named as :func:`_torch_mha`'s."""
+        mask, bias = self.mask_and_bias()
+        x = [self.ours_layout(a).astype(dt) for a in self.arrays]
+        p = {n: a.astype(dt) for n, a in self.params.items()}
+        b = None if bias is None else bias.astype(dt)
+        dout = self.ours_layout(self.dout).astype(dt)
+        if self.extra:
+            st = {n: a.astype(dt) for n, a in self.statics.items()}
+            o, cache = mha_extra_kv_forward(*x, p, mask, num_heads=self.num_heads, bias=b,
+                                            zero_attn=self.module.add_zero_attn, **st)
+            dq, dk, dv, g = mha_extra_kv_backward(dout, cache)
+        else:
+            o, cache = mha_forward(*x, p, num_heads=self.num_heads, mask=mask, bias=b)
+            dq, dk, dv, g = mha_backward(dout, cache)
+        result = {"out": o}
+        if self.need_weights:     # torch averages over heads unless average_attn_weights=False
+            w = cache.attention.weights
+            result["weights"] = w.mean(axis=-3) if self.average_attn_weights else w
+        result.update(dquery=dq, dkey=dk, dvalue=dv, **{f"d{n}": a for n, a in g.items()})
+        return result
+
+    def mask_and_bias(self):
+        return itorch.masks_from_torch_mha(self.masks["key_padding_mask"], self.masks["attn_mask"],
+                                           num_heads=self.num_heads)
+
+
+def _check_mha_module(torch, module, inputs: dict):
+    """The module's NumPy dtype (float32 or float64), after refusing a module that is not
+    ``nn.MultiheadAttention``, complex weights, and an input that is not real (by its name)."""
     if not isinstance(module, torch.nn.MultiheadAttention):
         raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}")
     dtype = next(module.parameters()).dtype
     if dtype.is_complex:
         raise TypeError(f"module weights must be real: attention_np is real-valued (a softmax over "
                         f"complex scores is not defined); got module dtype {dtype}")
-    for name, a in (("query", query), ("key", key), ("value", value), ("static_k", static_k),
-                    ("static_v", static_v)):
+    for name, a in inputs.items():
         if a is not None:                  # a complex, int or bool input, or a str, by its name
             itorch.check_real_input(a, name)
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"module dtype must be float32 or float64, got {dtype}")
-    np_dtype = np.float64 if dtype == torch.float64 else np.float32
+    return np.float64 if dtype == torch.float64 else np.float32
+
+
+def _check_mha_flags(is_causal, attn_mask, need_weights, average_attn_weights, seed) -> None:
     check_bool(is_causal, "is_causal")
     if is_causal and attn_mask is None:
         raise ValueError("is_causal=True needs attn_mask: torch's is_causal is a hint that "
@@ -267,82 +354,55 @@ def compare_mha(module, query, key=None, value=None, *, key_padding_mask=None, a
     check_bool(need_weights, "need_weights")
     check_bool(average_attn_weights, "average_attn_weights")
     check_seed(seed)
-    key = query if key is None else key
-    value = key if value is None else value
-    arrays, cast = _check_mha_inputs(module, (query, key, value), np_dtype)
-    masks, given = _check_mha_extras(torch, module, arrays, np_dtype,
-                                     {"key_padding_mask": key_padding_mask, "attn_mask": attn_mask},
-                                     {"static_k": static_k, "static_v": static_v})
-    key_padding_mask, attn_mask = masks["key_padding_mask"], masks["attn_mask"]
-    swap = not module.batch_first and arrays[0].ndim == 3     # (L, N, E) -> ours (N, L, E)
 
-    def ours_layout(a):
-        return np.swapaxes(a, 0, 1) if swap else a
 
-    report = MHAReport("torch.nn.MultiheadAttention", np.dtype(np_dtype).name)
-    report.notes += cast
-    saved, training = [p.grad for p in module.parameters()], module.training
-    if module.training and module.dropout > 0:
-        report.notes.append(f"dropout={module.dropout} switched off (eval mode) for the diff")
-    shape = arrays[0].shape[:-1] + (module.embed_dim,)                  # out, in the module's layout
-    dout = np.random.default_rng(seed).standard_normal(shape).astype(np_dtype)
+def _torch_mha(torch, call: _MHACall, given: dict) -> dict:
+    """Run the module forward and backward in eval mode (its ``.grad`` and training mode restored
+    after); fill ``call``'s parameters and static heads; torch's results in attention_np's layout."""
+    module = call.module
     statics = {n: torch.tensor(a, requires_grad=True) for n, a in given.items()}
+    saved, training = [p.grad for p in module.parameters()], module.training
     try:
         module.train(False)
         out, weights, dinputs, grads = itorch.mha_forward_backward(
-            module, *arrays, dout, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-            need_weights=need_weights, average_attn_weights=average_attn_weights,
-            is_causal=is_causal, **statics)
-        params, num_heads = itorch.params_from_torch_mha(module)
+            module, *call.arrays, call.dout, key_padding_mask=call.masks["key_padding_mask"],
+            attn_mask=call.masks["attn_mask"], need_weights=call.need_weights,
+            average_attn_weights=call.average_attn_weights, is_causal=call.is_causal, **statics)
+        call.params, call.num_heads = itorch.params_from_torch_mha(module)
     finally:
         _restore(module, saved, training)
-    got = {"out": ours_layout(out)}
+    got = {"out": call.ours_layout(out)}
     if weights is not None:
         got["weights"] = weights
-    got.update({n: ours_layout(d) for n, d in zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)})
+    got.update({n: call.ours_layout(d) for n, d in zip(("dquery", "dkey", "dvalue"), dinputs, strict=True)})
     got.update({f"d{n}": g for n, g in grads.items()})
-    N = arrays[0].shape[0 if module.batch_first or arrays[0].ndim == 2 else 1]
-    head = (N, num_heads, -1, module.head_dim)                      # torch (N*h, S, d) -> ours
+    N = call.arrays[0].shape[0 if module.batch_first or call.arrays[0].ndim == 2 else 1]
+    head = (N, call.num_heads, -1, module.head_dim)                  # torch (N*h, S, d) -> ours
     got.update({f"d{n}": itorch.to_numpy(t.grad).reshape(head) for n, t in statics.items()})
-    extra = module.bias_k is not None or module.add_zero_attn or bool(statics)
+    call.statics = {n: itorch.to_numpy(t).reshape(head) for n, t in statics.items()}
+    return got
 
-    mask, bias = itorch.masks_from_torch_mha(key_padding_mask, attn_mask, num_heads=num_heads)
 
-    def ours(dt):
-        x = [ours_layout(a).astype(dt) for a in arrays]
-        p = {n: a.astype(dt) for n, a in params.items()}
-        b = None if bias is None else bias.astype(dt)
-        if extra:           # add_bias_kv, add_zero_attn, static_k/v: appended key positions
-            st = {n: itorch.to_numpy(t).reshape(head).astype(dt) for n, t in statics.items()}
-            o, cache = mha_extra_kv_forward(*x, p, mask, num_heads=num_heads, bias=b,
-                                            zero_attn=module.add_zero_attn, **st)
-            dq, dk, dv, g = mha_extra_kv_backward(ours_layout(dout).astype(dt), cache)
-        else:
-            o, cache = mha_forward(*x, p, num_heads=num_heads, mask=mask, bias=b)
-            dq, dk, dv, g = mha_backward(ours_layout(dout).astype(dt), cache)
-        result = {"out": o}
-        if weights is not None:   # torch averages over heads unless average_attn_weights=False
-            w = cache.attention.weights
-            w = w.mean(axis=-3) if average_attn_weights else w
-            result["weights"] = w
-        result.update(dquery=dq, dkey=dk, dvalue=dv, **{f"d{n}": a for n, a in g.items()})
-        return result
-
-    oracle = _judge(report, got, ours)
-    n_rows = _fully_masked_rows(mask, oracle, num_heads)
+def _mha_notes(call: _MHACall, oracle: dict) -> list:
+    """The known differences this call meets: fully masked rows (torch NaN, ours 0), and torch's
+    ``is_causal`` fast path that ignores a non-causal ``attn_mask``."""
+    notes = []
+    mask, _ = call.mask_and_bias()
+    n_rows = _fully_masked_rows(mask, oracle, call.num_heads)
     if n_rows:
-        report.notes.append(f"{n_rows} (batch, head, query) row(s) have every key masked: "
-                            "torch MHA gives NaN there (need_weights=True), attention_np "
-                            "attention 0; a known difference, see docs/frameworks.md")
-    if is_causal and attn_mask is not None and not need_weights and key_padding_mask is None:
-        given, given_bias = itorch.masks_from_torch_mha(attn_mask=attn_mask, num_heads=num_heads)
+        notes.append(f"{n_rows} (batch, head, query) row(s) have every key masked: "
+                     "torch MHA gives NaN there (need_weights=True), attention_np "
+                     "attention 0; a known difference, see docs/frameworks.md")
+    attn_mask = call.masks["attn_mask"]
+    if call.is_causal and not call.need_weights and call.masks["key_padding_mask"] is None:
+        given, given_bias = itorch.masks_from_torch_mha(attn_mask=attn_mask, num_heads=call.num_heads)
         # torch's own float causal mask (0 / -inf) splits into a causal mask and a zero bias
         has_bias = given_bias is not None and given_bias.any()
         if given is None or has_bias or not (given == causal_mask(*given.shape[-2:])).all():
-            report.notes.append("is_causal=True with need_weights=False and no key_padding_mask: "
-                                "torch applies a causal mask and ignores this attn_mask, which is "
-                                "not causal (a known difference)")
-    return report
+            notes.append("is_causal=True with need_weights=False and no key_padding_mask: "
+                         "torch applies a causal mask and ignores this attn_mask, which is "
+                         "not causal (a known difference)")
+    return notes
 
 
 def compare_flax_mha(module, variables, inputs_q, inputs_k=None, inputs_v=None, *, mask=None,

@@ -168,6 +168,25 @@ def params_to_torch_mha(params: dict, num_heads: int, *, batch_first: bool = Tru
     module : torch.nn.MultiheadAttention in the dtype of ``params``
     """
     torch = _torch()
+    W_q, W_k, W_v, W_o = _check_mha_weights(params, num_heads)
+    check_flag(batch_first, "batch_first")
+    _check_module(module, optional=True)
+    has_bias = _check_torch_can_hold(params, W_q, W_k, W_v, W_o)
+    if module is None:
+        module = torch.nn.MultiheadAttention(W_q.shape[0], num_heads, bias=has_bias, kdim=W_k.shape[0],
+                                             vdim=W_v.shape[0], batch_first=batch_first,
+                                             dtype=getattr(torch, np.dtype(W_q.dtype).name))
+    targets = _torch_mha_tensors(module, "data")
+    if set(targets) != set(params):
+        raise ValueError(f"module has parameters {sorted(targets)} but params has {sorted(params)}")
+    with torch.no_grad():
+        for name, t in targets.items():
+            t.copy_(torch.from_numpy(np.ascontiguousarray(_torch_layout(name, params[name], t))))
+    return module
+
+
+def _check_mha_weights(params: dict, num_heads) -> tuple:
+    """``W_q, W_k, W_v, W_o`` of ``params`` as arrays: present, 2-D, ``num_heads`` dividing h*d_k."""
     check_params_dict(params)
     missing = [n for n in ("W_q", "W_k", "W_v", "W_o") if n not in params]
     if missing:
@@ -179,9 +198,13 @@ def params_to_torch_mha(params: dict, num_heads: int, *, batch_first: bool = Tru
     check_count(num_heads, "num_heads")
     if W_q.shape[1] % num_heads:
         raise ValueError(f"num_heads={num_heads} must divide h*d_k = {W_q.shape[1]} (params['W_q'])")
-    check_flag(batch_first, "batch_first")
-    _check_module(module, optional=True)
-    E, kdim, vdim = W_q.shape[0], W_k.shape[0], W_v.shape[0]
+    return W_q, W_k, W_v, W_o
+
+
+def _check_torch_can_hold(params: dict, W_q, W_k, W_v, W_o) -> bool:
+    """Whether ``params`` has biases, after refusing what torch's module cannot hold: a head
+    width other than ``embed_dim // num_heads`` (every projection h*d = d_model), some biases only."""
+    E = W_q.shape[0]
     for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
         if W.shape[1] != E:
             raise ValueError(f"params['{name}'] has {W.shape[1]} output columns but torch's "
@@ -192,23 +215,19 @@ def params_to_torch_mha(params: dict, num_heads: int, *, batch_first: bool = Tru
     if any(has_bias) and not all(has_bias):
         raise ValueError(f"torch's MultiheadAttention has all of {list(_BIASES)} or none; "
                          f"params has {[b for b in _BIASES if b in params]}")
-    dtype = getattr(torch, np.dtype(W_q.dtype).name)
-    if module is None:
-        module = torch.nn.MultiheadAttention(E, num_heads, bias=all(has_bias), kdim=kdim, vdim=vdim,
-                                             batch_first=batch_first, dtype=dtype)
-    targets = _torch_mha_tensors(module, "data")
-    if set(targets) != set(params):
-        raise ValueError(f"module has parameters {sorted(targets)} but params has {sorted(params)}")
-    with torch.no_grad():
-        for name, t in targets.items():
-            value = np.asarray(params[name])
-            value = value.T if name.startswith("W") else value             # (in, out) -> (out, in)
-            value = value.reshape(tuple(t.shape)) if name.startswith("bias_") else value
-            if tuple(t.shape) != value.shape:
-                raise ValueError(f"params['{name}'] gives torch shape {value.shape}, module "
-                                 f"expects {tuple(t.shape)}")
-            t.copy_(torch.from_numpy(np.ascontiguousarray(value)))
-    return module
+    return all(has_bias)
+
+
+def _torch_layout(name: str, value, target) -> np.ndarray:
+    """``params[name]`` in the layout of torch's tensor ``target``: weights (in, out) -> (out, in),
+    biases reshaped; a shape that still differs refused by name."""
+    value = np.asarray(value)
+    value = value.T if name.startswith("W") else value                     # (in, out) -> (out, in)
+    value = value.reshape(tuple(target.shape)) if name.startswith("bias_") else value
+    if tuple(target.shape) != value.shape:
+        raise ValueError(f"params['{name}'] gives torch shape {value.shape}, module "
+                         f"expects {tuple(target.shape)}")
+    return value
 
 
 def mha_forward_backward(module, query, key, value, dout, **kwargs):
@@ -362,40 +381,49 @@ def masks_to_torch_mha(mask=None, *, bias=None, num_heads: int, batch_size: int 
         return {}
     if mask is not None:
         mask = as_bool_mask(to_numpy(mask))
-    try:
-        np.broadcast_shapes(*(np.shape(a) for a in (mask, bias) if a is not None))
-    except ValueError:
-        raise ValueError(f"mask {np.shape(mask)} and bias {np.shape(bias)} do not broadcast "
-                         f"together") from None
-    shape = np.broadcast_shapes(*(np.shape(a) for a in (mask, bias) if a is not None))
-    if len(shape) > 4:
-        raise ValueError(f"mask/bias of shape {shape}: torch MHA takes at most (N, h, L, S)")
-    lead = (1,) * (4 - len(shape)) + shape[:-2]                          # (N or 1, h or 1)
-    if batch_size is not None and lead[0] not in (1, batch_size):
-        raise ValueError(f"mask/bias of shape {shape} has batch {lead[0]}, not batch_size={batch_size}")
+    shape, lead = _mha_mask_shape(mask, bias, batch_size)
     n = batch_size if batch_size is not None else lead[0]
     needs_n = lead[0] == 1 and batch_size is None
-
     if bias is None and len(shape) == 4 and shape[1:3] == (1, 1):         # (N, 1, 1, S)
         if needs_n:
             raise ValueError(f"mask of shape {shape} is a key padding mask shared by the batch: "
                              "torch wants it as (N, S), pass batch_size")
         blocked = ~np.broadcast_to(mask[:, 0, 0, :], (n, shape[-1]))      # True = blocked
         return {"key_padding_mask": torch.from_numpy(np.ascontiguousarray(blocked))}
-
     if lead != (1, 1) and needs_n:
         raise ValueError(f"mask/bias of shape {shape} differs between heads: torch wants it "
                          "as (N*h, L, S), pass batch_size")
     full = (1, 1, *shape[-2:]) if lead == (1, 1) else (n, num_heads, *shape[-2:])
-    if bias is None:
-        attn = ~np.broadcast_to(mask, full)                              # True = blocked
-    else:
-        attn = np.broadcast_to(np.asarray(bias), full).copy()
-        if mask is not None:
-            attn[~np.broadcast_to(mask, full)] = -np.inf
-    attn = attn.reshape(-1, *shape[-2:])                                 # (N*h, L, S)
+    attn = _blocked_or_bias(mask, bias, full).reshape(-1, *shape[-2:])    # (N*h, L, S)
     attn = attn[0] if lead == (1, 1) else attn                          # the same (L, S) for all
     return {"attn_mask": torch.from_numpy(np.ascontiguousarray(attn))}
+
+
+def _mha_mask_shape(mask, bias, batch_size) -> tuple:
+    """The broadcast shape of ``mask`` and ``bias`` (at most 4-D) and its leading ``(N or 1,
+    h or 1)``; a batch other than 1 or ``batch_size`` refused."""
+    try:
+        shape = np.broadcast_shapes(*(np.shape(a) for a in (mask, bias) if a is not None))
+    except ValueError:
+        raise ValueError(f"mask {np.shape(mask)} and bias {np.shape(bias)} do not broadcast "
+                         f"together") from None
+    if len(shape) > 4:
+        raise ValueError(f"mask/bias of shape {shape}: torch MHA takes at most (N, h, L, S)")
+    lead = (1,) * (4 - len(shape)) + shape[:-2]                          # (N or 1, h or 1)
+    if batch_size is not None and lead[0] not in (1, batch_size):
+        raise ValueError(f"mask/bias of shape {shape} has batch {lead[0]}, not batch_size={batch_size}")
+    return shape, lead
+
+
+def _blocked_or_bias(mask, bias, full: tuple) -> np.ndarray:
+    """torch's ``attn_mask`` over ``full``: bool True = blocked, or with a bias the float bias
+    where allowed and ``-inf`` where masked."""
+    if bias is None:
+        return ~np.broadcast_to(mask, full)
+    attn = np.broadcast_to(np.asarray(bias), full).copy()
+    if mask is not None:
+        attn[~np.broadcast_to(mask, full)] = -np.inf
+    return attn
 
 
 # ---------------------------------------------------------------- scaled_dot_product_attention

@@ -382,7 +382,8 @@ def test_zamba_attention_is_compared_and_its_mamba_layers_refused_by_name():
     """A hybrid model: its shared attention blocks agree (one alone too: its forward takes
     layer_idx), its Mamba state-space layers are listed as refused, by that name."""
     from attention_np.interop.transformers import sweep as sw
-    model = sw.build("zamba")
+    from attention_np.interop.transformers import tiny_models as tm
+    model = tm.build("zamba")
     layers, refused = attention_layers(model)
     assert [n for n, *_ in layers] == ["layers.1.shared_transf.self_attn",
                                        "layers.2.shared_transf.self_attn"]
@@ -441,8 +442,8 @@ def test_swin_copies_whose_layers_hold_the_table_agree(config, model):
 # would trip over.
 
 def _idefics():
-    from attention_np.interop.transformers import sweep as sw
-    model = sw.build("idefics")
+    from attention_np.interop.transformers import tiny_models as tm
+    model = tm.build("idefics")
     cfg = model.config
     ids = torch.from_numpy(np.random.default_rng(0).integers(3, 99, (2, 6)))
     pixels = torch.from_numpy(R.standard_normal((2, 1, 3, cfg.vision_config.image_size,
@@ -518,9 +519,9 @@ OTHER_ALGORITHMS = {
 
 @pytest.mark.parametrize("model_type", sorted(OTHER_ALGORITHMS))
 def test_another_algorithm_is_refused_by_its_name_not_by_the_scale(model_type):
-    from attention_np.interop.transformers import sweep as sw
+    from attention_np.interop.transformers import tiny_models as tm
     cls, what = OTHER_ALGORITHMS[model_type]
-    refused = attention_layers(sw.build(model_type))[1]
+    refused = attention_layers(tm.build(model_type))[1]
     reasons = [why for _, why in refused if why.startswith(cls + ":")]
     assert reasons and all(what in why for why in reasons), refused
     assert not any("scale" in why and "not readable" in why for _, why in refused)
@@ -533,10 +534,11 @@ def test_nemotron3_audio_agrees_and_values_wider_than_the_keys_are_refused(model
     key/value heads the keys are grouped and the values not (eager cannot run it); the
     family's own config (the two equal) agrees, the 1e-6 change caught."""
     from attention_np.interop.transformers import sweep as sw
+    from attention_np.interop.transformers import tiny_models as tm
     row = sw.sweep_one(model_type)
     assert row.verdict == "AGREE" and "+1e-06 caught" in row.reason, row
     tf = require("transformers")
-    cfg = sw.tiny_config(model_type)
+    cfg = tm.tiny_config(model_type)
     cfg.num_key_value_heads = 2
     model = fam.randomize(tf.AutoModel.from_config(cfg), 1)
     refused = attention_layers(model)[1]
@@ -552,25 +554,27 @@ def test_a_score_scale_inline_in_the_forward_is_read_and_a_wrong_one_is_caught(
     1e-6 change caught; a scale read 1 % off is a MISMATCH of the layer."""
     from attention_np.interop.transformers import layer_reading as lr
     from attention_np.interop.transformers import sweep as sw
+    from attention_np.interop.transformers import tiny_models as tm
     row = sw.sweep_one(model_type)
     assert row.verdict == "AGREE" and "+1e-06 caught" in row.reason, row
-    layers = attention_layers(sw.build(model_type))[0]
+    layers = attention_layers(tm.build(model_type))[0]
     name, module, spec = layers[0]
     assert spec.scale == 1 / np.sqrt(module.attention_head_size)
     d_model = params_from_transformers(module)[0]["W_q"].shape[0]
     x = R.standard_normal((2, 6, d_model))
     assert itf.compare_transformers_attention(module, x).ok
-    read = lr._scale
-    monkeypatch.setattr(lr, "_scale", lambda m, d: 1.01 * read(m, d))
+    read = lr.score_scale
+    monkeypatch.setattr(lr, "score_scale", lambda m, d: 1.01 * read(m, d))
     r = itf.compare_transformers_attention(module, x)
     assert not r.ok and "out" in [c.name for c in r.checks if not c.ok]
 
 
 def test_data2vec_vision_without_a_bias_table_reads_its_inline_scale_and_agrees():
     from attention_np.interop.transformers import sweep as sw
+    from attention_np.interop.transformers import tiny_models as tm
     tf = require("transformers")
     for impl in ("sdpa", "eager"):                   # its two classes, two forms of the scale
-        cfg = sw.tiny_config("data2vec-vision")
+        cfg = tm.tiny_config("data2vec-vision")
         cfg.use_relative_position_bias = False
         model = fam.randomize(tf.AutoModel.from_config(cfg, attn_implementation=impl), 1)
         found, refused = attention_layers(model)
@@ -585,7 +589,8 @@ def test_prophetnet_encoder_attention_is_read_and_agrees_beside_its_refused_ngra
     forward: its encoder and cross attention are read and agree (the 1e-6 change caught); its
     decoder's n-gram self-attention is refused by that name."""
     from attention_np.interop.transformers import sweep as sw
-    found = attention_layers(sw.build("prophetnet"))[0]
+    from attention_np.interop.transformers import tiny_models as tm
+    found = attention_layers(tm.build("prophetnet"))[0]
     kinds = {type(m).__name__ for _, m, _ in found}
     assert kinds == {"ProphetNetAttention"}
     assert all(spec.scale == spec.head_dim ** -0.5 and spec.num_heads * spec.head_dim == 32
@@ -610,8 +615,8 @@ def test_a_fused_qkv_linear_is_read_as_q_k_v_columns_and_agrees_with_the_change_
 def test_fused_qkv_columns_read_wrong_are_the_layers_mismatch(monkeypatch):
     """Ours changed instead (k and v columns of BLIP-2's qkv swapped): dW_k and dW_v disagree."""
     from attention_np.interop.transformers import layer_reading
-    from attention_np.interop.transformers import sweep as sw
-    module = sw.build("blip-2").vision_model.encoder.layers[0].self_attn
+    from attention_np.interop.transformers import tiny_models as tm
+    module = tm.build("blip-2").vision_model.encoder.layers[0].self_attn
     x = R.standard_normal((2, 5, 32))
     assert itf.compare_transformers_attention(module, x).ok
     read = layer_reading.qkv_columns
@@ -625,8 +630,8 @@ def test_fused_qkv_columns_read_wrong_are_the_layers_mismatch(monkeypatch):
 
 
 def _siglip_head():
-    from attention_np.interop.transformers import sweep as sw
-    model = sw.build("siglip_vision_model")
+    from attention_np.interop.transformers import tiny_models as tm
+    model = tm.build("siglip_vision_model")
     return model, torch.from_numpy(R.standard_normal((2, 3, 32, 32)))
 
 
@@ -658,8 +663,8 @@ def test_a_changed_multihead_attention_scale_is_the_heads_mismatch(monkeypatch):
     """Ours changed (the head's scale read 1% too large): the head alone disagrees."""
     from attention_np.interop.transformers import layer_reading
     model, pixels = _siglip_head()
-    read = layer_reading._scale
-    monkeypatch.setattr(layer_reading, "_scale", lambda m, d: read(m, d) * (
+    read = layer_reading.score_scale
+    monkeypatch.setattr(layer_reading, "score_scale", lambda m, d: read(m, d) * (
         1.01 if type(m).__name__ == "MultiheadAttention" else 1.0))
     report = compare_transformers_model(model, pixel_values=pixels)
     assert report.verdict == "MISMATCH" and report.first_disagreement.name == "head.attention", \
@@ -696,9 +701,10 @@ def test_ctrl_attention_taking_v_k_q_agrees_and_a_changed_scale_is_its_mismatch(
     same normed hidden states). The whole model agrees with the change caught; q scaled by
     1.01 inside the first layer is that layer's mismatch."""
     from attention_np.interop.transformers import sweep as sw
+    from attention_np.interop.transformers import tiny_models as tm
     row = sw.sweep_one("ctrl")
     assert row.verdict == "AGREE" and "caught at h.0.multi_head_attention" in row.reason, row
-    model = sw.build("ctrl")
+    model = tm.build("ctrl")
     r = itf.compare_transformers_attention(model.h[0].multi_head_attention,
                                            R.standard_normal((2, 6, 32)))
     assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
@@ -718,16 +724,17 @@ def test_gpt1_fused_conv1d_its_bool_scale_and_float_causal_buffer_agree(monkeypa
 
     from attention_np.interop.transformers import layer_reading
     from attention_np.interop.transformers import sweep as sw
+    from attention_np.interop.transformers import tiny_models as tm
     row = sw.sweep_one("openai-gpt")
     assert row.verdict == "AGREE" and "caught at h.0.attn" in row.reason, row
-    model = sw.build("openai-gpt")
+    model = tm.build("openai-gpt")
     spec = layer_spec(model.h[0].attn)
     assert (spec.head_dim, spec.scale, spec.is_causal) == (8, 8 ** -0.5, True)
     unscaled = fam.randomize(Attention(32, 16, model.config, scale=False), 1)
     assert layer_spec(unscaled).scale == 1.0
     r = itf.compare_transformers_attention(unscaled, R.standard_normal((2, 6, 32)))
     assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
-    monkeypatch.setattr(layer_reading, "_tril_weights", lambda m: False)
+    monkeypatch.setattr(layer_reading, "tril_weights", lambda m: False)
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.first_disagreement.name == "h.0.attn", str(report)
 # Vision towers the sweep called MISMATCH, each for its own reason (the reader's, not theirs):
@@ -740,8 +747,8 @@ def _tower(model_type: str, **changes):
     """A tiny random vision tower of ``model_type``'s sweep config (``changes`` on it)."""
     import importlib
 
-    from attention_np.interop.transformers import sweep as sw
-    cfg = sw.tiny_config(model_type)
+    from attention_np.interop.transformers import tiny_models as tm
+    cfg = tm.tiny_config(model_type)
     cfg = getattr(cfg, "vision_config", None) or cfg
     for k, v in changes.items():
         setattr(cfg, k, v)
@@ -883,11 +890,11 @@ def test_layers_with_projections_the_reader_does_not_read_are_refused_by_what_th
     """Aria's cross attention (a torch MultiheadAttention after its q, k, v projections),
     ConvBERT's mixed attention, LiLT's layout stream: refused by that name (before the scale
     they would otherwise trip over), never read as a layer without W^O."""
-    from attention_np.interop.transformers import sweep as sw
+    from attention_np.interop.transformers import tiny_models as tm
     for model_type, name, what in (
             ("aria", "multi_modal_projector.cross_attn", "nn.MultiheadAttention"),
             ("convbert", "encoder.layer.0.attention.self", "mixed attention"),
             ("lilt", "encoder.layer.0.attention.self", "two coupled attention streams (LiLT")):
-        model = sw.build(model_type)
+        model = tm.build(model_type)
         with pytest.raises(UnsupportedLayer, match=re.escape(what)):
             layer_spec(model.get_submodule(name))

@@ -14,7 +14,7 @@ from tests.helpers import require
 torch = require("torch")
 transformers = require("transformers")
 
-from attention_np.interop.transformers import layer_reading  # noqa: E402
+from attention_np.interop.transformers import layer_reading, reading_heads  # noqa: E402
 from attention_np.interop.transformers.family_cases import randomize  # noqa: E402
 from attention_np.interop.transformers.model_diff import (  # noqa: E402
     attention_layers,
@@ -84,7 +84,7 @@ def test_esm_reads_the_query_scaled_in_its_forward_and_rotates_only_when_rotary(
 
 def test_esm_read_without_its_query_scale_is_the_first_layers_mismatch(monkeypatch):
     model = _esm("rotary")
-    monkeypatch.setattr(layer_reading, "_query_prescale", lambda module: 1.0)
+    monkeypatch.setattr(reading_heads, "query_prescale", lambda module: 1.0)
     report = compare_transformers_model(model, **_ids(33))
     assert report.verdict == "MISMATCH"
     assert report.first_disagreement.name == "encoder.layer.0.attention.self", str(report)

@@ -19,6 +19,7 @@ transformers = require("transformers")
 
 from attention_np.interop.transformers import families as fam  # noqa: E402
 from attention_np.interop.transformers import sweep as sw  # noqa: E402
+from attention_np.interop.transformers import tiny_models as tm  # noqa: E402
 from attention_np.interop.transformers.model_diff import compare_transformers_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,9 +172,9 @@ def test_one_verdict_in_text_html_and_ok_when_a_layer_is_refused():
 
 
 def test_a_tiny_config_is_small_and_builds():
-    cfg = sw.tiny_config("llama")
+    cfg = tm.tiny_config("llama")
     assert (cfg.hidden_size, cfg.num_attention_heads, cfg.num_hidden_layers) == (32, 4, 2)
-    model = sw.build("llama")
+    model = tm.build("llama")
     assert sum(p.numel() for p in model.parameters()) < 100_000
     assert not np.isnan(next(model.parameters()).detach().numpy()).any()
 
@@ -191,7 +192,7 @@ def test_the_per_layer_cut_keeps_one_layer_of_each_kind_at_the_same_layers():
          "kv_source_layers": list(range(8)),        # each layer its own key/value source
          "target_layer_ids": [1, 3, 5, 6, 7, 8, 9, 10],       # ids of another model's layers
          "swa_num_key_value_heads": 16}               # the sliding layers' own (Inkling's)
-    small = sw._shrink(d)
+    small = tm._shrink(d)
     assert small["swa_num_key_value_heads"] == 2
     # kinds: layer 0 (sliding, dense, 8 kv heads), 1 (sliding, sparse, 2), 3 (full, override)
     assert small["num_hidden_layers"] == 4         # and 4 (sliding, sparse, 8 kv heads)
@@ -201,7 +202,7 @@ def test_the_per_layer_cut_keeps_one_layer_of_each_kind_at_the_same_layers():
     assert small["per_layer_config"] == {"02": {"head_dim": 8}}         # the full layer's
     assert small["kv_source_layers"] == [0, 1, 2, 3]
     assert small["target_layer_ids"] == d["target_layer_ids"]
-    two = sw._shrink({**d, "layer_types": ["full"] * 8, "mlp_layer_types": ["dense"] * 8,
+    two = tm._shrink({**d, "layer_types": ["full"] * 8, "mlp_layer_types": ["dense"] * 8,
                       "num_key_value_heads_per_layer": [8] * 8, "per_layer_config": {}})
     assert two["num_hidden_layers"] == 2 and two["layer_types"] == ["full", "full"]
 
@@ -210,14 +211,14 @@ def test_per_stage_heads_and_depths_and_backbone_outputs_fit_the_small_model():
     """Donut's Swin per-stage heads (3 does not divide a width of 32) become 4 a stage, its
     depths at most 2; DINOv2's backbone output ``stage12`` names a stage the 2-layer model
     lacks: dropped (transformers then takes the last stage)."""
-    small = sw._shrink({"embed_dim": 96, "num_heads": [3, 6, 12, 24], "depths": [2, 2, 18, 2],
+    small = tm._shrink({"embed_dim": 96, "num_heads": [3, 6, 12, 24], "depths": [2, 2, 18, 2],
                         "out_features": ["stage4"], "out_indices": [4],
                         "stage_names": ["stem", "stage1", "stage2", "stage3", "stage4"]})
     assert (small["num_heads"], small["depths"]) == ([4, 4, 4, 4], [2, 2, 2, 2])
     assert small["out_features"] == ["stage4"]               # a stage the model still has
-    cfg = sw.tiny_config("donut-swin")
+    cfg = tm.tiny_config("donut-swin")
     assert (cfg.num_heads, cfg.depths) == ([4, 4, 4, 4], [2, 2, 2, 2])
-    cfg = sw.tiny_config("dinov2")
+    cfg = tm.tiny_config("dinov2")
     assert cfg.num_hidden_layers == 2 and cfg.out_features == ["stage2"]
 
 
@@ -225,11 +226,11 @@ def test_a_config_over_the_cap_is_narrowed_by_its_width_names():
     """XLM's ``emb_dim`` (2048, 101M parameters after the generic shrink) is a width by its
     name: the second shrink makes it 32, and the model fits the cap; a family under the
     cap is built from the first shrink alone (Llama's config is unchanged by it)."""
-    assert sw.tiny_config("xlm").emb_dim == 2048
-    assert sw.tiny_config("xlm", narrow=True).emb_dim == 32
-    assert sum(p.numel() for p in sw.build("xlm").parameters()) <= sw.CAP
-    assert sw.tiny_config("llama", narrow=True).to_dict() == sw.tiny_config("llama").to_dict()
-    narrow = sw._narrow({"hidden_sizes": [256, 512, 1024, 2048], "depths": [3, 4, 6, 3],
+    assert tm.tiny_config("xlm").emb_dim == 2048
+    assert tm.tiny_config("xlm", narrow=True).emb_dim == 32
+    assert sum(p.numel() for p in tm.build("xlm").parameters()) <= tm.CAP
+    assert tm.tiny_config("llama", narrow=True).to_dict() == tm.tiny_config("llama").to_dict()
+    narrow = tm._narrow({"hidden_sizes": [256, 512, 1024, 2048], "depths": [3, 4, 6, 3],
                          "entity_vocab_size": 500000, "kernel_size": 128,
                          "sub": {"intermediate_size": 4096, "qk_head_dim": 192}})
     assert narrow == {"hidden_sizes": [8, 16, 32, 64], "depths": [2, 2, 2, 2],
@@ -240,8 +241,8 @@ def test_a_config_over_the_cap_is_narrowed_by_its_width_names():
 def test_a_width_the_family_leaves_none_is_given():
     """Ministral's ``head_dim`` and ESM's ``vocab_size`` default to None, which their
     modeling code uses in arithmetic: the small values (8 = 32 / 4 heads; 99)."""
-    assert sw.tiny_config("ministral").head_dim == 8
-    assert sw.tiny_config("esm").vocab_size == sw.VOCAB
+    assert tm.tiny_config("ministral").head_dim == 8
+    assert tm.tiny_config("esm").vocab_size == sw.VOCAB
 
 
 def test_a_family_whose_own_default_config_does_not_build_is_skipped_saying_so():
@@ -250,17 +251,17 @@ def test_a_family_whose_own_default_config_does_not_build_is_skipped_saying_so()
     is named as it is (DiNAT: natten)."""
     with pytest.raises(ValueError, match="own default config does not build either: "
                                          "AttributeError"):
-        sw.build("dbrx")
+        tm.build("dbrx")
     row = sw.sweep_one("dinat")
     assert row.verdict == "skipped" and "natten" in row.reason
 
 def _alibi_model(family):
     if family == "falcon":
-        cfg = sw.tiny_config("falcon")
+        cfg = tm.tiny_config("falcon")
         cfg.alibi = True
         torch.manual_seed(0)
         return transformers.AutoModel.from_config(cfg).eval()
-    return sw.build(family)
+    return tm.build(family)
 
 
 @pytest.mark.parametrize("family, builder", [
@@ -286,7 +287,7 @@ def test_alibi_agrees_and_a_changed_slope_is_the_first_layers_mismatch(family, b
 
 
 def test_partial_interleaved_rope_of_gptj_agrees_with_its_sin_cos_row():
-    model = sw.build("gptj")
+    model = tm.build("gptj")
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.ok, str(report)
     assert [r.kind for r in report.layers] == ["rotary", "attention", "attention"]
@@ -294,7 +295,7 @@ def test_partial_interleaved_rope_of_gptj_agrees_with_its_sin_cos_row():
 
 
 def test_qwen2_vl_text_model_mrope_with_text_positions_agrees():
-    model = sw.build("qwen2_vl_text")
+    model = tm.build("qwen2_vl_text")
     assert compare_transformers_model(model, **sw._text_inputs(model)).ok
 
 
@@ -333,8 +334,8 @@ def test_a_window_read_wrong_is_the_layers_mismatch(monkeypatch):
     from attention_np.interop.transformers import layer_reading
     model = fam.family_model("modernbert", seed=1)
     inputs = fam.model_inputs("modernbert", model)
-    read = layer_reading._window
-    monkeypatch.setattr(layer_reading, "_window",
+    read = layer_reading.read_window
+    monkeypatch.setattr(layer_reading, "read_window",
                         lambda m, cfg: None if read(m, cfg) is None else read(m, cfg) - 1)
     report = compare_transformers_model(model, **inputs)
     assert [r.ok for r in report.attention] == [True, False], str(report)
@@ -347,7 +348,7 @@ def test_interleaved_rope_with_concatenated_angles_agrees_and_a_changed_frequenc
     angles concatenated (Llama's layout): their apply_rotary_pos_emb interleaves the first
     half (ERNIE 4.5 in float32). Both layouts read: the rotary row and each layer agree, and
     a 1 % change of the frequencies is the rotary row's disagreement."""
-    model = sw.build(family)
+    model = tm.build(family)
     inputs = sw._text_inputs(model)
     report = compare_transformers_model(model, **inputs)
     assert report.ok, str(report)
@@ -371,7 +372,7 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     """LLaVA given input ids runs its language model only: the vision tower's layers are
     listed as not run and the report is INCOMPLETE (never AGREE); the sweep diffs the tower's
     attention class one by one and catches the change there too."""
-    model = sw.build("llava")
+    model = tm.build("llava")
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.verdict == "INCOMPLETE" and not report.ok, str(report)
     assert report.not_run[0] == ("vision_tower.encoder.layers.0.self_attn", "CLIPAttention")
@@ -466,12 +467,12 @@ def test_moshi_and_kyutai_projections_are_read_through_their_wrapper(monkeypatch
     row = sw.sweep_one("kyutai_speech_to_text")
     assert row.verdict == "AGREE", row
     assert "(KyutaiSpeechToTextAttention); +1e-06 caught in each" in row.reason, row
-    model = sw.build("moshi")
+    model = tm.build("moshi")
     model.config.sliding_window = 2
     assert layer_spec(model.layers[0].self_attn).window is None
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.verdict == "AGREE", str(report)
-    monkeypatch.setattr(layer_reading, "_window", lambda module, cfg: 2)
+    monkeypatch.setattr(layer_reading, "read_window", lambda module, cfg: 2)
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.verdict == "MISMATCH", str(report)
     depth = MoshiAttention(model.config, 0, use_flexible_linear=True, use_rope=False)
@@ -489,7 +490,7 @@ def test_grid_layers_after_the_first_are_refused_by_their_own_feature(family, la
     stage change) and Florence-2's channel attention (before: "number of heads not readable")
     are each refused by what they compute, and no block around them is."""
     from attention_np.interop.transformers.model_diff import attention_layers
-    refused = attention_layers(sw.build(family))[1]
+    refused = attention_layers(tm.build(family))[1]
     assert any(f"{layer}: {feature}" in why for _, why in refused), refused
     assert all(why.split(":")[0].endswith("Attention") for _, why in refused), refused
 
@@ -498,7 +499,7 @@ def test_levits_subsampling_layers_are_refused_by_their_own_feature():
     """LeViT's row names its first layer (LevitAttention); the layers between its stages
     (LevitAttentionSubsample, before: "no q, k, v projections") are refused by theirs."""
     from attention_np.interop.transformers.model_diff import attention_layers
-    refused = attention_layers(sw.build("levit"))[1]
+    refused = attention_layers(tm.build("levit"))[1]
     kinds = {why.split(":")[0]: why for _, why in refused}
     assert set(kinds) == {"LevitAttention", "LevitAttentionSubsample"}, refused
     assert "subsampled LeViT attention (queries from a strided" in \
@@ -509,7 +510,7 @@ def test_hieras_global_layers_agree_and_catch_a_change():
     """Hiera's global-attention layers (no mask units, no query pooling) are plain attention of
     a (B, L, C) sequence: read, they agree, and the 1e-6 change added to one is caught."""
     from attention_np.interop.transformers.model_diff import attention_layers
-    found, refused = attention_layers(sw.build("hiera"))
+    found, refused = attention_layers(tm.build("hiera"))
     assert found and refused, (found, refused)
     assert all(not m.use_mask_unit_attn and m.query_stride == 1 for _, m, _ in found)
     verdict, err, why = sw._diff_layers(found)
@@ -520,7 +521,7 @@ def test_sams_mask_decoder_is_still_refused_by_its_three_inputs():
     """SAM's vision encoder is now read as far as its decomposed relative positions (its refusal
     comes first); its mask decoder's layers keep theirs."""
     from attention_np.interop.transformers.model_diff import attention_layers
-    refused = attention_layers(sw.build("sam"))[1]
+    refused = attention_layers(tm.build("sam"))[1]
     assert any(n.startswith("mask_decoder.") and "three separate inputs" in why
                for n, why in refused), refused
 
@@ -530,7 +531,7 @@ def test_multimodal_rope_text_models_agree(family):
     """GLM-4V's text layers turn interleaved pairs with rotate_half_llm (its rotate_half is the
     vision tower's, half): the layout is read from apply_rotary_pos_emb itself. Their
     mrope_section defaults to a large head's; the sweep sizes it for its small one."""
-    model = sw.build(family)
+    model = tm.build(family)
     report = compare_transformers_model(model, **sw._text_inputs(model))
     assert report.ok and len(report.attention) == 2, str(report)
 
@@ -544,7 +545,7 @@ def test_multimodal_rope_in_a_sub_config_is_sized_and_the_text_layers_agree(fami
     row = sw.sweep_one(family)
     assert row.verdict == "refused" and "cu_seqlens" in row.reason, row
     assert row.max_error < 1e-12, row
-    assert sw.tiny_config(family).text_config.rope_parameters["mrope_section"] in (
+    assert tm.tiny_config(family).text_config.rope_parameters["mrope_section"] in (
         [2, 1, 1], [1, 1, 2])
 
 
@@ -589,7 +590,7 @@ def test_xlms_inline_query_scale_and_keep_mask_agree_and_a_changed_scale_is_caug
     from attention_np.interop.transformers import compare_transformers_attention
     row = sw.sweep_one(family)
     assert row.verdict == "AGREE" and "+1e-06 caught at attentions.0" in row.reason, row
-    model = sw.build(family, 0).double()
+    model = tm.build(family, 0).double()
     ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 1, 1]])
     pad = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])      # two keys masked: read as keep
     assert compare_transformers_model(model, input_ids=ids, attention_mask=pad).ok

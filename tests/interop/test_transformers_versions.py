@@ -18,6 +18,7 @@ torch = require("torch")
 transformers = require("transformers")
 
 from attention_np.interop.transformers import sweep as sw  # noqa: E402
+from attention_np.interop.transformers import tiny_models as tm  # noqa: E402
 from attention_np.interop.transformers.model_diff import attention_layers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +77,7 @@ def test_every_named_family_agrees_with_the_change_caught_or_refuses_by_name(row
 def test_each_attention_class_alone_agrees_with_the_change_caught(model_type):
     """The whole-model rows above compare a text model's layers inside the model: each layer
     class is diffed alone too (GPT-J's layer alone crashed while its model agreed)."""
-    found, refused = attention_layers(sw.build(model_type))
+    found, refused = attention_layers(tm.build(model_type))
     assert found and not refused
     verdict, _, why = sw._diff_layers(found)
     assert verdict == "AGREE", why

@@ -18,6 +18,7 @@ transformers = require("transformers")
 from attention_np.interop import transformers as itf  # noqa: E402
 from attention_np.interop.transformers import families as fam  # noqa: E402
 from attention_np.interop.transformers import sweep as sw  # noqa: E402
+from attention_np.interop.transformers import tiny_models as tm  # noqa: E402
 from attention_np.interop.transformers.model_diff import (  # noqa: E402
     attention_layers,
     compare_transformers_model,
@@ -86,7 +87,7 @@ def test_the_whole_model_agrees_and_a_1e_6_change_to_its_local_layer_is_caught(n
 def test_full_layers_without_rope_in_sliding_full_models_agree(model_type):
     """The sweep's tiny configs: the full-attention layer takes the model's cos and sin and
     does not rotate; read as such, the whole model agrees."""
-    model = sw.build(model_type)
+    model = tm.build(model_type)
     specs = [s for _, _, s in attention_layers(model)[0]]
     assert [s.has_rope for s in specs] == [True, False]
     report = compare_transformers_model(model, **sw._text_inputs(model))
@@ -96,7 +97,7 @@ def test_full_layers_without_rope_in_sliding_full_models_agree(model_type):
 def test_granite_swa_per_layer_windows_and_sinks_agree_in_float64():
     """Granite SWA: full then sliding layers, sinks, no sdpa support: run eager with its
     float32 softmax undone (before: a 7e-8 MISMATCH, float32 rounding)."""
-    model = sw.build("granite_swa")
+    model = tm.build("granite_swa")
     specs = [s for _, _, s in attention_layers(model)[0]]
     assert [s.window for s in specs] == [None, model.config.sliding_window]
     report = compare_transformers_model(model, **sw._text_inputs(model))
@@ -113,19 +114,19 @@ def test_gpt_neo_scores_in_float64_in_the_copy_not_float32():
 
 
 def _deberta_v2_without_relative_attention():
-    cfg = sw.tiny_config("deberta-v2")
+    cfg = tm.tiny_config("deberta-v2")
     assert not cfg.relative_attention
     return transformers.AutoModel.from_config(cfg).eval()
 
 
 def _data2vec_vision_with_its_bias_table():
-    cfg = sw.tiny_config("data2vec-vision")
+    cfg = tm.tiny_config("data2vec-vision")
     cfg.use_relative_position_bias = True
     return transformers.AutoModel.from_config(cfg).eval()
 
 
 def _mpt_with_clip_qkv():
-    cfg = sw.tiny_config("mpt")
+    cfg = tm.tiny_config("mpt")
     cfg.attn_config.clip_qkv = 0.5
     return transformers.AutoModel.from_config(cfg).eval()
 
@@ -135,14 +136,14 @@ REFUSALS = {
     "deberta-v2": (_deberta_v2_without_relative_attention,
                    "DeBERTa-v2 attention without relative attention"),
     "mpt": (_mpt_with_clip_qkv, "clamping q, k, v to +-0.5"),
-    "longformer": (lambda: sw.build("longformer"), "sliding-window attention with global tokens"),
-    "big_bird": (lambda: sw.build("big_bird"), "block-sparse attention"),
-    "afmoe": (lambda: sw.build("afmoe"), "gated attention output"),
-    "qwen3_next": (lambda: sw.build("qwen3_next"), "gated attention output"),
-    "muse_glimmer_text": (lambda: sw.build("muse_glimmer_text"), "gated attention output"),
-    "diffllama": (lambda: sw.build("diffllama"), "differential attention"),
-    "doge": (lambda: sw.build("doge"), "a dynamic mask"),
-    "bitnet": (lambda: sw.build("bitnet"), "attn_sub_norm"),
+    "longformer": (lambda: tm.build("longformer"), "sliding-window attention with global tokens"),
+    "big_bird": (lambda: tm.build("big_bird"), "block-sparse attention"),
+    "afmoe": (lambda: tm.build("afmoe"), "gated attention output"),
+    "qwen3_next": (lambda: tm.build("qwen3_next"), "gated attention output"),
+    "muse_glimmer_text": (lambda: tm.build("muse_glimmer_text"), "gated attention output"),
+    "diffllama": (lambda: tm.build("diffllama"), "differential attention"),
+    "doge": (lambda: tm.build("doge"), "a dynamic mask"),
+    "bitnet": (lambda: tm.build("bitnet"), "attn_sub_norm"),
 }
 
 

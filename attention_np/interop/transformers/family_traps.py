@@ -179,32 +179,7 @@ def softcap_backends(seed: int = 0) -> Demo:
               attention_mask=None)
     for impl, error, words in (("sdpa", ValueError, "does not support `softcap`"),
                                ("flex_attention", NotImplementedError, "backward on CPU")):
-        layer.config._attn_implementation = impl
-        try:
-            with warnings.catch_warnings():      # torch.compile's import warns of torch.jit
-                warnings.simplefilter("ignore", DeprecationWarning)
-                layer(x, **kw)                   # with grad: flex checks its backward
-        except error as e:
-            seen = f"{type(e).__name__}: ...{words}..." if words in str(e) else str(e)
-            demo.observe(impl, seen, seen.startswith(error.__name__))
-            continue
-        if impl != "sdpa":
-            demo.observe(impl, "runs", False)
-            continue
-        # transformers 5.17 to 5.20: sdpa runs, and leaves the soft-cap out without an error
-        B, L = x.shape[:2]
-        mask = build_mask(spec, B, L, L, inputs["attention_mask"])     # causal, window, padding
-        fill = torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min))
-        with torch.no_grad():
-            out = to_numpy(layer(x, **{**kw, "attention_mask": fill})[0])
-        options = mha_options(spec, inputs["position_ids"])
-        ours = {c: mha_forward(inputs["hidden_states"], inputs["hidden_states"],
-                               inputs["hidden_states"], params, mask,
-                               **{**options, "spec": options["spec"].replace(softcap=c)})[0]
-                for c in (spec.softcap, None)}
-        capped, uncapped = (max_abs_error(out, ours[c]) for c in (spec.softcap, None))
-        demo.observe(impl, f"runs: softcap={spec.softcap:g} {capped:.1e}, none {uncapped:.1e}  "
-                     "(soft-cap dropped, no error)", uncapped < 1e-12 and capped > 1e-3)
+        demo.observe(impl, *_softcap_backend(layer, impl, error, words, spec, params, inputs, kw))
     # eager: transformers' own (its softmax in float32), then the layer diff asked for it (its
     # float32 casts run in float64: the verdict of the float64 eager)
     B, L = x.shape[:2]
@@ -233,6 +208,38 @@ def softcap_backends(seed: int = 0) -> Demo:
     demo.observe("Gemma3Attention, softcapping 2.0", f"output changed by {err:.1e}  (ignored)",
                  err == 0.0)
     return demo
+
+
+def _softcap_backend(layer, impl: str, error, words: str, spec, params, inputs, kw) -> tuple:
+    """``(seen, as_documented)`` for Gemma 2's layer run with ``impl``: it raises ``error``
+    (saying ``words``), or (sdpa, transformers 5.17 to 5.20) runs and drops the soft-cap."""
+    import torch
+
+    x = torch.from_numpy(inputs["hidden_states"])
+    layer.config._attn_implementation = impl
+    try:
+        with warnings.catch_warnings():      # torch.compile's import warns of torch.jit
+            warnings.simplefilter("ignore", DeprecationWarning)
+            layer(x, **kw)                   # with grad: flex checks its backward
+    except error as e:
+        seen = f"{type(e).__name__}: ...{words}..." if words in str(e) else str(e)
+        return seen, seen.startswith(error.__name__)
+    if impl != "sdpa":
+        return "runs", False
+    # transformers 5.17 to 5.20: sdpa runs, and leaves the soft-cap out without an error
+    B, L = x.shape[:2]
+    mask = build_mask(spec, B, L, L, inputs["attention_mask"])     # causal, window, padding
+    fill = torch.from_numpy(np.where(mask, 0.0, np.finfo(np.float64).min))
+    with torch.no_grad():
+        out = to_numpy(layer(x, **{**kw, "attention_mask": fill})[0])
+    options = mha_options(spec, inputs["position_ids"])
+    h = inputs["hidden_states"]
+    ours = {c: mha_forward(h, h, h, params, mask,
+                           **{**options, "spec": options["spec"].replace(softcap=c)})[0]
+            for c in (spec.softcap, None)}
+    capped, uncapped = (max_abs_error(out, ours[c]) for c in (spec.softcap, None))
+    return (f"runs: softcap={spec.softcap:g} {capped:.1e}, none {uncapped:.1e}  "
+            "(soft-cap dropped, no error)", uncapped < 1e-12 and capped > 1e-3)
 
 
 def sdpa_drops_sinks(seed: int = 0) -> Demo:

@@ -22,7 +22,7 @@ from attention_np._checks import check_seed
 from attention_np._optional import import_optional
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import to_numpy
-from attention_np.interop.transformers.layer_reading import family_function
+from attention_np.interop.transformers.layer_source import family_function
 from attention_np.interop.transformers.model_diff import LayerResult, ModelReport, check_model_inputs
 from attention_np.interop.transformers.recent import (
     EAGER_FLOAT64,

@@ -26,18 +26,16 @@ from attention_np.interop.compare import MHAReport
 from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import check_real_input, to_numpy
 from attention_np.interop.transformers.layer_reading import (  # noqa: F401  (re-exported)
-    ROPE,
     SUPPORTED,
     LayerSpec,
     UnsupportedLayer,
-    family_function,
-    forward_parameters,
-    keep_mask,
     layer_spec,
     no_causal,
     params_from_transformers,
     qkv_inputs,
 )
+from attention_np.interop.transformers.layer_source import family_function, forward_parameters
+from attention_np.interop.transformers.reading_scores import keep_mask
 from attention_np.interop.transformers.recent import (
     EAGER_FLOAT64,
     float64_upcasts,

@@ -31,6 +31,7 @@ from attention_np._checks import check_seed
 from attention_np._optional import import_optional
 from attention_np.compose.decode import KVCache
 from attention_np.interop.tolerance import check_float64, judge
+from attention_np.interop.transformers.algorithm_refusals import recurrent_layer
 from attention_np.interop.transformers.cache_replay import (
     cached_keys_values,
     check_cache,
@@ -40,14 +41,13 @@ from attention_np.interop.transformers.cache_replay import (
 )
 from attention_np.interop.transformers.layer_reading import (
     UnsupportedLayer,
-    keep_mask,
     layer_spec,
     no_causal,
     params_from_transformers,
     qkv_inputs,
-    recurrent_layer,
 )
 from attention_np.interop.transformers.model_report import LayerResult, ModelReport  # noqa: F401
+from attention_np.interop.transformers.reading_scores import keep_mask
 from attention_np.interop.transformers.recent import (
     EAGER_FLOAT64,
     float64_experts,

@@ -14,13 +14,9 @@ import sys
 import numpy as np
 
 from attention_np.compose.mha import mha_backward, mha_forward
-from attention_np.interop.transformers.layer_reading import (
-    LayerSpec,
-    family_function,
-    interleaves_first_half,
-    mha_options,
-    rope_rotation,
-)
+from attention_np.interop.transformers.layer_reading import LayerSpec, mha_options
+from attention_np.interop.transformers.layer_source import family_function
+from attention_np.interop.transformers.reading_rope import interleaves_first_half, rope_rotation
 from attention_np.variants.position_bias import (
     grid_relative_index,
     relative_position_bias,

@@ -1,7 +1,8 @@
 """Every model class of the installed transformers, diffed: a tiny random model of each, and a
 verdict an engineer can act on (docs/transformers_sweep.md is this module's table).
 
-For each ``model_type`` of transformers' ``AutoModel`` mapping, :func:`tiny_config` shrinks
+For each ``model_type`` of transformers' ``AutoModel`` mapping,
+:func:`~attention_np.interop.transformers.tiny_models.tiny_config` shrinks
 the family's default config (widths 32, 4 heads, 2 key/value heads, 2 layers, feed-forward 37,
 vocabulary 99, every sub-config likewise; no download), :func:`sweep_one` builds the model with
 random weights and diffs it:
@@ -23,10 +24,8 @@ named), ``"skipped"`` (no model: the tiny config could not be built, the reason 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import io
-import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -34,104 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np._optional import import_optional
+from attention_np.interop.transformers.tiny_models import VOCAB, build, one_line
 
-WIDTH = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim", "model_dim",
-         "word_embed_proj_dim", "embedding_size", "projection_dim", "text_embed_dim",
-         "vision_embed_dim")
-HEADS = ("num_attention_heads", "n_head", "n_heads", "encoder_attention_heads",
-         "decoder_attention_heads", "num_heads", "attention_heads")
-LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "encoder_layers", "decoder_layers",
-          "n_layers", "num_decoder_layers", "num_encoder_layers")
-FFN = ("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
-       "ffn_hidden_size", "moe_intermediate_size", "shared_expert_intermediate_size")
-SMALL = {"num_key_value_heads": 2, "num_key_value_attention_heads": 2, "num_kv_heads": 2,
-         "head_dim": 8, "vocab_size": 99, "num_local_experts": 2,
-         "num_experts": 2, "n_routed_experts": 2, "num_experts_per_tok": 1,
-         "max_position_embeddings": 64, "image_size": 32, "patch_size": 8,
-         **{n: 32 for n in WIDTH}, **{n: 4 for n in HEADS}, **{n: 2 for n in LAYERS},
-         **{n: 37 for n in FFN},
-         "rotary_dim": 4,                      # GPT-J, CodeGen: partial RoPE of the 8
-         "d_head": 8}                          # XLNet, Funnel: d_model / heads, not derived
-VOCAB = 99
-# families whose tiny config needs more than the generic shrink, each for the reason given
-OVERRIDES = {
-    # Swin's per-stage head counts (3, 6, 12, 24) do not divide its shrunk widths (32, 64, ...),
-    # which transformers cannot run; 2x2 windows on the 4x4 patches of a 32x32 image, so that
-    # the second block of the first stage attends shifted windows
-    "swin": {"num_heads": [4, 4], "depths": [2, 2], "window_size": 2,
-             "stage_names": ["stem", "stage1", "stage2"], "out_features": ["stage2"],
-             "out_indices": [2]},
-    # the 2-D relative position bias table of each layer (BEiT's checkpoints use one); the
-    # default config has none (BEiT's backbone outputs name a stage of the full depth)
-    "data2vec-vision": {"use_relative_position_bias": True},
-    "beit": {"use_relative_position_bias": True, "out_features": ["stage2"], "out_indices": [2]},
-    # ERNIE 4.5 VL's sections are [h, w, t] (default [22, 22, 20]), h and w stacked: equal
-    "ernie4_5_vl_moe": {"text_config": {"rope_parameters": {"mrope_section": [1, 1, 2]}}},
-    # Zamba ties every hybrid layer's shared attention block to the first one's: with a single
-    # hybrid layer transformers' tie_weights finds nothing to tie and raises; its attention
-    # widths are stored, not derived (2 x hidden: the block reads [hidden | embeddings])
-    # Nemotron 3's audio attention: v_proj is num_attention_heads wide whatever
-    # num_key_value_heads says (k_proj follows it); its checkpoints have the two equal (the
-    # config's default). With fewer key/value heads eager cannot run it and sdpa groups the
-    # keys but not the values: the reader refuses that by name (tests), the sweep builds
-    # the family as its checkpoints are
-    **{t: {"num_key_value_heads": 4} for t in (
-        "nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp",
-        "nemotron3_diarization_audio")},
-    "zamba": {"num_hidden_layers": 3,
-              "layers_block_type": ["linear_attention", "hybrid", "hybrid"],
-              "attention_hidden_size": 64, "attention_head_dim": 16, "mamba_dt_rank": 4},
-    # Swin V2, as Swin: 2 stages of 2x2 windows on the 4x4 patches (4 stages end below 1x1)
-    "swinv2": {"num_heads": [4, 4], "depths": [2, 2], "window_size": 2,
-               "stage_names": ["stem", "stage1", "stage2"], "out_features": ["stage2"],
-               "out_indices": [2]},
-    # the last 15 of 35 layers reuse earlier layers' keys and values: the last 2 of 4 here
-    "gemma3n_text": {"num_kv_shared_layers": 2},
-    # its adapter reads vision layers 24 and 18 of 27: the last of 2
-    "molmo2": {"adapter_config": {"vision_feature_layer": [-1]}},
-    # defaults that do not build at full size (None where the modeling reads a value)
-    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
-    "chameleon": {"vocabulary_map": {"<image>": 1}},
-    "emu3": {"vocabulary_map": {"<image>": 1}},
-    "funnel": {"architectures": ["FunnelModel"]},      # AutoModel picks a class by it
-    "autoformer": {"prediction_length": 4},
-    "informer": {"prediction_length": 4},
-    "time_series_transformer": {"prediction_length": 4},
-    # its decoder views its queries as num_key_value_heads heads: it runs only with as many
-    # key/value heads as query heads (transformers 5.24)
-    "moonshine_streaming": {"num_key_value_heads": 4},
-    # no grouped-query attention (the validator requires as many key/value heads as heads)
-    "esmc": {"num_key_value_heads": 4},
-    "glm5_next": {"text_config": {"num_key_value_heads": 4}},
-    "glm5_next_text": {"num_key_value_heads": 4},
-    # axial position embeddings: their widths sum to the model's, their shape the positions
-    "reformer": {"axial_pos_embds_dim": [16, 16], "axial_pos_shape": [8, 8]},
-    # its vision tower has width // 64 heads
-    "bridgetower": {"vision_config": {"hidden_size": 64}},
-    # a gated feed-forward of even width (the generic 37 is odd)
-    "moshi": {"ffn_dim": 38, "depth_decoder_config": {"ffn_dim": 38}},
-    "kyutai_speech_to_text": {"ffn_dim": 38},
-    # Mamba-2 heads dividing the expanded width (2 x 32 = 4 x 16)
-    "bamba": {"mamba_n_heads": 4, "mamba_d_head": 16},
-    "granitemoehybrid": {"mamba_n_heads": 4, "mamba_d_head": 16},
-    # its layers cycle through block_types (recurrent, recurrent, attention): 2 layers of
-    # that cycle have no attention; one of each kind
-    "recurrent_gemma": {"block_types": ["recurrent", "attention"]},
-    # its audio encoder's num_hidden_layers counts the 4 stages of its per-stage lists
-    "muse_spark_audio": {"num_hidden_layers": 4},
-    "muse_spark": {"audio_config": {"num_hidden_layers": 4}},
-    # a local attention context within the 64 positions
-    "granite_speech5_encoder": {"context_size": 32},
-    "granite_speech5_ctc": {"encoder_config": {"context_size": 32}},
-}
-# the widths _narrow shrinks (the names' ends) and the ones it leaves alone (inputs' shapes,
-# kernels, positions: their own rules)
-NARROW = (r"(hidden_sizes?|_dims?|^dim|hidden_dim|channels?|_units|_rank|^d_latents|num_latents"
-          r"|_vocab|intermediate_size|embed_dim_per_stage|_size_global|_width|feature_size"
-          r"|num_embeddings|codebook_size|num_filters)$|vocab_size|hidden_size")
-NOT_NARROW = (r"(patch_size|image_size|kernel|stride|mel|spec|position|window|pool|sampling"
-              r"|^num_channels$)")
-CAP = 5_000_000                         # parameters of a tiny model (keeps the sweep fast)
 B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
 CHANGE = 1e-6                           # added to one layer's output: must be caught and named
 CACHED_NEW = 2                          # the cached mode: the last 2 of the L tokens on the cache
@@ -156,184 +59,6 @@ CACHED_FAMILIES = (
 )
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _shrink(d: dict, mrope: bool = False) -> dict:
-    """A config dict with every width, head count, depth, vocabulary made small (recursively
-    into sub-configs, with or without a ``model_type``); per-layer lists and dicts cut to the
-    new depth (:func:`_cut_layers`); per-stage lists of heads and depths (:func:`_stages`);
-    backbone outputs naming a stage beyond the new depth dropped; token ids inside the
-    vocabulary; a head width or vocabulary the family leaves ``None`` given; with ``mrope``
-    (the family's modeling reads ``mrope_section``, its default sized for a large head) the
-    sections of multimodal RoPE given for the small head."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and k != "rope_parameters" and (
-                "model_type" in v or any(n in v for n in SMALL)):
-            v = _shrink(v, mrope)     # a sub-config (DBRX's attn_config, a layer's overrides)
-        elif k in SMALL and _is_int(v):
-            v = SMALL[k]
-        elif isinstance(k, str) and k.endswith("_num_key_value_heads") and _is_int(v) and v > 2:
-            v = 2               # Dia's cross_, Inkling's swa_num_key_value_heads (16 over 4)
-        elif k in FFN and isinstance(v, list) and all(_is_int(n) for n in v):
-            v = [SMALL[k]] * len(v)                 # Gemma 3n's feed-forward width per layer
-        elif k in ("head_dim", "vocab_size", "num_key_value_heads") and v is None and \
-                _is_int(d.get("hidden_size")):
-            v = SMALL[k]      # Ministral's, ESM's, Nemotron's None reach arithmetic (32 / 4 heads)
-        elif k.endswith("_token_id") and _is_int(v) and v >= VOCAB:
-            v = 1
-        elif k == "rope_parameters" and isinstance(v, dict) and ("mrope_section" in v or (
-                mrope and "rope_type" in v)):       # not one dict per layer type (NeoMME's)
-            # multimodal RoPE: sections of the head's r/2 = 4 frequencies (Qwen2-VL's default
-            # [16, 24, 24], GLM-4V's [8, 12, 12]); 2 with partial rotary 0.5 (GLM-4V-MoE)
-            n = int(SMALL["head_dim"] * v.get("partial_rotary_factor", 1.0)) // 2
-            v = {**v, "mrope_section": [n - 2 * (n // 4), n // 4, n // 4] if n >= 4 else [1, 1, 0]}
-        out[k] = v
-    _cut_layers(d, out)
-    _stages(out)
-    return out
-
-
-def _layer_index(k) -> int | None:
-    """A per-layer dict's key as a layer index (``"05"`` -> 5), else None."""
-    return int(k) if _is_int(k) or (isinstance(k, str) and k.isdigit()) else None
-
-
-def _cut_layers(d: dict, out: dict) -> None:
-    """Every per-layer list (its length the family's depth) and per-layer dict (keyed by
-    layer index, Gemma 4's ``per_layer_config``) of ``out`` cut to the new depth, all at the
-    same layers: the first layer of each kind, a kind being what the lists and the dict say
-    of a layer together (Gemma 4's full-attention layers are the ones with a wider head), then
-    the next layers up to the new depth. A list of layer indices (every layer its own KV
-    source) becomes ``0 .. depth - 1``."""
-    key = next((n for n in LAYERS if _is_int(d.get(n))), None)
-    if key is None or not _is_int(out.get(key)) or d[key] <= out[key] or \
-            isinstance(out.get("depths"), list):         # Swin's num_layers: its stages
-        return
-    depth0, depth = d[key], out[key]
-
-    def indices(v):             # layer ids of another model (EAGLE-3's target_layer_ids)
-        return all(_is_int(i) for i in v) and all(a < b for a, b in zip(v, v[1:], strict=False))
-    lists = [k for k, v in out.items() if isinstance(v, list) and len(v) == depth0 and
-             (not indices(v) or v == list(range(depth0)))]
-    dicts = [k for k, v in out.items() if isinstance(v, dict) and v and all(
-        _layer_index(i) is not None and _layer_index(i) < depth0 and isinstance(c, dict)
-        for i, c in v.items())]
-    ranges = [k for k in lists if out[k] == list(range(depth0))]
-    lists = [k for k in lists if k not in ranges]
-    if not lists and not dicts and not ranges:
-        return
-    per_layer = [{_layer_index(i): c for i, c in out[k].items()} for k in dicts]
-
-    def kind(i):
-        return tuple(repr(out[k][i]) for k in lists) + tuple(repr(p.get(i)) for p in per_layer)
-    keep = list({kind(i): i for i in reversed(range(depth0))}.values())[::-1]   # first of each
-    keep = sorted(keep + [i for i in range(depth0) if i not in keep][:max(depth - len(keep), 0)])
-    if len(keep) > depth:      # more kinds than layers: one layer of each (a deeper model)
-        for n in LAYERS:
-            if out.get(n) == depth:
-                out[n] = len(keep)
-    heads = next((d[n] for n in HEADS if _is_int(d.get(n))), None)
-    for k in lists:
-        out[k] = [out[k][i] for i in keep]
-        if "heads" in k and heads and all(_is_int(h) for h in out[k]):    # per-layer heads:
-            out[k] = [4 if h >= heads else 2 for h in out[k]]     # all of them, or fewer (GQA)
-    for k in ranges:
-        out[k] = list(range(len(keep)))
-    for k, p in zip(dicts, per_layer, strict=True):
-        width = max(len(str(i)) for i in out[k])
-        out[k] = {str(j).zfill(width): _shrink(p[i]) for j, i in enumerate(keep) if i in p}
-
-
-def _stages(out: dict) -> None:
-    """Per-stage lists of a hierarchical vision model (Swin V2's heads ``[3, 6, 12, 24]``,
-    depths ``[2, 2, 6, 2]``): 4 heads and at most 2 blocks a stage; a backbone's
-    ``out_features``/``out_indices`` naming a stage beyond the new depth dropped (the last
-    stage then, transformers' default)."""
-    for k in HEADS:
-        if isinstance(out.get(k), list) and all(_is_int(h) for h in out[k]):
-            out[k] = [SMALL[k]] * len(out[k])
-    if isinstance(out.get("depths"), list) and all(_is_int(n) for n in out["depths"]):
-        out["depths"] = [min(n, 2) for n in out["depths"]]
-    stages = len(out["depths"]) if isinstance(out.get("depths"), list) else \
-        next((out[n] for n in LAYERS if _is_int(out.get(n))), None)
-    names = out.get("out_features")
-    if stages is not None and isinstance(names, list) and any(
-            not n.startswith("stage") or not n[5:].isdigit() or int(n[5:]) > stages
-            for n in names):
-        out["out_features"] = out["out_indices"] = None
-        if isinstance(out.get("stage_names"), list) and len(out["stage_names"]) != stages + 1:
-            out["stage_names"] = None
-
-
-def _narrow(d: dict) -> dict:
-    """The second shrink of a config still over :data:`CAP` parameters after :func:`_shrink`
-    (recursively, into every dict): each remaining width over 64 a name says is a width
-    (:data:`NARROW`: an entity vocabulary, a latent width, a projector's output) made 32, a
-    feed-forward width 64, a head width 8; a per-stage list of widths divided by a power of
-    two (its ratios, and its multiples of 4 heads, kept) to at most 64; a per-stage list of
-    depths at most 2 a stage."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            v = _narrow(v)
-        elif isinstance(k, str) and re.search(NARROW, k) and not re.search(NOT_NARROW, k):
-            if _is_int(v) and v > 64:
-                v = 8 if "head_dim" in k else 64 if re.search("interm|ffn|mlp|inner", k) \
-                    else VOCAB if "vocab" in k else 32
-            elif isinstance(v, list) and v and all(_is_int(x) and x > 0 for x in v):
-                while max(v) > 64 and all(x % 8 == 0 for x in v):
-                    v = [x // 2 for x in v]
-        elif isinstance(k, str) and re.search(r"(depths?|repeats)$", k) and \
-                isinstance(v, list) and v and all(_is_int(x) for x in v):
-            v = [min(x, 2) for x in v]
-        elif k in FFN and v == SMALL[k]:
-            v = 64                                             # even (Moshi's gated one)
-        elif k not in HEADS and isinstance(k, str) and _is_int(v) and v > 4 and re.search(
-                r"num_(attention_)?heads$", k):
-            v = 4                      # a prefixed count (V-JEPA 2's pred_num_attention_heads)
-        elif k not in LAYERS and isinstance(k, str) and _is_int(v) and v > 2 and \
-                re.search(r"num_(hidden_)?layers$", k):
-            v = 2
-        elif isinstance(k, str) and k.endswith("_coefficient") and isinstance(v, float):
-            v = 1.0                    # EfficientNet's width and depth multipliers
-        out[k] = v
-    return out
-
-
-def _merge(d: dict, override: dict) -> dict:
-    """``d`` with ``override``'s keys set, a sub-config's inside it (a dict merged)."""
-    return {**d, **{k: _merge(d[k], v) if isinstance(v, dict) and isinstance(d.get(k), dict)
-                    else v for k, v in override.items()}}
-
-
-def _reads_mrope(cfg) -> bool:
-    """Whether the family's modeling, or a sub-config's, reads ``mrope_section`` (GLM-4.6V's
-    text model is GLM-4V's, built by ``AutoModel``: its own modeling does not)."""
-    for c in (cfg, *(getattr(cfg, k, None) for k in getattr(cfg, "sub_configs", {}) or {})):
-        name = type(c).__module__.replace(".configuration_", ".modeling_")
-        try:
-            if "mrope_section" in inspect.getsource(sys.modules.get(name)
-                                                    or importlib.import_module(name)):
-                return True
-        except (ImportError, OSError, TypeError):
-            continue
-    return False
-
-
-def tiny_config(model_type: str, narrow: bool = False):
-    """The family's default config, shrunk (:func:`_shrink`, and :func:`_narrow` with
-    ``narrow``; :data:`OVERRIDES`), built again from its dict."""
-    tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
-    cfg = tf.AutoConfig.for_model(model_type)
-    small = _shrink(cfg.to_dict(), _reads_mrope(cfg))
-    small = _merge(_narrow(small) if narrow else small, OVERRIDES.get(model_type, {}))
-    small.pop("transformers_version", None)
-    return type(cfg).from_dict(small)
-
-
 @dataclass
 class SweepRow:
     """One model class: its ``model_type``, class, verdict, largest error, reason or layers."""
@@ -347,46 +72,6 @@ class SweepRow:
     @property
     def false_verdict(self) -> bool:
         return self.verdict in ("MISMATCH", "not caught", "error")
-
-
-def build(model_type: str, seed: int = 0):
-    """A tiny random ``AutoModel`` of ``model_type`` in eval mode (float32 as built); weights
-    redrawn from N(0, 0.3^2) as in :mod:`~attention_np.interop.transformers.family_cases`."""
-    tf = import_optional("transformers", "attention_np.interop.transformers.sweep")
-    torch = import_optional("torch", "attention_np.interop.transformers.sweep")
-    def size(cfg):
-        with torch.device("meta"):
-            return sum(p.numel() for p in tf.AutoModel.from_config(cfg).parameters())
-    try:
-        cfg = tiny_config(model_type)
-        fits = size(cfg) <= CAP
-    except Exception:                           # noqa: BLE001  (a validator: a width the
-        fits = False                            # names above miss must equal one they set)
-    if not fits:                                # or over the cap: every width by its name
-        try:
-            cfg = tiny_config(model_type, narrow=True)
-            n = size(cfg)
-        except ImportError:                     # a missing library (timm, natten), named
-            raise
-        except Exception as e:
-            try:
-                size(tf.AutoConfig.for_model(model_type))
-            except Exception:                   # noqa: BLE001
-                raise ValueError(f"transformers' own default config does not build either: "
-                                 f"{_one_line(e)}") from e
-            raise
-        if n > CAP:
-            raise ValueError(f"the shrunk config still has {n} parameters")
-    model = tf.AutoModel.from_config(cfg)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    return model.eval()
-
-
-def _one_line(e: BaseException) -> str:
-    return f"{type(e).__name__}: {' '.join(str(e).split())}"[:300]
 
 
 def _text_inputs(model) -> dict | None:
@@ -491,8 +176,7 @@ def _diff_model(model, inputs, found, cached: bool = False) -> tuple:
     if cached:
         prompt, inputs = _split(inputs)
     report = _run_changed(model, inputs, first[1], prompt)
-    if cached and (any(n == "forward" for n, _ in report.refused) or not report.refused and
-                   not any(r.kind == "cache" for r in report.layers)):
+    if cached and _no_cached_mode(report):
         why = next((w for n, w in report.refused if n == "forward"),
                    "its layers' second calls continued from no cache")
         return "skipped", float("nan"), f"no cached mode: {why}"
@@ -505,30 +189,45 @@ def _diff_model(model, inputs, found, cached: bool = False) -> tuple:
         report = _run_changed(model, inputs, first[1], prompt)
     if report.refused and not [r for r in report.layers if not r.ok]:
         return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in report.refused[:2])
+    verdict, err, why = _changed_verdict(report, first[0], cached)
+    if verdict != "AGREE" or not not_run:
+        return verdict, err, why
+    verdict, layer_err, layers_why = _diff_layers([f for f in found if f[0] in not_run])
+    return verdict, np.nanmax([err, layer_err]), f"{why}; not run by text input ids, " \
+                                                 f"{layers_why}"
+
+
+def _no_cached_mode(report) -> bool:
+    """Whether a cached run did not continue from a cache: its forward refused, or no layer's
+    cached keys and values compared (and nothing refused)."""
+    return any(n == "forward" for n, _ in report.refused) or (
+        not report.refused and not any(r.kind == "cache" for r in report.layers))
+
+
+def _failed(row) -> str:
+    return f"{row.name}: " + ", ".join(f"{c.name} {c.err:.1e}" for c in row.checks if not c.ok)[:200]
+
+
+def _changed_verdict(report, name: str, cached: bool) -> tuple:
+    """``(verdict, error, why)`` of a whole-model run with :data:`CHANGE` on the layer ``name``:
+    every other layer agrees, and each call of that one differs by the change alone."""
     rows = report.attention
-    changed = [r for r in rows if r.name.split("#")[0] == first[0]]
+    changed = [r for r in rows if r.name.split("#")[0] == name]
     others = [r for r in report.layers if r not in changed]
     err = max((r.forward_error for r in others if r.kind == "attention"), default=float("nan"))
     bad = next((r for r in others if not r.ok), None)
     if bad is not None:
-        return "MISMATCH", err, f"{bad.name}: " + ", ".join(
-            f"{c.name} {c.err:.1e}" for c in bad.checks if not c.ok)[:200]
+        return "MISMATCH", err, _failed(bad)
     off = next((r for r in changed if not r.ok and not _only_the_change(r.checks)), None)
     if off is not None:                # off by more than the change: a MISMATCH of its own
-        return "MISMATCH", err, f"{off.name}: " + ", ".join(
-            f"{c.name} {c.err:.1e}" for c in off.checks if not c.ok)[:200]
+        return "MISMATCH", err, _failed(off)
     if not changed or not all(_only_the_change(r.checks) for r in changed):
-        return "not caught", err, f"+{CHANGE:g} on {first[0]}: {report.verdict}"
-    why = f"{len(rows)} layer calls (whole model); +{CHANGE:g} caught at {changed[0].name}"
-    if cached:
-        why = f"{len(rows)} layer calls (prompt, then {CACHED_NEW} tokens on its cache), " \
-              f"{sum(r.kind == 'cache' for r in report.layers)} cache rows; +{CHANGE:g} caught " \
-              f"at {', '.join(r.name for r in changed)}"
-    if not not_run:
-        return "AGREE", err, why
-    verdict, layer_err, layers_why = _diff_layers([f for f in found if f[0] in not_run])
-    return verdict, np.nanmax([err, layer_err]), f"{why}; not run by text input ids, " \
-                                                 f"{layers_why}"
+        return "not caught", err, f"+{CHANGE:g} on {name}: {report.verdict}"
+    if not cached:
+        return "AGREE", err, f"{len(rows)} layer calls (whole model); +{CHANGE:g} caught at {changed[0].name}"
+    return "AGREE", err, f"{len(rows)} layer calls (prompt, then {CACHED_NEW} tokens on its cache), " \
+                         f"{sum(r.kind == 'cache' for r in report.layers)} cache rows; +{CHANGE:g} caught " \
+                         f"at {', '.join(r.name for r in changed)}"
 
 
 def _diff_layers(found) -> tuple:
@@ -584,41 +283,54 @@ def sweep_one(model_type: str, seed: int = 0, cached: bool = False) -> SweepRow:
             model = build(model_type, seed)
         except Exception as e:                                     # noqa: BLE001
             return SweepRow(model_type, "-", "skipped", reason=f"tiny model not built: "
-                                                               f"{_one_line(e)}")
+                                                               f"{one_line(e)}")
         cls = type(model).__name__
         try:
             found, refused = attention_layers(model)
         except Exception as e:                                     # noqa: BLE001
             return SweepRow(model_type, cls, "error", reason=f"reading the layers: "
-                                                             f"{_one_line(e)}")
+                                                             f"{one_line(e)}")
         if not found and not refused:
             return SweepRow(model_type, cls, "no attention")
         if refused and not found:
             n, why = refused[0]
             return SweepRow(model_type, cls, "refused", reason=f"{n}: {why}")
         try:
-            inputs = _text_inputs(model)
-            own = None if inputs is None else _runs(model, inputs)
-            why_not = "not a text model run on input ids" if inputs is None or own else \
-                decoder(model, found)
-            if cached and not why_not:
-                why_not = _runs(model, *_split(inputs))
-                why_not = why_not and f"the model does not run continuing from its cache ({why_not})"
-            if cached and why_not:
-                return SweepRow(model_type, cls, "skipped", reason=f"no cached mode: {why_not}")
-            if cached:
-                verdict, err, why = _diff_model(model, inputs, found, cached=True)
-            elif inputs is not None and own is None:
-                verdict, err, why = _diff_model(model, inputs, found)
-            else:
-                verdict, err, why = _diff_layers(found)
-                if own is not None:
-                    why = f"the model does not run on input ids alone ({own}): {why}"
+            verdict, err, why = _diff_built(model, found, cached)
             if verdict == "AGREE" and refused:
                 verdict, why = "refused", f"{refused[0][0]}: {refused[0][1]}"
         except Exception as e:                                     # noqa: BLE001
-            return SweepRow(model_type, cls, "error", reason=_one_line(e))
+            return SweepRow(model_type, cls, "error", reason=one_line(e))
     return SweepRow(model_type, cls, verdict, err, why)
+
+
+def _diff_built(model, found, cached: bool) -> tuple:
+    """``(verdict, error, why)`` of a built model: a text model run on input ids whole
+    (:func:`_diff_model`; ``cached``: a decoder continuing from its cache, else skipped), any
+    other one layer by layer (:func:`_diff_layers`)."""
+    inputs = _text_inputs(model)
+    own = None if inputs is None else _runs(model, inputs)
+    if cached:
+        why_not = _no_cache_run(model, inputs, own, found)
+        if why_not:
+            return "skipped", float("nan"), f"no cached mode: {why_not}"
+        return _diff_model(model, inputs, found, cached=True)
+    if inputs is not None and own is None:
+        return _diff_model(model, inputs, found)
+    verdict, err, why = _diff_layers(found)
+    if own is not None:
+        why = f"the model does not run on input ids alone ({own}): {why}"
+    return verdict, err, why
+
+
+def _no_cache_run(model, inputs, own, found) -> str | None:
+    """Why the model has no cached mode (not a text model, not a decoder, or it does not run
+    continuing from its cache), or None."""
+    why_not = "not a text model run on input ids" if inputs is None or own else decoder(model, found)
+    if why_not:
+        return why_not
+    why_not = _runs(model, *_split(inputs))
+    return why_not and f"the model does not run continuing from its cache ({why_not})"
 
 
 def model_types() -> list:

@@ -158,21 +158,25 @@ def find_projections(module) -> Projections:
     elif fused is not None and "q_attn" in children and getattr(module, "is_cross_attention", 0):
         p.q, p.fused, p.layout, p.kv_fused = children["q_attn"], fused, "contiguous", True
     elif fused is not None:
-        p.fused = fused
-        if getattr(module, "new_decoder_architecture", False):
-            p.layout = "grouped"
-        elif getattr(module, "multi_query", False) or _conv1d(fused) or \
-                any(fused is children.get(n) for n in ("qkv_proj", "Wqkv", "qkv")):   # MPT: chunk(3);
-            # qkv: BLIP-2, TimeSformer, MGP-STR, the Qwen-VL towers (reshape(..., 3, h, d))
-            p.layout = "contiguous"
-        else:
-            p.layout = "per_head"
+        p.fused, p.layout = fused, _fused_layout(module, children, fused)
     else:
         raise UnsupportedLayer(
             f"{type(module).__name__} is not an attention layer attention_np can read: no q, k, "
             f"v projections (one of {NAMES['q']}, ... as nn.Linear) and no fused one {FUSED} "
             f"among its children {sorted(children)}")
     return p
+
+
+def _fused_layout(module, children: dict, fused) -> str:
+    """How a fused q/k/v projection's output columns are laid out: "grouped" (Falcon's new
+    decoder architecture), "contiguous" ``[q | k | v]`` or "per_head" ``[q_n | k_n | v_n]``."""
+    if getattr(module, "new_decoder_architecture", False):
+        return "grouped"
+    if getattr(module, "multi_query", False) or _conv1d(fused) or \
+            any(fused is children.get(n) for n in ("qkv_proj", "Wqkv", "qkv")):    # MPT: chunk(3);
+        # qkv: BLIP-2, TimeSformer, MGP-STR, the Qwen-VL towers (reshape(..., 3, h, d))
+        return "contiguous"
+    return "per_head"
 
 
 def unread_projections(module, projections: Projections) -> list:
