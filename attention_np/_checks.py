@@ -300,6 +300,17 @@ def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
     return dt
 
 
+#: kind -> (the dtype test, the array it names): the ``kind`` of :func:`check_array`
+_ARRAY_KINDS = {
+    "float": (lambda d: np.issubdtype(d, np.floating), "floating-point"),
+    "int": (lambda d: np.issubdtype(d, np.integer), "integer"),
+    "bool": (lambda d: d == np.bool_, "bool"),
+    "bool or int": (lambda d: d == np.bool_ or np.issubdtype(d, np.integer), "bool or 0/1"),
+    "number": (lambda d: np.issubdtype(d, np.floating) or np.issubdtype(d, np.integer),
+               "numeric (int or float)"),
+}
+
+
 def check_array(x, name: str, *, kind: str = "float", ndim: int | None = None,
                 min_ndim: int | None = None, shape: tuple | None = None, layout: str = "",
                 finite: bool = False) -> np.ndarray:
@@ -308,36 +319,46 @@ def check_array(x, name: str, *, kind: str = "float", ndim: int | None = None,
     exact ``shape`` (None in ``shape`` matches any size), laid out as ``layout`` (``"(B, L)"``).
     ``finite``: NaN and inf are refused too. Not copied (``np.asarray``)."""
     layout = f" {layout}" if layout else ""         # no "array , got" when there is none
-    if x is None or isinstance(x, (str, bytes, dict)) or callable(x):
-        raise TypeError(f"{name} must be an array{layout}, got {_got(x)}")
-    try:
-        a = np.asarray(x)
-    except (ValueError, TypeError) as e:
-        raise TypeError(f"{name} must be an array{layout}, got {_got(x)} ({e})") from None
-    ok = {"float": lambda d: np.issubdtype(d, np.floating),
-          "int": lambda d: np.issubdtype(d, np.integer),
-          "bool": lambda d: d == np.bool_,
-          "bool or int": lambda d: d == np.bool_ or np.issubdtype(d, np.integer),
-          "number": lambda d: np.issubdtype(d, np.floating) or np.issubdtype(d, np.integer)}[kind]
-    if not ok(a.dtype):
-        want = {"float": "floating-point", "int": "integer", "bool": "bool", "bool or int": "bool or 0/1",
-                "number": "numeric (int or float)"}[kind]
-        article = "an" if want[0] in "aeiou" else "a"
-        raise TypeError(f"{name} must be {article} {want} array{layout}, got dtype "
-                        f"{a.dtype}")
+    a = _as_array(x, name, layout)
+    _check_kind(a, name, kind, layout)
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dims{layout}, got shape {a.shape}")
     if min_ndim is not None and a.ndim < min_ndim:
         raise ValueError(f"{name} must have at least {min_ndim} dims{layout}, got shape {a.shape}")
-    if shape is not None and (a.ndim != len(shape) or any(
-            want is not None and got != want for got, want in zip(a.shape, shape, strict=False))):
-        want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + (",)" if len(shape) == 1
-                                                                           else ")")
-        said = f"{layout.strip()} = {want}" if layout else want
-        raise ValueError(f"{name} must have shape {said}, got {a.shape}")
+    if shape is not None:
+        _check_shape(a, name, shape, layout)
     if finite and a.size and not np.isfinite(a).all():
         raise ValueError(f"{name} must be finite, got NaN or inf")
     return a
+
+
+def _as_array(x, name: str, layout: str) -> np.ndarray:
+    """``np.asarray(x)``; no array at all (None, text, a dict, a function) is a ``TypeError``."""
+    if x is None or isinstance(x, (str, bytes, dict)) or callable(x):
+        raise TypeError(f"{name} must be an array{layout}, got {_got(x)}")
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise TypeError(f"{name} must be an array{layout}, got {_got(x)} ({e})") from None
+
+
+def _check_kind(a: np.ndarray, name: str, kind: str, layout: str) -> None:
+    ok, want = _ARRAY_KINDS[kind]
+    if not ok(a.dtype):
+        article = "an" if want[0] in "aeiou" else "a"
+        raise TypeError(f"{name} must be {article} {want} array{layout}, got dtype "
+                        f"{a.dtype}")
+
+
+def _check_shape(a: np.ndarray, name: str, shape: tuple, layout: str) -> None:
+    """``a.shape`` is ``shape``, where None matches any size."""
+    if a.ndim == len(shape) and all(want is None or got == want
+                                    for got, want in zip(a.shape, shape, strict=False)):
+        return
+    want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + (",)" if len(shape) == 1
+                                                                       else ")")
+    said = f"{layout.strip()} = {want}" if layout else want
+    raise ValueError(f"{name} must have shape {said}, got {a.shape}")
 
 
 def check_ids(ids, name: str, high: int, *, ndim: int | None = None, min_ndim: int | None = None,

@@ -67,35 +67,47 @@ def run(args) -> int:
 def _audit(args) -> int:
     from attention_np.exercises import EXERCISES, audit
 
-    names = args.exercise or list(EXERCISES)
-    unknown = [n for n in names if n not in EXERCISES]
-    if unknown:
-        print(f"error: --exercise {unknown[0]!r} is not an exercise; expected one of "
-              f"{', '.join(EXERCISES)}", file=sys.stderr)
+    problem = _audit_problem(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
-    if args.jobs < 1:
-        print(f"error: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
-        return 2
-    target = Path(args.write) if args.write else None
-    if target is not None:
-        if args.exercise:
-            print("error: --write records the audit of every exercise: drop --exercise", file=sys.stderr)
-            return 2
-        try:
-            audit.replace_section(target.read_text(), "")
-        except (OSError, ValueError) as e:
-            print(f"error: --write {target}: {e}", file=sys.stderr)
-            return 2
     started = time.monotonic()
-    audits = audit.audit(names, jobs=args.jobs)
+    audits = audit.audit(args.exercise or list(EXERCISES), jobs=args.jobs)
     seconds = time.monotonic() - started
     section = audit.markdown(audits)
-    if target is not None:
+    if args.write:
+        target = Path(args.write)
         target.write_text(audit.replace_section(target.read_text(), section))
         print(f"wrote the audit into {target}")
     if args.markdown:
         print(section)
-        return 0
+    else:
+        _print_audit(audit, audits, args, seconds)
+    return 0
+
+
+def _audit_problem(args):
+    """What is wrong with the audit's arguments (an exercise that is not one, --jobs below 1,
+    --write with --exercise or to a file without the generated section), or None."""
+    from attention_np.exercises import EXERCISES, audit
+
+    unknown = [n for n in args.exercise or () if n not in EXERCISES]
+    if unknown:
+        return f"--exercise {unknown[0]!r} is not an exercise; expected one of {', '.join(EXERCISES)}"
+    if args.jobs < 1:
+        return f"--jobs must be at least 1, got {args.jobs}"
+    if args.write and args.exercise:
+        return "--write records the audit of every exercise: drop --exercise"
+    if args.write:
+        try:
+            audit.replace_section(Path(args.write).read_text(), "")
+        except (OSError, ValueError) as e:
+            return f"--write {Path(args.write)}: {e}"
+    return None
+
+
+def _print_audit(audit, audits, args, seconds) -> None:
+    """The table, the summary, the lists asked for (--list), and the time taken."""
     print(audit.text_table(audits))
     print()
     print(audit.summary(audits))
@@ -112,4 +124,3 @@ def _audit(args) -> int:
               f"(left out of it): {outside[0]}", file=sys.stderr)
     print(f"\n{sum(len(a.verdicts) for a in audits)} mutants of {len(audits)} exercises in {seconds:.1f} s "
           f"({args.jobs} process{'es' if args.jobs > 1 else ''})")
-    return 0

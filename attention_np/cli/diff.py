@@ -150,6 +150,35 @@ def format_table(rows, dtypes=DTYPES) -> str:
 
 
 def run(args) -> int:
+    """``diff``: every case on every selected framework and dtype, then the known differences
+    (a whole transformers model with ``--model``, one layer per family with ``--framework
+    transformers``); exit 1 on a mismatch, an unexplained difference, or a framework missing."""
+    status = _other_command(args)
+    if status is not None:
+        return status
+    from attention_np.interop.cases import CASES
+    from attention_np.interop.known import DEMOS
+
+    start = time.perf_counter()
+    named = FRAMEWORKS if args.framework == "all" else (args.framework,)
+    dtypes = DTYPES if args.dtype == "all" else (args.dtype,)
+    missing = {f: why for f in named if (why := _missing(f)) is not None}
+    frameworks = tuple(f for f in named if f not in missing)
+    rows, demos = _run_cases(CASES, DEMOS, frameworks, dtypes, args.seed)
+    _print_header()
+    print(format_table(rows, dtypes))
+    for framework, why in missing.items():
+        print(f"{'(all cases)':<27} {framework:<9} {'':<8} skipped: not installed "
+              f"({install_hint(framework)}; {why})")
+    _print_cannot(CASES, frameworks)
+    _print_demos(demos, missing)
+    return _summary(args, rows, demos, missing, frameworks, start)
+
+
+def _other_command(args) -> int | None:
+    """The exit status of ``--model`` (a whole transformers model) or ``--framework
+    transformers`` (one layer per family), run by :mod:`attention_np.cli.diff_transformers`;
+    2 for ``--cached`` without ``--model``; None for the framework diff."""
     if getattr(args, "cached", False) and getattr(args, "model", None) is None:
         print("error: --cached continues a model's forward from its cache: it needs --model "
               "NAME|PATH (a decoder)", file=sys.stderr)
@@ -160,30 +189,32 @@ def run(args) -> int:
     if args.framework == "transformers":
         from attention_np.cli import diff_transformers
         return diff_transformers.run(args)
-    from attention_np.interop.cases import CASES
-    from attention_np.interop.known import DEMOS
-    from attention_np.interop.tolerance import FACTOR32, FLOOR_ULPS, RTOL64
+    return None
 
-    start = time.perf_counter()
-    named = FRAMEWORKS if args.framework == "all" else (args.framework,)
-    dtypes = DTYPES if args.dtype == "all" else (args.dtype,)
-    missing = {f: why for f in named if (why := _missing(f)) is not None}
-    frameworks = tuple(f for f in named if f not in missing)
 
-    jobs = [(i, case, f, d) for i, case in enumerate(CASES) for f in frameworks
+def _run_cases(cases, demos, frameworks: tuple, dtypes: tuple, seed: int) -> tuple:
+    """``(rows, demos)``: each case diffed on each framework that can run it, in each dtype
+    (seed ``seed + i`` for case ``i``), then each known difference demonstrated, with a
+    progress bar."""
+    jobs = [(i, case, f, d) for i, case in enumerate(cases) for f in frameworks
             if f in case.frameworks for d in dtypes]
-    bar = ProgressBar(len(jobs) + len(DEMOS))
+    bar = ProgressBar(len(jobs) + len(demos))
     rows = []
     for i, case, framework, dtype in jobs:
         bar.update(len(rows), label=f"{case.name} / {framework} / {dtype}")
-        rows.append(diff_case(case, framework, dtype, args.seed + i))
-    demos = []
-    for demo in DEMOS:
-        bar.update(len(rows) + len(demos), label=f"known difference: {demo.__name__}")
-        demos.append(demo(frameworks, args.seed))
-    bar.update(len(rows) + len(demos), label="done")
+        rows.append(diff_case(case, framework, dtype, seed + i))
+    shown = []
+    for demo in demos:
+        bar.update(len(rows) + len(shown), label=f"known difference: {demo.__name__}")
+        shown.append(demo(frameworks, seed))
+    bar.update(len(rows) + len(shown), label="done")
     bar.close()
+    return rows, shown
 
+
+def _print_header() -> None:
+    """What the columns measure, and the tolerance policy."""
+    from attention_np.interop.tolerance import FACTOR32, FLOOR_ULPS, RTOL64
     print("attention_np diff: outputs and gradients (random upstream gradient) against the "
           "frameworks\n")
     print("out err, grad err: max|framework - reference|, the reference being attention_np in "
@@ -192,16 +223,19 @@ def run(args) -> int:
           f"  float32: each side's error against the reference <= {FACTOR32:g} x the other's "
           f"(floor {FLOOR_ULPS:g} ulp)\n"
           "err/tol: the worst ratio over the output and every gradient, both sides (< 1 passes)\n")
-    print(format_table(rows, dtypes))
-    for framework, why in missing.items():
-        print(f"{'(all cases)':<27} {framework:<9} {'':<8} skipped: not installed "
-              f"({install_hint(framework)}; {why})")
 
-    cannot = [(c.name, f, why) for c in CASES for f, why in c.cannot if f in frameworks]
+
+def _print_cannot(cases, frameworks: tuple) -> None:
+    """The cases a selected framework cannot express, and why."""
+    cannot = [(c.name, f, why) for c in cases for f, why in c.cannot if f in frameworks]
     if cannot:
         print("\nleft out, the framework cannot express the case:")
         print("\n".join(f"  {name} / {f}: {why}" for name, f, why in cannot))
 
+
+def _print_demos(demos: list, missing: dict) -> None:
+    """Each known difference as demonstrated, or why it was not run (its framework not
+    installed, and how to install it, or not selected)."""
     print("\nKnown intentional differences (docs/frameworks.md), demonstrated:")
     for demo in demos:
         if demo.not_run is not None:        # say why: not installed (and how to) or not selected
@@ -211,6 +245,11 @@ def run(args) -> int:
         print(f"\n{demo.title}")
         print("\n".join(demo.lines))
 
+
+def _summary(args, rows: list, demos: list, missing: dict, frameworks: tuple, start: float) -> int:
+    """The counts line, the install lines of the missing frameworks, the errors on stderr; the
+    exit status (1 on a mismatch, an unexplained difference, a framework asked for and
+    missing, or none installed)."""
     bad = [r for r in rows if not r.ok]
     ran = [d for d in demos if d.not_run is None]
     unexplained = [d for d in ran if not d.explained]

@@ -117,6 +117,10 @@ def _not_ready(option: str) -> int | None:
 
 
 def run(args) -> int:
+    """``diff --framework transformers``: the layer of each family, the ``generate()`` replays,
+    the RoPE scaling types, the whole models, then the traps; the table, the refusals and the
+    counts printed. Exit 1 on a mismatch or a trap no longer as documented, 2 for ``--dtype
+    float32`` (float64 only), 1 when torch or transformers is missing or too old."""
     start = time.perf_counter()
     if getattr(args, "dtype", "all") == "float32":     # the layers are diffed in float64 only
         print("error: --framework transformers diffs in float64 only (a float64 copy of each "
@@ -126,56 +130,17 @@ def run(args) -> int:
         return status
     import transformers
 
-    from attention_np.interop.tolerance import RTOL64
-    from attention_np.interop.transformers import compare_transformers_attention
     from attention_np.interop.transformers import family_cases as cases
     from attention_np.interop.transformers import family_traps as known
-    from attention_np.interop.transformers.decode_diff import replay_generate
 
     transformers.logging.set_verbosity_error()
-    from attention_np.interop.transformers import families as fam
-    from attention_np.interop.transformers.model_diff import compare_transformers_model
-
     bar = ProgressBar(len(cases.FAMILIES) + len(DECODERS) + len(ENCODER_DECODERS)
                       + len(ROPE_TYPES) + len(MODELS) + len(known.DEMOS))
-    rows, done = [], 0
-    for family in cases.FAMILIES:
-        bar.update(done, label=f"{family} layer")
-        module, inputs = cases.case(family, args.seed)
-        rows.append(_layer_row(family, module, compare_transformers_attention(
-            module, **inputs, seed=args.seed)))
-        done += 1
-    prompts = np.array([[3, 5, 7, 9], [2, 4, 6, 8]])
-    left_pad = np.array([[1, 1, 1, 1], [0, 0, 1, 1]])
-    sources = np.array([[3, 5, 7, 9, 11], [2, 4, 6, 8, 10]])
-    source_pad = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
-    replays = ([(f, prompts, "leftpad", left_pad) for f in DECODERS]
-               + [(f, sources, "padsrc", source_pad) for f in ENCODER_DECODERS])
-    for family, ids, padded_mode, pad in replays:
-        bar.update(done, label=f"{family} generate()")
-        model = cases.tiny_model(family, args.seed, causal_lm=True)
-        for mode, mask in (("decode", None), (padded_mode, pad)):
-            rows.append(_replay_row(family, mode, replay_generate(
-                model, ids, attention_mask=mask, max_new_tokens=4)))
-        done += 1
-    for rope_type in ROPE_TYPES:        # inv_freq and attention factor are among the checks
-        bar.update(done, label=f"rope {rope_type}")
-        module, inputs = cases.rope_case(rope_type, args.seed)
-        rows.append(_layer_row(f"rope:{rope_type}", module, compare_transformers_attention(
-            module, **inputs, seed=args.seed)))
-        model = cases.rope_model(rope_type, args.seed, causal_lm=True)
-        rows.append(_replay_row(f"rope:{rope_type}", "decode",
-                                replay_generate(model, prompts, max_new_tokens=7)))
-        done += 1
-    refused = []
-    for family in MODELS:
-        bar.update(done, label=f"{family} model")
-        model = fam.family_model(family, args.seed)
-        report = compare_transformers_model(model, seed=args.seed,
-                                            **fam.model_inputs(family, model, seed=args.seed))
-        rows.append(_model_row(family, report))
-        refused += [f"{family}: {why}" for _, why in report.refused[:1]]
-        done += 1
+    rows, done = _layer_rows(args.seed, bar, 0)
+    replays, done = _replay_rows(args.seed, bar, done)
+    ropes, done = _rope_rows(args.seed, bar, done)
+    models, refused, done = _model_rows(args.seed, bar, done)
+    rows += replays + ropes + models
     demos = []
     for demo in known.DEMOS:
         bar.update(done, label=f"trap: {demo.__name__}")
@@ -183,8 +148,94 @@ def run(args) -> int:
         done += 1
     bar.update(done, label="done")
     bar.close()
+    _print_table(transformers.__version__, rows)
+    if refused:
+        print("\nRefused, with the feature attention_np cannot express:\n" + "\n".join(refused))
+    print("\nKnown traps (docs/frameworks.md), demonstrated:")
+    for demo in demos:
+        print(f"\n{demo.title}")
+        print("\n".join(demo.lines))
+    return _summary(rows, demos, start)
 
-    print(f"attention_np diff --framework transformers ({transformers.__version__}): one "
+
+def _layer_rows(seed: int, bar, done: int) -> tuple:
+    """``(rows, done)``: one attention layer of each family of ``family_cases.FAMILIES``
+    diffed, a row each (``done`` counting the progress bar's steps)."""
+    from attention_np.interop.transformers import compare_transformers_attention
+    from attention_np.interop.transformers import family_cases as cases
+    rows = []
+    for family in cases.FAMILIES:
+        bar.update(done, label=f"{family} layer")
+        module, inputs = cases.case(family, seed)
+        rows.append(_layer_row(family, module, compare_transformers_attention(
+            module, **inputs, seed=seed)))
+        done += 1
+    return rows, done
+
+
+def _replay_rows(seed: int, bar, done: int) -> tuple:
+    """``(rows, done)``: a ``generate()`` replay of each of :data:`DECODERS` (plain and
+    left-padded prompts) and :data:`ENCODER_DECODERS` (plain and padded sources)."""
+    from attention_np.interop.transformers import family_cases as cases
+    from attention_np.interop.transformers.decode_diff import replay_generate
+    prompts = np.array([[3, 5, 7, 9], [2, 4, 6, 8]])
+    left_pad = np.array([[1, 1, 1, 1], [0, 0, 1, 1]])
+    sources = np.array([[3, 5, 7, 9, 11], [2, 4, 6, 8, 10]])
+    source_pad = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    replays = ([(f, prompts, "leftpad", left_pad) for f in DECODERS]
+               + [(f, sources, "padsrc", source_pad) for f in ENCODER_DECODERS])
+    rows = []
+    for family, ids, padded_mode, pad in replays:
+        bar.update(done, label=f"{family} generate()")
+        model = cases.tiny_model(family, seed, causal_lm=True)
+        for mode, mask in (("decode", None), (padded_mode, pad)):
+            rows.append(_replay_row(family, mode, replay_generate(
+                model, ids, attention_mask=mask, max_new_tokens=4)))
+        done += 1
+    return rows, done
+
+
+def _rope_rows(seed: int, bar, done: int) -> tuple:
+    """``(rows, done)``: for each of :data:`ROPE_TYPES`, a Llama layer and its ``generate()``
+    replay (inv_freq and the attention factor among the checks)."""
+    from attention_np.interop.transformers import compare_transformers_attention
+    from attention_np.interop.transformers import family_cases as cases
+    from attention_np.interop.transformers.decode_diff import replay_generate
+    prompts = np.array([[3, 5, 7, 9], [2, 4, 6, 8]])
+    rows = []
+    for rope_type in ROPE_TYPES:        # inv_freq and attention factor are among the checks
+        bar.update(done, label=f"rope {rope_type}")
+        module, inputs = cases.rope_case(rope_type, seed)
+        rows.append(_layer_row(f"rope:{rope_type}", module, compare_transformers_attention(
+            module, **inputs, seed=seed)))
+        model = cases.rope_model(rope_type, seed, causal_lm=True)
+        rows.append(_replay_row(f"rope:{rope_type}", "decode",
+                                replay_generate(model, prompts, max_new_tokens=7)))
+        done += 1
+    return rows, done
+
+
+def _model_rows(seed: int, bar, done: int) -> tuple:
+    """``(rows, refused, done)``: a whole tiny model of each of :data:`MODELS` diffed, a row
+    each, and the first refusal of each refused one."""
+    from attention_np.interop.transformers import families as fam
+    from attention_np.interop.transformers.model_diff import compare_transformers_model
+    rows, refused = [], []
+    for family in MODELS:
+        bar.update(done, label=f"{family} model")
+        model = fam.family_model(family, seed)
+        report = compare_transformers_model(model, seed=seed,
+                                            **fam.model_inputs(family, model, seed=seed))
+        rows.append(_model_row(family, report))
+        refused += [f"{family}: {why}" for _, why in report.refused[:1]]
+        done += 1
+    return rows, refused, done
+
+
+def _print_table(version: str, rows: list) -> None:
+    """What the columns measure, and a line per row (family, layer, mode)."""
+    from attention_np.interop.tolerance import RTOL64
+    print(f"attention_np diff --framework transformers ({version}): one "
           f"attention layer per family, float64, forward and backward (random weights and "
           f"upstream gradient)\n")
     print("out err: max|transformers - attention_np| of the layer's output (decode: of the "
@@ -205,12 +256,10 @@ def run(args) -> int:
         lines.append(f"{family:<17} {layer:<25} {mode:<7} {o:>8} {g:>9} {worst:<22} "
                      f"{r:>8}  {verdict}")
     print("\n".join(lines))
-    if refused:
-        print("\nRefused, with the feature attention_np cannot express:\n" + "\n".join(refused))
-    print("\nKnown traps (docs/frameworks.md), demonstrated:")
-    for demo in demos:
-        print(f"\n{demo.title}")
-        print("\n".join(demo.lines))
+
+
+def _summary(rows: list, demos: list, start: float) -> int:
+    """The counts line; exit 1 on a mismatch or a trap no longer as documented, else 0."""
     bad = [r for r in rows if r[-1] is False]
     n_refused = sum(r[-1] is None for r in rows)
     unexplained = [d for d in demos if not d.explained]
@@ -281,34 +330,49 @@ def run_model(args) -> int:
         return status
     import transformers
 
-    from attention_np.interop.transformers import families as fam
     from attention_np.interop.transformers.model_diff import compare_transformers_model
     transformers.logging.set_verbosity_error()
-    if path:
-        model, error = _load_checkpoint(args.model)
-        inputs = None if model is None else checkpoint_inputs(model, args.seed)
-        if model is not None and inputs is None:
-            error = (f"--model {args.model!r}: {type(model).__name__} takes "
-                     f"{model.main_input_name!r}; only token ids and pixels are made up here "
-                     "(call compare_transformers_model with your own inputs)")
-        if error is not None:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-    else:
-        model = fam.family_model(args.model, args.seed)
-        inputs = fam.model_inputs(args.model, model, seed=args.seed)
-    prompt = None
-    if getattr(args, "cached", False):
-        from attention_np.interop.transformers.model_diff import attention_layers
-        from attention_np.interop.transformers.sweep import decoder
-        why = "no input ids" if "input_ids" not in inputs or inputs["input_ids"].shape[1] < 3 \
-            else decoder(model, attention_layers(model)[0])
-        if why is not None:
-            print(f"error: --cached: {type(model).__name__} is not a decoder continuing from a "
-                  f"cache ({why})", file=sys.stderr)
-            return 2
-        prompt = {k: v[:, :-2] for k, v in inputs.items()}
-        inputs = {k: (v if k == "attention_mask" else v[:, -2:]) for k, v in inputs.items()}
+    model, inputs, error = _model_and_inputs(args, path)
+    if error is None:
+        prompt, inputs, error = _cached_split(args, model, inputs)
+    if error is not None:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     report = compare_transformers_model(model, seed=args.seed, prompt=prompt, **inputs)
     print(report)
     return 0 if report.ok else 1
+
+
+def _model_and_inputs(args, path: bool) -> tuple:
+    """``(model, inputs, error)``: the tiny random model of the family ``args.model`` and its
+    inputs, or the checkpoint in the folder ``args.model`` and made-up inputs it takes; ``error``
+    the one-line reason there is none (else None)."""
+    if not path:
+        from attention_np.interop.transformers import families as fam
+        model = fam.family_model(args.model, args.seed)
+        return model, fam.model_inputs(args.model, model, seed=args.seed), None
+    model, error = _load_checkpoint(args.model)
+    inputs = None if model is None else checkpoint_inputs(model, args.seed)
+    if model is not None and inputs is None:
+        error = (f"--model {args.model!r}: {type(model).__name__} takes "
+                 f"{model.main_input_name!r}; only token ids and pixels are made up here "
+                 "(call compare_transformers_model with your own inputs)")
+    return model, inputs, error
+
+
+def _cached_split(args, model, inputs: dict) -> tuple:
+    """``(prompt, inputs, error)``: with ``--cached``, the inputs split into a prompt and its
+    last 2 tokens continuing from the cache it fills (the mask of all of them), or the reason
+    the model is no decoder that can; without it, ``(None, inputs, None)``."""
+    if not getattr(args, "cached", False):
+        return None, inputs, None
+    from attention_np.interop.transformers.model_diff import attention_layers
+    from attention_np.interop.transformers.sweep import decoder
+    why = "no input ids" if "input_ids" not in inputs or inputs["input_ids"].shape[1] < 3 \
+        else decoder(model, attention_layers(model)[0])
+    if why is not None:
+        return None, inputs, (f"--cached: {type(model).__name__} is not a decoder continuing "
+                              f"from a cache ({why})")
+    prompt = {k: v[:, :-2] for k, v in inputs.items()}
+    inputs = {k: (v if k == "attention_mask" else v[:, -2:]) for k, v in inputs.items()}
+    return prompt, inputs, None

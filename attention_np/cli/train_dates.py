@@ -30,13 +30,32 @@ DATES_LR = 1.0
 DATES_DTYPE = "float32"
 
 
-def run_dates(args) -> int:
+def _defaults(args) -> tuple:
+    """Fill the options left unset with the dates run's defaults (above); ``(steps, batch size)``."""
     args.dtype = args.dtype or DATES_DTYPE
     args.warmup = DATES_WARMUP if args.warmup is None else args.warmup
     args.cooldown = DATES_COOLDOWN if args.cooldown is None else args.cooldown
     args.lr_factor = DATES_LR if args.lr_factor is None else args.lr_factor
     steps = DATES_STEPS if args.steps is None else args.steps
     batch = DATES_BATCH if args.batch_size is None else args.batch_size
+    return steps, batch
+
+
+def _save(path: str, result) -> None:
+    """The trained params and losses to ``path``: a complete file or none (written aside, then
+    renamed over the path)."""
+    partial = f"{path}.partial.npz"
+    try:
+        np.savez_compressed(partial, **result.params, losses=result.losses)
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    print(f"saved params and losses to {path}")
+
+
+def run_dates(args) -> int:
+    steps, batch = _defaults(args)
     config = dates_config(d_model=args.d_model, num_heads=args.heads, d_ff=2 * args.d_model,
                           num_encoder_layers=args.layers, num_decoder_layers=args.layers)
     task = DatesTask()
@@ -63,15 +82,8 @@ def run_dates(args) -> int:
     for text, iso, decoded in result.examples[:: max(len(result.examples) // 6, 1)][:6]:
         mark = "ok" if decoded == iso else "WRONG"
         print(f"  {text!r:32} -> {decoded!r}  ({mark}, expected {iso!r})")
-    if args.save:          # a complete file or none: written aside, then renamed over the path
-        partial = f"{args.save}.partial.npz"
-        try:
-            np.savez_compressed(partial, **result.params, losses=result.losses)
-            os.replace(partial, args.save)
-        finally:
-            if os.path.exists(partial):
-                os.remove(partial)
-        print(f"saved params and losses to {args.save}")
+    if args.save:
+        _save(args.save, result)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"training: {result.train_seconds:.1f} s wall ({steps / result.train_seconds:.2f} "
           f"steps/s); held-out evaluation: {result.eval_seconds:.1f} s wall; load average {load} "

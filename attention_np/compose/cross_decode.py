@@ -10,10 +10,12 @@ new queries, attends them to all of the cached keys (no causal mask) and appends
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from attention_np.compose.decode import KVCache, check_inputs_of, check_new_positions
-from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec
+from attention_np.compose.layer_spec import check_heads_mask, layer_of, layer_plan, layer_spec
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.variants.qk_layernorm import qk_norm_forward
 from attention_np.variants.spec import refuse_elsewhere
@@ -49,6 +51,7 @@ def cross_kv_cache(memory, params: dict, *, num_heads: int | None = None, spec=N
                          f"attend to, got shape {memory.shape}")
     refuse_elsewhere("cross_kv_cache", elsewhere)
     layer, memory = _cross_layer("cross_kv_cache", memory, params, num_heads, spec)
+    layer_plan(layer, params)                  # the kernel a step will run can do what is asked
     # 1) project the keys and values once, 2) split into heads
     k = project_heads(memory, params, "k", layer.num_kv_heads)       # (..., h_kv, S, d_k)
     v = project_heads(memory, params, "v", layer.num_kv_heads)       # (..., h_kv, S, d_v)
@@ -127,12 +130,13 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
     batch = x.shape[:-2]
     mask = check_heads_mask(mask, "mask", batch, batch + (h, T, S), "scores (..., h, T, S)")
     bias = check_heads_mask(bias, "bias", batch, batch + (h, T, S), "scores (..., h, T, S)")
+    plan = layer_plan(layer, params, mask=mask, bias=bias)           # the kernel's support, once
     # 1) project only the new queries; the keys and values were projected once, 2) split
     q = project_heads(x, params, "q", h)                             # (..., h, T, d_k)
     # 2') (beyond the paper) QK-norm of the new queries
     q, _, _ = transform_qk(q, None, params, layer, None, None)
     # 3) attend to every source position: no causal mask, nothing appended
-    heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias)   # (..., h, T, d_v)
+    heads, _ = attend_heads(q, k, v, params, layer, plan=plan)      # (..., h, T, d_v)
     # 4) concat, 5) project with W^O
     return output(heads, params)[0]                                  # (..., T, d_model)
 
@@ -144,19 +148,29 @@ def _cross_layer(caller, x, params, num_heads, spec, scale=None):
         raise ValueError(f"{caller}: cross-attention decoding has no "
                          f"{'RoPE (spec.rope)' if spec.rope is not None else 'window (spec.window)'}: "
                          f"a query and the encoder's keys have no relative position")
-    x, _, _, layer = check_layer(caller, x, x, x, params, spec, num_heads, scale)
+    x, _, _, layer = layer_of(caller, x, x, x, params, spec=spec, num_heads=num_heads, scale=scale)
     return layer, x
 
 
-def _key_norm(params: dict, layer) -> tuple:
-    """What normalised the cached keys: the norm's kind, epsilon, scope, weight and bias (or None)."""
+class KeyNorm(NamedTuple):
+    """What normalised a cross-attention cache's keys: the QK-norm's kind, epsilon and scope (the
+    spec's), and its weight and bias (None without one), copied from ``params``."""
+
+    kind: str
+    eps: float
+    scope: str
+    weight: np.ndarray
+    bias: np.ndarray | None
+
+
+def _key_norm(params: dict, layer) -> KeyNorm:
+    """What normalises the keys with ``params`` and ``layer``'s spec."""
     bias = params.get("k_norm_bias")
-    return (layer.spec.qk_norm, layer.spec.qk_norm_eps, layer.spec.qk_norm_scope,
-            np.array(params["k_norm"]),
-            None if bias is None else np.array(bias))
+    return KeyNorm(kind=layer.spec.qk_norm, eps=layer.spec.qk_norm_eps, scope=layer.spec.qk_norm_scope,
+                   weight=np.array(params["k_norm"]), bias=None if bias is None else np.array(bias))
 
 
-def _same_norm(a: tuple, b: tuple) -> bool:
+def _same_norm(a: KeyNorm, b: KeyNorm) -> bool:
     return a[:3] == b[:3] and all(
         (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
         for x, y in zip(a[3:], b[3:], strict=True))

@@ -20,7 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from attention_np._checks import as_float_array, check_int, check_min_ndim, check_same_dtype
-from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec, positions_without_rope
+from attention_np.compose.layer_spec import (
+    check_heads_mask,
+    layer_of,
+    layer_plan,
+    layer_spec,
+    positions_without_rope,
+)
 from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
@@ -266,7 +272,7 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None
     if spec.dropout_p:
         raise ValueError("mha_decode_step generates: it has no attention dropout (spec.dropout_p=0)")
     x = check_new_positions(x, params)
-    x, _, _, layer = check_layer(caller, x, x, x, params, spec, num_heads, scale)
+    x, _, _, layer = layer_of(caller, x, x, x, params, spec=spec, num_heads=num_heads, scale=scale)
     h, h_kv = layer.num_heads, layer.num_kv_heads
     T = x.shape[-2]
     _check_cache_fits(kv_cache, x, h_kv)
@@ -276,6 +282,7 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None
     if positions is not None and spec.rope is None:
         raise ValueError(positions_without_rope(caller))
     at = head_positions(positions, T, start=S - T)
+    plan = layer_plan(layer, params, mask=mask, bias=bias)           # the kernel's support, once
     # 1) project only the new positions, 2) split into heads
     q = project_heads(x, params, "q", h)                             # (..., h, T, d_k)
     k = project_heads(x, params, "k", h_kv)                          # (..., h_kv, T, d_k)
@@ -285,7 +292,7 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None
     # 2'') append to the cache: the keys and values of positions 0 .. S-1
     k, v = kv_cache.append(k, v)                                     # (..., h_kv, S, d)
     # 3) attend: the T new queries are the last T of the S positions -> bottom-right causal
-    heads, _ = attend_heads(q, k, v, params, layer, mask=mask, bias=bias)  # (..., h, T, d_v)
+    heads, _ = attend_heads(q, k, v, params, layer, plan=plan)       # (..., h, T, d_v)
     # 4) concat, 5) project with W^O
     return output(heads, params)[0]                                  # (..., T, d_model)
 

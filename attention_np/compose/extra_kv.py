@@ -101,7 +101,8 @@ def mha_extra_kv_forward(query, key, value, params: dict, mask=None, *, num_head
     heads, attention = fused.sdpa_forward(q, k, v, _pad(mask, S, n, True), bias=_pad(bias, S, n, 0.0))
     out, concat = output(heads, params)                                        # (..., L, d_model)
     extra = (has_bias_kv, zero_attn, static_k is not None, static_v is not None)
-    return out, ExtraKVCache(query, key, value, params, h, attention, concat, S, extra)
+    return out, ExtraKVCache(query, key, value, params, num_heads=h, attention=attention,
+                             concat=concat, S=S, extra=extra)
 
 
 def mha_extra_kv_backward(dout, cache: ExtraKVCache):

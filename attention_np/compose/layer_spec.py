@@ -11,10 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_bias, as_bool_mask, check_broadcasts_to, check_int, check_scale
+from attention_np._checks import as_bias, check_broadcasts_to, check_int, check_scale
 from attention_np.compose.mha_params import check_mha_inputs
-from attention_np.kernels.plan import Plan
+from attention_np.kernels.guard import whole_mask
+from attention_np.kernels.plan import Plan, plan_from
 from attention_np.kernels.registry import check_supports, get_kernel
+from attention_np.paper._validate import check_heads_mask as check_mask_of_heads
 from attention_np.variants.qk_norm import NORMS
 from attention_np.variants.spec import AttentionSpec, where_it_lives
 
@@ -50,8 +52,19 @@ def layer_spec(caller: str, spec, num_heads) -> AttentionSpec:
 
 
 def check_layer(caller: str, query, key, value, params, spec: AttentionSpec, num_heads, scale=None):
+    """:func:`layer_of`, and the spec's kernel checked to do what the spec and ``params`` ask
+    (:func:`layer_plan`), for a caller that attends through
+    :func:`~attention_np.compose.pipeline.attend_heads` without a plan of its own."""
+    query, key, value, layer = layer_of(caller, query, key, value, params, spec=spec,
+                                        num_heads=num_heads, scale=scale)
+    layer_plan(layer, params)
+    return query, key, value, layer
+
+
+def layer_of(caller: str, query, key, value, params, *, spec: AttentionSpec, num_heads, scale=None):
     """Check a multi-head call's inputs; returns ``query, key, value`` as arrays and the
-    :class:`Layer`. Every check runs before any work (and before a KV cache changes)."""
+    :class:`Layer`. Every check runs before any work (and before a KV cache changes); the
+    kernel's, which needs the call's arrays too, is :func:`layer_plan`'s."""
     h = check_int(num_heads, "num_heads")
     W_q, W_k = (params.get(w) if isinstance(params, dict) else None for w in ("W_q", "W_k"))
     h_kv = _kv_heads_of(W_q, W_k, h)
@@ -64,13 +77,30 @@ def check_layer(caller: str, query, key, value, params, spec: AttentionSpec, num
     if sinks and np.shape(params["sinks"]) != (h,):
         raise ValueError(f"params['sinks'] has shape {np.shape(params['sinks'])}, expected "
                          f"(num_heads,) = ({h},)")
-    layer = Layer(spec, h, h_kv, qk_norm, sinks, scale)
-    # the kernel can do what the spec and params ask, checked now (before a KV cache changes);
-    # the decode step applies the window as a mask, which every kernel takes
-    check_supports(get_kernel(spec.kernel), Plan(
-        window=spec.window, softcap=spec.softcap, enable_gqa=h_kv != h, dropout_p=spec.dropout_p,
-        sinks=params["sinks"] if sinks else None))
-    return query, key, value, layer
+    return query, key, value, Layer(spec, h, h_kv, qk_norm, sinks, scale)
+
+
+def layer_plan(layer: Layer, params: dict, *, mask=None, bias=None, is_causal: bool = False,
+               window=None, rng=None, scores: tuple | None = None, dtype=None) -> Plan:
+    """The one :class:`~attention_np.kernels.plan.Plan` of a multi-head call, built once from the
+    checked layer and the call's checked arrays, with the kernel's support checked once, before
+    any work (and before a KV cache changes).
+
+    With ``scores = (L, S)`` (a full forward, which drops the masked inputs before its
+    projections) the plan is prepared: its mask is the call's whole mask, built here
+    (:func:`~attention_np.kernels.guard.whole_mask`: ``mask``, a -inf ``bias``, ``is_causal``,
+    ``window``), its bias in ``dtype``, and the kernel takes both as they are. Without (a decode
+    step, whose keys are the cache's) the kernel builds and drops on the heads.
+    """
+    prepared = scores is not None
+    if prepared:
+        mask = whole_mask(mask, bias, *scores, is_causal=is_causal, window=window)
+        bias = None if bias is None else bias.astype(dtype, copy=False)
+    plan = plan_from("", layer.spec, mask=mask, is_causal=is_causal, layer=True, scale=layer.scale,
+                     bias=bias, window=window, enable_gqa=layer.num_kv_heads != layer.num_heads,
+                     rng=rng, sinks=params["sinks"] if layer.sinks else None, prepared=prepared)
+    check_supports(get_kernel(layer.spec.kernel), plan)
+    return plan
 
 
 def _kv_heads_of(W_q, W_k, h: int):
@@ -96,45 +126,50 @@ def _check_qk_norm(params: dict, spec: AttentionSpec, qk_norm: bool, h: int, h_k
     d_k = params["W_q"].shape[1] // h
     for name, heads in (("q_norm", h), ("k_norm", h_kv)):
         for entry in (name, f"{name}_bias"):
-            if entry not in params:
-                continue
-            shape = np.shape(params[entry])
-            if spec.qk_norm_scope == "all":          # one norm over the heads' h*d_k features
-                if shape != (heads * d_k,):
-                    raise ValueError(f"params[{entry!r}] has shape {shape}, expected "
-                                     f"({heads * d_k},) = {heads} heads x d_k={d_k}: "
-                                     f"spec.qk_norm_scope='all' normalises all heads at once")
-            elif shape not in ((d_k,), (heads, d_k)):
-                more = (" (all heads' features: pass spec=AttentionSpec(..., "
-                        "qk_norm_scope='all'))" if shape == (heads * d_k,) else "")
-                raise ValueError(f"params[{entry!r}] has shape {shape}, "
-                                 f"expected ({d_k},) or ({heads}, {d_k}){more}")
+            if entry in params:
+                _check_norm_shape(entry, np.shape(params[entry]), spec.qk_norm_scope, heads, d_k)
     if spec.qk_norm == "rms" and any(f"{n}_bias" in params for n in NORMS):
         raise ValueError("params has a QK-norm bias (q_norm_bias/k_norm_bias), which only "
                          "a LayerNorm has: pass spec=AttentionSpec(..., qk_norm='layer')")
 
 
+def _check_norm_shape(entry: str, shape: tuple, scope: str, heads: int, d_k: int) -> None:
+    """``params[entry]``, a QK-norm weight or bias, has a shape of ``scope``: ``(d_k,)`` or
+    ``(heads, d_k)`` per head, ``(heads * d_k,)`` over all heads."""
+    if scope == "all":                           # one norm over the heads' h*d_k features
+        if shape != (heads * d_k,):
+            raise ValueError(f"params[{entry!r}] has shape {shape}, expected "
+                             f"({heads * d_k},) = {heads} heads x d_k={d_k}: "
+                             f"spec.qk_norm_scope='all' normalises all heads at once")
+    elif shape not in ((d_k,), (heads, d_k)):
+        more = (" (all heads' features: pass spec=AttentionSpec(..., "
+                "qk_norm_scope='all'))" if shape == (heads * d_k,) else "")
+        raise ValueError(f"params[{entry!r}] has shape {shape}, "
+                         f"expected ({d_k},) or ({heads}, {d_k}){more}")
+
+
 def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str, *,
                      stretch_batch: bool = False):
     """A mask or bias for the heads' scores ``(*batch, h, L, S)``, checked to broadcast without
-    lining a batch axis up with the heads, nor changing ``h``, ``L`` or ``S``. It may add batch
-    dims; with ``stretch_batch`` (a full forward, not a decode step with its cache) it may also
-    stretch an inputs' batch dim of 1, as NumPy broadcasts.
+    lining a batch axis up with the heads, nor changing ``h``, ``L`` or ``S``.
 
-    A 3-D ``(n, L', S')`` array with batched queries lines ``n`` up with the heads. That is
-    right for a per-head array (ALiBi's or T5's ``(h, L, S)`` bias) when ``n == h``, and
-    refused, with the fix named, when ``n`` could be the batch instead (``n != h``, or
-    ``n == h == B``): e.g. ``padding_mask``'s ``(B, 1, S)``, which NumPy would broadcast onto the
-    heads without an error.
+    A mask follows the paper's one rule (:func:`attention_np.paper._validate.check_heads_mask`):
+    it adds or stretches no batch dim, and with batched inputs a 3-D ``(n, L, S)`` mask is one
+    per head when ``n == h != B``, refused naming the fix when ``n`` could be the batch
+    (``n == h == B``) or cannot be the heads (``padding_mask``'s ``(B, 1, S)``).
+
+    A bias may add batch dims, and with ``stretch_batch`` (a full forward, not
+    a decode step with its cache) stretch an inputs' batch dim of 1, as NumPy broadcasts; its 3-D
+    ``(n, L, S)`` form lines ``n`` up with the heads, ALiBi's and T5's per-head ``(h, L, S)``,
+    and is refused when ``n != h``.
     """
     if mask is None:
         return None
-    m = as_bool_mask(mask, name) if name == "mask" else as_bias(mask, name)
+    if name == "mask":
+        return check_mask_of_heads(mask, batch, scores[-3:], layout)
+    m = as_bias(mask, name)
     h = scores[-3]
-    # a per-head bias (h, L, S) is ALiBi's and T5's convention: only a mask is ambiguous at B == h
-    lead = m.shape[0] if m.ndim == 3 and len(batch) >= 1 else 1
-    ambiguous = lead > 1 and (lead != h or (name == "mask" and batch[0] == h))
-    if ambiguous:
+    if m.ndim == 3 and len(batch) >= 1 and m.shape[0] not in (1, h):
         raise ValueError(_ambiguous(m, name, batch, scores, layout))
     if stretch_batch and m.ndim > 3:
         try:
@@ -146,15 +181,12 @@ def check_heads_mask(mask, name: str, batch: tuple, scores: tuple, layout: str, 
 
 
 def _ambiguous(m, name: str, batch: tuple, scores: tuple, layout: str) -> str:
-    """The message for a 3-D mask or bias whose first axis could be the batch or the heads."""
+    """The message for a 3-D bias whose first axis is not the heads: it could be the batch."""
     h = scores[-3]
-    why = (f"it could mean one per sequence (batch {batch[0]}) or one per head ({h} heads)"
-           if m.shape[0] == h else f"its first axis would line up with the {h} heads")
     return (f"{name} of shape {m.shape} is ambiguous for the multi-head scores {layout} = {scores}: "
-            f"{why}. For one {name} per sequence (e.g. padding_mask's (B, 1, S)) pass "
+            f"its first axis would line up with the {h} heads. For one {name} per sequence pass "
             f"{name}[:, None], shape (B, 1, L|1, S); for one per head pass {name}[None], shape "
-            f"(1, h, L, S)" + ("; or build it from lengths: attention_np.lengths_mask(...)[:, None]"
-                                if name == "mask" else ""))
+            f"(1, h, L, S)")
 
 
 def positions_without_rope(caller: str) -> str:

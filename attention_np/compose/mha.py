@@ -17,7 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np._checks import check_bool, check_cache, check_dout
-from attention_np.compose.layer_spec import check_heads_mask, check_layer, layer_spec, positions_without_rope
+from attention_np.compose.layer_spec import (
+    check_heads_mask,
+    layer_of,
+    layer_plan,
+    layer_spec,
+    positions_without_rope,
+)
 from attention_np.compose.mha_params import init_mha_params  # noqa: F401  (re-exported)
 from attention_np.compose.pipeline import (
     attend_heads,
@@ -28,13 +34,11 @@ from attention_np.compose.pipeline import (
     transform_qk_backward,
 )
 from attention_np.kernels.fast_linear import linear_backward
-from attention_np.kernels.guard import attended, drop_masked
+from attention_np.kernels.guard import drop_masked
 from attention_np.kernels.registry import KernelCache, attend_backward
 from attention_np.paper.heads import split_heads
-from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
 from attention_np.variants.spec import refuse_elsewhere
-from attention_np.variants.window import window_mask
 
 
 @dataclass(frozen=True)
@@ -81,9 +85,12 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
         columns), QK-norm (``q_norm`` and ``k_norm``, each ``(d_k,)``) and attention sinks
         (``sinks``, ``(h,)``).
     mask : bool, broadcastable to (..., h, L, S), optional
-        True = may attend; e.g. ``(L, S)``, or ``(B, 1, 1, S)`` for key padding. A 3-D mask
-        with batched queries is refused (its first axis would line up with the heads): pass
-        ``padding_mask(lengths)[:, None]``.
+        True = may attend: ``(L, S)`` for every sequence and head, ``(B, 1, 1, S)`` for key
+        padding (``padding_mask(lengths)[:, None]``), ``(h, L, S)`` or ``(1, h, L, S)`` per head.
+        The rule of :func:`attention_np.paper.mha_forward`: it may not add or stretch batch dims
+        (the output's batch is the inputs'); with batched inputs a 3-D mask whose first dim
+        could be the batch (``B == h``), or cannot be the heads (``padding_mask``'s
+        ``(B, 1, S)``), is refused as ambiguous, naming the fix.
     num_heads : int
         ``h`` of §3.2.2 (query heads). Required.
     is_causal : bool
@@ -114,19 +121,22 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     refuse_elsewhere(caller, elsewhere)
     spec = layer_spec(caller, spec, num_heads)
     is_causal = check_bool(is_causal, "is_causal")
-    query, key, value, layer = check_layer(caller, query, key, value, params, spec, num_heads, scale)
+    query, key, value, layer = layer_of(caller, query, key, value, params, spec=spec,
+                                        num_heads=num_heads, scale=scale)
     h, h_kv = layer.num_heads, layer.num_kv_heads
     L, S = query.shape[-2], key.shape[-2]
     batch = np.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     scores = batch + (h, L, S)
-    mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)", stretch_batch=True)
+    mask = check_heads_mask(mask, "mask", batch, scores, "(..., h, L, S)")
     bias = check_heads_mask(bias, "bias", batch, scores, "(..., h, L, S)", stretch_batch=True)
     q_positions, k_positions = _positions(positions, L, S, spec.rope is not None)
+    # the call's one plan: the whole mask built once (mask, a -inf bias, causal, window), the
+    # kernel's support checked once
+    plan = layer_plan(layer, params, mask=mask, bias=bias, is_causal=is_causal, window=spec.window,
+                      rng=rng, scores=(L, S), dtype=query.dtype)
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
-    #    the projections: else a NaN there reaches the weight gradients through 0 * NaN
-    #    (a -inf in bias removes a key exactly like a False in mask)
-    query, key, value = _drop_masked_inputs(query, key, value, attended(mask, bias), is_causal,
-                                            spec.window)
+    #    the projections, once: else a NaN there reaches the weight gradients through 0 * NaN
+    query, key, value = _drop_masked_inputs(query, key, value, plan.mask)
     # 1) project every head's W_i^Q, W_i^K, W_i^V at once, 2) split into heads
     q = project_heads(query, params, "q", h)                         # (..., h, L, d_k)
     k = project_heads(key, params, "k", h_kv)                        # (..., h_kv, S, d_k)
@@ -134,11 +144,11 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
     # 2') (beyond the paper) QK-norm, RoPE: transforms of q and k before the kernel
     q, k, transforms = transform_qk(q, k, params, layer, q_positions, k_positions)
     # 3) attend, every head in parallel: Eq. (1)
-    heads, attention = attend_heads(q, k, v, params, layer, mask=mask, bias=bias,
-                                    is_causal=is_causal, window=spec.window, rng=rng)
+    heads, attention = attend_heads(q, k, v, params, layer, plan=plan)
     # 4) concat, 5) project back to d_model with W^O
     out, concat = output(heads, params)                              # (..., L, d_model)
-    return out, MHACache(query, key, value, params, h, attention, concat, transforms)
+    return out, MHACache(query, key, value, params, num_heads=h, kernel_cache=attention,
+                         concat=concat, transforms=transforms)
 
 
 def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
@@ -183,20 +193,14 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     return (dquery, dkey, dvalue, grads) + ((kernel_grads.dbias,) if return_dbias else ())
 
 
-def _drop_masked_inputs(query, key, value, mask, is_causal: bool, window):
+def _drop_masked_inputs(query, key, value, mask):
     """:func:`~attention_np.kernels.guard.drop_masked` for the inputs of multi-head attention,
-    with the mask the kernel will use: ``mask``, the causal mask and the window (top-left)."""
-    L, S = query.shape[-2], key.shape[-2]
-    m = mask
-    for structural in (causal_mask(L, S) if is_causal else None,
-                       None if window is None else window_mask(L, S, window)):
-        if structural is not None:
-            m = structural if m is None else m & structural
-    if m is None:
+    with the plan's whole mask: a key (query) is dropped when no head attends it."""
+    if mask is None:
         return query, key, value
-    if m.ndim >= 3:
-        m = m.any(axis=-3)                          # alive for any head: (..., L, S)
-    return drop_masked(query, key, value, m)
+    if mask.ndim >= 3:
+        mask = mask.any(axis=-3)                    # alive for any head: (..., L, S)
+    return drop_masked(query, key, value, mask)
 
 
 def _positions(positions, L: int, S: int, rope: bool):

@@ -3,7 +3,7 @@ step and cross-attention decoding:
 
 1. project: ``x @ W + b`` for every head at once, then split into heads
 2. q/k transforms, before the kernel: QK-norm, then RoPE (as transformers' Llama and Qwen3 do)
-3. attend: a kernel of :mod:`attention_np.kernels.registry` on a :class:`Plan` of the call
+3. attend: a kernel of :mod:`attention_np.kernels.registry` on the call's one :class:`Plan`
 4. concat the heads, 5. project with ``W^O``
 
 Each step has its backward here; :func:`transform_qk` returns its steps as a tuple walked in
@@ -12,10 +12,10 @@ reverse by :func:`transform_qk_backward`.
 
 from __future__ import annotations
 
-from attention_np.compose.layer_spec import Layer
+from attention_np.compose.layer_spec import Layer, layer_plan
 from attention_np.kernels.fast_linear import linear_backward, linear_forward
 from attention_np.kernels.plan import Plan
-from attention_np.kernels.registry import attend
+from attention_np.kernels.registry import run
 from attention_np.paper.heads import merge_heads, split_heads
 from attention_np.variants.qk_layernorm import qk_norm_backward, qk_norm_forward
 from attention_np.variants.rope import rotate_heads, rotate_heads_backward
@@ -77,18 +77,16 @@ def transform_qk_backward(dq, dk, steps: tuple, grads: dict):
     return dq, dk
 
 
-def attend_heads(q, k, v, params: dict, layer: Layer, *, mask=None, bias=None, is_causal=False,
-                 window=None, rng=None):
+def attend_heads(q, k, v, params: dict, layer: Layer, *, plan: Plan | None = None, **arrays):
     """Step 3: Eq. (1) on every head by the spec's kernel; ``(heads, cache)``.
 
-    ``window`` and ``is_causal`` are given by the caller (top-left in a full forward; the decode
-    step aligns them bottom-right in ``mask`` instead).
+    ``plan`` is the call's (:func:`~attention_np.compose.layer_spec.layer_plan`, its support
+    checked); without one, the plan of ``arrays`` (``mask``, ``bias``, ``is_causal``, ``window``,
+    ``rng``, as :func:`layer_plan` takes them) is built and checked here.
     """
-    spec = layer.spec
-    plan = Plan(mask=mask, is_causal=is_causal, scale=layer.scale, bias=bias, window=window,
-                softcap=spec.softcap, enable_gqa=layer.num_kv_heads != layer.num_heads,
-                dropout_p=spec.dropout_p, rng=rng, sinks=params["sinks"] if layer.sinks else None)
-    return attend(spec.kernel, q, k, v, plan)                       # (..., h, L, d_v)
+    if plan is None:
+        plan = layer_plan(layer, params, **arrays)
+    return run(layer.spec.kernel, q, k, v, plan)                    # (..., h, L, d_v)
 
 
 def output(heads, params: dict):

@@ -52,34 +52,60 @@ def _some_true(rng, shape, p=0.6):
     return m | (np.arange(shape[-1]) == rng.integers(shape[-1], size=shape[:-1])[..., None])
 
 
+def _random_mask(rng, batch, L, S):
+    return _some_true(rng, (*batch, L, S))
+
+
+def _keys_mask(rng, batch, L, S):
+    """(..., 1, S): broadcast over the queries."""
+    return _some_true(rng, (*batch, 1, S)) if L > 1 else False
+
+
+def _shared_mask(rng, batch, L, S):
+    """(L, S) for a batch of queries."""
+    return _some_true(rng, (L, S)) if batch else False
+
+
+def _ones_mask(rng, batch, L, S):
+    """Size-1 leading axes where the queries' are larger."""
+    if not any(n > 1 for n in batch):
+        return False
+    return _some_true(rng, (*(1 if n > 1 else n for n in batch), L, S))
+
+
+def _row_mask(rng, batch, L, S):
+    """One query may attend to nothing."""
+    m = _some_true(rng, (*batch, L, S))
+    m[..., int(rng.integers(L)), :] = False
+    return m
+
+
+def _empty_mask(rng, batch, L, S):
+    """A padding mask (..., 1, S), one sequence empty."""
+    if not batch:
+        return False
+    lengths = rng.integers(1, S + 1, size=batch)
+    lengths[tuple(int(rng.integers(n)) for n in batch)] = 0
+    return np.arange(S) < lengths[..., None, None]
+
+
+def _high_mask(rng, batch, L, S):
+    """A masked key (masked in every row) that scores far above the others."""
+    if S < 2:
+        return False
+    m = _some_true(rng, (*batch, L, S - 1))
+    return np.insert(m, int(rng.integers(S)), False, axis=-1)
+
+
+#: the mask of each value family, ``(rng, batch, L, S) -> mask``; False when impossible at these sizes
+MASK_OF = {"random": _random_mask, "keys": _keys_mask, "shared": _shared_mask, "ones": _ones_mask,
+           "row": _row_mask, "empty": _empty_mask, "high": _high_mask}
+
+
 def _mask(rng, family, batch, L, S):
     """A mask of one family (None: no mask; False: impossible at these sizes)."""
-    if family == "random":
-        return _some_true(rng, (*batch, L, S))
-    if family == "keys":                             # (..., 1, S): broadcast over the queries
-        return _some_true(rng, (*batch, 1, S)) if L > 1 else False
-    if family == "shared":                           # (L, S) for a batch of queries
-        return _some_true(rng, (L, S)) if batch else False
-    if family == "ones":                             # size-1 leading axes where q's are larger
-        if not any(n > 1 for n in batch):
-            return False
-        return _some_true(rng, (*(1 if n > 1 else n for n in batch), L, S))
-    if family == "row":                              # one query may attend to nothing
-        m = _some_true(rng, (*batch, L, S))
-        m[..., int(rng.integers(L)), :] = False
-        return m
-    if family == "empty":                            # a padding mask (..., 1, S), one sequence empty
-        if not batch:
-            return False
-        lengths = rng.integers(1, S + 1, size=batch)
-        lengths[tuple(int(rng.integers(n)) for n in batch)] = 0
-        return np.arange(S) < lengths[..., None, None]
-    if family == "high":                             # a masked key scores far above the others
-        if S < 2:
-            return False
-        m = _some_true(rng, (*batch, L, S - 1))
-        return np.insert(m, int(rng.integers(S)), False, axis=-1)
-    return None
+    make = MASK_OF.get(family)
+    return None if make is None else make(rng, batch, L, S)
 
 
 BROADCASTS = ("fewer", "fewer2", "ones")

@@ -18,9 +18,10 @@ axis, constant, index, dtype, call or statement changed) is
    per exercise). A mutant that raises, or writes into an input, on one of them is wrong.
 4. **misnamed** when its check message names a catalogued mistake (an ``Exercise.mistakes``
    entry) whose wrong implementation disagrees with the mutant on some input of the equivalence
-   set: values differ by more than 1e-4 relative + 1e-6, NaN where the other has none, one raises
-   and the other does not (the float width is not compared: a "dtype not kept" is one mistake in
-   either direction), or when it names "wrote into an input" and the mutant writes into none. A
+   set (not :func:`engine.same_behaviour`: values differ by more than 1e-4 relative + 1e-6, NaN
+   where the other has none, one raises and the other does not; the float width is not compared:
+   a "dtype not kept" is one mistake in either direction), or when it names "wrote into an input"
+   and the mutant writes into none. A
    name no wrong implementation stands for (a property a probe measured, e.g. "shapes that do not
    broadcast") cannot be checked this way: it is counted apart, as *unverified*.
 
@@ -191,34 +192,6 @@ def bench(name: str) -> Bench:
 
 
 # ---------------------------------------------------------------- one mutant
-def agree(a, b) -> bool:
-    """Two wrong results are the same behaviour: both raise, or the same structure, shapes and
-    kinds (bool or number) with values within 1e-4 relative + 1e-6 and NaN at the same places."""
-    if isinstance(a, engine.Raised) or isinstance(b, engine.Raised):
-        return isinstance(a, engine.Raised) and isinstance(b, engine.Raised)
-    la, lb = list(engine.leaves(a)), list(engine.leaves(b))
-    if [p for p, _ in la] != [p for p, _ in lb]:
-        return False
-    for (_, x), (_, y) in zip(la, lb, strict=True):
-        try:
-            x, y = np.asarray(x), np.asarray(y)
-        except Exception:           # noqa: BLE001 - not an array: not the same behaviour
-            return False
-        if x.shape != y.shape or (x.dtype == bool) != (y.dtype == bool):
-            return False
-        if x.dtype == bool:
-            if not np.array_equal(x, y):
-                return False
-            continue
-        if not (np.issubdtype(x.dtype, np.number) and np.issubdtype(y.dtype, np.number)):
-            return False
-        with np.errstate(all="ignore"):
-            if not np.isclose(x.astype(np.float64), y.astype(np.float64), rtol=1e-4, atol=1e-6,
-                              equal_nan=True).all():
-                return False
-    return True
-
-
 def _stopped(r) -> bool:
     return bool(r.why) and r.why.startswith("time limit exceeded")
 
@@ -275,7 +248,7 @@ def _misnamed(runs: _Runs, b: Bench, mistake: str):
     if mistake in b.wrong:
         outputs = b.wrong[mistake]
         for i, expected in enumerate(outputs):
-            if not agree(runs[i].out, expected):
+            if not engine.same_behaviour(runs[i].out, expected):
                 return f"named {mistake!r}: the catalogued one differs on {runs.cases[i].label}", False
         return None, False
     if mistake == "dtype not kept":

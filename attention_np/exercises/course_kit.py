@@ -88,10 +88,13 @@ grader looks at how you wrote a function, only at what it returns.
 Submit the notebooks, keeping their names ({order_files}), with your
 functions in their stub cells and your answers in their answer cells. You may instead put a
 function in a `.py` file of your own and submit that too; then leave the function's stub in the
-notebook as handed out (`raise NotImplementedError`): **each function must be defined in one
-file only**. A function defined in two files (a `draft.py` and the notebook, say) scores 0 until
-you submit again without one of them: the grader will not guess which one you meant, and its
-feedback names the files. `check.py` and `checker/` need not be submitted (they are ignored).
+notebook as handed out (`raise NotImplementedError`). **Each function is graded in one file, its
+home**: the notebook of that exercise, or a `.py` file named for it (`attention.py`). Writing
+`attention` again in notebook 03, as a helper of your `mha_forward`, is fine: it is graded in
+01, and the feedback names the other files. A function defined in two files neither of which
+is its home (a `draft.py` and a `mine.py`, say) scores 0 until you submit again without one of
+them: the grader will not guess which one you meant, and its feedback names the files.
+`check.py` and `checker/` need not be submitted (they are ignored).
 A `.py` file may keep the notebook's `from check import check` and its check calls: the grader
 skips them.
 
@@ -145,9 +148,11 @@ Upload `gradescope.zip` as a "Programming Assignment" autograder.
 
 What the grader does with a submission:
 
-- Students submit their notebooks (`01_attention.ipynb`, ...) or `.py` files. Each function must
-  be defined in one file (an untouched stub does not count); the feedback names the file graded,
-  and two files defining one function score 0 for that exercise with a message naming both.
+- Students submit their notebooks (`01_attention.ipynb`, ...) or `.py` files. Each function is
+  graded in one file (an untouched stub does not count), named in the feedback: the one that
+  defines it, or, when several do, its home (the exercise's notebook, or a `.py` named for it),
+  the others named as not graded; several files and no single home among them score 0 for that
+  exercise with a message naming them.
   `check.py`, `checker/` and hidden folders (`.ipynb_checkpoints`) are ignored. A `.py` that
   keeps the notebook's `from check import check` loads (the import gets a no-op `check`).
 - Each exercise runs in its own process. Each case is one test worth its `"points"`; hidden
@@ -275,7 +280,19 @@ def build(out, *, force: bool = False, lessons_url: str | None = None) -> dict:
     ``lessons_url`` is not an http(s) address.
     """
     check_lessons_url(lessons_url)
-    out = pathlib.Path(out)
+    folders = _empty_folders(pathlib.Path(out), force)
+    public = {n: build_record(e) for n, e in EXERCISES.items()}
+    full = {n: build_record(e, hidden=True) for n, e in EXERCISES.items()}
+    _write_student(folders["student"], public, full, lessons_url)
+    _write_autograder(folders["autograder"], full)
+    _write_solutions(folders["solutions"], public, lessons_url)
+    write_course_material(folders)
+    return folders
+
+
+def _empty_folders(out: pathlib.Path, force: bool) -> dict:
+    """``{"student", "autograder", "solutions": out / each}``, each made empty (refused when one
+    exists without ``force``, or when ``out`` is a file)."""
     folders = {k: out / k for k in ("student", "autograder", "solutions")}
     existing = [str(p) for p in folders.values() if p.exists()]
     if existing and not force:
@@ -286,16 +303,20 @@ def build(out, *, force: bool = False, lessons_url: str | None = None) -> dict:
         if p.exists():
             shutil.rmtree(p)
         p.mkdir(parents=True)
-    public = {n: build_record(e) for n, e in EXERCISES.items()}
-    full = {n: build_record(e, hidden=True) for n, e in EXERCISES.items()}
+    return folders
 
-    student = folders["student"]
+
+def _write_student(student: pathlib.Path, public: dict, full: dict, lessons_url: str | None) -> None:
+    """The checker with the public cases, check.py, the student notebooks and the README."""
     _copy_checker(student, public, "public")
     shutil.copyfile(HERE / "kit" / "check.py", student / "check.py")
     _write_notebooks(student, "student", lessons_url)
     (student / "README.md").write_text(student_readme(full, lessons_url))
 
-    grader = folders["autograder"]
+
+def _write_autograder(grader: pathlib.Path, full: dict) -> None:
+    """The checker with the whole bank, grade.py and Gradescope's scripts, config.json, the README,
+    and gradescope.zip of it all (the README left out)."""
     _copy_checker(grader, full, "bank")
     for name in ("grade.py", "run_autograder", "setup.sh"):
         shutil.copyfile(HERE / "kit" / name, grader / name)
@@ -311,14 +332,14 @@ def build(out, *, force: bool = False, lessons_url: str | None = None) -> dict:
                 info.compress_type = zipfile.ZIP_DEFLATED
                 z.writestr(info, p.read_bytes())
 
-    solutions = folders["solutions"]
+
+def _write_solutions(solutions: pathlib.Path, public: dict, lessons_url: str | None) -> None:
+    """The checker with the public cases, check.py, the solution notebooks and the answers."""
     _copy_checker(solutions, public, "public")
     shutil.copyfile(HERE / "kit" / "check.py", solutions / "check.py")
     _write_notebooks(solutions, "solution", lessons_url)
     (solutions / "answers.md").write_text(answers_markdown())
     (solutions / "lesson_answers.md").write_text(lesson_answers_markdown())
-    write_course_material(folders)
-    return folders
 
 
 def write_course_material(folders: dict) -> None:

@@ -125,7 +125,7 @@ def project_rubrics_markdown() -> str:
              "one thing the TA checks in the report; a criterion of 2 points says what earns each.", ""]
     for les in LESSONS:
         if les.stem in PROJECT_RUBRICS:
-            lines += [f"## Lesson {les.number}: {les.title}", "", f"**Task.** {les.project[0]}", "",
+            lines += [f"## Lesson {les.number}: {les.title}", "", f"**Task.** {les.project}", "",
                       rubric_markdown(les.stem), ""]
     return "\n".join(lines)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import Finding, Raised, at_path, leaves, named_leaves
+from .engine import Finding, Raised, at_path, is_integer, leaves, named_leaves
 
 
 def _permutations(items):
@@ -162,11 +162,7 @@ def _leaf_lines(name, o, e, want=None):
     except Exception:           # noqa: BLE001
         return [f"{name}: returned {type(o).__name__}"]
     if e.dtype == bool:
-        if o.shape != e.shape:
-            return [f"{name}: shape {o.shape}, expected {e.shape}"]
-        pic = _side_by_side(e, o) if e.ndim >= 2 else [f"expected {_picture(e)[0]}",
-                                                        f"returned {_picture(o.astype(bool))[0]}"]
-        return [f"{name} ({int((o != e).sum())} of {e.size} entries differ):"] + pic
+        return _mask_lines(name, o, e)
     if not np.issubdtype(o.dtype, np.number) and o.dtype != bool:
         return [f"{name}: dtype {o.dtype}"]
     if o.shape != e.shape:
@@ -177,24 +173,39 @@ def _leaf_lines(name, o, e, want=None):
     if not bad.any():
         return [f"{name}: right values" + (f", dtype {o.dtype} (expected {want})" if o.dtype != want
                                            else "")]
-    line = f"{name} {o.shape}: {int(bad.sum())} of {e.size} entries differ"
-    nan = np.isnan(o64) & ~np.isnan(e64)
-    if nan.any():
-        line += f" ({int(nan.sum())} are NaN)"
-    where = _where_differs(o64, e64)
-    if where:
-        line += f"; {where}"
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = o64[bad] / e64[bad]
-    if ratio.size and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=1e-6):
-        line += f"; there, returned = {ratio[0]:.4g} x expected"
-    elif not nan.any():
-        line += f"; by up to {float(np.max(np.abs(o64 - e64)[bad])):.3g}"
-    lines = [line]
+    lines = [f"{name} {o.shape}: {int(bad.sum())} of {e.size} entries differ" + _how_differs(o64, e64, bad)]
     if e.size <= 12 and e.ndim <= 2:
         lines += [f"  expected {np.array2string(e64, precision=4, separator=', ')}".replace("\n", ""),
                   f"  returned {np.array2string(o64, precision=4, separator=', ')}".replace("\n", "")]
     return lines
+
+
+def _mask_lines(name, o, e):
+    """A returned mask beside the expected one: how many entries differ, both pictures."""
+    if o.shape != e.shape:
+        return [f"{name}: shape {o.shape}, expected {e.shape}"]
+    pic = _side_by_side(e, o) if e.ndim >= 2 else [f"expected {_picture(e)[0]}",
+                                                    f"returned {_picture(o.astype(bool))[0]}"]
+    return [f"{name} ({int((o != e).sum())} of {e.size} entries differ):"] + pic
+
+
+def _how_differs(o, e, bad):
+    """The words after "k of n entries differ": how many are NaN, where they are, and the factor
+    or the largest difference there (float64 arrays ``o``, ``e``; ``bad`` marks the differences)."""
+    words = ""
+    nan = np.isnan(o) & ~np.isnan(e)
+    if nan.any():
+        words += f" ({int(nan.sum())} are NaN)"
+    where = _where_differs(o, e)
+    if where:
+        words += f"; {where}"
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = o[bad] / e[bad]
+    if ratio.size and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=1e-6):
+        words += f"; there, returned = {ratio[0]:.4g} x expected"
+    elif not nan.any():
+        words += f"; by up to {float(np.max(np.abs(o - e)[bad])):.3g}"
+    return words
 
 
 def show(case, result, arg_names=None, output_names=None) -> str:
@@ -256,7 +267,7 @@ def _factors(case, arg_names):
                 if v.ndim >= -ax and v.shape[ax] > 1:
                     size = PAPER_SIZES.get((name, ax), f"{name}.shape[{ax}]")
                     out.append((v.shape[ax], size))
-        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 1:
+        elif is_integer(v) and v > 1:
             out.append((int(v), name))
     words = []
     for n, w in out:
@@ -296,13 +307,10 @@ def _leaf_kind(o, e, case, arg_names):
 def _value_kind(o, e, case, arg_names, want, tol):
     """NaN, inf, float32 precision, a sign or a constant factor, or wrong only on the fully
     masked rows (None when none of these)."""
-    full = _full_rows(case, e.shape)
     nan = np.isnan(o) & ~np.isnan(e)
-    bad = ~_close(o, e, *tol)
-    if full is not None and full.any() and bad.any():
-        if np.all(bad <= np.broadcast_to(full[..., None], e.shape)):
-            what = "NaN" if np.all(nan[bad]) else "wrong values"
-            return ("full_rows", what), f"is right except on the fully masked rows, where it has {what}"
+    found = _full_rows_kind(o, e, case, nan, tol)
+    if found is not None:
+        return found
     if nan.any():
         return ("nan",), f"has NaN at {int(nan.sum())} of {e.size} entries"
     if want == np.float64 and np.all(_close(o, e, 1e-5, 1e-6)):
@@ -314,6 +322,24 @@ def _value_kind(o, e, case, arg_names, want, tol):
         return ("inf",), f"has inf at {int(inf.sum())} of {e.size} entries"
     if np.all(_close(o, -e, *tol)):
         return ("sign",), "has the wrong sign"
+    return _scale_kind(o, e, case, arg_names, tol)
+
+
+def _full_rows_kind(o, e, case, nan, tol):
+    """Wrong (NaN or other values) only on the rows the case's mask fully masks, or None."""
+    full = _full_rows(case, e.shape)
+    bad = ~_close(o, e, *tol)
+    if full is None or not full.any() or not bad.any():
+        return None
+    if not np.all(bad <= np.broadcast_to(full[..., None], e.shape)):
+        return None
+    what = "NaN" if np.all(nan[bad]) else "wrong values"
+    return ("full_rows", what), f"is right except on the fully masked rows, where it has {what}"
+
+
+def _scale_kind(o, e, case, arg_names, tol):
+    """``o`` is ``c`` times ``e`` for one constant ``c`` other than 1 (and the sizes ``c`` equals),
+    or None."""
     ee = float((e * e).sum())
     c = float((o * e).sum() / ee) if ee > 0 else 0.0
     if c != 0 and abs(c - 1) > 1e-5 and np.all(_close(o, c * e, *tol)):
@@ -323,22 +349,30 @@ def _value_kind(o, e, case, arg_names, want, tol):
 
 
 def _axis_kind(o, e, tol):
-    """The answer transposed, reversed, rotated or shifted by one along an axis (or None)."""
-    if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and np.all(_close(np.swapaxes(o, -1, -2), e, *tol)):
-        return ("permuted", "last two"), "is the transpose of the answer (its last two axes swapped)"
+    """The answer transposed, reversed, rotated or shifted by one along an axis (or None): the first
+    of :func:`_axis_moves` that turns ``o`` into ``e``."""
+    return next(((key, words) for key, words, undoes in _axis_moves(o, e, tol) if undoes()), None)
+
+
+def _axis_moves(o, e, tol):
+    """``(key, words, undoes)`` for each move along an axis, in the order they are tried:
+    ``undoes()`` says whether moving ``o`` back gives ``e``."""
+    def close(x):
+        return bool(np.all(_close(x, e, *tol)))
     axes = range(-1, -o.ndim - 1, -1)
-    for ax in axes:
-        if o.shape[ax] > 1 and np.all(_close(np.flip(o, ax), e, *tol)):
-            return ("flip", ax), f"is the answer reversed along axis {ax}"
+    if o.ndim >= 2 and o.shape[-1] == o.shape[-2]:
+        yield (("permuted", "last two"), "is the transpose of the answer (its last two axes swapped)",
+               lambda: close(np.swapaxes(o, -1, -2)))
+    for ax in (ax for ax in axes if o.shape[ax] > 1):
+        yield ("flip", ax), f"is the answer reversed along axis {ax}", lambda ax=ax: close(np.flip(o, ax))
+    for ax, s in ((ax, s) for ax in axes for s in (1, -1) if o.shape[ax] > 2):
+        yield (("roll", ax), (f"is the answer with its entries along axis {ax} rotated by one "
+                              "(the first moved to the end, or the last to the front)"),
+               lambda ax=ax, s=s: close(np.roll(o, s, ax)))
     for ax, s in ((ax, s) for ax in axes for s in (1, -1)):
-        if o.shape[ax] > 2 and np.all(_close(np.roll(o, s, ax), e, *tol)):
-            return ("roll", ax), (f"is the answer with its entries along axis {ax} rotated by one "
-                                  "(the first moved to the end, or the last to the front)")
-    for ax, s in ((ax, s) for ax in axes for s in (1, -1)):
-        if _shifted(o, e, ax, s, *tol):
-            return ("shift", ax, s), (f"is the answer shifted by one position along axis {ax} "
-                                      f"({'towards the end' if s == 1 else 'towards the start'})")
-    return None
+        yield (("shift", ax, s), (f"is the answer shifted by one position along axis {ax} "
+                                  f"({'towards the end' if s == 1 else 'towards the start'})"),
+               lambda ax=ax, s=s: _shifted(o, e, ax, s, *tol))
 
 
 def _where_kind(o, e, tol):
@@ -398,6 +432,11 @@ def _mask_kind(o, e):
         return ("dtype", str(o.dtype), "bool"), f"has dtype {o.dtype}, not bool"
     if o.shape != e.shape:
         return _shape_kind(o.astype(float), e.astype(float))
+    return _mask_moved(o, e) or _mask_counted(o, e)
+
+
+def _mask_moved(o, e):
+    """The answer's complement, reversed along an axis, or moved one key (or None)."""
     if np.array_equal(o, ~e):
         return ("complement",), "is the complement of the answer (True and False swapped)"
     for ax in range(-1, -o.ndim - 1, -1):
@@ -407,6 +446,12 @@ def _mask_kind(o, e):
         if _shifted(o.astype(float), e.astype(float), -1, s):
             return ("shift", -1, s), (f"is the answer moved one key to the {'right' if s == 1 else 'left'} "
                                       f"(every row's boundary off by one)")
+    return None
+
+
+def _mask_counted(o, e):
+    """Which entries a wrong mask of the right shape gets wrong: True on every blocked entry, the
+    transpose, only extra or only missing Trues, or both."""
     extra, missing = int((o & ~e).sum()), int((~o & e).sum())
     if (~e).any() and np.all(o[~e]) and missing:
         return ("blocked_true",), (f"is True at every entry the answer blocks (False), and at only "
@@ -485,24 +530,37 @@ def _consistent(kinds):
     """The key shared by every failing case's kind (a scale: the sizes it equals in every case)."""
     keys = [k for k, _ in kinds]
     if keys[0][0] == "scale":
-        if not all(k[0] == "scale" for k in keys):
-            return None
-        named = [k[1] for k in keys]
-        if all(isinstance(n, frozenset) for n in named):
-            common = frozenset.intersection(*named)
-            if common:
-                return ("scale", common)
-        cs = [c for _, c in kinds]
-        return ("scale", round(cs[0], 4)) if np.allclose(cs, cs[0], rtol=1e-4) else None
+        return _consistent_scale(kinds)
     if any(k[0] == "ends" for k in keys) and all(k[0] in ("ends", "values") for k in keys):
-        def candidates(k):
-            return set(k[1]) | {(ax, end) for ax in k[2] for end in ("first", "last")}
-        common = set.intersection(*(candidates(k) for k in keys))   # one end of one axis holds
-        real = common & {e for k in keys for e in k[1]}              # every wrong entry of every case
-        if real:
-            return ("only_end", *sorted(real)[0])
-        return None
+        return _consistent_end(keys)
     return keys[0] if all(k == keys[0] for k in keys) else None
+
+
+def _consistent_scale(kinds):
+    """One factor on every failing case: the sizes it equals in each (when some size is common to
+    all), else the factor itself when it is the same everywhere; None otherwise."""
+    keys = [k for k, _ in kinds]
+    if not all(k[0] == "scale" for k in keys):
+        return None
+    named = [k[1] for k in keys]
+    if all(isinstance(n, frozenset) for n in named):
+        common = frozenset.intersection(*named)
+        if common:
+            return ("scale", common)
+    cs = [c for _, c in kinds]
+    return ("scale", round(cs[0], 4)) if np.allclose(cs, cs[0], rtol=1e-4) else None
+
+
+def _consistent_end(keys):
+    """``("only_end", axis, "first"/"last")`` when one end of one axis holds every wrong entry of
+    every case (an axis of size 1 counts for either end), else None."""
+    def candidates(k):
+        return set(k[1]) | {(ax, end) for ax in k[2] for end in ("first", "last")}
+    common = set.intersection(*(candidates(k) for k in keys))
+    real = common & {e for k in keys for e in k[1]}
+    if real:
+        return ("only_end", *sorted(real)[0])
+    return None
 
 
 # ---------------------------------------------------------------- which cases fail
@@ -510,32 +568,43 @@ def _features(case, arg_names):
     """``{words: True/False}``: properties of one case's inputs, read from their shapes, dtypes and
     values (which axis has size 1, float32, a mask with a fully masked row, ...)."""
     f, floats = {}, []
-    for name, v in _arrays(case, arg_names):
-        if isinstance(v, dict):
-            floats += [a for a in v.values() if isinstance(a, np.ndarray)]
-            _dict_features(name, v, f)
-        elif isinstance(v, np.ndarray):
-            if np.issubdtype(v.dtype, np.floating):
-                floats.append(v)
-            _array_features(name, v, f)
-        elif isinstance(v, str):
-            f[f"{name} = {v!r}"] = True
-        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-            f[f"{name} = 1"] = v == 1
-        elif v is None:
-            f[f"{name} is None"] = True
+    arguments = _arrays(case, arg_names)
+    for name, v in arguments:
+        floats += _argument_features(name, v, f)
     if floats:
         f["the inputs are float32"] = all(a.dtype == np.float32 for a in floats)
-    ints = [(n, v) for n, v in _arrays(case, arg_names) if isinstance(v, (int, np.integer))
-            and not isinstance(v, bool)]
+    _pair_features(arguments, f)
+    return f
+
+
+def _argument_features(name, v, f) -> list:
+    """Add the properties of one argument to ``f``; returns its float arrays (a dict's arrays)."""
+    if isinstance(v, dict):
+        _dict_features(name, v, f)
+        return [a for a in v.values() if isinstance(a, np.ndarray)]
+    if isinstance(v, np.ndarray):
+        _array_features(name, v, f)
+        return [v] if np.issubdtype(v.dtype, np.floating) else []
+    if isinstance(v, str):
+        f[f"{name} = {v!r}"] = True
+    elif is_integer(v):
+        f[f"{name} = 1"] = v == 1
+    elif v is None:
+        f[f"{name} is None"] = True
+    return []
+
+
+def _pair_features(arguments, f):
+    """Add to ``f`` how the integer arguments compare, and whether the first two arrays (not masks)
+    differ in their second-to-last size or in their number of axes."""
+    ints = [(n, v) for n, v in arguments if is_integer(v)]
     for (a, x), (b, y) in _combinations(ints, 2):
         f[f"{a} > {b}"], f[f"{a} < {b}"] = x > y, x < y
-    arrs = [(n, v) for n, v in _arrays(case, arg_names) if isinstance(v, np.ndarray) and v.dtype != bool]
+    arrs = [(n, v) for n, v in arguments if isinstance(v, np.ndarray) and v.dtype != bool]
     if len(arrs) >= 2 and all(v.ndim >= 2 for _, v in arrs[:2]):
         (a, x), (b, y) = arrs[:2]
         f[f"{a}.shape[-2] != {b}.shape[-2]"] = x.shape[-2] != y.shape[-2]
         f[f"{a} and {b} have different numbers of axes"] = x.ndim != y.ndim
-    return f
 
 
 def _dict_features(name, v, f):
@@ -607,18 +676,29 @@ def measure(cases, results, arg_names=None, output_names=None):
             + (")" if len(where) > 1 else "")) if where else ""
     raised = [r for r in fails if isinstance(r.out, Raised)]
     if raised and len(raised) == len(fails):
-        what = f"it raises {_raise_words(fails)} ({raised[0].out.text[:160]})"
-        if only:
-            return Finding(f"raises an error when {where[0]}", f"{what}; {only}",
-                           "Run the smallest failing case yourself and read the traceback: the "
-                           "property above is what your code does not handle."), [what, only]
-        return None, [what]
+        return _when_every_failure_raises(fails, where, only)
     per = _leaf_report(cases, results, arg_names, output_names)
     if raised:
         said = _partly_raised(cases, results, arg_names, per)
         if only:
             return Finding(f"wrong only when {where[0]}", "; ".join(said + [only]), _ONLY_HINT), said + [only]
         return None, said
+    return _when_outputs_are_wrong(cases, per, where, only)
+
+
+def _when_every_failure_raises(fails, where, only):
+    """Every failing case raised: named by the property that separates them, if one does."""
+    what = f"it raises {_raise_words(fails)} ({fails[0].out.text[:160]})"
+    if only:
+        return Finding(f"raises an error when {where[0]}", f"{what}; {only}",
+                       "Run the smallest failing case yourself and read the traceback: the "
+                       "property above is what your code does not handle."), [what, only]
+    return None, [what]
+
+
+def _when_outputs_are_wrong(cases, per, where, only):
+    """No failing case raised: named when every wrong output has a name (:func:`_output_words`),
+    or by the property that separates the failing cases."""
     sentences, names, hints = [], [], []
     for name, kinds in per.items():
         said, named, hint = _output_words(name, kinds)

@@ -11,7 +11,9 @@ the two are compared, so a function that writes into an input is caught (nothing
 
 Every message begins with ``PASSED``, ``MISTAKE:`` (what is wrong, then a hint that teaches) or
 ``FAILED:`` (when nothing more specific can be said). Two raised errors are never "the same
-result", and NaN never equals NaN.
+result", and NaN never equals NaN (:func:`same`); two wrong results are one behaviour
+(:func:`same_behaviour`, the diagnosis's and the audit's one comparison of two wrong answers) when
+both raise, or when they have NaN at the same entries and agree elsewhere.
 
 Tolerances: float64 outputs agree with the float64 expected value to ``1e-9`` relative plus
 ``1e-12`` absolute. float32 outputs must be float32; their expected value is computed in float64
@@ -48,6 +50,13 @@ class NotImplementedYet(Exception):
 class TimeLimit(BaseException):
     """Raised inside a call by the autograder's alarm (a BaseException: ``except Exception`` in a
     student's code does not swallow it)."""
+
+
+def is_integer(value) -> bool:
+    """True for an int or a NumPy integer, False for a bool (an int in Python) and anything else:
+    the kit's copy of ``attention_np._checks.is_integer`` (this file ships without the package;
+    a test holds the two equal)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 # ---------------------------------------------------------------- copies and calls
@@ -169,11 +178,7 @@ def _compare_leaf(name, o, e, dtype, tol, float_input=True):
     if o.shape != e.shape:
         return f"{name} has shape {o.shape}, expected {e.shape}"
     if e.dtype == bool:
-        if o.dtype != bool:
-            return f"{name} has dtype {o.dtype}, expected a bool mask"
-        if not np.array_equal(o, e):
-            return f"{name} differs at {int((o != e).sum())} of {e.size} entries"
-        return None
+        return _compare_mask(name, o, e)
     if not np.issubdtype(o.dtype, np.number):
         return f"{name} has dtype {o.dtype}, expected numbers"
     if dtype is None:               # values only (to tell whether a mistake is visible)
@@ -181,18 +186,60 @@ def _compare_leaf(name, o, e, dtype, tol, float_input=True):
     elif np.issubdtype(e.dtype, np.floating) and o.dtype != np.dtype(dtype):
         keep = " (keep the input's dtype)" if float_input else ""
         return f"{name} has dtype {o.dtype}, expected {np.dtype(dtype)}{keep}"
+    return _compare_values(name, o, e, tol or (F64_TOL if np.dtype(dtype) == np.float64 else F32_TOL))
+
+
+def _compare_mask(name, o, e):
+    """None when the bool output ``o`` equals the mask ``e`` (same shape); else why not."""
+    if o.dtype != bool:
+        return f"{name} has dtype {o.dtype}, expected a bool mask"
+    if not np.array_equal(o, e):
+        return f"{name} differs at {int((o != e).sum())} of {e.size} entries"
+    return None
+
+
+def _compare_values(name, o, e, tol):
+    """None when the numbers ``o`` agree with ``e`` (same shape) within ``tol`` = (rtol, atol) and
+    hold no NaN; else why not."""
     o64, e64 = o.astype(np.float64), e.astype(np.float64)
     if np.isnan(o64).any():
         return f"{name} has NaN at {int(np.isnan(o64).sum())} of {o.size} entries"
-    rtol, atol = tol or (F64_TOL if np.dtype(dtype) == np.float64 else F32_TOL)
+    rtol, atol = tol
     with np.errstate(invalid="ignore", over="ignore"):
         bad = ~((o64 == e64) | (np.abs(o64 - e64) <= atol + rtol * np.abs(e64)))
+        err = np.max(np.abs(o64 - e64)[bad]) if bad.any() else 0.0
     if bad.any():
-        with np.errstate(invalid="ignore", over="ignore"):
-            err = np.max(np.abs(o64 - e64)[bad])
         return (f"{name} differs from the answer at {int(bad.sum())} of {e.size} entries, "
                 f"by up to {err:.3g}")
     return None
+
+
+def _structure_differs(out, expected):
+    """None when ``out`` has the structure of ``expected`` (one array, a tuple of as many items, a
+    dict); else what was returned instead."""
+    so, se = _shape_of(out), _shape_of(expected)
+    if so == se:
+        return None
+    if se == "array":
+        return f"returned a {type(out).__name__}, expected one array"
+    if se[0] == "dict":
+        return f"returned {type(out).__name__}, expected a dict with keys {list(se[1])}"
+    if so == "array" or so[0] != "sequence":
+        return f"returned {type(out).__name__}, expected a tuple of {se[1]}"
+    return f"returned {so[1]} items, expected {se[1]}"
+
+
+def _part_differs(name, out, expected, path, dtype, tol, float_input):
+    """None when the output at ``path`` of ``out`` matches ``expected``'s; else why not."""
+    try:
+        o = at_path(out, path)
+    except (KeyError, IndexError, TypeError):
+        o = None
+    if o is None and path and isinstance(path[-1], str):
+        return f"{name} is missing"
+    if isinstance(o, (dict, tuple, list)):
+        return f"{name} is a {type(o).__name__}, expected an array"
+    return _compare_leaf(name, o, at_path(expected, path), dtype, tol, float_input)
 
 
 def compare_parts(out, expected, dtype="float64", tol=None, names=None, float_input=True):
@@ -202,32 +249,12 @@ def compare_parts(out, expected, dtype="float64", tol=None, names=None, float_in
     float array among the inputs, e.g. sinusoidal) drops "keep the input's dtype" from a dtype
     sentence."""
     named = named_leaves(expected, names)
-    if isinstance(out, Raised):
-        return f"raised {out.text}", [(n, False) for n, _ in named]
-    so, se = _shape_of(out), _shape_of(expected)
-    if so != se and not (so != "array" and se != "array" and so[0] == se[0] == "sequence"
-                         and so[1] == se[1]):
-        if se == "array":
-            why = f"returned a {type(out).__name__}, expected one array"
-        elif se[0] == "dict":
-            why = f"returned {type(out).__name__}, expected a dict with keys {list(se[1])}"
-        elif so == "array" or so[0] != "sequence":
-            why = f"returned {type(out).__name__}, expected a tuple of {se[1]}"
-        else:
-            why = f"returned {so[1]} items, expected {se[1]}"
+    why = f"raised {out.text}" if isinstance(out, Raised) else _structure_differs(out, expected)
+    if why is not None:
         return why, [(n, False) for n, _ in named]
     whys, parts = [], []
     for name, path in named:
-        try:
-            o = at_path(out, path)
-        except (KeyError, IndexError, TypeError):
-            o = None
-        if o is None and path and isinstance(path[-1], str):
-            why = f"{name} is missing"
-        elif isinstance(o, (dict, tuple, list)):
-            why = f"{name} is a {type(o).__name__}, expected an array"
-        else:
-            why = _compare_leaf(name, o, at_path(expected, path), dtype, tol, float_input)
+        why = _part_differs(name, out, expected, path, dtype, tol, float_input)
         parts.append((name, why is None))
         if why is not None:
             whys.append(why)
@@ -254,28 +281,48 @@ def score(points, passed, parts=None):
 
 def same(a, b, rtol=1e-6, atol=1e-9) -> bool:
     """Two results agree (to diagnose, not to grade): a raised error never agrees, NaN never
-    equals NaN, shapes and dtype kinds must match."""
-    if isinstance(a, Raised) or isinstance(b, Raised) or _shape_of(a) != _shape_of(b):
+    equals NaN; otherwise as :func:`same_behaviour`."""
+    if isinstance(a, Raised) or isinstance(b, Raised):
         return False
-    for (_, x), (_, y) in zip(leaves(a), leaves(b), strict=False):
-        try:
-            x, y = np.asarray(x), np.asarray(y)
-        except Exception:           # noqa: BLE001
-            return False
-        if x.shape != y.shape or (x.dtype == bool) != (y.dtype == bool):
-            return False
-        if x.dtype == bool:
-            if not np.array_equal(x, y):
-                return False
-            continue
-        if not (np.issubdtype(x.dtype, np.number) and np.issubdtype(y.dtype, np.number)):
-            return False
-        x, y = x.astype(np.float64), y.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            ok = (x == y) | (np.abs(x - y) <= atol + rtol * np.abs(y))
-        if not ok.all():                # NaN compares False: never equal
-            return False
-    return True
+    return _same_leaves(a, b, rtol, atol, equal_nan=False)
+
+
+def same_behaviour(a, b, rtol=1e-4, atol=1e-6) -> bool:
+    """Two results are one behaviour (two wrong answers, or a wrong answer and a catalogued
+    mistake's): both raise (whatever the errors); or one structure (the same leaves: tuple items,
+    dict keys), each leaf of the same shape and kind (bool or number; the float width is not
+    compared), bools equal, numbers within ``rtol`` relative + ``atol``, an inf only where the
+    other has the same inf, and NaN exactly where the other has NaN: NaN at the same entries is
+    the same result, NaN where the other has a number is not."""
+    if isinstance(a, Raised) or isinstance(b, Raised):
+        return isinstance(a, Raised) and isinstance(b, Raised)
+    return _same_leaves(a, b, rtol, atol, equal_nan=True)
+
+
+def _same_leaves(a, b, rtol, atol, equal_nan) -> bool:
+    """``a`` and ``b`` (neither raised) have the same leaves, and each pair agrees (:func:`_same_leaf`)."""
+    la, lb = list(leaves(a)), list(leaves(b))
+    if [p for p, _ in la] != [p for p, _ in lb]:
+        return False
+    return all(_same_leaf(x, y, rtol, atol, equal_nan) for (_, x), (_, y) in zip(la, lb, strict=True))
+
+
+def _same_leaf(x, y, rtol, atol, equal_nan) -> bool:
+    """One shape, one kind (bool or number), and equal bools or numbers within ``rtol`` relative
+    to ``y`` + ``atol`` (NaN equal to NaN when ``equal_nan``)."""
+    try:
+        x, y = np.asarray(x), np.asarray(y)
+    except Exception:           # noqa: BLE001 - not an array: not the same result
+        return False
+    if x.shape != y.shape or (x.dtype == bool) != (y.dtype == bool):
+        return False
+    if x.dtype == bool:
+        return bool(np.array_equal(x, y))
+    if not (np.issubdtype(x.dtype, np.number) and np.issubdtype(y.dtype, np.number)):
+        return False
+    with np.errstate(all="ignore"):
+        return bool(np.isclose(x.astype(np.float64), y.astype(np.float64), rtol=rtol, atol=atol,
+                               equal_nan=equal_nan).all())
 
 
 def finite_result(x) -> bool:
@@ -385,23 +432,6 @@ def run_cases(fn, cases, arg_names=None, on_case=None, output_names=None):
     return results
 
 
-def _same_nan(a, b, rtol=1e-4, atol=1e-6):
-    """``a`` and ``b`` have one structure and shapes, NaN at the same entries, and agree elsewhere."""
-    if isinstance(a, Raised) or isinstance(b, Raised) or _shape_of(a) != _shape_of(b):
-        return False
-    for (_, x), (_, y) in zip(leaves(a), leaves(b), strict=False):
-        try:
-            x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-        except (TypeError, ValueError):
-            return False
-        if x.shape != y.shape or not np.array_equal(np.isnan(x), np.isnan(y)):
-            return False
-        keep = ~np.isnan(y)
-        if not same(x[keep], y[keep], rtol, atol):
-            return False
-    return True
-
-
 def agrees(results, cases, fp):
     """``(agrees, informative)``: the student's outputs reproduce catalogued mistake ``fp`` on
     every case: where the mistake gives a NaN-free result the student gives the same; where it
@@ -418,7 +448,7 @@ def agrees(results, cases, fp):
         elif isinstance(m_out, Raised):
             if r.passed:
                 return False, informative
-        elif not _same_nan(r.out, m_out):
+        elif not same_behaviour(r.out, m_out):
             return False, informative
     return len(fp.outputs) >= len(results), informative
 
@@ -474,13 +504,14 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
             results=None) -> Report:
     """Check ``fn`` on ``cases``; when it is wrong, name what is wrong.
 
-    The diagnosis, first match wins: an input written to; a catalogued mistake reproduced on
-    every case, and no other (``fingerprints``); the dtype rule; a probe (a function
-    ``probe(fn) -> Finding | None`` that measures a property, see :mod:`probes`) whose finding the
-    cases bear out; a behaviour measured on the cases (:mod:`diagnose`); otherwise FAILED with
-    what was measured. Every message ends with the smallest failing case, drawn.
+    The diagnosis, first match wins (:data:`DIAGNOSES`): an input written to; a catalogued mistake
+    reproduced on every case, and no other (``fingerprints``); the dtype rule; a strong behaviour
+    measured on the cases (:data:`STRONG`); a probe (a function ``probe(fn) -> Finding | None``
+    that measures a property, see :mod:`probes`) whose finding the cases bear out; shapes that do
+    not broadcast; the wrong structure; a behaviour measured on the cases (:mod:`diagnose`);
+    otherwise FAILED with what was measured. Every message ends with the smallest failing case,
+    drawn.
     """
-    from .diagnose import measure, show, smallest
     signature = signature or exercise
     try:
         if results is None:
@@ -489,73 +520,138 @@ def verdict(exercise, fn, cases, fingerprints=(), probes=(), arg_names=None, sig
         return Report(exercise, "not implemented yet",
                       f"FAILED: not implemented yet: {signature} still raises NotImplementedError: "
                       "write it, then run the check again.")
-    failures = [r for r in results if not r.passed]
-    n = len(results)
-    if not failures:
-        return Report(exercise, "passed", f"PASSED: {exercise}, all {n} cases", cases=results)
-    small = smallest(cases, results)
-    try:
-        drawn = "\n" + show(*small, arg_names, cases[0].outputs) if small else ""
-    except Exception:               # noqa: BLE001 - a picture that cannot be drawn is left out
-        drawn = ""
-    written = sorted({w for r in results for w in r.written})
-    if written:
-        return _mistake(exercise, results, Finding(
-            "wrote into an input",
-            f"your function changed its input{'s' if len(written) > 1 else ''} {', '.join(written)}",
-            "The caller still needs its arrays after the call. Operations like x -= m, "
-            "np.exp(x, out=x) or x[...] = ... write into the caller's array: compute into a new "
-            "array (y = x - m) instead."), failures, drawn)
-    fp = match_fingerprint(results, cases, fingerprints)
-    if fp is not None:
-        return _mistake(exercise, results, Finding(fp.name, fp.name, fp.hint), failures, drawn)
-    if all(r.why and " has dtype " in r.why and ", expected float" in r.why for r in failures):
-        if all("expected float64" in r.why for r in failures) and not any(
-                _has_float(c.args) for c, r in zip(cases, results, strict=False) if not r.passed):
-            hint = ("The contract asks for a float64 array, and no float input tells you otherwise: "
-                    "build it in float64 (np.arange(n) / 2.0 and np.empty(shape) are float64; "
-                    "dtype=np.float32 or .astype(np.float32) are not).")
-        else:
-            hint = ("A float32 input gives a float32 output, a float64 input a float64 output. "
-                    "float64 creeps in through NumPy float64 scalars (np.sqrt(d_k) is one: use "
-                    "math.sqrt), dtype=float arrays (np.zeros(n) is float64) or np.array(x, "
-                    "dtype=float); float32 through .astype(np.float32) or dtype=np.float32. Compute "
-                    "in any precision you like, then cast back with .astype(x.dtype).")
-        return _mistake(exercise, results, Finding(
-            "dtype not kept", failures[0].why.split(" (keep")[0].split("; ")[0], hint), failures, drawn)
-    try:
-        found, sentences = measure(cases, results, arg_names, cases[0].outputs)
-    except Exception:               # noqa: BLE001 - a measurement that cannot run says nothing
-        found, sentences = None, []
-    if found is not None and any(w in found.name for w in STRONG):
-        return _mistake(exercise, results, found, failures, drawn)   # it explains every failing case
-    unsaid = []
-    finding = _probe_finding(fn, probes, results, cases, fingerprints, unsaid)
-    if finding is not None:
-        return _mistake(exercise, results, finding, failures, drawn)
-    if any(_shape_error(r.why) for r in failures) and all(
-            _shape_error(r.why) or " has shape " in (r.why or "") for r in failures):
-        return _mistake(exercise, results, Finding(
-            "shapes that do not broadcast", "your function raises a shape error (broadcasting, "
-            "matmul or indexing) or returns the wrong shape on every failing case",
-            "NumPy lines shapes up from the right. A reduction drops its axis (x.sum(-1) of "
-            "(..., n) is (...): keep it with keepdims=True); an axis added in the middle "
-            "(mask[:, None] on an (L, S) mask) shifts the others: print the shapes of the "
-            "failing case and add axes where the contract puts them."),
-            failures, drawn)
-    if all(r.why and r.why.startswith("returned ") for r in failures):
-        return _mistake(exercise, results, Finding(
-            "returns the wrong structure", f"it {failures[0].why}",
-            f"Return exactly what the contract of {signature} says (a tuple where it asks for "
-            "several results, in that order)."), failures, drawn)
-    sentences = unsaid + sentences
-    if found is not None:
-        return _mistake(exercise, results, found, failures, drawn)
-    first = _first_shown(failures)
+    d = _Diagnosis(exercise, signature, fn, cases, results, list(fingerprints), list(probes), arg_names)
+    if not d.failures:
+        return Report(exercise, "passed", f"PASSED: {exercise}, all {len(results)} cases", cases=results)
+    for diagnose in DIAGNOSES:
+        finding = diagnose(d)
+        if finding is not None:
+            return _mistake(exercise, results, finding, d.failures, d.drawn)
+    sentences = d.unsaid + d.sentences
     said = f" Measured: {'; '.join(sentences)}." if sentences else ""
     return Report(exercise, "failed",
-                  f"FAILED: {exercise}: {len(failures)} of {n} cases fail; first: {first}"
-                  f"{_parts_summary(results)}{said}{drawn}", cases=results)
+                  f"FAILED: {exercise}: {len(d.failures)} of {len(results)} cases fail; first: "
+                  f"{_first_shown(d.failures)}{_parts_summary(results)}{said}{d.drawn}", cases=results)
+
+
+@dataclass
+class _Diagnosis:
+    """What the diagnoses of one wrong submission read, and what they leave for the next: the
+    behaviour :func:`diagnose.measure` found (``found``, ``sentences``) and the probes' measured
+    sentences that did not name their mistake (``unsaid``)."""
+
+    exercise: str
+    signature: str
+    fn: object
+    cases: list
+    results: list
+    fingerprints: list
+    probes: list
+    arg_names: list | None
+    found: Finding | None = None
+    sentences: list = field(default_factory=list)
+    unsaid: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.failures = [r for r in self.results if not r.passed]
+        self.drawn = _drawn(self.cases, self.results, self.arg_names) if self.failures else ""
+
+
+def _drawn(cases, results, arg_names):
+    """The smallest failing public case, drawn (:func:`diagnose.show`), after a newline; "" when no
+    public case fails or the picture cannot be drawn."""
+    from .diagnose import show, smallest
+    small = smallest(cases, results)
+    try:
+        return "\n" + show(*small, arg_names, cases[0].outputs) if small else ""
+    except Exception:               # noqa: BLE001 - a picture that cannot be drawn is left out
+        return ""
+
+
+def _wrote_into_input(d):
+    written = sorted({w for r in d.results for w in r.written})
+    if not written:
+        return None
+    return Finding(
+        "wrote into an input",
+        f"your function changed its input{'s' if len(written) > 1 else ''} {', '.join(written)}",
+        "The caller still needs its arrays after the call. Operations like x -= m, "
+        "np.exp(x, out=x) or x[...] = ... write into the caller's array: compute into a new "
+        "array (y = x - m) instead.")
+
+
+def _catalogued(d):
+    fp = match_fingerprint(d.results, d.cases, d.fingerprints)
+    return None if fp is None else Finding(fp.name, fp.name, fp.hint)
+
+
+def _dtype_not_kept(d):
+    """Every failing case has a float output of the wrong dtype (and nothing else wrong)."""
+    if not all(r.why and " has dtype " in r.why and ", expected float" in r.why for r in d.failures):
+        return None
+    wants_f64 = all("expected float64" in r.why for r in d.failures)
+    if wants_f64 and not any(_has_float(c.args) for c, r in zip(d.cases, d.results, strict=False)
+                             if not r.passed):
+        hint = ("The contract asks for a float64 array, and no float input tells you otherwise: "
+                "build it in float64 (np.arange(n) / 2.0 and np.empty(shape) are float64; "
+                "dtype=np.float32 or .astype(np.float32) are not).")
+    else:
+        hint = ("A float32 input gives a float32 output, a float64 input a float64 output. "
+                "float64 creeps in through NumPy float64 scalars (np.sqrt(d_k) is one: use "
+                "math.sqrt), dtype=float arrays (np.zeros(n) is float64) or np.array(x, "
+                "dtype=float); float32 through .astype(np.float32) or dtype=np.float32. Compute "
+                "in any precision you like, then cast back with .astype(x.dtype).")
+    return Finding("dtype not kept", d.failures[0].why.split(" (keep")[0].split("; ")[0], hint)
+
+
+def _strong_measured(d):
+    """Measure the behaviour on the cases (kept for the later steps); a :data:`STRONG` one explains
+    every failing case, before any probe."""
+    from .diagnose import measure
+    try:
+        d.found, d.sentences = measure(d.cases, d.results, d.arg_names, d.cases[0].outputs)
+    except Exception:               # noqa: BLE001 - a measurement that cannot run says nothing
+        d.found, d.sentences = None, []
+    if d.found is not None and any(w in d.found.name for w in STRONG):
+        return d.found
+    return None
+
+
+def _probed(d):
+    return _probe_finding(d.fn, d.probes, d.results, d.cases, d.fingerprints, d.unsaid)
+
+
+def _shapes_do_not_broadcast(d):
+    whys = [r.why for r in d.failures]
+    if not (any(_shape_error(w) for w in whys)
+            and all(_shape_error(w) or " has shape " in (w or "") for w in whys)):
+        return None
+    return Finding(
+        "shapes that do not broadcast", "your function raises a shape error (broadcasting, "
+        "matmul or indexing) or returns the wrong shape on every failing case",
+        "NumPy lines shapes up from the right. A reduction drops its axis (x.sum(-1) of "
+        "(..., n) is (...): keep it with keepdims=True); an axis added in the middle "
+        "(mask[:, None] on an (L, S) mask) shifts the others: print the shapes of the "
+        "failing case and add axes where the contract puts them.")
+
+
+def _wrong_structure(d):
+    if not all(r.why and r.why.startswith("returned ") for r in d.failures):
+        return None
+    return Finding(
+        "returns the wrong structure", f"it {d.failures[0].why}",
+        f"Return exactly what the contract of {d.signature} says (a tuple where it asks for "
+        "several results, in that order).")
+
+
+def _measured(d):
+    return d.found
+
+
+#: the diagnoses of a wrong submission in order, first finding wins (each reads a
+#: :class:`_Diagnosis`, returns a :class:`Finding` or None); see :func:`verdict`
+DIAGNOSES = (_wrote_into_input, _catalogued, _dtype_not_kept, _strong_measured, _probed,
+             _shapes_do_not_broadcast, _wrong_structure, _measured)
 
 
 #: what NumPy raises when axes do not line up: broadcasting, a matmul's core dimensions, an index

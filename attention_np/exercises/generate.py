@@ -128,18 +128,30 @@ def _pinned_out(spec: Spec, clause: Clause) -> set:
 def edges_of(spec: Spec, args, family: str | None = None) -> set:
     """The edges a case with arguments ``args`` sits on, measured from the arguments."""
     sizes = spec.measure(args)
-    out = set()
-    for ax in spec.axes:
-        n, small = sizes[ax.name], ax.small()
-        out.add(f"{ax.name}={n}" if n in small else f"{ax.name}>{small[-1]}")
+    out = _size_edges(spec, sizes) | _form_edges(spec, sizes)
+    if family is not None:
+        out.add(f"family={family}")
+    return out
+
+
+def _size_edges(spec: Spec, sizes: dict) -> set:
+    """Each axis at its least sizes or above, every axis above them, the pairs that differ (both
+    ways, with neither at its least size), the pairs that are equal, and each condition or not."""
     least = {ax.name: ax.small()[-1] for ax in spec.axes}
+    out = {f"{ax.name}={sizes[ax.name]}" if sizes[ax.name] in ax.small() else f"{ax.name}>{least[ax.name]}"
+           for ax in spec.axes}
     if all(sizes[n] > m for n, m in least.items()):
         out.add(ALL_LARGE)
-    for a, b in spec.differ:        # both ways, with neither at its least size
-        if sizes[a] != sizes[b] and sizes[a] > least.get(a, 0) and sizes[b] > least.get(b, 0):
-            out.add(f"{a}<{b}" if sizes[a] < sizes[b] else f"{a}>{b}")
+    out |= {f"{a}<{b}" if sizes[a] < sizes[b] else f"{a}>{b}" for a, b in spec.differ
+            if sizes[a] != sizes[b] and sizes[a] > least.get(a, 0) and sizes[b] > least.get(b, 0)}
     out |= {f"{a}={b}" for a, b in spec.equal if sizes[a] == sizes[b]}
     out |= {name if test(sizes) else f"not {name}" for name, test in spec.conditions}
+    return out
+
+
+def _form_edges(spec: Spec, sizes: dict) -> set:
+    """The number of leading axes and whether one has size 1, and the float dtype."""
+    out = set()
     if spec.lead:
         batch = tuple(sizes["batch"])
         out.add(f"lead={len(batch)}")
@@ -147,8 +159,6 @@ def edges_of(spec: Spec, args, family: str | None = None) -> set:
             out.add("lead axis=1")
     if spec.floats:
         out.add(np.dtype(sizes["dtype"]).name)
-    if family is not None:
-        out.add(f"family={family}")
     return out
 
 

@@ -11,11 +11,13 @@ import ast
 import contextlib
 import json
 import pathlib
+import re
 import sys
 import types
 
-#: notebook cells with these tags are left out (they call the checker, not the student's code)
-SKIPPED_TAGS = ("check", "setup")
+#: notebook cells with these tags are left out: they call the checker, not the student's code (the
+#: setup cell stays: it imports what the solutions use, and its `from check import check` is a stand-in)
+SKIPPED_TAGS = ("check",)
 
 #: the modules of the student kit a submission may import (``from check import check``): while a
 #: file is loaded for checking or grading they are stand-ins whose ``check`` does nothing
@@ -27,8 +29,8 @@ class CannotRun(Exception):
 
 
 def notebook_source(path) -> str:
-    """The code cells of a notebook, joined, without the check and setup cells and without
-    IPython's ``%magic`` and ``!shell`` lines."""
+    """The code cells of a notebook, joined, without the check cells and without IPython's
+    ``%magic`` and ``!shell`` lines (the setup cell kept: its imports are the solutions')."""
     try:
         nb = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
         cells = nb["cells"]
@@ -88,6 +90,29 @@ def last_binding(source: str, name: str):
 def defines(source: str, name: str) -> bool:
     """Does ``source`` define a top-level function or name ``name`` (without running it)?"""
     return last_binding(source, name) is not None
+
+
+def is_home(path, exercise: str, function: str) -> bool:
+    """Is ``path`` the exercise's own file: a notebook with a cell of that exercise (the kit marks
+    its stub and check cells with ``"exercise"`` in their metadata) or a check cell calling
+    ``check("<exercise>", ...)``, or a ``.py`` file named for the exercise or its function? A
+    function the student also defines elsewhere (``attention`` again beside their
+    ``mha_forward``) is a helper there; the grader grades it in its home."""
+    p = pathlib.Path(path)
+    if p.suffix != ".ipynb":
+        return p.stem in (exercise, function)
+    try:
+        cells = json.loads(p.read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    call = re.compile(r"""check\(\s*["']""" + re.escape(exercise) + r"""["']""")
+    for cell in cells:
+        meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
+        src = cell.get("source", "") if isinstance(cell, dict) else ""
+        src = "".join(src) if isinstance(src, list) else str(src)
+        if meta.get("exercise") == exercise or ("check" in meta.get("tags", []) and call.search(src)):
+            return True
+    return False
 
 
 def is_stub(node) -> bool:

@@ -153,7 +153,7 @@ def _role(node, parents):
         return "axis"
     if isinstance(p, ast.Call) and node in p.args:
         name, i = _call_name(p), p.args.index(node)
-        is_np = isinstance(p.func, ast.Attribute) and getattr(p.func.value, "id", None) == "np"
+        is_np = _is_np(p)
         if name in ("swapaxes", "moveaxis") and (i >= 1 or not is_np):
             return "axis"
         if name in _REDUCTIONS and (i >= 1 if is_np else i == 0):
@@ -228,19 +228,10 @@ class _Sites:
             role = _role(node, self.parents)
             for new in (v - 1, v + 1):
                 yield role, lambda n, new=new: _int_node(new)
-        elif isinstance(node, ast.Constant) and type(node.value) is float:
-            for new in ((node.value * 2, node.value / 2) if node.value else (1.0,)):
-                yield "constant", lambda n, new=new: ast.Constant(new)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
-            p = self.parents.get(node)
-            kind = "axis" if isinstance(p, ast.keyword) and p.arg == "keepdims" else "constant"
-            yield kind, lambda n: ast.Constant(not n.value)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            s = node.value
-            if s in _ALIGN:
-                yield "constant", lambda n: ast.Constant(_ALIGN[n.value])
-            elif (len(s) == 3 and s[:2] in ("W_", "b_") or len(s) == 1) and s[-1] in _PARAM_LETTER:
-                yield "index", lambda n: ast.Constant(n.value[:-1] + _PARAM_LETTER[n.value[-1]])
+        elif isinstance(node, ast.Constant):
+            change = _CONSTANT_CHANGES.get(type(node.value))
+            yield from change(node, self.parents.get(node)) if change else ()
+
 
     def _subscript(self, node):
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -264,20 +255,10 @@ class _Sites:
 
     def _call(self, node):
         name = _call_name(node)
-        is_np = isinstance(node.func, ast.Attribute) and getattr(node.func.value, "id", None) == "np"
         if name in _NAMES and isinstance(node.func, ast.Attribute):
             yield "call", lambda n: _renamed(n, _NAMES[_call_name(n)])
-        if name == "where" and is_np and len(node.args) == 3:
-            yield "comparison", lambda n: ast.Call(n.func, [n.args[0], n.args[2], n.args[1]], n.keywords)
-        if name == "concatenate" and node.args and isinstance(node.args[0], ast.List) \
-                and len(node.args[0].elts) == 2:
-            yield "call", lambda n: ast.Call(n.func, [ast.List(n.args[0].elts[::-1], ast.Load()),
-                                                      *n.args[1:]], n.keywords)
-        for j in range(len(node.args) - 1):
-            a, b = node.args[j], node.args[j + 1]
-            if isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id != b.id and name != "where":
-                yield "call", lambda n, j=j: ast.Call(n.func, _swapped(n.args, j), n.keywords)
-        if name == "swapaxes" and is_np and node.args:
+        yield from _reordered_arguments(node, name)
+        if name == "swapaxes" and _is_np(node) and node.args:
             yield "axis", lambda n: n.args[0]
         for j, kw in enumerate(node.keywords):
             kind = {"keepdims": "axis", "axis": "axis", "dtype": "dtype"}.get(kw.arg, "call")
@@ -312,6 +293,53 @@ class _Sites:
             if isinstance(p, ast.FunctionDef):
                 return p
         return None
+
+
+# ---------------------------------------------------------------- a constant's and a call's changes
+def _float_changes(node, parent):
+    """``c -> 2c`` and ``c / 2`` (``0.0 -> 1.0``)."""
+    for new in ((node.value * 2, node.value / 2) if node.value else (1.0,)):
+        yield "constant", lambda n, new=new: ast.Constant(new)
+
+
+def _bool_changes(node, parent):
+    """``True <-> False`` (an axis change when it is ``keepdims``)."""
+    kind = "axis" if isinstance(parent, ast.keyword) and parent.arg == "keepdims" else "constant"
+    yield kind, lambda n: ast.Constant(not n.value)
+
+
+def _str_changes(node, parent):
+    """A mask's alignment swapped; a parameter's name ``W_q -> W_k`` (and the like, see
+    :data:`_PARAM_LETTER`)."""
+    s = node.value
+    if s in _ALIGN:
+        yield "constant", lambda n: ast.Constant(_ALIGN[n.value])
+    elif (len(s) == 3 and s[:2] in ("W_", "b_") or len(s) == 1) and s[-1] in _PARAM_LETTER:
+        yield "index", lambda n: ast.Constant(n.value[:-1] + _PARAM_LETTER[n.value[-1]])
+
+
+#: the changes of a literal that is not an int, by its type (exactly: a bool is not a float)
+_CONSTANT_CHANGES = {float: _float_changes, bool: _bool_changes, str: _str_changes}
+
+
+def _is_np(call) -> bool:
+    """``call`` is ``np.something(...)``."""
+    return isinstance(call.func, ast.Attribute) and getattr(call.func.value, "id", None) == "np"
+
+
+def _reordered_arguments(node, name):
+    """``np.where``'s branches swapped, a two-array ``concatenate``'s arrays swapped, and each two
+    neighbouring arguments that are distinct names swapped (not ``where``'s)."""
+    if name == "where" and _is_np(node) and len(node.args) == 3:
+        yield "comparison", lambda n: ast.Call(n.func, [n.args[0], n.args[2], n.args[1]], n.keywords)
+    if name == "concatenate" and node.args and isinstance(node.args[0], ast.List) \
+            and len(node.args[0].elts) == 2:
+        yield "call", lambda n: ast.Call(n.func, [ast.List(n.args[0].elts[::-1], ast.Load()),
+                                                  *n.args[1:]], n.keywords)
+    for j in range(len(node.args) - 1):
+        a, b = node.args[j], node.args[j + 1]
+        if isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id != b.id and name != "where":
+            yield "call", lambda n, j=j: ast.Call(n.func, _swapped(n.args, j), n.keywords)
 
 
 def _is_docstring(stmt) -> bool:

@@ -8,7 +8,7 @@ checked with the kit's ``check.py``) and ``"solution"`` (model solutions, answer
 
 from __future__ import annotations
 
-from attention_np.exercises.solutions import solution_source
+from attention_np.exercises.solutions import needs, solution_source
 
 #: the rules every stub states (the checker holds every exercise to them), as (key, text) clauses
 COMMON_CLAUSES = [
@@ -389,12 +389,14 @@ def notebook(stem: str, variant: str, signatures: dict, papers: dict | None = No
     setup = imports + {"repo": "from attention_np.exercises import check",
                        "student": "from check import check", "solution": "from check import check"}[variant]
     cells.append(_code(setup, tags=["setup"]))
+    defined = set()                     # the solutions' functions earlier cells define
     for name, hints in exercises.items():
         sig = signatures[name]
         quote = f"> {papers[name]}\n\n" if name in papers else ""
         cells.append(_md(f"## `{sig}`\n\n{quote}**Hints**\n\n" + "\n".join(f"- {h}" for h in hints)))
         if variant == "solution":
-            cells.append(_code(solution_source(name), tags=["solution"], exercise=name))
+            cells.append(_code(solution_source(name, defined), tags=["solution"], exercise=name))
+            defined |= set(needs(name))
         else:
             cells.append(_code(stub_source(name, sig), tags=["stub"], exercise=name))
         fn = sig.split("(")[0]

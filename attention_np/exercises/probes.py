@@ -9,7 +9,10 @@ library's references from :data:`INPUTS`).
 
 ``PROBES[exercise]`` lists functions ``probe(fn, expected) -> Finding | None``, tried in order
 after a case failed; the first finding names the mistake. The probes themselves are in
-:mod:`probes_basics`, :mod:`probes_attention` and :mod:`probes_heads`; their tools in :mod:`probing`.
+:mod:`probes_basics`, :mod:`probes_attention` and :mod:`probes_heads`, each written as data: ordered
+steps, each a measure of one crafted input and a rule table on what it measured, run by one loop;
+the measures they share (which known wrong answer, which output is wrong, the scale applied, a
+parameter moved) and the loop are in :mod:`probing`.
 """
 
 from __future__ import annotations

@@ -7,12 +7,15 @@ import numpy as np
 from .engine import Finding, Raised
 from .probing import (
     RNG_SEED,
+    STOP,
+    Outputs,
     as_array,
     close_to,
-    describe,
+    decide,
+    first,
     has_nan,
+    judge,
     measure_scale,
-    measured,
     output_of,
     scale_finding,
 )
@@ -65,43 +68,63 @@ def attention_scale_axis(fn, expected):
     return scale_finding(measure_scale(w, q, k), 16, 7, S=6)
 
 
-def attention_masks(fn, expected):
+_MASK = np.array([[True, False, True, False], [True, True, True, False]])
+
+
+def _masked_weights(fn, expected):
+    """The weights (values v = I) under :data:`_MASK`, as ``(allowed, masked, rows' sums)``
+    (None unless of the scores' shape and without NaN)."""
     rng = np.random.default_rng(RNG_SEED + 2)
-    q, k = rng.normal(size=(2, 4)), rng.normal(size=(4, 4))
-    mask = np.array([[True, False, True, False], [True, True, True, False]])
-    w = as_array(output_of(fn, q, k, np.eye(4), mask))          # v = I: the output is the weights
-    if w is not None and w.shape == (2, 4) and not has_nan(w):
-        masked, allowed = w[~mask], w[mask]
-        if np.abs(allowed).max() < 1e-12 and masked.min() > 0:
-            return Finding("mask polarity flipped", "your weights are 0 on the keys the mask allows",
-                           "The convention is True = may attend. Which entries did you set to -inf?")
-        if np.abs(masked).max() > 1e-12:
-            return Finding("masked keys get weight", "keys the mask forbids get nonzero weight "
-                           f"(up to {np.abs(masked).max():.3g}): their score was set to 0 or another "
-                           "finite value, or the mask was ignored", "exp(0) = 1: a score of 0 still "
-                           "gets weight. What score gets weight exactly 0?")
-        if not close_to(w.sum(-1), np.ones(2), 1e-6):
-            return Finding("masked after the softmax without renormalizing", "your weights are 0 on "
-                           "masked keys but a row sums to less than 1", "Zeroing weights after the "
-                           "softmax leaves rows that no longer sum to 1. Mask the scores, before the "
-                           "softmax.")
-    # a masked logit larger than the others: q k^T = [800, 1]; the answer is v[1] = 2
+    w = as_array(output_of(fn, rng.normal(size=(2, 4)), rng.normal(size=(4, 4)), np.eye(4), _MASK))
+    if w is None or w.shape != (2, 4) or has_nan(w):
+        return None
+    return w[_MASK], w[~_MASK], w.sum(-1)
+
+
+#: the weights under a mask: which keys get weight, and whether the rows still sum to 1
+_WEIGHTS = (
+    (lambda allowed, masked, sums: np.abs(allowed).max() < 1e-12 and masked.min() > 0, Finding(
+        "mask polarity flipped", "your weights are 0 on the keys the mask allows", "The convention is True = "
+        "may attend. Which entries did you set to -inf?")),
+    (lambda allowed, masked, sums: np.abs(masked).max() > 1e-12, lambda allowed, masked, sums: Finding(
+        "masked keys get weight", "keys the mask forbids get nonzero weight (up to "
+        f"{np.abs(masked).max():.3g}): their score was set to 0 or another finite value, or the mask was "
+        "ignored", "exp(0) = 1: a score of 0 still gets weight. What score gets weight exactly 0?")),
+    (lambda allowed, masked, sums: not close_to(sums, np.ones(2), 1e-6), Finding(
+        "masked after the softmax without renormalizing", "your weights are 0 on masked keys but a row sums "
+        "to less than 1", "Zeroing weights after the softmax leaves rows that no longer sum to 1. Mask the "
+        "scores, before the softmax.")),
+)
+
+
+def _weights_step(fn, expected):
+    w = _masked_weights(fn, expected)
+    return None if w is None else first(_WEIGHTS, *w)
+
+
+def _masked_logit_step(fn, expected):
+    """A masked key that scores far above the allowed one: q k^T = [800, 1], the answer v[1] = 2."""
     out = as_array(output_of(fn, np.array([[1.0]]), np.array([[800.0], [1.0]]), np.array([[5.0], [2.0]]),
-                    np.array([[False, True]])))
-    if out is not None and out.shape == (1, 1) and not close_to(out, [[2.0]]):
-        if close_to(out, [[5.0]]):
-            return Finding("masked keys get weight", "a masked key that scores far above the others "
-                           "(800 vs 1) takes all the weight: the mask did not remove it",
-                           "A masked score must become -inf before the softmax (np.where(mask, s, "
-                           "-np.inf)); adding or multiplying by the bool mask does not do that.")
-        return Finding("a masked key's score still counts", "when a masked key scores far above "
-                       f"the others (800 vs 1) your output is {out.ravel()[0]:.4g}, not 2: the masked "
-                       "score still entered the computation (the row max taken before masking, or the "
-                       "softmax run before the mask), so the allowed key's weight underflowed",
-                       "Mask the SCORES (set them to -inf) first, and only then take the row max and "
-                       "the softmax; then a masked key cannot influence the others, however large its "
-                       "score.")
-    return None
+                             np.array([[False, True]])))
+    if out is None or out.shape != (1, 1) or close_to(out, [[2.0]]):
+        return None
+    if close_to(out, [[5.0]]):
+        return Finding("masked keys get weight", "a masked key that scores far above the others (800 vs 1) "
+                       "takes all the weight: the mask did not remove it", "A masked score must become -inf "
+                       "before the softmax (np.where(mask, s, -np.inf)); adding or multiplying by the bool "
+                       "mask does not do that.")
+    return Finding("a masked key's score still counts", "when a masked key scores far above the others (800 "
+                   f"vs 1) your output is {out.ravel()[0]:.4g}, not 2: the masked score still entered the "
+                   "computation (the row max taken before masking, or the softmax run before the mask), so "
+                   "the allowed key's weight underflowed", "Mask the SCORES (set them to -inf) first, and "
+                   "only then take the row max and the softmax; then a masked key cannot influence the "
+                   "others, however large its score.")
+
+
+def attention_masks(fn, expected):
+    """The weights under a mask (polarity, masked keys' weight, the rows' sums), then a masked key
+    that scores far above the allowed one."""
+    return decide((_weights_step, _masked_logit_step), fn, expected)
 
 
 def attention_broadcast_mask(fn, expected):
@@ -145,33 +168,45 @@ def short_mask_finding(fn, args, where, extra=None):
                    "onto another axis; add axes only where the contract puts them.")
 
 
+class _FullRow:
+    """Attention with query 1 allowed no key (``out``, ``a`` as an array), after the same inputs
+    with every query allowed some key (``raised_anyway`` when that raises too)."""
+
+    def __init__(self, fn):
+        rng = np.random.default_rng(RNG_SEED + 3)
+        q, k, self.v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
+        some = np.array([[True, True, False], [True, False, False]])
+        self.raised_anyway = isinstance(output_of(fn, q, k, self.v, some), Raised)
+        self.out = None if self.raised_anyway else output_of(
+            fn, q, k, self.v, np.array([[True, True, False], [False, False, False]]))
+        self.a = as_array(self.out)
+
+
+#: a query that may attend to nothing: its output must be 0
+_NO_KEY = (
+    (lambda r: r.raised_anyway, STOP),                  # it raises anyway: not about the full row
+    (lambda r: isinstance(r.out, Raised), lambda r: Finding(
+        "error on a fully masked row", f"a query that may attend to nothing makes your function raise "
+        f"{r.out.text}", "A row of all -inf scores must give an output of 0 (the contract): special-case "
+        "rows whose max is -inf.")),
+    (lambda r: r.a is None or r.a.shape != (2, 2), STOP),
+    (lambda r: has_nan(r.a[1]), Finding(
+        "NaN on a fully masked row", "a query that may attend to nothing gives NaN", "A row that may attend "
+        "to nothing is all -inf: its max is -inf and -inf - (-inf) is NaN. The contract: such a row returns "
+        "0; special-case it.")),
+    (lambda r: close_to(r.a[1], r.v.mean(0), 1e-6), Finding(
+        "a fully masked row attends uniformly (finite fill like -1e9)", "a query that may attend to nothing "
+        "returns the mean of the values", "With a finite fill, a row with every key masked softmaxes to "
+        "uniform weights over keys it may not see. It should attend to nothing (output 0).")),
+    (lambda r: not close_to(r.a[1], np.zeros(2), 0, 1e-12), lambda r: Finding(
+        "a fully masked row is not 0", f"a query that may attend to nothing returns {r.a[1]}", "The "
+        "contract: a row with no allowed key returns 0.")),
+)
+
+
 def attention_full_row(fn, expected):
-    rng = np.random.default_rng(RNG_SEED + 3)
-    q, k, v = rng.normal(size=(2, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
-    mask = np.array([[True, True, False], [False, False, False]])
-    if isinstance(output_of(fn, q, k, v, np.array([[True, True, False], [True, False, False]])), Raised):
-        return None                             # it raises anyway: not about the full row
-    out = output_of(fn, q, k, v, mask)
-    a = as_array(out)
-    if isinstance(out, Raised):
-        return Finding("error on a fully masked row", f"a query that may attend to nothing makes your "
-                       f"function raise {out.text}", "A row of all -inf scores must give an output of "
-                       "0 (the contract): special-case rows whose max is -inf.")
-    if a is None or a.shape != (2, 2):
-        return None
-    if has_nan(a[1]):
-        return Finding("NaN on a fully masked row", "a query that may attend to nothing gives NaN",
-                       "A row that may attend to nothing is all -inf: its max is -inf and -inf - "
-                       "(-inf) is NaN. The contract: such a row returns 0; special-case it.")
-    if close_to(a[1], v.mean(0), 1e-6):
-        return Finding("a fully masked row attends uniformly (finite fill like -1e9)", "a query that may "
-                       "attend to nothing returns the mean of the values", "With a finite fill, a row "
-                       "with every key masked softmaxes to uniform weights over keys it may not see. "
-                       "It should attend to nothing (output 0).")
-    if not close_to(a[1], np.zeros(2), 0, 1e-12):
-        return Finding("a fully masked row is not 0", "a query that may attend to nothing returns "
-                       f"{a[1]}", "The contract: a row with no allowed key returns 0.")
-    return None
+    """A query that may attend to nothing (the contract: its output is 0)."""
+    return judge(_NO_KEY, _FullRow(fn))
 
 
 def attention_stability(fn, expected):
@@ -212,111 +247,140 @@ def backward_inputs():
 _BWD_NAMES = ("dq", "dk", "dv")
 
 
-def _bwd_describe(fn, inputs, expected, key, factors=()):
-    """(descriptions of dq, dk, dv or None when right; the raw output) on probe input ``key``."""
-    (args, kwargs), ref = inputs[key], expected.get(key)
+def _bwd_outputs(fn, expected, key, factors=()):
+    """:class:`Outputs` of dq, dk, dv on probe input ``key`` (None unless the call returned three
+    outputs and the answer is stored), and the raw output."""
+    (args, kwargs), ref = backward_inputs()[key], expected.get(key)
     out = output_of(fn, *args, **kwargs)
     if ref is None or not isinstance(out, (tuple, list)) or len(out) != 3:
         return None, out
     dout, q, k, v = args[:4]
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
     full = (q.shape, (*lead, *k.shape[-2:]), (*lead, *v.shape[-2:]))
-    return [describe(n, o, r, factors, b) for n, o, r, b in zip(_BWD_NAMES, out, ref, full,
-                                                                strict=True)], out
+    return Outputs(_BWD_NAMES, out, ref, factors, full), out
+
+
+def _no_scale(o, name):
+    """Output ``name`` is sqrt(d_k) times the answer: the scale is missing."""
+    return o.kind(name) == "scale" and "missing" in o.wrong[name][1]
+
+
+_UNDO = ("Undo the forward lines last to first: out = P v gives dv = P^T dout and dP = dout v^T; P = "
+         "softmax(S) gives dS; S = q k^T * scale gives dq = dS k * scale and dk = dS^T q * scale.")
+_SAME_PRODUCT = "Both q and k enter the scores through the same scaled product."
+#: the unbatched, unmasked input: which of dq, dk, dv are wrong, and how
+_PLAIN = (
+    (lambda o: o.kind("dk") == "shape" and np.shape(o.output("dk")) == (3, 4),
+     Finding("dk = dS q instead of dS^T q", "dk has shape (L, d_k), expected k's shape (S, d_k)", "dS is "
+             "(L, S) and dk is (S, d_k): which transpose makes the key axis come first?")),
+    (lambda o: o.kind("dv") is None and _no_scale(o, "dq") and _no_scale(o, "dk"),
+     Finding("forgot 1/sqrt(d_k) in dq and dk", "dq and dk are sqrt(d_k) times too large", "The forward "
+             "line s = q k^T * scale multiplies by a constant: its backward multiplies by it too.")),
+    (lambda o: o.kind("dv") is None and o.kind("dq") is None and _no_scale(o, "dk"),
+     Finding("forgot 1/sqrt(d_k) in dk only", "dk is sqrt(d_k) times too large", _SAME_PRODUCT)),
+    (lambda o: o.kind("dv") is None and o.kind("dk") is None and _no_scale(o, "dq"),
+     Finding("forgot 1/sqrt(d_k) in dq only", "dq is sqrt(d_k) times too large", _SAME_PRODUCT)),
+    (lambda o: o.kind("dv") is None and o.kind("dq") == o.kind("dk") == "values",
+     Finding("the softmax backward is wrong", "dv is right but dq and dk are not: the step from dP to dS",
+             "dS = P * (dP - rowsum(dP * P)): every weight in a row shares the normalizer. Check it alone "
+             "with the softmax_backward exercise.")),
+    (lambda o: o.wrong, lambda o: Finding("wrong gradients", "on an unbatched, unmasked input (L=3, S=5, "
+                                          f"d_k=4, d_v=2): {o.sentence()}", _UNDO)),
+)
+
+
+def _into_masked_key(o):
+    """dk or dv of key 2, which every query's mask forbids, is not 0."""
+    gk, gv = as_array(o.output("dk")), as_array(o.output("dv"))
+    return gk is not None and gv is not None and gk.shape == (5, 4) and gv.shape == (5, 2) and (
+        np.abs(gk[2]).max() > 1e-12 or np.abs(gv[2]).max() > 1e-12)
+
+
+#: key 2 masked for every query
+_MASKED = (
+    (_into_masked_key, Finding("gradient flows into a masked key", "a key that no query may see gets a "
+                               "nonzero dk or dv", "A masked key has weight 0 in the forward: the "
+                               "backward must use the same masked weights P (0 there).")),
+    (lambda o: o.wrong, lambda o: Finding("wrong gradients with a mask", "with key 2 masked for every "
+                                          f"query: {o.sentence()}", "The backward uses the forward's "
+                                          "masked weights P: compute them exactly as the forward does.")),
+)
+
+
+def _nan_in(o):
+    return [n for n in o.names if o.kind(n) == "nan"]
+
+
+#: query 1 allowed no key
+_FULL_ROW = (
+    (_nan_in, lambda o: Finding(
+        "NaN for a query with no allowed key", f"with query 1 allowed no key, {' and '.join(_nan_in(o))} "
+        f"{'has' if len(_nan_in(o)) == 1 else 'have'} NaN ({o.sentence()})", "A row of all -inf scores: "
+        "its max is -inf and -inf - (-inf) is NaN, which the matmuls then spread to dk and dv. The "
+        "contract: such a query's weights are 0 and its gradients 0; special-case rows whose max is -inf.")),
+    (lambda o: o.wrong, lambda o: Finding(
+        "wrong gradients for a query with no allowed key", f"with query 1 allowed no key: {o.sentence()}",
+        "Such a query's weights are all 0: its output is 0 and constant, so it sends no gradient "
+        "anywhere.")),
+)
+
+#: k, v or the mask broadcast (key, what) and the rules on how the gradients then differ
+_BROADCAST = ("shared2", "k (5, 4) and v (5, 2) shared by q (2, 3, 3, 4)"), (
+    "size_one", "k (1, 5, 4) and v (1, 5, 2) broadcast over q (3, 3, 4)")
+_PADDING = (
+    (lambda o, what: o.wrong, lambda o, what: Finding(
+        "wrong gradients with a mask that only broadcasts", f"with {what}: {o.sentence()}", "np.where(mask, "
+        "s, -np.inf) broadcasts the mask; the gradients keep q, k and v's shapes (the mask gets none).")),
+)
+_SUMMED_BACK = (
+    (lambda o, what: o.wrong and o.kinds == {"extra_axes"}, lambda o, what: Finding(
+        "broadcast gradients not summed back", f"with {what}: {o.sentence()}", "k and v were broadcast "
+        "across the batch in the forward; a broadcast copies, so its backward sums: dk must have k's "
+        "shape.")),
+    (lambda o, what: o.kinds & {"kept_axes", "partial_sum", "shape", "extra_axes"}, lambda o, what: Finding(
+        "broadcast gradients summed back to the wrong shape", f"with {what}: {o.sentence()}", "Sum over "
+        "every axis broadcasting added (all the leading axes k lacks, without keepdims) and, with "
+        "keepdims, over the axes where k has size 1: dk must have exactly k's shape.")),
+    (lambda o, what: o.wrong, lambda o, what: Finding(
+        "broadcast gradients summed back wrongly", f"with {what}, unbatched inputs being right: "
+        f"{o.sentence()}", "Sum over the broadcast axes (dk.sum(axis=...)); a reshape before the sum "
+        "regroups entries of different keys and features.")),
+)
+
+
+def _bwd_step(key, rules, what=None, first_input=False):
+    """The step of :func:`attention_backward_probe` on probe input ``key``: its rule table on how
+    dq, dk, dv differ. On the first input, outputs that are not three end the probe; on a
+    broadcast one (``what`` says how), a raised error is a finding."""
+    def step(fn, expected, factors):
+        o, out = _bwd_outputs(fn, expected, key, factors if first_input else ())
+        if o is None:
+            return STOP if first_input else _raised_broadcast(out, what)
+        return first(rules, *((o,) if what is None else (o, what)))
+    return step
+
+
+def _raised_broadcast(out, what):
+    if what is None or not isinstance(out, Raised):
+        return None
+    return Finding("does not broadcast", f"with {what} it raises {out.text}", "Use np.swapaxes(x, -1, -2) "
+                   "instead of x.T and np.where(mask, s, -np.inf) for the mask, then sum each gradient "
+                   "over the axes that were broadcast.")
+
+
+_BWD_STEPS = (_bwd_step("plain", _PLAIN, first_input=True), _bwd_step("masked_key", _MASKED),
+              _bwd_step("full_row", _FULL_ROW),
+              *(_bwd_step(key, _SUMMED_BACK, what) for key, what in _BROADCAST),
+              _bwd_step("padding", _PADDING, "a padding mask (3, 1, 5) for scores (3, 3, 5)"))
 
 
 def attention_backward_probe(fn, expected):
-    inputs = backward_inputs()
-    (dout, q, k, v), _ = inputs["plain"]
-    r = np.sqrt(q.shape[-1])
+    """dq, dk, dv on an unbatched, unmasked input, then with a masked key, a query with no allowed
+    key, and k, v or the mask broadcast: the first input on which they are wrong, and how."""
+    r = np.sqrt(backward_inputs()["plain"][0][1].shape[-1])
     factors = ((r, "sqrt(d_k): the scale is missing"), (1 / r, "1/sqrt(d_k): scaled twice"),
                (r * r, "d_k"), (-1.0, "the wrong sign"))
-    plain, out = _bwd_describe(fn, inputs, expected, "plain", factors)
-    if plain is None:
-        return None
-    dq, dk, dv = plain
-    if dk is not None and dk[0] == "shape" and np.shape(out[1]) == (3, 4):
-        return Finding("dk = dS q instead of dS^T q", "dk has shape (L, d_k), expected k's shape "
-                       "(S, d_k)", "dS is (L, S) and dk is (S, d_k): which transpose makes the key "
-                       "axis come first?")
-    if dv is None:
-        if dq and dk and dq[0] == dk[0] == "scale" and "missing" in dq[1] and "missing" in dk[1]:
-            return Finding("forgot 1/sqrt(d_k) in dq and dk", "dq and dk are sqrt(d_k) times too "
-                           "large", "The forward line s = q k^T * scale multiplies by a constant: its "
-                           "backward multiplies by it too.")
-        if dq is None and dk and dk[0] == "scale" and "missing" in dk[1]:
-            return Finding("forgot 1/sqrt(d_k) in dk only", "dk is sqrt(d_k) times too large",
-                           "Both q and k enter the scores through the same scaled product.")
-        if dk is None and dq and dq[0] == "scale" and "missing" in dq[1]:
-            return Finding("forgot 1/sqrt(d_k) in dq only", "dq is sqrt(d_k) times too large",
-                           "Both q and k enter the scores through the same scaled product.")
-        if dq is not None and dk is not None and dq[0] == dk[0] == "values":
-            return Finding("the softmax backward is wrong", "dv is right but dq and dk are not: the "
-                           "step from dP to dS", "dS = P * (dP - rowsum(dP * P)): every weight in a "
-                           "row shares the normalizer. Check it alone with the softmax_backward "
-                           "exercise.")
-    if any(d is not None for d in plain):
-        return Finding("wrong gradients", f"on an unbatched, unmasked input (L=3, S=5, d_k=4, d_v=2): "
-                       f"{measured(plain, _BWD_NAMES)}", "Undo the forward lines last to first: out = "
-                       "P v gives dv = P^T dout and dP = dout v^T; P = softmax(S) gives dS; S = q k^T * "
-                       "scale gives dq = dS k * scale and dk = dS^T q * scale.")
-    masked, out = _bwd_describe(fn, inputs, expected, "masked_key")
-    if masked is not None and any(d is not None for d in masked):
-        gk, gv = as_array(out[1]), as_array(out[2])
-        if gk is not None and gv is not None and gk.shape == (5, 4) and gv.shape == (5, 2) and (
-                np.abs(gk[2]).max() > 1e-12 or np.abs(gv[2]).max() > 1e-12):
-            return Finding("gradient flows into a masked key", "a key that no query may see gets a "
-                           "nonzero dk or dv", "A masked key has weight 0 in the forward: the backward "
-                           "must use the same masked weights P (0 there).")
-        return Finding("wrong gradients with a mask", f"with key 2 masked for every query: "
-                       f"{measured(masked, _BWD_NAMES)}", "The backward uses the forward's masked "
-                       "weights P: compute them exactly as the forward does.")
-    full, out = _bwd_describe(fn, inputs, expected, "full_row")
-    if full is not None and any(d is not None for d in full):
-        nan = [n for n, d in zip(_BWD_NAMES, full, strict=True) if d is not None and d[0] == "nan"]
-        if nan:
-            return Finding("NaN for a query with no allowed key", f"with query 1 allowed no key, "
-                           f"{' and '.join(nan)} {'has' if len(nan) == 1 else 'have'} NaN "
-                           f"({measured(full, _BWD_NAMES)})", "A row of all -inf scores: its max is "
-                           "-inf and -inf - (-inf) is NaN, which the matmuls then spread to dk and dv. "
-                           "The contract: such a query's weights are 0 and its gradients 0; "
-                           "special-case rows whose max is -inf.")
-        return Finding("wrong gradients for a query with no allowed key", f"with query 1 allowed no "
-                       f"key: {measured(full, _BWD_NAMES)}", "Such a query's weights are all 0: "
-                       "its output is 0 and constant, so it sends no gradient anywhere.")
-    for key, what in (("shared2", "k (5, 4) and v (5, 2) shared by q (2, 3, 3, 4)"),
-                      ("size_one", "k (1, 5, 4) and v (1, 5, 2) broadcast over q (3, 3, 4)"),
-                      ("padding", "a padding mask (3, 1, 5) for scores (3, 3, 5)")):
-        got, out = _bwd_describe(fn, inputs, expected, key)
-        if got is None:
-            if isinstance(out, Raised):
-                return Finding("does not broadcast", f"with {what} it raises {out.text}",
-                               "Use np.swapaxes(x, -1, -2) instead of x.T and np.where(mask, s, "
-                               "-np.inf) for the mask, then sum each gradient over the axes that "
-                               "were broadcast.")
-            continue
-        if all(d is None for d in got):
-            continue
-        kinds = {d[0] for d in got if d is not None}
-        if key == "padding":
-            return Finding("wrong gradients with a mask that only broadcasts", f"with {what}: "
-                           f"{measured(got, _BWD_NAMES)}", "np.where(mask, s, -np.inf) broadcasts "
-                           "the mask; the gradients keep q, k and v's shapes (the mask gets none).")
-        if kinds == {"extra_axes"}:
-            return Finding("broadcast gradients not summed back", f"with {what}: "
-                           f"{measured(got, _BWD_NAMES)}", "k and v were broadcast across the batch "
-                           "in the forward; a broadcast copies, so its backward sums: dk must have "
-                           "k's shape.")
-        if kinds & {"kept_axes", "partial_sum", "shape", "extra_axes"}:
-            return Finding("broadcast gradients summed back to the wrong shape", f"with {what}: "
-                           f"{measured(got, _BWD_NAMES)}", "Sum over every axis broadcasting added "
-                           "(all the leading axes k lacks, without keepdims) and, with keepdims, over "
-                           "the axes where k has size 1: dk must have exactly k's shape.")
-        return Finding("broadcast gradients summed back wrongly", f"with {what}, unbatched inputs "
-                       f"being right: {measured(got, _BWD_NAMES)}", "Sum over the broadcast axes "
-                       "(dk.sum(axis=...)); a reshape before the sum regroups entries of different "
-                       "keys and features.")
-    return None
+    return decide(_BWD_STEPS, fn, expected, factors)
 
 
 # ======================================================================== tiled
@@ -331,6 +395,22 @@ def tiled_inputs():
     return {"q": q, "k": k, "v": v, "low": tuple(a.astype(np.float32) for a in low)}
 
 
+def _alone_and_together(fn, q, k, v):
+    """The tiled outputs (block_size 3) of all the query rows together, shape (L, d_v), and of each
+    row alone, each (d_v,): ``(together, [alone, ...])``, None unless every output has its shape."""
+    both = as_array(output_of(fn, q, k, v, 3))
+    alone = [as_array(output_of(fn, q[i:i + 1], k, v, 3)) for i in range(len(q))]
+    if both is None or both.shape != (len(q), v.shape[-1]) or any(
+            a is None or a.shape != (1, v.shape[-1]) for a in alone):
+        return None
+    return both, [a[0] for a in alone]
+
+
+def _coupled(both, alone):
+    """The rows whose output together differs from their output alone."""
+    return [i for i, a in enumerate(alone) if not close_to(both[i], a, 1e-7, 1e-10)]
+
+
 def tiled_shared_max(fn, expected):
     """Rows on opposite scales (row 0's scores climb to ~+900, row 1's fall to ~-900): each row
     alone against both together. A correct function gives each row the same answer either way."""
@@ -338,97 +418,122 @@ def tiled_shared_max(fn, expected):
     q = np.array([[1.0] * d, [-1.0] * d])
     k = (np.arange(10)[:, None] * 100.0 * 2 / d) * np.ones((1, d))
     v = np.random.default_rng(RNG_SEED + 12).normal(size=(10, 2))
-    both = as_array(output_of(fn, q, k, v, 3))
-    alone = [as_array(output_of(fn, q[i:i + 1], k, v, 3)) for i in range(2)]
-    if both is None or both.shape != (2, 2) or any(a is None or a.shape != (1, 2) for a in alone):
+    rows = _alone_and_together(fn, q, k, v)
+    if rows is None or not all(np.all(np.isfinite(a)) for a in rows[1]) or not _coupled(*rows):
         return None
-    if not all(np.all(np.isfinite(a)) for a in alone):
-        return None
-    bad = [i for i in range(2) if not close_to(both[i], alone[i][0], 1e-7, 1e-10)]
-    if bad:
-        got = "NaN" if has_nan(both[bad[0]]) else f"{both[bad[0]]}"
-        near = q * np.array([[0.01], [0.02]])            # rows on one scale: a shared shift is harmless
-        pair = as_array(output_of(fn, near, k, v, 3))
-        each = [as_array(output_of(fn, near[i:i + 1], k, v, 3)) for i in range(2)]
-        shaped = pair is not None and pair.shape == (2, 2) and all(
-            e is not None and e.shape == (1, 2) for e in each)
-        if shaped and not all(close_to(pair[i], each[i][0], 1e-7, 1e-10) for i in range(2)):
-            return Finding("the queries are not independent", "two queries together give other "
-                           "outputs than each alone, even on one scale (so more than a shared max "
-                           "couples them: a running sum or normalizer shared by the rows)", "Each query "
-                           "keeps its own running max and running sum, of shape (..., L, 1): reduce "
-                           "over the keys only, axis=-1 with keepdims=True.")
-        return Finding("one running max shared by all queries", f"row {bad[0]} alone gives "
-                       f"{alone[bad[0]][0]}, but next to a row whose scores are ~900 higher it gives "
-                       f"{got}: the rows share a shift", "Each query keeps its own running max "
-                       "(shape (..., L, 1), s.max(-1, keepdims=True)): a max shared by the rows "
-                       "makes exp underflow to 0 for every key of a row far below it.")
-    return None
+    (both, alone), i = rows, _coupled(*rows)[0]
+    near = _alone_and_together(fn, q * np.array([[0.01], [0.02]]), k, v)   # rows on one scale
+    if near is not None and _coupled(*near):
+        return Finding("the queries are not independent", "two queries together give other outputs than "
+                       "each alone, even on one scale (so more than a shared max couples them: a running "
+                       "sum or normalizer shared by the rows)", "Each query keeps its own running max and "
+                       "running sum, of shape (..., L, 1): reduce over the keys only, axis=-1 with "
+                       "keepdims=True.")
+    got = "NaN" if has_nan(both[i]) else f"{both[i]}"
+    return Finding("one running max shared by all queries", f"row {i} alone gives {alone[i]}, but next to "
+                   f"a row whose scores are ~900 higher it gives {got}: the rows share a shift", "Each "
+                   "query keeps its own running max (shape (..., L, 1), s.max(-1, keepdims=True)): a max "
+                   "shared by the rows makes exp underflow to 0 for every key of a row far below it.")
 
 
-def tiled_probe(fn, expected):
+def _blocks_ok(fn, expected):
+    """For each block size (5 and 10 divide S = 10; 3 and 4 leave a partial last block; 16 >= S),
+    whether the tiled output equals the stored one (None unless every output has its shape)."""
+    x, ref = tiled_inputs(), expected.get("blocks")
+    outs = {B: as_array(output_of(fn, x["q"], x["k"], x["v"], B)) for B in (5, 10, 3, 4, 16)}
+    if ref is None or not all(o is not None and o.shape == ref.shape for o in outs.values()):
+        return None
+    return {B: close_to(o, ref, 1e-7, 1e-10) for B, o in outs.items()}
+
+
+def _rescale_differs(fn):
+    """On scores that rise from block to block (each block raises the running max), two blocks of
+    5 give another output than one block of 10."""
+    qr = np.array([[1.0] * 4, [0.5] * 4])
+    kr = np.arange(10)[:, None] * np.full((1, 4), 0.75)
+    vr = np.random.default_rng(RNG_SEED + 14).normal(size=(10, 2))
+    one, two = as_array(output_of(fn, qr, kr, vr, 10)), as_array(output_of(fn, qr, kr, vr, 5))
+    return one is not None and two is not None and one.shape == two.shape and not close_to(
+        one, two, 1e-7, 1e-10)
+
+
+def _tiled_weights(fn, ok):
+    """The weights (values v = I, block_size 4): keys no query weighs, then the scale of q k^T."""
     x = tiled_inputs()
-    q, k, v = x["q"], x["k"], x["v"]
-    ref = expected.get("blocks")
-    outs = {B: as_array(output_of(fn, q, k, v, B)) for B in (5, 10, 3, 4, 16)}
-    if ref is not None and all(o is not None and o.shape == ref.shape for o in outs.values()):
-        ok = {B: close_to(o, ref, 1e-7, 1e-10) for B, o in outs.items()}
-        if ok[10] and ok[16] and not (ok[5] or ok[3] or ok[4]):
-            return Finding("the blocks are not combined correctly", "with one block (block_size >= S) "
-                           "your output is right, with several it is not", "Each block's exponents "
-                           "must be taken against ONE running max and summed into ONE running sum "
-                           "and output, rescaled by exp(m_old - m_new) when the max grows; averaging "
-                           "per-block softmaxes is not the softmax over all keys.")
-        if ok[5] and ok[10] and not (ok[3] and ok[4]):
-            # scores that rise from block to block: every block raises the running max
-            qr = np.array([[1.0] * 4, [0.5] * 4])
-            kr = np.arange(10)[:, None] * np.full((1, 4), 0.75)
-            vr = np.random.default_rng(RNG_SEED + 14).normal(size=(10, 2))
-            one, two = as_array(output_of(fn, qr, kr, vr, 10)), as_array(output_of(fn, qr, kr, vr, 5))
-            if one is not None and two is not None and one.shape == two.shape and not close_to(
-                    one, two, 1e-7, 1e-10):
-                return Finding("the rescale when the running max grows is wrong", "on scores that "
-                               "rise from block to block (each block raises the running max), two "
-                               "blocks of 5 give a different output from one block of 10 (on "
-                               "another input where the first block holds the max they agree)",
-                               "When the max grows from m_old to m_new, what was summed so far was "
-                               "taken against m_old: multiply the running sum AND the output "
-                               "accumulator by exp(m_old - m_new) (<= 1).")
-            return Finding("the last, partial block is mishandled", "block sizes that divide S = 10 "
-                           "are right, 3 and 4 (a partial last block) are not", "range(0, S, B) with "
-                           "slices k[..., j:j + B, :] handles a shorter last block; S // B loops drop it.")
-        w = as_array(output_of(fn, q, k, np.eye(10, 11), 4))      # the weights; d_v = 11 differs from S
-        if w is not None and w.shape == (3, 11) and not has_nan(w):
-            dropped = [j for j in range(10) if np.all(w[:, j] == 0)]
-            if dropped:
-                return Finding("keys left out of the blocks", f"with block_size 4 and S = 10, keys "
-                               f"{dropped} get weight 0 from every query (values v = I show the "
-                               "weights)", "The blocks k[..., j:j + block_size, :] for j in "
-                               "range(0, S, block_size) cover every key exactly once, the last "
-                               "block possibly shorter.")
-            f = scale_finding(measure_scale(w[:, :10], q, k), 4, 11, S=10)
-            if f is not None:
-                return f
+    w = as_array(output_of(fn, x["q"], x["k"], np.eye(10, 11), 4))      # d_v = 11 differs from S
+    if w is None or w.shape != (3, 11) or has_nan(w):
+        return None
+    dropped = [j for j in range(10) if np.all(w[:, j] == 0)]
+    if dropped:
+        return Finding("keys left out of the blocks", f"with block_size 4 and S = 10, keys {dropped} get "
+                       "weight 0 from every query (values v = I show the weights)", "The blocks k[..., "
+                       "j:j + block_size, :] for j in range(0, S, block_size) cover every key exactly "
+                       "once, the last block possibly shorter.")
+    return scale_finding(measure_scale(w[:, :10], x["q"], x["k"]), 4, 11, S=10)
+
+
+def _divisors_only(fn, ok):
+    """Right with block sizes that divide S, wrong with a partial last block."""
+    return ok[5] and ok[10] and not (ok[3] and ok[4])
+
+
+#: which block sizes give the stored output
+_BLOCKS = (
+    (lambda fn, ok: ok[10] and ok[16] and not (ok[5] or ok[3] or ok[4]), Finding(
+        "the blocks are not combined correctly", "with one block (block_size >= S) your output is right, "
+        "with several it is not", "Each block's exponents must be taken against ONE running max and "
+        "summed into ONE running sum and output, rescaled by exp(m_old - m_new) when the max grows; "
+        "averaging per-block softmaxes is not the softmax over all keys.")),
+    (lambda fn, ok: _divisors_only(fn, ok) and _rescale_differs(fn), Finding(
+        "the rescale when the running max grows is wrong", "on scores that rise from block to block (each "
+        "block raises the running max), two blocks of 5 give a different output from one block of 10 (on "
+        "another input where the first block holds the max they agree)", "When the max grows from m_old "
+        "to m_new, what was summed so far was taken against m_old: multiply the running sum AND the "
+        "output accumulator by exp(m_old - m_new) (<= 1).")),
+    (_divisors_only, Finding(
+        "the last, partial block is mishandled", "block sizes that divide S = 10 are right, 3 and 4 (a "
+        "partial last block) are not", "range(0, S, B) with slices k[..., j:j + B, :] handles a shorter "
+        "last block; S // B loops drop it.")),
+    (lambda fn, ok: True, _tiled_weights),
+)
+
+
+def _blocks_step(fn, expected):
+    ok = _blocks_ok(fn, expected)
+    return None if ok is None else first(_BLOCKS, fn, ok)
+
+
+def _max_never_updated(fn, expected):
+    """A later block scores ~800 above the first: finite with one block, not when tiled."""
     qg = np.ones((2, 4))
     kg = np.repeat(np.array([0.0, 0.0, 0.0, 400.0, 400.0, 400.0]), 4).reshape(6, 4)   # scores 0, 800
     kg = kg + 0.1 * np.random.default_rng(RNG_SEED + 10).normal(size=(6, 4))
     vg = np.arange(12.0).reshape(6, 2)
     one, tiled = as_array(output_of(fn, qg, kg, vg, 6)), as_array(output_of(fn, qg, kg, vg, 3))
-    if one is not None and tiled is not None and np.all(np.isfinite(one)) and not np.all(np.isfinite(tiled)):
-        return Finding("running max never updated (max of the first block only)", "with one block "
-                       "your output is finite, but when a later block scores ~800 above the first, "
-                       "the tiled output overflows", "A later block can hold larger scores than the "
-                       "first: update m = max(m, block max) at every block and rescale what was "
-                       "summed so far.")
-    low = x["low"]
+    if one is None or tiled is None or not np.all(np.isfinite(one)) or np.all(np.isfinite(tiled)):
+        return None
+    return Finding("running max never updated (max of the first block only)", "with one block your output "
+                   "is finite, but when a later block scores ~800 above the first, the tiled output "
+                   "overflows", "A later block can hold larger scores than the first: update m = max(m, "
+                   "block max) at every block and rescale what was summed so far.")
+
+
+def _max_started_at_zero(fn, expected):
+    """Every score of a row about -110 (float32): NaN or 0, where the same scores of +110 are finite."""
+    low = tiled_inputs()["low"]
     out = as_array(output_of(fn, *low, 2))
-    if out is not None and out.shape == (2, 2) and (has_nan(out) or np.abs(out).max() == 0):
-        hi = as_array(output_of(fn, low[0], -low[1], low[2], 2))
-        if hi is not None and np.all(np.isfinite(hi)):
-            return Finding("running max started at 0 instead of -inf", "when every score of a row is "
-                           "about -110 (float32) your output is NaN or 0: exp(s - 0) underflows to 0 and "
-                           "the row divides 0 by 0", "Start the running max at -inf (np.full(..., -np.inf)) "
-                           "so the first block sets it to that block's own max.")
-    return None
+    if out is None or out.shape != (2, 2) or not (has_nan(out) or np.abs(out).max() == 0):
+        return None
+    hi = as_array(output_of(fn, low[0], -low[1], low[2], 2))
+    if hi is None or not np.all(np.isfinite(hi)):
+        return None
+    return Finding("running max started at 0 instead of -inf", "when every score of a row is about -110 "
+                   "(float32) your output is NaN or 0: exp(s - 0) underflows to 0 and the row divides 0 by "
+                   "0", "Start the running max at -inf (np.full(..., -np.inf)) so the first block sets it "
+                   "to that block's own max.")
 
 
+def tiled_probe(fn, expected):
+    """Block sizes that divide S, leave a partial block or cover S at once; the weights; a later
+    block far above the first; a row whose every score is far below 0."""
+    return decide((_blocks_step, _max_never_updated, _max_started_at_zero), fn, expected)

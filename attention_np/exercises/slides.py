@@ -114,7 +114,7 @@ def deck(les: Lesson, nb: dict, assets: str) -> tuple:
         work = f"exercise <code>exercises/{les.exercise_notebook}.ipynb</code>: " + ", ".join(
             f"<code>{n}</code>" for n in les.exercises)
     elif les.project:
-        work = "the project: " + html.escape(plain(les.project[0]))
+        work = "the project: " + html.escape(plain(les.project))
     else:
         work = "the questions above"
     slides.append(_section("Homework", f"<p>{work}</p>"))

@@ -8,8 +8,10 @@ listed in :data:`SOLUTIONS`.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
+import textwrap
 
 import numpy as np
 
@@ -152,7 +154,7 @@ def sinusoidal(length, d_model):
     return pe
 
 
-#: exercise -> the functions its solution cell shows (helpers first)
+#: exercise -> the functions its solution cell shows (helpers first): what the audit mutates
 SOLUTIONS = {
     "softmax": [softmax],
     "softmax_backward": [softmax_backward],
@@ -170,6 +172,27 @@ SOLUTIONS = {
 }
 
 
-def solution_source(name: str) -> str:
-    """The source of exercise ``name``'s solution cell."""
-    return "\n\n".join(inspect.getsource(f).rstrip() for f in SOLUTIONS[name]) + "\n"
+def needs(name: str) -> list:
+    """The names of the functions of this module that exercise ``name``'s solution calls,
+    directly or through another, and the exercise's own function, in the order they are written
+    here (helpers first): what a notebook must define for that solution to run."""
+    here = {n: f for n, f in globals().items() if inspect.isfunction(f) and f.__module__ == __name__}
+    fn = SOLUTIONS[name][-1]
+    found, todo = {fn.__name__}, [fn]
+    while todo:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(todo.pop())))
+        for used in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & set(here) - found:
+            found.add(used)
+            todo.append(here[used])
+    return [f.__name__ for f in sorted((here[n] for n in found), key=lambda f: f.__code__.co_firstlineno)]
+
+
+def solution_source(name: str, defined=()) -> str:
+    """The source of exercise ``name``'s solution cell: the functions :data:`SOLUTIONS` lists,
+    and before them any other function the solution needs (:func:`needs`) that is not among
+    ``defined``, the names earlier cells of its notebook define, so that the cell runs in its
+    notebook alone (the attention_backward cell of notebook 04 needs ``_masked_softmax``, which
+    notebook 01 defines)."""
+    shown = [f.__name__ for f in SOLUTIONS[name]]
+    extra = [n for n in needs(name) if n not in shown and n not in defined]
+    return "\n\n".join(inspect.getsource(globals()[n]).rstrip() for n in extra + shown) + "\n"

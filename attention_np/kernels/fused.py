@@ -61,87 +61,104 @@ from attention_np.variants.spec import refuse_elsewhere
 class SDPACache:
     """What :func:`sdpa_backward` needs from the forward pass, and nothing else.
 
-    Keyword-only: ``SDPACache(q=q, k=k, v=v, exp_scores=e, rowsum=l, out=out, scale=s)`` is a
-    plain forward's cache; each option the forward used adds one named step to ``steps``.
+    Keyword-only: ``SDPACache(q=q, k=k, v=v, out=out, scale=s, e=e, l=l)`` is a plain forward's
+    cache; each option the forward used sets its own field (None, or 1, when it was not used).
+
+    The inputs and the output are kept as the caller has them. What the kernel computed between
+    them is kept in the layout it computed it in: with grouped-query attention (``kv_groups = G >
+    1``) every per-query-head array is grouped, ``(..., H_kv, G, L, .)``
+    (:mod:`attention_np.variants.gqa`), and the backward reads it as it is. The properties below
+    (``weights``, ``exp_scores``, ``rowsum``, ``softcap_tanh``, ``sink_weight``,
+    ``dropout_mask``) give those arrays in the caller's layout, ``(..., H, L, .)`` (views; the
+    blocked path's ``weights`` and ``exp_scores`` unpack its ``e`` into a new array).
 
     Attributes
     ----------
-    q, k, v : the inputs (unscaled ``q``)
-    exp_scores : (..., L, S) ``exp(scores - rowmax)``, the softmax before its division
-    rowsum : (..., L, 1) the row sums of ``exp_scores`` (1 for a fully masked row)
+    q, k, v : the inputs (unscaled ``q``; keys no query attends and queries that attend no key
+        zeroed)
     out : (..., L, d_v) the output (its row sums with ``dout`` shortcut the softmax backward)
     scale : the factor applied to ``QKᵀ``
-    mask : bool, broadcastable to (..., L, S) (grouped with ``kv_groups``), True = attended (a -inf
-        bias removed when an input is NaN or inf), or None; the backward uses it only when an
-        input is NaN or inf (see :func:`masked_matmul`)
-    steps : tuple of ``(name, saved)``, the forward's optional steps in the order it took them,
-        walked in reverse by the backward: ``("gqa", G)``, ``("blocked", blocks)``,
-        ``("softcap", (c, tanh))``, ``("bias", bias_shape)``, ``("sinks", sink_weight)``,
-        ``("dropout", (keep, 1 / (1 - p)))``; each is also read by its own name below.
-    weights : (..., L, S) the attention weights ``softmax(scores)`` before dropout, formed on
-        access as ``exp_scores / rowsum``
+    e : (..., L, S) ``exp(scores - rowmax)``, the softmax before its division (grouped); on the
+        blocked path each block's span of keys alone, packed, and a block's shift may be 0 instead
+        of the row max (:mod:`attention_np.kernels.blocked`): ``exp_scores`` reads it as (..., L, S)
+    l : (..., L, 1) the row sums of ``e`` (1 for a fully masked row; with sinks, their term
+        included) (grouped)
+    mask : bool, broadcastable to ``e``, True = attended (a -inf bias removed when an input is
+        NaN or inf), or None; the backward uses it only when an input is NaN or inf (see
+        :func:`masked_matmul`) (grouped)
     kv_groups : query heads per key/value head, ``H / H_kv`` (1 without grouped-query attention)
     blocks : the query blocks of the blocked path (:mod:`attention_np.kernels.blocked`), or None
-    softcap, softcap_tanh : the cap ``c`` and ``tanh(QKᵀ·scale / c)`` (..., L, S), or None
+    softcap : the cap ``c`` of soft-capping, or None
+    tanh : (..., L, S) ``tanh(QKᵀ·scale / c)``, or None without soft-capping (grouped)
     bias_shape : the shape of the ``bias`` given to the forward (None without one): the shape
         ``sdpa_backward(..., return_dbias=True)`` sums its gradient to
-    sink_weight : (..., L, 1) the weight of the attention sink in each row (its term of
-        ``rowsum``, divided by it), or None without sinks (:mod:`attention_np.variants.sinks`)
-    dropout_mask : (..., L, S) bool, True = kept, or None without dropout
+    p_sink : (..., L, 1) the weight of the attention sink in each row (its term of ``l``, divided
+        by ``l``), or None without sinks (:mod:`attention_np.variants.sinks`) (grouped)
+    keep : bool, broadcastable to ``e``, the dropout keep-mask (True = kept), or None without
+        dropout (grouped)
     dropout_scale : ``1 / (1 - dropout_p)``, applied to kept weights (1.0 without dropout)
     """
 
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
-    exp_scores: np.ndarray
-    rowsum: np.ndarray
     out: np.ndarray
     scale: float
+    e: np.ndarray
+    l: np.ndarray
     mask: np.ndarray | None = None
-    steps: tuple = ()
+    kv_groups: int = 1
+    blocks: tuple | None = None
+    softcap: float | None = None
+    tanh: np.ndarray | None = None
+    bias_shape: tuple | None = None
+    p_sink: np.ndarray | None = None
+    keep: np.ndarray | None = None
+    dropout_scale: float = 1.0
 
     made_by = "attention_np.sdpa_forward (attention_np.kernels.fused)"
 
-    def saved(self, name: str, default=None):
-        """What the step ``name`` saved, or ``default`` when the forward did not take it."""
-        return dict(self.steps).get(name, default)
+    def per_head(self, x):
+        """An array of the kernel's layout in the caller's: ``(..., H_kv, G, L, .)`` ->
+        ``(..., H, L, .)`` (a view); as it is without grouped-query attention, or when it has no
+        head axis to ungroup (a keep-mask given as ``(L, S)``)."""
+        if x is None or self.kv_groups == 1 or x.ndim < 4:
+            return x
+        return ungroup_queries(x)
 
     @property
     def weights(self) -> np.ndarray:
-        return self.exp_scores / self.rowsum
+        """(..., H, L, S) the attention weights ``softmax(scores)`` before dropout, ``e / l``."""
+        if self.blocks is not None:
+            return self.per_head(blocked.spans(self.e, self.blocks, self.l, self.k.shape[-2], divide=True))
+        return self.per_head(self.e / self.l)
 
     @property
-    def kv_groups(self) -> int:
-        return self.saved("gqa", 1)
+    def exp_scores(self) -> np.ndarray:
+        """(..., H, L, S) ``e``, per query head (0 at keys the blocked path skipped)."""
+        if self.blocks is not None:
+            return self.per_head(blocked.spans(self.e, self.blocks, self.l, self.k.shape[-2]))
+        return self.per_head(self.e)
 
     @property
-    def blocks(self) -> list | None:
-        return self.saved("blocked")
-
-    @property
-    def softcap(self) -> float | None:
-        return self.saved("softcap", (None, None))[0]
+    def rowsum(self) -> np.ndarray:
+        """(..., H, L, 1) ``l``, per query head."""
+        return self.per_head(self.l)
 
     @property
     def softcap_tanh(self) -> np.ndarray | None:
-        return self.saved("softcap", (None, None))[1]
-
-    @property
-    def bias_shape(self) -> tuple | None:
-        return self.saved("bias")
+        """(..., H, L, S) ``tanh``, per query head (None without soft-capping)."""
+        return self.per_head(self.tanh)
 
     @property
     def sink_weight(self) -> np.ndarray | None:
-        return self.saved("sinks")
+        """(..., H, L, 1) ``p_sink``, per query head (None without sinks)."""
+        return self.per_head(self.p_sink)
 
     @property
     def dropout_mask(self) -> np.ndarray | None:
-        return self.saved("dropout", (None, 1.0))[0]
-
-    @property
-    def dropout_scale(self) -> float:
-        return self.saved("dropout", (None, 1.0))[1]
+        """``keep`` per query head, as ``dropout_mask=`` takes it to replay (None without dropout)."""
+        return self.per_head(self.keep)
 
 
 def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scale=None, rng=None,
@@ -207,36 +224,38 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
     softmax denominator as one more term, never as a key; ``cache.sink_weight`` keeps their
     weights for :func:`attention_np.kernels.sink_logits.sdpa_sinks_backward`. Not with dropout.
 
-    Each option is one guarded step, ``steps.append((name, saved))``; the cache keeps the steps
-    and :func:`backward` walks them in reverse.
+    Each option is one guarded step, and what it saves for the backward is a field of the cache.
     """
     q, k, v, scale = check_qkv(q, k, v, plan.scale)
     dropout_p, softcap, sink = checked_options(q, plan, dropout_mask)
-    inputs, mask, bias, keep_given = (q, k, v), plan.mask, plan.bias, dropout_mask
-    steps = []                                     # (name, saved), in the order they are taken
+    given, mask, bias = (q, k, v), plan.mask, plan.bias
     groups = kv_groups(q, k, v) if plan.enable_gqa else 1
     if groups > 1:
-        # Group the query heads, (..., H_kv, G, L, d), so that k and v broadcast over each group.
-        q, k, v, mask, bias, dropout_mask, sink = grouped(q, k, v, mask, bias, dropout_mask, sink,
-                                                          groups)
-        steps.append(("gqa", groups))
-    mask, bias = mask_and_bias(q, k, v, mask, bias, plan.is_causal, plan.window)
-    # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
-    q, k, v, inputs = masked_inputs(q, k, v, mask, inputs, groups)
+        # Group the query heads, (..., H_kv, G, L, d), so that k and v broadcast over each group;
+        # every array laid out per query head goes the same way. Views, kept so in the cache.
+        mask, bias, dropout_mask, sink = grouped_heads(q.shape[-3], groups, mask=mask, bias=bias,
+                                                       dropout_mask=dropout_mask, sink=sink)
+        q, k, v = group_queries(q, groups), group_kv(k), group_kv(v)
+    inputs = given
+    if not plan.prepared:          # else the caller built the mask and dropped the inputs, once
+        mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal=plan.is_causal, window=plan.window)
+        # Masked keys never reach the answer: 0 * NaN = NaN in the products (see drop_masked).
+        q, k, v, inputs = masked_inputs(q, k, v, mask=mask, given=given, groups=groups)
+    kept = {"q": inputs[0], "k": inputs[1], "v": inputs[2], "scale": scale, "kv_groups": groups}
 
-    if blocked.wanted(q, k, mask, bias, dropout_p, dropout_mask, softcap):
+    if blocked.wanted(q, k, mask, bias=bias, softcap=softcap, dropout_p=dropout_p,
+                      dropout_mask=dropout_mask):
         # Big scores, plain Eq. (1): the same numbers, block by block (kernels/blocked.py).
-        return attend_blocked(q, k, v, inputs, mask, scale, sink, steps)
+        return attend_blocked(q, k, v, mask=mask, sink=sink, kept=kept)
 
     # Scale q (L*d_k numbers) rather than the scores (L*S numbers): same product, less work.
     scores = scaled_scores(q, k, scale)                                 # (..., L, S)
+    tanh = None
     if softcap is not None:
         # (beyond the paper) soft-capping: scores -> c tanh(scores / c), the tanh kept for backward
-        scores, capped = softcap_forward(scores, softcap)                # (..., L, S) each
-        steps.append(("softcap", (softcap, capped)))
+        scores, tanh = softcap_forward(scores, softcap)                  # (..., L, S) each
     if bias is not None:
         scores = add_bias(scores, bias)
-        steps.append(("bias", np.shape(plan.bias)))
     if mask is not None:
         # -inf gets exactly weight 0; an all -inf row becomes zeros, not NaN.
         scores = grow_to(scores, np.broadcast_shapes(scores.shape, mask.shape))
@@ -244,23 +263,17 @@ def sdpa_plan(q, k, v, plan: Plan, dropout_mask=None):
     # The softmax, with its division moved to the end: weights = e / l, so
     # out = weights @ v = (e @ v) / l divides L*d_v numbers instead of the L*S weights.
     # (The tiled path ends the same way.) cache.weights forms e / l when asked.
-    e, l, e_sink = softmax_numerator(scores, sink)       # (..., L, S), (..., L, 1), (..., L, 1)
-    if sink is not None:
-        steps.append(("sinks", e_sink / l))
+    e, l, p_sink = softmax_numerator(scores, sink)       # (..., L, S), (..., L, 1), (..., L, 1)
     keep, dropout_scale = dropout_keep(dropout_p, plan.rng, dropout_mask, e.shape, e.dtype)
-    if keep is not None:
-        steps.append(("dropout", (keep, dropout_scale)))
     garbage = garbage_mask(q, k, v, l, mask, bias)
     out = weighted_values(e, keep, dropout_scale, v, l, garbage)        # (..., L, d_v)
-    if groups > 1:
-        # Back to one axis of H query heads: (..., H_kv, G, L, .) -> (..., H, L, .), views.
-        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
-        steps = ungrouped_steps(steps, keep_given)
+    # Back to one axis of H query heads for the caller: (..., H_kv, G, L, .) -> (..., H, L, .).
+    out = ungroup_queries(out) if groups > 1 else out
     # The cache keeps its own copy of out (L*d_v numbers): the backward needs it unchanged,
     # whatever the caller does to the returned array.
-    return out, SDPACache(q=inputs[0], k=inputs[1], v=inputs[2], exp_scores=e, rowsum=l,
-                          out=out.copy(), scale=scale, mask=mask if garbage is None else garbage,
-                          steps=tuple(steps))
+    return out, SDPACache(**kept, out=out.copy(), e=e, l=l, mask=mask if garbage is None else garbage,
+                          softcap=softcap, tanh=tanh, bias_shape=bias_shape(plan), p_sink=p_sink,
+                          keep=keep, dropout_scale=dropout_scale)
 
 
 def checked_options(q, plan: Plan, dropout_mask) -> tuple:
@@ -276,64 +289,53 @@ def checked_options(q, plan: Plan, dropout_mask) -> tuple:
     return dropout_p, softcap, check_sinks(plan.sinks, q).astype(q.dtype)[:, None, None]
 
 
-def grouped(q, k, v, mask, bias, dropout_mask, sink, groups: int) -> tuple:
-    """Grouped-query attention's regrouping (views): query heads, and every per-head array,
-    ``(..., H_kv, G, L, .)``; ``k``, ``v`` ``(..., H_kv, 1, S, .)``."""
-    H = q.shape[-3]
-    mask = group_heads(None if mask is None else as_bool_mask(mask), H, groups, "mask")
-    bias = group_heads(None if bias is None else np.asarray(bias), H, groups, "bias")
+def grouped_heads(heads: int, groups: int, *, mask, bias, dropout_mask, sink) -> tuple:
+    """Grouped-query attention's regrouping of the arrays laid out per query head (views):
+    ``mask, bias, dropout_mask, sink``, each ``(..., H_kv, G, L, .)`` (or as given, without a
+    head axis)."""
+    mask = group_heads(None if mask is None else as_bool_mask(mask), heads, groups, "mask")
+    bias = group_heads(None if bias is None else np.asarray(bias), heads, groups, "bias")
     if dropout_mask is not None:
-        dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), H, groups,
+        dropout_mask = group_heads(as_bool_mask(dropout_mask, "dropout_mask"), heads, groups,
                                    "dropout_mask")
-    sink = group_heads(sink, H, groups, "sinks")                        # (H_kv, G, 1, 1)
-    return group_queries(q, groups), group_kv(k), group_kv(v), mask, bias, dropout_mask, sink
+    return mask, bias, dropout_mask, group_heads(sink, heads, groups, "sinks")
 
 
-def ungrouped_steps(steps: list, given_keep) -> list:
-    """The saved arrays of ``steps`` back to one axis of H query heads (views); the cache keeps
-    the dropout keep-mask per query head too (:func:`backward` regroups it)."""
-    def ungroup(name, saved):
-        if name == "softcap":
-            return saved[0], ungroup_queries(saved[1])
-        if name == "sinks":
-            return ungroup_queries(saved)
-        if name == "dropout":
-            keep = ungroup_queries(saved[0]) if given_keep is None else as_bool_mask(given_keep)
-            return keep, saved[1]
-        return saved
-    return [(name, ungroup(name, saved)) for name, saved in steps]
-
-
-def attend_blocked(q, k, v, inputs, mask, scale, sink, steps: list):
-    """The forward by :func:`attention_np.kernels.blocked.attend`, and its cache."""
-    out, e, l, blocks, mask, sink_weight = blocked.attend(q, k, v, mask, scale, sink)
-    if dict(steps).get("gqa", 1) > 1:
-        out, e, l = ungroup_queries(out), ungroup_queries(e), ungroup_queries(l)
-        sink_weight = None if sink is None else ungroup_queries(sink_weight)
-    steps.append(("blocked", blocks))
-    if sink is not None:
-        steps.append(("sinks", sink_weight))
-    return out, SDPACache(q=inputs[0], k=inputs[1], v=inputs[2], exp_scores=e, rowsum=l,
-                          out=out.copy(), scale=scale, mask=mask, steps=tuple(steps))
+def attend_blocked(q, k, v, *, mask, sink, kept: dict):
+    """The forward by :func:`attention_np.kernels.blocked.forward`, and its cache (``kept``: the
+    cache's inputs, scale and groups)."""
+    mask, blocks = blocked.blocks_for(q, k, mask)
+    out, e, l, p_sink = blocked.forward(q, k, v, mask=mask, blocks=blocks, sink=sink,
+                                        scale=kept["scale"])
+    out = ungroup_queries(out) if kept["kv_groups"] > 1 else out
+    return out, SDPACache(**kept, out=out.copy(), e=e, l=l, mask=mask, blocks=tuple(blocks),
+                          p_sink=p_sink)
 
 
 def softmax_numerator(scores, sink) -> tuple:
-    """``e, l, e_sink``: the softmax's numerator in place of ``scores``, its row sums and (with a
-    sink, one more term in each row's max and sum) the sink's term, else None."""
+    """``e, l, p_sink``: the softmax's numerator in place of ``scores``, its row sums and (with a
+    sink, one more term in each row's max and sum) the sink's weight, its term over ``l``, else
+    None."""
     if sink is None:
         return (*softmax_numerator_(scores), None)                       # (..., L, S), (..., L, 1)
-    return softmax_numerator_with_sink_(scores, sink)
+    e, l, e_sink = softmax_numerator_with_sink_(scores, sink)
+    return e, l, e_sink / l
 
 
-def masked_inputs(q, k, v, mask, inputs: tuple, groups: int) -> tuple:
+def bias_shape(plan: Plan) -> tuple | None:
+    """The shape of the plan's bias (None without one), the shape its gradient is summed to."""
+    return None if plan.bias is None else np.shape(plan.bias)
+
+
+def masked_inputs(q, k, v, *, mask, given: tuple, groups: int) -> tuple:
     """``q, k, v`` with the keys no query attends and the queries that attend no key zeroed
     (:func:`~attention_np.kernels.guard.drop_masked`), and the inputs as the cache keeps them
-    (ungrouped, as given when nothing is masked)."""
+    (in the caller's layout, as given when nothing is masked)."""
     if mask is None:
-        return q, k, v, inputs
+        return q, k, v, given
     q, k, v = drop_masked(q, k, v, mask)
-    return q, k, v, (ungroup_queries(q) if groups > 1 else q, k.reshape(inputs[1].shape),
-                     v.reshape(inputs[2].shape))
+    return q, k, v, (ungroup_queries(q) if groups > 1 else q, k.reshape(given[1].shape),
+                     v.reshape(given[2].shape))
 
 
 def garbage_mask(q, k, v, l, mask, bias):
@@ -394,87 +396,91 @@ def backward(dout, cache: SDPACache, *, dbias: bool = False) -> Grads:
     check_cache(cache, SDPACache, SDPACache.made_by)
     c = cache
     dout = check_dout(dout, c.out.shape, c.out.dtype)
-    q, k, v, e, l, out, dout, steps = regrouped(c, dout)
+    # The caller's arrays in the kernel's layout (views); the cache's own arrays already are.
+    q, k, v = grouped_inputs(c)
+    out, dout = grouped_rows(c, c.out), grouped_rows(c, dout)
+    scale = q.dtype.type(c.scale)
+    if c.blocks is not None:
+        # The forward walked query blocks (kernels/blocked.py): so does the backward (no bias).
+        dq, dk, dv = blocked.backward(q, k, v, e=c.e, l=c.l, out=out, dout=dout, scale=scale,
+                                      blocks=c.blocks, mask=c.mask)
+        return summed(c, (q, k, v), (dq, dk, dv))
+    # As in the forward: only when something is NaN or inf, every product sums over the attended
+    # pairs alone (a masked pair's 0 * NaN would be NaN); else m is None and they are plain.
+    m = None if c.mask is None or all_finite(q, k, v, c.l, dout) else c.mask
+    dscores, dv = softmax_backward(c, v=v, out=out, dout=dout, m=m)         # (..., L, S), (..., S, d_v)
+    # The steps that made the scores, in reverse (dropout was undone in softmax_backward, the
+    # sinks' gradient is sinks.py's, and grouped-query attention's sum over heads is summed()'s).
+    # forward: scores = ... + bias  ->  dbias = dscores, summed to the bias's broadcast shape
+    dbias_ = bias_gradient(dscores, c.bias_shape, c.kv_groups) if dbias else None
+    if c.tanh is not None:
+        # forward: scores = c tanh(raw / c) + bias  ->  draw = dscores * (1 - tanh^2)
+        dscores = softcap_backward(dscores, c.tanh)
+    dq, dk = scores_backward(dscores, q, k, scale=scale, m=m)
+    return summed(c, (q, k, v), (dq, dk, dv), dbias_)
+
+
+def quiet(m):
+    """Silence NaN and inf warnings when ``m`` is set (an input is NaN or inf: they are expected)."""
+    ignore = "ignore" if m is not None else None
+    return np.errstate(invalid=ignore, over=ignore)
+
+
+def softmax_backward(c: SDPACache, *, v, out, dout, m) -> tuple:
+    """``dscores, dv``: the backward of ``out = (softmax(scores) * keep * s) @ v`` (grouped arrays;
+    ``m`` the attended pairs when an input is NaN or inf, else None)."""
+    e, l, keep = c.e, c.l, c.keep
     # The weights are P = e / l (see sdpa_forward). Dividing dout, an (L, d_v) array, by l
     # replaces every division of an (L, S) array: P.T @ dout = e.T @ (dout / l), and the
     # gradient w.r.t. P arrives already divided by l. The suffix _l marks "divided by l".
-    if c.blocks is not None:
-        # The forward walked query blocks (kernels/blocked.py): so does the backward (no bias).
-        dq, dk, dv = blocked.backward(q, k, v, e, l, out, dout, scale=q.dtype.type(c.scale),
-                                      blocks=c.blocks, mask=c.mask)
-        return summed(c, (q, k, v), (dq, dk, dv))
-    keep, dropout_scale = dict(steps).get("dropout", (None, 1.0))
     dout_l = dout / l                                                    # (..., L, d_v)
     # With dropout, out = (P * keep * s) @ v, s = 1/(1-p): s rides on the (L, d_v) dout_l.
     kept, dout_ls = e, dout_l
     if keep is not None:
-        kept, dout_ls = e * keep, dout_l * dout_l.dtype.type(dropout_scale)
-    # As in the forward: only when something is NaN or inf, every product sums over the attended
-    # pairs alone (a masked pair's 0 * NaN would be NaN); else m is None and they are plain.
-    m = None if c.mask is None or all_finite(q, k, v, l, dout) else c.mask
-    ignore = "ignore" if m is not None else None           # NaN, inf expected: no warnings
-
-    def err():
-        return np.errstate(invalid=ignore, over=ignore)
-
+        kept, dout_ls = e * keep, dout_l * dout_l.dtype.type(c.dropout_scale)
     # forward: out = ((e * keep) / l * s) @ v  ->  dv = (e * keep).T @ (dout / l * s),
     #          dP = (dout @ v.T) * keep * s,  so dP_l = (dout_ls @ v.T) * keep
-    with err():
+    with quiet(m):
         dv = rows_product(kept, dout_ls, m)                              # (..., S, d_v)
         dP_l = zero_masked(dout_ls @ np.swapaxes(v, -1, -2), m)          # (..., L, S)
     if keep is not None:
         dP_l *= keep
-
     # forward: P = softmax(scores)  ->  dscores = P * (dP - D),  D = rowsum(dP * P)
     # D = rowsum(dout * out), because out = sum_j P_j keep_j s v_j: an (L, d_v) sum, not (L, S).
     # With P = e / l:  dscores = e * (dP_l - D_l).
-    with err():
+    with quiet(m):
         D_l = (dout_l * out).sum(axis=-1, keepdims=True)                 # (..., L, 1)
         dP_l -= D_l
         dP_l *= e
-    dscores, dbias_ = dP_l, None                                         # (..., L, S)
-    # The steps that made the scores, in reverse (dropout was undone above, the sinks' gradient
-    # is sinks.py's, and grouped-query attention's sum over heads is summed()'s).
-    for name, saved in reversed(steps):
-        if name == "bias" and dbias:
-            # forward: scores = ... + bias  ->  dbias = dscores, summed to the bias's broadcast shape
-            dbias_ = bias_gradient(dscores, saved, c.kv_groups)
-        elif name == "softcap":
-            # forward: scores = c tanh(raw / c) + bias  ->  draw = dscores * (1 - tanh^2)
-            dscores = softcap_backward(dscores, saved[1])
+    return dP_l, dv
 
-    # forward: scores = (q * scale) @ k.T + bias  ->  dq = dscores @ k * scale,
-    #                                                 dk = dscores.T @ (q * scale)
-    scale = q.dtype.type(c.scale)
-    with err():
+
+def scores_backward(dscores, q, k, *, scale, m) -> tuple:
+    """``dq, dk`` of ``scores = (q * scale) @ k.T``: ``dq = dscores @ k * scale``,
+    ``dk = dscores.T @ (q * scale)`` (``q`` unscaled, ``m`` as in :func:`softmax_backward`)."""
+    with quiet(m):
         dq = masked_matmul(dscores, k, m) * scale                        # (..., L, d_k)
     with np.errstate(over="ignore", invalid="ignore"):   # caught below
         qs = q * scale
         dk = rows_product(dscores, qs, m)                                # (..., S, d_k)
     if overflowed(qs, q):
-        with err():                                        # q * scale overflowed: scale after
+        with quiet(m):                                     # q * scale overflowed: scale after
             dk = rows_product(dscores, q, m) * scale
-    return summed(c, (q, k, v), (dq, dk, dv), dbias_)
+    return dq, dk
 
 
-def regrouped(c: SDPACache, dout) -> tuple:
-    """``q, k, v, e, l, out, dout, steps`` of the cache, grouped again as the forward computed
-    them (views): query heads and their arrays ``(..., H_kv, G, L, .)``, ``k``, ``v``
-    ``(..., H_kv, 1, S, .)``."""
-    G = c.kv_groups
-    if G == 1:
-        return c.q, c.k, c.v, c.exp_scores, c.rowsum, c.out, dout, c.steps
+def grouped_rows(c: SDPACache, x):
+    """``x (..., H, L, .)``, an array of the caller's laid out per query head, in the kernel's
+    layout ``(..., H_kv, G, L, .)`` (a view; ``x`` itself without grouped-query attention)."""
+    return group_queries(x, c.kv_groups) if c.kv_groups > 1 else x
 
-    def regroup(name, saved):
-        if name == "softcap":
-            return saved[0], group_queries(saved[1], G)
-        if name == "dropout":
-            return group_heads(saved[0], c.q.shape[-3], G, "dropout_mask"), saved[1]
-        return saved
 
-    q, e, l, out, dout = (group_queries(x, G) for x in (c.q, c.exp_scores, c.rowsum, c.out, dout))
-    steps = tuple((name, regroup(name, saved)) for name, saved in c.steps)
-    return q, group_kv(c.k), group_kv(c.v), e, l, out, dout, steps
+def grouped_inputs(c: SDPACache) -> tuple:
+    """``q, k, v`` of the cache as the forward computed with them (views): query heads
+    ``(..., H_kv, G, L, d_k)``, ``k``, ``v`` ``(..., H_kv, 1, S, .)``."""
+    if c.kv_groups == 1:
+        return c.q, c.k, c.v
+    return group_queries(c.q, c.kv_groups), group_kv(c.k), group_kv(c.v)
 
 
 def summed(c: SDPACache, inputs: tuple, grads: tuple, dbias=None) -> Grads:

@@ -35,19 +35,25 @@ def mask_and_bias(q, k, v, mask, bias, is_causal: bool, window=None):
         broadcast_batch(**batch)
     except ValueError as e:
         raise ValueError(f"{e}{gqa_hint(q, k, v)}") from None
-    if bias is not None:
-        # a -inf entry removes that key exactly like a False in mask (docs/api.md): as a mask
-        # it also keeps a NaN or inf in the removed key's k or v out of every sum
-        removed = np.isneginf(bias)
-        if removed.any():
-            mask = ~removed if mask is None else mask & ~removed
+    return whole_mask(mask, bias, L, S, is_causal=is_causal, window=window), bias
+
+
+def whole_mask(mask, bias, L: int, S: int, *, is_causal: bool = False, window=None):
+    """The pairs one call attends, built once: ``mask`` (checked bool, or None) ANDed with the
+    keys a ``-inf`` in ``bias`` removes, the causal mask and the sliding ``window = (left, right)``
+    (both top-left aligned, for ``L`` queries and ``S`` keys). None when nothing is masked.
+
+    A -inf bias entry removes that key exactly like a False in mask (docs/api.md): as a mask it
+    also keeps a NaN or inf in the removed key's k or v out of every sum.
+    """
+    mask = attended(mask, bias)
     if is_causal:
         causal = causal_mask(L, S)
         mask = causal if mask is None else mask & causal
-    local = None if window is None else window_mask(L, S, window)
-    if local is not None:
+    if window is not None:
+        local = window_mask(L, S, window)
         mask = local if mask is None else mask & local
-    return mask, bias
+    return mask
 
 
 def gqa_hint(q, k, v) -> str:
@@ -143,6 +149,7 @@ def masked_matmul(a, b, mask, out=None):
     def count(pairs, entries):     # how many attended pairs meet such an entry, (..., L, d)
         return pairs.astype(a.dtype) @ entries.astype(a.dtype)
 
+    mask = np.broadcast_to(mask, mask.shape[:-2] + a.shape[-2:])      # a broadcast row or key axis
     pos, neg, other = mask & (a > 0), mask & (a < 0), mask & ~(a > 0) & ~(a < 0)  # a = 0 or NaN
     pinf, ninf = np.isposinf(b), np.isneginf(b)
     nan = count(mask, np.isnan(b)) + count(other, pinf | ninf)          # NaN, or 0 * inf

@@ -32,6 +32,12 @@ class Plan:
     enable_gqa : bool, ``k`` and ``v`` may carry fewer heads than ``q``
     dropout_p : float, with ``rng`` a seed or Generator
     sinks : float (h,) or None, one sink logit per query head
+    prepared : bool
+        True when the caller built ``mask`` as the call's whole mask (``is_causal``, the window
+        and a ``-inf`` bias ANDed in: :func:`~attention_np.kernels.guard.whole_mask`), ``bias``
+        in the inputs' dtype, and zeroed the inputs no pair attends (multi-head attention does,
+        before its projections): the kernel then takes the mask as built, drops nothing again,
+        and reads ``is_causal`` and ``window`` only to skip work.
     """
 
     mask: np.ndarray | None = None
@@ -44,6 +50,7 @@ class Plan:
     dropout_p: float = 0.0
     rng: object = None
     sinks: np.ndarray | None = None
+    prepared: bool = False
 
     def options(self) -> tuple:
         """The names of :data:`OPTIONS` this plan uses."""
@@ -69,10 +76,14 @@ def kernel_spec(caller: str, spec) -> AttentionSpec:
     return spec
 
 
-def plan_from(caller: str, spec, q, k, mask=None, *, is_causal=False, **call) -> Plan:
-    """The plan of a kernel function's call: its keywords ``call`` (the fields of :class:`Plan`
-    given as keywords: the paper's options and the per-call arrays) and its ``spec`` (window,
-    soft-cap, dropout rate, grouped-query attention), checked together."""
-    spec = kernel_spec(caller, spec)
-    return Plan(mask=mask, is_causal=check_bool(is_causal, "is_causal"), window=spec.window,
-                softcap=spec.softcap, dropout_p=spec.dropout_p, enable_gqa=spec.enable_gqa, **call)
+def plan_from(caller: str, spec, q=None, k=None, mask=None, *, is_causal=False, layer: bool = False,
+              **call) -> Plan:
+    """The plan of one call: its keywords ``call`` (the fields of :class:`Plan` given as keywords:
+    the paper's options and the per-call arrays) over its ``spec``'s (window, soft-cap, dropout
+    rate, grouped-query attention), checked together. A kernel function's spec is checked here
+    (:func:`kernel_spec`); multi-head attention (``layer=True``) passes the spec it checked, whose
+    RoPE and QK-norm act before the kernel, and decides grouped-query attention from ``params``."""
+    spec = spec if layer else kernel_spec(caller, spec)
+    options = dict(window=spec.window, softcap=spec.softcap, dropout_p=spec.dropout_p,
+                   enable_gqa=spec.enable_gqa)
+    return Plan(mask=mask, is_causal=check_bool(is_causal, "is_causal"), **{**options, **call})

@@ -100,7 +100,7 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     """
     window = _window_of(spec, elsewhere)
     q, k, v, scale = check_qkv(q, k, v, scale)
-    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal, window)  # causal, window: ANDed in
+    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal=is_causal, window=window)  # ANDed in
     q, k, v = drop_masked(q, k, v, mask)    # masked keys, dead rows -> 0: 0 * NaN would be NaN
 
     scores = q @ np.swapaxes(k, -1, -2)                     # MatMul     (..., L, S)

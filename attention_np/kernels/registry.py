@@ -46,6 +46,8 @@ class Kernel:
 
 
 def _reference_forward(q, k, v, p: Plan):
+    if p.prepared:                 # the mask holds is_causal and the window: not built again
+        return reference.sdpa_forward(q, k, v, p.mask, bias=p.bias, scale=p.scale)
     return reference.sdpa_forward(q, k, v, p.mask, bias=p.bias, is_causal=p.is_causal,
                                   scale=p.scale, spec=AttentionSpec(window=p.window))
 
@@ -100,8 +102,14 @@ def check_supports(kernel: Kernel, plan: Plan) -> None:
 def attend(kernel: str, q, k, v, plan: Plan):
     """``out, cache`` of Eq. (1) by the kernel named ``kernel``, after checking it can do
     ``plan``; the cache remembers its kernel for :func:`attend_backward`."""
+    check_supports(get_kernel(kernel), plan)
+    return run(kernel, q, k, v, plan)
+
+
+def run(kernel: str, q, k, v, plan: Plan):
+    """:func:`attend` for a plan whose support the caller has checked (:func:`check_supports`,
+    once per call, before any work): multi-head attention's step 3."""
     kern = get_kernel(kernel)
-    check_supports(kern, plan)
     out, cache = kern.forward(q, k, v, plan)
     return out, KernelCache(kern.name, cache)
 

@@ -68,57 +68,64 @@ def backward(dout, cache: FlashCache) -> Grads:
         q, out, dout = group_queries(q, G), group_queries(out, G), group_queries(dout, G)
         k, v, lse = group_kv(k), group_kv(v), group_queries(lse[..., None], G)[..., 0]
         bias, sink = group_heads(bias, H, G, "bias"), group_heads(sink, H, G, "sinks")
-    dq, dk, dv, dbias, dsink = backward_tiles(dout, q, k, v, out, lse, c.mask, bias, sink, c)
-    return Grads(dq=dq.reshape(c.q.shape), dk=dk.reshape(c.k.shape), dv=dv.reshape(c.v.shape),
-                 dbias=None if dbias is None else dbias.reshape(c.bias.shape),
-                 dsinks=None if dsink is None else dsink.reshape(c.sinks.shape))
+    g = backward_tiles(c, dout=dout, q=q, k=k, v=v, out=out, lse=lse, bias=bias, sink=sink)
+    return Grads(dq=g.dq.reshape(c.q.shape), dk=g.dk.reshape(c.k.shape), dv=g.dv.reshape(c.v.shape),
+                 dbias=None if g.dbias is None else g.dbias.reshape(c.bias.shape),
+                 dsinks=None if g.dsinks is None else g.dsinks.reshape(c.sinks.shape))
 
 
-def backward_tiles(dout, q, k, v, out, lse, mask, bias, sink, c: FlashCache):
-    """The backward on (grouped) arrays: ``dq, dk, dv`` summed to the shapes of ``q, k, v``,
-    ``dbias`` (>= 2-D, or None) and ``dsink`` with the shape of ``sink`` (or None)."""
+def backward_tiles(c: FlashCache, *, dout, q, k, v, out, lse, bias, sink) -> Grads:
+    """The backward on (grouped) arrays, ``c.mask`` the forward's (grouped) mask: ``dq, dk, dv``
+    summed to the shapes of ``q, k, v``, ``dbias`` (>= 2-D, or None) and ``dsinks`` with the
+    shape of ``sink`` (or None)."""
     batch = out.shape[:-2]
-    scale = q.dtype.type(c.scale)
     qs, post = scaled_q(q, c.scale)                                      # (..., L, d_k)
     lse = lse[..., None]                                                 # (..., L, 1)
-    # As in the forward: with a NaN or inf in an input, sum over the attended pairs only.
-    garbage = ((mask is not None or c.is_causal or c.window != (None, None))
-               and not all_finite(q, k, v, dout))
-    ignore = "ignore" if garbage else None
+    t = tiling_of(c, q=q, k=k, v=v, dout=dout, bias=bias, batch=batch, post=post)
     # rowsum(dP * P) = rowsum(dout * out), because out = P @ v: FlashAttention-2's D.
-    with np.errstate(invalid=ignore, over=ignore):       # a row that sees an inf: NaN, silently
+    with np.errstate(invalid="ignore" if t.garbage else None, over="ignore" if t.garbage else None):
         D = (dout * out).sum(axis=-1, keepdims=True)                     # (..., L, 1)
-    dq = np.zeros(batch + q.shape[-2:], q.dtype)
-    dk = np.zeros(batch + k.shape[-2:], k.dtype)
-    dv = np.zeros(batch + v.shape[-2:], v.dtype)
-    bias = None if bias is None else check_tiled(q, k, v, None, 1, bias)[1]   # >= 2-D
-    dbias = None if bias is None else np.zeros(bias.shape, q.dtype)
-    t = Tiling(mask=mask, bias=bias, is_causal=c.is_causal, window=c.window, softcap=c.softcap,
-               block_size=c.block_size, batch=batch, post=post, garbage=garbage)
-
-    mask1 = shared(mask)
-    entries = int(np.prod(batch, dtype=np.int64)) * qs.shape[-2] * k.shape[-2]
-    if len(slices(batch, entries)) < 2 or dbias is not None or mask1 is mask is not None:
-        backward_loop(t, dout=dout, qs=qs, k=k, v=v, lse=lse, D=D, dq=dq, dk=dk, dv=dv, dbias=dbias)
-    else:
-        # Heads in parallel (batch_split.py): each worker walks the key blocks of its heads.
-        names = ("dout", "qs", "k", "v", "lse", "D", "dq", "dk", "dv")
-        flats = dict(zip(names, (flat(x, batch) for x in (dout, qs, k, v, lse, D, dq, dk, dv)),
-                         strict=True))
-        parallel_map(lambda sl: backward_loop(
-            replace(t, mask=mask1, bias=None, batch=(sl.stop - sl.start,)),
-            **{name: x[sl] for name, x in flats.items()}), slices(batch, entries))
-
+    grads = {"dq": np.zeros(batch + q.shape[-2:], q.dtype), "dk": np.zeros(batch + k.shape[-2:], k.dtype),
+             "dv": np.zeros(batch + v.shape[-2:], v.dtype)}
+    dbias = None if t.bias is None else np.zeros(t.bias.shape, q.dtype)
+    walk_blocks(t, dict(dout=dout, qs=qs, k=k, v=v, lse=lse, D=D, **grads), dbias=dbias)
+    dq, dk, dv = grads.values()
     if post is not None:
         dk *= post                           # q * scale overflowed: dk was dscores.T @ q
-    dq *= scale
+    dq *= q.dtype.type(c.scale)
     dsink = None
     if sink is not None:
         # forward: the sink's weight p_sink = exp(s_n - lse), its value 0  ->  dP_sink = 0,
         # dsinks = p_sink * (0 - D), summed over every row that shares the head's sink
         dsink = sum_to_shape(-np.exp(sink - lse) * D, sink.shape)        # (h, 1, 1)
-    return (sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape),
-            dbias, dsink)
+    return Grads(dq=sum_to_shape(dq, q.shape), dk=sum_to_shape(dk, k.shape), dv=sum_to_shape(dv, v.shape),
+                 dbias=dbias, dsinks=dsink)
+
+
+def tiling_of(c: FlashCache, *, q, k, v, dout, bias, batch, post) -> Tiling:
+    """The :class:`Tiling` of the backward: the forward's options, the bias (>= 2-D) and, as in
+    the forward, whether an input is NaN or inf under a mask (then sum over the attended pairs)."""
+    garbage = ((c.mask is not None or c.is_causal or c.window != (None, None))
+               and not all_finite(q, k, v, dout))
+    bias = None if bias is None else check_tiled(q, k, v, None, 1, bias)[1]   # >= 2-D
+    return Tiling(mask=c.mask, bias=bias, is_causal=c.is_causal, window=c.window, softcap=c.softcap,
+                  block_size=c.block_size, batch=batch, post=post, garbage=garbage)
+
+
+def walk_blocks(t: Tiling, arrays: dict, *, dbias) -> None:
+    """:func:`backward_loop` over ``arrays`` (its keywords), the heads shared out to the worker
+    threads (batch_split.py) when there are several and the mask is the same for every head (and
+    no ``dbias`` is summed)."""
+    mask1 = shared(t.mask)
+    entries = int(np.prod(t.batch, dtype=np.int64)) * arrays["qs"].shape[-2] * arrays["k"].shape[-2]
+    if len(slices(t.batch, entries)) < 2 or dbias is not None or mask1 is t.mask is not None:
+        backward_loop(t, **arrays, dbias=dbias)
+        return
+    # Heads in parallel: each worker walks the key blocks of its heads.
+    flats = {name: flat(x, t.batch) for name, x in arrays.items()}
+    parallel_map(lambda sl: backward_loop(
+        replace(t, mask=mask1, bias=None, batch=(sl.stop - sl.start,)),
+        **{name: x[sl] for name, x in flats.items()}), slices(t.batch, entries))
 
 
 def backward_loop(t: Tiling, *, dout, qs, k, v, lse, D, dq, dk, dv, dbias=None):

@@ -140,7 +140,7 @@ def tiled_plan(q, k, v, plan: Plan, block_size: int = 128):
     given = None if plan.bias is None else as_bias(plan.bias).astype(q.dtype, copy=False)
     tiling = Tiling(is_causal=bool(plan.is_causal), block_size=block_size,
                     window=(None, None) if plan.window is None else check_window(plan.window),
-                    softcap=check_softcap(plan.softcap))
+                    softcap=check_softcap(plan.softcap), dropped=plan.prepared)
     mask, bias, sink_rows = plan.mask, given, None if sink is None else sink[:, None, None]
     groups = kv_groups(q, k, v) if plan.enable_gqa else 1
     if groups > 1:
@@ -151,32 +151,39 @@ def tiled_plan(q, k, v, plan: Plan, block_size: int = 128):
         q_, k_, v_ = group_queries(q, groups), group_kv(k), group_kv(v)
     else:
         q_, k_, v_ = q, k, v
-    out, lse, q_, k_, v_, mask = attend(q_, k_, v_, mask, bias, sink_rows, scale, tiling)
+    q_, k_, v_, tiling = checked(q_, k_, v_, tiling=tiling, mask=mask, bias=bias)
+    out, lse = attend(q_, k_, v_, sink=sink_rows, scale=scale, tiling=tiling)
     if groups > 1:
         out, lse = ungroup_queries(out), ungroup_queries(lse[..., None])[..., 0]   # (..., H, L, .)
         q_ = ungroup_queries(q_)
     # The cache keeps its own copy of out: the backward's D = rowsum(dout * out) needs it unchanged.
     return out, FlashCache(q=q_, k=k_.reshape(k.shape), v=v_.reshape(v.shape), out=out.copy(),
-                           lse=lse, mask=mask, is_causal=tiling.is_causal, scale=scale,
+                           lse=lse, mask=tiling.mask, is_causal=tiling.is_causal, scale=scale,
                            block_size=int(block_size), kv_groups=groups, bias=given,
                            window=tiling.window, softcap=tiling.softcap, sinks=sink)
 
 
-def attend(q, k, v, mask, bias, sink, scale, tiling: Tiling):
-    """The tiled forward on checked (and, with grouped-query attention, grouped) inputs.
+def checked(q, k, v, *, tiling: Tiling, mask, bias) -> tuple:
+    """``q, k, v`` with masked positions zeroed and ``tiling`` with the checked mask and bias and
+    the batch shape (on checked and, with grouped-query attention, grouped inputs; a prepared
+    plan's mask is taken as built and its inputs were zeroed by the caller: ``tiling.dropped``)."""
+    mask, bias, batch = check_tiled(q, k, v, mask, tiling.block_size, bias, built=tiling.dropped)
+    if not tiling.dropped:                       # masked keys never reach the answer (0 * NaN)
+        q, k, v = drop_masked(q, k, v, mask)
+    return q, k, v, replace(tiling, mask=mask, bias=bias, batch=batch)
+
+
+def attend(q, k, v, *, sink, scale, tiling: Tiling):
+    """The tiled forward on :func:`checked` inputs: ``out (..., L, d_v)`` and ``lse (..., L)``.
 
     ``sink`` is None or the sink logits broadcastable to the rows ``(..., L, 1)``; ``tiling``
-    holds the causal flag, window, soft-cap and block size (its mask and bias are set here).
-    Returns ``out (..., L, d_v)``, ``lse (..., L)``, ``q, k, v`` with masked positions zeroed,
-    and the checked mask.
+    holds the mask, bias, causal flag, window, soft-cap, block size and batch shape.
     """
-    mask, bias, batch = check_tiled(q, k, v, mask, tiling.block_size, bias)
-    q, k, v = drop_masked(q, k, v, mask)         # masked keys never reach the answer (0 * NaN)
     qs, post = scaled_q(q, scale)                   # (..., L, d_k): scale q, not every tile
     # A NaN or inf in q, k or v: sum over the attended pairs only (0 * NaN = NaN), see masked_matmul.
-    garbage = ((mask is not None or tiling.is_causal or tiling.window != (None, None))
+    garbage = ((tiling.mask is not None or tiling.is_causal or tiling.window != (None, None))
                and not all_finite(q, k, v))
-    t = replace(tiling, mask=mask, bias=bias, batch=batch, post=post, garbage=garbage)
+    t = replace(tiling, post=post, garbage=garbage)
     with np.errstate(over="ignore", invalid="ignore"):      # caught below, or NaN in, NaN out
         m, l, acc = tiles_on_threads(t, qs, k, v, sink, normalized=False)
     redo = None if np.isfinite(acc).all() else ~np.isfinite(acc)
@@ -196,7 +203,7 @@ def attend(q, k, v, mask, bias, sink, scale, tiling: Tiling):
             np.copyto(out, avg, where=redo)
         lse = m + np.log(l)
     lse[empty] = np.inf
-    return out, lse[..., 0], q, k, v, mask
+    return out, lse[..., 0]
 
 
 def tiles_on_threads(t: Tiling, qs, k, v, sink, *, normalized: bool):

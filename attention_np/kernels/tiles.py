@@ -55,6 +55,8 @@ class Tiling:
     post : the scale, when ``q * scale`` overflowed and the scores are scaled after the product;
         else None (``q`` arrives scaled)
     garbage : an input is NaN or inf under a mask: sum over the attended pairs only
+    dropped : the caller zeroed the inputs no pair attends (a prepared
+        :class:`~attention_np.kernels.plan.Plan`): not dropped again
     """
 
     mask: np.ndarray | None = None
@@ -66,6 +68,7 @@ class Tiling:
     batch: tuple = ()
     post: object = None
     garbage: bool = False
+    dropped: bool = False
 
     def blocks(self, L: int, S: int):
         """:func:`key_blocks` of this tiling: ``(j0, j1, i0, i1)`` for each key block."""
@@ -142,14 +145,16 @@ def scaled_q(q, scale):
     return (q, s) if overflowed(qs, q) else (qs, None)
 
 
-def check_tiled(q, k, v, mask, block_size, bias=None):
-    """The checked mask and bias (causal is applied per tile, not here) and the broadcast batch shape."""
+def check_tiled(q, k, v, mask, block_size, bias=None, *, built: bool = False):
+    """The checked mask and bias (causal is applied per tile, not here) and the broadcast batch shape;
+    ``built``: the mask and bias of a prepared plan, checked and built by the caller."""
     if mask is not None and np.ndim(mask) < 2:
         # a 0-d or 1-D mask (valid for sdpa_forward): give it the (L, S) dims the tiles slice
         mask = np.reshape(mask, (1,) * (2 - np.ndim(mask)) + np.shape(mask))
     if bias is not None and np.ndim(bias) < 2:
         bias = np.reshape(bias, (1,) * (2 - np.ndim(bias)) + np.shape(bias))
-    mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal=False)
+    if not built:
+        mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal=False)
     check_int(block_size, "block_size")
     L, S = q.shape[-2], k.shape[-2]
     shapes = [x.shape[:-2] for x in (q, k, v)]

@@ -92,6 +92,42 @@ def check_broadcasts_to(x: np.ndarray, name: str, target: tuple, layout: str) ->
     return shape
 
 
+def check_heads_mask(mask, batch: tuple, heads: tuple, layout: str = "(..., h, L, S)"):
+    """A bool ``mask`` for multi-head scores ``(*batch, h, L, S)`` (``heads = (h, L, S)``, ``batch``
+    the inputs' batch dims), on exactly one reading of its axes. The one mask rule of
+    :func:`attention_np.paper.mha_forward` and :func:`attention_np.mha_forward`:
+
+    - it broadcasts from the right and changes no dim of the scores: no batch dim added or
+      stretched (the output's batch is the inputs'), nor ``h``, ``L`` or ``S``;
+    - with batched inputs, a 3-D ``(n, L, S)`` mask (``n > 1``) lines ``n`` up with the heads:
+      taken as one mask per head when ``n == h`` and the batch ``B != h``; refused, naming the
+      fix, when it could be one per sequence instead (``n == h == B``: ``padding_mask``'s
+      ``(B, 1, S)`` would be read as per head, silently) or cannot be one per head (``n != h``).
+    """
+    if mask is None:
+        return None
+    mask = as_bool_mask(mask)
+    scores = tuple(batch) + tuple(heads)
+    h = heads[0]
+    if mask.ndim == 3 and mask.shape[0] > 1 and len(batch) > 0 and (mask.shape[0] != h or batch[0] == h):
+        why = (f"one per head or one per sequence (batch {batch[0]})?" if mask.shape[0] == h
+               else f"there are {h}")
+        raise ValueError(
+            f"mask of shape {mask.shape} is ambiguous with batched inputs: multi-head scores are "
+            f"(..., h, L, S) = (..., {', '.join(map(str, heads))}), so its first dim would be read as "
+            f"the heads ({why}). For a per-sequence mask (padding_mask's (B, 1, S)) pass mask[:, None], "
+            f"of shape (B, 1, 1, S); for a per-head (h, L, S) mask pass mask[None]")
+    try:
+        shape = np.broadcast_shapes(mask.shape, scores)
+    except ValueError:
+        shape = None
+    if shape != scores:
+        why = "" if shape is None or shape[-3:] != scores[-3:] else (
+            f": it would add or stretch batch dims of the inputs (batch {tuple(batch)})")
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to {layout} = {scores}{why}")
+    return mask
+
+
 def broadcast_batch(**shapes: tuple) -> tuple:
     """The batch shapes broadcast together, all named on failure."""
     try:

@@ -114,6 +114,33 @@ def _positional_names(forward, n: int) -> tuple:
     return names if len(names) == n else tuple(str(i) for i in range(n))
 
 
+def _copied_inputs(inputs) -> tuple:
+    """A float64 copy of ``inputs``, a tuple of arrays or dicts of arrays (the caller's are
+    never nudged)."""
+    if not isinstance(inputs, tuple):
+        shape = f" of shape {np.shape(inputs)}" if hasattr(inputs, "shape") else ""
+        hint = " (tuple(inputs) if these are the inputs)" if isinstance(inputs, list) else ""
+        raise TypeError(f"inputs must be a tuple of the forward's inputs, one per positional "
+                        f"argument, e.g. (x,) for one input; got {type(inputs).__name__}{shape}{hint}")
+    return tuple({key: np.array(a) for key, a in x.items()} if isinstance(x, dict) else np.array(x)
+                 for x in inputs)
+
+
+def _input_names(forward, inputs: tuple, names) -> tuple:
+    """One name per input (``names``, else ``forward``'s parameters'), each input float64."""
+    if names is not None and (isinstance(names, str) or not isinstance(names, (tuple, list))
+                              or not all(isinstance(n, str) for n in names)):
+        raise TypeError(f"names must be a sequence of str, one per input, got {names!r}")
+    names = _positional_names(forward, len(inputs)) if names is None else tuple(names)
+    if len(names) != len(inputs):
+        raise ValueError(f"names has {len(names)} entries {names} for {len(inputs)} inputs")
+    for name, _, x in _leaves(inputs, names):
+        if x.dtype != np.float64:
+            raise TypeError(f"gradcheck needs float64 inputs (central differences in lower "
+                            f"precision are noise); input {name} is {x.dtype}")
+    return names
+
+
 def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: float = 1e-6,
               atol: float = 1e-8, rtol: float = 1e-6) -> GradcheckResult:
     """Compare ``backward`` with central differences of ``forward``, in float64.
@@ -141,23 +168,8 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     check_real(atol, "atol")                             # tolerances: a negative one fails all
     check_real(rtol, "rtol")
     check_int(seed, "seed", minimum=0)
-    if not isinstance(inputs, tuple):
-        shape = f" of shape {np.shape(inputs)}" if hasattr(inputs, "shape") else ""
-        hint = " (tuple(inputs) if these are the inputs)" if isinstance(inputs, list) else ""
-        raise TypeError(f"inputs must be a tuple of the forward's inputs, one per positional "
-                        f"argument, e.g. (x,) for one input; got {type(inputs).__name__}{shape}{hint}")
-    inputs = tuple({key: np.array(a) for key, a in x.items()} if isinstance(x, dict) else np.array(x)
-                   for x in inputs)
-    if names is not None and (isinstance(names, str) or not isinstance(names, (tuple, list))
-                              or not all(isinstance(n, str) for n in names)):
-        raise TypeError(f"names must be a sequence of str, one per input, got {names!r}")
-    names = _positional_names(forward, len(inputs)) if names is None else tuple(names)
-    if len(names) != len(inputs):
-        raise ValueError(f"names has {len(names)} entries {names} for {len(inputs)} inputs")
-    for name, _, x in _leaves(inputs, names):
-        if x.dtype != np.float64:
-            raise TypeError(f"gradcheck needs float64 inputs (central differences in lower "
-                            f"precision are noise); input {name} is {x.dtype}")
+    inputs = _copied_inputs(inputs)
+    names = _input_names(forward, inputs, names)
 
     def run():
         result = forward(*inputs)

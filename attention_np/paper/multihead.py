@@ -18,12 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from attention_np.paper._validate import (
-    as_bool_mask,
     as_float_array,
     broadcast_batch,
-    check_broadcasts_to,
     check_cache,
     check_dout,
+    check_heads_mask,
     check_int,
 )
 from attention_np.paper.attention import AttentionCache, sdpa_backward, sdpa_forward
@@ -53,27 +52,6 @@ class MHACache:
         return self.attention.weights
 
 
-def _check_mask(mask, query, key, value, h: int):
-    """A bool mask broadcastable to the scores (..., h, L, S) on exactly one reading of its axes."""
-    L, S = query.shape[-2], key.shape[-2]
-    batch = {"query": query.shape[:-2], "key": key.shape[:-2], "value": value.shape[:-2]}
-    if mask is not None:
-        mask = as_bool_mask(mask)
-        if mask.ndim == 3 and mask.shape[0] > 1 and (query.ndim > 2 or key.ndim > 2):
-            # (B, 1, S) from padding_mask would align B with the heads, silently when B == h
-            raise ValueError(
-                f"mask of shape {mask.shape} is ambiguous with batched inputs: multi-head scores are "
-                f"(..., h, L, S) = (..., {h}, {L}, {S}), so its first dim would be read as the heads. "
-                f"For a per-sequence mask (padding_mask's (B, 1, S)) pass mask[:, None], of shape "
-                f"(B, 1, 1, S); for a per-head (h, L, S) mask pass mask[None]")
-    scores = broadcast_batch(**batch) + (h, L, S)
-    layout = "multi-head scores (..., h, L, S)"
-    if mask is not None and check_broadcasts_to(mask, "mask", scores, layout) != scores:
-        raise ValueError(f"mask of shape {mask.shape} does not broadcast to {layout} = {scores}: "
-                         f"it would add batch dims the inputs do not have")
-    return mask
-
-
 def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int,
                 is_causal: bool = False, scale=None):
     """Multi-head attention, §3.2.2, forward.
@@ -86,8 +64,10 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int,
     params : dict from :func:`~attention_np.paper.params.init_mha_params`
     mask : bool, broadcastable to (..., h, L, S), optional
         True = may attend: ``(L, S)`` for every sequence and head, ``(B, 1, 1, S)`` for key
-        padding (``padding_mask(lengths)[:, None]``). A 3-D mask with a first dim > 1 and batched
-        inputs is refused as ambiguous (heads or batch?).
+        padding (``padding_mask(lengths)[:, None]``), ``(h, L, S)`` or ``(1, h, L, S)`` per head.
+        It may not add or stretch batch dims (the output's batch is the inputs'). With batched
+        inputs a 3-D mask whose first dim could be the batch (``B == h``), or cannot be the
+        heads (``padding_mask``'s ``(B, 1, S)``), is refused as ambiguous, naming the fix.
     num_heads : int, ``h``
     is_causal : bool
         Query ``i`` attends keys ``j <= i`` (§3.2.3), ANDed with ``mask``.
@@ -106,7 +86,9 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int,
         raise ValueError(f"key has S={key.shape[-2]} positions but value has S={value.shape[-2]}")
     h = check_int(num_heads, "num_heads")
     check_params(params, query, key, value, h)
-    mask = _check_mask(mask, query, key, value, h)
+    batch = broadcast_batch(query=query.shape[:-2], key=key.shape[:-2], value=value.shape[:-2])
+    mask = check_heads_mask(mask, batch, (h, query.shape[-2], key.shape[-2]),
+                            "multi-head scores (..., h, L, S)")
     p = params
     # 1) project: every head's W_i^Q (and W_i^K, W_i^V) at once, as column blocks of W_q
     #    (+ b_q, b_k, b_v only when params has them: §3.2.2 has no biases)

@@ -100,6 +100,17 @@ def init_mha_params(d_model: int, num_heads: int, *, d_k=None, d_v=None, kdim=No
 
 def check_params(params, query, key, value, num_heads: int) -> None:
     """``params`` as :func:`init_mha_params` makes them (any bias may be left out), fitting the inputs."""
+    _check_names_and_dtypes(params, query, key, value)
+    for name, x, W in (("query", query, "W_q"), ("key", key, "W_k"), ("value", value, "W_v")):
+        if params[W].ndim != 2 or params[W].shape[0] != x.shape[-1]:
+            raise ValueError(f"{name} has {x.shape[-1]} features but params['{W}'] has shape "
+                             f"{params[W].shape}: its rows must match the input features")
+    _check_widths(params, num_heads)
+
+
+def _check_names_and_dtypes(params, query, key, value) -> None:
+    """``params`` is a dict of the four weights and any of the biases, float arrays of the
+    inputs' dtype."""
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict of arrays (init_mha_params makes one), "
                         f"got {type(params).__name__}")
@@ -114,11 +125,12 @@ def check_params(params, query, key, value, num_heads: int) -> None:
                             f"{p.dtype if isinstance(p, np.ndarray) else type(p).__name__}")
     check_same_dtype("query, key, value and params", query=query, key=key, value=value,
                      **{f"params['{n}']": p for n, p in params.items()})
-    for name, x, W in (("query", query, "W_q"), ("key", key, "W_k"), ("value", value, "W_v")):
-        if params[W].ndim != 2 or params[W].shape[0] != x.shape[-1]:
-            raise ValueError(f"{name} has {x.shape[-1]} features but params['{W}'] has shape "
-                             f"{params[W].shape}: its rows must match the input features")
-    h, (W_q, W_k, W_v, W_o) = num_heads, (params[w] for w in WEIGHTS)
+
+
+def _check_widths(params: dict, h: int) -> None:
+    """The columns of the weights: ``h*d_k`` for ``W_q`` and ``W_k``, ``h*d_v`` for ``W_v`` and
+    the rows of ``W_o``; each bias as wide as its weight's columns."""
+    W_q, W_k, W_v, W_o = (params[w] for w in WEIGHTS)
     if W_q.shape[1] != W_k.shape[1]:
         raise ValueError(f"params['W_q'] has {W_q.shape[1]} columns but params['W_k'] has "
                          f"{W_k.shape[1]}: queries and keys need the same width h*d_k")

@@ -36,21 +36,7 @@ def head_scores(attentions, tokens) -> dict:
     ``match``: mean weight of a word piece on its earlier occurrences (summed over them),
     over the pieces that repeat one (None if no sentence repeats a piece).
     """
-    if not isinstance(attentions, (list, tuple)) or not attentions:
-        raise TypeError(f"attentions must be a non-empty list of (B, h, L, L) arrays, got {attentions!r:.60}")
-    arrays = [check_array(a, f"attentions[{i}]", ndim=4, layout="(B, h, L, L)")
-              for i, a in enumerate(attentions)]
-    if len({a.shape for a in arrays}) > 1 or arrays[0].shape[-1] != arrays[0].shape[-2]:
-        raise ValueError(f"attentions must be arrays of one shape (B, h, L, L), got "
-                         f"{sorted({a.shape for a in arrays})}")
-    B, L = arrays[0].shape[0], arrays[0].shape[-1]
-    if not isinstance(tokens, (list, tuple)) or len(tokens) != B:
-        raise ValueError(f"tokens must be a list of B={B} token lists (Tokenized.tokens), got {tokens!r:.60}")
-    for b, toks in enumerate(tokens):
-        if (not isinstance(toks, (list, tuple)) or not 2 <= len(toks) <= L
-                or not all(isinstance(t, str) for t in toks) or "[SEP]" not in toks):
-            raise ValueError(f"tokens[{b}] must be a list of 2 to L={L} word pieces with a [SEP], "
-                             f"got {toks!r:.60}")
+    arrays = _checked(attentions, tokens)
     W = np.stack(arrays, axis=0)                                  # (layers, B, h, L, L)
     prev, nxt, own, cls, sep, match = [], [], [], [], [], []
     for b, toks in enumerate(tokens):                             # a handful of sentences
@@ -71,6 +57,26 @@ def head_scores(attentions, tokens) -> dict:
     return {"previous": np.mean(prev, axis=0), "next": np.mean(nxt, axis=0),
             "self": np.mean(own, axis=0), "cls": np.mean(cls, axis=0), "sep": np.mean(sep, axis=0),
             "match": np.mean(match, axis=0) if match else None}
+
+
+def _checked(attentions, tokens) -> list:
+    """The arrays of ``attentions``, after checking them and ``tokens`` (see :func:`head_scores`)."""
+    if not isinstance(attentions, (list, tuple)) or not attentions:
+        raise TypeError(f"attentions must be a non-empty list of (B, h, L, L) arrays, got {attentions!r:.60}")
+    arrays = [check_array(a, f"attentions[{i}]", ndim=4, layout="(B, h, L, L)")
+              for i, a in enumerate(attentions)]
+    if len({a.shape for a in arrays}) > 1 or arrays[0].shape[-1] != arrays[0].shape[-2]:
+        raise ValueError(f"attentions must be arrays of one shape (B, h, L, L), got "
+                         f"{sorted({a.shape for a in arrays})}")
+    B, L = arrays[0].shape[0], arrays[0].shape[-1]
+    if not isinstance(tokens, (list, tuple)) or len(tokens) != B:
+        raise ValueError(f"tokens must be a list of B={B} token lists (Tokenized.tokens), got {tokens!r:.60}")
+    for b, toks in enumerate(tokens):
+        if (not isinstance(toks, (list, tuple)) or not 2 <= len(toks) <= L
+                or not all(isinstance(t, str) for t in toks) or "[SEP]" not in toks):
+            raise ValueError(f"tokens[{b}] must be a list of 2 to L={L} word pieces with a [SEP], "
+                             f"got {toks!r:.60}")
+    return arrays
 
 
 def best_heads(scores: dict) -> dict:

@@ -61,6 +61,14 @@ def lengths_mask(q_lengths=None, kv_lengths=None, L: int | None = None, S: int |
     >>> lengths_mask(kv_lengths=np.array([1, 2]), L=1, S=3).astype(int).tolist()
     [[[1, 0, 0]], [[1, 1, 0]]]
     """
+    B = _sequences(q_lengths, kv_lengths)
+    L = _padded_length(L, "L", q_lengths)
+    S = _padded_length(S, "S", kv_lengths)
+    return with_lengths(None, q_lengths, kv_lengths, (B, L, 1), (B, S, 1))
+
+
+def _sequences(q_lengths, kv_lengths) -> int:
+    """The number of sequences ``B`` of ``lengths_mask``'s lengths: int arrays (B,), at least one."""
     if q_lengths is None and kv_lengths is None:
         raise ValueError("lengths_mask needs q_lengths or kv_lengths (int arrays (B,))")
     for name, lengths in (("q_lengths", q_lengths), ("kv_lengths", kv_lengths)):
@@ -71,11 +79,11 @@ def lengths_mask(q_lengths=None, kv_lengths=None, L: int | None = None, S: int |
     if q_lengths is not None and kv_lengths is not None and np.shape(q_lengths) != np.shape(kv_lengths):
         raise ValueError(f"q_lengths has {np.shape(q_lengths)[0]} sequences but kv_lengths has "
                          f"{np.shape(kv_lengths)[0]}: one length of each per sequence")
-    B = np.shape(q_lengths if q_lengths is not None else kv_lengths)[0]
-    L = None if L is None else check_int(L, "L", 0)
-    S = None if S is None else check_int(S, "S", 0)
-    if L is None:
-        L = 1 if q_lengths is None else int(np.max(q_lengths, initial=0))
-    if S is None:
-        S = 1 if kv_lengths is None else int(np.max(kv_lengths, initial=0))
-    return with_lengths(None, q_lengths, kv_lengths, (B, L, 1), (B, S, 1))
+    return np.shape(q_lengths if q_lengths is not None else kv_lengths)[0]
+
+
+def _padded_length(n, name: str, lengths) -> int:
+    """``L`` (or ``S``) checked, by default the largest length given (1 without lengths)."""
+    if n is not None:
+        return check_int(n, name, 0)
+    return 1 if lengths is None else int(np.max(lengths, initial=0))

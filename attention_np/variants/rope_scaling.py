@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from attention_np._checks import is_integer, is_number
 from attention_np.paper._validate import check_even_width
 
 # rope_type -> (required parameters, optional parameters with their defaults)
@@ -45,9 +46,7 @@ _INTS = ("original_max_position_embeddings",)
 
 
 def _real(value, name: str, rope_type: str | None, *, positive: bool = True) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)) or not np.isfinite(value) or (
-            positive and value <= 0):
+    if not is_number(value) or not np.isfinite(value) or (positive and value <= 0):
         where = "" if rope_type is None else f"rope_type {rope_type!r}: "
         raise ValueError(f"{where}{name} must be a {'positive ' * positive}finite number, "
                          f"got {value!r}")
@@ -95,6 +94,20 @@ def check_scaling(scaling) -> dict | None:
     parameter there, none unknown. Returns it with the defaults filled in (None for None)."""
     if scaling is None:
         return None
+    t = _rope_type(scaling)
+    out = {**ROPE_TYPES[t][1], **scaling}
+    for k, v in out.items():
+        if k not in ("rope_type", "truncate") and v is not None:
+            _check_parameter(t, k, v)
+    if t == "llama3" and not out["high_freq_factor"] > out["low_freq_factor"]:
+        raise ValueError(f"rope_type 'llama3': high_freq_factor must exceed low_freq_factor, "
+                         f"got {out['high_freq_factor']!r} <= {out['low_freq_factor']!r}")
+    return out
+
+
+def _rope_type(scaling) -> str:
+    """``scaling["rope_type"]``, a key of :data:`ROPE_TYPES` whose required parameters are all
+    given and nothing else but its optional ones."""
     if not isinstance(scaling, Mapping) or "rope_type" not in scaling:
         raise ValueError(f"scaling must be None or a dict with a 'rope_type' among "
                          f"{sorted(ROPE_TYPES)}, got {scaling!r}")
@@ -108,24 +121,23 @@ def check_scaling(scaling) -> dict | None:
     if missing or unknown:
         raise ValueError(f"rope_type {t!r} needs the parameters {list(required)} (optional: "
                          f"{sorted(optional)}); missing {missing}, unknown {unknown}")
-    out = {**optional, **scaling}
-    for k, v in out.items():
-        if k in ("rope_type", "truncate") or v is None:
-            continue
-        if k in _LISTS:
-            a = np.asarray(v) if np.ndim(v) == 1 else None
-            if a is None or a.dtype.kind not in "iuf" or not (np.all(np.isfinite(a)) and np.all(a > 0)):
-                raise ValueError(f"rope_type {t!r}: {k} must be a list of positive numbers (one "
-                                 f"per frequency), got {v!r}")
-        elif k in _INTS:
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"rope_type {t!r}: {k} must be a positive int, got {v!r}")
-        else:
-            _real(v, k, t, positive=k not in ("mscale", "mscale_all_dim"))
-    if t == "llama3" and not out["high_freq_factor"] > out["low_freq_factor"]:
-        raise ValueError(f"rope_type 'llama3': high_freq_factor must exceed low_freq_factor, "
-                         f"got {out['high_freq_factor']!r} <= {out['low_freq_factor']!r}")
-    return out
+    return t
+
+
+def _check_parameter(t: str, k: str, v) -> None:
+    """One parameter ``k`` of rope_type ``t``: a list of positive numbers (``short_factor``,
+    ``long_factor``), a positive int (``original_max_position_embeddings``), or a finite number
+    (positive but for YaRN's ``mscale`` and ``mscale_all_dim``)."""
+    if k in _LISTS:
+        a = np.asarray(v) if np.ndim(v) == 1 else None
+        if a is None or a.dtype.kind not in "iuf" or not (np.all(np.isfinite(a)) and np.all(a > 0)):
+            raise ValueError(f"rope_type {t!r}: {k} must be a list of positive numbers (one "
+                             f"per frequency), got {v!r}")
+    elif k in _INTS:
+        if not is_integer(v) or v < 1:
+            raise ValueError(f"rope_type {t!r}: {k} must be a positive int, got {v!r}")
+    else:
+        _real(v, k, t, positive=k not in ("mscale", "mscale_all_dim"))
 
 
 def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
@@ -189,53 +201,81 @@ def rope_frequencies(d: int, *, theta=10000.0, scaling=None, seq_len=None):
     """
     check_even_width(d, "d")
     theta = _real(theta, "theta", None)
-    if seq_len is not None and (isinstance(seq_len, (bool, np.bool_)) or not isinstance(
-            seq_len, (int, np.integer)) or seq_len < 1):
+    if seq_len is not None and (not is_integer(seq_len) or seq_len < 1):
         raise ValueError(f"seq_len must be None or an int >= 1 (1 + the largest position), "
                          f"got {seq_len!r}")
     p = check_scaling(scaling) or {"rope_type": "default"}
-    t = p["rope_type"]
-    m = np.arange(d // 2, dtype=np.float64)                                   # (d/2,)
-    w = theta ** (-2 * m / d)                                                 # (d/2,)
-    s = p.get("factor")
-    L = p.get("original_max_position_embeddings")
-    if t == "default":
-        return w, 1.0
-    if t == "linear":
-        return w / s, 1.0
-    if t == "dynamic":
-        n = L if seq_len is None else max(int(seq_len), L)
-        base = theta * (s * n / L - (s - 1)) ** (d / (d - 2))
-        return base ** (-2 * m / d), 1.0
-    if t == "yarn":
-        def pair_index(beta):
-            return d * math.log(L / (2 * math.pi * beta)) / (2 * math.log(theta))
-        lo, hi = pair_index(p["beta_fast"]), pair_index(p["beta_slow"])
-        if p["truncate"]:
-            lo, hi = math.floor(lo), math.ceil(hi)
-        lo, hi = max(lo, 0), min(hi, d - 1)
-        ramp = np.clip((m - lo) / ((hi - lo) or 0.001), 0, 1)                 # 0: keep, 1: / s
-        inv_freq = (1 - ramp) * w + ramp * w / s
-        a = p["attention_factor"]
-        if a is None:
-            a = (_yarn_mscale(s, p["mscale"]) / _yarn_mscale(s, p["mscale_all_dim"])
-                 if p["mscale"] and p["mscale_all_dim"] else _yarn_mscale(s))
-        return inv_freq, float(a)
-    if t == "longrope":
-        key = "long_factor" if seq_len is not None and seq_len > L else "short_factor"
-        lam = np.asarray(p[key], dtype=np.float64)
-        if lam.shape != w.shape:
-            raise ValueError(f"rope_type 'longrope': {key} must have d // 2 = {d // 2} entries, "
-                             f"got {lam.shape[0]}")
-        a = p["attention_factor"]
-        if a is None:
-            a = 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(L))
-        return w / lam, float(a)
-    if t == "llama3":
-        lo_f, hi_f = p["low_freq_factor"], p["high_freq_factor"]
-        wavelen = 2 * math.pi / w                                             # (d/2,)
-        a = (L / wavelen - lo_f) / (hi_f - lo_f)                              # the blend weight
-        inv_freq = np.where(wavelen > L / lo_f, w / s, (1 - a) * w / s + a * w)
-        return np.where(wavelen < L / hi_f, w, inv_freq), 1.0
-    r = int(p["partial_rotary_factor"] * d) // 2                              # "proportional"
-    return np.where(m < r, w, 0.0) / p["factor"], 1.0
+    w = theta ** (-2 * _pairs(d) / d)                                         # (d/2,)
+    return FREQUENCIES[p["rope_type"]](w, p, d, theta, seq_len)
+
+
+def _pairs(d: int) -> np.ndarray:
+    """The pair index ``m = 0 .. d/2 - 1`` of the rotated features, float64."""
+    return np.arange(d // 2, dtype=np.float64)                                # (d/2,)
+
+
+# One rule per rope_type: (w, parameters, d, theta, seq_len) -> (inv_freq, attention_factor),
+# ``w = theta^(-2m/d)``; the formulas are :func:`rope_frequencies`'s docstring's.
+
+def _default(w, p, d, theta, seq_len):
+    return w, 1.0
+
+
+def _linear(w, p, d, theta, seq_len):
+    return w / p["factor"], 1.0
+
+
+def _dynamic(w, p, d, theta, seq_len):
+    s, L = p["factor"], p["original_max_position_embeddings"]
+    n = L if seq_len is None else max(int(seq_len), L)
+    base = theta * (s * n / L - (s - 1)) ** (d / (d - 2))
+    return base ** (-2 * _pairs(d) / d), 1.0
+
+
+def _yarn(w, p, d, theta, seq_len):
+    s, L = p["factor"], p["original_max_position_embeddings"]
+
+    def pair_index(beta):
+        return d * math.log(L / (2 * math.pi * beta)) / (2 * math.log(theta))
+    lo, hi = pair_index(p["beta_fast"]), pair_index(p["beta_slow"])
+    if p["truncate"]:
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, d - 1)
+    ramp = np.clip((_pairs(d) - lo) / ((hi - lo) or 0.001), 0, 1)            # 0: keep, 1: / s
+    inv_freq = (1 - ramp) * w + ramp * w / s
+    a = p["attention_factor"]
+    if a is None:
+        a = (_yarn_mscale(s, p["mscale"]) / _yarn_mscale(s, p["mscale_all_dim"])
+             if p["mscale"] and p["mscale_all_dim"] else _yarn_mscale(s))
+    return inv_freq, float(a)
+
+
+def _longrope(w, p, d, theta, seq_len):
+    s, L = p["factor"], p["original_max_position_embeddings"]
+    key = "long_factor" if seq_len is not None and seq_len > L else "short_factor"
+    lam = np.asarray(p[key], dtype=np.float64)
+    if lam.shape != w.shape:
+        raise ValueError(f"rope_type 'longrope': {key} must have d // 2 = {d // 2} entries, "
+                         f"got {lam.shape[0]}")
+    a = p["attention_factor"]
+    if a is None:
+        a = 1.0 if s <= 1 else math.sqrt(1 + math.log(s) / math.log(L))
+    return w / lam, float(a)
+
+
+def _llama3(w, p, d, theta, seq_len):
+    s, L = p["factor"], p["original_max_position_embeddings"]
+    lo_f, hi_f = p["low_freq_factor"], p["high_freq_factor"]
+    wavelen = 2 * math.pi / w                                                 # (d/2,)
+    a = (L / wavelen - lo_f) / (hi_f - lo_f)                                  # the blend weight
+    inv_freq = np.where(wavelen > L / lo_f, w / s, (1 - a) * w / s + a * w)
+    return np.where(wavelen < L / hi_f, w, inv_freq), 1.0
+
+
+def _proportional(w, p, d, theta, seq_len):
+    r = int(p["partial_rotary_factor"] * d) // 2
+    return np.where(_pairs(d) < r, w, 0.0) / p["factor"], 1.0
+
+
+FREQUENCIES = {"default": _default, "linear": _linear, "dynamic": _dynamic, "yarn": _yarn,
+               "longrope": _longrope, "llama3": _llama3, "proportional": _proportional}

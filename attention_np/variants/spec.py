@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from attention_np._checks import check_bool, check_dropout_p
+from attention_np._checks import check_bool, check_dropout_p, is_number
 from attention_np.variants.qk_norm import QK_NORM_SCOPES, QK_NORMS
 from attention_np.variants.rope import check_rope
 from attention_np.variants.softcap import check_softcap
@@ -136,15 +136,7 @@ class AttentionSpec:
         if self.rope is not None and not isinstance(self.rope, RoPE):
             object.__setattr__(self, "rope", _as_rope(self.rope))
         object.__setattr__(self, "softcap", check_softcap(self.softcap))
-        if not isinstance(self.qk_norm, str) or self.qk_norm not in QK_NORMS:
-            raise ValueError(f"qk_norm must be one of {tuple(QK_NORMS)}, got {self.qk_norm!r}")
-        if not isinstance(self.qk_norm_scope, str) or self.qk_norm_scope not in QK_NORM_SCOPES:
-            raise ValueError(f"qk_norm_scope must be one of {QK_NORM_SCOPES} (each head's d_k "
-                             f"features, or all heads' h*d_k at once), got {self.qk_norm_scope!r}")
-        eps = self.qk_norm_eps
-        if isinstance(eps, (bool, np.bool_)) or not isinstance(
-                eps, (int, float, np.integer, np.floating)) or not (np.isfinite(eps) and eps > 0):
-            raise ValueError(f"qk_norm_eps must be a positive finite number, got {eps!r}")
+        _check_qk_norm_fields(self.qk_norm, self.qk_norm_scope, self.qk_norm_eps)
         object.__setattr__(self, "dropout_p", check_dropout_p(self.dropout_p))
         object.__setattr__(self, "enable_gqa", check_bool(self.enable_gqa, "enable_gqa"))
         if not isinstance(self.kernel, str) or self.kernel not in KERNEL_NAMES:
@@ -153,6 +145,17 @@ class AttentionSpec:
     def replace(self, **changes) -> AttentionSpec:
         """A copy with some fields changed (the spec is frozen)."""
         return replace(self, **changes)
+
+
+def _check_qk_norm_fields(kind, scope, eps) -> None:
+    """The QK-norm's kind, scope and epsilon of a spec."""
+    if not isinstance(kind, str) or kind not in QK_NORMS:
+        raise ValueError(f"qk_norm must be one of {tuple(QK_NORMS)}, got {kind!r}")
+    if not isinstance(scope, str) or scope not in QK_NORM_SCOPES:
+        raise ValueError(f"qk_norm_scope must be one of {QK_NORM_SCOPES} (each head's d_k "
+                         f"features, or all heads' h*d_k at once), got {scope!r}")
+    if not is_number(eps) or not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"qk_norm_eps must be a positive finite number, got {eps!r}")
 
 
 def _named_if_misplaced(init):

@@ -201,14 +201,21 @@ def test_named_input_writes_and_dtypes_are_measured_and_other_names_unverified()
     assert audit._misnamed(_runs("attention", float64), b, "a property a probe measured") == (None, True)
 
 
-def test_agreement_of_two_wrong_results():
-    a = np.array([1.0, np.nan, 2.0])
-    assert audit.agree(a, a.copy()) and not audit.agree(a, np.array([1.0, 0.0, 2.0]))
-    assert audit.agree(a.astype(np.float32), a)                 # the float width is not compared
-    assert not audit.agree(a, a[:2]) and not audit.agree(a > 1, a)
-    raised = engine.Raised(ValueError("x"))
-    assert audit.agree(raised, engine.Raised(TypeError("y"))) and not audit.agree(raised, a)
-    assert audit.agree((a, {"W": a}), (a, {"W": a})) and not audit.agree((a, {"W": a}), (a, {"b": a}))
+def test_a_mutant_with_nan_where_the_catalogued_mistake_has_nan_is_that_mistake():
+    """The audit's misnamed rule is engine.same_behaviour: the overflowing softmax (NaN on large
+    rows) is itself; the same with its NaN replaced by 0 is another behaviour, and the first input
+    where the catalogued one has NaN shows it."""
+    mistake = next(m for m in ex.EXERCISES["softmax"].mistakes if m.name.startswith("no max subtraction"))
+    b = audit.bench("softmax")
+    assert audit._misnamed(_runs("softmax", mistake.wrong), b, mistake.name) == (None, False)
+
+    def zero_for_nan(x):
+        return np.nan_to_num(mistake.wrong(x), nan=0.0)
+    why, unverified = audit._misnamed(_runs("softmax", zero_for_nan), b, mistake.name)
+    cases = b.graded["cases"] + b.extra
+    first = next(c.label for c, out in zip(cases, b.wrong[mistake.name], strict=False)
+                 if not isinstance(out, engine.Raised) and np.isnan(out).any())
+    assert not unverified and why == f"named {mistake.name!r}: the catalogued one differs on {first}"
 
 
 # ---------------------------------------------------------------- the whole audit

@@ -141,15 +141,18 @@ STUB = ('def mha_backward(dout, query, key, value, params, num_heads):\n    """.
 
 
 def test_every_kind_of_submission_at_once(grader, tmp_path):
-    files = {**CORRECT,
+    files = {**{f: text for f, text in CORRECT.items() if f != "tiled_attention.py"},
              "softmax.py": (SUBMISSIONS / "wrong" / "softmax_in_place.py").read_text(),   # wrong
              "attention.py": CRASH, "split_heads.py": LOOP, "causal_mask.py": SYNTAX,
              "sinusoidal.py": SHORT,
              # the notebook's setup line and check call kept in a .py
              "padding_mask.py": "from check import check\n" + CORRECT["padding_mask.py"]
                                 + '\nprint(check("padding_mask", padding_mask))\n',
-             # a leftover draft that defines merge_heads too
+             # a leftover draft that defines merge_heads too: merge_heads.py is its home, graded
              "draft.py": CORRECT["merge_heads.py"].replace("moveaxis", "swapaxes"),
+             # tiled_attention in two files, neither its home: refused, both named
+             "draft_tiled.py": CORRECT["tiled_attention.py"],
+             "tiling_v2.py": CORRECT["tiled_attention.py"],
              # an untouched stub in another file does not count; nor do the kit's checker files
              "notebook_export.py": STUB, "check.py": "def softmax(x):\n    return x\n",
              ".ipynb_checkpoints/softmax-checkpoint.py": "def softmax(x):\n    return x\n"}
@@ -161,12 +164,15 @@ def test_every_kind_of_submission_at_once(grader, tmp_path):
     validate(result)
     scores, feedback = _by_exercise(result)
     assert sorted(scores) == sorted(ex.EXERCISES)
-    broken = {"softmax", "attention", "split_heads", "causal_mask", "sinusoidal", "merge_heads"}
+    broken = {"softmax", "attention", "split_heads", "causal_mask", "sinusoidal", "tiled_attention"}
     for name, (got, top) in scores.items():
         assert (got == top > 0) == (name not in broken), (name, got, top)
-    for name in set(ex.EXERCISES) - broken:
+    for name in set(ex.EXERCISES) - broken - {"merge_heads"}:
         assert feedback[name].startswith(f"PASSED: {name}"), feedback[name]
         assert feedback[name].endswith(f"Graded file: {name}.py"), feedback[name]
+    assert feedback["merge_heads"].startswith("PASSED: merge_heads"), feedback["merge_heads"]
+    assert feedback["merge_heads"].endswith("Graded file: merge_heads.py (its home; also defined in "
+                                            "draft.py, not graded there)"), feedback["merge_heads"]
     assert "Graded file: padding_mask.py" in feedback["padding_mask"]       # from check import check
     assert feedback["mha_backward"].endswith("Graded file: mha_backward.py")   # not the stub's file
     assert feedback["softmax"].startswith("MISTAKE: softmax: wrote into an input")
@@ -180,11 +186,12 @@ def test_every_kind_of_submission_at_once(grader, tmp_path):
                and not t["name"].endswith("feedback")]
     assert outputs and all(o == "time limit exceeded (0.5 s)" for o in outputs), outputs
     assert "time limit exceeded" in feedback["split_heads"]
-    # two files: refused, both named, what to do
-    assert scores["merge_heads"][0] == 0
-    assert feedback["merge_heads"].startswith("FAILED: merge_heads: merge_heads is defined in 2 files: "
-                                              "draft.py, merge_heads.py.")
-    assert "submit again" in feedback["merge_heads"]
+    # two files and neither its home: refused, both named, what to do
+    assert scores["tiled_attention"][0] == 0
+    assert feedback["tiled_attention"].startswith(
+        "FAILED: tiled_attention: tiled_attention is defined in 2 files: draft_tiled.py, tiling_v2.py."), \
+        feedback["tiled_attention"]
+    assert "submit again" in feedback["tiled_attention"]
     # one hidden case wrong: its points lost, and the visible feedback does not name it
     sinusoidal = {t["name"]: t for t in result["tests"] if t["name"].startswith("sinusoidal: ")}
     failed = [n for n, t in sinusoidal.items() if t["score"] < t["max_score"]]
@@ -283,3 +290,62 @@ def test_a_file_whose_top_level_code_outlasts_the_limit_is_said_to_load_too_long
     assert scores["softmax"][0] == 0
     assert "loading softmax.py took longer than 0.5 s" in feedback["softmax"], feedback["softmax"]
     assert "cannot run" not in feedback["softmax"]
+
+
+def _notebook_exercises(path: Path) -> list:
+    """The exercises a notebook's check cells check, in order."""
+    import re
+    nb = json.loads(path.read_text())
+    return [m for c in nb["cells"] if "check" in c.get("metadata", {}).get("tags", [])
+            for m in re.findall(r'check\("(\w+)"', "".join(c["source"]))]
+
+
+def test_the_solution_notebooks_pass_the_kits_checker_file_by_file(course_build):
+    # what a student runs from a shell: python check.py NAME their_notebook.ipynb. The notebook's
+    # setup cell (import numpy as np) is part of the submission: it was once left out, and every
+    # notebook that used np raised NameError
+    solutions = course_build / "solutions"
+    seen = set()
+    for nb in sorted(solutions.glob("*.ipynb")):
+        for name in _notebook_exercises(nb):
+            r = subprocess.run([sys.executable, "check.py", name, nb.name], cwd=solutions,
+                               capture_output=True, text=True, env=_env(), timeout=300)
+            assert r.returncode == 0 and r.stdout.startswith(f"PASSED: {name}"), (nb.name, name, r.stdout)
+            seen.add(name)
+    assert seen == set(ex.EXERCISES)
+
+
+def test_the_solution_notebooks_uploaded_get_every_point(grader, course_build, tmp_path):
+    # the student README says to submit the notebooks: the five filled ones, as uploaded
+    files = {nb.name: nb.read_text() for nb in (course_build / "solutions").glob("*.ipynb")}
+    root, env = _layout(tmp_path, grader, files, {})
+    r = subprocess.run(["bash", str(root / "source" / "run_autograder")], capture_output=True, text=True,
+                       env={**env, "PYTHON": sys.executable}, timeout=600, cwd=root)
+    assert r.returncode == 0, r.stderr
+    result = json.loads((root / "results" / "results.json").read_text())
+    validate(result)
+    scores, feedback = _by_exercise(result)
+    assert sorted(scores) == sorted(ex.EXERCISES)
+    for name, (got, top) in scores.items():
+        assert got == top > 0, (name, got, top, feedback.get(name))
+
+
+def test_a_notebook_and_a_py_file_get_the_same_verdict(course_build, tmp_path):
+    # the same wrong function, in the student's notebook (its stub cell filled) and in a .py
+    # file: one verdict, whatever the format
+    student = course_build / "student"
+    nb_path = student / "01_attention.ipynb"
+    nb = json.loads(nb_path.read_text())
+    wrong = (SUBMISSIONS / "wrong" / "softmax_in_place.py").read_text()
+    stub = next(c for c in nb["cells"] if c["cell_type"] == "code"
+                and "def softmax(" in "".join(c["source"]))
+    stub["source"] = wrong
+    work = tmp_path / "kit"
+    shutil.copytree(student, work)
+    (work / "mine.ipynb").write_text(json.dumps(nb))
+    (work / "mine.py").write_text("import numpy as np\n\n" + wrong)
+    out = [subprocess.run([sys.executable, "check.py", "softmax", f], cwd=work, capture_output=True,
+                          text=True, env=_env(), timeout=300) for f in ("mine.ipynb", "mine.py")]
+    assert out[0].returncode == out[1].returncode == 1, [o.stdout for o in out]
+    assert out[0].stdout.startswith("MISTAKE: softmax: wrote into an input"), out[0].stdout
+    assert out[0].stdout.replace("mine.ipynb", "F") == out[1].stdout.replace("mine.py", "F")

@@ -332,6 +332,51 @@ def test_every_stub_states_the_contract():
     assert "no NaN or inf are given" in CONTRACTS["attention"]
 
 
+def test_one_behaviour_has_nan_where_the_other_has_nan_and_agrees_elsewhere():
+    """engine.same_behaviour, the diagnosis's and the audit's comparison of two wrong results."""
+    from attention_np.exercises import engine
+    a = np.array([1.0, np.nan, 2.0])
+    same = engine.same_behaviour
+    assert same(a, a.copy()) and not engine.same(a, a.copy())
+    assert not same(a, np.array([1.0, 0.0, 2.0])) and not same(np.array([1.0, 0.0, 2.0]), a)
+    assert same(a.astype(np.float32), a)                        # the float width is not compared
+    assert same(a + 5e-5 * np.abs(a), a) and not same(a + 5e-4, a)   # 1e-4 relative + 1e-6
+    assert not same(a, a[:2]) and not same(a > 1, a) and not same(a > 1, (a > 1).astype(float))
+    inf = np.array([np.inf, 1.0])
+    assert same(inf, inf.copy()) and not same(inf, -inf) and not same(np.array([5.0, 1.0]), inf)
+    assert not engine.same(np.array([5.0, 1.0]), inf)            # an inf equals only the same inf
+    raised = engine.Raised(ValueError("x"))
+    assert same(raised, engine.Raised(TypeError("y"))) and not same(raised, a) and not same(a, raised)
+    assert same((a, {"W": a}), (a, {"W": a})) and not same((a, {"W": a}), (a, {"b": a}))
+    for one_structure in (same, engine.same):                   # the same leaves, not just as many
+        b = np.array([1.0, 2.0])
+        assert not one_structure((b, [b, b]), (b, b, b)) and not one_structure((b, [b, b]), (b, b))
+    assert not same(np.array(["x"]), np.array(["x"]))            # not numbers: not a result
+
+
+def test_a_catalogued_mistake_with_nan_is_reproduced_by_nan_at_the_same_entries():
+    from attention_np.exercises import engine
+    case = engine.Case("c", (np.ones(3),), expected=np.ones(3))
+    mistake = engine.Fingerprint("m", "hint", [np.array([1.0, np.nan, 3.0])])
+
+    def result(out):
+        return [engine.CaseResult("c", False, "wrong", 1.0, False, out)]
+    assert engine.agrees(result(np.array([1.0, np.nan, 3.0 + 1e-6])), [case], mistake)[0]
+    assert not engine.agrees(result(np.array([1.0, 0.0, 3.0])), [case], mistake)[0]
+    assert not engine.agrees(result(np.array([np.nan, np.nan, 3.0])), [case], mistake)[0]
+    assert not engine.agrees(result(engine.Raised(ValueError("x"))), [case], mistake)[0]
+
+
+def test_the_kits_integer_test_is_the_packages():
+    """engine.is_integer (the kit ships without the package) is _checks.is_integer."""
+    from attention_np import _checks
+    from attention_np.exercises import engine
+    values = [0, 1, -3, 2**70, True, False, np.bool_(True), 1.0, 2.5, np.float32(1), "1", None, 1j,
+              np.array(3), [1]] + [t(1) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint64)]
+    assert [engine.is_integer(v) for v in values] == [_checks.is_integer(v) for v in values]
+    assert sum(engine.is_integer(v) for v in values) == 10
+
+
 def test_errors_and_nan_are_never_the_same_result():
     from attention_np.exercises import engine
     a = engine.Raised(ValueError("one"))

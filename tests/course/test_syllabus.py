@@ -63,6 +63,37 @@ def test_the_cli(tmp_path, capsys):
     assert "not the repository root" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, said", [
+    ([], "one of the arguments --write --check is required"),
+    (["--write", "--check"], "not allowed with argument --write"),
+    (["--check", ".", "extra"], "unrecognized arguments: extra"),
+    (["--chek"], "unrecognized arguments: --chek"),
+    (["--wr"], "unrecognized arguments: --wr"),                    # no abbreviations
+    (["--check", "--root", "."], "unrecognized arguments: --root"),
+])
+def test_a_bad_command_line_is_named_with_the_usage_and_status_2(argv, said, capsys):
+    assert syllabus.main(argv) == 2
+    err = capsys.readouterr().err
+    assert said in err and "usage: python -m attention_np.exercises.syllabus (--write | --check) [ROOT]" \
+        in err
+    assert "Traceback" not in err
+
+
+def test_the_root_may_follow_or_precede_the_action(capsys):
+    assert syllabus.main([str(ROOT), "--check"]) == 0 and capsys.readouterr().out == ""
+
+
+def test_a_record_with_an_unknown_kind_or_explorer_view_is_refused_by_name():
+    import dataclasses
+    q = LESSONS[0].questions[0]
+    with pytest.raises(ValueError, match=r"Question.kind must be one of .*, got 'guess'"):
+        dataclasses.replace(q, kind="guess")
+    with pytest.raises(ValueError, match=r"Lesson.explorer of lesson 1 .* got 'mask'"):
+        dataclasses.replace(LESSONS[0], explorer="mask")
+    with pytest.raises(TypeError, match="minute"):
+        dataclasses.replace(LESSONS[0], minute=60)
+
+
 def test_each_lesson_entry_is_complete():
     assert [les.number for les in LESSONS] == list(range(1, 10))
     for les in LESSONS:

@@ -130,15 +130,24 @@ def test_every_kernel_backward_is_one_grads_its_absent_fields_none(kernel, optio
         assert grads.dsinks.shape == (4,) and np.abs(grads.dsinks).sum() > 0
 
 
-def test_the_fused_cache_names_the_steps_its_forward_took():
-    """Each option the forward used is one named step of the cache, in the order taken; a plain
-    forward takes none."""
+def test_the_fused_cache_keeps_each_step_in_its_own_field():
+    """Each option the forward used sets its own field of the cache; a plain forward sets none.
+    The per-head arrays stay in the kernel's grouped layout, (..., H_kv, G, L, .), and the readers
+    give them per query head."""
     rng = np.random.default_rng(1)
     q, k, v, _ = _inputs(rng)
     _, plain = fused.sdpa_plan(q, k, v, Plan())
-    assert plain.steps == ()
+    optional = ("blocks", "softcap", "tanh", "bias_shape", "p_sink", "keep")
+    assert all(getattr(plain, name) is None for name in optional)
+    assert plain.kv_groups == 1 and plain.dropout_scale == 1.0
     _, c = fused.sdpa_plan(q, k[:, :2], v[:, :2], Plan(bias=np.zeros((6, 6)), softcap=30.0,
                                                        enable_gqa=True, dropout_p=0.25, rng=0))
-    assert [name for name, _ in c.steps] == ["gqa", "softcap", "bias", "dropout"]
     assert c.kv_groups == 2 and c.softcap == 30.0 and c.bias_shape == (6, 6)
-    assert c.dropout_mask.shape == (2, 4, 6, 6) and c.dropout_scale == pytest.approx(4 / 3)
+    assert c.blocks is None and c.p_sink is None
+    assert c.e.shape == c.tanh.shape == c.keep.shape == (2, 2, 2, 6, 6)          # (B, H_kv, G, L, S)
+    assert c.l.shape == (2, 2, 2, 6, 1)
+    assert c.weights.shape == c.softcap_tanh.shape == c.dropout_mask.shape == (2, 4, 6, 6)
+    assert c.rowsum.shape == (2, 4, 6, 1) and c.dropout_scale == pytest.approx(4 / 3)
+    # query head n is head n % G of group n // G
+    np.testing.assert_array_equal(c.dropout_mask[:, 3], c.keep[:, 1, 1])
+    np.testing.assert_array_equal(c.softcap_tanh[:, 2], c.tanh[:, 1, 0])

@@ -66,20 +66,24 @@ def test_a_mask_may_not_change_the_heads_or_positions_of_multi_head_scores():
         paper.mha_forward(x, x, x, p1, np.ones((1, 2, 3, 3), bool), num_heads=1)
 
 
-def test_a_full_forward_broadcasts_inputs_of_batch_one_over_a_batch_of_masks():
-    """As NumPy does (and as before); the decode step, whose cache fixes the batch, refuses it,
-    and so does the paper's multi-head attention, naming the mask (it used to name softmax's
-    ``where``)."""
+def test_no_forward_stretches_inputs_of_batch_one_over_a_batch_of_masks():
+    """The one mask rule: the output's batch is the inputs', so a mask of batch 4 over inputs of
+    batch 1 is refused by the paper's and the package's multi-head attention alike, and by the
+    decode step (whose cache fixes the batch), naming the mask and the batch; the fix, inputs
+    broadcast to the mask's batch, gives one output per mask."""
     x, p = randn(R, 1, 3, 8), an.init_mha_params(8, 2, rng=0)
     mask = R.random((4, 1, 3, 3)) > 0.3
     mask[..., 0] = True
-    out, _ = an.mha_forward(x, x, x, p, mask, num_heads=2)
+    for forward, layout in ((an.mha_forward, "(..., h, L, S)"),
+                            (paper.mha_forward, "multi-head scores (..., h, L, S)")):
+        with pytest.raises(ValueError, match=re.escape(
+                f"mask of shape (4, 1, 3, 3) does not broadcast to {layout} = (1, 2, 3, 3): it would "
+                f"add or stretch batch dims of the inputs (batch (1,))")):
+            forward(x, x, x, p, mask, num_heads=2)
+    xb = np.broadcast_to(x, (4, 3, 8))
+    out, _ = an.mha_forward(xb, xb, xb, p, mask, num_heads=2)
     want = np.concatenate([an.mha_forward(x, x, x, p, m, num_heads=2)[0] for m in mask])
     assert out.shape == (4, 3, 8) and max_abs_diff(out, want) < 1e-14
-    with pytest.raises(ValueError, match=re.escape(
-            "mask of shape (4, 1, 3, 3) does not broadcast to multi-head scores (..., h, L, S) = "
-            "(1, 2, 3, 3)")):
-        paper.mha_forward(x, x, x, p, mask, num_heads=2)
     kv = an.KVCache(5)
     with pytest.raises(ValueError, match=re.escape("mask of shape (4, 1, 3, 3) does not broadcast")):
         an.mha_decode_step(x, p, kv, num_heads=2, mask=mask)

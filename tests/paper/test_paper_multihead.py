@@ -168,6 +168,9 @@ def test_per_head_mask_unbatched_or_with_a_leading_one(rng):
     xb = np.stack([x, x])
     out_b, _ = paper.mha_forward(xb, xb, xb, p, mask[None], num_heads=3)
     np.testing.assert_allclose(out_b, np.stack([out, out]), rtol=1e-15)
+    out_b, _ = paper.mha_forward(xb, xb, xb, p, mask, num_heads=3)  # B = 2 != h: per head, as NumPy
+    np.testing.assert_allclose(out_b, np.stack([out, out]), rtol=1e-15)
+    xb = np.stack([x, x, x])                                       # B == h: per head or per sequence?
     with pytest.raises(ValueError, match="ambiguous"):
         paper.mha_forward(xb, xb, xb, p, mask, num_heads=3)
 

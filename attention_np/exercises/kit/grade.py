@@ -4,11 +4,13 @@
 
 ``run_autograder`` calls it with /autograder/submission and /autograder/results/results.json.
 
-- The submission holds notebooks (.ipynb) or .py files, in any folders. Each function must be
-  defined in ONE file: the feedback names the file graded; two files that define the same
-  function are refused (0 for that exercise, a message naming both: resubmit one). A stub left as
-  handed out (``raise NotImplementedError``) is no definition; the kit's own ``check.py`` and
-  ``checker/`` are ignored, so are hidden files and folders (``.ipynb_checkpoints``).
+- The submission holds notebooks (.ipynb) or .py files, in any folders. Each function is graded
+  in ONE file, named in the feedback: the file that defines it, or, when several do, its home
+  (the kit's notebook of that exercise, or a .py file named for it: an ``attention`` written again
+  as a helper beside ``mha_forward`` is not graded there). Several files defining it with no
+  single home among them are refused (0 for that exercise, a message naming them: resubmit
+  one). A stub left as handed out (``raise NotImplementedError``) is no definition; the kit's own
+  ``check.py`` and ``checker/`` are ignored, so are hidden files and folders (``.ipynb_checkpoints``).
 - Each exercise runs in its own process; each case has a time limit and its points
   (``config.json``: ``time_limit_per_case_s``; ``checker/bank.json``: ``"points"``).
 - A total time budget (``time_budget_s``) is shared so that a slow exercise cannot starve the
@@ -280,49 +282,17 @@ def grade(submission, results_path) -> dict:
     pathlib.Path(results_path).parent.mkdir(parents=True, exist_ok=True)
     files, ignored = submitted_files(submission)
     problems = _problems(files, submission)
-    header = [f"Files read: {', '.join(p.relative_to(submission).as_posix() for p in files) or 'none'}"]
-    if ignored:
-        header.append(f"Ignored (the kit's checker, hidden or system files): {', '.join(ignored)}")
-    header += problems
     pending = {"message": "FAILED: not graded yet (the grader stopped before this exercise)",
                "cases": [], "rest": "not graded yet"}
     per_exercise = {n: exercise_tests(n, r["cases"], pending, cfg, None) for n, r in bank.items()}
-    lines = list(header)
+    lines = _header(files, ignored, problems, submission)
     write_json(results_path, _results(per_exercise, lines, started))
     names = list(bank)
     for i, name in enumerate(names):
-        rec, cases = bank[name], bank[name]["cases"]
-        real, stubs = definers(files, submission, rec["function"])
-        graded = None
-        if len(real) > 1:
-            state = {"cases": [], "rest": "not run: the function is defined in more than one file",
-                     "message": (f"FAILED: {name}: {rec['function']} is defined in {len(real)} files: "
-                                 f"{', '.join(real)}. The grader will not guess which one you mean: "
-                                 "keep it in one file (delete it from the others, or leave their stub "
-                                 "as handed out) and submit again.")}
-        elif not real:
-            why = (f"only its stub, unchanged, is in {', '.join(stubs)}" if stubs
-                   else "no file of the submission defines it")
-            extra = f" ({'; '.join(problems)})" if problems and not stubs else ""
-            state = {"cases": [], "rest": "not run: the function was not found",
-                     "message": f"FAILED: {name}: {rec['signature']}: {why}{extra}"}
-        elif (seconds := end - reserve * (len(names) - 1 - i) - time.monotonic()) <= 0:
-            state = {"cases": [], "rest": "not graded: the time budget ran out before this exercise",
-                     "message": (f"FAILED: {name}: not graded ({rec['function']} is in {real[0]}): "
-                                 f"the time budget of the submission ({cfg['time_budget_s']:g} s) "
-                                 "ran out before this exercise")}
-        else:
-            graded = real[0]
-            # stopped by end + GRACE_S at the latest: this exercise's deadline is at most end
-            state = _run_worker(name, submission, graded, seconds, seconds + GRACE_S)
-            if state is None:
-                state = {"cases": [], "message": None}
-            if state.get("message") is None:
-                state["message"] = (f"FAILED: {name}: stopped after {len(state['cases'])} of {len(cases)} "
-                                    "cases: its process was stopped at the time budget")
-            if state.get("rest") is None:
-                state["rest"] = "not graded: the grader stopped this exercise at its time budget"
-        per_exercise[name] = exercise_tests(name, cases, state, cfg, graded)
+        # exercise i ends early enough to leave each later exercise its reserve
+        state, graded = _exercise_state(name, bank[name], files, submission, problems, cfg,
+                                        end - reserve * (len(names) - 1 - i))
+        per_exercise[name] = exercise_tests(name, bank[name]["cases"], state, cfg, graded)
         got = sum(t["score"] for t in per_exercise[name])
         top = sum(t["max_score"] for t in per_exercise[name])
         lines.append(f"{name}: {got:g} of {top:g}" + (f" ({graded})" if graded else ""))
@@ -332,6 +302,60 @@ def grade(submission, results_path) -> dict:
         per_exercise["quizzes"] = quiz.tests(submission, HERE / "quiz_key.json")
         write_json(results_path, _results(per_exercise, lines, started))
     return _results(per_exercise, lines, started)
+
+
+def _header(files: list, ignored: list, problems: list, submission: pathlib.Path) -> list:
+    """The first lines of the grader's output: the files read, those ignored, those that cannot
+    be parsed."""
+    header = [f"Files read: {', '.join(p.relative_to(submission).as_posix() for p in files) or 'none'}"]
+    if ignored:
+        header.append(f"Ignored (the kit's checker, hidden or system files): {', '.join(ignored)}")
+    return header + problems
+
+
+def _exercise_state(name: str, rec: dict, files: list, submission: pathlib.Path, problems: list, cfg: dict,
+                    deadline: float):
+    """``(state, graded file or None)`` of one exercise: not run when its function is defined in
+    several files or in none, or when ``deadline`` (time.monotonic) has passed; else graded."""
+    real, stubs = definers(files, submission, rec["function"])
+    homes = [f for f in real if loading.is_home(submission / f, name, rec["function"])]
+    helpers = [f for f in real if f not in homes] if len(real) > 1 and len(homes) == 1 else []
+    real = homes if helpers else real             # a helper elsewhere: graded in its home
+    if len(real) > 1:
+        return {"cases": [], "rest": "not run: the function is defined in more than one file",
+                "message": (f"FAILED: {name}: {rec['function']} is defined in {len(real)} files: "
+                            f"{', '.join(real)}. The grader will not guess which one you mean: "
+                            "keep it in one file (delete it from the others, or leave their stub "
+                            "as handed out) and submit again.")}, None
+    if not real:
+        why = (f"only its stub, unchanged, is in {', '.join(stubs)}" if stubs
+               else "no file of the submission defines it")
+        extra = f" ({'; '.join(problems)})" if problems and not stubs else ""
+        return {"cases": [], "rest": "not run: the function was not found",
+                "message": f"FAILED: {name}: {rec['signature']}: {why}{extra}"}, None
+    seconds = deadline - time.monotonic()
+    if seconds <= 0:
+        return {"cases": [], "rest": "not graded: the time budget ran out before this exercise",
+                "message": (f"FAILED: {name}: not graded ({rec['function']} is in {real[0]}): "
+                            f"the time budget of the submission ({cfg['time_budget_s']:g} s) "
+                            "ran out before this exercise")}, None
+    label = real[0] + (f" (its home; also defined in {', '.join(helpers)}, not graded there)"
+                       if helpers else "")
+    return _graded_state(name, submission, real[0], len(rec["cases"]), seconds), label
+
+
+def _graded_state(name: str, submission: pathlib.Path, graded: str, n_cases: int, seconds: float) -> dict:
+    """The state the worker grading ``graded`` left, completed when it was stopped."""
+    # stopped by end + GRACE_S at the latest: this exercise's deadline is at most end
+    state = _run_worker(name, submission, graded, seconds, seconds + GRACE_S)
+    if state is None:
+        state = {"cases": [], "message": None}
+    if state.get("message") is None:
+        state["message"] = (f"FAILED: {name}: stopped after {len(state['cases'])} of {n_cases} "
+                            "cases: its process was stopped at the time budget")
+    if state.get("rest") is None:
+        state["rest"] = "not graded: the grader stopped this exercise at its time budget"
+    return state
 
 
 def main(argv=None) -> int:

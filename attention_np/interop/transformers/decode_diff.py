@@ -147,6 +147,37 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     """
     torch = import_optional("torch", "attention_np.interop.transformers.decode_diff")
     import_optional("transformers", "attention_np.interop.transformers.decode_diff")
+    ids, pad = _read_prompts(input_ids, attention_mask)
+    _attention(model)                              # TypeError for an unsupported model
+    check_int(max_new_tokens, "max_new_tokens")
+    m = copy.deepcopy(model).double().eval()
+    m.config._attn_implementation = "sdpa"
+    if type(m).__name__ in ENCODER_DECODERS:
+        return _replay_encoder_decoder(m, ids, pad, max_new_tokens, torch)
+    positions, rope_checks = _float64_model_rotary(m, torch)
+    layer = _attention(m)
+    spec = layer_spec(layer)
+    _float64_recent_layers(m, spec)
+    seen, tokens = _generate_recorded(m, layer, ids, pad, max_new_tokens, torch)
+    params, _ = params_from_transformers(layer)
+    report = DecodeReport(type(layer).__name__, to_numpy(tokens), max_new_tokens,
+                          rope_checks=rope_checks)
+    if len(seen) != max_new_tokens:                # the prompt, then one call per new token
+        report.notes.append(f"the layer ran {len(seen)} times for {max_new_tokens} tokens")
+    padded = attention_mask is not None and not pad.all()
+    report.checks += _replay_steps(spec, params, seen, positions, pad, padded,
+                                   max_new_tokens)
+    if padded:
+        report.notes.append(f"{int((pad == 0).sum())} padded prompt position(s) left out of "
+                            "the diff (transformers: mean(V) there, attention_np: 0)")
+    if spec.has_rope:
+        report.notes.append("the copy's rotary embedding computes cos/sin in float64 "
+                            "(transformers: float32, see docs/frameworks.md)")
+    return report
+
+
+def _read_prompts(input_ids, attention_mask) -> tuple:
+    """``(ids, pad)``: the prompts (B, L) as integers and their 0/1 padding (default all 1)."""
     ids = np.asarray(to_numpy(input_ids))
     if ids.ndim != 2 or not np.issubdtype(ids.dtype, np.integer):
         raise ValueError(f"input_ids must be (B, L) integers, got {ids.dtype} {ids.shape}")
@@ -155,12 +186,13 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     if pad.shape != ids.shape:
         raise ValueError(f"attention_mask must have the shape of input_ids {ids.shape}, "
                          f"got {pad.shape}")
-    _attention(model)                              # TypeError for an unsupported model
-    check_int(max_new_tokens, "max_new_tokens")
-    m = copy.deepcopy(model).double().eval()
-    m.config._attn_implementation = "sdpa"
-    if type(m).__name__ in ENCODER_DECODERS:
-        return _replay_encoder_decoder(m, ids, pad, max_new_tokens, torch)
+    return ids, pad
+
+
+def _float64_model_rotary(m, torch) -> tuple:
+    """``(positions, rope_checks)``: the model's rotary embedding checked against ours and run
+    in float64 (per layer type: Gemma 3), the positions of each of its calls logged; empty
+    for a model without one (GPT-2)."""
     positions, rope_checks = [], []
     rotary = getattr(getattr(m, "model", m), "rotary_emb", None)       # GPT-2 has none
     if rotary is not None:
@@ -169,17 +201,26 @@ def replay_generate(model, input_ids, *, attention_mask=None,
                  for b in blocks[::-1]}
         float64_rotary(rotary, specs, getattr(blocks[0].self_attn, "layer_type", None), torch,
                        positions, rope_checks)
-    layer = _attention(m)
-    spec = layer_spec(layer)
-    if spec.family in ("qwen3", "gemma2", "gemma3", "gpt_oss"):
-        # every layer: float64 QK-norms, Gemma 2's soft-cap, gpt-oss's sinks (eager: float64)
-        m.config._attn_implementation = {"gemma2": EAGER_FLOAT64, "gpt_oss": "eager"}.get(
-            spec.family, "sdpa")
-        if spec.family == "gpt_oss":
-            float64_experts(m)                     # grouped_mm takes no float64
-        for block in m.model.layers:
-            prepare_recent_layer(block.self_attn, layer_spec(block.self_attn),
-                                 m.config._attn_implementation)
+    return positions, rope_checks
+
+
+def _float64_recent_layers(m, spec) -> None:
+    """Every layer of Qwen 3, Gemma 2 and 3, gpt-oss in float64: QK-norms, Gemma 2's soft-cap,
+    gpt-oss's sinks (eager: float64) and experts."""
+    if spec.family not in ("qwen3", "gemma2", "gemma3", "gpt_oss"):
+        return
+    m.config._attn_implementation = {"gemma2": EAGER_FLOAT64, "gpt_oss": "eager"}.get(
+        spec.family, "sdpa")
+    if spec.family == "gpt_oss":
+        float64_experts(m)                     # grouped_mm takes no float64
+    for block in m.model.layers:
+        prepare_recent_layer(block.self_attn, layer_spec(block.self_attn),
+                             m.config._attn_implementation)
+
+
+def _generate_recorded(m, layer, ids, pad, max_new_tokens: int, torch) -> tuple:
+    """``(seen, tokens)``: greedy ``generate()``'s tokens, and ``(x, out)`` of each call of
+    ``layer`` (the prompt, then one per new token)."""
     seen = []
 
     def hook(mod, args, kwargs, out):
@@ -194,15 +235,19 @@ def replay_generate(model, input_ids, *, attention_mask=None,
                                 do_sample=False, pad_token_id=m.config.eos_token_id)
     finally:
         handle.remove()
-    params, _ = params_from_transformers(layer)
-    report = DecodeReport(type(layer).__name__, to_numpy(tokens), max_new_tokens,
-                          rope_checks=rope_checks)
-    if len(seen) != max_new_tokens:                # the prompt, then one call per new token
-        report.notes.append(f"the layer ran {len(seen)} times for {max_new_tokens} tokens")
+    return seen, tokens
+
+
+def _replay_steps(spec, params: dict, seen: list, positions: list, pad, padded: bool,
+                  max_new_tokens: int) -> list:
+    """A check per recorded step ``(x, theirs)``: :func:`~attention_np.compose.decode.
+    mha_decode_step` on our KV cache (heads, scale, RoPE at the positions ``generate()`` used,
+    QK-norm, soft-cap, sinks: from the spec) against the layer's output, the padded query rows
+    left out."""
+    checks = []
     # the padding of every position: the prompt's, then 1 for each generated token
     full = np.concatenate([pad, np.ones((pad.shape[0], max_new_tokens), np.int64)], axis=1)
-    padded = attention_mask is not None and not pad.all()
-    kv = KVCache(ids.shape[1] + max_new_tokens)
+    kv = KVCache(pad.shape[1] + max_new_tokens)
     for step, (x, theirs) in enumerate(seen):
         T = x.shape[1]
         S = kv.length + T
@@ -213,15 +258,8 @@ def replay_generate(model, input_ids, *, attention_mask=None,
         # soft-cap, sinks: from the spec, as every diff takes them
         ours = mha_decode_step(x, params, kv, **options)
         real = full[:, kv.length - x.shape[1]:kv.length].astype(bool)     # (B, T) query rows
-        report.checks.append(check_float64(f"step {step} (T={x.shape[1]})", theirs[real],
-                                           ours[real]))
-    if padded:
-        report.notes.append(f"{int((pad == 0).sum())} padded prompt position(s) left out of "
-                            "the diff (transformers: mean(V) there, attention_np: 0)")
-    if spec.has_rope:
-        report.notes.append("the copy's rotary embedding computes cos/sin in float64 "
-                            "(transformers: float32, see docs/frameworks.md)")
-    return report
+        checks.append(check_float64(f"step {step} (T={x.shape[1]})", theirs[real], ours[real]))
+    return checks
 
 
 def _replay_encoder_decoder(m, ids, pad, max_new_tokens: int, torch) -> DecodeReport:

@@ -44,70 +44,117 @@ def _np(t):
 
 
 def _kernel(results, reference, rng, torch):
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-
+    """The attention function registered under :data:`NAME`: each call diffed
+    (:func:`_diff_kernel_call`) into ``results``, the model going on with the reference's
+    output."""
     def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
                   softcap=None, s_aux=None, position_bias=None, **kwargs):
-        ref = (family_function(module, "eager_attention_forward") if reference == "eager"
-               else ALL_ATTENTION_FUNCTIONS[reference])           # eager: the family's own
-        leaves = [t.detach().clone().requires_grad_(True) for t in (query, key, value)]
-        sinks = None if s_aux is None else s_aux.detach().clone().requires_grad_(True)
-        extra = {k: v for k, v in (("softcap", softcap), ("s_aux", sinks)) if v is not None}
-        if position_bias is not None:      # T5: passed on as given
-            extra["position_bias"] = position_bias
-        own = getattr(module, "sinks", None)       # gpt-oss's eager reads module.sinks itself
-        if own is not None:
-            own.grad = None
-        with torch.enable_grad():
-            out, _ = ref(module, *leaves, attention_mask, scaling=scaling, dropout=0.0, **extra,
-                         **kwargs)
-            q, k, v = (_np(t) for t in (query, key, value))
-            B, h, L, _ = q.shape
-            S = k.shape[-2]
-            keep, bias = None, None
-            if attention_mask is not None:
-                m = to_numpy(attention_mask) if attention_mask.dtype == torch.bool \
-                    else _np(attention_mask)
-                keep = m if m.dtype == bool else m > MIN
-                bias = None if m.dtype == bool else np.where(keep, m, 0.0)
-            elif getattr(module, "is_causal", False) and L > 1:
-                keep = np.tril(np.ones((L, S), bool), S - L)                  # bottom-right
-            if position_bias is not None:  # T5: added to the scores (any mask folded in kept)
-                pb = _np(position_bias)
-                keep = pb > MIN if keep is None else keep & (pb > MIN)
-                bias = np.where(pb > MIN, pb, 0.0) + (0.0 if bias is None else bias)
-            if keep is not None:
-                keep = np.broadcast_to(keep, np.broadcast_shapes(keep.shape, (B, 1, L, S)))
-            rows = dead_rows(keep)
-            dout = rng.standard_normal((B, L, h, v.shape[-1]))      # transformers: (B, L, h, d)
-            if rows is not None:
-                dout = np.where(rows[..., None, None], 0.0, dout)
-            out.backward(torch.from_numpy(dout).to(out.dtype))
-        # the soft-cap and grouped-query attention are spec fields of the kernels
-        kw = dict(bias=bias, scale=scaling,
-                  spec=AttentionSpec(softcap=softcap, enable_gqa=k.shape[1] != h))
-        d_heads = dout.transpose(0, 2, 1, 3)                              # (B, h, L, d)
-        if sinks is None:
-            heads, cache = fused.sdpa_forward(q, k, v, keep, **kw)
-            dq, dk, dv = fused.sdpa_backward(d_heads, cache)[:3]
-        else:
-            heads, cache = sdpa_sinks_forward(q, k, v, _np(s_aux), keep, **kw)
-            dq, dk, dv, dsinks = sdpa_sinks_backward(d_heads, cache)[:4]
-        ours = {"out": heads.transpose(0, 2, 1, 3), "dq": dq, "dk": dk, "dv": dv}
-        got = {"out": _np(out), **{f"d{n}": _np(t.grad) for n, t in zip("qkv", leaves, strict=False)}}
-        if sinks is not None:
-            # a reference that drops the sinks (transformers' sdpa) leaves them without gradient
-            ours["dsinks"] = dsinks
-            grad = sinks.grad if sinks.grad is not None else getattr(own, "grad", None)
-            got["dsinks"] = np.zeros_like(dsinks) if grad is None else _np(grad)
-        excluded = []
-        if rows is not None and rows.any():
-            got["out"] = np.where(rows[:, :, None, None], ours["out"], got["out"])
-            excluded = [tuple(int(i) for i in r) for r in np.argwhere(rows)]
-        name = f"{type(module).__name__} (layer {getattr(module, 'layer_idx', '?')})"
-        results.append(LayerResult(name, type(module).__name__, judge(got, ours), excluded))
-        return out.detach(), None
+        options = {"scaling": scaling, "softcap": softcap, "s_aux": s_aux,
+                   "position_bias": position_bias}
+        return _diff_kernel_call(results, (reference, rng, torch), module,
+                                 (query, key, value, attention_mask), options, kwargs)
     return attention
+
+
+def _diff_kernel_call(results, run: tuple, module, tensors: tuple, options: dict, kwargs: dict):
+    """One attention call, ``tensors = (query, key, value, attention_mask)``: the reference
+    (``run = (reference, rng, torch)``) forward and backward from a random upstream gradient on
+    leaves of the same tensors, ours on their float64 copies, their diff a row of ``results``;
+    ``(output, None)`` as an attention function returns, the reference's output."""
+    reference, rng, torch = run
+    query, key, value, attention_mask = tensors
+    leaves = [t.detach().clone().requires_grad_(True) for t in (query, key, value)]
+    s_aux = options["s_aux"]
+    sinks = None if s_aux is None else s_aux.detach().clone().requires_grad_(True)
+    own = getattr(module, "sinks", None)       # gpt-oss's eager reads module.sinks itself
+    if own is not None:
+        own.grad = None
+    with torch.enable_grad():
+        out = _reference_forward(module, reference, leaves, sinks, attention_mask, options,
+                                 kwargs)
+        q, k, v = (_np(t) for t in (query, key, value))
+        keep, bias = _kernel_mask(module, attention_mask, options["position_bias"], q.shape,
+                                  k.shape[-2], torch)
+        rows = dead_rows(keep)
+        dout = rng.standard_normal((q.shape[0], q.shape[2], q.shape[1], v.shape[-1]))
+        if rows is not None:                    # transformers: (B, L, h, d)
+            dout = np.where(rows[..., None, None], 0.0, dout)
+        out.backward(torch.from_numpy(dout).to(out.dtype))
+    ours = _kernel_ours((q, k, v, keep, bias), options, dout)
+    got = _kernel_got(out, leaves, sinks, own, ours)
+    excluded = []
+    if rows is not None and rows.any():
+        got["out"] = np.where(rows[:, :, None, None], ours["out"], got["out"])
+        excluded = [tuple(int(i) for i in r) for r in np.argwhere(rows)]
+    name = f"{type(module).__name__} (layer {getattr(module, 'layer_idx', '?')})"
+    results.append(LayerResult(name, type(module).__name__, judge(got, ours), excluded))
+    return out.detach(), None
+
+
+def _reference_forward(module, reference: str, leaves: list, sinks, attention_mask,
+                       options: dict, kwargs: dict):
+    """The reference's output on the leaves (the family's own eager function for ``"eager"``),
+    with the call's soft-cap, sinks and T5 position bias."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    ref = (family_function(module, "eager_attention_forward") if reference == "eager"
+           else ALL_ATTENTION_FUNCTIONS[reference])           # eager: the family's own
+    extra = {k: v for k, v in (("softcap", options["softcap"]), ("s_aux", sinks))
+             if v is not None}
+    if options["position_bias"] is not None:      # T5: passed on as given
+        extra["position_bias"] = options["position_bias"]
+    out, _ = ref(module, *leaves, attention_mask, scaling=options["scaling"], dropout=0.0,
+                 **extra, **kwargs)
+    return out
+
+
+def _kernel_mask(module, attention_mask, position_bias, q_shape: tuple, S: int, torch) -> tuple:
+    """``(keep, bias)``: the call's mask as our bool keep mask (broadcast to (B, 1|h, L, S)) and
+    the additive rest of it; the causal mask of a causal module called without a mask
+    (bottom-right); T5's position bias added, any mask folded in it kept."""
+    B, h, L, _ = q_shape
+    keep, bias = None, None
+    if attention_mask is not None:
+        m = to_numpy(attention_mask) if attention_mask.dtype == torch.bool \
+            else _np(attention_mask)
+        keep = m if m.dtype == bool else m > MIN
+        bias = None if m.dtype == bool else np.where(keep, m, 0.0)
+    elif getattr(module, "is_causal", False) and L > 1:
+        keep = np.tril(np.ones((L, S), bool), S - L)                  # bottom-right
+    if position_bias is not None:  # T5: added to the scores (any mask folded in kept)
+        pb = _np(position_bias)
+        keep = pb > MIN if keep is None else keep & (pb > MIN)
+        bias = np.where(pb > MIN, pb, 0.0) + (0.0 if bias is None else bias)
+    if keep is not None:
+        keep = np.broadcast_to(keep, np.broadcast_shapes(keep.shape, (B, 1, L, S)))
+    return keep, bias
+
+
+def _kernel_ours(arrays: tuple, options: dict, dout) -> dict:
+    """attention_np's fused kernel (with sinks: the sink-logit kernel) forward and backward on
+    ``arrays = (q, k, v, keep, bias)``: ``{"out" (B, L, h, d), "dq", "dk", "dv", ("dsinks")}``."""
+    q, k, v, keep, bias = arrays
+    # the soft-cap and grouped-query attention are spec fields of the kernels
+    kw = dict(bias=bias, scale=options["scaling"],
+              spec=AttentionSpec(softcap=options["softcap"], enable_gqa=k.shape[1] != q.shape[1]))
+    d_heads = dout.transpose(0, 2, 1, 3)                              # (B, h, L, d)
+    if options["s_aux"] is None:
+        heads, cache = fused.sdpa_forward(q, k, v, keep, **kw)
+        dq, dk, dv = fused.sdpa_backward(d_heads, cache)[:3]
+        return {"out": heads.transpose(0, 2, 1, 3), "dq": dq, "dk": dk, "dv": dv}
+    heads, cache = sdpa_sinks_forward(q, k, v, _np(options["s_aux"]), keep, **kw)
+    dq, dk, dv, dsinks = sdpa_sinks_backward(d_heads, cache)[:4]
+    return {"out": heads.transpose(0, 2, 1, 3), "dq": dq, "dk": dk, "dv": dv, "dsinks": dsinks}
+
+
+def _kernel_got(out, leaves: list, sinks, own, ours: dict) -> dict:
+    """The reference's output and gradients; the sinks' gradient 0 from a reference that drops
+    them (transformers' sdpa), the module's own from one that reads ``module.sinks``."""
+    got = {"out": _np(out), **{f"d{n}": _np(t.grad) for n, t in zip("qkv", leaves, strict=False)}}
+    if sinks is not None:
+        # a reference that drops the sinks (transformers' sdpa) leaves them without gradient
+        grad = sinks.grad if sinks.grad is not None else getattr(own, "grad", None)
+        got["dsinks"] = np.zeros_like(ours["dsinks"]) if grad is None else _np(grad)
+    return got
 
 
 def compare_attention_kernels(model, *, reference: str = "sdpa", seed: int = 0,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -148,8 +149,28 @@ def _torch_mask(mask, torch):
 
 
 def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, torch) -> dict:
-    """The keyword arguments of the layer's own ``forward``, by its parameter names."""
+    """The keyword arguments of the layer's own ``forward``, by its parameter names: its mask
+    and encoder output (:func:`_mask_kwargs`), its bookkeeping arguments, its positions
+    (:func:`_position_kwargs`), a T5 position bias, and a relative table's image size."""
     names = forward_parameters(module)
+    kwargs = _mask_kwargs(module, spec, names, mask, kv, torch)
+    if "layer_idx" in names:                        # Zamba: its cache's index (no cache here)
+        kwargs["layer_idx"] = getattr(module, "layer_idx", None)
+    if "alibi" in names:                            # Falcon: positional, None without ALiBi
+        kwargs["alibi"] = None
+    kwargs.update(_position_kwargs(spec, names, positions, torch))
+    if position_bias is not None:
+        kwargs["position_bias"] = torch.from_numpy(position_bias)
+    if spec.grid_table is not None and "resolution" in names:     # Data2VecVision: its table's
+        H, W, _ = spec.grid_table                                   # grid, in pixels
+        kwargs["resolution"] = (H * module.config.patch_size, W * module.config.patch_size)
+    return kwargs
+
+
+def _mask_kwargs(module, spec: LayerSpec, names: tuple, mask, kv, torch) -> dict:
+    """The mask (B, 1, L, S) as the layer takes it (transformers' additive float mask, XLM's
+    keep mask), under the name it takes it by, with the encoder output ``kv`` of a
+    cross-attention layer; refused when the layer takes no mask and the call needs one."""
     key = next((n for n in ("attention_mask", "mask") if n in names), None)
     if key is None and mask is not None:            # VideoMAE: no mask argument at all
         raise ValueError(f"{type(module).__name__}.forward takes no attention mask; this call "
@@ -166,25 +187,23 @@ def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, to
         kwargs = {mask_name: kwargs.pop("attention_mask", None), kv_name: kv}
     elif kv is not None:
         kwargs["key_value_states"] = kv
-    if "layer_idx" in names:                        # Zamba: its cache's index (no cache here)
-        kwargs["layer_idx"] = getattr(module, "layer_idx", None)
-    if "alibi" in names:                            # Falcon: positional, None without ALiBi
-        kwargs["alibi"] = None
+    return kwargs
+
+
+def _position_kwargs(spec: LayerSpec, names: tuple, positions, torch) -> dict:
+    """The layer's RoPE inputs: ``position_ids`` for a layer turning q and k itself, our float64
+    ``(cos, sin)`` as ``position_embeddings`` for one that takes them, a rotation by 0 for a
+    NoPE layer that takes them anyway; ``{}`` for a layer without positions."""
     if spec.rope_in_layer or spec.rope_table:       # IDEFICS: its own rotary_emb turns q, k
         #                                             (GPT-J in 5.15-5.17: its own table)
-        kwargs["position_ids"] = torch.from_numpy(np.ascontiguousarray(positions))
-    elif spec.has_rope:
+        return {"position_ids": torch.from_numpy(np.ascontiguousarray(positions))}
+    if spec.has_rope:
         cos, sin = spec_cos_sin(spec, positions)
-        kwargs["position_embeddings"] = (torch.from_numpy(cos), torch.from_numpy(sin))
-    elif "position_embeddings" in names:            # SmolLM3's NoPE layers take and ignore them
+        return {"position_embeddings": (torch.from_numpy(cos), torch.from_numpy(sin))}
+    if "position_embeddings" in names:              # SmolLM3's NoPE layers take and ignore them
         ones = torch.ones(positions.shape + (spec.head_dim,), dtype=torch.float64)
-        kwargs["position_embeddings"] = (ones, 0 * ones)
-    if position_bias is not None:
-        kwargs["position_bias"] = torch.from_numpy(position_bias)
-    if spec.grid_table is not None and "resolution" in names:     # Data2VecVision: its table's
-        H, W, _ = spec.grid_table                                   # grid, in pixels
-        kwargs["resolution"] = (H * module.config.patch_size, W * module.config.patch_size)
-    return kwargs
+        return {"position_embeddings": (ones, 0 * ones)}
+    return {}
 
 
 def _window_bias(module, spec: LayerSpec, window_mask, B: int, L: int, bias):
@@ -267,6 +286,39 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     """
     torch = import_optional("torch", "attention_np.interop.transformers")
     import_optional("transformers", "attention_np.interop.transformers")
+    spec = _check_layer(module, hidden_states, attn_implementation, seed, torch)
+    call = _read_call(module, spec, hidden_states, key_value_states, attention_mask,
+                      position_ids, position_bias, window_mask)
+    layer, impl, switched = _float64_copy(module, spec, attn_implementation)
+    rope_checks = _float64_rope(layer, spec, torch)
+    _prepare_backward(layer, spec, impl)
+    rows = dead_rows(call.mask)         # rows that attend nothing: no upstream gradient there
+    got, dout = _run_torch(layer, module, spec, call, impl, rows, seed, torch)
+    ours = _run_ours(layer, spec, call, dout)
+    report = _judge(module, spec, impl, got, ours, rows, rope_checks, call.positions, torch)
+    report.notes += _input_notes(module, spec, call, position_ids, report.excluded_rows)
+    report.notes += _implementation_notes(module, impl, switched)
+    return report
+
+
+@dataclass
+class _LayerCall:
+    """One call of the layer, its inputs read and checked (before any work) as NumPy arrays."""
+
+    names: tuple                    # the layer's forward parameters
+    roles: dict | None              # its query, key, value parameters (qkv_inputs), else None
+    x: np.ndarray                   # (B, L, d_model) float64
+    kv: np.ndarray | None           # (B, S, d_model) float64: the encoder output, or None
+    positions: np.ndarray           # (B, L) int: RoPE's
+    bias: np.ndarray | None         # (B | 1, h, L, S) T5's position bias, (B, 1, N, N) Swin's mask
+    mask: np.ndarray | None         # (B, 1, L, S) bool, True = may attend
+    window_mask: object = None      # Swin's (num_windows, N, N), as given
+
+
+def _check_layer(module, hidden_states, attn_implementation, seed, torch) -> LayerSpec:
+    """The layer read (:func:`layer_spec`) after its first checks: a torch module, a valid seed,
+    real hidden states, an attention implementation transformers has; refused when its ALiBi
+    bias or its residual comes from the model's forward."""
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"module must be an attention layer (a torch.nn.Module), got "
                         f"{type(module).__name__} ({module!r:.40})")
@@ -283,8 +335,41 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         raise ValueError(f"attn_implementation must be one of {IMPLEMENTATIONS} (float64 forward "
                          f"and backward on CPU) or another of transformers' {known[4:]} (run as "
                          f"compare_transformers_model runs the layer), got {attn_implementation!r}")
-    names = forward_parameters(module)
-    roles = qkv_inputs(module)          # torch's MultiheadAttention, CTRL: three inputs
+    return spec
+
+
+def _read_call(module, spec: LayerSpec, hidden_states, key_value_states, attention_mask,
+               position_ids, position_bias, window_mask) -> _LayerCall:
+    """The call's inputs, each checked against the layer in turn (the first wrong one named):
+    the encoder output it may take, the hidden states and their width, the padding mask, the
+    positions, the position bias, Swin's window mask; then our mask (:func:`build_mask`)."""
+    names, roles = forward_parameters(module), qkv_inputs(module)
+    _check_cross(module, spec, names, roles, key_value_states)
+    x, weights = _read_hidden_states(module, hidden_states)
+    kv = None if key_value_states is None else to_numpy(key_value_states, np.float64)
+    _check_grid(module, spec, x)
+    B, L = x.shape[:2]
+    S = L if kv is None else kv.shape[1]
+    pad = _read_padding(attention_mask, B, S)
+    if kv is not None and (kv.ndim != 3 or kv.shape[0] != B
+                           or kv.shape[-1] != weights["W_k"].shape[0]):
+        raise ValueError(f"key_value_states must be (B, S, d_model) with B = {B}, d_model = "
+                         f"{weights['W_k'].shape[0]} (the layer's), got shape {kv.shape}")
+    positions = _read_positions(position_ids, B, L)
+    bias = _read_position_bias(module, spec, names, position_bias, (B, L, S))
+    if pad is not None and not {"attention_mask", "mask"} & set(names):
+        raise ValueError(f"attention_mask: {type(module).__name__} takes no mask (its forward "
+                         f"takes {names})")
+    if window_mask is not None:
+        bias = _window_bias(module, spec, window_mask, B, L, bias)
+    mask = build_mask(spec if kv is None else no_causal(spec), B, L, S, pad)
+    if mask is None and keep_mask(module):          # XLM: its mask argument is required
+        mask = np.ones((B, 1, L, S), dtype=bool)
+    return _LayerCall(names, roles, x, kv, positions, bias, mask, window_mask)
+
+
+def _check_cross(module, spec: LayerSpec, names: tuple, roles, key_value_states) -> None:
+    """An encoder output only for a layer that takes one, and one for a cross-attention layer."""
     takes_kv = spec.cross or "key_value_states" in names or (
         roles is not None and roles["q"] == names[0])
     if key_value_states is not None and not takes_kv:
@@ -296,6 +381,11 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
         raise ValueError(f"{type(module).__name__}(is_cross_attention=True) needs "
                          "key_value_states, the encoder output (B, S, d_model) its keys and "
                          "values come from")
+
+
+def _read_hidden_states(module, hidden_states) -> tuple:
+    """``(x, weights)``: ``hidden_states`` as float64 (B, L, d_model) of the layer's width, the
+    rows of its W_q (and the layer's weights, read for the width of the encoder output)."""
     x = to_numpy(hidden_states, np.float64)
     if x.ndim != 3:
         raise ValueError(f"hidden_states must be (B, L, d_model), got shape {x.shape}")
@@ -303,46 +393,60 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     if x.shape[-1] != weights["W_q"].shape[0]:
         raise ValueError(f"hidden_states must be (B, L, d_model) with d_model = "
                          f"{weights['W_q'].shape[0]} (the layer's), got shape {x.shape}")
-    kv = None if key_value_states is None else to_numpy(key_value_states, np.float64)
-    B, L = x.shape[:2]
-    if spec.grid_table is not None:                # Data2VecVision, Swin: the table's positions
-        H, W, cls = spec.grid_table
-        if L != H * W + cls:
-            what = " and a class token" if cls else " (one window; B counts the windows)"
-            raise ValueError(f"hidden_states must be (B, {H * W + cls}, d_model): "
-                             f"{type(module).__name__} has a relative position bias table for "
-                             f"a {H}x{W} grid of patches{what}, got shape {x.shape}")
-    S = L if kv is None else kv.shape[1]
+    return x, weights
+
+
+def _check_grid(module, spec: LayerSpec, x) -> None:
+    """For a layer with a 2-D relative position table (Data2VecVision, Swin): the hidden states
+    hold the table's positions (its grid of patches, and a class token if it has one)."""
+    if spec.grid_table is None:
+        return
+    H, W, cls = spec.grid_table
+    if x.shape[1] != H * W + cls:
+        what = " and a class token" if cls else " (one window; B counts the windows)"
+        raise ValueError(f"hidden_states must be (B, {H * W + cls}, d_model): "
+                         f"{type(module).__name__} has a relative position bias table for "
+                         f"a {H}x{W} grid of patches{what}, got shape {x.shape}")
+
+
+def _read_padding(attention_mask, B: int, S: int):
+    """transformers' (B, S) 0/1 padding mask as an array, or None."""
     if attention_mask is not None and np.shape(to_numpy(attention_mask)) != (B, S):
         raise ValueError(f"attention_mask must be (B, S) = {(B, S)}, got "
                          f"{np.shape(to_numpy(attention_mask))}")
-    if kv is not None and (kv.ndim != 3 or kv.shape[0] != B
-                           or kv.shape[-1] != weights["W_k"].shape[0]):
-        raise ValueError(f"key_value_states must be (B, S, d_model) with B = {B}, d_model = "
-                         f"{weights['W_k'].shape[0]} (the layer's), got shape {kv.shape}")
-    pad = None if attention_mask is None else to_numpy(attention_mask)
+    return None if attention_mask is None else to_numpy(attention_mask)
+
+
+def _read_positions(position_ids, B: int, L: int) -> np.ndarray:
+    """RoPE's positions (B, L): ``arange(L)`` by default, a (L,) or (1, L) shared by the batch."""
     positions = np.arange(L) if position_ids is None else np.asarray(to_numpy(position_ids))
     if positions.shape in ((L,), (1, L)):          # transformers' arange(L)[None]: every sequence
         positions = np.broadcast_to(positions.reshape(1, L), (B, L))
     if positions.shape != (B, L) or not np.issubdtype(positions.dtype, np.integer):
         raise ValueError(f"position_ids must be (B, L) = {(B, L)} integers (or (1, L), shared "
                          f"by the batch), got {positions.dtype} {positions.shape}")
-    bias = None
-    if position_bias is not None:
-        if "position_bias" not in names or spec.buckets is not None:
-            raise ValueError(f"position_bias is for a T5 layer without its own bias table; "
-                             f"{type(module).__name__} {'has one' if spec.buckets else 'takes none'}")
-        bias = np.asarray(to_numpy(position_bias), dtype=np.float64)
-        if bias.ndim != 4 or bias.shape[1:] != (spec.num_heads, L, S) or bias.shape[0] not in (1, B):
-            raise ValueError(f"position_bias must be (B or 1, h, L, S) = ({B}, {spec.num_heads}, "
-                             f"{L}, {S}), got {bias.shape}")
-    if pad is not None and not {"attention_mask", "mask"} & set(names):
-        raise ValueError(f"attention_mask: {type(module).__name__} takes no mask (its forward "
-                         f"takes {names})")
-    if window_mask is not None:
-        bias = _window_bias(module, spec, window_mask, B, L, bias)
-    mask = build_mask(spec if kv is None else no_causal(spec), B, L, S, pad)
+    return positions
 
+
+def _read_position_bias(module, spec: LayerSpec, names: tuple, position_bias, BLS: tuple):
+    """T5's position bias as float64 (B | 1, h, L, S), for a T5 layer without its own table."""
+    if position_bias is None:
+        return None
+    B, L, S = BLS
+    if "position_bias" not in names or spec.buckets is not None:
+        raise ValueError(f"position_bias is for a T5 layer without its own bias table; "
+                         f"{type(module).__name__} {'has one' if spec.buckets else 'takes none'}")
+    bias = np.asarray(to_numpy(position_bias), dtype=np.float64)
+    if bias.ndim != 4 or bias.shape[1:] != (spec.num_heads, L, S) or bias.shape[0] not in (1, B):
+        raise ValueError(f"position_bias must be (B or 1, h, L, S) = ({B}, {spec.num_heads}, "
+                         f"{L}, {S}), got {bias.shape}")
+    return bias
+
+
+def _float64_copy(module, spec: LayerSpec, attn_implementation) -> tuple:
+    """``(layer, impl, notes)``: a float64 copy of the layer in eval mode, set to run ``impl``
+    (:func:`layer_implementation`: the one asked for, else the model's own; ``"own forward"``
+    for a layer without a config), and the notes of a switch."""
     layer = copy.deepcopy(module).double().eval()
     config = getattr(layer, "config", None)        # None: FSMT, LED, SpeechT5, WavLM compute
     impl, switched = "own forward", []             # in their own forward
@@ -351,12 +455,23 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                                               config._attn_implementation)
         config._attn_implementation = impl
     prepare_recent_layer(layer, spec, impl)
+    return layer, impl, switched
+
+
+def _float64_rope(layer, spec: LayerSpec, torch) -> list:
+    """A layer's own rotary embedding or sin|cos table checked against ours, then run in float64
+    (the checks, ``[]`` for a layer that turns q and k with the model's cos and sin)."""
     rope_checks = []
     if spec.rope_in_layer:          # its own rotary embedding: its inv_freq and attention
         float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], rope_checks)  # factor
         #                             checked against ours, its cos and sin then in float64
     if spec.rope_table:             # its own sin|cos table checked against ours, then ours
         rope_checks += float64_table(layer, spec, torch)
+    return rope_checks
+
+
+def _prepare_backward(layer, spec: LayerSpec, impl: str) -> None:
+    """The copy's parameters to take gradients; its causality said, for sdpa."""
     if impl == "sdpa" and not hasattr(layer, "is_causal"):
         # transformers' sdpa takes an absent is_causal for True when no mask is passed: Mllama's
         # vision attention, bidirectional in its model (which always passes a mask), would run
@@ -365,36 +480,63 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
     for p in layer.parameters():
         p.requires_grad_(True)
         p.grad = None
-    xt = torch.tensor(x, requires_grad=True)
-    kvt = None if kv is None else torch.tensor(kv, requires_grad=True)
-    if mask is None and keep_mask(module):          # XLM: its mask argument is required
-        mask = np.ones((B, 1, L, S), dtype=bool)
-    kwargs = _call_kwargs(module, spec, mask, None if roles else kvt, positions,
-                          None if window_mask is not None else bias, torch)
-    if roles is not None:               # the query x; key and value the same tensor, kv or x
-        kwargs.update({roles["q"]: xt, roles["k"]: xt if kvt is None else kvt,
-                       roles["v"]: xt if kvt is None else kvt})
-    if window_mask is not None:                     # Swin: the layer's own attention_mask
-        kwargs["attention_mask"] = torch.from_numpy(np.asarray(window_mask, dtype=np.float64))
+
+
+def _run_torch(layer, module, spec: LayerSpec, call: _LayerCall, impl: str, rows, seed: int,
+               torch) -> tuple:
+    """``(got, dout)``: the float64 copy forward, then backward from a random upstream gradient
+    ``dout`` (0 on the ``rows`` that attend nothing); ``got`` its output and every gradient,
+    the parameters' in attention_np's layout."""
+    xt = torch.tensor(call.x, requires_grad=True)
+    kvt = None if call.kv is None else torch.tensor(call.kv, requires_grad=True)
+    kwargs = _torch_kwargs(module, spec, call, xt, kvt, torch)
     with float64_rope_function(layer), float64_upcasts(torch, scores_in_own_method(layer) or
                                                        impl == "eager"):
-        out_t = layer(xt, **kwargs) if roles is None else layer(**kwargs)   # (GPT-Neo's _attn:
-        #                                                     float64, not float32)
+        out_t = layer(xt, **kwargs) if call.roles is None else layer(**kwargs)   # (GPT-Neo's
+        #                                                     _attn: float64, not float32)
     out_t = out_t[0] if isinstance(out_t, (tuple, list)) else out_t   # (MobileViT: the tensor alone)
     dout = np.random.default_rng(seed).standard_normal(tuple(out_t.shape))
-    rows = dead_rows(mask)
-    if rows is not None:                # rows that attend nothing: no upstream gradient there
+    if rows is not None:
         dout = np.where(rows[..., None], 0.0, dout)
     out_t.backward(torch.from_numpy(dout))
     got = {"out": to_numpy(out_t), "dhidden_states": to_numpy(xt.grad)}
     if kvt is not None:
         got["dkey_value"] = to_numpy(kvt.grad)
-    params, _ = params_from_transformers(layer)
     grads, _ = params_from_transformers(layer, grads=True)
     got.update({f"d{n}": g for n, g in grads.items()})
-    if bias is not None and window_mask is None:   # T5's bias has the mask folded in: keep
-        bias = np.where(bias > np.finfo(np.float64).min / 2, bias, 0.0)   # it out of ours
-    ours = replay(spec, params, x, kv, mask, dout, positions=positions, bias=bias)
+    return got, dout
+
+
+def _torch_kwargs(module, spec: LayerSpec, call: _LayerCall, xt, kvt, torch) -> dict:
+    """The keyword arguments of the copy's call (:func:`_call_kwargs`), with the query, key and
+    value of a layer taking them apart, and Swin's window mask as its ``attention_mask``."""
+    swin = call.window_mask is not None
+    kwargs = _call_kwargs(module, spec, call.mask, None if call.roles else kvt, call.positions,
+                          None if swin else call.bias, torch)
+    roles = call.roles
+    if roles is not None:               # the query x; key and value the same tensor, kv or x
+        kwargs.update({roles["q"]: xt, roles["k"]: xt if kvt is None else kvt,
+                       roles["v"]: xt if kvt is None else kvt})
+    if swin:                                        # Swin: the layer's own attention_mask
+        kwargs["attention_mask"] = torch.from_numpy(np.asarray(call.window_mask,
+                                                               dtype=np.float64))
+    return kwargs
+
+
+def _run_ours(layer, spec: LayerSpec, call: _LayerCall, dout) -> dict:
+    """attention_np's forward and backward (:func:`replay`) with the copy's parameters."""
+    params, _ = params_from_transformers(layer)
+    bias = call.bias
+    if bias is not None and call.window_mask is None:   # T5's bias has the mask folded in:
+        bias = np.where(bias > np.finfo(np.float64).min / 2, bias, 0.0)   # keep it out of ours
+    return replay(spec, params, call.x, call.kv, call.mask, dout, positions=call.positions,
+                  bias=bias)
+
+
+def _judge(module, spec: LayerSpec, impl: str, got: dict, ours: dict, rows, rope_checks: list,
+           positions, torch) -> MHAReport:
+    """The report: every array judged (the rows that attend nothing left out), the layer's own
+    RoPE checks, and the model's rotary frequencies against ours (after a forward)."""
     excluded = leave_out_rows(got, ours, rows)
     report = MHAReport(f"transformers {type(module).__name__} ({impl})", "float64",
                        weights=stored_weights_line(stored_dtypes(module)))
@@ -408,34 +550,50 @@ def compare_transformers_attention(module, hidden_states, *, key_value_states=No
                                 f"{type(module).__name__}'s family found")
         else:
             report.checks += checks
-    if excluded:
-        report.notes.append(f"{len(excluded)} query row(s) (batch, position) have every key "
-                            f"masked and are left out of the verdict: {excluded} (transformers' "
-                            "finfo.min mask gives them mean(V), attention_np 0; see "
-                            "docs/frameworks.md)")
-    if "position_bias" in names and spec.buckets is None and bias is None and kv is None:
-        report.notes.append(f"{type(module).__name__} has no bias table of its own: inside the "
-                            "model it gets the position bias block 0 computed, which this diff "
-                            "did not get (pass position_bias=, or diff the whole model with "
-                            "compare_transformers_model)")
-    if "relative_position_bias" in names and getattr(
-            getattr(module, "config", None), "use_shared_relative_position_bias", False):
-        report.notes.append(f"{type(module).__name__} gets the model's shared relative position "
-                            "bias (use_shared_relative_position_bias) as an argument, which this "
-                            "diff did not pass: diff the whole model with "
-                            "compare_transformers_model")
-    if position_ids is not None and not spec.has_rope:
-        report.notes.append(f"position_ids not used: {type(module).__name__} has no rotary "
-                            "embedding (its positions, if any, enter before the layer or, T5, "
-                            "as the relative bias)")
-    if own_eager_only(module) and impl != "own forward":
-        report.notes.append(f"{type(module).__name__} runs its family's eager attention whatever "
-                            f"attn_implementation says ({impl!r} ignored: its forward looks the "
-                            "implementation up with getattr on ALL_ATTENTION_FUNCTIONS); its "
-                            "float32 softmax was run in float64")
-    report.notes += switched
-    if impl == "eager" and _eager_upcasts(module):
-        report.notes.append("eager: the float32 casts of the family's eager attention "
-                            "(softmax(..., dtype=torch.float32)) ran in float64, so the verdict is "
-                            "the one of sdpa and of compare_transformers_model")
     return report
+
+
+def _input_notes(module, spec: LayerSpec, call: _LayerCall, position_ids, excluded) -> list:
+    """What the verdict leaves out, by the inputs: rows with every key masked, a position bias
+    the model would have passed, positions the layer does not use."""
+    name, notes = type(module).__name__, []
+    if excluded:
+        notes.append(f"{len(excluded)} query row(s) (batch, position) have every key "
+                     f"masked and are left out of the verdict: {excluded} (transformers' "
+                     "finfo.min mask gives them mean(V), attention_np 0; see "
+                     "docs/frameworks.md)")
+    if "position_bias" in call.names and spec.buckets is None and call.bias is None and \
+            call.kv is None:
+        notes.append(f"{name} has no bias table of its own: inside the "
+                     "model it gets the position bias block 0 computed, which this diff "
+                     "did not get (pass position_bias=, or diff the whole model with "
+                     "compare_transformers_model)")
+    if "relative_position_bias" in call.names and getattr(
+            getattr(module, "config", None), "use_shared_relative_position_bias", False):
+        notes.append(f"{name} gets the model's shared relative position "
+                     "bias (use_shared_relative_position_bias) as an argument, which this "
+                     "diff did not pass: diff the whole model with "
+                     "compare_transformers_model")
+    if position_ids is not None and not spec.has_rope:
+        notes.append(f"position_ids not used: {name} has no rotary "
+                     "embedding (its positions, if any, enter before the layer or, T5, "
+                     "as the relative bias)")
+    return notes
+
+
+def _implementation_notes(module, impl: str, switched: list) -> list:
+    """What the implementation that ran changes: a layer that runs its eager attention whatever
+    was asked, a switch to what the whole-model diff runs (``switched``), eager's float32 casts
+    run in float64."""
+    notes = []
+    if own_eager_only(module) and impl != "own forward":
+        notes.append(f"{type(module).__name__} runs its family's eager attention whatever "
+                     f"attn_implementation says ({impl!r} ignored: its forward looks the "
+                     "implementation up with getattr on ALL_ATTENTION_FUNCTIONS); its "
+                     "float32 softmax was run in float64")
+    notes += switched
+    if impl == "eager" and _eager_upcasts(module):
+        notes.append("eager: the float32 casts of the family's eager attention "
+                     "(softmax(..., dtype=torch.float32)) ran in float64, so the verdict is "
+                     "the one of sdpa and of compare_transformers_model")
+    return notes

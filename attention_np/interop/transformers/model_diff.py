@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import inspect
 import typing
 from dataclasses import replace
@@ -30,7 +31,6 @@ from attention_np._checks import check_seed
 from attention_np._optional import import_optional
 from attention_np.compose.decode import KVCache
 from attention_np.interop.tolerance import check_float64, judge
-from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers.algorithm_refusals import recurrent_layer
 from attention_np.interop.transformers.cache_replay import (
     cached_keys_values,
@@ -40,7 +40,6 @@ from attention_np.interop.transformers.cache_replay import (
     refuse_cached,
     replay_cached,
 )
-from attention_np.interop.transformers.layer_diff import build_mask
 from attention_np.interop.transformers.layer_reading import (
     UnsupportedLayer,
     layer_spec,
@@ -57,6 +56,17 @@ from attention_np.interop.transformers.recent import (
     prepare_recent_layer,
     scores_in_own_method,
 )
+from attention_np.interop.transformers.recorded import (
+    grid_call,
+    numpy_of,
+    qkv_call,
+    recorded_mask,
+    rope_source,
+    rotary_hooks,
+    rotary_row,
+    table_hooks,
+    table_row,
+)
 from attention_np.interop.transformers.refusal import refuse
 from attention_np.interop.transformers.replay import (
     dead_rows,
@@ -64,24 +74,14 @@ from attention_np.interop.transformers.replay import (
     leave_out_rows,
     replay,
 )
-from attention_np.interop.transformers.rotary import (
-    check_position_embeddings,
-    float64_rotary,
-    float64_table,
-    spec_cos_sin,
-)
+from attention_np.interop.transformers.rotary import float64_rotary, float64_table, spec_cos_sin
 from attention_np.interop.transformers.weights import (
     rounded_buffers,
     stored_dtypes,
     stored_weights_line,
 )
-from attention_np.variants.position_bias import (
-    alibi_bias,
-    grid_relative_index,
-    relative_position_bias,
-)
+from attention_np.variants.position_bias import alibi_bias
 
-MIN = np.finfo(np.float64).min / 2
 CACHES = ("cache", "past_key_values", "past_key_value", "layer_past")
 
 
@@ -113,128 +113,6 @@ def attention_layers(model) -> tuple[list, list]:
             refused.append((name, why))
             known.append(name)
     return found, refused
-
-
-def _np(t):
-    return None if t is None else to_numpy(t.detach()).astype(np.float64) \
-        if t.is_floating_point() else to_numpy(t.detach())
-
-
-def _mask(arg, spec, B, L, S, cross, own: bool = False):
-    """The recorded mask (None, bool, or additive float) as ``(bool (B, 1|h, L, S), bias)``.
-
-    ``own``: the causal and sliding-window part is ours, from ``spec`` (:func:`build_mask`),
-    never the model's: only its padding is taken from the recorded mask (the keys no query may
-    see), so that a model whose window is not the one read disagrees rather than lending us
-    its mask."""
-    if arg is None:
-        return (None if cross else build_mask(spec, B, L, S)), None
-    m = _np(arg)
-    if m.dtype == bool and spec.bool_mask_masks:         # MPT: True where masked
-        m = ~m
-    if m.dtype == bool:
-        keep, extra = np.broadcast_to(m, (B,) + m.shape[1:-2] + (L, S)), None
-    else:
-        keep = m > MIN
-        extra = np.where(keep, m, 0.0)
-        extra = extra if extra.any() else None
-    if own and not cross and (spec.is_causal or spec.window is not None):
-        padding = np.broadcast_to(keep, (B,) + keep.shape[1:-2] + (L, S)).any(axis=(1, 2))
-        keep = build_mask(spec, B, L, S, padding)                         # (B, 1, L, S)
-    return keep, extra
-
-
-def _rotary_hooks(model, log) -> list:
-    """A forward hook on every ``*RotaryEmbedding`` of the model copy: logs its name, the
-    ``position_ids`` it was called with and the ``(cos, sin)`` it returned. The module runs as
-    the model has it (nothing replaced): what it computes is checked against ours."""
-    handles = []
-    for name, module in model.named_modules():
-        if not type(module).__name__.endswith("RotaryEmbedding"):
-            continue
-
-        def hook(mod, args, kwargs, output, _name=name):
-            ids = args[1] if len(args) > 1 else kwargs.get("position_ids")
-            if ids is not None and isinstance(output, tuple) and len(output) == 2:
-                log.append({"name": _name, "module": type(mod).__name__,
-                            "positions": to_numpy(ids).copy(), "out": output})
-        handles.append(module.register_forward_hook(hook, with_kwargs=True))
-    return handles
-
-
-def _table_hooks(model, found, log) -> list:
-    """A forward hook on every 2-D relative position bias table outside the attention layers
-    read (BEiT's in each ``BeitLayer``, a table shared by the encoder: the layers get its bias
-    through their mask or an argument): logs its name, the table (read now, before the run),
-    the grid it was asked for and the bias it returned, for :func:`_table_row`."""
-    inside = [n for n, *_ in found]
-    handles = []
-    for name, module in model.named_modules():
-        table = getattr(module, "relative_position_bias_table", None)
-        if table is None or not hasattr(module, "window_size") or \
-                next(module.children(), None) is not None or \
-                any(name == n or name.startswith(n + ".") for n in inside):
-            continue                          # (a layer holding its own table: in its replay)
-        entry = {"name": name, "module": module, "table": _np(table), "calls": []}
-        log.append(entry)
-
-        def hook(mod, args, kwargs, output, _entry=entry):
-            names = ("window_size", "interpolate_pos_encoding", "dim_size")[:len(args)]
-            bound = {**dict(zip(names, args, strict=True)), **kwargs}
-            _entry["calls"].append((bound, output))
-        handles.append(module.register_forward_hook(hook, with_kwargs=True))
-    return handles
-
-
-def _table_row(entry, report) -> None:
-    """A table's first call: the bias it returned against ours from the table read before the
-    run (:func:`~attention_np.variants.position_bias.grid_relative_index`, the class token's 3
-    rows when the table has them), a row of its own; an interpolated table is refused by name."""
-    if not entry["calls"]:
-        return
-    bound, output = entry["calls"][0]
-    module, table = entry["module"], entry["table"]
-    H, W = (int(v) for v in module.window_size)
-    cls = table.shape[0] == (2 * H - 1) * (2 * W - 1) + 3
-    window = bound.get("window_size")
-    if bound.get("interpolate_pos_encoding") or (window is not None and
-                                                  tuple(int(v) for v in window) != (H, W)):
-        report.refused.append((entry["name"], f"{type(module).__name__}: a relative position "
-                               f"bias table interpolated (bilinear) from its {H}x{W} grid to "
-                               f"{window} is not supported; at its own grid it is"))
-        return
-    ours = relative_position_bias(table, grid_relative_index(H, W, cls=cls))      # (h, N, N)
-    theirs = _np(output)
-    if theirs.size != ours.size:
-        report.refused.append((entry["name"], f"{type(module).__name__}: a bias of shape "
-                               f"{tuple(theirs.shape)} from a table of a {H}x{W} grid (ours: "
-                               f"{ours.shape}) is not supported"))
-        return
-    report.layers.append(LayerResult(f"{entry['name']} (bias table)", type(module).__name__,
-                                     judge({"bias": theirs.reshape(ours.shape)}, {"bias": ours}),
-                                     kind="bias table"))
-
-
-def _rope_source(log, position_embeddings):
-    """The rotary log entry whose ``(cos, sin)`` a layer received (the same tensor), else the
-    last one logged, else None."""
-    if not log:
-        return None
-    cos = position_embeddings[0] if position_embeddings is not None else None
-    return next((e for e in reversed(log) if e["out"][0] is cos), log[-1])
-
-
-def _text_positions(positions, spec, name: str):
-    """``(B, L)`` positions from a rotary call's: multimodal RoPE's ``(3, B, L)`` (Qwen2-VL:
-    temporal, height, width) is plain RoPE when the three agree (text-only input)."""
-    positions = np.asarray(positions)
-    if positions.ndim == 3:
-        if not (positions == positions[:1]).all():
-            raise UnsupportedLayer(
-                f"{name}: multimodal RoPE (mrope) with different temporal, height and width "
-                "positions (image or video tokens) is not supported; text-only positions are")
-        positions = positions[0]
-    return positions
 
 
 def check_model_inputs(model, inputs: dict, torch) -> None:
@@ -309,53 +187,82 @@ def compare_transformers_model(model, *, seed: int = 0, prompt: dict | None = No
     check_model_inputs(model, inputs, torch)
     check_seed(seed)
     given = next((n for n in CACHES if inputs.get(n) is not None), None)
-    if prompt is not None:
-        if not isinstance(prompt, dict) or not prompt:
-            raise TypeError(f"prompt must be a dict of the prompt's inputs (input_ids=..., "
-                            f"attention_mask=...), got {type(prompt).__name__}")
-        prompt = cache_name(model, prompt)
-        check_model_inputs(model, prompt, torch)
-        if given is not None:
-            raise ValueError(f"got prompt= and a filled cache ({given}=): pass one, the prompt "
-                             "(the float64 copy fills its own cache from it) or its cache")
+    prompt = _check_prompt(model, prompt, given, torch)
     if given is not None:
         try:
             check_cache(inputs[given])
         except UnsupportedLayer as e:
             return ModelReport(type(model).__name__, refused=[(passed, str(e))])
-
-    def run(work, to_torch):
-        feed = to_torch(inputs)
-        if prompt is not None:
-            takes = inspect.signature(work.forward).parameters
-            if not any(n in takes for n in CACHES):
-                raise UnsupportedLayer(f"{type(work).__name__}.forward takes no cache: a "
-                                       "prompt has nothing to fill")
-            out = work(**{**to_torch(prompt), "use_cache": True})
-            filled = getattr(out, "past_key_values", None)
-            if filled is None:
-                raise UnsupportedLayer(f"{type(work).__name__} returned no cache for the prompt "
-                                       "(use_cache=True): nothing to continue from")
-            feed[next(n for n in CACHES if n in takes)] = filled
-        elif given is not None:
-            feed[given] = float64_cache(inputs[given])
-        if prompt is not None or given is not None:
-            feed["use_cache"] = True
-        elif "use_cache" in inspect.signature(work.forward).parameters:
-            feed.setdefault("use_cache", False)     # each layer sees the whole sequence
-        work(**feed)
+    run = functools.partial(_forward, inputs=inputs, prompt=prompt, given=given)
     report, _ = diff_run(model, run, seed)
-    if given is not None and any(not torch.isfinite(t).all() for layer in inputs[given].layers
-                                 if getattr(layer, "keys", None) is not None
-                                 for t in (layer.keys, layer.values)):
-        report.notes.append(f"the model's cache ({passed}=) holds NaN or inf keys or values "
-                            "(a prompt row the model computed as NaN, e.g. every key masked): "
-                            "the model's new tokens attend them with weight 0, 0 * NaN = NaN")
-    if given is not None and report.layers:
-        report.notes.append(f"the cached keys and values were read from {passed}= as given "
-                            f"({type(inputs[given]).__name__}), not recomputed: pass the "
-                            "prompt as prompt= to compare them too")
+    report.notes += _given_cache_notes(report, inputs, given, passed, torch)
     return report
+
+
+def _check_prompt(model, prompt, given, torch):
+    """``prompt`` (None, or a dict of inputs the model takes, its cache named as it takes it),
+    refused beside a filled cache ``given``."""
+    if prompt is None:
+        return None
+    if not isinstance(prompt, dict) or not prompt:
+        raise TypeError(f"prompt must be a dict of the prompt's inputs (input_ids=..., "
+                        f"attention_mask=...), got {type(prompt).__name__}")
+    prompt = cache_name(model, prompt)
+    check_model_inputs(model, prompt, torch)
+    if given is not None:
+        raise ValueError(f"got prompt= and a filled cache ({given}=): pass one, the prompt "
+                         "(the float64 copy fills its own cache from it) or its cache")
+    return prompt
+
+
+def _forward(work, to_torch, *, inputs: dict, prompt, given) -> None:
+    """The float64 copy's forward on ``inputs``: after the ``prompt`` (run first, with
+    ``use_cache=True``) continuing from the cache it filled, or from the float64 copy of the
+    cache ``inputs[given]``; else without a cache (each layer sees the whole sequence)."""
+    feed = to_torch(inputs)
+    if prompt is not None:
+        name, filled = _fill_cache(work, to_torch(prompt))
+        feed[name] = filled
+    elif given is not None:
+        feed[given] = float64_cache(inputs[given])
+    if prompt is not None or given is not None:
+        feed["use_cache"] = True
+    elif "use_cache" in inspect.signature(work.forward).parameters:
+        feed.setdefault("use_cache", False)     # each layer sees the whole sequence
+    work(**feed)
+
+
+def _fill_cache(work, prompt: dict) -> tuple:
+    """``(name, cache)``: the cache the copy filled running ``prompt``, and the name its forward
+    takes it by; refused by name when it takes or returns none."""
+    takes = inspect.signature(work.forward).parameters
+    if not any(n in takes for n in CACHES):
+        raise UnsupportedLayer(f"{type(work).__name__}.forward takes no cache: a "
+                               "prompt has nothing to fill")
+    out = work(**{**prompt, "use_cache": True})
+    filled = getattr(out, "past_key_values", None)
+    if filled is None:
+        raise UnsupportedLayer(f"{type(work).__name__} returned no cache for the prompt "
+                               "(use_cache=True): nothing to continue from")
+    return next(n for n in CACHES if n in takes), filled
+
+
+def _given_cache_notes(report, inputs: dict, given, passed, torch) -> list:
+    """The notes of a run continuing from a cache the user passed (``inputs[given]``, named
+    ``passed``): NaN or inf keys or values in it, and its keys and values read as given."""
+    if given is None:
+        return []
+    notes = []
+    if any(not torch.isfinite(t).all() for layer in inputs[given].layers
+           if getattr(layer, "keys", None) is not None for t in (layer.keys, layer.values)):
+        notes.append(f"the model's cache ({passed}=) holds NaN or inf keys or values "
+                     "(a prompt row the model computed as NaN, e.g. every key masked): "
+                     "the model's new tokens attend them with weight 0, 0 * NaN = NaN")
+    if report.layers:
+        notes.append(f"the cached keys and values were read from {passed}= as given "
+                     f"({type(inputs[given]).__name__}), not recomputed: pass the "
+                     "prompt as prompt= to compare them too")
+    return notes
 
 
 def cache_name(model, inputs: dict) -> dict:
@@ -397,17 +304,51 @@ def diff_run(model, run, seed: int = 0) -> tuple:
         if not refused:
             report.notes.append("no attention layer found")
         return report, None
-    for name, module, spec in specs:      # GPT-J (5.15-5.17): its own table, checked, then ours
-        if spec.rope_table:
-            report.layers.append(LayerResult(f"{name}.{spec.rope_table} (sin|cos table)",
-                                             type(module).__name__,
-                                             float64_table(module, spec, torch), kind="rotary"))
+    report.layers += _own_table_rows(specs, torch)
+    impl = _set_implementation(work, specs)
+    log, calls, tables = [], [], []
+    params, handles = _hook_layers(specs, impl, log, calls)
+    handles += rotary_hooks(work, log)
+    handles += table_hooks(work, specs, tables)
+    upcasts = not getattr(work, "_supports_sdpa", True) or \
+        any(scores_in_own_method(m) for _, m, _ in specs)    # BLOOM, MPT, GPT-Neo
+    try:
+        result = _run_hooked(work, run, specs, upcasts, torch)
+    except UnsupportedLayer as e:
+        report.refused.append(("forward", str(e)))
+        return report, None
+    finally:
+        for h in handles:
+            h.remove()
+    for entry in tables:
+        table_row(entry, report)
+    _diff_calls(report, calls, params, upcasts, np.random.default_rng(seed), torch)
+    called = {c["name"] for c in calls}
+    report.not_run += [(name, type(m).__name__) for name, m, _ in specs if name not in called]
+    return report, result
+
+
+def _own_table_rows(specs, torch) -> list:
+    """A row per layer with its own RoPE sin|cos table (GPT-J in transformers 5.15-5.17): the
+    table checked against ours, then replaced by ours."""
+    return [LayerResult(f"{name}.{spec.rope_table} (sin|cos table)", type(module).__name__,
+                        float64_table(module, spec, torch), kind="rotary")
+            for name, module, spec in specs if spec.rope_table]
+
+
+def _set_implementation(work, specs) -> str:
+    """The attention implementation every config of the copy is set to (:func:`_implementation`)."""
     impl = _implementation(work, specs)
     for cfg in {id(m.config): m.config for m in work.modules()      # (IDEFICS: a float config)
                 if hasattr(getattr(m, "config", None), "_attn_implementation")}.values():
         cfg._attn_implementation = impl
-    log, calls, handles = [], [], []
-    params = {}
+    return impl
+
+
+def _hook_layers(specs, impl: str, log: list, calls: list) -> tuple:
+    """``(params, handles)``: each layer of the copy prepared for ``impl``, its parameters read
+    before the run, and the hooks recording each of its calls in ``calls``."""
+    params, handles = {}, []
     for name, module, spec in specs:
         if impl == "sdpa" and not hasattr(module, "is_causal"):
             # a model without sdpa (Splinter): its eager layers are causal by their mask only,
@@ -415,227 +356,239 @@ def diff_run(model, run, seed: int = 0) -> tuple:
             module.is_causal = spec.is_causal
         prepare_recent_layer(module, spec, impl)
         params[name] = params_from_transformers(module)[0]        # before the run
-        sig = inspect.signature(module.forward)
-
-        def pre(mod, args, kwargs, _name=name, _sig=sig, _spec=spec):
-            bound = _sig.bind_partial(*args, **kwargs).arguments
-            extra = bound.pop("kwargs", {}) or {}
-            bound = {**extra, **bound}
-            calls.append({"name": _name, "module": mod, "spec": _spec, "args": args,
-                          "kwargs": dict(kwargs), "bound": bound,
-                          "rope": _rope_source(log, bound.get("position_embeddings")),
-                          **_cache_before(mod, bound)})
-
-        def post(mod, args, kwargs, output, _name=name, _spec=spec):
-            out = output[0] if isinstance(output, (tuple, list)) else output   # GPT-1: a list
-            call = next(c for c in reversed(calls) if c["name"] == _name)
-            call["out"] = _np(out)
-            if "cache" in call:
-                call["after"] = cached_keys_values(call["cache"], call["index"])
-            if _spec.rope_in_layer:              # IDEFICS: the call of its own rotary_emb
-                call["rope"] = next((e for e in reversed(log)
-                                     if e["name"] == f"{_name}.rotary_emb"), None)
+        pre = _record_inputs(name, spec, inspect.signature(module.forward), log, calls)
         handles += [module.register_forward_pre_hook(pre, with_kwargs=True),
-                    module.register_forward_hook(post, with_kwargs=True)]
-    handles += _rotary_hooks(work, log)
-    tables = []
-    handles += _table_hooks(work, specs, tables)
-
-    def to_torch(d):
-        feed = {k: torch.from_numpy(np.asarray(v)) if isinstance(v, np.ndarray) else v
-                for k, v in d.items()}
-        return {k: v.double() if hasattr(v, "is_floating_point") and v.is_floating_point()
-                else v for k, v in feed.items()}
-    try:
-        upcasts = not getattr(work, "_supports_sdpa", True) or \
-            any(scores_in_own_method(m) for _, m, _ in specs)    # BLOOM, MPT, GPT-Neo
-        with contextlib.ExitStack() as stack, torch.no_grad():
-            stack.enter_context(float64_upcasts(torch, upcasts))
-            for kind in {type(m): m for _, m, _ in specs}.values():
-                stack.enter_context(float64_rope_function(kind))
-            try:
-                result = run(work, to_torch)
-            except UnsupportedLayer as e:
-                report.refused.append(("forward", str(e)))
-                return report, None
-        for h in handles:
-            h.remove()
-        rng = np.random.default_rng(seed)
-        for entry in tables:
-            _table_row(entry, report)
-        seen, rotary_rows, ours_cache = {}, set(), {}
-        for call in calls:
-            seen[call["name"]] = seen.get(call["name"], -1) + 1
-            label = call["name"] + (f"#{seen[call['name']]}" if seen[call["name"]] else "")
-            try:
-                if call.get("refuse"):
-                    raise UnsupportedLayer(call["refuse"])
-                if call["spec"].has_rope:
-                    _rotary_row(call, report, rotary_rows)
-                with contextlib.ExitStack() as stack:
-                    stack.enter_context(float64_upcasts(torch, upcasts))
-                    stack.enter_context(float64_rope_function(call["module"]))
-                    report.layers += _diff_cached_call(label, call, params[call["name"]], rng,
-                                                       torch, ours_cache)
-            except UnsupportedLayer as e:
-                report.refused.append((label, str(e)))
-        called = {c["name"] for c in calls}
-        report.not_run += [(name, type(m).__name__) for name, m, _ in specs if name not in called]
-    finally:
-        for h in handles:
-            h.remove()
-    return report, result
+                    module.register_forward_hook(_record_output(name, spec, log, calls),
+                                                 with_kwargs=True)]
+    return params, handles
 
 
-def _rotary_row(call, report, done: set) -> None:
-    """Before a RoPE layer's row: the ``(cos, sin)`` the model passed it against ours for the
-    positions its rotary embedding was called with (one row per distinct pair); sets
-    ``call["positions"]`` (B, L) for the replay."""
-    spec, bound = call["spec"], call["bound"]
-    x = bound.get("hidden_states", call["args"][0] if call["args"] else None)
-    B, L = x.shape[:2]
-    entry = call["rope"]
-    pe = bound.get("position_embeddings")
-    if spec.rope_in_layer and entry is not None:   # IDEFICS: what its own rotary_emb returned
-        pe = entry["out"]
-    if entry is None and spec.rope_table and bound.get("position_ids") is not None:
-        positions = _np(bound["position_ids"])          # GPT-J (5.15-5.17): its table's rows
-    elif entry is None:
-        positions = np.arange(L)
-        report.notes.append(f"{call['name']}: no rotary embedding call was seen; its RoPE "
-                            "positions are taken as 0 .. L-1")
-    else:
-        positions = _text_positions(entry["positions"], spec, type(call["module"]).__name__)
-    positions = np.broadcast_to(positions.reshape((-1, L)), (B, L))
-    call["positions"] = positions
-    if pe is None or id(pe[0]) in done:
-        return
-    done.add(id(pe[0]))
-    source = entry["name"] if entry is not None and entry["out"][0] is pe[0] else \
-        f"{call['name']} position_embeddings"
-    module = entry["module"] if entry is not None else "cos, sin"
-    report.layers.append(LayerResult(f"{source} (cos, sin)", module,
-                                     check_position_embeddings(spec, positions, *pe),
-                                     kind="rotary"))
+def _record_inputs(name: str, spec, sig, log: list, calls: list):
+    """The pre-hook of layer ``name``: a new entry of ``calls`` with its arguments (by name,
+    ``bound``), the rotary call whose cos and sin it got, and what its cache held."""
+    def pre(mod, args, kwargs):
+        bound = sig.bind_partial(*args, **kwargs).arguments
+        extra = bound.pop("kwargs", {}) or {}
+        bound = {**extra, **bound}
+        calls.append({"name": name, "module": mod, "spec": spec, "args": args,
+                      "kwargs": dict(kwargs), "bound": bound,
+                      "rope": rope_source(log, bound.get("position_embeddings")),
+                      **_cache_before(mod, bound)})
+    return pre
 
 
-def _grid_call(call, spec, arg, B: int, torch):
-    """A call of a layer with a 2-D relative position table (Data2VecVision, Swin): refused by
-    name when the table is interpolated to another grid; Swin's ``(num_windows, N, N)``
-    shifted-window mask as the ``(B, 1, N, N)`` the layer adds (window ``b`` gets
-    ``mask[b % num_windows]``)."""
-    bound, name = call["bound"], type(call["module"]).__name__
-    H, W, cls = spec.grid_table
-    resolution = bound.get("resolution")
-    if bound.get("interpolate_pos_encoding") or (resolution is not None and (
-            resolution[0] // call["module"].config.patch_size,
-            resolution[1] // call["module"].config.patch_size) != (H, W)):
-        raise UnsupportedLayer(f"{name}: a relative position bias table interpolated "
-                               f"(bilinear) from its {H}x{W} grid to an image of {resolution} "
-                               "pixels is not supported; at the table's own resolution it is")
-    if arg is None or cls or arg.ndim != 3:
-        return arg
-    if B % arg.shape[0]:
-        raise UnsupportedLayer(f"{name}: a shifted-window mask of {arg.shape[0]} windows for "
-                               f"a batch of {B} windows (not a multiple) is not supported")
-    return arg[torch.arange(B, device=arg.device) % arg.shape[0]][:, None]   # (B, 1, N, N)
+def _record_output(name: str, spec, log: list, calls: list):
+    """The hook of layer ``name``: its last call gets the output, what its cache holds after
+    it, and (IDEFICS) the call of its own rotary embedding."""
+    def post(mod, args, kwargs, output):
+        out = output[0] if isinstance(output, (tuple, list)) else output   # GPT-1: a list
+        call = next(c for c in reversed(calls) if c["name"] == name)
+        call["out"] = numpy_of(out)
+        if "cache" in call:
+            call["after"] = cached_keys_values(call["cache"], call["index"])
+        if spec.rope_in_layer:              # IDEFICS: the call of its own rotary_emb
+            call["rope"] = next((e for e in reversed(log)
+                                 if e["name"] == f"{name}.rotary_emb"), None)
+    return post
 
 
-def _qkv_call(layer, bound: dict, roles: dict) -> tuple:
-    """``(x, kv)`` of a call of a layer taking query, key and value inputs (:func:`qkv_inputs`):
-    ``kv`` None when all three are one tensor (self-attention), the key when the key and value
-    are one tensor apart from the query (SigLIP's pooling head: a probe over the hidden states);
-    refused by name otherwise, and when torch's masks are passed (not read)."""
-    q, k, v = (bound.get(roles[n]) for n in "qkv")
-    name = type(layer).__name__
-    if k is not v:
-        raise UnsupportedLayer(f"{name}: keys and values from two different inputs (key is not "
-                               "value) is not supported; self-attention and cross-attention "
-                               "over one sequence are")
-    for arg in ("key_padding_mask", "attn_mask"):
-        if bound.get(arg) is not None:
-            raise UnsupportedLayer(f"{name}: torch MultiheadAttention's {arg} is not read; "
-                                   "a call without it is")
-    return q, (None if k is q else k)
+def _float64_tensors(d: dict, torch) -> dict:
+    """A dict of inputs with its arrays as tensors and its floating tensors float64."""
+    feed = {k: torch.from_numpy(np.asarray(v)) if isinstance(v, np.ndarray) else v
+            for k, v in d.items()}
+    return {k: v.double() if hasattr(v, "is_floating_point") and v.is_floating_point()
+            else v for k, v in feed.items()}
+
+
+def _run_hooked(work, run, specs, upcasts: bool, torch):
+    """``run(work, to_torch)`` without gradients, with the float32 upcasts run in float64
+    (``upcasts``) and each layer class's rotary function in float64."""
+    with contextlib.ExitStack() as stack, torch.no_grad():
+        stack.enter_context(float64_upcasts(torch, upcasts))
+        for kind in {type(m): m for _, m, _ in specs}.values():
+            stack.enter_context(float64_rope_function(kind))
+        return run(work, functools.partial(_float64_tensors, torch=torch))
+
+
+def _diff_calls(report, calls: list, params: dict, upcasts: bool, rng, torch) -> None:
+    """Every recorded call diffed in turn (``#k`` for a layer's k-th call), after its rotary
+    row: its rows added to ``report``, or its refusal."""
+    seen, rotary_rows, ours_cache = {}, set(), {}
+    for call in calls:
+        seen[call["name"]] = seen.get(call["name"], -1) + 1
+        label = call["name"] + (f"#{seen[call['name']]}" if seen[call["name"]] else "")
+        try:
+            if call.get("refuse"):
+                raise UnsupportedLayer(call["refuse"])
+            if call["spec"].has_rope:
+                rotary_row(call, report, rotary_rows)
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(float64_upcasts(torch, upcasts))
+                stack.enter_context(float64_rope_function(call["module"]))
+                report.layers += _diff_cached_call(label, call, params[call["name"]], rng,
+                                                   torch, ours_cache)
+        except UnsupportedLayer as e:
+            report.refused.append((label, str(e)))
 
 
 def _diff_call(label, call, params, rng, torch) -> LayerResult:
-    spec, bound, layer = call["spec"], call["bound"], call["module"]
+    """One recorded layer call diffed: its output as the model computed it (a RoPE layer's,
+    computed again with our float64 cos and sin) and its gradients, the layer run again on the
+    recorded inputs from one random upstream gradient, against attention_np's replay of it."""
+    spec, layer = _call_spec(call), call["module"]
+    x_t, kv_t, roles = _recorded_inputs(call)
+    x, kv = numpy_of(x_t), numpy_of(kv_t)
+    B, L = x.shape[:2]
+    S = L + call.get("n_cached", 0) if kv is None else kv.shape[1]
+    mask, bias, p = _mask_and_bias(call, spec, params, (B, L, S, kv is not None), torch)
+    positions = call.get("positions") if spec.has_rope else None
+    rows = dead_rows(mask)
+    dout = rng.standard_normal(call["out"].shape)
+    if rows is not None:
+        dout = np.where(rows[..., None], 0.0, dout)
+    got = _run_again(call, spec, (x_t, kv_t, roles), p, positions, dout, torch)
+    ours = _replay_call(call, spec, p, (x, kv, mask, bias), positions, dout)
+    excluded = leave_out_rows(got, ours, rows)
+    return LayerResult(label, type(layer).__name__, judge(got, ours), excluded)
+
+
+def _call_spec(call):
+    """The layer's reading, with the causality the call passed (CLIP's text model passes
+    ``is_causal=True`` to a layer that is not causal by itself)."""
+    spec, bound = call["spec"], call["bound"]
     if isinstance(bound.get("is_causal"), bool):       # CLIP's text model: is_causal=True
         spec = replace(spec, is_causal=bound["is_causal"])  # passed to a non-causal layer
+    return spec
+
+
+def _recorded_inputs(call) -> tuple:
+    """``(x_t, kv_t, roles)``: the tensors of the call's hidden states and encoder output (None:
+    self-attention), and the query, key and value parameters of a layer taking them apart."""
+    bound = call["bound"]
     x_t = bound.get("hidden_states", call["args"][0] if call["args"] else None)
     kv_t = bound.get("key_value_states", bound.get("encoder_hidden_states",
                                                    bound.get("cross_attention_states")))  # Dia
-    roles = qkv_inputs(layer)           # torch's MultiheadAttention, CTRL: three inputs
+    roles = qkv_inputs(call["module"])      # torch's MultiheadAttention, CTRL: three inputs
     if roles is not None:
-        x_t, kv_t = _qkv_call(layer, bound, roles)
-    x, kv = _np(x_t), _np(kv_t)
-    B, L = x.shape[:2]
-    S = L + call.get("n_cached", 0) if kv is None else kv.shape[1]
-    cross = kv is not None
+        x_t, kv_t = qkv_call(call["module"], bound, roles)
+    return x_t, kv_t, roles
+
+
+def _mask_argument(call, spec):
+    """The mask the call got (a cross-attention's: the encoder's), XLM's keep mask as a bool
+    ``(B, 1, 1|L, S)``."""
+    bound, layer = call["bound"], call["module"]
     arg = bound.get("encoder_attention_mask") if spec.cross else bound.get(
         "attention_mask", bound.get("mask"))
     if arg is not None and "attention_mask" not in bound and keep_mask(layer):
         arg = arg != 0                          # XLM: (B, S) or (B, L, S), 0 where masked
         arg = arg[:, None, None] if arg.ndim == 2 else arg[:, None]      # (B, 1, 1|L, S)
+    return arg
+
+
+def _mask_and_bias(call, spec, params, dims: tuple, torch) -> tuple:
+    """``(mask, bias, p)`` of a call of ``dims = (B, L, S, cross)``: our bool mask (the causal and
+    window part ours, the padding the model's), the additive bias the layer got (the mask's
+    own, Data2VecVision's shared table, T5's position bias from block 0; ALiBi: ours), and the
+    parameters replayed (T5's bias table left out when the bias is given)."""
+    B, L, S, cross = dims
+    bound = call["bound"]
+    arg = _mask_argument(call, spec)
     pb = None if spec.alibi is not None else bound.get("position_bias")   # MPT: its ALiBi
     p = dict(params)
     if spec.grid_table is not None:
-        arg = _grid_call(call, spec, arg, B, torch)
-    mask, bias = _mask(arg, spec if not cross else no_causal(spec), B, L, S, cross, own=True)
+        arg = grid_call(call, spec, arg, B, torch)
+    mask, bias = recorded_mask(arg, spec if not cross else no_causal(spec), B, L, S, cross,
+                               own=True)
     shared = bound.get("relative_position_bias")   # Data2VecVision: the model's shared table
     if shared is not None and hasattr(shared, "shape"):
-        bias = _np(shared) if bias is None else bias + _np(shared)
+        bias = numpy_of(shared) if bias is None else bias + numpy_of(shared)
     if pb is not None:        # T5: the bias block 0 computed (older transformers: mask folded in)
-        keep, pb = _mask(pb, spec, B, L, S, cross)
+        keep, pb = recorded_mask(pb, spec, B, L, S, cross)
         mask = keep if mask is None else mask & keep
         bias = pb if bias is None else bias + (0.0 if pb is None else pb)
         p.pop("bias_table", None)
     if spec.alibi is not None:   # ours, whatever the model added (Falcon: folded in its mask)
         bias = alibi_bias(np.asarray(spec.alibi), L, S, align="bottom_right")[None]
-    positions = None
-    if spec.has_rope:
-        positions = call.get("positions")
-    rows = dead_rows(mask)
-    dout = rng.standard_normal(call["out"].shape)
-    if rows is not None:
-        dout = np.where(rows[..., None], 0.0, dout)
-    # the layer again on the recorded inputs, for the gradients
+    return mask, bias, p
+
+
+def _run_again(call, spec, inputs: tuple, p: dict, positions, dout, torch) -> dict:
+    """The layer again on the recorded ``inputs = (x_t, kv_t, roles)``, forward and backward
+    from ``dout``: ``{"out", "dhidden_states", ("dkey_value"), "d<param>"...}`` (the output the
+    model's, but for a RoPE layer, run on our float64 cos and sin)."""
+    x_t, kv_t, roles = inputs
+    layer = call["module"]
     for t in layer.parameters():
         t.requires_grad_(True)
         t.grad = None
     xt = x_t.detach().clone().requires_grad_(True)
+    kvt = None if kv_t is None else kv_t.detach().clone().requires_grad_(True)
+    args, kwargs = _recorded_arguments(call, xt)
+    args, kwargs = _swap_inputs(call, args, kwargs, (x_t, xt, kv_t, kvt), roles)
+    args, kwargs = _float64_rope_arguments(call, spec, args, kwargs, positions, torch)
+    out_t = _forward_backward(layer, spec, args, kwargs, dout, torch)
+    got = {"out": numpy_of(out_t) if spec.has_rope else call["out"],
+           "dhidden_states": numpy_of(xt.grad)}
+    if kvt is not None:
+        got["dkey_value"] = numpy_of(kvt.grad)
+    grads = params_from_transformers(layer, grads=True)[0]
+    got.update({f"d{n}": grads[n] for n in p})
+    return got
+
+
+def _recorded_arguments(call, xt) -> tuple:
+    """``(args, kwargs)`` of the call as recorded, the hidden states ``xt`` (positional, as GIT
+    passes them, or by name) and the cache as it was before the call (``call["shell"]``)."""
+    bound = call["bound"]
     kwargs = {k: (call.get("shell") if k in CACHES else v) for k, v in call["kwargs"].items()}
     live = next((bound[n] for n in CACHES if bound.get(n) is not None), None)
     args = (xt,) + tuple(call.get("shell") if a is live and live is not None else a
                          for a in call["args"][1:]) if call["args"] else ()   # GIT: positional
     if not call["args"]:
         kwargs["hidden_states"] = xt
-    kvt = None
-    if kv_t is not None:
-        kvt = kv_t.detach().clone().requires_grad_(True)
+    return args, kwargs
+
+
+def _swap_inputs(call, args: tuple, kwargs: dict, tensors: tuple, roles) -> tuple:
+    """``(args, kwargs)`` with the recorded inputs replaced by the leaves taking gradients,
+    ``tensors = (x_t, xt, kv_t, kvt)``: a layer taking query, key and value apart gets each as
+    the tensor it was; an encoder output goes where it was passed (Dia: positionally)."""
+    x_t, xt, kv_t, kvt = tensors
     if roles is not None:               # each input the layer got, as the tensor it was
         def swap(a):
             return xt if a is x_t else kvt if kv_t is not None and a is kv_t else a
-        args = tuple(swap(a) for a in call["args"])
-        kwargs = {k: swap(v) for k, v in kwargs.items() if k != "hidden_states"}
-    elif kv_t is not None:
+        return (tuple(swap(a) for a in call["args"]),
+                {k: swap(v) for k, v in kwargs.items() if k != "hidden_states"})
+    if kv_t is not None:
         at = next((i for i, a in enumerate(args) if a is kv_t), None)   # Dia: positional
         if at is not None:
-            args = args[:at] + (kvt,) + args[at + 1:]
-        else:
-            kwargs[next((n for n in ("key_value_states", "cross_attention_states")
-                         if n in kwargs), "encoder_hidden_states")] = kvt
+            return args[:at] + (kvt,) + args[at + 1:], kwargs
+        kwargs[next((n for n in ("key_value_states", "cross_attention_states")
+                     if n in kwargs), "encoder_hidden_states")] = kvt
+    return args, kwargs
+
+
+def _float64_rope_arguments(call, spec, args: tuple, kwargs: dict, positions, torch) -> tuple:
+    """``(args, kwargs)`` with our float64 cos and sin where the layer took the model's; a layer
+    with its own rotary embedding (IDEFICS) gets it run in float64 instead (until
+    :func:`_forward_backward` is done)."""
+    layer, bound = call["module"], call["bound"]
     if spec.rope_in_layer:      # IDEFICS: its own rotary_emb gives our float64 cos, sin (its
         float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], [])   # float32 ones:
-    elif spec.has_rope:         # the layer again with our float64 cos, sin   (_rotary_row)
+    elif spec.has_rope:         # the layer again with our float64 cos, sin   (rotary_row)
         cos, sin = spec_cos_sin(spec, positions)
         ours = (torch.from_numpy(cos), torch.from_numpy(sin))
         at = next((i for i, a in enumerate(args) if a is bound.get("position_embeddings")), None)
         if at is not None:                          # Dia: passed positionally
-            args = args[:at] + (ours,) + args[at + 1:]
-        else:
-            kwargs["position_embeddings"] = ours
+            return args[:at] + (ours,) + args[at + 1:], kwargs
+        kwargs["position_embeddings"] = ours
+    return args, kwargs
+
+
+def _forward_backward(layer, spec, args: tuple, kwargs: dict, dout, torch):
+    """The layer's output tensor, its backward from ``dout`` done; a rotary embedding run in
+    float64 for the call gets its own forward back."""
     try:
         with torch.enable_grad():
             out_t = layer(*args, **kwargs)
@@ -644,20 +597,21 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     finally:
         if spec.rope_in_layer:
             del layer.rotary_emb.forward                 # its own forward again
-    got = {"out": _np(out_t) if spec.has_rope else call["out"], "dhidden_states": _np(xt.grad)}
-    if kvt is not None:
-        got["dkey_value"] = _np(kvt.grad)
-    grads = params_from_transformers(layer, grads=True)[0]
-    got.update({f"d{n}": grads[n] for n in p})
+    return out_t
+
+
+def _replay_call(call, spec, p: dict, arrays: tuple, positions, dout) -> dict:
+    """attention_np's forward and backward of the call, ``arrays = (x, kv, mask, bias)``: on the
+    model's cached keys and values when it continued from a cache; BLOOM's residual added."""
+    x, kv, mask, bias = arrays
     if call.get("cached") is not None:          # the new positions after the cached ones
         ours = replay_cached(spec, p, x, *call["cached"], mask, dout, positions=positions,
                              bias=bias)
     else:
         ours = replay(spec, p, x, kv, mask, dout, positions=positions, bias=bias)
     if spec.adds_residual:      # BLOOM: out + residual (no gradient: the block's own input)
-        ours["out"] = ours["out"] + _np(bound["residual"])
-    excluded = leave_out_rows(got, ours, rows)
-    return LayerResult(label, type(layer).__name__, judge(got, ours), excluded)
+        ours["out"] = ours["out"] + numpy_of(call["bound"]["residual"])
+    return ours
 
 
 def _cache_before(layer, bound: dict) -> dict:
@@ -712,43 +666,62 @@ def _diff_cached_call(label, call, params, rng, torch, ours_cache: dict) -> list
     calls), then the call itself replayed on the model's cached keys and values
     (:func:`~attention_np.interop.transformers.cache_replay.replay_cached`); ours then get this
     call's keys and values, for the layer's next call."""
-    rows, spec, bound = [], call["spec"], call["bound"]
+    rows, bound = [], call["bound"]
     call["cached"] = call["shell"] = None
     arg = bound.get("attention_mask", bound.get("mask"))
-    if "unread" in call and (call["filled"] if not hasattr(arg, "shape") else
-                             arg.shape[-1] != len_of(call)):
-        # a cache kind not read, that the call attends (its mask wider than its own positions:
-        # a static cache's slots; without a mask, a cache holding anything): refused by name
-        raise UnsupportedLayer(call["unread"])
+    _refuse_unread_cache(call, arg)
     if "cache" not in call:
         return [_diff_call(label, call, params, rng, torch)]
-    x = _np(bound.get("hidden_states", call["args"][0] if call["args"] else None))
+    x = numpy_of(bound.get("hidden_states", call["args"][0] if call["args"] else None))
     T = x.shape[1]
     _check_appended(call, T)
     if call["before"] is not None:
-        name = type(call["module"]).__name__
-        refuse_cached(spec, name)
-        k, v = kv_heads(spec, *(_np(t) for t in call["before"]), name)    # (Falcon: copies)
-        used = k.shape[-2] if arg is None else arg.shape[-1] - T
-        sliding = type(call["snapshot"]).__name__ == "DynamicSlidingWindowLayer"
-        if not 0 <= used <= k.shape[-2] or (used != k.shape[-2] and not sliding):
-            raise UnsupportedLayer(f"{name}: a mask over {arg.shape[-1]} keys for {T} new and "
-                                   f"{k.shape[-2]} cached positions (the mask is not the "
-                                   "cache's) is not supported")
-        k, v = k[..., k.shape[-2] - used:, :], v[..., v.shape[-2] - used:, :]
-        call["cached"], call["n_cached"] = (k, v), used
-        shell = copy.copy(call["cache"])
-        shell.layers = list(shell.layers)
-        shell.layers[call["index"]] = copy.deepcopy(call["snapshot"])
-        call["shell"] = shell
-        mine = ours_cache.get(call["name"])
-        if mine is not None and mine.length >= used:
-            rows.append(LayerResult(f"{label} (cache)", name, [
-                check_float64("k cached", k, mine.k[..., mine.length - used:, :]),
-                check_float64("v cached", v, mine.v[..., mine.length - used:, :])], kind="cache"))
+        rows += _cached_rows(label, call, arg, T, ours_cache)
     rows.append(_diff_call(label, call, params, rng, torch))
-    pe = bound.get("position_embeddings")      # else what its rotary embedding returned
+    _append_ours(call, params, x, ours_cache)
+    return rows
+
+
+def _refuse_unread_cache(call, arg) -> None:
+    """Refused by name: a cache kind not read, that the call attends (its mask wider than its
+    own positions: a static cache's slots; without a mask, a cache holding anything)."""
+    if "unread" in call and (call["filled"] if not hasattr(arg, "shape") else
+                             arg.shape[-1] != len_of(call)):
+        raise UnsupportedLayer(call["unread"])
+
+
+def _cached_rows(label, call, arg, T: int, ours_cache: dict) -> list:
+    """A call continuing from cached keys and values: the ones its mask attends kept for the
+    replay (``call["cached"]``, ``call["n_cached"]``), the cache as it was before the call for
+    the layer run again (``call["shell"]``); a row of them against ours when ours hold them."""
+    name = type(call["module"]).__name__
+    refuse_cached(call["spec"], name)
+    k, v = kv_heads(call["spec"], *(numpy_of(t) for t in call["before"]), name)  # (Falcon: copies)
+    used = k.shape[-2] if arg is None else arg.shape[-1] - T
+    sliding = type(call["snapshot"]).__name__ == "DynamicSlidingWindowLayer"
+    if not 0 <= used <= k.shape[-2] or (used != k.shape[-2] and not sliding):
+        raise UnsupportedLayer(f"{name}: a mask over {arg.shape[-1]} keys for {T} new and "
+                               f"{k.shape[-2]} cached positions (the mask is not the "
+                               "cache's) is not supported")
+    k, v = k[..., k.shape[-2] - used:, :], v[..., v.shape[-2] - used:, :]
+    call["cached"], call["n_cached"] = (k, v), used
+    shell = copy.copy(call["cache"])
+    shell.layers = list(shell.layers)
+    shell.layers[call["index"]] = copy.deepcopy(call["snapshot"])
+    call["shell"] = shell
+    mine = ours_cache.get(call["name"])
+    if mine is None or mine.length < used:
+        return []
+    return [LayerResult(f"{label} (cache)", name, [
+        check_float64("k cached", k, mine.k[..., mine.length - used:, :]),
+        check_float64("v cached", v, mine.v[..., mine.length - used:, :])], kind="cache")]
+
+
+def _append_ours(call, params: dict, x, ours_cache: dict) -> None:
+    """Our cache of the layer gets the call's keys and values, computed from its hidden states
+    ``x`` and the cos and sin it got (else what its rotary embedding returned)."""
+    pe = call["bound"].get("position_embeddings")      # else what its rotary embedding returned
     pe = pe if pe is not None else call["rope"]["out"] if call.get("rope") else (None, None)
     ours_cache.setdefault(call["name"], KVCache(1 << 40)).append(
-        *new_keys_values(spec, params, x, tuple(None if t is None else _np(t) for t in pe)))
-    return rows
+        *new_keys_values(call["spec"], params, x,
+                         tuple(None if t is None else numpy_of(t) for t in pe)))
