@@ -90,11 +90,10 @@ def _text_inputs(model) -> dict | None:
     return inputs
 
 
-def _runs(model, inputs, rest=None) -> str | None:
+def _runs(model, inputs) -> str | None:
     """None if the model runs on ``inputs`` (before any diff; a copy, its experts run as the
     diff runs them), else the exception's type: CLIP also needs pixel_values, X-MOD a
-    language, LayoutLMv3 boxes. With ``rest``: ``inputs`` as a prompt (``use_cache=True``),
-    then ``rest`` on the cache it filled."""
+    language, LayoutLMv3 boxes."""
     import copy
 
     import torch
@@ -104,12 +103,7 @@ def _runs(model, inputs, rest=None) -> str | None:
         work = copy.deepcopy(model)
         float64_experts(work)
         with torch.no_grad():
-            out = work(**inputs, **({} if rest is None else {"use_cache": True}))
-            cache = getattr(out, "past_key_values", None)
-            if rest is not None and cache is not None:
-                takes = inspect.signature(work.forward).parameters
-                work(**rest, use_cache=True,
-                     **{"cache" if "cache" in takes else "past_key_values": cache})
+            work(**inputs)
     except Exception as e:                                         # noqa: BLE001
         return type(e).__name__
     return None
@@ -142,15 +136,90 @@ def _run_changed(model, inputs, layer, prompt=None):
 
 def decoder(model, found) -> str | None:
     """None if ``model`` may be a decoder whose forward continues from a cache (it takes a
-    cache and ``use_cache``, no attention layer read is cross-attention), else why not. (One
-    whose prompt leaves no cache, an encoder, is found by running it: :func:`_diff_model`.)"""
+    cache, and ``use_cache`` by name or through its ``**kwargs``: LLaVA, Qwen3-VL; no attention
+    layer read is cross-attention), else why not. (One whose prompt leaves no cache, an
+    encoder, is found by running it: :func:`_continues`.)"""
     params = inspect.signature(model.forward).parameters
     if getattr(model.config, "is_encoder_decoder", False):
         return "an encoder-decoder (its cache: EncoderDecoderCache)"
-    if not any(n in params for n in ("cache", "past_key_values")) or "use_cache" not in params:
+    kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if not any(n in params for n in ("cache", "past_key_values")) or \
+            not ("use_cache" in params or kwargs):
         return f"{type(model).__name__}.forward takes no cache"
     if any(spec.cross for _, _, spec in found):
         return "a cross-attention layer"
+    return None
+
+
+def _not_text(model) -> str:
+    """Why a model has no text inputs of its own (:func:`_text_inputs` is None): its main input
+    is another (pixel_values, input_features), or its forward takes no ``input_ids``."""
+    main = getattr(model, "main_input_name", None)
+    if main != "input_ids":
+        return f"not a text model (its main input: {main})"
+    return f"{type(model).__name__}.forward takes no input_ids (a tower alone)"
+
+
+def _continues(model, inputs) -> str | None:
+    """None if the model runs the prompt of ``inputs`` with ``use_cache=True`` and then the
+    next :data:`CACHED_NEW` tokens on the cache it returned (a copy, before any diff), else why
+    not: what it returned in place of a cache (:func:`_no_cache_returned`), or the exception."""
+    import copy
+
+    import torch
+
+    from attention_np.interop.transformers.recent import float64_experts
+    prompt, rest = _split(inputs)
+    try:
+        work = copy.deepcopy(model)
+        float64_experts(work)
+        with torch.no_grad():
+            out = work(**prompt, use_cache=True)
+            cache = getattr(out, "past_key_values", None)
+            if cache is None:
+                return _no_cache_returned(model, out)
+            takes = inspect.signature(work.forward).parameters
+            work(**rest, use_cache=True,
+                 **{"cache" if "cache" in takes else "past_key_values": cache})
+    except Exception as e:                                         # noqa: BLE001
+        return f"the model does not run continuing from its cache ({type(e).__name__})"
+    return None
+
+
+def _no_cache_returned(model, out) -> str:
+    """Why a prompt run with ``use_cache=True`` returned no cache: its output has no cache
+    field (``cache`` or ``past_key_values``: RecurrentGemma's and XLM's
+    BaseModelOutput), or it is an encoder by its config
+    (``is_decoder=False``, read by its modeling code: BERT, RoBERTa), or neither, said so."""
+    import dataclasses
+    name, kind = type(model).__name__, type(out).__name__
+    fields = {f.name for f in dataclasses.fields(out)} if dataclasses.is_dataclass(out) else set()
+    if not fields & {"cache", "past_key_values"}:
+        return f"{name}'s output ({kind}) has no cache field: it returns no cache to continue from"
+    source = inspect.getsource(inspect.getmodule(type(model)))
+    if getattr(model.config, "is_decoder", None) is False and "config.is_decoder" in source:
+        return f"an encoder ({type(model.config).__name__}.is_decoder=False): {name} returned no " \
+               "cache for the prompt (use_cache=True)"
+    return f"{name} returned no cache for the prompt (use_cache=True)"
+
+
+def _cache_refusal(model) -> str | None:
+    """The refusal of an encoder-decoder's cache (an ``EncoderDecoderCache``, which
+    :func:`~attention_np.interop.transformers.cache_replay.check_cache` refuses by name:
+    :func:`~attention_np.interop.transformers.model_diff.compare_transformers_model` would),
+    or None for any other model or one whose forward takes no cache."""
+    params = inspect.signature(model.forward).parameters
+    if not getattr(model.config, "is_encoder_decoder", False) or \
+            not any(n in params for n in ("cache", "past_key_values")):
+        return None
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+    from attention_np.interop.transformers.cache_replay import check_cache
+    from attention_np.interop.transformers.layer_reading import UnsupportedLayer
+    try:
+        check_cache(EncoderDecoderCache(DynamicCache(), DynamicCache()))
+    except UnsupportedLayer as e:
+        return f"the cache of an encoder-decoder: {e}"
     return None
 
 
@@ -311,6 +380,9 @@ def _diff_built(model, found, cached: bool) -> tuple:
     inputs = _text_inputs(model)
     own = None if inputs is None else _runs(model, inputs)
     if cached:
+        refusal = _cache_refusal(model)
+        if refusal:
+            return "refused", float("nan"), refusal
         why_not = _no_cache_run(model, inputs, own, found)
         if why_not:
             return "skipped", float("nan"), f"no cached mode: {why_not}"
@@ -325,12 +397,12 @@ def _diff_built(model, found, cached: bool) -> tuple:
 
 def _no_cache_run(model, inputs, own, found) -> str | None:
     """Why the model has no cached mode (not a text model, not a decoder, or it does not run
-    continuing from its cache), or None."""
-    why_not = "not a text model run on input ids" if inputs is None or own else decoder(model, found)
-    if why_not:
-        return why_not
-    why_not = _runs(model, *_split(inputs))
-    return why_not and f"the model does not run continuing from its cache ({why_not})"
+    continuing from its cache: each said as it is), or None."""
+    if inputs is None:
+        return _not_text(model)
+    if own:
+        return f"the model does not run on input ids alone ({own})"
+    return decoder(model, found) or _continues(model, inputs)
 
 
 def model_types() -> list:
