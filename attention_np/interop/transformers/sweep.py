@@ -38,25 +38,6 @@ from attention_np.interop.transformers.tiny_models import VOCAB, build, one_line
 B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
 CHANGE = 1e-6                           # added to one layer's output: must be caught and named
 CACHED_NEW = 2                          # the cached mode: the last 2 of the L tokens on the cache
-# the decoder families CI runs in the cached mode (sweep(CACHED_FAMILIES, cached=True)), one of
-# each kind of position and attention: all the decoder families would take minutes more
-CACHED_FAMILIES = (
-    "llama",          # RoPE, grouped-query attention
-    "mistral",        # a sliding window (DynamicSlidingWindowLayer: the window's keys only)
-    "gpt2",           # absolute positions, a fused Conv1D c_attn
-    "gemma2",         # soft-cap, sliding and full layers
-    "gemma3_text",    # a rotary embedding per layer type, QK-norm
-    "qwen2",          # q, k, v biases
-    "qwen3",          # QK-norm
-    "olmo2",          # QK-norm over all heads
-    "gpt_oss",        # sinks, r/2 angles
-    "phi",            # partial rotary, biases
-    "gpt_neox",       # fused per-head query_key_value, partial rotary
-    "gptj",           # (sin, cos) of interleaved pairs
-    "cohere",         # interleaved pairs
-    "falcon",         # fused grouped query_key_value
-    "bloom",          # ALiBi, causal by its mask alone
-)
 
 
 @dataclass
