@@ -1,6 +1,7 @@
 """The sweep (interop/transformers/sweep.py): a tiny random model of every model class of the
 installed transformers, each AGREE with a 1e-6 change caught and named, or refused by name; its
-table in docs/transformers_sweep.md and its counts in the README held to a fresh run; and the
+table in docs/transformers_sweep.md and its counts in the README held to a fresh run, and those
+of the cached sweep (each decoder continuing from a filled cache: docs/transformers_sweep_cached.md); and the
 corruptions an engineer ports wrong (RoPE frequency, attention factor, scale, bias table), each
 a named disagreement."""
 
@@ -30,8 +31,9 @@ CACHED_DOC = ROOT / "docs" / "transformers_sweep_cached.md"
 SWEEP = pytest.mark.skipif(
     os.environ.get("ATTENTION_NP_SWEEP") != "1",
     reason="the sweep builds a tiny model of every transformers model class (about 7 minutes of "
-           "CPU, one worker process per core; CI runs it after the default run, which leaves it "
-           "out, docs/transformers_sweep.md): "
+           "CPU, and 3 more for the cached sweep, one worker process per core; CI runs it after "
+           "the default run, which leaves it out, docs/transformers_sweep.md, "
+           "docs/transformers_sweep_cached.md): "
            "ATTENTION_NP_SWEEP=1 python -m pytest -m sweep tests/interop/test_transformers_sweep.py")
 
 
