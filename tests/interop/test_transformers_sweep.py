@@ -95,7 +95,7 @@ def cached_rows():
 
 @pytest.mark.sweep
 @SWEEP
-def test_each_decoder_agrees_continuing_from_its_cache_or_the_row_says_why(cached_rows):
+def test_each_cached_row_agrees_from_its_cache_or_says_why(cached_rows):
     """The cached mode on every model class: each decoder's prompt, then 2 tokens on its cache;
     an AGREE has every call and cache row agreeing and the change caught at both calls of the
     changed layer; a skip says why there is no cached mode, a refusal names the feature or
