@@ -237,19 +237,27 @@ def _diff_model(model, inputs, found, cached: bool = False) -> tuple:
             return _diff_layers(found)
         first = ran[0]
         report = _run_changed(model, inputs, first[1], prompt)
-    if report.refused and not [r for r in report.layers if not r.ok]:
-        return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in report.refused[:2])
-    verdict, err, why = _changed_verdict(report, first[0], cached)
-    called = {n for n, _, _ in found} | {"forward"}
-    calls_refused = [(n, w) for n, w in report.refused if n.split("#")[0] in called]
-    if calls_refused and verdict == "AGREE":    # a call refused in the run was not compared:
-        # never an AGREE (LFM2-MoE's cached calls: its hybrid cache's LinearAttentionLayer)
-        return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in calls_refused[:2])
+    verdict, err, why = _verdict_or_refusal(report, found, first[0], cached)
     if verdict != "AGREE" or not not_run:
         return verdict, err, why
     verdict, layer_err, layers_why = _diff_layers([f for f in found if f[0] in not_run])
     return verdict, np.nanmax([err, layer_err]), f"{why}; not run by text input ids, " \
                                                  f"{layers_why}"
+
+
+def _verdict_or_refusal(report, found, name: str, cached: bool) -> tuple:
+    """:func:`_changed_verdict`, or ``"refused"`` with the refusals: when nothing disagrees
+    (the change's layer among the refused), or when a call was refused in the run, which
+    leaves it not compared (never an AGREE: LFM2-MoE's cached calls, its hybrid cache's
+    LinearAttentionLayer)."""
+    if report.refused and not [r for r in report.layers if not r.ok]:
+        return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in report.refused[:2])
+    verdict, err, why = _changed_verdict(report, name, cached)
+    called = {n for n, _, _ in found} | {"forward"}
+    calls_refused = [(n, w) for n, w in report.refused if n.split("#")[0] in called]
+    if calls_refused and verdict == "AGREE":
+        return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in calls_refused[:2])
+    return verdict, err, why
 
 
 def _no_cached_mode(report) -> bool:
