@@ -1,6 +1,7 @@
 """The sweep (interop/transformers/sweep.py): a tiny random model of every model class of the
 installed transformers, each AGREE with a 1e-6 change caught and named, or refused by name; its
-table in docs/transformers_sweep.md and its counts in the README held to a fresh run; and the
+table in docs/transformers_sweep.md and its counts in the README held to a fresh run, and those
+of the cached sweep (each decoder continuing from a filled cache: docs/transformers_sweep_cached.md); and the
 corruptions an engineer ports wrong (RoPE frequency, attention factor, scale, bias table), each
 a named disagreement."""
 
@@ -24,13 +25,15 @@ from attention_np.interop.transformers.model_diff import compare_transformers_mo
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "transformers_sweep.md"
+CACHED_DOC = ROOT / "docs" / "transformers_sweep_cached.md"
 
 
 SWEEP = pytest.mark.skipif(
     os.environ.get("ATTENTION_NP_SWEEP") != "1",
     reason="the sweep builds a tiny model of every transformers model class (about 7 minutes of "
-           "CPU, one worker process per core; CI runs it after the default run, which leaves it "
-           "out, docs/transformers_sweep.md): "
+           "CPU, and 3 more for the cached sweep, one worker process per core; CI runs it after "
+           "the default run, which leaves it out, docs/transformers_sweep.md, "
+           "docs/transformers_sweep_cached.md): "
            "ATTENTION_NP_SWEEP=1 python -m pytest -m sweep tests/interop/test_transformers_sweep.py")
 
 
@@ -84,15 +87,113 @@ def test_the_docs_table_is_this_sweep(rows):
     assert f"**{sw.counts_line(rows)}.**" in DOC.read_text()
 
 
+@pytest.fixture(scope="module")
+def cached_rows():
+    """One cached sweep (every model class, each decoder continuing from a filled cache)."""
+    return sw.sweep(cached=True)
+
+
 @pytest.mark.sweep
 @SWEEP
-def test_the_named_decoder_families_agree_continuing_from_a_filled_cache():
-    """The cached mode on :data:`~attention_np.interop.transformers.sweep.CACHED_FAMILIES`: the
-    prompt, then 2 tokens on its cache; every call and cache row agrees and the change is
-    caught at both calls of the changed layer."""
-    for r in sw.sweep(sw.CACHED_FAMILIES, cached=True):
-        assert r.verdict == "AGREE", r
-        assert "tokens on its cache" in r.reason and "#1" in r.reason.split("caught at")[1], r
+def test_each_cached_row_agrees_from_its_cache_or_says_why(cached_rows):
+    """The cached mode on every model class: each decoder's prompt, then 2 tokens on its cache;
+    an AGREE has every call and cache row agreeing and the change caught at both calls of the
+    changed layer; a skip says why there is no cached mode, a refusal names the feature or
+    the cache kind."""
+    assert [r.family for r in cached_rows] == sw.model_types()
+    for r in cached_rows:
+        if r.verdict == "AGREE":
+            assert "tokens on its cache" in r.reason and not r.max_error >= 1e-7, r
+            assert "#1" in r.reason.split("caught at")[1], r
+        elif r.verdict == "skipped":
+            assert r.reason.startswith(("tiny model not built: ", "no cached mode: ")), r
+            assert len(r.reason) > 30, r
+        elif r.verdict == "refused":
+            assert len(r.reason) > 20, r
+    # one decoder of each kind of position, attention and cache layer: all agree
+    agree = {r.family for r in cached_rows if r.verdict == "AGREE"}
+    assert {"llama", "mistral", "gpt2", "gemma2", "gemma3_text", "qwen2", "qwen3", "olmo2",
+            "gpt_oss", "phi", "gpt_neox", "gptj", "cohere", "falcon", "bloom", "moshi",
+            "llava"} <= agree
+
+
+@pytest.mark.sweep
+@SWEEP
+def test_the_cached_false_verdicts_are_the_ones_its_docs_list_as_open(cached_rows):
+    listed = {(f, v) for f, _, v, _ in sw.read_table(CACHED_DOC.read_text())
+              if v in ("MISMATCH", "not caught", "error")}
+    assert {(r.family, r.verdict) for r in cached_rows if r.false_verdict} <= listed
+
+
+@pytest.mark.sweep
+@SWEEP
+def test_the_cached_docs_table_is_this_sweep(cached_rows):
+    table = sw.read_table(CACHED_DOC.read_text())
+    assert [(f, m, v) for f, m, v, _ in table] == \
+        [(r.family, r.model, r.verdict) for r in cached_rows]
+    for (_, _, v, reason), r in zip(table, cached_rows, strict=True):
+        if v in ("refused", "skipped"):           # the feature or the reason, word for word
+            assert reason == r.reason.replace("\n", " ").strip(), (reason, r.reason)
+    assert f"**{sw.counts_line(cached_rows, cached=True)}.**" in CACHED_DOC.read_text()
+
+
+def test_the_readme_cached_counts_are_the_cached_docs_table():
+    table = sw.read_table(CACHED_DOC.read_text())
+    line = sw.counts_line([sw.SweepRow(f, m, v) for f, m, v, _ in table], cached=True)
+    assert line in " ".join((ROOT / "README.md").read_text().split()), line
+    assert "(transformers_sweep_cached.md)" in DOC.read_text()
+
+
+@pytest.mark.parametrize("family, layer", [
+    ("llava", "language_model.layers.0.self_attn"),       # use_cache through **kwargs: before,
+    ("internvl", "language_model.layers.0.self_attn"),    # skipped ("forward takes no cache")
+    ("moshi", "layers.0.self_attn"),    # its own rotary embedding: before, refused by that
+])
+def test_decoders_of_the_kinds_once_skipped_or_refused_agree_continuing_from_their_cache(
+        family, layer):
+    row = sw.sweep_one(family, cached=True)
+    assert row.verdict == "AGREE", row
+    assert f"caught at {layer}, {layer}#1" in row.reason and "2 cache rows" in row.reason, row
+
+
+def test_a_cache_corrupted_in_the_prompt_of_a_layer_with_its_own_rotary_embedding_is_caught():
+    """Moshi's layers turn their keys with their own rotary embedding: the cached keys are
+    recomputed with the cos and sin it returned, so keys off by 1e-6 in the prompt's call are
+    that layer's cache row's MISMATCH, and no other row's."""
+    model = tm.build("moshi")
+    prompt, rest = sw._split(sw._text_inputs(model))
+    calls = []
+
+    def corrupt(mod, args, output):
+        calls.append(1)
+        return output + sw.CHANGE if len(calls) == 1 else output       # the prompt's call only
+    model.layers[0].self_attn.k_proj.register_forward_hook(corrupt)
+    report = compare_transformers_model(model, prompt=prompt, **rest)
+    assert [r.name for r in report.layers if not r.ok] == ["layers.0.self_attn#1 (cache)"], \
+        str(report)
+
+
+@pytest.mark.parametrize("family, verdict, why", [
+    ("bert", "skipped", "no cached mode: an encoder (BertConfig.is_decoder=False): BertModel "
+                        "returned no cache for the prompt"),
+    ("recurrent_gemma", "skipped", "no cached mode: RecurrentGemmaModel's output "
+                                   "(BaseModelOutput) has no cache field"),
+    ("albert", "skipped", "no cached mode: AlbertModel.forward takes no cache"),
+    ("vit", "skipped", "no cached mode: not a text model (its main input: pixel_values)"),
+    ("blip_2_qformer", "skipped", "no cached mode: Blip2QFormerModel.forward takes no "
+                                  "input_ids"),
+    ("clip", "skipped", "no cached mode: the model does not run on input ids alone "
+                        "(AttributeError)"),
+    ("t5", "refused", "the cache of an encoder-decoder: an EncoderDecoderCache as the cache is "
+                      "not supported (an encoder-decoder's two caches"),
+    ("whisper", "refused", "EncoderDecoderCache"),
+])
+def test_a_model_without_a_cached_mode_says_which_kind_it_is(family, verdict, why):
+    """Before: 137 rows "not a text model run on input ids" (encoder-decoders, vision models,
+    towers alike) and BERT's and RecurrentGemma's "returned no cache for the prompt"."""
+    row = sw.sweep_one(family, cached=True)
+    assert row.verdict == verdict and why in row.reason, row
+    assert row.reason.startswith(why) or verdict == "refused", row
 
 
 def test_the_readme_counts_are_the_docs_table():

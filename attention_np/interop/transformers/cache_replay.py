@@ -72,7 +72,8 @@ def check_cache(cache) -> None:
     name = type(cache).__name__
     layers = getattr(cache, "layers", None)
     if not isinstance(layers, list):
-        raise UnsupportedLayer(f"a {name} as the cache is not supported ({_why(cache)}); a "
+        article = "an" if name[:1] in "AEIOU" else "a"
+        raise UnsupportedLayer(f"{article} {name} as the cache is not supported ({_why(cache)}); a "
                                "transformers DynamicCache is (what generate() makes by default)")
     if getattr(cache, "offloading", False):
         raise UnsupportedLayer(f"{name} with offloading=True is not supported (its layers move "
@@ -137,11 +138,16 @@ def new_keys_values(spec: LayerSpec, params: dict, x, cos_sin=None):
 
 def _turn(k, cos, sin, spec: LayerSpec):
     """``k (B, h_kv, T, d)`` turned by transformers' ``cos, sin (B, T, r)`` (the first ``r``
-    features): ``k * cos + turn(k) * sin``, ``turn`` the pair layout's quarter turn."""
-    if spec.rope_in_layer or cos is None:
-        raise UnsupportedLayer(f"{spec.family}: the cached keys of a layer that turns its keys "
-                               "with its own rotary embedding are not recomputed; a layer "
-                               "given cos and sin is")
+    features): ``k * cos + turn(k) * sin``, ``turn`` the pair layout's quarter turn. The cos
+    and sin are those the layer was given, or those its own rotary embedding returned in the
+    call (IDEFICS, Moshi: ``spec.rope_in_layer``); a layer whose cos and sin were not seen
+    (a sin|cos table of its own, indexed inside the layer) is refused by name."""
+    if cos is None:
+        raise UnsupportedLayer(f"{spec.family}: the cached keys of a layer whose RoPE cos and "
+                               "sin were not seen (not passed to it, not returned by a rotary "
+                               "embedding of its own: a sin|cos table indexed inside the "
+                               "layer) are not recomputed; a layer given cos and sin, or "
+                               "calling its own rotary embedding for them, is")
     cos, sin = (np.asarray(t)[:, None] for t in ((sin, cos) if spec.rope_sin_first else
                                                  (cos, sin)))              # (B, 1, T, r|r/2)
     width = spec.rotary_dim or spec.head_dim

@@ -38,25 +38,6 @@ from attention_np.interop.transformers.tiny_models import VOCAB, build, one_line
 B, L = 2, 6                             # the inputs: 2 sequences of 6 tokens
 CHANGE = 1e-6                           # added to one layer's output: must be caught and named
 CACHED_NEW = 2                          # the cached mode: the last 2 of the L tokens on the cache
-# the decoder families CI runs in the cached mode (sweep(CACHED_FAMILIES, cached=True)), one of
-# each kind of position and attention: all the decoder families would take minutes more
-CACHED_FAMILIES = (
-    "llama",          # RoPE, grouped-query attention
-    "mistral",        # a sliding window (DynamicSlidingWindowLayer: the window's keys only)
-    "gpt2",           # absolute positions, a fused Conv1D c_attn
-    "gemma2",         # soft-cap, sliding and full layers
-    "gemma3_text",    # a rotary embedding per layer type, QK-norm
-    "qwen2",          # q, k, v biases
-    "qwen3",          # QK-norm
-    "olmo2",          # QK-norm over all heads
-    "gpt_oss",        # sinks, r/2 angles
-    "phi",            # partial rotary, biases
-    "gpt_neox",       # fused per-head query_key_value, partial rotary
-    "gptj",           # (sin, cos) of interleaved pairs
-    "cohere",         # interleaved pairs
-    "falcon",         # fused grouped query_key_value
-    "bloom",          # ALiBi, causal by its mask alone
-)
 
 
 @dataclass
@@ -90,11 +71,10 @@ def _text_inputs(model) -> dict | None:
     return inputs
 
 
-def _runs(model, inputs, rest=None) -> str | None:
+def _runs(model, inputs) -> str | None:
     """None if the model runs on ``inputs`` (before any diff; a copy, its experts run as the
     diff runs them), else the exception's type: CLIP also needs pixel_values, X-MOD a
-    language, LayoutLMv3 boxes. With ``rest``: ``inputs`` as a prompt (``use_cache=True``),
-    then ``rest`` on the cache it filled."""
+    language, LayoutLMv3 boxes."""
     import copy
 
     import torch
@@ -104,12 +84,7 @@ def _runs(model, inputs, rest=None) -> str | None:
         work = copy.deepcopy(model)
         float64_experts(work)
         with torch.no_grad():
-            out = work(**inputs, **({} if rest is None else {"use_cache": True}))
-            cache = getattr(out, "past_key_values", None)
-            if rest is not None and cache is not None:
-                takes = inspect.signature(work.forward).parameters
-                work(**rest, use_cache=True,
-                     **{"cache" if "cache" in takes else "past_key_values": cache})
+            work(**inputs)
     except Exception as e:                                         # noqa: BLE001
         return type(e).__name__
     return None
@@ -142,15 +117,90 @@ def _run_changed(model, inputs, layer, prompt=None):
 
 def decoder(model, found) -> str | None:
     """None if ``model`` may be a decoder whose forward continues from a cache (it takes a
-    cache and ``use_cache``, no attention layer read is cross-attention), else why not. (One
-    whose prompt leaves no cache, an encoder, is found by running it: :func:`_diff_model`.)"""
+    cache, and ``use_cache`` by name or through its ``**kwargs``: LLaVA, Qwen3-VL; no attention
+    layer read is cross-attention), else why not. (One whose prompt leaves no cache, an
+    encoder, is found by running it: :func:`_continues`.)"""
     params = inspect.signature(model.forward).parameters
     if getattr(model.config, "is_encoder_decoder", False):
         return "an encoder-decoder (its cache: EncoderDecoderCache)"
-    if not any(n in params for n in ("cache", "past_key_values")) or "use_cache" not in params:
+    kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if not any(n in params for n in ("cache", "past_key_values")) or \
+            not ("use_cache" in params or kwargs):
         return f"{type(model).__name__}.forward takes no cache"
     if any(spec.cross for _, _, spec in found):
         return "a cross-attention layer"
+    return None
+
+
+def _not_text(model) -> str:
+    """Why a model has no text inputs of its own (:func:`_text_inputs` is None): its main input
+    is another (pixel_values, input_features), or its forward takes no ``input_ids``."""
+    main = getattr(model, "main_input_name", None)
+    if main != "input_ids":
+        return f"not a text model (its main input: {main})"
+    return f"{type(model).__name__}.forward takes no input_ids (a tower alone)"
+
+
+def _continues(model, inputs) -> str | None:
+    """None if the model runs the prompt of ``inputs`` with ``use_cache=True`` and then the
+    next :data:`CACHED_NEW` tokens on the cache it returned (a copy, before any diff), else why
+    not: what it returned in place of a cache (:func:`_no_cache_returned`), or the exception."""
+    import copy
+
+    import torch
+
+    from attention_np.interop.transformers.recent import float64_experts
+    prompt, rest = _split(inputs)
+    try:
+        work = copy.deepcopy(model)
+        float64_experts(work)
+        with torch.no_grad():
+            out = work(**prompt, use_cache=True)
+            cache = getattr(out, "past_key_values", None)
+            if cache is None:
+                return _no_cache_returned(model, out)
+            takes = inspect.signature(work.forward).parameters
+            work(**rest, use_cache=True,
+                 **{"cache" if "cache" in takes else "past_key_values": cache})
+    except Exception as e:                                         # noqa: BLE001
+        return f"the model does not run continuing from its cache ({type(e).__name__})"
+    return None
+
+
+def _no_cache_returned(model, out) -> str:
+    """Why a prompt run with ``use_cache=True`` returned no cache: its output has no cache
+    field (``cache`` or ``past_key_values``: RecurrentGemma's and XLM's
+    BaseModelOutput), or it is an encoder by its config
+    (``is_decoder=False``, read by its modeling code: BERT, RoBERTa), or neither, said so."""
+    import dataclasses
+    name, kind = type(model).__name__, type(out).__name__
+    fields = {f.name for f in dataclasses.fields(out)} if dataclasses.is_dataclass(out) else set()
+    if not fields & {"cache", "past_key_values"}:
+        return f"{name}'s output ({kind}) has no cache field: it returns no cache to continue from"
+    source = inspect.getsource(inspect.getmodule(type(model)))
+    if getattr(model.config, "is_decoder", None) is False and "config.is_decoder" in source:
+        return f"an encoder ({type(model.config).__name__}.is_decoder=False): {name} returned no " \
+               "cache for the prompt (use_cache=True)"
+    return f"{name} returned no cache for the prompt (use_cache=True)"
+
+
+def _cache_refusal(model) -> str | None:
+    """The refusal of an encoder-decoder's cache (an ``EncoderDecoderCache``, which
+    :func:`~attention_np.interop.transformers.cache_replay.check_cache` refuses by name:
+    :func:`~attention_np.interop.transformers.model_diff.compare_transformers_model` would),
+    or None for any other model or one whose forward takes no cache."""
+    params = inspect.signature(model.forward).parameters
+    if not getattr(model.config, "is_encoder_decoder", False) or \
+            not any(n in params for n in ("cache", "past_key_values")):
+        return None
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+    from attention_np.interop.transformers.cache_replay import check_cache
+    from attention_np.interop.transformers.layer_reading import UnsupportedLayer
+    try:
+        check_cache(EncoderDecoderCache(DynamicCache(), DynamicCache()))
+    except UnsupportedLayer as e:
+        return f"the cache of an encoder-decoder: {e}"
     return None
 
 
@@ -187,14 +237,27 @@ def _diff_model(model, inputs, found, cached: bool = False) -> tuple:
             return _diff_layers(found)
         first = ran[0]
         report = _run_changed(model, inputs, first[1], prompt)
-    if report.refused and not [r for r in report.layers if not r.ok]:
-        return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in report.refused[:2])
-    verdict, err, why = _changed_verdict(report, first[0], cached)
+    verdict, err, why = _verdict_or_refusal(report, found, first[0], cached)
     if verdict != "AGREE" or not not_run:
         return verdict, err, why
     verdict, layer_err, layers_why = _diff_layers([f for f in found if f[0] in not_run])
     return verdict, np.nanmax([err, layer_err]), f"{why}; not run by text input ids, " \
                                                  f"{layers_why}"
+
+
+def _verdict_or_refusal(report, found, name: str, cached: bool) -> tuple:
+    """:func:`_changed_verdict`, or ``"refused"`` with the refusals: when nothing disagrees
+    (the change's layer among the refused), or when a call was refused in the run, which
+    leaves it not compared (never an AGREE: LFM2-MoE's cached calls, its hybrid cache's
+    LinearAttentionLayer)."""
+    if report.refused and not [r for r in report.layers if not r.ok]:
+        return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in report.refused[:2])
+    verdict, err, why = _changed_verdict(report, name, cached)
+    called = {n for n, _, _ in found} | {"forward"}
+    calls_refused = [(n, w) for n, w in report.refused if n.split("#")[0] in called]
+    if calls_refused and verdict == "AGREE":
+        return "refused", float("nan"), "; ".join(f"{n}: {w}" for n, w in calls_refused[:2])
+    return verdict, err, why
 
 
 def _no_cached_mode(report) -> bool:
@@ -311,6 +374,9 @@ def _diff_built(model, found, cached: bool) -> tuple:
     inputs = _text_inputs(model)
     own = None if inputs is None else _runs(model, inputs)
     if cached:
+        refusal = _cache_refusal(model)
+        if refusal:
+            return "refused", float("nan"), refusal
         why_not = _no_cache_run(model, inputs, own, found)
         if why_not:
             return "skipped", float("nan"), f"no cached mode: {why_not}"
@@ -325,12 +391,12 @@ def _diff_built(model, found, cached: bool) -> tuple:
 
 def _no_cache_run(model, inputs, own, found) -> str | None:
     """Why the model has no cached mode (not a text model, not a decoder, or it does not run
-    continuing from its cache), or None."""
-    why_not = "not a text model run on input ids" if inputs is None or own else decoder(model, found)
-    if why_not:
-        return why_not
-    why_not = _runs(model, *_split(inputs))
-    return why_not and f"the model does not run continuing from its cache ({why_not})"
+    continuing from its cache: each said as it is), or None."""
+    if inputs is None:
+        return _not_text(model)
+    if own:
+        return f"the model does not run on input ids alone ({own})"
+    return decoder(model, found) or _continues(model, inputs)
 
 
 def model_types() -> list:
@@ -379,20 +445,26 @@ def counts(rows) -> dict:
     return {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
 
 
-def counts_line(rows) -> str:
-    """The sentence the README carries (tests/interop/test_transformers_sweep.py keeps them equal)."""
+def counts_line(rows, cached: bool = False) -> str:
+    """The sentence the README carries (tests/interop/test_transformers_sweep.py keeps them
+    equal); ``cached``: that of the cached mode's table (docs/transformers_sweep_cached.md)."""
     c = counts(rows)
+    if cached:
+        return (f"{len(rows)} model classes continuing from a filled cache: {c['AGREE']} agree "
+                f"(a 1e-6 change caught at the prompt's call and the cached tokens' call), "
+                f"{c['refused']} refused by name, {c['MISMATCH']} mismatch, {c['not caught']} "
+                f"change not caught, {c['error']} errors, {c['skipped']} skipped (no tiny model, "
+                f"or no cached mode: the reason said), {c['no attention']} without an attention "
+                "layer")
     return (f"{len(rows)} model classes: {c['AGREE']} agree (a 1e-6 change caught in each), "
             f"{c['refused']} refused by name, {c['MISMATCH']} mismatch, {c['not caught']} "
             f"change not caught, {c['error']} errors, {c['skipped']} skipped (no tiny model), "
             f"{c['no attention']} without an attention layer")
 
 
-def markdown(rows, version: str) -> str:
-    """docs/transformers_sweep.md: the counts and one table row per model class."""
-    def cell(s):
-        return str(s).replace("|", "\\|").replace("\n", " ")
-    lines = [
+def _header(version: str) -> list:
+    """docs/transformers_sweep.md's title and what its table is."""
+    return [
         "# Every transformers model class, diffed",
         "",
         f"Generated by `python -m attention_np.interop.transformers.sweep docs/transformers_sweep.md`"
@@ -410,11 +482,48 @@ def markdown(rows, version: str) -> str:
         "that ran and were compared. MISMATCH, `not caught` and `error` are open bugs "
         "of attention_np's reader, listed as they are. max error: the largest output error of "
         "the unchanged layers (whole model) or the largest gradient error (layer by layer). "
-        "The sweep runs one worker process per core (`sweep(workers=...)`). Each attention "
-        "option of a family's config set to the values users give it: "
+        "The sweep runs one worker process per core (`sweep(workers=...)`). The same models "
+        "continuing from a filled cache: [transformers_sweep_cached.md](transformers_sweep_cached.md). "
+        "Each attention option of a family's config set to the values users give it: "
         "[the variant sweep](transformers_variants.md).",
+    ]
+
+
+def _cached_header(version: str) -> list:
+    """docs/transformers_sweep_cached.md's title and what its table is."""
+    return [
+        "# Every transformers model class, continuing from a filled cache",
         "",
-        f"**{counts_line(rows)}.**",
+        "Generated by `python -m attention_np.interop.transformers.sweep --cached "
+        f"docs/transformers_sweep_cached.md` with transformers {version}; "
+        "`tests/interop/test_transformers_sweep.py` runs the cached sweep again "
+        "(`sweep(cached=True)`) and holds this table (family, model, verdict, reason) and the "
+        "README's counts to it.",
+        "The tiny model of each `model_type` of [the default sweep](transformers_sweep.md), a "
+        f"decoder run as `generate()` runs it: the first {L - CACHED_NEW} of {L} tokens as a "
+        f"prompt with `use_cache=True`, then the last {CACHED_NEW} on the cache it filled "
+        "(`compare_transformers_model(model, prompt=..., **rest)`), 1e-6 added to its first "
+        "attention layer's output: AGREE means every cached keys and values row (the model's "
+        "cache against ours recomputed from the prompt's call) and every other layer call agree, "
+        "and both calls of the changed layer differ by exactly the change (the layers text input "
+        "ids never run, one layer of each attention class, as in the default sweep). refused: the "
+        "feature or the cache kind named (an encoder-decoder's EncoderDecoderCache, a layer "
+        "refused in the default sweep too). skipped: no tiny model, or no cached mode, the reason "
+        "said (not a text model, an encoder, a forward that takes no cache, an output with no "
+        "cache). MISMATCH, `not caught` and `error` are open bugs, listed as they are. max "
+        "error: the largest output error of the unchanged layers' calls (with a tower diffed "
+        "layer by layer, its gradients' too).",
+    ]
+
+
+def markdown(rows, version: str, cached: bool = False) -> str:
+    """docs/transformers_sweep.md (``cached``: docs/transformers_sweep_cached.md): the counts
+    and one table row per model class."""
+    def cell(s):
+        return str(s).replace("|", "\\|").replace("\n", " ")
+    lines = (_cached_header if cached else _header)(version) + [
+        "",
+        f"**{counts_line(rows, cached)}.**",
         "",
         "| family | model | verdict | max error | reason or layers |",
         "| --- | --- | --- | --- | --- |",
@@ -437,11 +546,13 @@ def read_table(text: str) -> list:
     return rows
 
 
-if __name__ == "__main__":          # python -m attention_np.interop.transformers.sweep OUT.md
+if __name__ == "__main__":          # python -m attention_np.interop.transformers.sweep [--cached] OUT.md
     import sys
 
     import transformers
-    result = sweep()
-    with open(sys.argv[1], "w") as f:
-        f.write(markdown(result, transformers.__version__))
-    print(counts_line(result))
+    cached = "--cached" in sys.argv[1:]
+    out = [a for a in sys.argv[1:] if a != "--cached"][0]
+    result = sweep(cached=cached)
+    with open(out, "w") as f:
+        f.write(markdown(result, transformers.__version__, cached))
+    print(counts_line(result, cached))
