@@ -290,7 +290,7 @@ def _caught(model, inputs):
     every other layer agrees (max error returned) and that layer differs by exactly the change."""
     from attention_np.interop.transformers import sweep as sw
     found = attention_layers(model)[0]
-    verdict, err, why = sw._diff_model(model, inputs, found)
+    verdict, err, why = sw.diff_model(model, inputs, found)
     assert verdict == "AGREE", why
     assert f"caught at {found[0][0]}" in why
     return err
@@ -393,7 +393,7 @@ def test_zamba_attention_is_compared_and_its_mamba_layers_refused_by_name():
                for _, why in refused)
     r = itf.compare_transformers_attention(layers[0][1], R.standard_normal((2, 6, 64)), seed=3)
     assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.verdict == "INCOMPLETE" and len(report.attention) == 2
     assert all(r.ok for r in report.layers) and len(report.refused) == 3
     row = sw.sweep_one("zamba")          # the change caught at the first attention layer
@@ -465,7 +465,7 @@ def test_idefics_rope_turned_inside_the_layer_agrees_and_a_changed_frequency_is_
     r = itf.compare_transformers_attention(layer, x, position_ids=np.arange(2, 8), seed=3)
     assert r.ok and max(c.err for c in r.checks if c.rule == "float64") < 1e-12, str(r)
     assert "inv_freq 0 rel" in [c.name for c in r.checks]
-    verdict, err, why = sw._diff_layers([("layers.0.self_attn", layer, spec)])
+    verdict, err, why = sw.diff_layers([("layers.0.self_attn", layer, spec)])
     assert verdict == "AGREE" and "+1e-06 caught" in why
     report = compare_transformers_model(model, **inputs)
     assert report.ok and "layers.0.self_attn.rotary_emb (cos, sin)" in [
@@ -580,7 +580,7 @@ def test_data2vec_vision_without_a_bias_table_reads_its_inline_scale_and_agrees(
         found, refused = attention_layers(model)
         assert found and not refused
         assert found[0][2].grid_table is None and found[0][2].scale == 1 / np.sqrt(8)
-        verdict, err, why = sw._diff_layers(found)
+        verdict, err, why = sw.diff_layers(found)
         assert verdict == "AGREE" and err < 1e-12, why
 
 
@@ -595,7 +595,7 @@ def test_prophetnet_encoder_attention_is_read_and_agrees_beside_its_refused_ngra
     assert kinds == {"ProphetNetAttention"}
     assert all(spec.scale == spec.head_dim ** -0.5 and spec.num_heads * spec.head_dim == 32
                for *_, spec in found)                  # (16 heads of 2: its config's names)
-    verdict, err, why = sw._diff_layers([f for f in found if f[0].startswith("encoder.")])
+    verdict, err, why = sw.diff_layers([f for f in found if f[0].startswith("encoder.")])
     assert verdict == "AGREE" and err < 1e-12, why
 @pytest.mark.parametrize("family, layer", [
     ("blip-2", "Blip2Attention"), ("instructblip", "InstructBlipAttention"),
@@ -709,7 +709,7 @@ def test_ctrl_attention_taking_v_k_q_agrees_and_a_changed_scale_is_its_mismatch(
                                            R.standard_normal((2, 6, 32)))
     assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
     model.h[0].multi_head_attention.Wq.register_forward_hook(lambda m, a, out: out * 1.01)
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.first_disagreement.name == "h.0.multi_head_attention", str(report)
 
 
@@ -735,7 +735,7 @@ def test_gpt1_fused_conv1d_its_bool_scale_and_float_causal_buffer_agree(monkeypa
     r = itf.compare_transformers_attention(unscaled, R.standard_normal((2, 6, 32)))
     assert r.ok and max(c.err for c in r.checks) < 1e-12, str(r)
     monkeypatch.setattr(layer_reading, "tril_weights", lambda m: False)
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.first_disagreement.name == "h.0.attn", str(report)
 # Vision towers the sweep called MISMATCH, each for its own reason (the reader's, not theirs):
 # InternVL's and Qianfan-OCR's W^O is their projection_layer, Kosmos-2.5's its output (both read

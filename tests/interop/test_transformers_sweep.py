@@ -161,7 +161,7 @@ def test_a_cache_corrupted_in_the_prompt_of_a_layer_with_its_own_rotary_embeddin
     recomputed with the cos and sin it returned, so keys off by 1e-6 in the prompt's call are
     that layer's cache row's MISMATCH, and no other row's."""
     model = tm.build("moshi")
-    prompt, rest = sw._split(sw._text_inputs(model))
+    prompt, rest = sw.split_prompt(sw.text_inputs(model))
     calls = []
 
     def corrupt(mod, args, output):
@@ -373,7 +373,7 @@ def test_alibi_agrees_and_a_changed_slope_is_the_first_layers_mismatch(family, b
     """BLOOM's and Falcon's alibi argument, MPT's position_bias: compared with ours (never
     taken from the model), so slopes 1 % off are the first layer's disagreement."""
     model = _alibi_model(family)
-    inputs = sw._text_inputs(model)
+    inputs = sw.text_inputs(model)
     report = compare_transformers_model(model, **inputs)
     assert report.ok and len(report.layers) == 2, str(report)
     module = __import__(type(model).__module__, fromlist=[builder])
@@ -389,7 +389,7 @@ def test_alibi_agrees_and_a_changed_slope_is_the_first_layers_mismatch(family, b
 
 def test_partial_interleaved_rope_of_gptj_agrees_with_its_sin_cos_row():
     model = tm.build("gptj")
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.ok, str(report)
     assert [r.kind for r in report.layers] == ["rotary", "attention", "attention"]
     assert [c.name for c in report.layers[0].checks] == ["sin", "cos"]
@@ -397,7 +397,7 @@ def test_partial_interleaved_rope_of_gptj_agrees_with_its_sin_cos_row():
 
 def test_qwen2_vl_text_model_mrope_with_text_positions_agrees():
     model = tm.build("qwen2_vl_text")
-    assert compare_transformers_model(model, **sw._text_inputs(model)).ok
+    assert compare_transformers_model(model, **sw.text_inputs(model)).ok
 
 
 def _window_to(value):
@@ -450,7 +450,7 @@ def test_interleaved_rope_with_concatenated_angles_agrees_and_a_changed_frequenc
     half (ERNIE 4.5 in float32). Both layouts read: the rotary row and each layer agree, and
     a 1 % change of the frequencies is the rotary row's disagreement."""
     model = tm.build(family)
-    inputs = sw._text_inputs(model)
+    inputs = sw.text_inputs(model)
     report = compare_transformers_model(model, **inputs)
     assert report.ok, str(report)
     assert [r.kind for r in report.layers] == ["rotary", "attention", "attention"]
@@ -474,7 +474,7 @@ def test_a_tower_a_text_input_never_runs_is_not_covered_by_the_models_agree():
     listed as not run and the report is INCOMPLETE (never AGREE); the sweep diffs the tower's
     attention class one by one and catches the change there too."""
     model = tm.build("llava")
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.verdict == "INCOMPLETE" and not report.ok, str(report)
     assert report.not_run[0] == ("vision_tower.encoder.layers.0.self_attn", "CLIPAttention")
     assert "not run: vision_tower.encoder.layers.0.self_attn (CLIPAttention)" in str(report)
@@ -571,10 +571,10 @@ def test_moshi_and_kyutai_projections_are_read_through_their_wrapper(monkeypatch
     model = tm.build("moshi")
     model.config.sliding_window = 2
     assert layer_spec(model.layers[0].self_attn).window is None
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.verdict == "AGREE", str(report)
     monkeypatch.setattr(layer_reading, "read_window", lambda module, cfg: 2)
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.verdict == "MISMATCH", str(report)
     depth = MoshiAttention(model.config, 0, use_flexible_linear=True, use_rope=False)
     with pytest.raises(UnsupportedLayer, match="per-codebook projections"):
@@ -614,7 +614,7 @@ def test_hieras_global_layers_agree_and_catch_a_change():
     found, refused = attention_layers(tm.build("hiera"))
     assert found and refused, (found, refused)
     assert all(not m.use_mask_unit_attn and m.query_stride == 1 for _, m, _ in found)
-    verdict, err, why = sw._diff_layers(found)
+    verdict, err, why = sw.diff_layers(found)
     assert verdict == "AGREE" and err < 1e-9, (verdict, err, why)
 
 
@@ -633,7 +633,7 @@ def test_multimodal_rope_text_models_agree(family):
     vision tower's, half): the layout is read from apply_rotary_pos_emb itself. Their
     mrope_section defaults to a large head's; the sweep sizes it for its small one."""
     model = tm.build(family)
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.ok and len(report.attention) == 2, str(report)
 
 

@@ -153,7 +153,7 @@ def test_a_variant_changed_after_it_was_read_is_that_rows_mismatch(family, label
     """The variant agrees as built; its option's value changed on the torch side once the model
     runs (after the diff read it) is the named row's MISMATCH, never an AGREE."""
     model = vs.build_variant(_variant(family, label))
-    inputs = sw._text_inputs(model)
+    inputs = sw.text_inputs(model)
     assert compare_transformers_model(model, **inputs).ok
     def hook(module, args, kwargs):       # on the diff's float64 copy, once it runs
         with torch.no_grad():

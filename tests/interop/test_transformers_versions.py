@@ -79,5 +79,5 @@ def test_each_attention_class_alone_agrees_with_the_change_caught(model_type):
     class is diffed alone too (GPT-J's layer alone crashed while its model agreed)."""
     found, refused = attention_layers(tm.build(model_type))
     assert found and not refused
-    verdict, _, why = sw._diff_layers(found)
+    verdict, _, why = sw.diff_layers(found)
     assert verdict == "AGREE", why

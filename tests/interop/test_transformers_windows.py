@@ -90,7 +90,7 @@ def test_full_layers_without_rope_in_sliding_full_models_agree(model_type):
     model = tm.build(model_type)
     specs = [s for _, _, s in attention_layers(model)[0]]
     assert [s.has_rope for s in specs] == [True, False]
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.ok, str(report)
 
 
@@ -100,7 +100,7 @@ def test_granite_swa_per_layer_windows_and_sinks_agree_in_float64():
     model = tm.build("granite_swa")
     specs = [s for _, _, s in attention_layers(model)[0]]
     assert [s.window for s in specs] == [None, model.config.sliding_window]
-    report = compare_transformers_model(model, **sw._text_inputs(model))
+    report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.ok, str(report)
     assert max(r.forward_error for r in report.attention) < 1e-12
 

@@ -55,7 +55,7 @@ class SweepRow:
         return self.verdict in ("MISMATCH", "not caught", "error")
 
 
-def _text_inputs(model) -> dict | None:
+def text_inputs(model) -> dict | None:
     """``input_ids`` (and a mask of ones) for a text model whose forward takes them, else None."""
     import torch
     if getattr(model, "main_input_name", None) != "input_ids" or \
@@ -71,7 +71,7 @@ def _text_inputs(model) -> dict | None:
     return inputs
 
 
-def _runs(model, inputs) -> str | None:
+def why_not_run(model, inputs) -> str | None:
     """None if the model runs on ``inputs`` (before any diff; a copy, its experts run as the
     diff runs them), else the exception's type: CLIP also needs pixel_values, X-MOD a
     language, LayoutLMv3 boxes."""
@@ -133,7 +133,7 @@ def decoder(model, found) -> str | None:
 
 
 def _not_text(model) -> str:
-    """Why a model has no text inputs of its own (:func:`_text_inputs` is None): its main input
+    """Why a model has no text inputs of its own (:func:`text_inputs` is None): its main input
     is another (pixel_values, input_features), or its forward takes no ``input_ids``."""
     main = getattr(model, "main_input_name", None)
     if main != "input_ids":
@@ -150,7 +150,7 @@ def _continues(model, inputs) -> str | None:
     import torch
 
     from attention_np.interop.transformers.recent import float64_experts
-    prompt, rest = _split(inputs)
+    prompt, rest = split_prompt(inputs)
     try:
         work = copy.deepcopy(model)
         float64_experts(work)
@@ -204,7 +204,7 @@ def _cache_refusal(model) -> str | None:
     return None
 
 
-def _split(inputs: dict) -> tuple:
+def split_prompt(inputs: dict) -> tuple:
     """``(prompt, inputs)``: the first ``L - CACHED_NEW`` tokens as the prompt, the last
     :data:`CACHED_NEW` continuing from its cache (the mask of all ``L``)."""
     prompt = {k: v[:, :-CACHED_NEW] for k, v in inputs.items()}
@@ -212,19 +212,19 @@ def _split(inputs: dict) -> tuple:
     return prompt, rest
 
 
-def _diff_model(model, inputs, found, cached: bool = False) -> tuple:
+def diff_model(model, inputs, found, cached: bool = False) -> tuple:
     """One whole-model diff with :data:`CHANGE` added to the first attention layer's output
     that runs: every layer is replayed on its recorded inputs, so that layer alone may
     disagree, and only by the change (one run shows both the agreement and the change
     caught). The layers the input never runs (a vision or audio tower, given text) are diffed
-    one by one (:func:`_diff_layers`): an AGREE covers only what was compared. With
+    one by one (:func:`diff_layers`): an AGREE covers only what was compared. With
     ``cached``: the prompt, then :data:`CACHED_NEW` tokens continuing from its cache
     (``prompt=``): every call of the changed layer must differ by the change alone, and every
     cached keys and values row agree."""
     first = found[0]
     prompt = None
     if cached:
-        prompt, inputs = _split(inputs)
+        prompt, inputs = split_prompt(inputs)
     report = _run_changed(model, inputs, first[1], prompt)
     if cached and _no_cached_mode(report):
         why = next((w for n, w in report.refused if n == "forward"),
@@ -234,13 +234,13 @@ def _diff_model(model, inputs, found, cached: bool = False) -> tuple:
     if first[0] in not_run:
         ran = [f for f in found if f[0] not in not_run]
         if not ran:                                    # nothing ran: each class alone
-            return _diff_layers(found)
+            return diff_layers(found)
         first = ran[0]
         report = _run_changed(model, inputs, first[1], prompt)
     verdict, err, why = _verdict_or_refusal(report, found, first[0], cached)
     if verdict != "AGREE" or not not_run:
         return verdict, err, why
-    verdict, layer_err, layers_why = _diff_layers([f for f in found if f[0] in not_run])
+    verdict, layer_err, layers_why = diff_layers([f for f in found if f[0] in not_run])
     return verdict, np.nanmax([err, layer_err]), f"{why}; not run by text input ids, " \
                                                  f"{layers_why}"
 
@@ -293,7 +293,7 @@ def _changed_verdict(report, name: str, cached: bool) -> tuple:
                          f"at {', '.join(r.name for r in changed)}"
 
 
-def _diff_layers(found) -> tuple:
+def diff_layers(found) -> tuple:
     """Each attention class's first layer alone, with :data:`CHANGE` added to its output."""
     from attention_np.interop.transformers.layer_diff import compare_transformers_attention
     from attention_np.interop.transformers.layer_reading import UnsupportedLayer, params_from_transformers
@@ -336,7 +336,7 @@ def _diff_layers(found) -> tuple:
 def sweep_one(model_type: str, seed: int = 0, cached: bool = False) -> SweepRow:
     """Build and diff one family; every failure becomes the row's verdict, none escapes.
 
-    ``cached``: a decoder (:func:`decoder`) continuing from a filled cache (:func:`_diff_model`);
+    ``cached``: a decoder (:func:`decoder`) continuing from a filled cache (:func:`diff_model`);
     any other model is ``"skipped"``, the reason said."""
     from attention_np.interop.transformers.model_diff import attention_layers
     quiet = io.StringIO()
@@ -369,10 +369,10 @@ def sweep_one(model_type: str, seed: int = 0, cached: bool = False) -> SweepRow:
 
 def _diff_built(model, found, cached: bool) -> tuple:
     """``(verdict, error, why)`` of a built model: a text model run on input ids whole
-    (:func:`_diff_model`; ``cached``: a decoder continuing from its cache, else skipped), any
-    other one layer by layer (:func:`_diff_layers`)."""
-    inputs = _text_inputs(model)
-    own = None if inputs is None else _runs(model, inputs)
+    (:func:`diff_model`; ``cached``: a decoder continuing from its cache, else skipped), any
+    other one layer by layer (:func:`diff_layers`)."""
+    inputs = text_inputs(model)
+    own = None if inputs is None else why_not_run(model, inputs)
     if cached:
         refusal = _cache_refusal(model)
         if refusal:
@@ -380,10 +380,10 @@ def _diff_built(model, found, cached: bool) -> tuple:
         why_not = _no_cache_run(model, inputs, own, found)
         if why_not:
             return "skipped", float("nan"), f"no cached mode: {why_not}"
-        return _diff_model(model, inputs, found, cached=True)
+        return diff_model(model, inputs, found, cached=True)
     if inputs is not None and own is None:
-        return _diff_model(model, inputs, found)
-    verdict, err, why = _diff_layers(found)
+        return diff_model(model, inputs, found)
+    verdict, err, why = diff_layers(found)
     if own is not None:
         why = f"the model does not run on input ids alone ({own}): {why}"
     return verdict, err, why
@@ -406,7 +406,7 @@ def model_types() -> list:
     return sorted(MODEL_MAPPING_NAMES)
 
 
-def _worker_init() -> None:
+def worker_init() -> None:
     """A sweep worker: one torch thread (the workers share the cores), transformers quiet."""
     import torch
     import transformers
@@ -425,14 +425,14 @@ def sweep(types=None, seed: int = 0, workers: int | None = None, cached: bool = 
     types = model_types() if types is None else list(types)
     workers = os.cpu_count() or 1 if workers is None else workers
     if workers <= 1 or len(types) <= 1:
-        _worker_init()
+        worker_init()
         return [sweep_one(t, seed, cached) for t in types]
     import concurrent.futures
     import functools
     import multiprocessing
     with concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_init) as pool:
+            initializer=worker_init) as pool:
         return list(pool.map(functools.partial(sweep_one, seed=seed, cached=cached), types,
                              chunksize=1))
 

@@ -119,12 +119,12 @@ NOT_NARROW = (r"(patch_size|image_size|kernel|stride|mel|spec|position|window|po
 CAP = 5_000_000                         # parameters of a tiny model (keeps the sweep fast)
 
 
-def _is_int(v) -> bool:
+def is_config_int(v) -> bool:
     return isinstance(v, int) and is_integer(v)           # a config's int: Python's, not a bool
 
 
-def _is_ints(v) -> bool:
-    return isinstance(v, list) and all(_is_int(n) for n in v)
+def is_config_ints(v) -> bool:
+    return isinstance(v, list) and all(is_config_int(n) for n in v)
 
 
 def _shrink(d: dict, mrope: bool = False) -> dict:
@@ -167,26 +167,26 @@ def _mrope_sections(k, v, d, mrope) -> dict:
 SHRINK = (
     ("a sub-config (DBRX's attn_config, a layer's overrides)", _sub_config,
      lambda k, v, d, mrope: _shrink(v, mrope)),
-    ("a width, head count, depth or vocabulary", lambda k, v, d, mrope: k in SMALL and _is_int(v),
+    ("a width, head count, depth or vocabulary", lambda k, v, d, mrope: k in SMALL and is_config_int(v),
      lambda k, v, d, mrope: SMALL[k]),
     ("a prefixed key/value head count (Dia's cross_, Inkling's swa_: 16 over 4)",
-     lambda k, v, d, mrope: isinstance(k, str) and k.endswith("_num_key_value_heads") and _is_int(v)
+     lambda k, v, d, mrope: isinstance(k, str) and k.endswith("_num_key_value_heads") and is_config_int(v)
      and v > 2, lambda k, v, d, mrope: 2),
-    ("a feed-forward width per layer (Gemma 3n's)", lambda k, v, d, mrope: k in FFN and _is_ints(v),
+    ("a feed-forward width per layer (Gemma 3n's)", lambda k, v, d, mrope: k in FFN and is_config_ints(v),
      lambda k, v, d, mrope: [SMALL[k]] * len(v)),
     ("a head width, vocabulary or key/value head count left None (Ministral's, ESM's, Nemotron's "
      "reach arithmetic: 32 / 4 heads)",
      lambda k, v, d, mrope: k in ("head_dim", "vocab_size", "num_key_value_heads") and v is None
-     and _is_int(d.get("hidden_size")), lambda k, v, d, mrope: SMALL[k]),
+     and is_config_int(d.get("hidden_size")), lambda k, v, d, mrope: SMALL[k]),
     ("a token id beyond the vocabulary", lambda k, v, d, mrope: isinstance(k, str)
-     and k.endswith("_token_id") and _is_int(v) and v >= VOCAB, lambda k, v, d, mrope: 1),
+     and k.endswith("_token_id") and is_config_int(v) and v >= VOCAB, lambda k, v, d, mrope: 1),
     ("multimodal RoPE's sections", _mrope_parameters, _mrope_sections),
 )
 
 
 def _layer_index(k) -> int | None:
     """A per-layer dict's key as a layer index (``"05"`` -> 5), else None."""
-    return int(k) if _is_int(k) or (isinstance(k, str) and k.isdigit()) else None
+    return int(k) if is_config_int(k) or (isinstance(k, str) and k.isdigit()) else None
 
 
 def _cut_layers(d: dict, out: dict) -> None:
@@ -204,7 +204,7 @@ def _cut_layers(d: dict, out: dict) -> None:
     keep = _kept_layers([out[k] for k in lists], per_layer, depth0, depth)
     if len(keep) > depth:      # more kinds than layers: one layer of each (a deeper model)
         out.update({n: len(keep) for n in LAYERS if out.get(n) == depth})
-    heads = next((d[n] for n in HEADS if _is_int(d.get(n))), None)
+    heads = next((d[n] for n in HEADS if is_config_int(d.get(n))), None)
     for k in lists:
         out[k] = _cut_list(k, out[k], keep, heads)
     out.update({k: list(range(len(keep))) for k in ranges})
@@ -216,8 +216,8 @@ def _cut_layers(d: dict, out: dict) -> None:
 def _depths(d: dict, out: dict) -> tuple:
     """The family's depth and the shrunk one, ``(0, 0)`` when there is no depth to cut (none
     named, or Swin's num_layers: its stages, cut by :func:`_stages`)."""
-    key = next((n for n in LAYERS if _is_int(d.get(n))), None)
-    if key is None or not _is_int(out.get(key)) or isinstance(out.get("depths"), list):
+    key = next((n for n in LAYERS if is_config_int(d.get(n))), None)
+    if key is None or not is_config_int(out.get(key)) or isinstance(out.get("depths"), list):
         return 0, 0
     return d[key], out[key]
 
@@ -225,14 +225,14 @@ def _depths(d: dict, out: dict) -> tuple:
 def _cut_list(k: str, v: list, keep: list, heads) -> list:
     """A per-layer list at the kept layers; a per-layer head count all the heads or fewer (GQA)."""
     v = [v[i] for i in keep]
-    if "heads" in k and heads and _is_ints(v):
+    if "heads" in k and heads and is_config_ints(v):
         v = [4 if h >= heads else 2 for h in v]
     return v
 
 
 def _layer_ids(v: list) -> bool:
     """Increasing ints: layer ids of another model (EAGLE-3's target_layer_ids)."""
-    return _is_ints(v) and all(a < b for a, b in zip(v, v[1:], strict=False))
+    return is_config_ints(v) and all(a < b for a, b in zip(v, v[1:], strict=False))
 
 
 def _per_layer_dict(v, depth0: int) -> bool:
@@ -266,12 +266,12 @@ def _stages(out: dict) -> None:
     ``out_features``/``out_indices`` naming a stage beyond the new depth dropped (the last
     stage then, transformers' default)."""
     for k in HEADS:
-        if _is_ints(out.get(k)):
+        if is_config_ints(out.get(k)):
             out[k] = [SMALL[k]] * len(out[k])
-    if _is_ints(out.get("depths")):
+    if is_config_ints(out.get("depths")):
         out["depths"] = [min(n, 2) for n in out["depths"]]
     stages = len(out["depths"]) if isinstance(out.get("depths"), list) else \
-        next((out[n] for n in LAYERS if _is_int(out.get(n))), None)
+        next((out[n] for n in LAYERS if is_config_int(out.get(n))), None)
     if stages is not None and _names_beyond(out.get("out_features"), stages):
         out["out_features"] = out["out_indices"] = None
         if isinstance(out.get("stage_names"), list) and len(out["stage_names"]) != stages + 1:
@@ -305,10 +305,10 @@ def _named_width(k, v) -> bool:
 def _narrow_width(k, v):
     """A width over 64 made 32 (a head width 8, a feed-forward width 64, a vocabulary VOCAB);
     a per-stage list of widths halved while over 64 and all multiples of 8."""
-    if _is_int(v) and v > 64:
+    if is_config_int(v) and v > 64:
         return 8 if "head_dim" in k else 64 if re.search("interm|ffn|mlp|inner", k) \
             else VOCAB if "vocab" in k else 32
-    if isinstance(v, list) and v and all(_is_int(x) and x > 0 for x in v):
+    if isinstance(v, list) and v and all(is_config_int(x) and x > 0 for x in v):
         while max(v) > 64 and all(x % 8 == 0 for x in v):
             v = [x // 2 for x in v]
     return v
@@ -317,7 +317,7 @@ def _narrow_width(k, v):
 def _named(pattern: str):
     """A predicate: the key is a string matching ``pattern`` and the value an int over ``low``."""
     def matches(k, v, low: int) -> bool:
-        return isinstance(k, str) and _is_int(v) and v > low and bool(re.search(pattern, k))
+        return isinstance(k, str) and is_config_int(v) and v > low and bool(re.search(pattern, k))
     return matches
 
 
@@ -328,7 +328,7 @@ NARROWER = (
     ("a sub-config", lambda k, v: isinstance(v, dict), lambda k, v: _narrow(v)),
     ("a width a name says is one (NARROW)", _named_width, _narrow_width),
     ("a per-stage list of depths", lambda k, v: isinstance(k, str) and bool(re.search(
-        r"(depths?|repeats)$", k)) and isinstance(v, list) and bool(v) and _is_ints(v),
+        r"(depths?|repeats)$", k)) and isinstance(v, list) and bool(v) and is_config_ints(v),
      lambda k, v: [min(x, 2) for x in v]),
     ("a feed-forward width, even (Moshi's gated one)", lambda k, v: k in FFN and v == SMALL[k],
      lambda k, v: 64),

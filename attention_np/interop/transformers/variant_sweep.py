@@ -196,7 +196,7 @@ def _required(cfg, rope_type: str, params: dict, name: str) -> bool:
 
 def _head_dim(cfg) -> int:
     h = getattr(cfg, "head_dim", None)
-    return h if tm._is_int(h) else tm.SMALL["hidden_size"] // tm.SMALL["num_attention_heads"]
+    return h if tm.is_config_int(h) else tm.SMALL["hidden_size"] // tm.SMALL["num_attention_heads"]
 
 
 def _partial_variants(family: str, cfg, name: str, value, opts: dict) -> list:
@@ -223,7 +223,7 @@ def _window_variants(family: str, cfg, name: str, value, opts: dict) -> list:
     switch = {"use_sliding_window": True} if "use_sliding_window" in opts else {}
     derive = ("layer_types",) if "layer_types" in opts else ()
     if name in ("sliding_window", "window_size", "attention_window", "local_attention") and \
-            (tm._is_int(value) or value is None):
+            (tm.is_config_int(value) or value is None):
         return [_variant(family, "window", {name: WINDOW, **switch})]   # (Qwen2: off unless on)
     if name == "use_sliding_window":
         first = {"max_window_layers": 0} if "max_window_layers" in opts else {}
@@ -278,8 +278,8 @@ def _kv_variants(family: str, cfg, name: str, value) -> list:
     ``new_decoder_architecture``) flipped."""
     if isinstance(value, bool):
         return [Variant(family, "key/value heads", f"{name}={not value}", {name: not value})]
-    heads = next((getattr(cfg, n) for n in tm.HEADS if tm._is_int(getattr(cfg, n, None))), None)
-    if heads is None or not (tm._is_int(value) or value is None):
+    heads = next((getattr(cfg, n) for n in tm.HEADS if tm.is_config_int(getattr(cfg, n, None))), None)
+    if heads is None or not (tm.is_config_int(value) or value is None):
         return []
     counts = sorted({1, heads} | {k for k in range(2, heads) if heads % k == 0})
     return [Variant(family, "key/value heads", f"{name}={k}", {name: k}) for k in counts
@@ -297,7 +297,7 @@ def _flag_or_number(family: str, kind: str, name: str, value, number) -> list:
 def _one_value(family: str, cfg, name: str, value, opts: dict) -> list:
     """A head width twice hidden / heads; a bias or QK-norm flag flipped."""
     kind = kind_of(name)
-    if kind == "head width" and (tm._is_int(value) or value is None):
+    if kind == "head width" and (tm.is_config_int(value) or value is None):
         return [Variant(family, kind, f"{name}={2 * _head_dim(cfg)}", {name: 2 * _head_dim(cfg)})]
     if isinstance(value, bool):
         return [Variant(family, kind, f"{name}={not value}", {name: not value})]
@@ -447,12 +447,12 @@ def sweep_variant(v: Variant, seed: int = 0) -> VariantRow:
         if not found:
             row.reasons["layer"] = "no attention layer"
             return row
-        inputs = sw._text_inputs(model)
-        own = None if inputs is None else sw._runs(model, inputs)
+        inputs = sw.text_inputs(model)
+        own = None if inputs is None else sw.why_not_run(model, inputs)
         if own is not None:          # no user runs it: transformers' own forward raises
             row.reasons["build"] = f"transformers does not run this config ({own})"
             return row
-        _diff(row, "layer", lambda: sw._diff_layers(found))
+        _diff(row, "layer", lambda: sw.diff_layers(found))
         _model_diffs(row, model, found, inputs)
     return row
 
@@ -460,16 +460,16 @@ def sweep_variant(v: Variant, seed: int = 0) -> VariantRow:
 def _model_diffs(row: VariantRow, model, found, inputs) -> None:
     """The whole-model diff of a text model (``inputs``: its input ids, or None) and, for a
     decoder that runs continuing from its cache, the cached one (the default sweep's
-    :func:`~attention_np.interop.transformers.sweep._diff_model`)."""
+    :func:`~attention_np.interop.transformers.sweep.diff_model`)."""
     if inputs is None:
         row.reasons["model"] = "not a text model run on input ids"
         return
-    _diff(row, "model", lambda: sw._diff_model(model, inputs, found))
-    why_not = sw.decoder(model, found) or sw._runs(model, *sw._split(inputs))
+    _diff(row, "model", lambda: sw.diff_model(model, inputs, found))
+    why_not = sw.decoder(model, found) or sw.why_not_run(model, *sw.split_prompt(inputs))
     if why_not:
         row.reasons["cached"] = f"no cached mode: {why_not}"
         return
-    _diff(row, "cached", lambda: sw._diff_model(model, inputs, found, cached=True))
+    _diff(row, "cached", lambda: sw.diff_model(model, inputs, found, cached=True))
     if row.cached == "skipped":
         row.cached = "-"
 
@@ -495,14 +495,14 @@ def variant_sweep(types=None, seed: int = 0, workers: int | None = None) -> list
     vs = all_variants(types)
     workers = os.cpu_count() or 1 if workers is None else workers
     if workers <= 1 or len(vs) <= 1:
-        sw._worker_init()
+        sw.worker_init()
         return [sweep_variant(v, seed) for v in vs]
     import concurrent.futures
     import functools
     import multiprocessing
     with concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=sw._worker_init) as pool:
+            initializer=sw.worker_init) as pool:
         return list(pool.map(functools.partial(sweep_variant, seed=seed), vs, chunksize=1))
 
 
