@@ -119,7 +119,7 @@ def decoder(model, found) -> str | None:
     """None if ``model`` may be a decoder whose forward continues from a cache (it takes a
     cache, and ``use_cache`` by name or through its ``**kwargs``: LLaVA, Qwen3-VL; no attention
     layer read is cross-attention), else why not. (One whose prompt leaves no cache, an
-    encoder, is found by running it: :func:`_continues`.)"""
+    encoder, is found by running it: :func:`continues_from_cache`.)"""
     params = inspect.signature(model.forward).parameters
     if getattr(model.config, "is_encoder_decoder", False):
         return "an encoder-decoder (its cache: EncoderDecoderCache)"
@@ -141,7 +141,7 @@ def _not_text(model) -> str:
     return f"{type(model).__name__}.forward takes no input_ids (a tower alone)"
 
 
-def _continues(model, inputs) -> str | None:
+def continues_from_cache(model, inputs) -> str | None:
     """None if the model runs the prompt of ``inputs`` with ``use_cache=True`` and then the
     next :data:`CACHED_NEW` tokens on the cache it returned (a copy, before any diff), else why
     not: what it returned in place of a cache (:func:`_no_cache_returned`), or the exception."""
@@ -396,7 +396,7 @@ def _no_cache_run(model, inputs, own, found) -> str | None:
         return _not_text(model)
     if own:
         return f"the model does not run on input ids alone ({own})"
-    return decoder(model, found) or _continues(model, inputs)
+    return decoder(model, found) or continues_from_cache(model, inputs)
 
 
 def model_types() -> list:

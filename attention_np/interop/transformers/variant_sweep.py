@@ -433,7 +433,7 @@ def sweep_variant(v: Variant, seed: int = 0) -> VariantRow:
         try:
             model = build_variant(v, seed)
         except Exception as e:                                     # noqa: BLE001
-            row.reasons["build"] = f"config not built: {tm.one_line(e)}"
+            row.reasons["build"] = f"config not built: {_sorted_sets(tm.one_line(e))}"
             return row
         try:
             found, refused = attention_layers(model)
@@ -465,13 +465,21 @@ def _model_diffs(row: VariantRow, model, found, inputs) -> None:
         row.reasons["model"] = "not a text model run on input ids"
         return
     _diff(row, "model", lambda: sw.diff_model(model, inputs, found))
-    why_not = sw.decoder(model, found) or sw.why_not_run(model, *sw.split_prompt(inputs))
+    why_not = sw.decoder(model, found) or sw.continues_from_cache(model, inputs)
     if why_not:
         row.reasons["cached"] = f"no cached mode: {why_not}"
         return
     _diff(row, "cached", lambda: sw.diff_model(model, inputs, found, cached=True))
     if row.cached == "skipped":
         row.cached = "-"
+
+
+def _sorted_sets(text: str) -> str:
+    """``text`` with each set of quoted names it prints (``{'short_factor', 'long_factor'}``, in
+    an order that changes with the hash seed) sorted, so that a row reads the same every run."""
+    def ordered(m):
+        return "{" + ", ".join(sorted(m.group(1).split(", "))) + "}"
+    return re.sub(r"\{('[^{}']*'(?:, '[^{}']*')*)\}", ordered, text)
 
 
 def all_variants(types=None) -> list:
