@@ -535,15 +535,17 @@ def markdown(rows, version: str, cached: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def table_cells(text: str, headers: tuple = ("| family",)) -> list:
+    """The cells of each row of the markdown tables in ``text`` (``|`` inside a cell unescaped),
+    leaving out the header rows (those starting with one of ``headers``) and the rules."""
+    return [[c.strip().replace("\\|", "|") for c in line.strip("|").split(" | ")]
+            for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith((*headers, "| ---"))]
+
+
 def read_table(text: str) -> list:
     """``[(family, model, verdict, reason)]`` from :func:`markdown`'s table."""
-    rows = []
-    for line in text.splitlines():
-        if not line.startswith("| ") or line.startswith(("| family", "| ---")):
-            continue
-        cells = [c.strip().replace("\\|", "|") for c in line.strip("|").split(" | ")]
-        rows.append((cells[0], cells[1], cells[2], cells[4] if len(cells) > 4 else ""))
-    return rows
+    return [(c[0], c[1], c[2], c[4] if len(c) > 4 else "") for c in table_cells(text)]
 
 
 if __name__ == "__main__":          # python -m attention_np.interop.transformers.sweep [--cached] OUT.md

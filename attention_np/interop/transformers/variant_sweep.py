@@ -591,14 +591,8 @@ def markdown(rows, version: str) -> str:
 
 def read_table(text: str) -> list:
     """``[(family, variant, layer, model, cached, reason)]`` from :func:`markdown`'s table."""
-    rows = []
-    for line in text.splitlines():
-        if not line.startswith("| ") or line.startswith(("| family", "| ---", "| option kind")):
-            continue
-        cells = [c.strip().replace("\\|", "|") for c in line.strip("|").split(" | ")]
-        if len(cells) == 7:
-            rows.append((cells[0], cells[2], cells[3], cells[4], cells[5], cells[6]))
-    return rows
+    return [(c[0], c[2], c[3], c[4], c[5], c[6])
+            for c in sw.table_cells(text, ("| family", "| option kind")) if len(c) == 7]
 
 
 if __name__ == "__main__":   # python -m attention_np.interop.transformers.variant_sweep OUT.md
