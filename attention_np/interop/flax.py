@@ -82,19 +82,19 @@ def params_from_flax(variables: dict) -> tuple[dict, int]:
                          f"variables ({{'params': {{'query': {{'kernel', ...}}, ...}}}})")
     params = {}
     for module, W, b in _NAMES:
-        kernel = np.asarray(p[module]["kernel"])                            # (in, h, d)
+        kernel = np.array(p[module]["kernel"])               # (in, h, d), a copy: jax's is read-only
         params[W] = kernel.reshape(kernel.shape[0], -1)                     # (in, h*d)
         if "bias" in p[module]:
-            params[b] = np.asarray(p[module]["bias"]).reshape(-1)
-    out = np.asarray(p["out"]["kernel"])                                    # (h, d, E)
+            params[b] = np.array(p[module]["bias"]).reshape(-1)
+    out = np.array(p["out"]["kernel"])                                    # (h, d, E)
     params["W_o"] = out.reshape(-1, out.shape[-1])                          # (h*d, E)
     if "bias" in p["out"]:
-        params["b_o"] = np.asarray(p["out"]["bias"])
+        params["b_o"] = np.array(p["out"]["bias"])
     for ln, norm in (("query_ln", "q_norm"), ("key_ln", "k_norm")):   # normalize_qk=True:
         if ln in p:                                        # LayerNorm over d, no bias
-            params[norm] = np.asarray(p[ln]["scale"])
+            params[norm] = np.array(p[ln]["scale"])
             if "bias" in p[ln]:
-                params[f"{norm}_bias"] = np.asarray(p[ln]["bias"])
+                params[f"{norm}_bias"] = np.array(p[ln]["bias"])
     return params, int(np.asarray(p["query"]["kernel"]).shape[1])
 
 

@@ -41,6 +41,21 @@ def test_params_roundtrip_through_flax_layout_is_exact(rng, bias):
         np.testing.assert_array_equal(back[name], params[name])
 
 
+@pytest.mark.parametrize("source", ["numpy", "jax"])
+def test_params_read_from_flax_are_writeable_copies(rng, source):
+    """``params_from_flax`` copies: of jax arrays (read-only through NumPy) a trainer could not
+    update the params in place, and of NumPy variables every update would write into them."""
+    params = _params(rng, kdim=6, vdim=4)
+    variables = iflax.params_to_flax(params, 2)
+    if source == "jax":
+        variables = jax.tree_util.tree_map(jnp.asarray, variables)
+    leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(variables)]
+    back, _ = iflax.params_from_flax(variables)
+    for name, a in back.items():
+        assert a.flags.writeable, name
+        assert not any(np.shares_memory(a, x) for x in leaves), name
+
+
 def test_flax_refuses_different_query_and_value_head_widths_and_partial_biases(rng):
     params = an.init_mha_params(8, 2, d_k=4, d_v=3, rng=rng)
     with pytest.raises(ValueError, match="one head width"):

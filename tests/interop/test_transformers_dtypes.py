@@ -176,3 +176,38 @@ def test_a_low_precision_layer_is_read_from_its_float64_copy_probes_included():
         spec32 = layer_spec(layers[0][1])
         spec16 = layer_spec(layers[0][1].to(torch.bfloat16))
         assert spec16 == spec32, family
+
+
+def _tensors(module) -> list:
+    """Every parameter and buffer of ``module`` and every parameter's ``.grad``, as NumPy views
+    of their memory (a bfloat16 one has none NumPy can share: skipped)."""
+    out = []
+    for t in [*module.parameters(), *module.buffers()]:
+        for x in (t, t.grad):
+            if x is not None and x.dtype in NP:
+                out.append(x.detach().numpy())
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("family", cases.FAMILIES)
+def test_the_params_read_from_a_layer_own_their_memory_in_every_dtype(family, dtype):
+    """``params_from_transformers`` copies: a float64 tensor's ``.numpy()`` is a view of the
+    layer, and an array of it (a bias, a norm's scale, GPT-2's Conv1D weight, a sink) would
+    change the layer when trained in place. Each array read, values and ``.grad``, is writeable
+    and shares no memory with any tensor of the layer; writing into it leaves the layer alone."""
+    _, inputs = cases.case(family, seed=1)
+    model = cases.tiny_model(cases.MODELS.get(family, family), seed=1).to(dtype)
+    layer = cases.attention_layer(family, model)
+    for p in layer.parameters():
+        p.grad = torch.ones_like(p)
+    before = [t.detach().clone() for t in layer.parameters()]
+    for grads in (False, True):
+        params, _ = params_from_transformers(layer, grads=grads)
+        theirs = _tensors(layer)
+        for name, a in params.items():
+            assert a.flags.writeable, name
+            assert not any(np.shares_memory(a, t) for t in theirs), (name, grads)
+            a[...] = 7.0
+    assert all(torch.equal(a, b) for a, b in zip(before, layer.parameters(), strict=True))
+    assert all(torch.equal(p.grad, torch.ones_like(p)) for p in layer.parameters())

@@ -338,7 +338,7 @@ def params_from_transformers(module, *, grads: bool = False) -> tuple:
         a = t.grad if grads else t.data
         if a is None:
             raise ValueError(f"{type(module).__name__} has no .grad: run a backward pass first")
-        return to_numpy(a, np.float64)
+        return np.array(to_numpy(a, np.float64))      # a copy: a float64 tensor's .numpy() is a view
 
     out = _projection_params(module, spec, get, grads)
     out.update(_extra_params(module, spec, get, grads))

@@ -75,7 +75,11 @@ def float64_view(module):
     upcast exactly. Gradients are copied and upcast with the parameters."""
     if set(stored_dtypes(module, buffers=True)) <= {"float32", "float64"}:
         return module
-    return copy.deepcopy(module).double()
+    copied = copy.deepcopy(module).double()           # (a Parameter's deepcopy drops its .grad)
+    for theirs, ours in zip(module.parameters(), copied.parameters(), strict=True):
+        if theirs.grad is not None:
+            ours.grad = theirs.grad.detach().double()
+    return copied
 
 
 def _islinear_tensors(m) -> bool:
