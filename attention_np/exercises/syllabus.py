@@ -289,10 +289,15 @@ def kit_table(ref=None) -> str:
     return "\n".join(rows)
 
 
+def _generated_from(les: Lesson) -> str:
+    """The comment that opens a generated cell: where its lesson's record is kept."""
+    return (f"<!-- generated from attention_np/exercises/syllabus_data/lesson{les.number:02d}.py: "
+            f"edit it there, then run python -m attention_np.exercises.syllabus --write -->")
+
+
 def header_markdown(les: Lesson) -> str:
     """The generated cell after a lesson's title: objectives, prerequisites, paper, explorer, time."""
-    lines = ["<!-- generated from attention_np/exercises/syllabus.py: edit it there, then run "
-             "python -m attention_np.exercises.syllabus --write -->",
+    lines = [_generated_from(les),
              f"**What you will be able to do after lesson {les.number}:**", ""]
     lines += [f"- {o}" for o in les.objectives]
     lines += ["", "**What it assumes:** " + "; ".join(les.prerequisites) + ".", ""]
@@ -306,8 +311,7 @@ def header_markdown(les: Lesson) -> str:
 
 def questions_markdown(les: Lesson) -> str:
     """The generated last cell of a lesson: its questions (answers are in the solutions kit only)."""
-    lines = ["<!-- generated from attention_np/exercises/syllabus.py: edit it there, then run "
-             "python -m attention_np.exercises.syllabus --write -->",
+    lines = [_generated_from(les),
              f"## Questions on lesson {les.number}", "",
              "Answer each in a few sentences; where a question says run, change a copy of the cell it "
              "names. Your instructor has the answers and rubrics."]
@@ -321,8 +325,8 @@ def questions_markdown(les: Lesson) -> str:
 def lesson_answers_markdown() -> str:
     """The answers and rubrics of every lesson's questions (the solutions kit's lesson_answers.md)."""
     lines = ["# Lesson questions: answers and rubrics", "",
-             "The questions at the end of each lesson notebook (generated from "
-             "`attention_np/exercises/syllabus.py`). Each is worth 3 points; the rubric says what earns "
+             "The questions at the end of each lesson notebook (generated from the lesson records in "
+             "`attention_np/exercises/syllabus_data/`). Each is worth 3 points; the rubric says what earns "
              "each point. A predict-then-run answer quotes what the lesson's own cell prints.", ""]
     for les in LESSONS:
         lines += [f"## Lesson {les.number}: {les.title}", ""]
