@@ -16,7 +16,7 @@ import numpy as np
 
 from attention_np.compose.decode import KVCache, check_inputs_of, check_new_positions
 from attention_np.compose.layer_spec import check_heads_mask, layer_of, layer_plan, layer_spec
-from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
+from attention_np.compose.pipeline import attend_heads, drop_unattended, output, project_heads, transform_qk
 from attention_np.variants.qk_layernorm import qk_norm_forward
 from attention_np.variants.spec import refuse_elsewhere
 
@@ -130,11 +130,13 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
     batch = x.shape[:-2]
     mask = check_heads_mask(mask, "mask", batch, batch + (h, T, S), "scores (..., h, T, S)")
     bias = check_heads_mask(bias, "bias", batch, batch + (h, T, S), "scores (..., h, T, S)")
-    plan = layer_plan(layer, params, mask=mask, bias=bias)           # the kernel's support, once
+    plan = layer_plan(layer, params, mask=mask, bias=bias, scores=(T, S), dtype=x.dtype)  # once
     # 1) project only the new queries; the keys and values were projected once, 2) split
     q = project_heads(x, params, "q", h)                             # (..., h, T, d_k)
     # 2') (beyond the paper) QK-norm of the new queries
     q, _, _ = transform_qk(q, None, params, layer, None, None)
+    # 0) source positions no new query attends, and queries that attend nothing, -> 0, once
+    q, k, v = drop_unattended(q, k, v, plan.mask, heads=True)
     # 3) attend to every source position: no causal mask, nothing appended
     heads, _ = attend_heads(q, k, v, params, layer, plan=plan)      # (..., h, T, d_v)
     # 4) concat, 5) project with W^O

@@ -27,7 +27,7 @@ from attention_np.compose.layer_spec import (
     layer_spec,
     positions_without_rope,
 )
-from attention_np.compose.pipeline import attend_heads, output, project_heads, transform_qk
+from attention_np.compose.pipeline import attend_heads, drop_unattended, output, project_heads, transform_qk
 from attention_np.paper.masks import causal_mask
 from attention_np.variants.rope import head_positions
 from attention_np.variants.spec import refuse_elsewhere
@@ -282,7 +282,8 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None
     if positions is not None and spec.rope is None:
         raise ValueError(positions_without_rope(caller))
     at = head_positions(positions, T, start=S - T)
-    plan = layer_plan(layer, params, mask=mask, bias=bias)           # the kernel's support, once
+    # the step's one plan: its whole mask built once (mask, a -inf bias, causal, window)
+    plan = layer_plan(layer, params, mask=mask, bias=bias, scores=(T, S), dtype=x.dtype)
     # 1) project only the new positions, 2) split into heads
     q = project_heads(x, params, "q", h)                             # (..., h, T, d_k)
     k = project_heads(x, params, "k", h_kv)                          # (..., h_kv, T, d_k)
@@ -291,6 +292,8 @@ def mha_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int | None
     q, k, _ = transform_qk(q, k, params, layer, at, at)
     # 2'') append to the cache: the keys and values of positions 0 .. S-1
     k, v = kv_cache.append(k, v)                                     # (..., h_kv, S, d)
+    # 0) positions no new query attends, and new queries that attend nothing, -> 0, once
+    q, k, v = drop_unattended(q, k, v, plan.mask, heads=True)
     # 3) attend: the T new queries are the last T of the S positions -> bottom-right causal
     heads, _ = attend_heads(q, k, v, params, layer, plan=plan)       # (..., h, T, d_v)
     # 4) concat, 5) project with W^O

@@ -86,11 +86,14 @@ def layer_plan(layer: Layer, params: dict, *, mask=None, bias=None, is_causal: b
     checked layer and the call's checked arrays, with the kernel's support checked once, before
     any work (and before a KV cache changes).
 
-    With ``scores = (L, S)`` (a full forward, which drops the masked inputs before its
-    projections) the plan is prepared: its mask is the call's whole mask, built here
+    With ``scores = (L, S)`` the plan is prepared: its mask is the call's whole mask, built here
     (:func:`~attention_np.kernels.guard.whole_mask`: ``mask``, a -inf ``bias``, ``is_causal``,
-    ``window``), its bias in ``dtype``, and the kernel takes both as they are. Without (a decode
-    step, whose keys are the cache's) the kernel builds and drops on the heads.
+    ``window``), its bias in ``dtype``, and the kernel takes both as they are; the caller drops
+    the inputs no pair attends once (:func:`~attention_np.compose.pipeline.drop_unattended`: the
+    full forward before its projections, a decode step on the heads, after appending). A decode
+    step passes its bottom-right causal mask and window ANDed into ``mask``. Without ``scores``
+    (a plan to check a kernel's support, or a caller attending raw heads) the kernel builds and
+    drops itself.
     """
     prepared = scores is not None
     if prepared:

@@ -27,6 +27,7 @@ from attention_np.compose.layer_spec import (
 from attention_np.compose.mha_params import init_mha_params  # noqa: F401  (re-exported)
 from attention_np.compose.pipeline import (
     attend_heads,
+    drop_unattended,
     output,
     project_heads,
     project_heads_backward,
@@ -34,7 +35,6 @@ from attention_np.compose.pipeline import (
     transform_qk_backward,
 )
 from attention_np.kernels.fast_linear import linear_backward
-from attention_np.kernels.guard import drop_masked
 from attention_np.kernels.registry import KernelCache, attend_backward
 from attention_np.paper.heads import split_heads
 from attention_np.variants.rope import head_positions
@@ -136,7 +136,7 @@ def mha_forward(query, key, value, params: dict, mask=None, *, num_heads: int | 
                       rng=rng, scores=(L, S), dtype=query.dtype)
     # 0) key/value positions no query may attend, and queries that attend nothing, -> 0 before
     #    the projections, once: else a NaN there reaches the weight gradients through 0 * NaN
-    query, key, value = _drop_masked_inputs(query, key, value, plan.mask)
+    query, key, value = drop_unattended(query, key, value, plan.mask)
     # 1) project every head's W_i^Q, W_i^K, W_i^V at once, 2) split into heads
     q = project_heads(query, params, "q", h)                         # (..., h, L, d_k)
     k = project_heads(key, params, "k", h_kv)                        # (..., h_kv, S, d_k)
@@ -191,16 +191,6 @@ def mha_backward(dout, cache: MHACache, *, return_dbias: bool = False):
     dvalue, grads["W_v"], grads["b_v"] = project_heads_backward(dv, c.value, p, "v")
     grads = {name: grads[name] for name in p}                        # the keys of params
     return (dquery, dkey, dvalue, grads) + ((kernel_grads.dbias,) if return_dbias else ())
-
-
-def _drop_masked_inputs(query, key, value, mask):
-    """:func:`~attention_np.kernels.guard.drop_masked` for the inputs of multi-head attention,
-    with the plan's whole mask: a key (query) is dropped when no head attends it."""
-    if mask is None:
-        return query, key, value
-    if mask.ndim >= 3:
-        mask = mask.any(axis=-3)                    # alive for any head: (..., L, S)
-    return drop_masked(query, key, value, mask)
 
 
 def _positions(positions, L: int, S: int, rope: bool):

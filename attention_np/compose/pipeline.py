@@ -1,6 +1,7 @@
 """The steps of multi-head attention with its variants, shared by the full forward, the decode
 step and cross-attention decoding:
 
+0. drop: the inputs no pair of the call's mask attends -> 0, once (:func:`drop_unattended`)
 1. project: ``x @ W + b`` for every head at once, then split into heads
 2. q/k transforms, before the kernel: QK-norm, then RoPE (as transformers' Llama and Qwen3 do)
 3. attend: a kernel of :mod:`attention_np.kernels.registry` on the call's one :class:`Plan`
@@ -14,11 +15,29 @@ from __future__ import annotations
 
 from attention_np.compose.layer_spec import Layer, layer_plan
 from attention_np.kernels.fast_linear import linear_backward, linear_forward
+from attention_np.kernels.guard import drop_masked
 from attention_np.kernels.plan import Plan
 from attention_np.kernels.registry import run
 from attention_np.paper.heads import merge_heads, split_heads
 from attention_np.variants.qk_layernorm import qk_norm_backward, qk_norm_forward
 from attention_np.variants.rope import rotate_heads, rotate_heads_backward
+
+
+def drop_unattended(q, k, v, mask, *, heads: bool = False):
+    """Step 0: :func:`~attention_np.kernels.guard.drop_masked` with the prepared plan's whole mask
+    ``(..., h, L, S)``, once per call: a key (query) is zeroed when no head attends it, so that a
+    NaN there never reaches an output or a gradient through ``0 * NaN``.
+
+    ``q, k, v`` are the inputs ``(..., L | S, d)`` of a full forward (before the projections) or,
+    with ``heads=True``, the heads ``(..., h | h_kv, T | S, d)`` of a decode step, whose keys and
+    values come projected from its cache. The kernel then takes the plan as built
+    (``Plan.prepared``) and drops nothing again.
+    """
+    if mask is None:
+        return q, k, v
+    if mask.ndim >= 3:
+        mask = mask.any(axis=-3, keepdims=heads)    # alive for any head: (..., [1,] L, S)
+    return drop_masked(q, k, v, mask)
 
 
 def project_heads(x, params: dict, which: str, heads: int):

@@ -36,8 +36,9 @@ class Plan:
         True when the caller built ``mask`` as the call's whole mask (``is_causal``, the window
         and a ``-inf`` bias ANDed in: :func:`~attention_np.kernels.guard.whole_mask`), ``bias``
         in the inputs' dtype, and zeroed the inputs no pair attends (multi-head attention does,
-        before its projections): the kernel then takes the mask as built, drops nothing again,
-        and reads ``is_causal`` and ``window`` only to skip work.
+        before its projections, and the decode steps on the heads): every kernel then takes the
+        mask as built, drops nothing again, and reads ``is_causal`` and ``window`` only to skip
+        work.
     """
 
     mask: np.ndarray | None = None

@@ -23,18 +23,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import check_bool, check_cache, check_dout, check_qkv, sum_to_shape
+from attention_np._checks import (
+    check_bool,
+    check_cache,
+    check_dout,
+    check_instance,
+    check_qkv,
+    sum_to_shape,
+)
 from attention_np.kernels.guard import (
-    attended,
     drop_masked,
     mask_and_bias,
     masked_matmul,
     transpose_mask,
     zero_masked,
 )
-from attention_np.kernels.plan import kernel_spec
+from attention_np.kernels.plan import Plan, kernel_spec
 from attention_np.paper.softmax import softmax, softmax_backward
-from attention_np.variants.spec import refuse_elsewhere
+from attention_np.variants.spec import AttentionSpec, refuse_elsewhere
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,39 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     q, k, v, scale = check_qkv(q, k, v, scale)
     mask, bias = mask_and_bias(q, k, v, mask, bias, is_causal=is_causal, window=window)  # ANDed in
     q, k, v = drop_masked(q, k, v, mask)    # masked keys, dead rows -> 0: 0 * NaN would be NaN
+    return _eq1(q, k, v, mask, bias, scale)
 
+
+def sdpa_plan(q, k, v, plan: Plan):
+    """:func:`sdpa_forward` for a :class:`~attention_np.kernels.plan.Plan` (the kernel registry's
+    entry). A prepared plan's mask is the call's whole mask and its inputs are already dropped
+    (multi-head attention built both once): they are taken as they are.
+
+    Parameters
+    ----------
+    q : (..., L, d_k) queries
+    k : (..., S, d_k) keys
+    v : (..., S, d_v) values
+    plan : Plan
+        The call's options; this kernel does ``bias`` and ``window`` (the registry refuses the
+        rest by name before a call).
+
+    Returns
+    -------
+    out : (..., L, d_v)
+    cache : AttentionCache
+    """
+    plan = check_instance(plan, Plan, "plan")
+    if not plan.prepared:
+        return sdpa_forward(q, k, v, plan.mask, bias=plan.bias, is_causal=plan.is_causal,
+                            scale=plan.scale, spec=AttentionSpec(window=plan.window))
+    q, k, v, scale = check_qkv(q, k, v, plan.scale)
+    return _eq1(q, k, v, plan.mask, plan.bias, scale)
+
+
+def _eq1(q, k, v, mask, bias, scale):
+    """Figure 2 (left) on checked inputs: ``mask`` the call's whole mask (None: every pair),
+    ``bias`` in the inputs' dtype, the inputs no pair attends already 0."""
     scores = q @ np.swapaxes(k, -1, -2)                     # MatMul     (..., L, S)
     scores = scores * scores.dtype.type(scale)             # Scale      (..., L, S)
     if bias is not None:
@@ -110,10 +148,9 @@ def sdpa_forward(q, k, v, mask=None, *, bias=None, is_causal: bool = False, scal
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)            # Mask: -inf gets weight exactly 0
     weights = softmax(scores)                               # SoftMax    (..., L, S)
-    pairs = attended(mask, bias)                            # the (query, key) pairs not masked
-    out = masked_matmul(weights, v, pairs)                  # MatMul: weights @ v, a masked pair adds 0
+    out = masked_matmul(weights, v, mask)                   # MatMul: weights @ v, a masked pair adds 0
     return out, AttentionCache(q, k, v, weights, scale,
-                               bias_shape=None if bias is None else bias.shape, mask=pairs)
+                               bias_shape=None if bias is None else bias.shape, mask=mask)
 
 
 def sdpa_backward(dout, cache: AttentionCache, *, return_dbias: bool = False):

@@ -29,7 +29,6 @@ import numpy as np
 from attention_np.kernels import fused, reference, sink_logits, tiled
 from attention_np.kernels.grads import Grads
 from attention_np.kernels.plan import OPTIONS, Plan
-from attention_np.variants.spec import AttentionSpec
 
 
 @dataclass(frozen=True)
@@ -43,13 +42,6 @@ class Kernel:
     backward: object
     supports: frozenset
     refuses_together: tuple = ()       # pairs of options it does not combine
-
-
-def _reference_forward(q, k, v, p: Plan):
-    if p.prepared:                 # the mask holds is_causal and the window: not built again
-        return reference.sdpa_forward(q, k, v, p.mask, bias=p.bias, scale=p.scale)
-    return reference.sdpa_forward(q, k, v, p.mask, bias=p.bias, is_causal=p.is_causal,
-                                  scale=p.scale, spec=AttentionSpec(window=p.window))
 
 
 def _reference_backward(dout, cache) -> Grads:
@@ -70,7 +62,7 @@ def _fused_backward(dout, cache) -> Grads:
 
 
 KERNELS = {
-    "reference": Kernel("reference", _reference_forward, _reference_backward,
+    "reference": Kernel("reference", reference.sdpa_plan, _reference_backward,
                         frozenset({"bias", "window"})),
     "fused": Kernel("fused", _fused_forward, _fused_backward, frozenset(OPTIONS),
                     refuses_together=(("sinks", "dropout"),)),

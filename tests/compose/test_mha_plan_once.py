@@ -80,8 +80,12 @@ def by_hand(name):
             "causal + window": (i - 2 <= j) & (j <= i)}.get(name)
 
 
-@pytest.mark.parametrize("kernel", ["fused", "tiled"])
-@pytest.mark.parametrize("name", CASES)
+def kernels_for(name):
+    """The kernels that can run the case (the reference kernel does neither GQA nor sinks)."""
+    return ["fused", "tiled"] + (["reference"] if "GQA" not in name and "sinks" not in name else [])
+
+
+@pytest.mark.parametrize("name, kernel", [(n, k) for n in CASES for k in kernels_for(n)])
 def test_mha_forward_builds_its_plan_and_mask_once(rng, calls, name, kernel):
     params, kw, built = case(name, rng)
     heads = params["W_q"].shape[1] // (d_model // h)
@@ -98,7 +102,7 @@ def test_mha_forward_builds_its_plan_and_mask_once(rng, calls, name, kernel):
         np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("kernel", ["fused", "tiled"])
+@pytest.mark.parametrize("kernel", ["fused", "tiled", "reference"])
 def test_masked_garbage_is_dropped_once_and_kept_out(rng, calls, kernel):
     """A NaN in the key and value inputs at padded positions: dropped once, before the
     projections, and out of every output and gradient (the kernel does not drop it again)."""
@@ -132,3 +136,74 @@ def test_a_nan_in_an_attended_padded_query_row_has_a_backward_on_every_kernel(rn
     for kernel in ("fused", "tiled"):
         for a, b in zip(got["reference"], got[kernel], strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def decode_case(name, rng):
+    """``(params, kwargs)`` of a decode step on a cache of 4 positions, 2 new ones (S = 6)."""
+    params = an.init_mha_params(d_model, h, rng=0)
+    if name == "causal":
+        return params, {}
+    if name == "window":
+        return params, dict(spec=an.AttentionSpec(window=(2, 0)))
+    if name == "padding mask":
+        return params, dict(mask=an.padding_mask(np.array([6, 3]))[:, None])
+    if name == "-inf bias":                             # (h, L, L): the step takes rows 4, 5
+        bias = randn(rng, h, L, L)
+        bias[..., 1] = -np.inf
+        return params, dict(bias=bias)
+    if name == "GQA":
+        return an.init_mha_params(d_model, 4, num_kv_heads=2, rng=0), {}
+    if name == "sinks, padding":
+        return (an.init_mha_params(d_model, h, sinks=True, rng=0),
+                dict(mask=an.padding_mask(np.array([6, 2]))[:, None]))
+    raise KeyError(name)
+
+
+DECODE = ["causal", "window", "padding mask", "-inf bias", "GQA", "sinks, padding"]
+
+
+@pytest.mark.parametrize("name, kernel", [(n, k) for n in DECODE for k in kernels_for(n)])
+def test_a_decode_step_builds_its_plan_and_mask_once_and_matches_the_full_forward(rng, calls, name,
+                                                                                   kernel):
+    """A decode step (T = 2 new positions on a cache of 4): one plan, one support check, one whole
+    mask (the bottom-right causal mask, the window, ``mask`` and a -inf bias), one drop on the
+    heads, and the kernel builds nothing again; the output is the full causal forward's last rows."""
+    params, kw = decode_case(name, rng)
+    heads = params["W_q"].shape[1] // (d_model // h)
+    spec = an.AttentionSpec(window=kw.pop("spec", an.AttentionSpec()).window, kernel=kernel)
+    x = randn(rng, B, L, d_model)
+    cache = an.KVCache(L)
+    first = {n: (a[..., :4, :4] if n == "bias" else a[..., :4]) for n, a in kw.items()}
+    step = {n: (a[..., 4:, :] if n == "bias" else a) for n, a in kw.items()}
+    an.mha_decode_step(x[:, :4], params, cache, num_heads=heads, spec=spec, **first)
+    for n in calls:
+        calls[n] = 0
+    out = an.mha_decode_step(x[:, 4:], params, cache, num_heads=heads, spec=spec, **step)
+    # (the causal mask always masks: one drop)
+    assert calls == {"plan_from": 1, "check_supports": 1, "whole_mask": 1, "mask_and_bias": 0,
+                     "drop_masked": 1, "causal_mask": 1, "window_mask": int(spec.window is not None)}
+    want, _ = an.mha_forward(x, x, x, params, kw.get("mask"), num_heads=heads, is_causal=True,
+                             spec=an.AttentionSpec(window=spec.window), bias=kw.get("bias"))
+    np.testing.assert_allclose(out, want[:, 4:], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["fused", "tiled", "reference"])
+def test_a_cross_decode_step_builds_its_mask_once_and_keeps_padded_memory_out(rng, calls, kernel):
+    """Cross-attention decoding on a memory whose padded positions hold NaN: one whole mask, one
+    drop on the heads (the cache's keys are not changed), the output that of the clean memory."""
+    params = an.init_mha_params(d_model, h, rng=0)
+    spec = an.AttentionSpec(kernel=kernel)
+    memory = randn(rng, B, L, d_model)
+    memory[1, 3:] = np.nan
+    mask = an.padding_mask(np.array([6, 3]))[:, None]                  # (B, 1, 1, S)
+    cache = an.cross_kv_cache(memory, params, num_heads=h, spec=spec)
+    held = cache.k.copy()
+    for n in calls:
+        calls[n] = 0
+    x = randn(rng, B, 2, d_model)
+    out = an.mha_cross_decode_step(x, params, cache, num_heads=h, spec=spec, mask=mask)
+    assert calls["whole_mask"] == 1 and calls["mask_and_bias"] == 0 and calls["drop_masked"] == 1
+    np.testing.assert_array_equal(cache.k, held)
+    clean = np.where(np.isnan(memory), 0.0, memory)
+    want, _ = an.mha_forward(x, clean, clean, params, mask, num_heads=h)
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
