@@ -150,7 +150,7 @@ REFUSED = [
      "a gated attention output (each head times sigmoid(g_proj(x))"),
     ("KimiLinear", {"pad_token_id": 0}, "a gated delta-rule layer"),
     ("BailingHybrid", {"pad_token_id": 0}, "a gated delta-rule layer"),
-    ("TimesFm2_5", {"num_key_value_heads": 4}, "a learned scale per query feature"),
+    ("TimesFm2_5", {"num_key_value_heads": 4}, "a learned scale per query feature (scaling: a parameter"),
     ("Gemma4UnifiedText", {"num_hidden_layers": 3, "num_kv_shared_layers": 1, "layer_types": [
         "sliding_attention", "full_attention", "full_attention"]},
      "keys and values shared across layers"),
