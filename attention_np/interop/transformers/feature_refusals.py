@@ -100,7 +100,7 @@ FEATURES = (
             "attention pooling (VideoPrism: a learned query, "
             "pooling_attention_query, not a projection of the hidden states, "
             "attends them, its features scaled by softplus(per_dim_scale))"),
-    Refusal("per_dim_scale",                                             # Gemma 3n, TimesFM
+    Refusal("per_dim_scale",                                             # Gemma 3n
             lambda m, cfg: getattr(m, "per_dim_scale", None) is not None,
             "a learned scale per query feature (softplus(per_dim_scale) times "
             "1/sqrt(head_dim): attention_np's score scale is one number)"),
@@ -139,7 +139,7 @@ FEATURES = (
             lambda m, cfg: getattr(m, "v_norm", None) is not None,
             "a norm of the values (v_norm: each value head RMS-normalised before "
             "the attention weights average them)"),
-    Refusal("scaling per feature",                                       # TimesFM 2.5
+    Refusal("scaling per feature",                                       # TimesFM, TimesFM 2.5
             lambda m, cfg: getattr(getattr(m, "scaling", None), "ndim", 0) == 1,
             "a learned scale per query feature (scaling: a parameter of head_dim "
             "entries, e.g. softplus(scaling) / sqrt(d), not one score scale)"),
