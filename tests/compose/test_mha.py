@@ -309,3 +309,23 @@ def test_mha_sinks_of_the_wrong_length_are_refused(rng, kernel):
     with pytest.raises(ValueError, match=re.escape("params['sinks'] has shape (3,), expected "
                                                    "(num_heads,) = (2,)")):
         an.mha_forward(x, x, x, params, spec=an.AttentionSpec(kernel=kernel), num_heads=2)
+
+
+@pytest.mark.parametrize("what", ["params", "input"])
+def test_a_cache_holds_the_forwards_arrays_so_an_update_in_place_before_the_backward_shows(rng, what):
+    """docs/api.md (Pairs): the cache keeps the forward's arrays and params, not copies. Scaling
+    W_o (or the key input) in place between forward and backward changes the gradients that read
+    it, with no error."""
+    params = an.init_mha_params(8, 2, rng=0)
+    x, memory = randn(rng, 2, 5, 8), randn(rng, 2, 6, 8)
+    out, cache = an.mha_forward(x, memory, memory, params, num_heads=2)
+    dout = randn(rng, *out.shape)
+    before = an.mha_backward(dout, cache)
+    target = params["W_o"] if what == "params" else memory
+    target *= 2.0
+    after = an.mha_backward(dout, cache)
+    if what == "params":                                 # dconcat = dout @ W_o.T, then everything
+        assert not np.allclose(before[0], after[0])
+    else:                                                # dW_k = key.T @ dk (dquery reads the heads)
+        assert not np.allclose(before[3]["W_k"], after[3]["W_k"])
+        np.testing.assert_array_equal(before[0], after[0])
