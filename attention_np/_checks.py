@@ -284,6 +284,20 @@ def check_instance(value, cls, name: str, *, optional: bool = False, maker: str 
     return value
 
 
+def check_keys(value, name: str, keys, *, maker: str = "") -> dict:
+    """``value`` is a dict holding every key of ``keys`` (a result a function reads by key: a
+    study's output, a run's record); a ``TypeError`` when it is no dict, else a ``ValueError``
+    naming the missing keys and, with ``maker``, where such a dict comes from."""
+    from_ = f" (as {maker} returns it)" if maker else ""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict{from_}, got {_got(value)}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} has no {missing}: expected a dict with the keys {list(keys)}{from_}, "
+                         f"got one with {sorted(map(str, value))[:12]}")
+    return value
+
+
 def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
     """A floating dtype (``np.float32``, ``np.float64``, ``"float32"``); an integer, bool or
     complex dtype, or something that is no dtype at all, is a ``TypeError`` naming ``name``

@@ -84,7 +84,19 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
 
 def _check_scalar_loss(loss) -> float:
     """``loss()`` at the unchanged input is one real number; else a ``TypeError`` naming ``loss``
-    (an array would be summed into the wrong gradient, or fail deep inside)."""
+    (an array would be summed into the wrong gradient, or fail deep inside); a ``loss`` that
+    needs an argument is refused before it is called."""
+    try:
+        signature = inspect.signature(loss)
+    except (TypeError, ValueError):          # a builtin without a signature: call it and see
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind()
+        except TypeError:
+            raise TypeError(f"loss must take no arguments (loss() reads the array x that "
+                            f"numerical_gradient nudges), got a callable of signature {signature}: "
+                            f"close over x instead, e.g. lambda: f(x)") from None
     value = loss()
     if isinstance(value, (bool, np.bool_)) or not (
             isinstance(value, (int, float, np.integer, np.floating))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_np._checks import check_count, check_path
+from attention_np._checks import check_array, check_count, check_path, check_tuple
 from attention_np.pretrained.head_finder import BEHAVIOURS, best_heads, head_scores
 
 # Sentences with repeated words (for "match" heads) and punctuation, short enough to read.
@@ -28,7 +28,13 @@ def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool 
     (:func:`attention_np.viz.plot.attention_heatmap`): rows are queries, columns are keys."""
     from attention_np.viz.plot import attention_heatmap
 
-    n = len(tokens)
+    if ax is None or not hasattr(ax, "imshow"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {ax!r:.60}")
+    weights = check_array(weights, "weights", ndim=2, layout="(L, L)")
+    n = len(check_tuple(tokens, "tokens", sequence=True))
+    if n > min(weights.shape):
+        raise ValueError(f"tokens has {n} tokens but weights is {weights.shape}: expected at most "
+                         f"{min(weights.shape)} tokens")
     attention_heatmap(weights[:n, :n], tokens, tokens, ax=ax, annotate=False, colorbar=False)
     ax.set_aspect("equal")                     # queries and keys are the same tokens
     ax.set_title(title, fontsize=10)
@@ -48,6 +54,8 @@ def plot_grid(attentions, tokens, *, sentence: int = 0):
     which would be unreadable at this size and slow to lay out).
     """
     check_count(sentence, "sentence", minimum=0, maximum=max(len(tokens) - 1, 0))
+    attentions = check_tuple(attentions, "attentions", nonempty=True, sequence=True,
+                             item=lambda a, name: check_array(a, name, ndim=4, layout="(B, h, L, L)"))
     import matplotlib.pyplot as plt
 
     num_layers, num_heads = len(attentions), attentions[0].shape[1]
