@@ -298,6 +298,16 @@ def check_keys(value, name: str, keys, *, maker: str = "") -> dict:
     return value
 
 
+def check_saved(files, path, keys, *, maker: str) -> None:
+    """The arrays ``files`` of a saved file (an ``.npz``'s ``.files``) hold every key of ``keys``;
+    else a ``ValueError`` naming ``path``: a file another function (or version) wrote."""
+    missing = [k for k in keys if k not in files]
+    if missing:
+        more = f" (and {len(missing) - 8} more)" if len(missing) > 8 else ""
+        raise ValueError(f"path {str(path)!r} is not a file {maker} wrote: it has no {missing[:8]}{more} "
+                         f"(it holds {sorted(files)[:8]})")
+
+
 def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:
     """A floating dtype (``np.float32``, ``np.float64``, ``"float32"``); an integer, bool or
     complex dtype, or something that is no dtype at all, is a ``TypeError`` naming ``name``

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_np._checks import check_array, check_choice, check_count, check_flag, check_seed
+from attention_np._checks import check_array, check_choice, check_count, check_flag, check_saved, check_seed
 from attention_np.kernels.fused import sdpa_backward, sdpa_forward
 from attention_np.paper.masks import causal_mask
 from attention_np.paper.softmax import softmax_backward
@@ -194,14 +194,17 @@ def dates_maps(path=DATES_WEIGHTS, example: int | None = None):
     ``(text, maps)`` with ``maps[kind] = (query tokens, key tokens, weights (layers, h, Lq, Lk))``
     for ``kind`` in encoder / decoder_self / cross."""
     from attention_np.nn.decoding import greedy_decode
-    from attention_np.nn.seq2seq import seq2seq_forward
+    from attention_np.nn.seq2seq import seq2seq_forward, seq2seq_param_shapes
     from attention_np.training.dates import BOS, ISO_LEN, VOCAB, DatesTask
     from attention_np.training.seq2seq_trainer import dates_config
 
     saved = np.load(path)
     params = {name: saved[name] for name in saved.files if name != "losses"}
     config = dates_config()
+    check_saved(params, path, tuple(seq2seq_param_shapes(config)), maker="python -m attention_np train "
+                "--task dates --save (the dates model, 4 heads)")
     held = DatesTask().heldout()
+    check_count(example, "example", minimum=0, maximum=len(held.texts) - 1, optional=True)
     i = next(n for n, t in enumerate(held.texts) if "of" in t) if example is None else example
     src, src_mask = held.src[i:i + 1], held.src_mask[i:i + 1]
     tokens, _ = greedy_decode(params, config, src, src_mask, bos=BOS, steps=ISO_LEN + 1)

@@ -933,6 +933,15 @@ def _studies():
          np.zeros((1, 5)))
 
 
+@functools.lru_cache(maxsize=1)
+def _other_npz() -> str:
+    """An .npz that no function of the package wrote (one array ``a``)."""
+    import tempfile
+    path = f"{tempfile.mkdtemp(prefix='bad_calls_')}/other.npz"
+    np.savez(path, a=np.zeros(3))
+    return path
+
+
 def _lessons():
     from attention_np.lessons import dates_schedule, examples, reversal_schedule, timing
 
@@ -955,6 +964,8 @@ def _lessons():
     _add(T, "describe_params a list", "params", examples.describe_params, [np.zeros(2)])
     _add(T, "load_reversal_run missing file", "path /nonexistent/run.npz", examples.load_reversal_run,
          "/nonexistent/run.npz")
+    _add(T, "load_reversal_run an npz of another layout", "path", examples.load_reversal_run,
+         _other_npz())
     _add(T, "reversal_schedule.run seeds=(-1,)", "seeds seed", reversal_schedule.run, seeds=(-1,))
     _add(T, "reversal_schedule.perfect_seeds {}", "run", reversal_schedule.perfect_seeds, {})
     _add(T, "reversal_schedule.ValidationReversal length=0", "length", reversal_schedule.ValidationReversal,
@@ -1230,6 +1241,9 @@ def _viz():
     _add(T, "explorer.mask_state length=0", "length", explorer.mask_state, "top_left", True, 0, None, None)
     _add(T, "explorer.mask_state causal='yes'", "causal", explorer.mask_state, "top_left", "yes", 4, None,
          None)
+    _add(T, "explorer.dates_maps an npz of another layout", "path", explorer.dates_maps, _other_npz())
+    _add(T, "explorer.dates_maps example=-1", "example", explorer.dates_maps, example=-1)
+    _add(T, "explorer.dates_maps example=10**6", "example", explorer.dates_maps, example=10 ** 6)
     _add(T, "explorer.dates_maps missing path", "path /nonexistent/dates.npz", explorer.dates_maps,
          "/nonexistent/dates.npz")
     _add(T, "viz.pretrained.plot_grid attentions []", "attentions", pretrained.plot_grid, [], [["a"]])
