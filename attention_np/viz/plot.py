@@ -7,10 +7,12 @@ the pictures compose into larger figures.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from attention_np._checks import check_array, check_count, check_flag, check_instance, check_keys, check_str
+from attention_np._optional import import_optional
+
+plt = import_optional("matplotlib.pyplot", "attention_np.viz.plot")   # ImportError naming [plots]
 
 # One colour per scoring function / setting, the same in every plot.
 COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "additive": "tab:green",

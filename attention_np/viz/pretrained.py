@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from attention_np._checks import check_array, check_count, check_path, check_tuple
+from attention_np._optional import import_optional
 from attention_np.pretrained.head_finder import BEHAVIOURS, best_heads, head_scores
 
 # Sentences with repeated words (for "match" heads) and punctuation, short enough to read.
@@ -56,7 +57,7 @@ def plot_grid(attentions, tokens, *, sentence: int = 0):
     check_count(sentence, "sentence", minimum=0, maximum=max(len(tokens) - 1, 0))
     attentions = check_tuple(attentions, "attentions", nonempty=True, sequence=True,
                              item=lambda a, name: check_array(a, name, ndim=4, layout="(B, h, L, L)"))
-    import matplotlib.pyplot as plt
+    plt = import_optional("matplotlib.pyplot", "attention_np.viz.pretrained")
 
     num_layers, num_heads = len(attentions), attentions[0].shape[1]
     toks = tokens[sentence]
@@ -87,7 +88,7 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
     unknown = [s for s in shown if s not in BEHAVIOURS] if isinstance(shown, (tuple, list)) else shown
     if unknown or not shown:
         raise ValueError(f"shown must be a non-empty tuple of {list(BEHAVIOURS)}, got {shown!r}")
-    import matplotlib.pyplot as plt
+    plt = import_optional("matplotlib.pyplot", "attention_np.viz.pretrained")
 
     best = best_heads(head_scores(attentions, tokens))
     ncols = min(2, len(shown))                       # two a row: 9.6 inches wide, the width shown

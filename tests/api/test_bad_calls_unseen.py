@@ -15,7 +15,8 @@ The kinds the corpus found are then covered from shapes and signatures, not by e
   renamed key), leaving params and state as they were;
 - the study, lesson and plotting helpers outside the fuzzer's walk (modules with no
   ``__all__``) refuse, for every parameter annotated ``int``, ``float``, ``bool`` or ``str``, the
-  bad values of that annotation, before any work.
+  bad values of that annotation, before any work;
+- every module imports, or names the extra it needs, with each optional package missing.
 """
 
 from __future__ import annotations
@@ -352,3 +353,50 @@ def test_helpers_refuse_the_bad_values_of_each_annotated_parameter(label):
             if problem:
                 failures.append(f"{name}={what}: {problem}")
     assert not failures, f"{label}: " + "; ".join(failures)
+
+
+# --- kind 4: a module that needs an optional package says which extra brings it --------------------
+
+_IMPORT_ALL = """
+import importlib, pkgutil, sys
+blocked = sys.argv[1]
+
+class Block:                       # as if ``blocked`` were not installed
+    def find_spec(self, name, path=None, target=None):
+        if name == blocked or name.startswith(blocked + "."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+
+sys.meta_path.insert(0, Block())
+import attention_np
+for info in pkgutil.walk_packages(attention_np.__path__, "attention_np."):
+    if info.name.endswith("__main__"):
+        continue
+    try:
+        importlib.import_module(info.name)
+    except ImportError as e:
+        if "extra" not in str(e):
+            print(f"{info.name}: {type(e).__name__}: {e}")
+    except Exception as e:
+        print(f"{info.name}: {type(e).__name__}: {e}")
+"""
+
+
+def _optional_packages():
+    from attention_np._optional import EXTRA_OF
+    return sorted(EXTRA_OF)
+
+
+@pytest.mark.parametrize("package", _optional_packages())
+def test_every_module_imports_or_names_the_extra_without_each_optional_package(package):
+    """Each module of the package, imported with ``package`` missing, imports, or raises an
+    ``ImportError`` naming the extra that brings it (``viz.plot`` raised a bare
+    ``ModuleNotFoundError: No module named 'matplotlib'``)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, "-c", _IMPORT_ALL, package], capture_output=True, text=True,
+                         cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "", f"without {package}:\n{run.stdout}"
