@@ -17,6 +17,7 @@ from attention_np.paper._validate import (  # noqa: F401  (re-exported)
     as_bool_mask,
     as_float_array,
     broadcast_batch,
+    check_arity,
     check_bool,
     check_broadcasts_to,
     check_cache,
@@ -215,14 +216,17 @@ def check_probability(p, name: str, *, high_open: bool = False) -> float:
     return check_number(p, name, low=0, high=1, high_open=high_open)
 
 
-def check_callable(fn, name: str, *, optional: bool = False, what: str = "a callable"):
+def check_callable(fn, name: str, *, optional: bool = False, what: str = "a callable",
+                   arity: int | None = None):
     """``fn`` is callable (None too when ``optional``); ``what`` says which (``"a function with
-    signature softmax(x)"``)."""
+    signature softmax(x)"``); ``arity``: it must take that many positional arguments
+    (:func:`~attention_np.paper._validate.check_arity`)."""
     if fn is None and optional:
         return None
     if not callable(fn):
         none = " or None" if optional else ""
         raise TypeError(f"{name} must be {what}{none}, got {_got(fn)}")
+    check_arity(fn, name, arity)
     return fn
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.paper._validate import check_callable, check_int, check_real
+from attention_np.paper._validate import check_arity, check_callable, check_int, check_real
 
 
 @dataclass
@@ -59,7 +59,7 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     -------
     grad : the shape and dtype of ``x``
     """
-    check_callable(loss, "loss", " taking no arguments and returning a real number")
+    check_callable(loss, "loss", " taking no arguments and returning a real number", arity=0)
     if not isinstance(x, np.ndarray) or not np.issubdtype(x.dtype, np.floating):
         got = f"dtype {x.dtype}" if isinstance(x, np.ndarray) else type(x).__name__
         raise TypeError(f"x must be a floating-point ndarray, the very array loss() reads (it is "
@@ -84,19 +84,7 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
 
 def _check_scalar_loss(loss) -> float:
     """``loss()`` at the unchanged input is one real number; else a ``TypeError`` naming ``loss``
-    (an array would be summed into the wrong gradient, or fail deep inside); a ``loss`` that
-    needs an argument is refused before it is called."""
-    try:
-        signature = inspect.signature(loss)
-    except (TypeError, ValueError):          # a builtin without a signature: call it and see
-        signature = None
-    if signature is not None:
-        try:
-            signature.bind()
-        except TypeError:
-            raise TypeError(f"loss must take no arguments (loss() reads the array x that "
-                            f"numerical_gradient nudges), got a callable of signature {signature}: "
-                            f"close over x instead, e.g. lambda: f(x)") from None
+    (an array would be summed into the wrong gradient, or fail deep inside)."""
     value = loss()
     if isinstance(value, (bool, np.bool_)) or not (
             isinstance(value, (int, float, np.integer, np.floating))
@@ -175,12 +163,13 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     GradcheckResult, ``ok`` when every gradient matches; ``print`` it for each input's error.
     """
     check_callable(forward, "forward", " forward(*inputs) -> out or (out, cache)")
-    check_callable(backward, "backward", " backward(dout, cache) -> gradients")
+    check_callable(backward, "backward", " backward(dout, cache) -> gradients", arity=2)
     check_real(eps, "eps", positive=True)                 # the step: a 0 divides by 0
     check_real(atol, "atol")                             # tolerances: a negative one fails all
     check_real(rtol, "rtol")
     check_int(seed, "seed", minimum=0)
     inputs = _copied_inputs(inputs)
+    check_arity(forward, "forward", len(inputs))          # forward(*inputs)
     names = _input_names(forward, inputs, names)
 
     def run():

@@ -16,7 +16,10 @@ The kinds the corpus found are then covered from shapes and signatures, not by e
 - the study, lesson and plotting helpers outside the fuzzer's walk (modules with no
   ``__all__``) refuse, for every parameter annotated ``int``, ``float``, ``bool`` or ``str``, the
   bad values of that annotation, before any work;
-- every module imports, or names the extra it needs, with each optional package missing.
+- every module imports, or names the extra it needs, with each optional package missing;
+- a callable argument that cannot take the arguments it is called with (``on_step(step, loss)``,
+  ``gradcheck``'s ``forward(*inputs)`` and ``backward(dout, cache)``, ``numerical_gradient``'s
+  ``loss()``, ``best_times``' contestants) is refused naming it, before any work.
 """
 
 from __future__ import annotations
@@ -400,3 +403,50 @@ def test_every_module_imports_or_names_the_extra_without_each_optional_package(p
                          cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "", f"without {package}:\n{run.stdout}"
+
+
+# --- kind 5: a callable argument that cannot take the arguments it will be called with ----------
+
+
+def _wrong_arity(n: int):
+    """Callables that cannot be called with ``n`` positional arguments: one fewer, one more, and
+    one with a required keyword-only argument."""
+    def takes(k):
+        params = ", ".join(f"a{i}" for i in range(k))
+        return eval(f"lambda {params}: 0.0")            # noqa: S307 -- a lambda of k parameters
+    out = [("one more", takes(n + 1)), ("a required keyword", eval("lambda *a, key: 0.0"))]  # noqa: S307
+    if n > 0:
+        out.insert(0, ("one fewer", takes(n - 1)))
+    return out
+
+
+def _callable_params():
+    """``(label, name, n, call(fn))``: each public callable parameter, the positional arguments it
+    is called with, and a valid call with the parameter replaced."""
+    import attention_np as an
+    from attention_np import nn, training
+    from attention_np.lessons import timing
+    from attention_np.training.seq2seq_trainer import train_seq2seq
+    cfg = nn.ModelConfig(vocab_size=5, max_len=4, d_model=4, num_heads=2, d_ff=4, num_layers=1)
+    x = np.ones(3)
+    return [
+        ("train", "on_step", 2, lambda f: training.train(config=cfg, steps=1, batch_size=2, on_step=f)),
+        ("train_seq2seq", "on_step", 2, lambda f: train_seq2seq(steps=1, batch_size=2, on_step=f)),
+        ("gradcheck", "forward", 1, lambda f: an.gradcheck(f, an.softmax_backward, (np.ones((2, 3)),))),
+        ("gradcheck (2 inputs)", "forward", 2, lambda f: an.gradcheck(
+            f, lambda d, c: (d, d), (np.ones(3), np.ones(3)))),
+        ("gradcheck", "backward", 2, lambda f: an.gradcheck(an.softmax, f, (np.ones((2, 3)),))),
+        ("numerical_gradient", "loss", 0, lambda f: an.numerical_gradient(f, x)),
+        ("best_times", "contestants", 0, lambda f: timing.best_times({"a": f}, repeat=1, min_seconds=1e-4)),
+    ]
+
+
+@pytest.mark.parametrize("entry", _callable_params(), ids=lambda e: f"{e[0]}.{e[1]}")
+def test_a_callable_of_the_wrong_arity_is_refused_by_name_before_any_work(entry):
+    label, name, n, call = entry
+    failures = []
+    for what, fn in _wrong_arity(n):
+        problem = refused(lambda fn=fn: call(fn), (name,), seconds=20)
+        if problem:
+            failures.append(f"{what}: {problem}")
+    assert not failures, f"{label}({name}=...): " + "; ".join(failures)
