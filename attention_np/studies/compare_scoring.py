@@ -31,7 +31,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_generator, check_array, check_count, check_number, check_seed, check_tuple
+from attention_np._checks import (
+    as_generator,
+    check_array,
+    check_choice,
+    check_count,
+    check_number,
+    check_seed,
+    check_tuple,
+)
 from attention_np.kernels.fused import SDPACache, sdpa_backward, sdpa_forward
 from attention_np.kernels.threads import blas_threads
 from attention_np.paper.linear import linear_backward
@@ -79,6 +87,7 @@ class DotScoringCache:
 def scoring_forward(scoring: str, params: dict, x_q, x_k, v):
     """``out, cache`` of attention with the given scoring; ``cache.weights`` is (..., L, S)
     (an :class:`~attention_np.AdditiveCache` or a :class:`DotScoringCache`)."""
+    check_choice(scoring, "scoring", SCORINGS)     # any other string would score as "scaled"
     if scoring == "additive":
         return additive_attention_forward(x_q, x_k, v, params)
     q = x_q @ params["W_q"]                                 # (..., L, d_k)
@@ -90,6 +99,7 @@ def scoring_forward(scoring: str, params: dict, x_q, x_k, v):
 
 def scoring_backward(scoring: str, dout, cache) -> dict:
     """Gradients w.r.t. the parameters of :func:`scoring_forward`."""
+    check_choice(scoring, "scoring", SCORINGS)
     if scoring == "additive":
         return additive_attention_backward(dout, cache)[3]
     dq, dk, _ = sdpa_backward(dout, cache.attention)

@@ -71,6 +71,7 @@ def unexplained(y_hat, y) -> float:
 
 def init_params(d_model: int, num_heads: int, d_out: int, rng) -> dict:
     """The attention layer's parameters plus the read-out ``W_r`` (d_model, d_out), ``b_r``."""
+    check_count(d_out, "d_out")
     params = init_mha_params(d_model, num_heads, rng=rng)
     params["W_r"] = rng.standard_normal((d_model, d_out)) * np.sqrt(1.0 / d_model)
     params["b_r"] = np.zeros(d_out)

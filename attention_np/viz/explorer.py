@@ -136,6 +136,7 @@ def eq1_states(d_ks=D_KS, seed: int = SEED) -> dict:
 
 def draw_masks(seed: int = SEED):
     """``q (L, d)``, ``k (S, d)``, ``v (S, d)`` of the masks view, N(0, 1), seeded."""
+    check_seed(seed)
     rng = np.random.default_rng(seed)
     return (rng.standard_normal((MASK_L, MASK_D)), rng.standard_normal((MASK_S, MASK_D)),
             rng.standard_normal((MASK_S, MASK_D)))

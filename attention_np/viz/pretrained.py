@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_np._checks import check_array, check_count, check_path, check_tuple
+from attention_np._checks import check_array, check_count, check_flag, check_path, check_str, check_tuple
 from attention_np._optional import import_optional
 from attention_np.pretrained.head_finder import BEHAVIOURS, best_heads, head_scores
 
@@ -29,6 +29,8 @@ def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool 
     (:func:`attention_np.viz.plot.attention_heatmap`): rows are queries, columns are keys."""
     from attention_np.viz.plot import attention_heatmap
 
+    check_str(title, "title")
+    check_flag(labels, "labels")
     if ax is None or not hasattr(ax, "imshow"):
         raise TypeError(f"ax must be a matplotlib Axes, got {ax!r:.60}")
     weights = check_array(weights, "weights", ndim=2, layout="(L, L)")
@@ -63,7 +65,7 @@ def plot_grid(attentions, tokens, *, sentence: int = 0):
     toks = tokens[sentence]
     n = len(toks)
     # 9.6 inches wide: the width the site shows it at, so its 10-point labels stay 10 points
-    fig, axes = plt.subplots(num_layers, num_heads, figsize=(9.6, 0.78 * num_layers + 1.0),
+    fig, axes = plt.subplots(num_layers, num_heads, figsize=(9.6, 0.78 * num_layers + 1.0), squeeze=False,
                              gridspec_kw=dict(left=0.08, right=0.9, bottom=0.02, top=0.86,
                                               wspace=0.08, hspace=0.12))
     for layer in range(num_layers):

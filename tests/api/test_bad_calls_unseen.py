@@ -279,19 +279,33 @@ def _helper_calls():
     the study, lesson and plotting modules the fuzzer does not walk (no ``__all__``)."""
     import matplotlib
     matplotlib.use("Agg")
-    from attention_np.lessons import examples, reversal_schedule, timing
+    import matplotlib.pyplot
+
+    from attention_np.lessons import dates_schedule, examples, reversal_schedule, timing
     from attention_np.nn import ModelConfig
     from attention_np.studies import (
         compare_scoring,
         head_subspaces,
         positions,
         scaling,
+        scoring_attention,
         scoring_in_model,
         scoring_model,
     )
     from attention_np.viz import explorer, plot
+    from attention_np.viz import pretrained as vpre
 
     rng = np.random.default_rng(0)
+
+    def a(*shape):
+        return rng.standard_normal(shape)
+
+    hp = head_subspaces.init_params(8, 2, 4, rng)
+    hx = a(2, 3, 8)
+    sp = compare_scoring.init_scoring_params("scaled", 8, 4, rng)
+    so, scache = compare_scoring.scoring_forward("scaled", sp, a(2, 1, 8), a(2, 5, 8), a(2, 5, 6))
+    smp = scoring_attention.init_scoring_mha_params(8, 2, 4, "scaled", rng=0)
+    axes = matplotlib.pyplot.subplots()[1]
     small = ModelConfig(vocab_size=6, max_len=5, d_model=8, num_heads=2, d_ff=8, num_layers=1)
     sconf = scoring_model.ScoringConfig(d_k=4, vocab_size=6, max_len=5, d_model=8, num_heads=2, d_ff=8,
                                         num_layers=1)
@@ -322,8 +336,53 @@ def _helper_calls():
         plot.head_grid: ((np.full((2, 2, 3), 1 / 3),), {"ncols": 2}),
         plot.training_curves: ((compare_scoring.train_retrieval([4], steps=2, n_eval=4, seed=0),),
                                {"window": 1}),
+        plot.mask_picture: ((np.eye(3, dtype=bool),), {}),
+        head_subspaces.init_params: ((8, 2, 4, rng), {}),
+        head_subspaces.forward: ((hp, hx, 2), {}),
+        head_subspaces.loss_and_grads: ((hp, hx, np.zeros((2, 3, 4)), 2), {}),
+        compare_scoring.scoring_forward: (("scaled", sp, a(2, 1, 8), a(2, 5, 8), a(2, 5, 6)), {}),
+        compare_scoring.scoring_backward: (("scaled", so, scache), {}),
+        scoring_attention.check_scoring_inputs: ((a(2, 3, 8), smp, 2, "scaled"), {}),
+        scoring_attention.scores_forward: (("scaled", a(2, 2, 3, 4), a(2, 2, 5, 4)), {}),
+        scoring_attention.scores_backward: (("scaled", a(2, 2, 3, 5), a(2, 2, 3, 4), a(2, 2, 5, 4)), {}),
+        scoring_in_model.run_study: ((), {"d_ks": (4,), "scorings": ("scaled",), "lrs": (1e-3,),
+                                          "seeds": (0,), "steps": 1, "batch_size": 2, "warmup": 1,
+                                          "config": sconf, "log": lambda *a: None}),
+        explorer.eq1_states: (((4,),), {}),
+        explorer.draw_masks: ((0,), {}),
+        dates_schedule.ValidationTask: ((10, 1), {}),
+        vpre.plot_weights: ((axes, np.full((3, 3), 1 / 3), ["a", "b", "c"]), {}),
+        vpre.plot_grid: (([np.full((1, 2, 3, 3), 1 / 3)], [["a", "b", "c"]]), {}),
     }
     return {f"{f.__module__}.{f.__qualname__}": (f, a, k) for f, (a, k) in calls.items()}
+
+
+#: helpers with annotated parameters that have no valid call above, and why
+NOT_HERE = {
+    "attention_np.studies.compare_scoring.train_retrieval": "attention_np.__all__: fuzzed",
+    "attention_np.studies.scoring_attention.init_scoring_mha_params": "attention_np.__all__: fuzzed",
+    "attention_np.studies.scoring_attention.scoring_mha_forward": "attention_np.__all__: fuzzed",
+    "attention_np.studies.scoring_attention.ScoringMHACache": "a cache the API returns",
+    "attention_np.studies.scaling.dot_product_moments": "attention_np.__all__: fuzzed",
+    "attention_np.studies.scaling.softmax_saturation": "attention_np.__all__: fuzzed",
+    "attention_np.studies.scaling.softmax_gradients": "attention_np.__all__: fuzzed",
+    "attention_np.studies.additive.init_additive_params": "attention_np.__all__: fuzzed",
+    "attention_np.studies.additive.additive_attention_forward": "attention_np.__all__: fuzzed",
+    "attention_np.studies.additive.additive_attention": "attention_np.__all__: fuzzed",
+    "attention_np.lessons.examples.save_reversal_run": "trains notebook 5's model (minutes)",
+    "attention_np.lessons.examples.load_reversal_run": "needs a saved run; the corpus has its bad paths",
+    "attention_np.lessons.dates_schedule.run": "trains the dates model (minutes)",
+    "attention_np.viz.explorer.mask_states": "every state of the masks view; its seed is draw_masks'",
+    "attention_np.viz.pretrained.plot_recognizable_heads": "scores MiniLM's heads; sentence as plot_grid's",
+    "attention_np.viz.pretrained.save_readme_figure": "runs MiniLM; the corpus has its bad dpi",
+}
+
+#: the modules the fuzzer does not walk (no ``__all__``) whose helpers are held to the rule here
+HELPER_MODULES = tuple(f"attention_np.{m}" for m in (
+    "studies.head_subspaces", "studies.compare_scoring", "studies.scoring_attention",
+    "studies.scoring_in_model", "studies.scoring_model", "studies.scaling", "studies.trained_scaling",
+    "studies.additive", "lessons.examples", "lessons.timing", "lessons.dates_schedule",
+    "lessons.reversal_schedule", "viz.explorer", "viz.plot", "viz.pretrained"))
 
 
 #: bad values of an annotation: each is wrong for any parameter annotated so
@@ -343,6 +402,27 @@ def _annotated(fn):
 
 
 HELPERS = _helper_calls()
+
+
+def test_every_helper_with_an_annotated_parameter_is_tried():
+    """A new public helper of these modules is tried here (give it a valid call in
+    ``_helper_calls``) or says why not (``NOT_HERE``)."""
+    import importlib
+    missing = []
+    for module_name in HELPER_MODULES:
+        module = importlib.import_module(module_name)
+        assert getattr(module, "__all__", None) is None, f"{module_name} has an __all__: the fuzzer walks it"
+        for name, obj in vars(module).items():
+            if name.startswith("_") or not callable(obj) or getattr(obj, "__module__", None) != module_name:
+                continue
+            label = f"{module_name}.{obj.__qualname__}"
+            try:
+                annotated = list(_annotated(obj))
+            except (TypeError, ValueError):
+                continue
+            if annotated and label not in HELPERS and label not in NOT_HERE:
+                missing.append(label)
+    assert not missing, f"helpers with annotated parameters and no valid call: {missing}"
 
 
 @pytest.mark.parametrize("label", sorted(HELPERS))
