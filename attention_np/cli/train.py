@@ -57,9 +57,9 @@ REVERSE_LR = 1.0
 # What a run can do on a laptop: 10**5 steps is about 12 minutes of the reversal run and hours of the
 # dates run (benchmarks/train_reverse.py, train_dates.py); a batch of 4096 is 64 times the default.
 MAX_STEPS = 100_000
+MAX_BATCH = 4096
 REVERSE_LENGTH = 10
 DATES_LABEL_SMOOTHING = 0.1
-MAX_BATCH = 4096
 
 
 def add_arguments(parser) -> None:
