@@ -15,12 +15,19 @@ import argparse
 import json
 import os
 
+#: the largest integer an argument takes: what fits in int64 (a NumPy size, index or seed)
+INT64_MAX = 2 ** 63 - 1
+
 
 def _integer(text: str) -> int:
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"got {text!r}, expected an integer") from None
+    if abs(value) > INT64_MAX:
+        raise argparse.ArgumentTypeError(f"got {value}, expected an integer that fits in int64 "
+                                         f"(at most 2**63 - 1 = {INT64_MAX})")
+    return value
 
 
 def _number(text: str) -> float:

@@ -17,6 +17,7 @@ from attention_np.paper._validate import (  # noqa: F401  (re-exported)
     as_bool_mask,
     as_float_array,
     broadcast_batch,
+    check_arity,
     check_bool,
     check_broadcasts_to,
     check_cache,
@@ -215,14 +216,17 @@ def check_probability(p, name: str, *, high_open: bool = False) -> float:
     return check_number(p, name, low=0, high=1, high_open=high_open)
 
 
-def check_callable(fn, name: str, *, optional: bool = False, what: str = "a callable"):
+def check_callable(fn, name: str, *, optional: bool = False, what: str = "a callable",
+                   arity: int | None = None):
     """``fn`` is callable (None too when ``optional``); ``what`` says which (``"a function with
-    signature softmax(x)"``)."""
+    signature softmax(x)"``); ``arity``: it must take that many positional arguments
+    (:func:`~attention_np.paper._validate.check_arity`)."""
     if fn is None and optional:
         return None
     if not callable(fn):
         none = " or None" if optional else ""
         raise TypeError(f"{name} must be {what}{none}, got {_got(fn)}")
+    check_arity(fn, name, arity)
     return fn
 
 
@@ -282,6 +286,30 @@ def check_instance(value, cls, name: str, *, optional: bool = False, maker: str 
         raise TypeError(f"{name} must be {article} {names}{' or None' if optional else ''}{hint}, "
                         f"got {_got(value)}")
     return value
+
+
+def check_keys(value, name: str, keys, *, maker: str = "") -> dict:
+    """``value`` is a dict holding every key of ``keys`` (a result a function reads by key: a
+    study's output, a run's record); a ``TypeError`` when it is no dict, else a ``ValueError``
+    naming the missing keys and, with ``maker``, where such a dict comes from."""
+    from_ = f" (as {maker} returns it)" if maker else ""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict{from_}, got {_got(value)}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} has no {missing}: expected a dict with the keys {list(keys)}{from_}, "
+                         f"got one with {sorted(map(str, value))[:12]}")
+    return value
+
+
+def check_saved(files, path, keys, *, maker: str) -> None:
+    """The arrays ``files`` of a saved file (an ``.npz``'s ``.files``) hold every key of ``keys``;
+    else a ``ValueError`` naming ``path``: a file another function (or version) wrote."""
+    missing = [k for k in keys if k not in files]
+    if missing:
+        more = f" (and {len(missing) - 8} more)" if len(missing) > 8 else ""
+        raise ValueError(f"path {str(path)!r} is not a file {maker} wrote: it has no {missing[:8]}{more} "
+                         f"(it holds {sorted(files)[:8]})")
 
 
 def check_float_dtype(dtype, name: str = "dtype") -> np.dtype:

@@ -31,11 +31,11 @@ DTYPES = ("float32", "float64")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--framework", choices=(*FRAMEWORKS, "all", "transformers"), default="all",
+    parser.add_argument("--framework", choices=(*FRAMEWORKS, "all", "transformers"), default=None,
                         help="which framework to diff against (default: all installed; "
                              "'transformers': one attention layer per Hugging Face family, "
                              "not part of 'all')")
-    parser.add_argument("--dtype", choices=(*DTYPES, "all"), default="all",
+    parser.add_argument("--dtype", choices=(*DTYPES, "all"), default=None,
                         help="dtype of the inputs (default: both)")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
                         help="seed of inputs and upstream gradients (>= 0)")
@@ -49,6 +49,25 @@ def add_arguments(parser) -> None:
                         help="with --model, a decoder: its prompt, then its last 2 tokens "
                              "continuing from the cache the prompt filled (what generate() "
                              "does), each call and each layer's cached keys and values diffed")
+
+
+def check_args(parser, args) -> None:
+    """Options that do not apply to what is asked are refused by name, before any work: a
+    transformers model (``--model``) is diffed in float64 against its own layers, so neither
+    ``--framework`` nor ``--dtype`` applies; the per-family sweep (``--framework transformers``)
+    is float64 too."""
+    if args.model is not None and args.framework is not None:
+        parser.error(f"argument --framework: got {args.framework!r} with --model, expected no "
+                     f"--framework (--model diffs a transformers model against its own layers)")
+    if (args.model is not None or args.framework == "transformers") and args.dtype is not None:
+        what = "--model" if args.model is not None else "--framework transformers"
+        parser.error(f"argument --dtype: got {args.dtype!r} with {what}, expected no --dtype "
+                     f"({what} runs in float64)")
+    if args.cached and args.model is None:
+        parser.error("argument --cached: continues a model's forward from its cache: it needs "
+                     "--model NAME|PATH (a decoder)")
+    args.framework = "all" if args.framework is None else args.framework
+    args.dtype = "all" if args.dtype is None else args.dtype
 
 
 @dataclass

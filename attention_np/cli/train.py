@@ -58,13 +58,15 @@ REVERSE_LR = 1.0
 # dates run (benchmarks/train_reverse.py, train_dates.py); a batch of 4096 is 64 times the default.
 MAX_STEPS = 100_000
 MAX_BATCH = 4096
+REVERSE_LENGTH = 10
+DATES_LABEL_SMOOTHING = 0.1
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--task", choices=("reverse", "dates"), default="reverse",
                         help="reverse digits with an encoder (default), or dates -> ISO with the "
                              "encoder-decoder")
-    parser.add_argument("--length", type=int_between(2, 18), default=10,
+    parser.add_argument("--length", type=int_between(2, 18), default=None,
                         help="reverse: digits per sequence, 2 to 18 (default 10; one digit is its own "
                              "reverse, and the held-out sequence's digit would never be trained on)")
     parser.add_argument("--steps", type=int_between(1, MAX_STEPS), default=None,
@@ -81,8 +83,8 @@ def add_arguments(parser) -> None:
                              "(default 0.99)")
     parser.add_argument("--blas-threads", type=nonnegative_int, default=1,
                         help="BLAS threads; 1 is fastest for these tiny matrices (0: leave as is)")
-    parser.add_argument("--label-smoothing", type=smoothing, default=0.1,
-                        help="dates: label smoothing eps of §5.4 (default 0.1)")
+    parser.add_argument("--label-smoothing", type=smoothing, default=None,
+                        help=f"dates: label smoothing eps of §5.4 (default {DATES_LABEL_SMOOTHING})")
     parser.add_argument("--save", type=output_file(".npz"), default=None,
                         help="dates: save the trained params to this .npz file")
     parser.add_argument("--dtype", choices=("float32", "float64"), default=None,
@@ -124,9 +126,16 @@ def check_args(parser, args) -> None:
     if args.cooldown is not None and args.cooldown > steps:
         parser.error(f"argument --cooldown: got {args.cooldown} with {steps} steps, expected at most "
                      f"the number of steps (the rate falls to 0 over the last --cooldown steps)")
-    if args.task == "dates" and args.length != 10:
+    if args.task == "dates" and args.length is not None:
         parser.error(f"argument --length: got {args.length} with --task dates, expected "
                      f"--task reverse (the dates task has its own lengths)")
+    if args.task != "dates" and args.label_smoothing is not None:
+        parser.error(f"argument --label-smoothing: got {args.label_smoothing} with --task {args.task}, "
+                     f"expected --task dates (the reversal model is trained without smoothing)")
+    if args.length is None:
+        args.length = REVERSE_LENGTH
+    if args.label_smoothing is None:
+        args.label_smoothing = DATES_LABEL_SMOOTHING
 
 
 def run(args) -> int:

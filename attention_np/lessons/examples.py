@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from attention_np._checks import check_count, check_params_dict, check_path, check_seed
+from attention_np._checks import check_count, check_params_dict, check_path, check_saved, check_seed
 
 # The sweeps behind the figures, shared with notebook 2 so the numbers agree.
 SCALING_D_KS = (1, 4, 16, 64, 256, 1024)
@@ -104,6 +104,8 @@ def load_reversal_run(path: str):
     from attention_np.training import TrainResult
 
     with np.load(path) as f:
+        check_saved(f.files, path, ("snapshot_steps", "snapshots", "losses", "accuracy", "sequence_accuracy",
+                                    "probe", "heldout_size"), maker="save_reversal_run")
         params = {k.removeprefix("params."): f[k] for k in f.files if k.startswith("params.")}
         snapshots = {int(s): list(w) for s, w in zip(f["snapshot_steps"], f["snapshots"], strict=True)}
         return TrainResult(params, ModelConfig(max_len=10), f["losses"], float(f["accuracy"]),

@@ -22,6 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
+from attention_np._checks import check_keys
 from attention_np.training.tasks import ReversalTask
 
 #: Candidate schedules: ``train``'s ``steps``, ``warmup``, ``cooldown`` (and ``eval_every``).
@@ -75,6 +76,7 @@ def run(seeds=SEEDS, candidates=None) -> dict:
 
 def perfect_seeds(run: dict) -> int:
     """How many seeds end at 100 % of the validation sequences."""
+    check_keys(run, "run", ("final",), maker="reversal_schedule.run")
     return sum(seq == 1.0 for _, seq in run["final"].values())
 
 

@@ -64,7 +64,7 @@ def best_times(contestants: dict[str, Callable[[], object]], *, repeat: int = 5,
         raise TypeError(f"contestants must be a non-empty dict of name -> function, got "
                         f"{contestants!r:.60}")
     for name, f in contestants.items():
-        check_callable(f, f"contestants[{name!r}]")
+        check_callable(f, f"contestants[{name!r}]", what="a function of no argument", arity=0)
     check_count(repeat, "repeat")
     check_number(min_seconds, "min_seconds", low=0, low_open=True)
     check_count(threads, "threads")

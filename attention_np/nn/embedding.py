@@ -19,6 +19,7 @@ class EmbeddingCache:
     tokens: np.ndarray        # (...,) int token ids
     vocab_size: int
     scale: float
+    d_model: int              # W_emb's width: dx must be (..., d_model)
 
 
 def embedding_forward(tokens, W_emb: np.ndarray, *, scale: float = 1.0):
@@ -44,7 +45,7 @@ def embedding_forward(tokens, W_emb: np.ndarray, *, scale: float = 1.0):
     x = W_emb[tokens]                                   # (..., L, d_model), a copy
     if scale != 1.0:
         x *= W_emb.dtype.type(scale)
-    return x, EmbeddingCache(tokens, V, float(scale))
+    return x, EmbeddingCache(tokens, V, float(scale), W_emb.shape[1])
 
 
 def embedding_backward(dx: np.ndarray, cache: EmbeddingCache) -> np.ndarray:
@@ -67,6 +68,9 @@ def embedding_backward(dx: np.ndarray, cache: EmbeddingCache) -> np.ndarray:
     if dx.shape[:-1] != cache.tokens.shape:
         raise ValueError(f"dx has shape {dx.shape} but the tokens of embedding_forward have shape "
                          f"{cache.tokens.shape}: expected {cache.tokens.shape} + (d_model,)")
+    if dx.shape[-1] != cache.d_model:
+        raise ValueError(f"dx has shape {dx.shape} but W_emb of embedding_forward is (vocab_size, "
+                         f"d_model={cache.d_model}): expected {cache.tokens.shape + (cache.d_model,)}")
     d_model = dx.shape[-1]
     bins = (cache.tokens.reshape(-1, 1) * d_model + np.arange(d_model)).reshape(-1)  # (N * d,)
     dW = np.bincount(bins, weights=dx.reshape(-1), minlength=cache.vocab_size * d_model)

@@ -5,6 +5,8 @@ work. The dtype rule: float32 in, float32 out; float64 stays float64; no silent 
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 
@@ -197,10 +199,30 @@ def check_scale(scale, d_k: int) -> float:
 # --- Checks of callables, seeds, dtypes and widths, shared with the layers above ----------------
 
 
-def check_callable(f, name: str, what: str = "") -> None:
-    """``f`` is callable; else a ``TypeError`` naming it (``what``: what it is called with)."""
+def check_callable(f, name: str, what: str = "", *, arity: int | None = None) -> None:
+    """``f`` is callable; else a ``TypeError`` naming it (``what``: what it is called with).
+    ``arity``: it is called with that many positional arguments, so one that cannot take them
+    (``lambda: ...`` for ``on_step(step, loss)``) is refused here, before any work, naming
+    ``name``, not later from inside by Python's ``<lambda>() takes 0 positional arguments``."""
     if not callable(f):
         raise TypeError(f"{name} must be a callable{what}, got {f!r} of type {type(f).__name__}")
+    check_arity(f, name, arity)
+
+
+def check_arity(f, name: str, arity: int | None) -> None:
+    """``f(*arity arguments)`` binds to ``f``'s signature (nothing to check without one)."""
+    if arity is None:
+        return
+    try:
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):         # a builtin or extension without a signature
+        return
+    try:
+        signature.bind(*range(arity))
+    except TypeError:
+        args = {0: "no arguments", 1: "1 positional argument"}.get(arity, f"{arity} positional arguments")
+        raise TypeError(f"{name} must be a callable taking {args}, got a callable of signature "
+                        f"{signature}") from None
 
 
 def check_seed(rng, name: str = "rng") -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attention_np.paper._validate import check_callable, check_int, check_real
+from attention_np.paper._validate import check_arity, check_callable, check_int, check_real
 
 
 @dataclass
@@ -59,7 +59,7 @@ def numerical_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     -------
     grad : the shape and dtype of ``x``
     """
-    check_callable(loss, "loss", " taking no arguments and returning a real number")
+    check_callable(loss, "loss", " taking no arguments and returning a real number", arity=0)
     if not isinstance(x, np.ndarray) or not np.issubdtype(x.dtype, np.floating):
         got = f"dtype {x.dtype}" if isinstance(x, np.ndarray) else type(x).__name__
         raise TypeError(f"x must be a floating-point ndarray, the very array loss() reads (it is "
@@ -163,12 +163,13 @@ def gradcheck(forward, backward, inputs, *, names=None, seed: int = 0, eps: floa
     GradcheckResult, ``ok`` when every gradient matches; ``print`` it for each input's error.
     """
     check_callable(forward, "forward", " forward(*inputs) -> out or (out, cache)")
-    check_callable(backward, "backward", " backward(dout, cache) -> gradients")
+    check_callable(backward, "backward", " backward(dout, cache) -> gradients", arity=2)
     check_real(eps, "eps", positive=True)                 # the step: a 0 divides by 0
     check_real(atol, "atol")                             # tolerances: a negative one fails all
     check_real(rtol, "rtol")
     check_int(seed, "seed", minimum=0)
     inputs = _copied_inputs(inputs)
+    check_arity(forward, "forward", len(inputs))          # forward(*inputs)
     names = _input_names(forward, inputs, names)
 
     def run():

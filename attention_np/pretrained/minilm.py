@@ -57,6 +57,20 @@ def model_dir() -> Path:
     return path
 
 
+def _checkpoint_file(path, name: str) -> Path:
+    """The file ``name`` of the checkpoint folder ``path`` (None: the installed package's); a
+    ``FileNotFoundError`` naming ``path`` and what a checkpoint folder holds when it is missing."""
+    folder = Path(path) if path is not None else model_dir()
+    if not folder.is_dir():
+        state = "is a file" if folder.exists() else "does not exist"
+        raise FileNotFoundError(f"path {str(folder)!r} {state}: expected a checkpoint folder holding "
+                                f"config.json, model.safetensors and tokenizer.json")
+    if not (folder / name).is_file():
+        raise FileNotFoundError(f"path {str(folder)!r} has no {name}: expected a checkpoint folder "
+                                f"holding config.json, model.safetensors and tokenizer.json")
+    return folder / name
+
+
 def load_config(path=None) -> dict:
     """The checkpoint's ``config.json`` (hidden_size, num_attention_heads, layer_norm_eps, ...).
 
@@ -66,7 +80,7 @@ def load_config(path=None) -> dict:
         The checkpoint folder (default: the installed package's).
     """
     check_path(path, optional=True)
-    return json.loads((Path(path or model_dir()) / "config.json").read_text())
+    return json.loads(_checkpoint_file(path, "config.json").read_text())
 
 
 def load_weights(path=None, *, dtype=np.float32) -> dict:
@@ -91,8 +105,8 @@ def load_weights(path=None, *, dtype=np.float32) -> dict:
     dtype = check_float_dtype(dtype)       # an int dtype would turn every weight (|w| < 1) into 0
     load_file = import_optional("safetensors.numpy", "attention_np.pretrained").load_file
 
+    raw = load_file(str(_checkpoint_file(path, "model.safetensors")))
     path = Path(path or model_dir())
-    raw = load_file(str(path / "model.safetensors"))
     num_layers = load_config(path)["num_hidden_layers"]
     names = {
         "embed.word": "embeddings.word_embeddings.weight",
@@ -151,7 +165,7 @@ def tokenize(sentences, path=None) -> Tokenized:
     if not isinstance(sentences, (list, tuple)) or not sentences or not all(
             isinstance(s, str) for s in sentences):
         raise TypeError(f"sentences must be a str or a non-empty list of str, got {sentences!r:.60}")
-    tokenizer = Tokenizer.from_file(str(Path(path or model_dir()) / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(_checkpoint_file(path, "tokenizer.json")))
     tokenizer.no_truncation()
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
     encodings = tokenizer.encode_batch(list(sentences))

@@ -31,7 +31,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_generator, check_count, check_number, check_seed, check_tuple
+from attention_np._checks import (
+    as_generator,
+    check_array,
+    check_choice,
+    check_count,
+    check_number,
+    check_seed,
+    check_tuple,
+)
 from attention_np.kernels.fused import SDPACache, sdpa_backward, sdpa_forward
 from attention_np.kernels.threads import blas_threads
 from attention_np.paper.linear import linear_backward
@@ -51,6 +59,9 @@ def init_scoring_params(scoring: str, d_model: int, d_k: int, rng, d_hidden: int
     """Parameters of one scoring function: ``W_q, W_k (d_model, d_k)`` for dot products;
     ``W_q, W_k (d_model, d_hidden)`` and ``w_v (d_hidden,)`` for additive (``d_hidden`` default ``d_k``)."""
     rng = as_generator(rng)
+    check_count(d_model, "d_model")
+    check_count(d_k, "d_k")
+    check_count(d_hidden, "d_hidden", optional=True)
     if scoring == "additive":
         return init_additive_params(d_model, d_model, d_k if d_hidden is None else d_hidden, rng=rng)
     if scoring in ("scaled", "unscaled"):
@@ -76,6 +87,7 @@ class DotScoringCache:
 def scoring_forward(scoring: str, params: dict, x_q, x_k, v):
     """``out, cache`` of attention with the given scoring; ``cache.weights`` is (..., L, S)
     (an :class:`~attention_np.AdditiveCache` or a :class:`DotScoringCache`)."""
+    check_choice(scoring, "scoring", SCORINGS)     # any other string would score as "scaled"
     if scoring == "additive":
         return additive_attention_forward(x_q, x_k, v, params)
     q = x_q @ params["W_q"]                                 # (..., L, d_k)
@@ -87,6 +99,7 @@ def scoring_forward(scoring: str, params: dict, x_q, x_k, v):
 
 def scoring_backward(scoring: str, dout, cache) -> dict:
     """Gradients w.r.t. the parameters of :func:`scoring_forward`."""
+    check_choice(scoring, "scoring", SCORINGS)
     if scoring == "additive":
         return additive_attention_backward(dout, cache)[3]
     dq, dk, _ = sdpa_backward(dout, cache.attention)
@@ -106,6 +119,10 @@ def retrieval_batch(rng, rotation, batch: int, n_keys: int, d_v: int, noise: flo
     v : (batch, S, d_v)
     target : (batch,) int, the index of the key the query came from
     """
+    rotation = check_array(rotation, "rotation", ndim=2, layout="(d_model, d_model)")
+    for name, n in (("batch", batch), ("n_keys", n_keys), ("d_v", d_v)):
+        check_count(n, name)
+    check_number(noise, "noise", low=0)
     d_model = rotation.shape[0]
     x_k = rng.standard_normal((batch, n_keys, d_model))
     v = rng.standard_normal((batch, n_keys, d_v))
@@ -213,9 +230,11 @@ def steps_to_threshold(curve, threshold: float, window: int = 20) -> int:
     """The first step at which the mean of the last ``window`` losses is below ``threshold``.
 
     Returns ``len(curve)`` when that never happens. The running mean keeps one lucky batch
-    from counting as learned.
+    from counting as learned. ``curve`` is 1-d, ``window >= 1``.
     """
-    curve = np.asarray(curve, dtype=np.float64)
+    curve = check_array(curve, "curve", kind="number", ndim=1, layout="(steps,)").astype(np.float64)
+    check_number(threshold, "threshold")
+    check_count(window, "window")
     window = min(window, len(curve))
     running = np.convolve(curve, np.ones(window) / window, mode="valid")   # ends at step window-1
     below = np.flatnonzero(running < threshold)

@@ -33,8 +33,11 @@ gradient descent actually finds.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
+from attention_np._checks import check_array, check_choice, check_count, check_number, check_seed, check_tuple
 from attention_np.compose.mha import mha_backward, mha_forward
 from attention_np.compose.mha_params import init_mha_params
 from attention_np.kernels.threads import blas_threads
@@ -46,8 +49,9 @@ TASKS = ("two positions", "one position (control)")
 
 def make_batch(rng, batch: int, length: int, m: int, task: str = TASKS[0]):
     """Inputs ``x`` (batch, length, m + length) and targets ``y`` (batch, length, 2 m) of one task."""
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    check_choice(task, "task", TASKS)
+    for name, n in (("batch", batch), ("length", length), ("m", m)):
+        check_count(n, name)
     c = rng.standard_normal((batch, length, m))                          # contents
     p = np.broadcast_to(np.eye(length), (batch, length, length))         # one-hot positions
     x = np.concatenate([c, p], axis=-1)                                  # (B, S, m + S)
@@ -57,12 +61,17 @@ def make_batch(rng, batch: int, length: int, m: int, task: str = TASKS[0]):
 
 
 def unexplained(y_hat, y) -> float:
-    """Fraction of the target's variance a prediction leaves: sum |y_hat - y|^2 / sum |y|^2."""
+    """Fraction of the target's variance a prediction leaves: sum |y_hat - y|^2 / sum |y|^2
+    (``y_hat`` and ``y`` of one shape)."""
+    y_hat, y = check_array(y_hat, "y_hat", kind="number"), check_array(y, "y", kind="number")
+    if y_hat.shape != y.shape:
+        raise ValueError(f"y_hat has shape {y_hat.shape} but y has shape {y.shape}: expected the same")
     return float(np.sum((y_hat - y) ** 2) / np.sum(y ** 2))
 
 
 def init_params(d_model: int, num_heads: int, d_out: int, rng) -> dict:
     """The attention layer's parameters plus the read-out ``W_r`` (d_model, d_out), ``b_r``."""
+    check_count(d_out, "d_out")
     params = init_mha_params(d_model, num_heads, rng=rng)
     params["W_r"] = rng.standard_normal((d_model, d_out)) * np.sqrt(1.0 / d_model)
     params["b_r"] = np.zeros(d_out)
@@ -88,6 +97,19 @@ def loss_and_grads(params: dict, x, y, num_heads: int):
     return 0.5 * float(np.sum(diff ** 2)) / n, grads
 
 
+def _check_run(num_heads, seed, *, task, length, m, steps, batch, lr, eval_size) -> None:
+    """Every argument of :func:`train_one`, before any work."""
+    check_count(num_heads, "num_heads")
+    check_seed(seed)
+    check_choice(task, "task", TASKS)
+    for name, n in (("length", length), ("m", m), ("batch", batch), ("eval_size", eval_size)):
+        check_count(n, name)
+    check_count(steps, "steps", minimum=0)
+    check_number(lr, "lr", low=0, low_open=True)
+    if (m + length) % num_heads:
+        raise ValueError(f"num_heads must divide d_model = m + length = {m + length}, got {num_heads}")
+
+
 def train_one(num_heads: int, seed: int, *, task: str = TASKS[0], length: int = 8, m: int = 8,
               steps: int = 1500, batch: int = 32, lr: float = 1e-2, eval_size: int = 512) -> dict:
     """Train the one-layer model on a task; return the held-out unexplained fraction and the curve.
@@ -96,6 +118,8 @@ def train_one(num_heads: int, seed: int, *, task: str = TASKS[0], length: int = 
     steps; fresh random batches every step (no example is seen twice); a held-out set of
     ``eval_size`` sequences drawn from a separate generator.
     """
+    _check_run(num_heads, seed, task=task, length=length, m=m, steps=steps, batch=batch, lr=lr,
+               eval_size=eval_size)
     d_model = m + length
     if d_model % num_heads:
         raise ValueError(f"num_heads must divide d_model = {d_model}, got {num_heads}")
@@ -125,6 +149,10 @@ def best_single_head_readout(weights: np.ndarray, length: int = 8, m: int = 8, *
     outputs ``weights @ c`` (every value projection and read-out folded into one matrix, fitted per
     query position), and scores it on ``n`` others. The bound in the module docstring says >= 0.5.
     """
+    for name, value in (("length", length), ("m", m), ("n", n)):
+        check_count(value, name)
+    check_seed(seed)
+    weights = check_array(weights, "weights", shape=(length, length), layout="(S, S)")
     def features(rng):
         x, y = make_batch(rng, n, length, m)
         mixed = weights @ x[..., :m]                                      # (n, S, m): one average per query
@@ -142,7 +170,22 @@ def best_single_head_readout(weights: np.ndarray, length: int = 8, m: int = 8, *
 
 
 def run_study(heads=(1, 2, 4), seeds=(0, 1, 2, 3, 4), tasks=TASKS, **kwargs) -> dict:
-    """Every (task, h, seed) of :func:`train_one`: the numbers notebook 3 reads (JSON-ready)."""
+    """Every (task, h, seed) of :func:`train_one`: the numbers notebook 3 reads (JSON-ready).
+
+    Every setting is checked before the first run (``kwargs`` are :func:`train_one`'s)."""
+    heads = check_tuple(heads, "heads", item=check_count, nonempty=True, sequence=True)
+    seeds = check_tuple(seeds, "seeds", item=check_seed, nonempty=True, sequence=True)
+    tasks = check_tuple(tasks, "tasks", item=lambda t, name: check_choice(t, name, TASKS), nonempty=True,
+                        sequence=True)
+    known = inspect.signature(train_one).parameters
+    unknown = sorted(set(kwargs) - set(known) | set(kwargs) & {"num_heads", "seed", "task"})
+    if unknown:
+        raise TypeError(f"run_study got {unknown}, which are not train_one's keywords "
+                        f"(length, m, steps, batch, lr, eval_size)")
+    settings = {k: v.default for k, v in known.items() if k not in ("num_heads", "seed")} | kwargs
+    for h in heads:
+        for task in tasks:
+            _check_run(h, seeds[0], **{**settings, "task": task})
     runs = []
     for task in tasks:
         for h in heads:
@@ -151,7 +194,6 @@ def run_study(heads=(1, 2, 4), seeds=(0, 1, 2, 3, 4), tasks=TASKS, **kwargs) -> 
                          "unexplained": [r["unexplained"] for r in results],
                          "curve": np.mean([r["curve"] for r in results], axis=0)[::10].tolist(),
                          "weights_seed0": results[0]["weights"].tolist()})
-    import inspect
 
     defaults = {k: v.default for k, v in inspect.signature(train_one).parameters.items()
                 if v.default is not inspect.Parameter.empty and k != "task"}

@@ -288,11 +288,26 @@ def extrapolation(seed: int = 0, *, config: ModelConfig = POSITIONS_CONFIG, step
     The same parameters run at every length (only the sinusoid table grows). Token accuracy is
     reported separately at the positions seen in training (``i < max_len``) and beyond them.
 
+    Parameters
+    ----------
+    seed : int >= 0
+    config : ModelConfig
+    steps : int >= 0
+    test_lengths : tuple of int >= 1
+        The lengths scored (a list or range is taken too).
+    n : int >= 1
+        Sequences scored at each length.
+
     Returns
     -------
     dict with ``train_length``, ``heldout_accuracy`` (at the training length) and ``by_length``:
     ``{L: (accuracy at i < train_length, accuracy at i >= train_length or nan)}``
     """
+    check_seed(seed)
+    check_instance(config, ModelConfig, "config")
+    check_count(steps, "steps", minimum=0)
+    test_lengths = check_tuple(test_lengths, "test_lengths", item=check_count, nonempty=True, sequence=True)
+    check_count(n, "n")
     task = ShiftTask(length=config.max_len, vocab_size=config.vocab_size)
     with blas_threads(1):
         r = train(config=config, task=task, steps=steps, batch_size=64, seed=seed)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np._checks import as_generator, check_count
+from attention_np._checks import as_generator, check_count, check_instance, check_str, check_tuple
 from attention_np.kernels.fused import sdpa_backward, sdpa_forward
 from attention_np.paper.softmax import softmax_backward
 
@@ -214,7 +214,10 @@ def softmax_gradients(d_ks, *, n_keys: int = 16, d_v: int = 16, n_queries: int =
 
 
 def format_table(result: dict, columns, *, digits: int = 4) -> str:
-    """A plain-text table of some columns of a result dict, one row per ``d_k``."""
+    """A plain-text table of some columns of a result dict, one row per ``d_k`` (``digits >= 1``)."""
+    check_instance(result, dict, "result")
+    columns = check_tuple(columns, "columns", item=check_str, nonempty=True, sequence=True)
+    check_count(digits, "digits")
     missing = [c for c in columns if c not in result]
     if missing:
         raise ValueError(f"columns {missing} are not in the result (it has {sorted(result)})")

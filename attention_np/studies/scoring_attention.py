@@ -77,6 +77,7 @@ def init_scoring_mha_params(d_model: int, num_heads: int, d_k: int, scoring: str
 def check_scoring_inputs(x, params, num_heads: int, scoring: str) -> np.ndarray:
     """``x`` as a float array, after checking it and ``params`` against each other."""
     check_int(num_heads, "num_heads")
+    check_scoring(scoring)
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.floating) or x.ndim < 2:
         raise ValueError(f"x must be a float array (..., L, d_model), got {x.dtype} {x.shape}")
@@ -100,6 +101,7 @@ def check_scoring_inputs(x, params, num_heads: int, scoring: str) -> np.ndarray:
 def scores_forward(scoring: str, q, k, w_a=None):
     """``q (..., h, L, d_k), k (..., h, S, d_k) -> scores (..., h, L, S)``, and the tanh
     hidden layer ``(..., h, L, S, d_k)`` for ``"additive"`` (None otherwise)."""
+    check_scoring(scoring)             # any other string would silently score as "unscaled"
     if scoring == "additive":
         hidden = np.tanh(q[..., :, None, :] + k[..., None, :, :])        # (..., h, L, S, d_k)
         scores = (hidden @ w_a[:, None, :, None])[..., 0]                # (..., h, L, S)
@@ -112,6 +114,7 @@ def scores_forward(scoring: str, q, k, w_a=None):
 
 def scores_backward(scoring: str, dscores, q, k, w_a=None, hidden=None):
     """Backward of :func:`scores_forward`: ``(dq, dk, dw_a)``, ``dw_a`` None unless additive."""
+    check_scoring(scoring)
     if scoring == "additive":
         # forward: scores = hidden @ w_a  ->  dhidden = dscores * w_a, dw_a = sum dscores * hidden
         h, L, S, d_k = hidden.shape[-4:]                                 # summed over batch:

@@ -27,6 +27,15 @@ from dataclasses import asdict
 import numpy as np
 
 from attention_np._args import output_file, positive_int
+from attention_np._checks import (
+    check_array,
+    check_count,
+    check_instance,
+    check_keys,
+    check_number,
+    check_seed,
+    check_tuple,
+)
 from attention_np.kernels.threads import blas_threads
 from attention_np.nn.loss import cross_entropy_backward, cross_entropy_forward
 from attention_np.studies.scoring_attention import SCORINGS
@@ -41,8 +50,11 @@ from attention_np.training.tasks import ReversalTask
 
 
 def peak_lr(step: int, peak: float, warmup: int) -> float:
-    """Eq. (3)'s shape, scaled so that its maximum (at ``step == warmup``) is ``peak``."""
-    step = max(int(step), 1)
+    """Eq. (3)'s shape, scaled so that its maximum (at ``step == warmup``) is ``peak``
+    (``step >= 0``, read as at least 1; ``peak > 0``; ``warmup >= 1``)."""
+    step = max(check_count(step, "step", minimum=0), 1)
+    check_number(peak, "peak", low=0, low_open=True)
+    check_count(warmup, "warmup")
     return peak * min(step / warmup, (warmup / step) ** 0.5)
 
 
@@ -60,10 +72,21 @@ def evaluate(params, config, tokens, targets):
     return float(loss), float((logits.argmax(axis=-1) == targets).mean())
 
 
+def _check_training(config, *, lr, steps, batch_size, warmup) -> None:
+    check_instance(config, ScoringConfig, "config", maker="ScoringConfig(...)")
+    check_number(lr, "lr", low=0, low_open=True)
+    check_count(steps, "steps")
+    check_count(batch_size, "batch_size")
+    check_count(warmup, "warmup")
+
+
 def train_one(config: ScoringConfig, *, lr: float, steps: int, batch_size: int, warmup: int,
               seed: int, task: ReversalTask | None = None) -> dict:
     """Train one model; returns its per-step training loss and batch accuracy and its
     validation and test ``(loss, accuracy)``. The seed fixes the initial params and batches."""
+    _check_training(config, lr=lr, steps=steps, batch_size=batch_size, warmup=warmup)
+    check_seed(seed)
+    check_instance(task, ReversalTask, "task", optional=True)
     task = task or ReversalTask(length=config.max_len, vocab_size=config.vocab_size)
     val, test, heldout_ids = splits(task)
     rng = np.random.default_rng(seed)
@@ -88,11 +111,27 @@ def train_one(config: ScoringConfig, *, lr: float, steps: int, batch_size: int, 
 
 def steps_to(curve, threshold: float, window: int = 20) -> int | None:
     """First step (1-based) at which the mean of the last ``window`` values of ``curve``
-    reaches ``threshold``; None when it never does."""
-    curve = np.nan_to_num(np.asarray(curve, dtype=np.float64), nan=0.0)
+    reaches ``threshold``; None when it never does (``curve`` 1-d, ``window >= 1``)."""
+    curve = check_array(curve, "curve", kind="number", ndim=1, layout="(steps,)")
+    threshold = check_number(threshold, "threshold")
+    window = check_count(window, "window")
+    curve = np.nan_to_num(curve.astype(np.float64), nan=0.0)
     running = np.convolve(curve, np.ones(window) / window, mode="valid")
     hit = np.flatnonzero(running >= threshold)
     return int(hit[0] + window) if hit.size else None
+
+
+def _check_study(base, *, d_ks, scorings, lrs, seeds, steps, batch_size, warmup, threshold) -> None:
+    """Every setting of :func:`run_study`, before its first run."""
+    check_instance(base, ScoringConfig, "config", maker="ScoringConfig(...)")
+    for name, values, item in (("d_ks", d_ks, check_count), ("scorings", scorings, None),
+                               ("lrs", lrs, None), ("seeds", seeds, check_seed)):
+        check_tuple(values, name, item=item, nonempty=True, sequence=True)
+    for scoring in scorings:
+        ScoringConfig(**{**asdict(base), "scoring": scoring})     # refuses an unknown scoring
+    for lr in lrs:
+        _check_training(base, lr=lr, steps=steps, batch_size=batch_size, warmup=warmup)
+    check_number(threshold, "threshold")
 
 
 def run_study(*, d_ks=(4, 16, 64, 128), scorings=SCORINGS, lrs=(1e-3, 3e-3, 1e-2),
@@ -113,6 +152,8 @@ def run_study(*, d_ks=(4, 16, 64, 128), scorings=SCORINGS, lrs=(1e-3, 3e-3, 1e-2
         ``on_config(result)`` is called after each (d_k, scoring), e.g. to save partial results.
     """
     base = config or ScoringConfig()
+    _check_study(base, d_ks=d_ks, scorings=scorings, lrs=lrs, seeds=seeds, steps=steps,
+                 batch_size=batch_size, warmup=warmup, threshold=threshold)
     out = {"setup": {"d_ks": list(d_ks), "scorings": list(scorings), "lrs": list(lrs),
                      "seeds": list(seeds), "steps": steps, "batch_size": batch_size,
                      "warmup": warmup, "threshold": threshold,
@@ -150,6 +191,8 @@ def run_study(*, d_ks=(4, 16, 64, 128), scorings=SCORINGS, lrs=(1e-3, 3e-3, 1e-2
 def summary_table(result: dict) -> str:
     """One line per (d_k, scoring): the tuned lr, then mean [min, max] over seeds of the test
     token accuracy and loss, and each seed's steps to the threshold ("-": never)."""
+    check_keys(result, "result", ("setup", "runs"), maker="run_study")
+    check_keys(result["setup"], "result['setup']", ("threshold",), maker="run_study")
     lines = [f"{'d_k':>4} {'scoring':>9} {'lr':>6}  {'test accuracy: mean [min, max]':>30}  "
              f"{'test loss: mean [min, max]':>27}  steps to {result['setup']['threshold']:.0%}"]
     for r in result["runs"]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_np._checks import as_generator
+from attention_np._checks import as_generator, check_count, check_fields, check_instance
 from attention_np.nn.embedding import embedding_backward, embedding_forward
 from attention_np.nn.encoder import sub
 from attention_np.nn.feedforward import ffn_backward, ffn_forward, init_ffn_params
@@ -46,11 +46,14 @@ class ScoringConfig:
 
     def __post_init__(self):
         check_scoring(self.scoring)
+        check_fields(self, {f: check_count for f in ("d_k", "vocab_size", "max_len", "d_model",
+                                                     "num_heads", "d_ff", "num_layers")})
 
 
 def init_scoring_model(config: ScoringConfig, *, rng=None) -> dict:
     """Random float64 params: attention as :func:`init_scoring_mha_params`, the FFN and
     output Glorot-uniform, embeddings N(0, d_model^-1/2), LayerNorm gamma = 1, beta = 0."""
+    check_instance(config, ScoringConfig, "config", maker="ScoringConfig(...)")
     rng, c = as_generator(rng), config
     params = {"embed": rng.normal(0.0, c.d_model ** -0.5, size=(c.vocab_size, c.d_model))}
     for n in range(c.num_layers):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_np._checks import as_generator
+from attention_np._checks import as_generator, check_array
 from attention_np.nn.model import model_forward
 from attention_np.paper.softmax import softmax
 
@@ -51,7 +51,16 @@ def attention_statistics(q, k, mask=None, *, rng=0) -> dict:
                          f"d_k, got q {q.shape} and k {k.shape}")
     B, h, L, d_k = q.shape
     S = k.shape[2]
-    allowed = np.broadcast_to(True if mask is None else np.asarray(mask, dtype=bool), (B, h, L, S))
+    if mask is not None:
+        mask = check_array(mask, "mask", kind="bool", layout="broadcastable to (B, h, L, S)")
+        try:
+            fits = np.broadcast_shapes(mask.shape, (B, h, L, S)) == (B, h, L, S)
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores "
+                             f"(B, h, L, S) = {(B, h, L, S)}")
+    allowed = np.broadcast_to(True if mask is None else mask, (B, h, L, S))
     rows = allowed.any(-1)                                             # (B, h, L): rows that count
     n = allowed.sum(axis=(0, 2, 3))                                    # (h,) pairs per head
 

@@ -59,6 +59,10 @@ def _check_step(params, grads, state, *, lr, beta1, beta2, eps) -> None:
     missing = sorted(set(params) - set(grads))
     if missing:
         raise ValueError(f"grads is missing {missing}, which params has")
+    extra = sorted(set(grads) - set(params), key=str)
+    if extra:
+        raise ValueError(f"grads has {extra}, which params has not: the gradients of other params "
+                         f"(expected the keys {sorted(params, key=str)})")
     for name, p in params.items():
         if not p.flags.writeable:
             raise ValueError(f"params[{name!r}] is read-only; adam_step updates params in place")
@@ -89,7 +93,7 @@ def adam_step(params: dict, grads: dict, state: AdamState, *, lr: float, beta1: 
     ----------
     params : dict of float arrays, updated in place
     grads : dict of float arrays
-        One per parameter, of its shape and dtype.
+        One per parameter (no other keys), of its shape and dtype.
     state : AdamState from :func:`adam_init`, updated in place
     lr : float > 0
     beta1, beta2 : float in [0, 1)

@@ -66,7 +66,7 @@ def check_run(*, steps, batch_size, warmup, lr_factor, cooldown, seed, dtype, ev
     check_count(cooldown, "cooldown", minimum=0, maximum=steps)
     check_seed(seed)
     check_count(eval_every, "eval_every", optional=True)
-    check_callable(on_step, "on_step", optional=True)
+    check_callable(on_step, "on_step", optional=True, what="a callable on_step(step, loss)", arity=2)
     dtype = check_float_dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype}")

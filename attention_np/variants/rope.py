@@ -109,6 +109,9 @@ def _rotate(x, positions, theta, layout, rotary_dim, scaling, sign: float, name:
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     d = x.shape[-1]
+    if rotary_dim is None and d % 2:
+        raise ValueError(f"{name} has d={d} features ({name} {x.shape}): RoPE rotates pairs of "
+                         f"features, so d must be even, or pass an even rotary_dim < d")
     r = d if rotary_dim is None else rotary_dim
     if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or not (
             2 <= r <= d and r % 2 == 0):

@@ -29,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_np._checks import check_array, check_choice, check_count, check_flag, check_saved, check_seed
 from attention_np.kernels.fused import sdpa_backward, sdpa_forward
 from attention_np.paper.masks import causal_mask
 from attention_np.paper.softmax import softmax_backward
-from attention_np.studies.scaling import softmax_gradients, softmax_saturation
+from attention_np.studies.scaling import check_d_ks, softmax_gradients, softmax_saturation
 from attention_np.variants.lengths import lengths_mask
 from attention_np.variants.position_bias import alibi_bias, alibi_slopes
 from attention_np.variants.window import sliding_window_mask
@@ -62,13 +63,17 @@ def sig4(x) -> str:
 
 
 def entropy(w: np.ndarray) -> np.ndarray:
-    """``-sum_j w_j log w_j`` over the last axis, in nats (0 log 0 = 0)."""
+    """``-sum_j w_j log w_j`` over the last axis, in nats (0 log 0 = 0); ``w`` a float array
+    ``(..., S)`` of weights."""
+    w = check_array(w, "w", min_ndim=1, layout="(..., S)")
     return -(w * np.log(np.where(w > 0, w, 1.0))).sum(axis=-1)
 
 
 def draw_eq1(d_k: int, seed: int = SEED):
     """The draws of :func:`attention_np.studies.scaling.softmax_gradients` for one ``d_k``, in its
     order: ``q (n, 1, d_k)``, ``k (n, S, d_k)``, ``v (n, S, d_v)``, ``dout (n, 1, d_v)``."""
+    check_count(d_k, "d_k")
+    check_seed(seed)
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((N_QUERIES, 1, d_k))
     k = rng.standard_normal((N_QUERIES, N_KEYS, d_k))
@@ -90,6 +95,8 @@ def eq1_states(d_ks=D_KS, seed: int = SEED) -> dict:
     """
     edges = np.linspace(-HIST_LIMIT, HIST_LIMIT, HIST_BINS + 1)
     states = {}
+    check_d_ks(d_ks)
+    check_seed(seed)
     for d_k in d_ks:
         q, k, v, dout = draw_eq1(d_k, seed)
         sat = softmax_saturation([d_k], n_keys=N_KEYS, n_queries=N_QUERIES, rng=seed)
@@ -129,13 +136,22 @@ def eq1_states(d_ks=D_KS, seed: int = SEED) -> dict:
 
 def draw_masks(seed: int = SEED):
     """``q (L, d)``, ``k (S, d)``, ``v (S, d)`` of the masks view, N(0, 1), seeded."""
+    check_seed(seed)
     rng = np.random.default_rng(seed)
     return (rng.standard_normal((MASK_L, MASK_D)), rng.standard_normal((MASK_S, MASK_D)),
             rng.standard_normal((MASK_S, MASK_D)))
 
 
 def mask_state(align: str, causal: bool, length: int, window, alibi_head):
-    """The (L, S) mask and ALiBi bias (or None) of one setting of the masks view."""
+    """The (L, S) mask and ALiBi bias (or None) of one setting of the masks view: ``align`` as
+    :func:`causal_mask`'s, ``causal`` a flag, ``length`` the real keys (1 to ``MASK_S``),
+    ``window`` one of ``WINDOWS``, ``alibi_head`` one of ``ALIBI_SHOWN``."""
+    check_choice(align, "align", ("top_left", "bottom_right"))
+    check_flag(causal, "causal")
+    check_count(length, "length", maximum=MASK_S)
+    for name, value, shown in (("window", window, WINDOWS), ("alibi_head", alibi_head, ALIBI_SHOWN)):
+        if isinstance(value, bool) or value not in shown:
+            raise ValueError(f"{name} must be one of {list(shown)}, got {value!r}")
     mask = lengths_mask(kv_lengths=np.array([length]), L=MASK_L, S=MASK_S)[0]    # (L, S)
     if causal:
         mask = mask & causal_mask(MASK_L, MASK_S, align=align)
@@ -179,14 +195,17 @@ def dates_maps(path=DATES_WEIGHTS, example: int | None = None):
     ``(text, maps)`` with ``maps[kind] = (query tokens, key tokens, weights (layers, h, Lq, Lk))``
     for ``kind`` in encoder / decoder_self / cross."""
     from attention_np.nn.decoding import greedy_decode
-    from attention_np.nn.seq2seq import seq2seq_forward
+    from attention_np.nn.seq2seq import seq2seq_forward, seq2seq_param_shapes
     from attention_np.training.dates import BOS, ISO_LEN, VOCAB, DatesTask
     from attention_np.training.seq2seq_trainer import dates_config
 
     saved = np.load(path)
     params = {name: saved[name] for name in saved.files if name != "losses"}
     config = dates_config()
+    check_saved(params, path, tuple(seq2seq_param_shapes(config)), maker="python -m attention_np train "
+                "--task dates --save (the dates model, 4 heads)")
     held = DatesTask().heldout()
+    check_count(example, "example", minimum=0, maximum=len(held.texts) - 1, optional=True)
     i = next(n for n, t in enumerate(held.texts) if "of" in t) if example is None else example
     src, src_mask = held.src[i:i + 1], held.src_mask[i:i + 1]
     tokens, _ = greedy_decode(params, config, src, src_mask, bos=BOS, steps=ISO_LEN + 1)

@@ -7,10 +7,12 @@ the pictures compose into larger figures.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 
-from attention_np._checks import check_count, check_flag, check_instance, check_str
+from attention_np._checks import check_array, check_count, check_flag, check_instance, check_keys, check_str
+from attention_np._optional import import_optional
+
+plt = import_optional("matplotlib.pyplot", "attention_np.viz.plot")   # ImportError naming [plots]
 
 # One colour per scoring function / setting, the same in every plot.
 COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "additive": "tab:green",
@@ -50,8 +52,10 @@ def _by_position(labels):
     return [f"{t} {i}" for i, t in enumerate(labels)]
 
 
-def _check_matrix(x, name: str, ndim: int, layout: str) -> np.ndarray:
-    x = np.asarray(x)
+def _check_matrix(x, name: str, ndim: int, layout: str, kind: str = "number") -> np.ndarray:
+    """``x`` as an array of ``ndim`` dims laid out as ``layout``: weights are numbers (int or
+    float; complex, object or text are refused), a mask is bool."""
+    x = check_array(x, name, kind=kind, layout=layout)
     if x.ndim != ndim:
         raise ValueError(f"{name} must be {layout}, got shape {x.shape}")
     return x
@@ -84,6 +88,8 @@ def attention_heatmap(weights, query_labels=None, key_labels=None, *, ax=None, t
     check_flag(annotate, "annotate")
     check_flag(colorbar, "colorbar")
     check_str(cmap, "cmap")
+    if cmap not in plt.colormaps():
+        raise ValueError(f"cmap must be a matplotlib colormap name (e.g. 'viridis', 'Greys'), got {cmap!r}")
     L, S = w.shape
     rows = _labels(query_labels, L, "query_labels", "q")
     cols = _labels(key_labels, S, "key_labels", "k")
@@ -146,7 +152,7 @@ def mask_picture(mask, query_labels=None, key_labels=None, *, ax=None, title=Non
 
     ``legend`` says so beside the axes."""
     from matplotlib.lines import Line2D
-    m = _check_matrix(mask, "mask", 2, "(L, S)")
+    m = _check_matrix(mask, "mask", 2, "(L, S)", kind="bool")
     check_flag(legend, "legend")
     if m.dtype != np.bool_:
         raise TypeError(f"mask must be a bool array (True = may attend), got dtype {m.dtype}")
@@ -169,6 +175,7 @@ def mask_picture(mask, query_labels=None, key_labels=None, *, ax=None, title=Non
 
 def variance_plot(moments: dict, *, ax=None):
     """Measured Var(q·k) and Var(q·k/√d_k) against d_k (from ``scaling.dot_product_moments``)."""
+    check_keys(moments, "moments", ("d_k", "var", "var_scaled"), maker="scaling.dot_product_moments")
     d_k = np.asarray(moments["d_k"])
     ax = _axes(ax, figsize=(4.5, 3.5))
     ax.loglog(d_k, d_k, "--", color=COLORS["analytic"], lw=1, label="analytic: $d_k$ and 1")
@@ -185,6 +192,9 @@ def variance_plot(moments: dict, *, ax=None):
 
 def saturation_plot(saturation: dict, *, axes=None):
     """Largest weight and entropy against d_k, scaled vs unscaled (``scaling.softmax_saturation``)."""
+    check_keys(saturation, "saturation", ("d_k", "max_entropy") + tuple(
+        f"{w}_{how}" for w in ("max_weight", "entropy") for how in ("scaled", "unscaled")),
+        maker="scaling.softmax_saturation")
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
     d_k = np.asarray(saturation["d_k"])
@@ -211,6 +221,9 @@ def gradient_plot(gradients: dict, *, axes=None):
     Colour and marker say scaled / unscaled, the line style says which summary: solid, filled
     markers for the median query, dashed, open markers for the root mean square. One legend,
     below both panels."""
+    check_keys(gradients, "gradients", ("d_k",) + tuple(
+        f"{g}_{stat}_{how}" for g in ("dscores", "dq") for stat in ("median", "rms")
+        for how in ("scaled", "unscaled")), maker="scaling.softmax_gradients")
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(9, 3.9), layout="constrained")
     d_k = np.asarray(gradients["d_k"])
@@ -234,6 +247,7 @@ def claim6_plot(claim6: dict, *, axes=None):
     ``notebooks/results/claim6.json``): test accuracy against d_k (mean over seeds, bars from the
     smallest to the largest seed), each seed's steps to the threshold (x at the budget: never), and
     the training loss at the largest d_k."""
+    check_keys(claim6, "claim6", ("setup", "runs"), maker="studies.scoring_in_model.run_study")
     setup = claim6["setup"]
     runs = {(r["scoring"], r["d_k"]): r for r in claim6["runs"]}
     d_ks = sorted({r["d_k"] for r in claim6["runs"]})
@@ -272,7 +286,11 @@ def claim6_plot(claim6: dict, *, axes=None):
 
 def comparison_plot(result: dict, *, axes=None):
     """Additive vs unscaled vs scaled on the retrieval task (``compare_scoring.train_retrieval``)."""
+    check_keys(result, "result", ("d_k", "n_keys"), maker="compare_scoring.train_retrieval")
     scorings = [s for s in ("additive", "unscaled", "scaled") if f"accuracy_{s}" in result]
+    if not scorings:
+        raise ValueError(f"result has no accuracy_<scoring> key (additive, unscaled, scaled): expected "
+                         f"what compare_scoring.train_retrieval returns, got the keys {sorted(result)[:12]}")
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
     d_k = np.asarray(result["d_k"])

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_np._checks import check_count, check_path
+from attention_np._checks import check_array, check_count, check_flag, check_path, check_str, check_tuple
+from attention_np._optional import import_optional
 from attention_np.pretrained.head_finder import BEHAVIOURS, best_heads, head_scores
 
 # Sentences with repeated words (for "match" heads) and punctuation, short enough to read.
@@ -28,7 +29,15 @@ def plot_weights(ax, weights: np.ndarray, tokens, title: str = "", labels: bool 
     (:func:`attention_np.viz.plot.attention_heatmap`): rows are queries, columns are keys."""
     from attention_np.viz.plot import attention_heatmap
 
-    n = len(tokens)
+    check_str(title, "title")
+    check_flag(labels, "labels")
+    if ax is None or not hasattr(ax, "imshow"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {ax!r:.60}")
+    weights = check_array(weights, "weights", ndim=2, layout="(L, L)")
+    n = len(check_tuple(tokens, "tokens", sequence=True))
+    if n > min(weights.shape):
+        raise ValueError(f"tokens has {n} tokens but weights is {weights.shape}: expected at most "
+                         f"{min(weights.shape)} tokens")
     attention_heatmap(weights[:n, :n], tokens, tokens, ax=ax, annotate=False, colorbar=False)
     ax.set_aspect("equal")                     # queries and keys are the same tokens
     ax.set_title(title, fontsize=10)
@@ -48,13 +57,15 @@ def plot_grid(attentions, tokens, *, sentence: int = 0):
     which would be unreadable at this size and slow to lay out).
     """
     check_count(sentence, "sentence", minimum=0, maximum=max(len(tokens) - 1, 0))
-    import matplotlib.pyplot as plt
+    attentions = check_tuple(attentions, "attentions", nonempty=True, sequence=True,
+                             item=lambda a, name: check_array(a, name, ndim=4, layout="(B, h, L, L)"))
+    plt = import_optional("matplotlib.pyplot", "attention_np.viz.pretrained")
 
     num_layers, num_heads = len(attentions), attentions[0].shape[1]
     toks = tokens[sentence]
     n = len(toks)
     # 9.6 inches wide: the width the site shows it at, so its 10-point labels stay 10 points
-    fig, axes = plt.subplots(num_layers, num_heads, figsize=(9.6, 0.78 * num_layers + 1.0),
+    fig, axes = plt.subplots(num_layers, num_heads, figsize=(9.6, 0.78 * num_layers + 1.0), squeeze=False,
                              gridspec_kw=dict(left=0.08, right=0.9, bottom=0.02, top=0.86,
                                               wspace=0.08, hspace=0.12))
     for layer in range(num_layers):
@@ -79,7 +90,7 @@ def plot_recognizable_heads(attentions, tokens, *, sentence: int = 0, shown=SHOW
     unknown = [s for s in shown if s not in BEHAVIOURS] if isinstance(shown, (tuple, list)) else shown
     if unknown or not shown:
         raise ValueError(f"shown must be a non-empty tuple of {list(BEHAVIOURS)}, got {shown!r}")
-    import matplotlib.pyplot as plt
+    plt = import_optional("matplotlib.pyplot", "attention_np.viz.pretrained")
 
     best = best_heads(head_scores(attentions, tokens))
     ncols = min(2, len(shown))                       # two a row: 9.6 inches wide, the width shown
