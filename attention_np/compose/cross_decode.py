@@ -104,6 +104,9 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
         raise TypeError(f"{caller}() got is_causal=: cross-attention has no causal mask (every new "
                         f"query sees every source position)")
     refuse_elsewhere(caller, elsewhere)
+    if kv_cache.length == 0:
+        raise ValueError(f"{caller}: kv_cache is empty; cross-attention decoding attends to a fixed "
+                         f"memory: build the cache with cross_kv_cache(memory, params, ...)")
     x = check_new_positions(x, params)
     layer, x = _cross_layer(caller, x, params, num_heads, spec, scale=scale)
     if layer.spec.dropout_p:

@@ -153,9 +153,10 @@ class KVCache:
 
     def _reserve(self, needed: int, k_new: np.ndarray, v_new: np.ndarray) -> None:
         """Room for ``needed`` positions: the first arrays, or twice the room (at most
-        ``max_len``). Both arrays are made before either replaces the cache's."""
+        ``max_len``). Both arrays are made before either replaces the cache's; the first append
+        makes them even for ``T = 0`` positions (their shape and dtype are then known)."""
         have = 0 if self._k is None else self._k.shape[-2]
-        if needed <= have:
+        if needed <= have and self._k is not None:
             return
         room = min(self.max_len, max(needed, 2 * have, self.FIRST_CAPACITY))
         shapes = [x.shape[:-2] + (room, x.shape[-1]) for x in (k_new, v_new)]

@@ -554,10 +554,6 @@ def _decoding():
               lambda c: (lambda: an.mha_decode_step(_arr(2, 1, 12, dtype=np.float32),
                                                     {kk: vv.astype(np.float32) for kk, vv in p.items()}, c,
                                                     num_heads=3)))
-    _add(T, "mha_decode_step T=0 positions into an empty cache", "x T kv_cache", an.mha_decode_step,
-         _arr(2, 0, 12), p, an.KVCache(4), num_heads=3)
-    _add(T, "KVCache.append 0 positions to an empty cache", "k_new T", an.KVCache(4).append,
-         _arr(2, 3, 0, 4), _arr(2, 3, 0, 4))
     _add(T, "mha_decode_step kv_cache=None", "kv_cache", an.mha_decode_step, _arr(2, 1, 12), p, None,
          num_heads=3)
     _add(T, "mha_decode_step kv_cache a dict", "kv_cache", an.mha_decode_step, _arr(2, 1, 12), p, {},

@@ -39,14 +39,6 @@ ROWS = {r.label: r for r in corpus.rows()}
 #: rows in code other sessions own (attention_np/compose/, attention_np/interop/transformers/):
 #: reported to the lead, not fixed here; strict, so that the fix there shows up as XPASS
 REPORTED = {
-    "mha_cross_decode_step empty self cache":
-        "compose/cross_decode.py: an empty self cache fails in KVCache.k ('KVCache.k: the cache is "
-        "empty'), not naming kv_cache nor saying to pass cross_kv_cache(memory, ...)",
-    "mha_decode_step T=0 positions into an empty cache":
-        "compose/decode.py: KVCache.append of T=0 positions to an empty cache fails inside "
-        "(TypeError: 'NoneType' object does not support item assignment); on a filled cache T=0 works",
-    "KVCache.append 0 positions to an empty cache":
-        "compose/decode.py: the same, called directly",
     "compare_transformers_model input_ids float":
         "interop/transformers: float input_ids reach torch's embedding (RuntimeError)",
     "compare_transformers_model input_ids id 20 >= vocab":

@@ -121,3 +121,27 @@ def test_cross_kv_cache_of_an_empty_memory_names_memory(shape):
     with pytest.raises(ValueError, match=r"memory must hold at least one position .* got shape") as e:
         an.cross_kv_cache(np.zeros(shape), P, num_heads=2)
     assert "max_len" not in str(e.value)
+
+
+@pytest.mark.parametrize("filled", [0, 3])
+def test_zero_new_positions_are_a_step_that_changes_nothing_on_an_empty_or_filled_cache(filled):
+    """T = 0 (an empty chunk of a prompt): output (..., 0, d_model), the cache's length unchanged;
+    on an empty cache the first append gives the keys' shape and dtype even for 0 positions (it
+    raised a TypeError from inside append), and the next steps equal those of a fresh cache."""
+    params = an.init_mha_params(12, 3, rng=0)
+    x = np.random.default_rng(0).standard_normal((2, 5, 12))
+    cache, fresh = an.KVCache(8), an.KVCache(8)
+    if filled:
+        an.mha_decode_step(x[:, :filled], params, cache, num_heads=3)
+        an.mha_decode_step(x[:, :filled], params, fresh, num_heads=3)
+    out = an.mha_decode_step(x[:, :0], params, cache, num_heads=3)
+    assert out.shape == (2, 0, 12) and cache.length == filled
+    assert cache.k.shape == (2, 3, filled, 4)
+    np.testing.assert_array_equal(an.mha_decode_step(x[:, filled:], params, cache, num_heads=3),
+                                  an.mha_decode_step(x[:, filled:], params, fresh, num_heads=3))
+
+
+def test_cross_decoding_on_an_empty_cache_names_kv_cache_and_cross_kv_cache():
+    params = an.init_mha_params(12, 3, rng=0)
+    with pytest.raises(ValueError, match=r"kv_cache is empty.*cross_kv_cache\(memory"):
+        an.mha_cross_decode_step(np.ones((2, 1, 12)), params, an.KVCache(4), num_heads=3)
