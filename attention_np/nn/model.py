@@ -141,8 +141,8 @@ def model_forward(params: dict, tokens, config: ModelConfig):
     Parameters
     ----------
     params : dict from :func:`init_model` for ``config`` (keys and shapes are checked)
-    tokens : int array (B, L)
-        Ids in ``[0, vocab_size)``, ``1 <= L <= max_len``.
+    tokens : int array (..., L), usually (B, L)
+        Ids in ``[0, vocab_size)``, ``1 <= L <= max_len``; any leading batch dims.
     config : ModelConfig
     """
     c = check_instance(config, ModelConfig, "config")
