@@ -104,31 +104,13 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
         raise TypeError(f"{caller}() got is_causal=: cross-attention has no causal mask (every new "
                         f"query sees every source position)")
     refuse_elsewhere(caller, elsewhere)
-    if kv_cache.length == 0:
-        raise ValueError(f"{caller}: kv_cache is empty; cross-attention decoding attends to a fixed "
-                         f"memory: build the cache with cross_kv_cache(memory, params, ...)")
     x = check_new_positions(x, params)
     layer, x = _cross_layer(caller, x, params, num_heads, spec, scale=scale)
     if layer.spec.dropout_p:
         raise ValueError(f"{caller} generates: it has no attention dropout (spec.dropout_p=0)")
-    h, h_kv = layer.num_heads, layer.num_kv_heads
+    h = layer.num_heads
+    _check_memory(caller, kv_cache, x, params, layer)
     k, v = kv_cache.k, kv_cache.v                                    # (..., h_kv, S, d)
-    d_k = params["W_q"].shape[1] // h
-    if k.shape[-3] != h_kv or k.shape[-1] != d_k:
-        raise ValueError(f"kv_cache holds keys of shape {k.shape} (..., H_kv, S, d_k) but "
-                         f"{h_kv} key/value heads of d_k={d_k} are expected")
-    if k.dtype != x.dtype:
-        raise TypeError(f"x is {x.dtype} but kv_cache holds {k.dtype} keys and values: project "
-                        f"the memory with cross_kv_cache in the dtype of x")
-    if x.shape[:-2] != k.shape[:-3]:
-        raise ValueError(f"x {x.shape} (..., T, d_model) and kv_cache.k {k.shape} "
-                         f"(..., H_kv, S, d_k) must have the same batch dims")
-    if layer.qk_norm != (kv_cache.key_norm is not None) or (layer.qk_norm and not _same_norm(
-            kv_cache.key_norm, _key_norm(params, layer))):
-        raise ValueError(f"params has {sorted(n for n in ('q_norm', 'k_norm') if n in params)} but "
-                         f"kv_cache's keys were normalised with "
-                         f"{'no' if kv_cache.key_norm is None else 'another'} k_norm: build the "
-                         f"cache with cross_kv_cache from the same params and spec")
     T, S = x.shape[-2], k.shape[-2]
     batch = x.shape[:-2]
     mask = check_heads_mask(mask, "mask", batch, batch + (h, T, S), "scores (..., h, T, S)")
@@ -144,6 +126,31 @@ def mha_cross_decode_step(x, params: dict, kv_cache: KVCache, *, num_heads: int 
     heads, _ = attend_heads(q, k, v, params, layer, plan=plan)      # (..., h, T, d_v)
     # 4) concat, 5) project with W^O
     return output(heads, params)[0]                                  # (..., T, d_model)
+
+
+def _check_memory(caller: str, kv_cache: KVCache, x, params: dict, layer) -> None:
+    """``kv_cache`` holds a memory ``x`` can attend with ``params``: not empty, its heads, width,
+    dtype, batch dims and key norm those of the step."""
+    if kv_cache.length == 0:
+        raise ValueError(f"{caller}: kv_cache is empty; cross-attention decoding attends to a fixed "
+                         f"memory: build the cache with cross_kv_cache(memory, params, ...)")
+    k, h_kv = kv_cache.k, layer.num_kv_heads                         # (..., h_kv, S, d_k)
+    d_k = params["W_q"].shape[1] // layer.num_heads
+    if k.shape[-3] != h_kv or k.shape[-1] != d_k:
+        raise ValueError(f"kv_cache holds keys of shape {k.shape} (..., H_kv, S, d_k) but "
+                         f"{h_kv} key/value heads of d_k={d_k} are expected")
+    if k.dtype != x.dtype:
+        raise TypeError(f"x is {x.dtype} but kv_cache holds {k.dtype} keys and values: project "
+                        f"the memory with cross_kv_cache in the dtype of x")
+    if x.shape[:-2] != k.shape[:-3]:
+        raise ValueError(f"x {x.shape} (..., T, d_model) and kv_cache.k {k.shape} "
+                         f"(..., H_kv, S, d_k) must have the same batch dims")
+    if layer.qk_norm != (kv_cache.key_norm is not None) or (layer.qk_norm and not _same_norm(
+            kv_cache.key_norm, _key_norm(params, layer))):
+        raise ValueError(f"params has {sorted(n for n in ('q_norm', 'k_norm') if n in params)} but "
+                         f"kv_cache's keys were normalised with "
+                         f"{'no' if kv_cache.key_norm is None else 'another'} k_norm: build the "
+                         f"cache with cross_kv_cache from the same params and spec")
 
 
 def _cross_layer(caller, x, params, num_heads, spec, scale=None):
