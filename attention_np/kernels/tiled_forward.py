@@ -243,9 +243,11 @@ def forward_tiles(t: Tiling, qs, k, v, sink, *, normalized: bool):
     # work: every tile's scores in turn, (..., R, Bk) at most; work_pv: its p @ v, (..., R, d_v)
     work = scratch("tile 1", (np.prod(batch + (R, min(t.block_size, S)), dtype=np.int64),), dtype)
     work_pv = scratch("rows 2", (np.prod(batch + (R, d_v), dtype=np.int64),), dtype)
+    ones = np.ones((min(t.block_size, S), 1), dtype)  # p @ ones: the row sums, as one product
     lazy = None
     if t.softcap is None and t.post is None and not t.garbage and not normalized:
-        lazy = LazyShift(qs, k_T, v, m, work_pv, blocks=-(-S // t.block_size))
+        lazy = LazyShift(qs, k_T, v, m, blocks=-(-S // t.block_size), seen=sink is not None,
+                         work_pv=work_pv, ones=ones)
 
     for block in t.tiles(L, S):
         j0, j1, i0, i1 = block
@@ -262,7 +264,7 @@ def forward_tiles(t: Tiling, qs, k, v, sink, *, normalized: bool):
         np.exp(p, out=p)                                                 # (..., R, Bk) = exp(s - m_new)
         alpha = np.exp(m[rows] - shift)      # (..., R, 1): corrects what used the old max; 0 at first
         l_old = l[rows] * alpha
-        l[rows] = l_old + p.sum(axis=-1, keepdims=True)
+        l[rows] = l_old + p @ ones[:j1 - j0]
         if normalized:                       # acc = (l_old acc + p @ v) / l, a weighted average
             l_safe = np.where(l[rows] == 0, dtype.type(1), l[rows])
             acc[rows] *= l_old / l_safe
@@ -272,6 +274,8 @@ def forward_tiles(t: Tiling, qs, k, v, sink, *, normalized: bool):
             pv = carve(work_pv, acc[rows].shape)
             acc[rows] += masked_matmul(p, v[..., j0:j1, :], allowed, out=pv)     # (..., R, d_v)
         m[rows] = m_new
+        if lazy is not None:
+            lazy.seen[i0:i1] = True
     return m, l, acc
 
 
@@ -288,8 +292,9 @@ class LazyShift:
     reverse-engineering of it; it still computes each tile's max, which this lane leaves out,
     reading an overflow from the row sums instead.
 
-    A tile goes through the exact update instead (which then moves ``m``) when no row of it has
-    seen a key yet (every ``m = -inf``), or when some row's ``sum_j e^{s_j - m}`` exceeds ``big``
+    A tile goes through the exact update instead (which then moves ``m``) when a row of it has
+    not been through the exact update yet (``seen``; a sink counts as a first key), or when some
+    row's ``sum_j e^{s_j - m}`` exceeds ``big``
     (``sqrt`` of the dtype's largest number over the number of key blocks: its scores rose more
     than ``44 - ln(blocks)`` nats above ``m`` in float32, ``354 - ln(blocks)`` in float64) or is
     NaN or inf (a row that meets its first key here, whose ``-m`` is ``+inf``, gives ``+inf``).
@@ -303,28 +308,31 @@ class LazyShift:
     cache the two passes cost less than what the 65th column cost OpenBLAS's products.)
     """
 
-    def __init__(self, qs, k_T, v, m, work_pv, blocks: int):
+    def __init__(self, qs, k_T, v, m, *, blocks: int, seen: bool, work_pv, ones):
         # qs (..., L, d_k), k_T (..., d_k, S), v (..., S, d_v); m (*batch, L, 1) the running max
-        # (the exact update moves it in place); work_pv: a flat buffer for a tile's p @ v;
-        # blocks: how many key blocks the forward walks at most
-        self.qs, self.k_T, self.v, self.m, self.pv_work = qs, k_T, v, m, work_pv
+        # (the exact update moves it in place); blocks: how many key blocks the forward walks at
+        # most; seen: every row starts with a max (a sink), else none has one until the exact
+        # update sets self.seen; work_pv: a flat buffer for a tile's p @ v; ones (Bk, 1)
+        self.qs, self.k_T, self.v, self.m = qs, k_T, v, m
+        self.pv_work, self.ones = work_pv, ones
         self.big = np.sqrt(np.finfo(qs.dtype).max) / max(1, blocks)
+        self.seen = np.full(qs.shape[-2], seen)                             # (L,) bool
 
     def add_tile(self, l, acc, t: Tiling, block: tuple, rows, work) -> bool:
         """Add a tile's ``exp(s - m)`` into ``l`` and ``acc`` (its scores in ``work``); False
         (nothing changed) when the exact update must do it."""
-        m = self.m[rows]                                     # (..., R, 1)
-        if (m == -np.inf).all():                             # no row has seen a key
+        j0, j1, i0, i1 = block
+        if not self.seen[i0:i1].all():                       # a row without a max yet
             return False
         # inf and NaN are expected here (a row's first keys, -inf bias): they send the tile to the
         # exact update. Silenced here, not by the caller: NumPy's error state is per thread.
         with np.errstate(over="ignore", invalid="ignore"):
-            p, _ = tile_scores(self.qs, self.k_T, t, block, shift=m, work=work)   # (..., R, Bk) = s - m
-            np.exp(p, out=p)
-            row_sum = p.sum(axis=-1, keepdims=True)          # (..., R, 1)
+            p, _ = tile_scores(self.qs, self.k_T, t, block, shift=self.m[rows], work=work)  # s - m
+            np.exp(p, out=p)                                 # (..., R, Bk)
+            row_sum = p @ self.ones[:j1 - j0]                # (..., R, 1)
         if not (row_sum <= self.big).all():                  # NaN, inf, or a score far above m
             return False
-        v = self.v[..., block[0]:block[1], :]
+        v = self.v[..., j0:j1, :]
         acc[rows] += np.matmul(p, v, out=carve(self.pv_work, p.shape[:-1] + v.shape[-1:]))
         l[rows] += row_sum
         return True
