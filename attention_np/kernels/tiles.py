@@ -107,11 +107,20 @@ class Tiling:
 
     def tiles(self, L: int, S: int):
         """``(j0, j1, i0, i1)`` for each tile: each key block of :meth:`blocks`, its query rows
-        ``[i0, i1)`` cut into runs of at most :meth:`rows` rows, key block after key block."""
+        ``[i0, i1)`` cut into runs of at most :meth:`rows` rows, key block after key block, and
+        the block's keys narrowed to those the run's rows may see (causal: ``j < i1``; a window
+        ``(left, right)``: ``i0 - left <= j < i1 + right``)."""
         rows = self.rows()
+        left, right = self.window
+        if self.is_causal:
+            right = 0 if right is None else min(right, 0)
         for j0, j1, first, last in self.blocks(L, S):
             for i0 in range(first, last, rows):
-                yield j0, j1, i0, min(i0 + rows, last)
+                i1 = min(i0 + rows, last)
+                lo = j0 if left is None else max(j0, i0 - left)
+                hi = j1 if right is None else min(j1, i1 + right)
+                if lo < hi:
+                    yield lo, hi, i0, i1
 
 
 def tile_scores(qs, k_T, t: Tiling, block: tuple, *, post=None, softcap=None, shift=None, work=None):
