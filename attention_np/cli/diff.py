@@ -54,18 +54,14 @@ def add_arguments(parser) -> None:
 def check_args(parser, args) -> None:
     """Options that do not apply to what is asked are refused by name, before any work: a
     transformers model (``--model``) is diffed in float64 against its own layers, so neither
-    ``--framework`` nor ``--dtype`` applies; the per-family sweep (``--framework transformers``)
-    is float64 too."""
+    ``--framework`` nor ``--dtype`` applies. (``--cached`` without ``--model`` and ``--dtype
+    float32`` with ``--framework transformers`` are refused in one line by :func:`run`.)"""
     if args.model is not None and args.framework is not None:
         parser.error(f"argument --framework: got {args.framework!r} with --model, expected no "
                      f"--framework (--model diffs a transformers model against its own layers)")
-    if (args.model is not None or args.framework == "transformers") and args.dtype is not None:
-        what = "--model" if args.model is not None else "--framework transformers"
-        parser.error(f"argument --dtype: got {args.dtype!r} with {what}, expected no --dtype "
-                     f"({what} runs in float64)")
-    if args.cached and args.model is None:
-        parser.error("argument --cached: continues a model's forward from its cache: it needs "
-                     "--model NAME|PATH (a decoder)")
+    if args.model is not None and args.dtype is not None:
+        parser.error(f"argument --dtype: got {args.dtype!r} with --model, expected no --dtype "
+                     f"(--model runs in float64)")
     args.framework = "all" if args.framework is None else args.framework
     args.dtype = "all" if args.dtype is None else args.dtype
 
