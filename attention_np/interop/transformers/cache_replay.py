@@ -158,7 +158,7 @@ def _turn(k, cos, sin, spec: LayerSpec):
     cos, sin = (np.asarray(t)[:, None] for t in ((sin, cos) if given.sin_first else
                                                  (cos, sin)))              # (B, 1, T, r|r/2)
     angles = given.angles_layout or layout
-    if cos.shape[-1] * 2 == spec.rotated_width:            # gpt-oss, GPT-J: the r/2 angles, as pairs need
+    if cos.shape[-1] * 2 == spec.rotated_width:   # gpt-oss, GPT-J: the r/2 angles, as pairs need
         cos, sin = ((np.repeat(t, 2, axis=-1) if angles == "interleaved" else
                      np.concatenate([t, t], axis=-1)) for t in (cos, sin))
     elif angles != layout:                    # GLM: concatenated angles, interleaved pairs
