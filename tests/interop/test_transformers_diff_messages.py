@@ -67,7 +67,7 @@ def test_a_position_bias_of_the_wrong_shape_names_the_shape_the_t5_layer_needs()
 def test_hidden_states_not_on_the_grid_of_a_relative_position_table_are_refused_with_the_grid():
     model = fam.family_model("data2vec-vision")
     (_, module, spec), *_ = attention_layers(model)[0]
-    H, W, cls = spec.grid_table
+    H, W, cls = spec.relative_bias.height, spec.relative_bias.width, spec.relative_bias.cls
     d_model = 32
     with pytest.raises(ValueError, match=re.escape(
             f"hidden_states must be (B, {H * W + cls}, d_model): {type(module).__name__} has a "

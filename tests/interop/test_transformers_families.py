@@ -22,6 +22,8 @@ require("transformers")
 from attention_np.interop.transformers import families as fam  # noqa: E402
 from attention_np.interop.transformers import layer_diff as itf  # noqa: E402
 from attention_np.interop.transformers.layer_reading import (  # noqa: E402
+    ALiBi,
+    GridTable,
     UnsupportedLayer,
     layer_spec,
     params_from_transformers,
@@ -77,18 +79,21 @@ def test_every_attention_layer_of_the_new_families_agrees_in_float64(name):
 
 
 def test_what_the_reader_finds_in_each_family():
-    spec = {n: layer_spec(attention_layers(fam.family_model(n))[0][0][1])
+    read = {n: params_from_transformers(attention_layers(fam.family_model(n))[0][0][1])
             for n in ("gpt_neox", "falcon", "phi", "phi3", "stablelm", "cohere", "granite",
                       "albert", "roberta")}
-    assert (spec["gpt_neox"].rotary_dim, spec["gpt_neox"].head_dim) == (4, 8)
+    spec = {n: s for n, (_, s) in read.items()}
+    assert (spec["gpt_neox"].attention.rope.rotary_dim, spec["gpt_neox"].head_dim) == (4, 8)
     assert (spec["falcon"].num_heads, spec["falcon"].num_kv_heads) == (4, 2)
-    assert spec["phi"].qk_norm == "layer" and spec["phi"].rotary_dim == 4
+    assert spec["phi"].attention.qk_norm == "layer" and spec["phi"].attention.rope.rotary_dim == 4
     assert spec["phi3"].num_kv_heads == 2
-    assert spec["stablelm"].qk_norm == "layer" and spec["stablelm"].rotary_dim == 4
-    assert (spec["cohere"].rope_layout, spec["cohere"].qk_norm) == ("interleaved", "layer")
+    assert spec["stablelm"].attention.qk_norm == "layer"
+    assert spec["stablelm"].attention.rope.rotary_dim == 4
+    assert (spec["cohere"].attention.rope.layout, spec["cohere"].attention.qk_norm) == \
+        ("interleaved", "layer")
     assert spec["granite"].scale == 0.2
-    assert spec["albert"].post_norm_eps is not None
-    assert not spec["roberta"].has_w_o and not spec["roberta"].is_causal
+    assert spec["albert"].residual.norm_eps is not None and not spec["albert"].residual.argument
+    assert "W_o" not in read["roberta"][0] and not spec["roberta"].is_causal
 
 
 def test_fused_qkv_columns_are_the_layers_own_split():
@@ -132,7 +137,7 @@ def test_clip_qkv_is_refused_and_alibi_named_alone():
         layer_spec(olmo.layers[0].self_attn)
     falcon = tf.FalconModel(tf.FalconConfig(hidden_size=32, num_attention_heads=4,
                                             num_hidden_layers=1, vocab_size=61, alibi=True))
-    assert layer_spec(falcon.h[0].self_attention).alibi is not None      # read, not refused
+    assert isinstance(layer_spec(falcon.h[0].self_attention).relative_bias, ALiBi)  # read
     with pytest.raises(UnsupportedLayer, match="ALiBi .* compare_transformers_model"):
         itf.compare_transformers_attention(falcon.h[0].self_attention, np.zeros((1, 3, 32)))
 
@@ -301,7 +306,7 @@ def test_olmo2_qk_norm_over_all_heads_is_read_and_agrees_layer_and_model():
     layers, refused = attention_layers(model)
     assert len(layers) == 2 and not refused
     spec = layers[0][2]
-    assert (spec.qk_norm, spec.qk_norm_scope) == ("rms", "all")
+    assert (spec.attention.qk_norm, spec.attention.qk_norm_scope) == ("rms", "all")
     params = params_from_transformers(layers[0][1])[0]
     assert params["q_norm"].shape == (4 * 8,) and params["k_norm"].shape == (2 * 8,)
     r = itf.compare_transformers_attention(layers[0][1], R.standard_normal((2, 6, 32)), seed=3)
@@ -314,8 +319,9 @@ def test_data2vec_vision_reads_its_bias_table_and_agrees_layer_and_model():
     layers, refused = attention_layers(model)
     assert len(layers) == 2 and not refused
     module, spec = layers[0][1], layers[0][2]
-    assert spec.grid_table == (4, 4, True) and spec.scale == 1 / np.sqrt(8) and not spec.has_w_o
-    assert params_from_transformers(module)[0]["bias_table"].shape == (7 * 7 + 3, 4)
+    assert spec.relative_bias == GridTable(4, 4, True) and spec.scale == 1 / np.sqrt(8)
+    params = params_from_transformers(module)[0]
+    assert params["bias_table"].shape == (7 * 7 + 3, 4) and "W_o" not in params
     for impl in ("sdpa", "eager"):                   # Data2VecVision's two classes
         layer = fam.family_model("data2vec-vision", seed=1, attn_implementation=impl)
         r = itf.compare_transformers_attention(attention_layers(layer)[0][0][1],
@@ -333,7 +339,7 @@ def test_data2vec_vision_shared_table_agrees_in_the_model_and_the_layer_says_wha
     kw = dict(fam.NEW["data2vec-vision"][1], use_relative_position_bias=False,
               use_shared_relative_position_bias=True)
     model = fam.randomize(tf.Data2VecVisionModel(tf.Data2VecVisionConfig(**kw)), 1)
-    assert attention_layers(model)[0][0][2].grid_table is None
+    assert attention_layers(model)[0][0][2].relative_bias is None
     assert _caught(model, fam.model_inputs("data2vec-vision", model)) < 1e-12
     report = compare_transformers_model(model, **fam.model_inputs("data2vec-vision", model))
     assert report.ok and report.layers[0].name == "encoder.relative_position_bias (bias table)"
@@ -357,7 +363,7 @@ def test_swin_window_attention_agrees_with_its_table_and_shifted_window_mask():
     assert len(layers) == 4 and not refused
     block = model.encoder.layers[0].blocks[1]              # the shifted one: 8x8, windows of 4x4
     spec = layer_spec(block.attention)
-    assert spec.grid_table == (4, 4, False) and block.shift_size == 2
+    assert spec.relative_bias == GridTable(4, 4, False) and block.shift_size == 2
     mask = block.get_attn_mask(8, 8, torch.float64, "cpu")           # (4 windows, 16, 16)
     x = R.standard_normal((2 * 4, 16, 16))                           # B = 2 images x 4 windows
     r = itf.compare_transformers_attention(block.attention, x, window_mask=mask, seed=3)
@@ -431,7 +437,7 @@ def test_swin_copies_whose_layers_hold_the_table_agree(config, model):
     swin = fam.randomize(getattr(tf, model)(cfg), 1)
     layers, refused = attention_layers(swin)
     assert len(layers) == 4 and not refused
-    assert all(spec.grid_table == (4, 4, False) for *_, spec in layers)
+    assert all(spec.relative_bias == GridTable(4, 4, False) for *_, spec in layers)
     assert swin.encoder.layers[0].blocks[1].shift_size == 2
     assert "bias_table" in params_from_transformers(layers[1][1])[0]
     assert _caught(swin, fam.model_inputs("swin", swin)) < 1e-12
@@ -459,8 +465,9 @@ def test_idefics_rope_turned_inside_the_layer_agrees_and_a_changed_frequency_is_
     model, inputs = _idefics()
     layer = model.layers[0].self_attn
     spec = layer_spec(layer)
-    assert spec.rope_in_layer and spec.rope_theta == model.config.rope_parameters["rope_theta"]
-    assert not layer_spec(model.gated_cross_attn_layers[0].cross_attn).has_rope
+    assert spec.rope_inputs.in_layer
+    assert spec.attention.rope.theta == model.config.rope_parameters["rope_theta"]
+    assert layer_spec(model.gated_cross_attn_layers[0].cross_attn).attention.rope is None
     x = R.standard_normal((2, 6, 32))
     r = itf.compare_transformers_attention(layer, x, position_ids=np.arange(2, 8), seed=3)
     assert r.ok and max(c.err for c in r.checks if c.rule == "float64") < 1e-12, str(r)
@@ -579,7 +586,7 @@ def test_data2vec_vision_without_a_bias_table_reads_its_inline_scale_and_agrees(
         model = fam.randomize(tf.AutoModel.from_config(cfg, attn_implementation=impl), 1)
         found, refused = attention_layers(model)
         assert found and not refused
-        assert found[0][2].grid_table is None and found[0][2].scale == 1 / np.sqrt(8)
+        assert found[0][2].relative_bias is None and found[0][2].scale == 1 / np.sqrt(8)
         verdict, err, why = sw.diff_layers(found)
         assert verdict == "AGREE" and err < 1e-12, why
 
@@ -789,7 +796,7 @@ def test_a_towers_w_o_under_another_name_is_read_and_agrees_layer_and_model(mode
     model = _tower(model_type, **changes)
     layer = model.get_submodule(name)
     params, spec = params_from_transformers(layer)
-    assert spec.has_w_o and not spec.is_causal
+    assert "W_o" in params and not spec.is_causal
     np.testing.assert_array_equal(params["W_o"], getattr(layer, o_name).weight.detach().numpy().T)
     r = itf.compare_transformers_attention(layer, R.standard_normal((2, 6, 32)), seed=3)
     assert r.ok and "dW_o" in [c.name for c in r.checks], str(r)
@@ -818,7 +825,8 @@ def test_internvl_qk_norm_over_the_whole_width_is_read_and_agrees():
     model = _tower("internvl_vision", use_qk_norm=True, **SMALL_IMAGE)
     layer = model.encoder.layer[0].attention
     params, spec = params_from_transformers(layer)
-    assert (spec.qk_norm, spec.qk_norm_scope, spec.qk_norm_eps) == ("rms", "all", 1e-6)
+    assert (spec.attention.qk_norm, spec.attention.qk_norm_scope, spec.attention.qk_norm_eps) == \
+        ("rms", "all", 1e-6)
     assert params["q_norm"].shape == params["k_norm"].shape == (32,)
     r = itf.compare_transformers_attention(layer, R.standard_normal((2, 6, 32)), seed=3)
     assert r.ok and {"dq_norm", "dk_norm"} <= {c.name for c in r.checks}, str(r)

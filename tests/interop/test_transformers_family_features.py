@@ -77,8 +77,9 @@ def test_esm_reads_the_query_scaled_in_its_forward_and_rotates_only_when_rotary(
     layers, refused = attention_layers(model)
     assert len(layers) == 2 and not refused
     spec = layers[0][2]
-    assert spec.scale == 8 ** -0.5 and not spec.has_w_o
-    assert spec.has_rope == (kind == "rotary")
+    assert spec.scale == 8 ** -0.5 and "W_o" not in layer_reading.params_from_transformers(
+        layers[0][1])[0]
+    assert (spec.attention.rope is not None) == (kind == "rotary")
     assert _agrees_and_catches(model, _ids(33)) < 1e-12
 
 
@@ -116,8 +117,8 @@ def test_mimo_v2_flash_reads_its_value_scale_and_agrees_with_sinks_and_a_window(
     model = _mimo()
     layers, refused = attention_layers(model)
     assert not refused
-    assert [(s.window, s.sinks, s.num_kv_heads, s.rotary_dim) for *_, s in layers] == \
-        [(None, False, 2, 2), (3, True, 4, 2)]
+    assert [(s.attention.window, s.sinks, s.num_kv_heads, s.rotated_width) for *_, s in layers] == \
+        [(None, False, 2, 2), ((2, 0), True, 4, 2)]
     module = layers[0][1]
     assert layer_reading.value_scale(module) == 0.707
     w_v = module.v_proj.weight.detach().double().numpy().T
@@ -249,7 +250,7 @@ def test_zamba2_rotates_only_with_use_mem_rope_and_agrees_with_a_change_caught(r
     assert [n for n, *_ in found] == ["layers.1.shared_transformer.self_attn"]
     assert all("state-space layer" in why for _, why in refused)
     module, spec = found[0][1], found[0][2]
-    assert spec.has_rope == rope and spec.scale == 0.5            # (head_dim / 2) ** -0.5
+    assert (spec.attention.rope is not None) == rope and spec.scale == 0.5   # (head_dim / 2) ** -0.5
     x = np.random.default_rng(0).standard_normal((B, L, 64))
     report = compare_transformers_attention(module, x, seed=3)
     assert report.ok, str(report)

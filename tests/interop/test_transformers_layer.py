@@ -13,7 +13,7 @@ import pytest
 from attention_np.interop.transformers import family_cases as cases
 from attention_np.interop.transformers import layer_diff as itf
 from attention_np.interop.transformers.layer_diff import build_mask
-from attention_np.interop.transformers.layer_reading import params_from_transformers
+from attention_np.interop.transformers.layer_reading import params_from_transformers, sliding_window
 from tests.helpers import require
 
 torch = require("torch")
@@ -139,7 +139,7 @@ def test_build_mask_is_the_mask_the_model_builds_padding_causal_and_window(famil
     theirs = _masks_the_model_builds(model, layer, ids, pad)
     ours = build_mask(itf.layer_spec(layer), B, L, L, pad)
     np.testing.assert_array_equal(np.broadcast_to(theirs, ours.shape), ours)
-    if itf.layer_spec(layer).window is not None:     # the window removes keys causal keeps
+    if itf.layer_spec(layer).attention.window is not None:   # the window removes keys causal keeps
         causal = np.tril(np.ones((L, L), dtype=bool))
         assert (ours[0, 0] != causal).any() and not (ours[0, 0] & ~causal).any()
 
@@ -151,13 +151,18 @@ def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta
     from attention_np.variants.spec import AttentionSpec, RoPE
     specs = {f: itf.layer_spec(cases.case(f)[0]) for f in
              ("qwen3", "gemma2", "gemma2-global", "gemma3", "gemma3-global")}
-    assert specs["qwen3"].qk_norm_eps == 1e-6 and specs["qwen3"].softcap is None
-    assert specs["gemma2"].softcap == cases.SOFTCAP and specs["gemma2"].qk_norm_eps is None
+    has_norm = {f: "q_norm" in params_from_transformers(cases.case(f)[0])[0] for f in specs}
+    assert has_norm["qwen3"] and specs["qwen3"].attention.qk_norm_eps == 1e-6
+    assert specs["qwen3"].attention.softcap is None
+    assert specs["gemma2"].attention.softcap == cases.SOFTCAP and not has_norm["gemma2"]
     for f in ("gemma2", "gemma3"):                       # query_pre_attn_scalar, not head_dim
         assert specs[f].scale == cases.PRE_ATTN ** -0.5 != 12 ** -0.5
-        assert specs[f].window == cases.WINDOW and specs[f + "-global"].window is None
+        assert specs[f].attention.window == (cases.WINDOW - 1, 0)          # W counts the query
+        assert sliding_window(specs[f]) == cases.WINDOW
+        assert specs[f + "-global"].attention.window is None
     # Gemma 3: RoPE theta per layer type (rope_local_base_freq for the sliding layers)
-    assert (specs["gemma3"].rope_theta, specs["gemma3-global"].rope_theta) == (1e4, 1e6)
+    assert (specs["gemma3"].attention.rope.theta, specs["gemma3-global"].attention.rope.theta) == \
+        (1e4, 1e6)
     gemma3, _ = cases.case("gemma3")
     params, _ = params_from_transformers(gemma3)     # Gemma3RMSNorm multiplies by (1 + w)
     np.testing.assert_array_equal(params["q_norm"], 1 + gemma3.q_norm.weight.detach().double().numpy())
@@ -165,9 +170,10 @@ def test_qwen3_and_gemma_read_their_qk_norm_soft_cap_scale_window_and_rope_theta
     gemma2, inputs = cases.case("gemma2")
     params, spec = params_from_transformers(gemma2)
     x = inputs["hidden_states"]
-    plain_spec = AttentionSpec(rope=RoPE(theta=spec.rope_theta, layout="half"))     # GQA: W_k's width
+    plain_spec = AttentionSpec(rope=RoPE(theta=spec.attention.rope.theta, layout="half"))  # GQA: W_k's
     kw = dict(num_heads=4, scale=spec.scale, is_causal=True)
-    capped, _ = mha_forward(x, x, x, params, spec=plain_spec.replace(softcap=spec.softcap), **kw)
+    capped, _ = mha_forward(x, x, x, params, spec=plain_spec.replace(softcap=spec.attention.softcap),
+                            **kw)
     plain, _ = mha_forward(x, x, x, params, spec=plain_spec, **kw)
     assert np.abs(capped - plain).max() > 1e-2
 
@@ -230,7 +236,7 @@ def test_the_float64_norm_of_the_copy_is_the_layers_own_norm_on_float32_inputs(f
         with torch.no_grad():
             theirs = norm(x)
             offset = {"qwen3": 0.0, "gemma3": 1.0}[family]
-            ours = norm_in_input_dtype(norm, "rms", offset, spec.qk_norm_eps)(x)
+            ours = norm_in_input_dtype(norm, "rms", offset, spec.attention.qk_norm_eps)(x)
         assert ours.dtype == torch.float32
         assert (theirs - ours).abs().max().item() <= 1e-6 * theirs.abs().max().item()
 
@@ -239,8 +245,9 @@ def test_gpt_oss_reads_sinks_and_the_half_angle_rope():
     module, _ = cases.case("gpt_oss")
     params, spec = params_from_transformers(module)
     np.testing.assert_array_equal(params["sinks"], module.sinks.detach().double().numpy())
-    assert params["sinks"].shape == (4,) and spec.window == cases.WINDOW
-    assert itf.layer_spec(cases.case("gpt_oss-global")[0]).window is None
+    assert params["sinks"].shape == (4,) and spec.sinks
+    assert spec.attention.window == (cases.WINDOW - 1, 0)
+    assert itf.layer_spec(cases.case("gpt_oss-global")[0]).attention.window is None
 
 
 def test_unsupported_module_names_the_supported_layers():

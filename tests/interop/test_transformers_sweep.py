@@ -570,7 +570,7 @@ def test_moshi_and_kyutai_projections_are_read_through_their_wrapper(monkeypatch
     assert "(KyutaiSpeechToTextAttention); +1e-06 caught in each" in row.reason, row
     model = tm.build("moshi")
     model.config.sliding_window = 2
-    assert layer_spec(model.layers[0].self_attn).window is None
+    assert layer_spec(model.layers[0].self_attn).attention.window is None
     report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.verdict == "AGREE", str(report)
     monkeypatch.setattr(layer_reading, "read_window", lambda module, cfg: 2)

@@ -19,6 +19,10 @@ from attention_np.interop import transformers as itf  # noqa: E402
 from attention_np.interop.transformers import families as fam  # noqa: E402
 from attention_np.interop.transformers import sweep as sw  # noqa: E402
 from attention_np.interop.transformers import tiny_models as tm  # noqa: E402
+from attention_np.interop.transformers.layer_reading import (  # noqa: E402
+    params_from_transformers,
+    sliding_window,
+)
 from attention_np.interop.transformers.model_diff import (  # noqa: E402
     attention_layers,
     compare_transformers_model,
@@ -31,15 +35,21 @@ CHANGE = 1e-6
 def test_the_window_rope_and_scale_are_read_per_layer():
     def specs(name):
         return [s for _, _, s in attention_layers(fam.family_model(name))[0]]
+
+    def theta(s):
+        return None if s.attention.rope is None else s.attention.rope.theta
+    # the spec's window (left, right): transformers' W = 3 counts the query, (2, 0) causal
     neo = specs("gpt_neo")                      # global, then local with window_size 3
-    assert [(s.window, s.is_causal, s.scale, s.has_rope) for s in neo] == \
-        [(None, True, 1.0, False), (3, True, 1.0, False)]
+    assert [(s.attention.window, s.is_causal, s.scale, theta(s)) for s in neo] == \
+        [(None, True, 1.0, None), ((2, 0), True, 1.0, None)]
     bert = specs("modernbert")                  # full, then |i - j| <= local_attention // 2
-    assert [(s.window, s.is_causal, s.rope_theta) for s in bert] == \
-        [(None, False, 1000.0), (3, False, 30.0)]
-    assert bert[0].scale == 8 ** -0.5 and bert[0].has_w_o
+    assert [(s.attention.window, s.is_causal, theta(s)) for s in bert] == \
+        [(None, False, 1000.0), ((2, 2), False, 30.0)]
+    assert [sliding_window(s) for s in bert] == [None, 3]
+    modernbert = attention_layers(fam.family_model("modernbert"))[0][0][1]
+    assert bert[0].scale == 8 ** -0.5 and "W_o" in params_from_transformers(modernbert)[0]
     cohere = specs("cohere2")                   # sliding with RoPE, full without
-    assert [(s.window, s.rope_theta) for s in cohere] == [(3, 10000.0), (None, None)]
+    assert [(s.attention.window, theta(s)) for s in cohere] == [((2, 0), 10000.0), (None, None)]
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -71,7 +81,7 @@ def test_the_whole_model_agrees_and_a_1e_6_change_to_its_local_layer_is_caught(n
     assert len(report.attention) == 2
     assert max(r.forward_error for r in report.attention) < 1e-12
     layers = attention_layers(model)[0]
-    local = next((n, m) for n, m, s in layers if s.window is not None)
+    local = next((n, m) for n, m, s in layers if s.attention.window is not None)
     handle = _add_change(local[1])
     try:
         changed = compare_transformers_model(model, **inputs)
@@ -89,7 +99,7 @@ def test_full_layers_without_rope_in_sliding_full_models_agree(model_type):
     does not rotate; read as such, the whole model agrees."""
     model = tm.build(model_type)
     specs = [s for _, _, s in attention_layers(model)[0]]
-    assert [s.has_rope for s in specs] == [True, False]
+    assert [s.attention.rope is not None for s in specs] == [True, False]
     report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.ok, str(report)
 
@@ -99,7 +109,7 @@ def test_granite_swa_per_layer_windows_and_sinks_agree_in_float64():
     float32 softmax undone (before: a 7e-8 MISMATCH, float32 rounding)."""
     model = tm.build("granite_swa")
     specs = [s for _, _, s in attention_layers(model)[0]]
-    assert [s.window for s in specs] == [None, model.config.sliding_window]
+    assert [sliding_window(s) for s in specs] == [None, model.config.sliding_window]
     report = compare_transformers_model(model, **sw.text_inputs(model))
     assert report.ok, str(report)
     assert max(r.forward_error for r in report.attention) < 1e-12

@@ -252,8 +252,8 @@ def test_tiny_llama_of_each_type_layer_and_generate_replay_agree(rope_type):
     assert decode.ok, str(decode)
     assert len(decode.rope_checks) == 2 * 6 and max(c.err for c in decode.checks) < 1e-13
     spec = layer_spec(module)
-    first, last = (an.rope_frequencies(spec.head_dim, theta=spec.rope_theta,
-                                       scaling=spec.rope_scaling, seq_len=n)[0] for n in (5, 10))
+    first, last = (an.rope_frequencies(spec.head_dim, theta=spec.attention.rope.theta,
+                                       scaling=spec.attention.rope.scaling, seq_len=n)[0] for n in (5, 10))
     changed = max_abs_diff(first, last) > 1e-3
     assert changed == (rope_type in ("dynamic", "longrope"))      # the recompute ran
 
@@ -313,7 +313,7 @@ def test_layer_spec_rejects_an_unknown_rope_type_naming_the_known_ones():
     from attention_np.interop.transformers import family_cases as cases
     from attention_np.interop.transformers import layer_spec
     module = cases.rope_case("yarn")[0]
-    assert layer_spec(module).rope_scaling["rope_type"] == "yarn"
+    assert layer_spec(module).attention.rope.scaling["rope_type"] == "yarn"
     module.config.rope_parameters = {"rope_type": "su", "rope_theta": 10000.0}
     from attention_np.interop.transformers import UnsupportedLayer
     # refused (a TypeError) as a feature of the layer, so a model's other layers are still read
@@ -357,7 +357,7 @@ def test_float32_rotation_against_transformers_own_rotary_embedding(rope_type, m
     pos = np.arange(10)[None] + np.array([[0], [3]])             # up to 12: past the switch at 8
     cos, sin = rotary_embedding(module)(torch.zeros(1), torch.from_numpy(pos))   # float32
     theirs = apply_rotary_pos_emb(torch.from_numpy(q), torch.from_numpy(q), cos, sin)[0]
-    kw = dict(theta=spec.rope_theta, scaling=spec.rope_scaling)
+    kw = dict(theta=spec.attention.rope.theta, scaling=spec.attention.rope.scaling)
     ours = an.apply_rope(q, pos[:, None], **kw)
     assert ours.dtype == np.float32
     # the oracle: the rotary embedding's steps in float64 (dynamic and longrope pick their
@@ -391,7 +391,7 @@ def test_layer_spec_fills_in_the_factor_transformers_derives_from_the_config(rop
                          attn_implementation="sdpa")
     torch.manual_seed(5)                                  # the model's own random init
     module = cases.attention_layer("llama", tf.LlamaModel(cfg).eval())
-    assert layer_spec(module).rope_scaling["factor"] == factor        # 32 / 8
+    assert layer_spec(module).attention.rope.scaling["factor"] == factor        # 32 / 8
     report = compare_transformers_attention(module, **cases.case("llama")[1])
     assert report.ok, str(report)
     assert {c.name: c for c in report.checks}["attn_factor"].size > 1.05   # a factor 4 scale
@@ -412,10 +412,10 @@ def test_layer_spec_reads_yarn_truncate_none_as_transformers_does_not_truncating
                          rope_parameters=rope, attn_implementation="sdpa")
     module = cases.attention_layer("llama", tf.LlamaModel(cfg).eval())
     spec = layer_spec(module)
-    assert spec.rope_scaling.get("truncate", True) is (truncate in (True, "absent"))
+    assert spec.attention.rope.scaling.get("truncate", True) is (truncate in (True, "absent"))
     # with theta 100 and L 16 the two differ (else this test could not fail)
     d = spec.head_dim
-    both = [an.rope_frequencies(d, theta=100.0, scaling={**spec.rope_scaling, "truncate": t})[0]
+    both = [an.rope_frequencies(d, theta=100.0, scaling={**spec.attention.rope.scaling, "truncate": t})[0]
             for t in (True, False)]
     assert max_abs_diff(*both) > 1e-3
     report = compare_transformers_attention(module, **cases.case("llama")[1])

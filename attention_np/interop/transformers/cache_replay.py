@@ -32,7 +32,13 @@ from attention_np.compose.pipeline import (
     transform_qk,
     transform_qk_backward,
 )
-from attention_np.interop.transformers.layer_reading import LayerSpec, UnsupportedLayer, mha_options
+from attention_np.interop.transformers.layer_reading import (
+    GridTable,
+    LayerSpec,
+    T5Buckets,
+    UnsupportedLayer,
+    mha_options,
+)
 from attention_np.kernels.fast_linear import linear_backward
 from attention_np.kernels.registry import attend_backward
 from attention_np.paper.heads import split_heads
@@ -123,7 +129,7 @@ def new_keys_values(spec: LayerSpec, params: dict, x, cos_sin=None):
     its float32 angles are the cache's); ``(B, h_kv, T, d_v)`` projected. A layout of cos and
     sin other than a family's plain ``"half"`` or ``"interleaved"`` pairs is refused by name."""
     opts = mha_options(spec)
-    if not spec.has_w_o:                       # (BERT's, GIT's: the concatenated heads)
+    if "W_o" not in params:                    # (BERT's, GIT's: the concatenated heads)
         params = {**params, "W_o": np.eye(spec.num_heads * spec.head_dim)}
     x, _, _, layer = check_layer("new_keys_values", x, x, x, params,
                                  replace(opts["spec"], rope=None), spec.num_heads, spec.scale)
@@ -131,7 +137,7 @@ def new_keys_values(spec: LayerSpec, params: dict, x, cos_sin=None):
     k = project_heads(x, params, "k", layer.num_kv_heads)
     v = project_heads(x, params, "v", layer.num_kv_heads)
     _, k, _ = transform_qk(q, k, params, layer, None, None)                 # QK-norm only
-    if spec.has_rope:
+    if spec.attention.rope is not None:
         k = _turn(k, *cos_sin, spec)
     return k, v
 
@@ -140,7 +146,7 @@ def _turn(k, cos, sin, spec: LayerSpec):
     """``k (B, h_kv, T, d)`` turned by transformers' ``cos, sin (B, T, r)`` (the first ``r``
     features): ``k * cos + turn(k) * sin``, ``turn`` the pair layout's quarter turn. The cos
     and sin are those the layer was given, or those its own rotary embedding returned in the
-    call (IDEFICS, Moshi: ``spec.rope_in_layer``); a layer whose cos and sin were not seen
+    call (IDEFICS, Moshi: ``spec.rope_inputs.in_layer``); a layer whose cos and sin were not seen
     (a sin|cos table of its own, indexed inside the layer) is refused by name."""
     if cos is None:
         raise UnsupportedLayer(f"{spec.family}: the cached keys of a layer whose RoPE cos and "
@@ -148,18 +154,18 @@ def _turn(k, cos, sin, spec: LayerSpec):
                                "embedding of its own: a sin|cos table indexed inside the "
                                "layer) are not recomputed; a layer given cos and sin, or "
                                "calling its own rotary embedding for them, is")
-    cos, sin = (np.asarray(t)[:, None] for t in ((sin, cos) if spec.rope_sin_first else
+    given, layout = spec.rope_inputs, spec.attention.rope.layout
+    cos, sin = (np.asarray(t)[:, None] for t in ((sin, cos) if given.sin_first else
                                                  (cos, sin)))              # (B, 1, T, r|r/2)
-    width = spec.rotary_dim or spec.head_dim
-    angles = spec.rope_angles_layout or spec.rope_layout
-    if cos.shape[-1] * 2 == width:            # gpt-oss, GPT-J: the r/2 angles, as pairs need
+    angles = given.angles_layout or layout
+    if cos.shape[-1] * 2 == spec.rotated_width:   # gpt-oss, GPT-J: the r/2 angles, as pairs need
         cos, sin = ((np.repeat(t, 2, axis=-1) if angles == "interleaved" else
                      np.concatenate([t, t], axis=-1)) for t in (cos, sin))
-    elif angles != spec.rope_layout:          # GLM: concatenated angles, interleaved pairs
+    elif angles != layout:                    # GLM: concatenated angles, interleaved pairs
         cos, sin = (np.repeat(t[..., :t.shape[-1] // 2], 2, axis=-1) for t in (cos, sin))
     r = cos.shape[-1]
     x = k[..., :r]
-    if spec.rope_layout == "interleaved":
+    if layout == "interleaved":
         turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
     else:
         turned = np.concatenate([-x[..., r // 2:], x[..., :r // 2]], axis=-1)
@@ -168,9 +174,11 @@ def _turn(k, cos, sin, spec: LayerSpec):
 
 def refuse_cached(spec: LayerSpec, name: str) -> None:
     """A layer whose call with a filled cache is not replayed, refused by what it has."""
-    for what, has in (("T5's relative position bias table", spec.buckets is not None),
-                      ("a 2-D relative position bias table", spec.grid_table is not None),
-                      ("a LayerNorm after the attention (ALBERT)", spec.post_norm_eps is not None),
+    bias, residual = spec.relative_bias, spec.residual
+    for what, has in (("T5's relative position bias table", isinstance(bias, T5Buckets)),
+                      ("a 2-D relative position bias table", isinstance(bias, GridTable)),
+                      ("a LayerNorm after the attention (ALBERT)",
+                       residual is not None and residual.norm_eps is not None),
                       ("keys and values from another sequence (cross-attention)", spec.cross)):
         if has:
             raise UnsupportedLayer(f"{name}: a call continuing from a KV cache of a layer with "
@@ -189,7 +197,7 @@ def replay_cached(spec: LayerSpec, params: dict, x, cached_k, cached_v, mask, do
     bool ``(B, 1, T, n + T)`` (padding, the window; the bottom-right causal mask is the
     step's), ``bias`` additive ``(.., h, T, n + T)`` (ALiBi), ``positions (B, T)`` RoPE's."""
     p = dict(params)
-    if not spec.has_w_o:
+    if "W_o" not in p:                         # (BERT's, GIT's: the concatenated heads)
         p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
     opts = mha_options(spec, positions)
     T, n = x.shape[-2], cached_k.shape[-2]

@@ -170,7 +170,7 @@ def replay_generate(model, input_ids, *, attention_mask=None,
     if padded:
         report.notes.append(f"{int((pad == 0).sum())} padded prompt position(s) left out of "
                             "the diff (transformers: mean(V) there, attention_np: 0)")
-    if spec.has_rope:
+    if spec.attention.rope is not None:
         report.notes.append("the copy's rotary embedding computes cos/sin in float64 "
                             "(transformers: float32, see docs/frameworks.md)")
     return report
@@ -251,7 +251,8 @@ def _replay_steps(spec, params: dict, seen: list, positions: list, pad, padded: 
     for step, (x, theirs) in enumerate(seen):
         T = x.shape[1]
         S = kv.length + T
-        options = mha_options(spec, positions[step] if spec.has_rope else None, window=True)
+        options = mha_options(spec, positions[step] if spec.attention.rope is not None else None,
+                              window=True)
         if padded:        # key padding of the S cached positions, (B, 1, 1, S)
             options["mask"] = full[:, None, None, :S].astype(bool)
         # heads, scale, RoPE at the positions generate() used (shifted by padding), QK-norm,
@@ -309,11 +310,12 @@ def _replay_encoder_decoder(m, ids, pad, max_new_tokens: int, torch) -> DecodeRe
         T = x.shape[1]
         bias = None
         if table is not None:     # T5: the bias rows of the T new queries, at S - T .. S - 1
-            num_buckets, max_distance, bidirectional = self_spec.buckets
+            t5 = self_spec.relative_bias
             bucket = t5_relative_buckets(relative_positions(T, kv.length + T,
                                                             align="bottom_right"),
-                                         bidirectional=bidirectional, num_buckets=num_buckets,
-                                         max_distance=max_distance)                 # (T, S)
+                                         bidirectional=t5.bidirectional,
+                                         num_buckets=t5.num_buckets,
+                                         max_distance=t5.max_distance)              # (T, S)
             bias = relative_position_bias(table, bucket)                            # (h, T, S)
         ours = mha_decode_step(x, p_self, kv, bias=bias, **mha_options(self_spec))  # (B, T, d)
         report.checks.append(check_float64(f"self step {step} (T={T})", theirs, ours))

@@ -81,7 +81,7 @@ def rope_float32(seed: int = 0) -> Demo:
     x = torch.zeros((1, 64, 1), dtype=torch.float64)
     cos, sin = (to_numpy(t) for t in model.rotary_emb(x, torch.from_numpy(positions)))
     spec = layer_spec(model.layers[0].self_attn)
-    cos64, sin64 = rope_cos_sin(positions, spec.head_dim, spec.rope_theta)
+    cos64, sin64 = rope_cos_sin(positions, spec.head_dim, spec.attention.rope.theta)
     err = max(max_abs_error(cos, cos64), max_abs_error(sin, sin64))
     demo.observe(f"cos, sin dtype {cos.dtype}, positions 0..63", f"{err:.1e}  (float32 level)",
                  cos.dtype == np.float64 and 1e-10 < err < 1e-5)
@@ -122,14 +122,14 @@ def t5_decoder_bias_offset(seed: int = 0) -> Demo:
                 "the query's absolute position, bottom-right aligned")
     layer = case("t5-decoder", seed)[0]
     params, spec = params_from_transformers(layer)
-    num_buckets, max_distance, bidirectional = spec.buckets
+    t5 = spec.relative_bias
     S = 6
     with torch.no_grad():          # what T5Attention.forward computes at that step, (h, 1, S)
         theirs = to_numpy(layer.compute_bias(1, S, past_seen_tokens=S - 1))[0]
     ours = {align: relative_position_bias(params["bias_table"], t5_relative_buckets(
-        relative_positions(1, S, align=align), bidirectional=bidirectional,
-        num_buckets=num_buckets, max_distance=max_distance)) for align in ("bottom_right",
-                                                                          "top_left")}
+        relative_positions(1, S, align=align), bidirectional=t5.bidirectional,
+        num_buckets=t5.num_buckets, max_distance=t5.max_distance)) for align in ("bottom_right",
+                                                                                "top_left")}
     err = {align: max_abs_error(theirs, b) for align, b in ours.items()}
     demo.observe("transformers, past_seen_tokens=S-1", f"= ours, align='bottom_right' "
                  f"(error {err['bottom_right']:.1e})", err["bottom_right"] == 0.0)
@@ -150,7 +150,7 @@ def qk_norm_float32(seed: int = 0) -> Demo:
         params, spec = params_from_transformers(layer)     # Gemma: q_norm = 1 + w
         with torch.no_grad():
             theirs = to_numpy(layer.q_norm(torch.from_numpy(q)))
-        ours, _ = rms_norm_forward(q, params["q_norm"], spec.qk_norm_eps)
+        ours, _ = rms_norm_forward(q, params["q_norm"], spec.attention.qk_norm_eps)
         err = max_abs_error(theirs, ours)
         demo.observe(f"{type(layer.q_norm).__name__}", f"dtype {theirs.dtype}, {err:.1e}  "
                      "(float32 level)", theirs.dtype == np.float64 and 1e-10 < err < 1e-5)
@@ -174,7 +174,7 @@ def softcap_backends(seed: int = 0) -> Demo:
     layer = copy.deepcopy(module).double()
     params, spec = params_from_transformers(layer)
     x = torch.from_numpy(inputs["hidden_states"])
-    cos, sin = rope_cos_sin(inputs["position_ids"], spec.head_dim, spec.rope_theta)
+    cos, sin = rope_cos_sin(inputs["position_ids"], spec.head_dim, spec.attention.rope.theta)
     kw = dict(position_embeddings=(torch.from_numpy(cos), torch.from_numpy(sin)),
               attention_mask=None)
     for impl, error, words in (("sdpa", ValueError, "does not support `softcap`"),
@@ -236,9 +236,9 @@ def _softcap_backend(layer, impl: str, error, words: str, spec, params, inputs, 
     h = inputs["hidden_states"]
     ours = {c: mha_forward(h, h, h, params, mask,
                            **{**options, "spec": options["spec"].replace(softcap=c)})[0]
-            for c in (spec.softcap, None)}
-    capped, uncapped = (max_abs_error(out, ours[c]) for c in (spec.softcap, None))
-    return (f"runs: softcap={spec.softcap:g} {capped:.1e}, none {uncapped:.1e}  "
+            for c in (spec.attention.softcap, None)}
+    capped, uncapped = (max_abs_error(out, ours[c]) for c in (spec.attention.softcap, None))
+    return (f"runs: softcap={spec.attention.softcap:g} {capped:.1e}, none {uncapped:.1e}  "
             "(soft-cap dropped, no error)", uncapped < 1e-12 and capped > 1e-3)
 
 

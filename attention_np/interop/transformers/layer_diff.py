@@ -27,7 +27,10 @@ from attention_np.interop.tolerance import judge
 from attention_np.interop.torch import check_real_input, to_numpy
 from attention_np.interop.transformers.layer_reading import (  # noqa: F401  (re-exported)
     SUPPORTED,
+    ALiBi,
+    GridTable,
     LayerSpec,
+    T5Buckets,
     UnsupportedLayer,
     layer_spec,
     no_causal,
@@ -79,7 +82,8 @@ def layer_implementation(module, spec: LayerSpec, requested: str) -> tuple[str, 
     mask), an implementation without a float64 backward on the CPU (``flex_attention``: no
     backward on the CPU; the flash kernels: CUDA) to what the whole-model diff runs."""
     name = type(module).__name__
-    default = "eager" if spec.sinks else EAGER_FLOAT64 if spec.softcap is not None else "sdpa"
+    softcap = spec.attention.softcap
+    default = "eager" if spec.sinks else EAGER_FLOAT64 if softcap is not None else "sdpa"
     same = "as compare_transformers_model does"
     if requested is None:                          # a config never given one
         return default, []
@@ -90,8 +94,8 @@ def layer_implementation(module, spec: LayerSpec, requested: str) -> tuple[str, 
     if spec.sinks and requested != "eager":
         return "eager", [f"{name}'s sinks: transformers' {requested!r} drops them without an "
                          f"error; the copy ran 'eager' (float64 throughout), {same}"]
-    if spec.softcap is not None and requested == "sdpa":
-        return EAGER_FLOAT64, [f"{name}'s soft-cap ({spec.softcap:g}): transformers' sdpa "
+    if softcap is not None and requested == "sdpa":
+        return EAGER_FLOAT64, [f"{name}'s soft-cap ({softcap:g}): transformers' sdpa "
                                f"refuses it; the copy ran {EAGER_FLOAT64!r} (eager with a float64 "
                                f"softmax), {same}"]
     if requested == EAGER_FLOAT64 and "position_bias" in forward_parameters(module):
@@ -123,16 +127,17 @@ def build_mask(spec: LayerSpec, batch: int, L: int, S: int,
     ``attention_mask`` (B, S) is transformers' 0/1 padding mask (1 = a real token). The causal
     and window masks compare cache indices, as transformers' ``masking_utils`` does: query ``t``
     is index ``S - L + t`` (the last ``L`` of ``S``), key ``j`` is index ``j``; RoPE's
-    ``position_ids`` do not enter. A bidirectional layer's window is symmetric (ModernBERT:
-    ``|i - j| < W``).
+    ``position_ids`` do not enter. The window is the spec's ``(left, right)``: a bidirectional
+    layer's symmetric (ModernBERT: ``|i - j| < W``).
     """
     mask = None
     if attention_mask is not None:
         mask = np.asarray(attention_mask).astype(bool)[:, None, None, :]      # (B, 1, 1, S)
-    if spec.is_causal or spec.window is not None:
-        # the L queries are the last L of the S positions; W counts i itself
-        left = None if spec.window is None else spec.window - 1
-        right = 0 if spec.is_causal else left
+    window = spec.attention.window
+    if spec.is_causal or window is not None:
+        # the L queries are the last L of the S positions
+        left, right = window or (None, None)
+        right = 0 if spec.is_causal else right
         keep = sliding_window_mask(L, S, left=left, right=right, align="bottom_right")  # (L, S)
         mask = keep if mask is None else mask & keep
     if mask is None:
@@ -161,9 +166,10 @@ def _call_kwargs(module, spec: LayerSpec, mask, kv, positions, position_bias, to
     kwargs.update(_position_kwargs(spec, names, positions, torch))
     if position_bias is not None:
         kwargs["position_bias"] = torch.from_numpy(position_bias)
-    if spec.grid_table is not None and "resolution" in names:     # Data2VecVision: its table's
-        H, W, _ = spec.grid_table                                   # grid, in pixels
-        kwargs["resolution"] = (H * module.config.patch_size, W * module.config.patch_size)
+    grid = spec.relative_bias
+    if isinstance(grid, GridTable) and "resolution" in names:     # Data2VecVision: its table's
+        patch = module.config.patch_size                            # grid, in pixels
+        kwargs["resolution"] = (grid.height * patch, grid.width * patch)
     return kwargs
 
 
@@ -194,10 +200,10 @@ def _position_kwargs(spec: LayerSpec, names: tuple, positions, torch) -> dict:
     """The layer's RoPE inputs: ``position_ids`` for a layer turning q and k itself, our float64
     ``(cos, sin)`` as ``position_embeddings`` for one that takes them, a rotation by 0 for a
     NoPE layer that takes them anyway; ``{}`` for a layer without positions."""
-    if spec.rope_in_layer or spec.rope_table:       # IDEFICS: its own rotary_emb turns q, k
-        #                                             (GPT-J in 5.15-5.17: its own table)
+    if spec.rope_inputs.in_layer or spec.rope_inputs.table:   # IDEFICS: its own rotary_emb
+        #                                 turns q, k (GPT-J in 5.15-5.17: its own table)
         return {"position_ids": torch.from_numpy(np.ascontiguousarray(positions))}
-    if spec.has_rope:
+    if spec.attention.rope is not None:
         cos, sin = spec_cos_sin(spec, positions)
         return {"position_embeddings": (torch.from_numpy(cos), torch.from_numpy(sin))}
     if "position_embeddings" in names:              # SmolLM3's NoPE layers take and ignore them
@@ -209,7 +215,8 @@ def _position_kwargs(spec: LayerSpec, names: tuple, positions, torch) -> dict:
 def _window_bias(module, spec: LayerSpec, window_mask, B: int, L: int, bias):
     """Swin's ``(num_windows, N, N)`` shifted-window mask as a bias ``(B, 1, N, N)`` of windows,
     window ``b`` getting ``window_mask[b % num_windows]`` (checked before any work)."""
-    if spec.grid_table is None or spec.grid_table[2] or bias is not None:
+    grid = spec.relative_bias
+    if not isinstance(grid, GridTable) or grid.cls or bias is not None:
         raise ValueError(f"window_mask is Swin's shifted-window mask, for a window attention "
                          f"layer with a relative position bias table per window (and no "
                          f"position_bias); {type(module).__name__} is not one")
@@ -325,7 +332,8 @@ def _check_layer(module, hidden_states, attn_implementation, seed, torch) -> Lay
     check_seed(seed)
     check_real_input(hidden_states, "hidden_states", "(B, L, d_model)")
     spec = layer_spec(module)
-    if spec.alibi is not None or spec.adds_residual:
+    if isinstance(spec.relative_bias, ALiBi) or (spec.residual is not None and
+                                                 spec.residual.argument):
         raise UnsupportedLayer(
             f"{type(module).__name__}: its ALiBi bias (or residual) comes from the model's "
             "forward, not the layer: diff the whole model with compare_transformers_model")
@@ -399,9 +407,10 @@ def _read_hidden_states(module, hidden_states) -> tuple:
 def _check_grid(module, spec: LayerSpec, x) -> None:
     """For a layer with a 2-D relative position table (Data2VecVision, Swin): the hidden states
     hold the table's positions (its grid of patches, and a class token if it has one)."""
-    if spec.grid_table is None:
+    grid = spec.relative_bias
+    if not isinstance(grid, GridTable):
         return
-    H, W, cls = spec.grid_table
+    H, W, cls = grid.height, grid.width, grid.cls
     if x.shape[1] != H * W + cls:
         what = " and a class token" if cls else " (one window; B counts the windows)"
         raise ValueError(f"hidden_states must be (B, {H * W + cls}, d_model): "
@@ -433,9 +442,10 @@ def _read_position_bias(module, spec: LayerSpec, names: tuple, position_bias, BL
     if position_bias is None:
         return None
     B, L, S = BLS
-    if "position_bias" not in names or spec.buckets is not None:
+    own = isinstance(spec.relative_bias, T5Buckets)
+    if "position_bias" not in names or own:
         raise ValueError(f"position_bias is for a T5 layer without its own bias table; "
-                         f"{type(module).__name__} {'has one' if spec.buckets else 'takes none'}")
+                         f"{type(module).__name__} {'has one' if own else 'takes none'}")
     bias = np.asarray(to_numpy(position_bias), dtype=np.float64)
     if bias.ndim != 4 or bias.shape[1:] != (spec.num_heads, L, S) or bias.shape[0] not in (1, B):
         raise ValueError(f"position_bias must be (B or 1, h, L, S) = ({B}, {spec.num_heads}, "
@@ -462,10 +472,10 @@ def _float64_rope(layer, spec: LayerSpec, torch) -> list:
     """A layer's own rotary embedding or sin|cos table checked against ours, then run in float64
     (the checks, ``[]`` for a layer that turns q and k with the model's cos and sin)."""
     rope_checks = []
-    if spec.rope_in_layer:          # its own rotary embedding: its inv_freq and attention
+    if spec.rope_inputs.in_layer:   # its own rotary embedding: its inv_freq and attention
         float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], rope_checks)  # factor
         #                             checked against ours, its cos and sin then in float64
-    if spec.rope_table:             # its own sin|cos table checked against ours, then ours
+    if spec.rope_inputs.table:      # its own sin|cos table checked against ours, then ours
         rope_checks += float64_table(layer, spec, torch)
     return rope_checks
 
@@ -542,8 +552,9 @@ def _judge(module, spec: LayerSpec, impl: str, got: dict, ours: dict, rows, rope
                        weights=stored_weights_line(stored_dtypes(module)))
     report.checks = judge(got, ours) + rope_checks
     report.excluded_rows = excluded
-    if spec.has_rope and not spec.rope_in_layer and not spec.rope_table:   # the model's own
-        #                                                   frequencies, after a forward
+    given = spec.rope_inputs
+    if spec.attention.rope is not None and not given.in_layer and not given.table:   # the
+        #                                       model's own frequencies, after a forward
         checks = model_rotary_checks(spec, module, positions, torch)
         if checks is None:
             report.notes.append("RoPE frequencies not checked: no rotary embedding class of "
@@ -562,8 +573,8 @@ def _input_notes(module, spec: LayerSpec, call: _LayerCall, position_ids, exclud
                      f"masked and are left out of the verdict: {excluded} (transformers' "
                      "finfo.min mask gives them mean(V), attention_np 0; see "
                      "docs/frameworks.md)")
-    if "position_bias" in call.names and spec.buckets is None and call.bias is None and \
-            call.kv is None:
+    if "position_bias" in call.names and not isinstance(spec.relative_bias, T5Buckets) and \
+            call.bias is None and call.kv is None:
         notes.append(f"{name} has no bias table of its own: inside the "
                      "model it gets the position bias block 0 computed, which this diff "
                      "did not get (pass position_bias=, or diff the whole model with "
@@ -574,7 +585,7 @@ def _input_notes(module, spec: LayerSpec, call: _LayerCall, position_ids, exclud
                      "bias (use_shared_relative_position_bias) as an argument, which this "
                      "diff did not pass: diff the whole model with "
                      "compare_transformers_model")
-    if position_ids is not None and not spec.has_rope:
+    if position_ids is not None and spec.attention.rope is None:
         notes.append(f"position_ids not used: {name} has no rotary "
                      "embedding (its positions, if any, enter before the layer or, T5, "
                      "as the relative bias)")

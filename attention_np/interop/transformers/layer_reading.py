@@ -13,13 +13,17 @@ included; one that adds what they cannot describe is refused with the feature na
 (:class:`UnsupportedLayer`). :func:`params_from_transformers` gives the weights, or their
 gradients, in attention_np's layout (:mod:`~attention_np.interop.transformers.weights`).
 
-The :class:`LayerSpec` is what ``attention_np.AttentionSpec`` will describe; every consumer
-(``compare_transformers_attention``, the ``generate()`` replay, the whole-model diff, the
-attention-interface diff) takes its keyword arguments from :func:`mha_options` only.
+A :class:`LayerSpec` carries the layer's ``attention_np.AttentionSpec`` (RoPE, window, soft-cap,
+QK-norm: each in the one form the spec has), the shape of its call, and as typed records what the
+spec cannot say (the relative position bias it adds, how it is handed its rotation, the residual it
+makes itself); every consumer (``compare_transformers_attention``, the ``generate()`` replay, the
+whole-model diff, the attention-interface diff) takes its keyword arguments from
+:func:`mha_options` only.
 
 What a layer computes is read by subject: :mod:`.reading_heads` (heads, widths, score and value
-scales), :mod:`.reading_rope` (RoPE), :mod:`.reading_scores` (causal mask, window, soft-cap, ALiBi,
-2-D bias tables), :mod:`.weights` (projections, QK-norms); what it adds that the spec cannot express
+scales), :mod:`.reading_rope` (RoPE, :class:`RopeInputs`), :mod:`.reading_scores` (causal mask,
+window, soft-cap, T5's buckets, ALiBi, 2-D bias tables), :mod:`.weights` (projections, QK-norms);
+what it adds that the spec cannot express
 is refused by :mod:`.algorithm_refusals` (other algorithms, other inputs) and
 :mod:`.feature_refusals` (one ordered table of features), both before anything else is read.
 
@@ -33,7 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from attention_np._checks import check_array, check_flag
+from attention_np._checks import check_array, check_flag, is_integer
 from attention_np.interop.torch import to_numpy
 from attention_np.interop.transformers.algorithm_refusals import (
     refuse_other_algorithm,
@@ -48,14 +52,17 @@ from attention_np.interop.transformers.layer_source import (
 )
 from attention_np.interop.transformers.reading_heads import read_heads, score_scale, value_scale
 from attention_np.interop.transformers.reading_rope import (
+    RopeInputs,
     read_rope,
     refuse_rope_only_in_self_attention,
 )
 from attention_np.interop.transformers.reading_scores import (
+    ALiBi,
+    GridTable,
+    T5Buckets,
     bias_table_owner,
     causal_band,
-    read_alibi,
-    read_grid_table,
+    read_relative_bias,
     read_softcap,
     read_window,
     tril_weights,
@@ -71,7 +78,7 @@ from attention_np.interop.transformers.weights import (
     read_qk_norm,
     torch_mha,
 )
-from attention_np.variants.spec import AttentionSpec, RoPE
+from attention_np.variants.spec import AttentionSpec
 
 # the families the docs list by name (a tag for messages and family-specific traps; a subclass
 # gets the tag of its nearest listed base). Support does not depend on it.
@@ -85,8 +92,69 @@ SUPPORTED = {
 
 
 @dataclass(frozen=True)
+class Residual:
+    """The residual connection of §3.1 (``x + Sublayer(x)``) made inside the layer.
+
+    Attributes
+    ----------
+    argument : bool
+        The layer returns ``out + residual``, its ``residual`` argument (BLOOM).
+    norm_eps : float, optional
+        The layer returns ``LayerNorm(x + out)`` of its own input ``x`` (ALBERT), with this
+        epsilon (the norm's weights are ``params["post_norm_w"]``, ``["post_norm_b"]``).
+    """
+
+    argument: bool = False
+    norm_eps: float | None = None
+
+    def __post_init__(self):
+        if self.argument == (self.norm_eps is not None):
+            raise ValueError(f"a Residual adds the residual argument (argument=True) or "
+                             f"normalises x + out (norm_eps=), one of the two, got "
+                             f"argument={self.argument!r}, norm_eps={self.norm_eps!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class LayerSpec:
-    """What a layer computes besides its weights (one description; ``AttentionSpec`` to be)."""
+    """What a transformers attention layer computes besides its weights: the shape of its call,
+    its :class:`~attention_np.AttentionSpec`, and what it adds that the spec cannot say.
+
+    What the weights say is not said again: grouped-query attention is the width of
+    ``params["W_k"]``, a QK-norm ``params["q_norm"]``, a layer without ``W^O`` (BERT's
+    self-attention ends at the concatenated heads) one without ``params["W_o"]``.
+
+    Attributes
+    ----------
+    family : str
+        The family's tag (``"llama"``, ...; a class not listed: its name, lowercased).
+    num_heads, num_kv_heads, head_dim : int
+        Query heads ``h``, key/value heads ``h_kv`` and the width ``d_k`` of one head.
+    scale : float
+        The scores' scale (``1/sqrt(d_k)`` in the paper; Gemma's ``query_pre_attn_scalar``).
+    is_causal : bool
+        Query ``i`` sees keys ``j <= i``.
+    cross : bool
+        Keys and values from another sequence (an encoder output).
+    bool_mask_masks : bool
+        A bool ``attention_mask`` the layer is passed is True where a key is masked (MPT),
+        not where it is kept.
+    attention : AttentionSpec
+        RoPE, the sliding window, soft-cap, QK-norm (kind, eps, scope) as attention_np runs
+        them. The window is the spec's ``(left, right)``: transformers' ``sliding_window = W``
+        counts the query, ``(W - 1, 0)`` in a causal layer, ``(W - 1, W - 1)`` in a
+        bidirectional one (ModernBERT); :func:`sliding_window` gives ``W`` back.
+    relative_bias : T5Buckets, ALiBi or GridTable, optional
+        The relative position bias the layer adds to its scores (at most one): T5's table by
+        buckets, ALiBi's slopes, a 2-D table of a grid of patches (Data2VecVision, Swin).
+    rope_inputs : RopeInputs
+        How a RoPE layer is handed its rotation (the default for every other layer).
+    residual : Residual, optional
+        The residual connection the layer makes itself (BLOOM, ALBERT).
+    sinks : bool
+        A learned sink logit per head (gpt-oss; ``params["sinks"]``). Said here as well as by
+        the weights: the diffs choose transformers' attention implementation by it (sdpa drops
+        the sinks) before any weight is read.
+    """
 
     family: str
     num_heads: int
@@ -94,43 +162,33 @@ class LayerSpec:
     head_dim: int
     scale: float
     is_causal: bool
-    has_w_o: bool                    # BERT's self-attention ends before W^O
-    rope_theta: float | None = None  # None: no rotary embedding
-    window: int | None = None        # keys j with i - window < j <= i (transformers' sliding_window);
-    #                                  a bidirectional layer (ModernBERT): i - window < j < i + window
-    buckets: tuple | None = None     # T5: (num_buckets, max_distance, bidirectional) of its bias table
-    rope_scaling: dict | None = None  # RoPE scaling type and parameters (rope_frequencies' scaling)
-    softcap: float | None = None     # Gemma 2: attn_logit_softcapping, c * tanh(scores / c)
-    qk_norm_eps: float | None = None  # the eps of the QK-norm; None: no QK-norm
-    qk_norm: str | None = None       # "rms" or "layer" (AttentionSpec.qk_norm)
-    qk_norm_scope: str = "head"      # "all": over all heads' features at once (OLMo 2)
-    rotary_dim: int | None = None    # RoPE on the first rotary_dim features (None: all)
-    rope_layout: str = "half"        # "half" (rotate_half) or "interleaved" (Cohere)
-    sinks: bool = False              # gpt-oss: a learned sink logit per head
-    post_norm_eps: float | None = None  # ALBERT: LayerNorm(x + out) inside the layer
-    cross: bool = False              # keys and values from another sequence (encoder output)
-    alibi: tuple | None = None       # ALiBi: per-head slopes m_n of the bias -m_n |j - i| added
-    #                                  to the scaled scores (BLOOM, MPT; Falcon's times the scale)
-    adds_residual: bool = False      # BLOOM: the layer returns out + its ``residual`` argument
-    bool_mask_masks: bool = False    # MPT: a bool attention_mask is True where a key is masked
-    rope_sin_first: bool = False     # GPT-J: position_embeddings are (sin, cos) of the r/2 angles
-    grid_table: tuple | None = None  # a 2-D relative position bias table (height, width, cls) of
-    #                                  its grid of patches: Data2VecVision (a class token first),
-    #                                  Swin (each window; cls False); variants.grid_relative_index
-    rope_angles_layout: str | None = None  # how position_embeddings repeat the r/2 angles, if
-    #                                  not as rope_layout pairs them (GLM: concatenated, "half")
-    rope_in_layer: bool = False      # the layer turns q, k itself, its own rotary_emb run on
-    #                                  its position_ids argument (IDEFICS), not given cos, sin
-    rope_table: str | None = None    # the layer turns q, k itself from its own buffer of that
-    #                                  name, rows [sin | cos] indexed by its position_ids
-    #                                  argument (GPT-J in transformers 5.15-5.17: embed_positions)
-    rope_sections: bool = False      # position_embeddings are multimodal RoPE's three sections
-    #                                  (3, B, L, r) the layer interleaves itself (Qwen2-VL's text
-    #                                  layers in transformers 5.15, 5.16; text-only: alike)
+    cross: bool = False
+    bool_mask_masks: bool = False
+    attention: AttentionSpec = AttentionSpec()
+    relative_bias: T5Buckets | ALiBi | GridTable | None = None
+    rope_inputs: RopeInputs = RopeInputs()
+    residual: Residual | None = None
+    sinks: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.attention, AttentionSpec):
+            raise TypeError(f"attention must be an AttentionSpec, got {type(self.attention).__name__}")
+        if self.attention.rope is None and self.rope_inputs != RopeInputs():
+            raise ValueError(f"rope_inputs {self.rope_inputs} of a layer without RoPE "
+                             "(attention.rope is None)")
+        window = self.attention.window
+        if window is not None and (window[0] is None or
+                                   window[1] != (0 if self.is_causal else window[0])):
+            raise ValueError(f"attention.window {self.attention.window} is not transformers' "
+                             f"sliding window of a {'' if self.is_causal else 'non-'}causal "
+                             f"layer ((W - 1, {'0' if self.is_causal else 'W - 1'}))")
 
     @property
-    def has_rope(self) -> bool:
-        return self.rope_theta is not None
+    def rotated_width(self) -> int | None:
+        """The features of a head RoPE turns (``attention.rope.rotary_dim``, else all
+        ``head_dim``); None without RoPE."""
+        rope = self.attention.rope
+        return None if rope is None else rope.rotary_dim or self.head_dim
 
 
 def check_layer_spec(spec) -> None:
@@ -140,34 +198,51 @@ def check_layer_spec(spec) -> None:
                         f"{type(spec).__name__} ({spec!r:.40})")
 
 
+def spec_window(W: int | None, is_causal: bool) -> tuple | None:
+    """transformers' sliding window ``W`` (query ``i`` sees the ``W`` keys ``i - W < j <= i``;
+    bidirectional, ModernBERT's: ``|i - j| < W``) as the spec's ``(left, right)``: ``(W - 1, 0)``
+    or ``(W - 1, W - 1)``; None for none."""
+    return None if W is None else (W - 1, 0 if is_causal else W - 1)
+
+
+def sliding_window(spec: LayerSpec) -> int | None:
+    """transformers' sliding window ``W`` of a layer (None: none): ``left + 1`` of its spec's
+    window (:func:`spec_window` the other way).
+
+    Parameters
+    ----------
+    spec : LayerSpec
+        From :func:`layer_spec`.
+    """
+    check_layer_spec(spec)
+    window = spec.attention.window
+    return None if window is None else window[0] + 1
+
+
+def with_causality(spec: LayerSpec, is_causal: bool) -> LayerSpec:
+    """The layer called with ``is_causal`` (CLIP's text model passes ``is_causal=True`` to a
+    layer that is not causal by itself): its window, transformers' ``W``, made to that
+    causality (:func:`spec_window`)."""
+    window = spec_window(sliding_window(spec), is_causal)
+    return replace(spec, is_causal=is_causal, attention=spec.attention.replace(window=window))
+
+
 def attention_spec(spec: LayerSpec, *, window: bool = False) -> AttentionSpec:
-    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers:
-    RoPE (theta, layout, rotated width, scaling), soft-cap, QK-norm kind and eps, and with
-    ``window=True`` the sliding window (``(W - 1, 0)``: transformers' ``W`` counts the query;
-    ``(W - 1, W - 1)`` for a bidirectional layer; the full forward takes the window in its mask
-    instead). Grouped-query attention, the
-    QK-norm weights and the sinks are in the parameters, which decide them.
+    """The :class:`~attention_np.AttentionSpec` of a layer read from transformers
+    (``spec.attention``), without its sliding window unless ``window=True``: the full forward
+    takes the window in its mask instead. Grouped-query attention, the QK-norm weights and the
+    sinks are in the parameters, which decide them.
 
     Parameters
     ----------
     spec : LayerSpec
         From :func:`layer_spec`.
     window : bool
-        Also the sliding window of a windowed layer.
+        Keep the sliding window of a windowed layer.
     """
     check_layer_spec(spec)
     check_flag(window, "window")
-    rope = None
-    if spec.has_rope:
-        r = spec.rotary_dim if spec.rotary_dim not in (None, spec.head_dim) else None
-        rope = RoPE(theta=spec.rope_theta, layout=spec.rope_layout, rotary_dim=r,
-                    scaling=spec.rope_scaling)
-    return AttentionSpec(
-        rope=rope, softcap=spec.softcap,
-        window=None if not window or spec.window is None else
-        (spec.window - 1, 0 if spec.is_causal else spec.window - 1),
-        qk_norm=spec.qk_norm or "rms", qk_norm_scope=spec.qk_norm_scope,
-        qk_norm_eps=1e-6 if spec.qk_norm_eps is None else spec.qk_norm_eps)
+    return spec.attention if window else spec.attention.replace(window=None)
 
 
 def mha_options(spec: LayerSpec, positions=None, *, window: bool = False) -> dict:
@@ -196,7 +271,7 @@ def mha_options(spec: LayerSpec, positions=None, *, window: bool = False) -> dic
             raise ValueError(f"positions must be one int array or a pair (q_positions, kv_positions), "
                              f"got a tuple of {len(positions)}")
     kw = {"num_heads": spec.num_heads, "scale": spec.scale, "spec": attention_spec(spec, window=window)}
-    if spec.has_rope:
+    if spec.attention.rope is not None:
         kw["positions"] = positions
     return kw
 
@@ -259,38 +334,74 @@ def layer_spec(module) -> LayerSpec:
     if h_kv == 0 or h % h_kv:
         refuse(module, f"{h} query heads over {h_kv} key/value heads (not a whole number of "
                         "groups)")
-    cross = bool(getattr(module, "is_cross_attention", False)) or (   # T5Gemma, Canary, Dia
+    cross = _reads_another_sequence(module)
+    causal = _causal(module, family, cross)
+    norm = read_qk_norm(module, h, h_kv, d)
+    scale = score_scale(module, d)
+    bias = read_relative_bias(module, cfg, h, scale)
+    if isinstance(bias, T5Buckets):                  # T5: its decoder's buckets are causal
+        causal = not bias.bidirectional
+    rope, rope_inputs = read_rope(module, cfg, family, d, isinstance(bias, ALiBi), projections)
+    refuse_rope_only_in_self_attention(module, rope)
+    return LayerSpec(
+        family=family, num_heads=h, num_kv_heads=h_kv, head_dim=d, scale=scale,
+        is_causal=causal, cross=cross,
+        bool_mask_masks="masked_fill(attention_mask," in forward_source(module),
+        attention=AttentionSpec(window=_window(module, cfg, causal), rope=rope,
+                                softcap=read_softcap(module), **_qk_norm_fields(norm)),
+        relative_bias=bias, rope_inputs=rope_inputs, residual=_read_residual(module),
+        sinks=getattr(module, "sinks", None) is not None)
+
+
+def _reads_another_sequence(module) -> bool:
+    """Cross-attention: GPT-2's ``is_cross_attention`` layer, or a ``*Cross*`` class taking an
+    encoder output (T5Gemma, Canary, Dia)."""
+    return bool(getattr(module, "is_cross_attention", False)) or (
         "Cross" in type(module).__name__ and
         bool({"encoder_hidden_states", "cross_attention_states"} & set(forward_parameters(module))))
+
+
+def _causal(module, family: str, cross: bool) -> bool:
+    """A self-attention layer's causality: its ``is_causal``, or its own causal buffer (GPT-Neo,
+    ImageGPT, GPT-1); a listed decoder family's bidirectional layer (Gemma 2 and 3 with
+    ``use_bidirectional_attention``) is refused."""
     causal = (bool(getattr(module, "is_causal", False)) or causal_band(module) is not None
-              or tril_weights(module)) and not cross    # (ImageGPT, GPT-1: by their own buffer)
+              or tril_weights(module)) and not cross
     if family in SUPPORTED.values() and family not in ("bert", "vit", "gpt2", "bart", "t5") \
             and not getattr(module, "is_causal", True):    # Gemma 2 / 3 bidirectional
         raise ValueError(f"{type(module).__name__} is bidirectional (is_causal False, config."
                          f"use_bidirectional_attention=True): not read; only causal layers are")
-    buckets = None
-    if getattr(module, "has_relative_attention_bias", False):       # T5: nn.Embedding (buckets, h)
-        buckets = (module.relative_attention_num_buckets, module.relative_attention_max_distance,
-                   not module.is_decoder)
-        causal = bool(module.is_decoder)
-    norm = read_qk_norm(module, h, h_kv, d)
+    return causal
+
+
+def _window(module, cfg, causal: bool) -> tuple | None:
+    """The layer's sliding window (:func:`read_window`) as the spec's ``(left, right)``
+    (:func:`spec_window`); a window of no key refused."""
+    W = read_window(module, cfg)
+    if W is not None and not (is_integer(W) and W >= 1):
+        refuse(module, f"a sliding window of {W!r} keys (transformers' sliding_window counts "
+                        "the query: an int >= 1)")
+    return spec_window(W, causal)
+
+
+def _qk_norm_fields(norm) -> dict:
+    """The QK-norm's fields of the spec (``qk_norm``, ``qk_norm_eps``, ``qk_norm_scope``) from
+    its reading, none without one (the weights ``q_norm``, ``k_norm`` say whether it is there)."""
+    return {} if norm is None else {"qk_norm": norm.kind, "qk_norm_eps": norm.eps,
+                                    "qk_norm_scope": norm.scope}
+
+
+def _read_residual(module) -> Residual | None:
+    """The residual connection the layer makes itself: BLOOM's ``residual`` argument added,
+    ALBERT's ``LayerNorm(x + out)``; None for neither, refused for both."""
     post = getattr(module, "LayerNorm", None)                          # ALBERT
-    scale = score_scale(module, d)
-    alibi = read_alibi(module, cfg, h, scale)
-    rope = read_rope(module, cfg, family, d, alibi, projections)
-    refuse_rope_only_in_self_attention(module, rope)
-    return LayerSpec(
-        family, h, h_kv, d, scale, causal, projections.has_o,
-        window=read_window(module, cfg), buckets=buckets, softcap=read_softcap(module),
-        qk_norm=None if norm is None else norm.kind,
-        qk_norm_eps=None if norm is None else norm.eps,
-        qk_norm_scope="head" if norm is None else norm.scope,
-        sinks=getattr(module, "sinks", None) is not None,
-        post_norm_eps=None if post is None else float(post.eps), cross=cross, alibi=alibi,
-        adds_residual="residual" in forward_parameters(module),
-        bool_mask_masks="masked_fill(attention_mask," in forward_source(module),
-        grid_table=read_grid_table(module),
-        **rope)
+    argument = "residual" in forward_parameters(module)                # BLOOM
+    if post is not None and argument:
+        refuse(module, "a residual argument added and a LayerNorm of x + out (two residual "
+                        "connections)")
+    if post is None and not argument:
+        return None
+    return Residual(argument=argument, norm_eps=None if post is None else float(post.eps))
 
 
 def no_causal(spec: LayerSpec) -> LayerSpec:
@@ -302,7 +413,7 @@ def no_causal(spec: LayerSpec) -> LayerSpec:
         From :func:`layer_spec`.
     """
     check_layer_spec(spec)
-    return replace(spec, is_causal=False, window=None)
+    return replace(spec, is_causal=False, attention=spec.attention.replace(window=None))
 
 
 def params_from_transformers(module, *, grads: bool = False) -> tuple:
@@ -383,9 +494,9 @@ def _extra_params(module, spec: LayerSpec, get, grads: bool) -> dict:
     """The layer's parameters beyond the projections: a position bias table, the QK-norm's
     scales (an RMSNorm by ``1 + w`` read as ``1 + w``), the sinks, ALBERT's residual norm."""
     out = {}
-    if spec.buckets is not None:                       # T5: nn.Embedding (num_buckets, h)
+    if isinstance(spec.relative_bias, T5Buckets):      # T5: nn.Embedding (num_buckets, h)
         out["bias_table"] = get(module.relative_attention_bias.weight)
-    if spec.grid_table is not None:                    # Data2VecVision, Swin: (rows, h)
+    if isinstance(spec.relative_bias, GridTable):      # Data2VecVision, Swin: (rows, h)
         out["bias_table"] = get(bias_table_owner(module).relative_position_bias_table)
     norm = read_qk_norm(module, spec.num_heads, spec.num_kv_heads, spec.head_dim)
     if norm is not None:
@@ -394,12 +505,12 @@ def _extra_params(module, spec: LayerSpec, get, grads: bool) -> dict:
             out["q_norm"], out["k_norm"] = out["q_norm"] + norm.offset, out["k_norm"] + norm.offset
     if spec.sinks:                                     # one learned sink logit per head (h,)
         out["sinks"] = get(module.sinks)
-    if spec.post_norm_eps is not None:                 # ALBERT: LayerNorm(x + out)
+    if spec.residual is not None and spec.residual.norm_eps is not None:   # ALBERT: LayerNorm(x + out)
         out["post_norm_w"], out["post_norm_b"] = get(module.LayerNorm.weight), \
             get(module.LayerNorm.bias)
     return out
 
 
 __all__ = ["LayerSpec", "UnsupportedLayer", "attention_spec", "layer_spec", "mha_options",
-           "no_causal", "qkv_inputs",
+           "no_causal", "qkv_inputs", "sliding_window",
            "params_from_transformers", "QK_NORMS", "SUPPORTED"]

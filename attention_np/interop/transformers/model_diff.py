@@ -23,7 +23,6 @@ import copy
 import functools
 import inspect
 import typing
-from dataclasses import replace
 
 import numpy as np
 
@@ -41,11 +40,14 @@ from attention_np.interop.transformers.cache_replay import (
     replay_cached,
 )
 from attention_np.interop.transformers.layer_reading import (
+    ALiBi,
+    GridTable,
     UnsupportedLayer,
     layer_spec,
     no_causal,
     params_from_transformers,
     qkv_inputs,
+    with_causality,
 )
 from attention_np.interop.transformers.model_report import LayerResult, ModelReport  # noqa: F401
 from attention_np.interop.transformers.reading_scores import keep_mask
@@ -143,7 +145,7 @@ def _implementation(model, specs) -> str:
         # (BLOOM, MPT, GPT-Neo: no sdpa, their masks are eager's (MPT's bool, True where
         # masked), their float32 upcasts undone by float64_upcasts)
         return "eager"                   # transformers' sdpa drops the sinks
-    if any(s.softcap is not None for _, _, s in specs):
+    if any(s.attention.softcap is not None for _, _, s in specs):
         return EAGER_FLOAT64             # sdpa refuses the soft-cap, eager's softmax is float32
     return "sdpa"
 
@@ -331,9 +333,9 @@ def diff_run(model, run, seed: int = 0) -> tuple:
 def _own_table_rows(specs, torch) -> list:
     """A row per layer with its own RoPE sin|cos table (GPT-J in transformers 5.15-5.17): the
     table checked against ours, then replaced by ours."""
-    return [LayerResult(f"{name}.{spec.rope_table} (sin|cos table)", type(module).__name__,
+    return [LayerResult(f"{name}.{spec.rope_inputs.table} (sin|cos table)", type(module).__name__,
                         float64_table(module, spec, torch), kind="rotary")
-            for name, module, spec in specs if spec.rope_table]
+            for name, module, spec in specs if spec.rope_inputs.table]
 
 
 def _set_implementation(work, specs) -> str:
@@ -386,7 +388,7 @@ def _record_output(name: str, spec, log: list, calls: list):
         call["out"] = numpy_of(out)
         if "cache" in call:
             call["after"] = cached_keys_values(call["cache"], call["index"])
-        if spec.rope_in_layer:              # IDEFICS: the call of its own rotary_emb
+        if spec.rope_inputs.in_layer:       # IDEFICS: the call of its own rotary_emb
             call["rope"] = next((e for e in reversed(log)
                                  if e["name"] == f"{name}.rotary_emb"), None)
     return post
@@ -420,7 +422,7 @@ def _diff_calls(report, calls: list, params: dict, upcasts: bool, rng, torch) ->
         try:
             if call.get("refuse"):
                 raise UnsupportedLayer(call["refuse"])
-            if call["spec"].has_rope:
+            if call["spec"].attention.rope is not None:
                 rotary_row(call, report, rotary_rows)
             with contextlib.ExitStack() as stack:
                 stack.enter_context(float64_upcasts(torch, upcasts))
@@ -441,7 +443,7 @@ def _diff_call(label, call, params, rng, torch) -> LayerResult:
     B, L = x.shape[:2]
     S = L + call.get("n_cached", 0) if kv is None else kv.shape[1]
     mask, bias, p = _mask_and_bias(call, spec, params, (B, L, S, kv is not None), torch)
-    positions = call.get("positions") if spec.has_rope else None
+    positions = call.get("positions") if spec.attention.rope is not None else None
     rows = dead_rows(mask)
     dout = rng.standard_normal(call["out"].shape)
     if rows is not None:
@@ -457,7 +459,7 @@ def _call_spec(call):
     ``is_causal=True`` to a layer that is not causal by itself)."""
     spec, bound = call["spec"], call["bound"]
     if isinstance(bound.get("is_causal"), bool):       # CLIP's text model: is_causal=True
-        spec = replace(spec, is_causal=bound["is_causal"])  # passed to a non-causal layer
+        spec = with_causality(spec, bound["is_causal"])     # passed to a non-causal layer
     return spec
 
 
@@ -494,9 +496,10 @@ def _mask_and_bias(call, spec, params, dims: tuple, torch) -> tuple:
     B, L, S, cross = dims
     bound = call["bound"]
     arg = _mask_argument(call, spec)
-    pb = None if spec.alibi is not None else bound.get("position_bias")   # MPT: its ALiBi
+    alibi = spec.relative_bias if isinstance(spec.relative_bias, ALiBi) else None
+    pb = None if alibi is not None else bound.get("position_bias")   # MPT: its ALiBi
     p = dict(params)
-    if spec.grid_table is not None:
+    if isinstance(spec.relative_bias, GridTable):
         arg = grid_call(call, spec, arg, B, torch)
     mask, bias = recorded_mask(arg, spec if not cross else no_causal(spec), B, L, S, cross,
                                own=True)
@@ -508,8 +511,8 @@ def _mask_and_bias(call, spec, params, dims: tuple, torch) -> tuple:
         mask = keep if mask is None else mask & keep
         bias = pb if bias is None else bias + (0.0 if pb is None else pb)
         p.pop("bias_table", None)
-    if spec.alibi is not None:   # ours, whatever the model added (Falcon: folded in its mask)
-        bias = alibi_bias(np.asarray(spec.alibi), L, S, align="bottom_right")[None]
+    if alibi is not None:   # ours, whatever the model added (Falcon: folded in its mask)
+        bias = alibi_bias(np.asarray(alibi.slopes), L, S, align="bottom_right")[None]
     return mask, bias, p
 
 
@@ -528,7 +531,7 @@ def _run_again(call, spec, inputs: tuple, p: dict, positions, dout, torch) -> di
     args, kwargs = _swap_inputs(call, args, kwargs, (x_t, xt, kv_t, kvt), roles)
     args, kwargs = _float64_rope_arguments(call, spec, args, kwargs, positions, torch)
     out_t = _forward_backward(layer, spec, args, kwargs, dout, torch)
-    got = {"out": numpy_of(out_t) if spec.has_rope else call["out"],
+    got = {"out": numpy_of(out_t) if spec.attention.rope is not None else call["out"],
            "dhidden_states": numpy_of(xt.grad)}
     if kvt is not None:
         got["dkey_value"] = numpy_of(kvt.grad)
@@ -574,9 +577,10 @@ def _float64_rope_arguments(call, spec, args: tuple, kwargs: dict, positions, to
     with its own rotary embedding (IDEFICS) gets it run in float64 instead (until
     :func:`_forward_backward` is done)."""
     layer, bound = call["module"], call["bound"]
-    if spec.rope_in_layer:      # IDEFICS: its own rotary_emb gives our float64 cos, sin (its
-        float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], [])   # float32 ones:
-    elif spec.has_rope:         # the layer again with our float64 cos, sin   (rotary_row)
+    if spec.rope_inputs.in_layer:   # IDEFICS: its own rotary_emb made to give our float64
+        float64_rotary(layer.rotary_emb, {None: spec}, None, torch, [], [])   # cos, sin (its
+    elif spec.attention.rope is not None:   # float32 ones checked in rotary_row); else the
+        #                                     layer again with our float64 cos, sin
         cos, sin = spec_cos_sin(spec, positions)
         ours = (torch.from_numpy(cos), torch.from_numpy(sin))
         at = next((i for i, a in enumerate(args) if a is bound.get("position_embeddings")), None)
@@ -595,7 +599,7 @@ def _forward_backward(layer, spec, args: tuple, kwargs: dict, dout, torch):
             out_t = out_t[0] if isinstance(out_t, (tuple, list)) else out_t
             out_t.backward(torch.from_numpy(dout))
     finally:
-        if spec.rope_in_layer:
+        if spec.rope_inputs.in_layer:
             del layer.rotary_emb.forward                 # its own forward again
     return out_t
 
@@ -609,7 +613,8 @@ def _replay_call(call, spec, p: dict, arrays: tuple, positions, dout) -> dict:
                              bias=bias)
     else:
         ours = replay(spec, p, x, kv, mask, dout, positions=positions, bias=bias)
-    if spec.adds_residual:      # BLOOM: out + residual (no gradient: the block's own input)
+    if spec.residual is not None and spec.residual.argument:   # BLOOM: out + residual (no
+        #                                         gradient: the block's own input)
         ours["out"] = ours["out"] + numpy_of(call["bound"]["residual"])
     return ours
 

@@ -8,6 +8,7 @@ or ``rotate_every_two``, whatever the names.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from attention_np.interop.transformers.layer_source import (
     family_function,
@@ -19,6 +20,40 @@ from attention_np.interop.transformers.layer_source import (
 from attention_np.interop.transformers.refusal import refuse
 from attention_np.interop.transformers.rotary import rope_scaling_from_config
 from attention_np.variants.rope_scaling import ROPE_TYPES
+from attention_np.variants.spec import RoPE
+
+
+@dataclass(frozen=True)
+class RopeInputs:
+    """How a RoPE layer is handed its rotation (what turns q and k is its ``RoPE``). The
+    defaults: the model's rotary embedding passes it ``position_embeddings = (cos, sin)``,
+    ``(B, L, r)`` each, the ``r/2`` angles repeated as its pair layout pairs them.
+
+    Attributes
+    ----------
+    sin_first : bool
+        ``position_embeddings`` are ``(sin, cos)`` of the ``r/2`` angles (GPT-J).
+    angles_layout : {"half"}, optional
+        How ``position_embeddings`` repeat the ``r/2`` angles when not as the pair layout pairs
+        them: ``"half"``, concatenated, for interleaved pairs (GLM, Helium, ERNIE 4.5).
+    sections : bool
+        ``position_embeddings`` are multimodal RoPE's three sections ``(3, B, L, r)``, which
+        the layer interleaves itself (Qwen2-VL's text layers in transformers 5.15, 5.16; with
+        text-only positions the three are alike).
+    in_layer : bool
+        The layer turns q and k itself, its own ``rotary_emb`` run on its ``position_ids``
+        argument (IDEFICS), not given cos and sin.
+    table : str, optional
+        The layer turns q and k itself from its own buffer of that name, rows ``[sin | cos]``
+        indexed by its ``position_ids`` argument (GPT-J in transformers 5.15-5.17:
+        ``embed_positions``).
+    """
+
+    sin_first: bool = False
+    angles_layout: str | None = None
+    sections: bool = False
+    in_layer: bool = False
+    table: str | None = None
 
 
 def _in_width(projections) -> int:
@@ -68,14 +103,16 @@ def _may_skip_rotary(module, cfg) -> bool:
         r"\n\s*if [^\n]*:\s*\n\s*\w+, \w+ = apply_rotary_pos_emb\(", forward_source(module)) is not None
 
 
-def read_rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
-    """RoPE of a layer that takes ``position_embeddings``: theta, scaling, width, layout
-    (none with ALiBi: Falcon rotates only without it), read per layer: the layer type's own
+def read_rope(module, cfg, family: str, d: int, alibi: bool, projections) -> tuple:
+    """``(rope, inputs)``: the layer's :class:`~attention_np.RoPE` (theta, scaling, rotated
+    width, pair layout; None: no RoPE, and with ALiBi, as Falcon rotates only without it) and
+    how it is handed its angles (:class:`RopeInputs`), read per layer: the layer type's own
     parameters (Gemma 3, ModernBERT), a per-layer theta (``layer_rope_theta``, 0: none), and in a
     model of several layer types whether this layer rotates at all (:func:`_ignores_rotary`)."""
+    none = None, RopeInputs()
     how = _rotation_inputs(module, cfg, alibi)
     if how is None:
-        return {}
+        return none
     in_layer, table = how
     if "num_prefix_tokens" in function_source(family_function(module, "apply_rotary_pos_emb")):
         refuse(module, "2-D RoPE of the patches' continuous (row, column) coordinates, the "
@@ -86,26 +123,26 @@ def read_rope(module, cfg, family: str, d: int, alibi, projections) -> dict:
     rope = rope.get(kind, rope)               # Gemma 3, ModernBERT, OLMo 3: one per layer type
     theta = _theta(module, cfg, rope)
     if theta is None:
-        return {}
+        return none
     r = _rotated_width(module, cfg, rope, d)
     scaling = _scaling(module, cfg, rope, d, r)
     if _may_skip_rotary(module, cfg) and family != "gpt_oss" and \
             _ignores_rotary(module, projections, r):
-        return {}
+        return none
     layout = "half" if family == "gpt_oss" else _rope_layout(module)
-    return dict(rope_theta=theta, rope_scaling=scaling, rotary_dim=r, rope_layout=layout,
-                rope_in_layer=in_layer, rope_table=table,
-                rope_sections="apply_multimodal_rotary_pos_emb(" in forward_source(module),
-                rope_angles_layout=_angles_layout(module, layout, r),
-                rope_sin_first="sin, cos = position_embeddings" in forward_source(module))
+    return (RoPE(theta=theta, layout=layout, rotary_dim=None if r == d else r, scaling=scaling),
+            RopeInputs(sin_first="sin, cos = position_embeddings" in forward_source(module),
+                       angles_layout=_angles_layout(module, layout, r),
+                       sections="apply_multimodal_rotary_pos_emb(" in forward_source(module),
+                       in_layer=in_layer, table=table))
 
 
-def _rotation_inputs(module, cfg, alibi) -> tuple | None:
+def _rotation_inputs(module, cfg, alibi: bool) -> tuple | None:
     """``(in_layer, table)`` of a layer that rotates: whether it turns q and k itself from its
     own rotary embedding (:func:`_own_rotary`), the name of its own table (:func:`_own_table`);
     None for a layer that does not rotate (ALiBi, SmolLM3's NoPE layers, ESM unless "rotary",
     Zamba 2 without ``config.use_mem_rope``)."""
-    if alibi is not None or not getattr(module, "use_rope", True):    # SmolLM3's NoPE layers
+    if alibi or not getattr(module, "use_rope", True):               # SmolLM3's NoPE layers
         return None
     in_layer = "position_embeddings" not in forward_parameters(module)
     table = _own_table(module) if in_layer else None
@@ -274,14 +311,14 @@ def interleaves_first_half(apply_rotary_pos_emb, r: int = 4) -> bool:
     return bool(torch.equal(out, a.repeat_interleave(2)))
 
 
-def refuse_rope_only_in_self_attention(module, rope: dict) -> None:
+def refuse_rope_only_in_self_attention(module, rope: RoPE | None) -> None:
     """Refuse a RoPE layer that is cross-attention when called with ``key_value_states`` and
     then turns neither q nor k (Moonshine Streaming's decoder: one class for self- and
     cross-attention, ``is_cross_attention = key_value_states is not None``): one spec for both
     calls would turn them in the cross calls too (a false MISMATCH; the sweep, one layer per
     class, compared only the self-attention)."""
     src = forward_source(module)
-    if rope.get("rope_theta") is not None and \
+    if rope is not None and \
             "is_cross_attention = key_value_states is not None" in src and \
             "if not is_cross_attention" in src:
         refuse(module, "RoPE in self-attention only (the same layer called with "

@@ -1,12 +1,14 @@
 """What a layer does to its scores besides the scale: the causal mask and sliding window (from its own
-buffer, its attribute or its config), soft-cap, ALiBi's slopes, a 2-D relative position bias table,
-and whether its ``mask`` argument keeps or masks.
+buffer, its attribute or its config), soft-cap, the relative position bias it adds (T5's buckets,
+ALiBi's slopes, a 2-D table: one record each, :class:`T5Buckets`, :class:`ALiBi`,
+:class:`GridTable`), and whether its ``mask`` argument keeps or masks.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,6 +22,81 @@ from attention_np.interop.transformers.layer_source import (
 from attention_np.interop.transformers.refusal import refuse
 from attention_np.variants.position_bias import alibi_slopes
 from attention_np.variants.window import sliding_window_mask
+
+
+@dataclass(frozen=True)
+class T5Buckets:
+    """T5's relative position bias: a learned table ``(num_buckets, h)``, the row of the pair
+    ``(i, j)`` the bucket of ``j - i`` (:func:`~attention_np.variants.position_bias.
+    t5_relative_buckets`), added to the scores.
+
+    Attributes
+    ----------
+    num_buckets : int
+        The table's rows (``relative_attention_num_buckets``).
+    max_distance : int
+        The distance from which on every offset shares the last bucket.
+    bidirectional : bool
+        Buckets for both signs of ``j - i`` (T5's encoder; its decoder is causal).
+    """
+
+    num_buckets: int
+    max_distance: int
+    bidirectional: bool
+
+
+@dataclass(frozen=True)
+class ALiBi:
+    """ALiBi: the bias ``-m_n |j - i|`` of head ``n`` added to the scaled scores (BLOOM, MPT;
+    Falcon adds it before the scale: its slopes are held times the scale).
+
+    Attributes
+    ----------
+    slopes : tuple of float (h,)
+        The slopes ``m_n``.
+    """
+
+    slopes: tuple
+
+
+@dataclass(frozen=True)
+class GridTable:
+    """A 2-D relative position bias table the layer holds: its rows ``(2H - 1)(2W - 1)``
+    (``+ 3`` with a class token) gathered by the 2-D offset of two patches of an ``H x W``
+    grid (:func:`~attention_np.variants.position_bias.grid_relative_index`).
+
+    Attributes
+    ----------
+    height, width : int
+        The grid of patches, ``H x W`` (Data2VecVision: the image's; Swin: one window's).
+    cls : bool
+        A class token first (Data2VecVision; Swin: none).
+    """
+
+    height: int
+    width: int
+    cls: bool
+
+
+def read_relative_bias(module, cfg, h: int, scale: float) -> T5Buckets | ALiBi | GridTable | None:
+    """The relative position bias the layer adds to its scores (:func:`read_buckets`,
+    :func:`read_alibi`, :func:`read_grid_table`), None without one; a layer with two is
+    refused naming both (no layer read has two)."""
+    found = [b for b in (read_buckets(module), read_alibi(module, cfg, h, scale),
+                         read_grid_table(module)) if b is not None]
+    if len(found) > 1:
+        refuse(module, "two relative position biases (" +
+               " and ".join(type(b).__name__ for b in found) + ")")
+    return found[0] if found else None
+
+
+def read_buckets(module) -> T5Buckets | None:
+    """T5's bucketed bias, for a layer holding its table (``has_relative_attention_bias``: T5's
+    first block; the others are passed the bias it computed)."""
+    if not getattr(module, "has_relative_attention_bias", False):   # T5: nn.Embedding (buckets, h)
+        return None
+    return T5Buckets(int(module.relative_attention_num_buckets),
+                     int(module.relative_attention_max_distance), not module.is_decoder)
 
 
 def read_window(module, cfg) -> int | None:
@@ -90,7 +167,7 @@ def read_softcap(module) -> float | None:
 
 
 
-def read_alibi(module, cfg, h: int, scale: float) -> tuple | None:
+def read_alibi(module, cfg, h: int, scale: float) -> ALiBi | None:
     """ALiBi's slopes, where a model puts it: an ``alibi`` argument (BLOOM; Falcon with
     ``config.alibi``), MPT's ``position_bias`` (its family's ``build_mpt_alibi_tensor``). Falcon adds the bias
     before the scale (its slopes times the scale here)."""
@@ -109,7 +186,7 @@ def read_alibi(module, cfg, h: int, scale: float) -> tuple | None:
         slopes = 2.0 ** (-8.0 * np.arange(1, h + 1) / h)
     else:
         return None
-    return tuple(float(m) for m in slopes)
+    return ALiBi(tuple(float(m) for m in slopes))
 
 
 def bias_table_owner(module):
@@ -123,10 +200,10 @@ def bias_table_owner(module):
     return None
 
 
-def read_grid_table(module) -> tuple | None:
+def read_grid_table(module) -> GridTable | None:
     """A 2-D relative position bias table the layer holds and adds to its scores (Data2VecVision,
-    Swin): ``(height, width, cls)`` of its grid of patches, from the table's ``window_size`` and
-    its rows (``(2H - 1)(2W - 1)``, ``+ 3`` with a class token). None when it has none."""
+    Swin): its grid of patches, from the table's ``window_size`` and its rows
+    (``(2H - 1)(2W - 1)``, ``+ 3`` with a class token). None when it has none."""
     table_module = bias_table_owner(module)
     if table_module is None or getattr(module, "has_relative_position_bias", True) is False:
         return None
@@ -136,7 +213,7 @@ def read_grid_table(module) -> tuple | None:
     if table.shape[0] not in (rows, rows + 3):
         refuse(module, f"a relative position bias table of {table.shape[0]} rows for a {H}x{W} "
                         f"grid (neither {rows} 2-D offsets nor {rows + 3} with a class token)")
-    return H, W, table.shape[0] == rows + 3
+    return GridTable(H, W, table.shape[0] == rows + 3)
 
 
 def keep_mask(module) -> bool:

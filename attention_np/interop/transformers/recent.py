@@ -33,8 +33,9 @@ def prepare_recent_layer(layer, spec, impl: str) -> None:
 
     ``spec`` is the layer's :class:`~attention_np.interop.transformers.LayerSpec`.
     """
-    if spec.softcap is not None and impl == "sdpa":
-        raise ValueError(f"{type(layer).__name__} has attn_logit_softcapping={spec.softcap} and "
+    if spec.attention.softcap is not None and impl == "sdpa":
+        raise ValueError(f"{type(layer).__name__} has attn_logit_softcapping="
+                         f"{spec.attention.softcap} and "
                          f"transformers' sdpa attention refuses a soft-cap: pass "
                          f"attn_implementation={EAGER_FLOAT64!r} (eager in float64) or 'eager' "
                          f"(its softmax in float32)")
@@ -48,9 +49,9 @@ def prepare_recent_layer(layer, spec, impl: str) -> None:
         from transformers.masking_utils import eager_mask
         transformers.AttentionInterface.register(EAGER_FLOAT64, eager_float64_attention)
         transformers.AttentionMaskInterface.register(EAGER_FLOAT64, eager_mask)
-    if spec.qk_norm is not None:
-        from attention_np.interop.transformers.weights import read_qk_norm
-        read = read_qk_norm(layer, spec.num_heads, spec.num_kv_heads, spec.head_dim)
+    from attention_np.interop.transformers.weights import read_qk_norm
+    read = read_qk_norm(layer, spec.num_heads, spec.num_kv_heads, spec.head_dim)   # None: none
+    if read is not None:
         for norm in (read.q, read.k):
             if not isinstance(norm, list) and type(norm).__name__ != "LayerNorm":
                 norm.forward = norm_in_input_dtype(norm, read.kind, read.offset, read.eps)

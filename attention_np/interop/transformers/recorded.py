@@ -43,7 +43,7 @@ def recorded_mask(arg, spec, B, L, S, cross, own: bool = False):
         keep = m > MIN
         extra = np.where(keep, m, 0.0)
         extra = extra if extra.any() else None
-    if own and not cross and (spec.is_causal or spec.window is not None):
+    if own and not cross and (spec.is_causal or spec.attention.window is not None):
         padding = np.broadcast_to(keep, (B,) + keep.shape[1:-2] + (L, S)).any(axis=(1, 2))
         keep = build_mask(spec, B, L, S, padding)                         # (B, 1, L, S)
     return keep, extra
@@ -151,9 +151,9 @@ def rotary_row(call, report, done: set) -> None:
     B, L = x.shape[:2]
     entry = call["rope"]
     pe = bound.get("position_embeddings")
-    if spec.rope_in_layer and entry is not None:   # IDEFICS: what its own rotary_emb returned
+    if spec.rope_inputs.in_layer and entry is not None:   # IDEFICS: its own rotary_emb's
         pe = entry["out"]
-    if entry is None and spec.rope_table and bound.get("position_ids") is not None:
+    if entry is None and spec.rope_inputs.table and bound.get("position_ids") is not None:
         positions = numpy_of(bound["position_ids"])          # GPT-J (5.15-5.17): its table's rows
     elif entry is None:
         positions = np.arange(L)
@@ -180,7 +180,7 @@ def grid_call(call, spec, arg, B: int, torch):
     shifted-window mask as the ``(B, 1, N, N)`` the layer adds (window ``b`` gets
     ``mask[b % num_windows]``)."""
     bound, name = call["bound"], type(call["module"]).__name__
-    H, W, cls = spec.grid_table
+    H, W, cls = spec.relative_bias.height, spec.relative_bias.width, spec.relative_bias.cls
     resolution = bound.get("resolution")
     if bound.get("interpolate_pos_encoding") or (resolution is not None and (
             resolution[0] // call["module"].config.patch_size,

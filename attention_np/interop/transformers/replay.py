@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from attention_np.compose.mha import mha_backward, mha_forward
-from attention_np.interop.transformers.layer_reading import LayerSpec, mha_options
+from attention_np.interop.transformers.layer_reading import GridTable, LayerSpec, mha_options
 from attention_np.interop.transformers.layer_source import family_function
 from attention_np.interop.transformers.reading_rope import interleaves_first_half, rope_rotation
 from attention_np.variants.position_bias import (
@@ -31,17 +31,18 @@ POST_NORM = ("post_norm_w", "post_norm_b")
 
 def t5_bias(spec: LayerSpec, table, L: int, S: int):
     """T5's bias ``(h, L, S)`` from its table and the buckets ``(L, S)`` (bottom-right)."""
-    num_buckets, max_distance, bidirectional = spec.buckets
+    t5 = spec.relative_bias
     bucket = t5_relative_buckets(relative_positions(L, S, align="bottom_right"),
-                                 bidirectional=bidirectional, num_buckets=num_buckets,
-                                 max_distance=max_distance)                     # (L, S)
+                                 bidirectional=t5.bidirectional, num_buckets=t5.num_buckets,
+                                 max_distance=t5.max_distance)                  # (L, S)
     return relative_position_bias(table, bucket), bucket
 
 
 def grid_bias(spec: LayerSpec, table, L: int, S: int):
     """A 2-D relative position table's bias ``(h, L, L)`` (Data2VecVision, Swin) and its index
     ``(L, L)``; the layer's queries must be its grid's patches (and class token)."""
-    H, W, cls = spec.grid_table
+    grid = spec.relative_bias
+    H, W, cls = grid.height, grid.width, grid.cls
     index = grid_relative_index(H, W, cls=cls)                                     # (N, N)
     if (L, S) != index.shape:
         raise ValueError(f"a layer with a {H}x{W} relative position bias table"
@@ -61,23 +62,23 @@ def replay(spec: LayerSpec, params: dict, x, kv, mask, dout, *, positions=None, 
     receives (T5's blocks after the first, Data2VecVision's shared table, Swin's shifted-window
     mask); ``positions (B, L)`` RoPE's."""
     p = dict(params)
-    if not spec.has_w_o:                    # BERT stops at the concatenated heads: W^O = I
+    if "W_o" not in p:                      # BERT stops at the concatenated heads: W^O = I
         p["W_o"] = np.eye(spec.num_heads * spec.head_dim)
     table = p.pop("bias_table", None)
     post = {n: p.pop(n) for n in POST_NORM if n in p}
     src = x if kv is None else kv
     L, S = x.shape[1], src.shape[1]
     bucket = None
-    if table is not None and spec.grid_table is not None:   # a 2-D table: bias[n, i, j] =
-        own, bucket = grid_bias(spec, table, L, S)          # table[index(i, j), n], plus any
-        bias = own if bias is None else own + bias          # bias the layer was passed
+    if table is not None and isinstance(spec.relative_bias, GridTable):   # a 2-D table:
+        own, bucket = grid_bias(spec, table, L, S)      # bias[n, i, j] = table[index(i, j), n],
+        bias = own if bias is None else own + bias      # plus any bias the layer was passed
     elif table is not None:                 # T5: bias[n, i, j] = table[bucket(j - i), n]
         bias, bucket = t5_bias(spec, table, L, S)
     out, cache = mha_forward(x, src, src, p, mask, bias=bias, **mha_options(spec, positions))
     dmha = dout
     if post:                                # ALBERT: LayerNorm(x + out)
         y, ln = layer_norm_forward(x + out, post["post_norm_w"], post["post_norm_b"],
-                                   spec.post_norm_eps)
+                                   spec.residual.norm_eps)
         dsum, dw, db = layer_norm_backward(dout, ln)
         out, dmha = y, dsum
     dq, dk, dv, g, dbias = mha_backward(dmha, cache, return_dbias=True)

@@ -83,12 +83,13 @@ RTOL_INV_FREQ = 8 * EPS32
 def check_rope_frequencies(spec, inv_freq, attention_scaling,
                            seq_len: int | None = None, name: str = "") -> list:
     """Our :func:`rope_frequencies` for ``spec`` (a
-    :class:`~attention_np.interop.transformers.LayerSpec`: ``head_dim``, ``rope_theta``,
-    ``rope_scaling``) against a transformers rotary embedding's
+    :class:`~attention_np.interop.transformers.LayerSpec`: ``head_dim`` and
+    ``attention.rope``) against a transformers rotary embedding's
     ``inv_freq`` (float32 buffer: each entry within :data:`RTOL_INV_FREQ` relative) and
     ``attention_scaling`` (a Python float: the float64 rule)."""
-    ours, factor = rope_frequencies(spec.rotary_dim or spec.head_dim, theta=spec.rope_theta,
-                                    scaling=spec.rope_scaling, seq_len=seq_len)
+    rope = spec.attention.rope
+    ours, factor = rope_frequencies(spec.rotated_width, theta=rope.theta, scaling=rope.scaling,
+                                    seq_len=seq_len)
     theirs = np.asarray(to_numpy(inv_freq), dtype=np.float64)
     if theirs.shape != ours.shape:
         raise ValueError(f"the rotary embedding has {theirs.shape} frequencies, ours "
@@ -112,13 +113,13 @@ def check_position_embeddings(spec, positions, cos, sin) -> list:
     float32 rounding of the model's angles. A wrong ``theta``, ``inv_freq``, scaling or
     attention factor is off by far more (a 1 % change: ~1e-2 at position 1)."""
     ours = spec_cos_sin(spec, positions)                              # (B, L, r) each
-    inv_freq, factor = rope_frequencies(spec.rotary_dim or spec.head_dim, theta=spec.rope_theta,
-                                        scaling=spec.rope_scaling,
+    rope = spec.attention.rope
+    inv_freq, factor = rope_frequencies(spec.rotated_width, theta=rope.theta, scaling=rope.scaling,
                                         seq_len=int(np.max(positions)) + 1)
     angle = float(np.max(np.abs(positions))) * float(np.max(inv_freq))
     tol = ULPS_ANGLE * EPS32 * max(1.0, angle) * max(1.0, abs(factor))
     checks = []
-    names = ("sin", "cos") if getattr(spec, "rope_sin_first", False) else ("cos", "sin")
+    names = ("sin", "cos") if spec.rope_inputs.sin_first else ("cos", "sin")
     for name, theirs, mine in ((names[0], cos, ours[0]), (names[1], sin, ours[1])):
         t = np.asarray(to_numpy(theirs), dtype=np.float64)
         if t.ndim == mine.ndim + 1 and t.shape[0] == 3:   # multimodal sections, text-only
@@ -229,17 +230,17 @@ def spec_cos_sin(spec, positions) -> tuple[np.ndarray, np.ndarray]:
     ``r/2`` angles repeated as its pair layout needs (``"half"``: concatenated, transformers'
     Llama; ``"interleaved"``: each twice in turn, Cohere); gpt-oss takes the ``r/2`` angles,
     GPT-J the ``r/2`` angles as ``(sin, cos)`` (returned in that order: as the layer takes them)."""
-    r = spec.rotary_dim or spec.head_dim
-    cos, sin = rope_angles(positions, r, theta=spec.rope_theta, scaling=spec.rope_scaling)
+    rope, given = spec.attention.rope, spec.rope_inputs
+    cos, sin = rope_angles(positions, spec.rotated_width, theta=rope.theta, scaling=rope.scaling)
     if spec.family == "gpt_oss":
         return cos, sin
-    if getattr(spec, "rope_sin_first", False):         # GPT-J: (sin, cos) of the r/2 angles
+    if given.sin_first:                    # GPT-J: (sin, cos) of the r/2 angles
         return sin, cos
-    if (getattr(spec, "rope_angles_layout", None) or spec.rope_layout) == "interleaved":
+    if (given.angles_layout or rope.layout) == "interleaved":
         cos, sin = np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
     else:
         cos, sin = np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
-    if getattr(spec, "rope_sections", False):          # Qwen2-VL (transformers 5.15, 5.16): the
+    if given.sections:                     # Qwen2-VL (transformers 5.15, 5.16): the
         return tuple(np.ascontiguousarray(np.broadcast_to(a, (3,) + a.shape))  # 3 sections of
                      for a in (cos, sin))                                 # text: alike
     return cos, sin
@@ -248,26 +249,27 @@ def spec_cos_sin(spec, positions) -> tuple[np.ndarray, np.ndarray]:
 def rope_table(spec, rows: int) -> np.ndarray:
     """A layer's own RoPE table (GPT-J in transformers 5.15 to 5.17) in float64: ``(rows, r)``, row
     ``p`` the ``[sin | cos]`` of position ``p``'s ``r/2`` angles."""
-    cos, sin = rope_angles(np.arange(rows)[None], spec.rotary_dim or spec.head_dim,
-                           theta=spec.rope_theta, scaling=spec.rope_scaling)
+    rope = spec.attention.rope
+    cos, sin = rope_angles(np.arange(rows)[None], spec.rotated_width, theta=rope.theta,
+                           scaling=rope.scaling)
     return np.concatenate([sin, cos], axis=-1)[0]
 
 
 def float64_table(layer, spec, torch) -> list:
-    """Check a layer's own RoPE table (``spec.rope_table``, float32 angles) against ours, and
-    put ours (float64) in its place in the copy ``layer``: a row "sin|cos table" within the
+    """Check a layer's own RoPE table (``spec.rope_inputs.table``, float32 angles) against ours,
+    and put ours (float64) in its place in the copy ``layer``: a row "sin|cos table" within the
     float32 rounding of its largest angle (:data:`ULPS_ANGLE` ulps, as
     :func:`check_position_embeddings`)."""
-    theirs = to_numpy(getattr(layer, spec.rope_table), np.float64)
+    theirs = to_numpy(getattr(layer, spec.rope_inputs.table), np.float64)
     ours = rope_table(spec, theirs.shape[0])
-    inv_freq, _ = rope_frequencies(spec.rotary_dim or spec.head_dim, theta=spec.rope_theta,
-                                   scaling=spec.rope_scaling)
+    rope = spec.attention.rope
+    inv_freq, _ = rope_frequencies(spec.rotated_width, theta=rope.theta, scaling=rope.scaling)
     tol = ULPS_ANGLE * EPS32 * max(1.0, (theirs.shape[0] - 1) * float(np.max(inv_freq)))
     check = (Check("sin|cos table", max_abs_error(theirs, ours), reference_size(ours), tol,
                    "float32 angles") if theirs.shape == ours.shape else
              Check(f"sin|cos table shape {theirs.shape} != ours {ours.shape}", float("inf"), 1.0,
                    tol, "float32 angles"))
-    setattr(layer, spec.rope_table, torch.from_numpy(ours))
+    setattr(layer, spec.rope_inputs.table, torch.from_numpy(ours))
     return [check]
 
 

@@ -296,7 +296,12 @@ def _changed_verdict(report, name: str, cached: bool) -> tuple:
 def diff_layers(found) -> tuple:
     """Each attention class's first layer alone, with :data:`CHANGE` added to its output."""
     from attention_np.interop.transformers.layer_diff import compare_transformers_attention
-    from attention_np.interop.transformers.layer_reading import UnsupportedLayer, params_from_transformers
+    from attention_np.interop.transformers.layer_reading import (
+        GridTable,
+        T5Buckets,
+        UnsupportedLayer,
+        params_from_transformers,
+    )
     from attention_np.interop.transformers.recent import EAGER_FLOAT64
     seen, names, errs = set(), [], []
     for name, module, spec in found:
@@ -307,17 +312,18 @@ def diff_layers(found) -> tuple:
         d_model, d_kv = params["W_q"].shape[0], params["W_k"].shape[0]    # (Dia: encoder width)
         x = np.random.default_rng(1).standard_normal((B, L, d_model))
         kv = np.random.default_rng(2).standard_normal((B, L + 1, d_kv)) if spec.cross else None
-        if spec.grid_table is not None:          # its table's grid (and class token), or window
-            H, W, cls = spec.grid_table
-            x = np.random.default_rng(1).standard_normal((B, H * W + cls, d_model))
+        bias = spec.relative_bias
+        if isinstance(bias, GridTable):          # its table's grid (and class token), or window
+            x = np.random.default_rng(1).standard_normal((B, bias.height * bias.width + bias.cls,
+                                                          d_model))
         handle = _change(module)
         try:
             # sdpa drops the sinks; eager's softmax is float32 (the soft-cap: ours in float64)
             own = getattr(getattr(module, "config", None), "_attn_implementation", None)
             interface = "ALL_ATTENTION_FUNCTIONS" in inspect.getsource(type(module).forward)
-            impl = "eager" if spec.sinks else EAGER_FLOAT64 if spec.softcap is not None or \
-                (own == "eager" and interface and spec.buckets is None) else None   # T5's
-            # bias goes to the interface as position_bias, which the float64 eager leaves out
+            impl = "eager" if spec.sinks else EAGER_FLOAT64 if spec.attention.softcap is not None \
+                or (own == "eager" and interface and not isinstance(bias, T5Buckets)) else None
+            # (T5's bias goes to the interface as position_bias, which the float64 eager leaves out)
             r = compare_transformers_attention(module, x, key_value_states=kv,
                                                attn_implementation=impl)
         except UnsupportedLayer as e:
