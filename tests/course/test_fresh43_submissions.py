@@ -94,3 +94,10 @@ def test_the_checker_passes_a_correct_file(path):
 def test_the_checker_rejects_a_wrong_file(path):
     result = _check(path)
     assert not result.ok, f"accepted: {path.name}"
+
+
+def test_the_instructors_guide_states_this_corpus():
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "instructors.md").read_text().split())
+    named = sum(_check(p).status == "mistake" for p in WRONG)
+    assert f"fresh43/` ({len(CORRECT)} correct solutions, {len(WRONG)} wrong ones)" in text
+    assert f"now {named} of {len(WRONG)} wrong ones are named" in text
