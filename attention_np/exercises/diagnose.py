@@ -574,7 +574,16 @@ def _features(case, arg_names):
     if floats:
         f["the inputs are float32"] = all(a.dtype == np.float32 for a in floats)
     _pair_features(arguments, f)
+    _head_width_feature(dict(arguments), f)
     return f
+
+
+def _head_width_feature(args, f):
+    """Multi-head inputs (params and num_heads): whether a head is not d_model // num_heads wide."""
+    p, h = args.get("params"), args.get("num_heads")
+    if isinstance(p, dict) and is_integer(h) and h > 0 and {"W_q", "W_v"} <= set(p):
+        d = h * (p["W_q"].shape[0] // h)
+        f["the heads are not d_model // num_heads wide"] = p["W_q"].shape[1] != d or p["W_v"].shape[1] != d
 
 
 def _argument_features(name, v, f) -> list:
