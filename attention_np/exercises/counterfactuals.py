@@ -1,6 +1,6 @@
 """Counterfactual inputs: a wrong use of an input (one weight for another, a weight transposed,
-a bias left out or negated, the mask inverted or ignored, keys and values exchanged, the scores
-scaled) measured by the reference's output on the changed input, stored at build time.
+a bias left out or negated, the mask inverted or ignored, keys and values exchanged) measured
+by the reference's output on the changed input, stored at build time.
 
 NumPy only and no import of ``attention_np`` (copied into the student kit and the autograder, see
 probes.py). A submission whose output on the base input is exactly the stored output of one
@@ -116,30 +116,6 @@ def _decode_base():
             rng.normal(size=(2, h, 3, d // h)), p, h)
 
 
-def _scale_changes(at, d_k, d_model):
-    """The scores multiplied by a factor ``c``, through the queries: W_q and b_q times ``c`` give
-    the reference's scores ``c`` times theirs, as a function that scales q k^T by ``c`` / sqrt(d_k)
-    more than Eq. (1) does."""
-    def times(c):
-        def change(args):
-            args = list(args)
-            p = dict(args[at])
-            args[at] = {**p, "W_q": p["W_q"] * c, "b_q": p["b_q"] * c}
-            return tuple(args)
-        return change
-    sk, sm = float(np.sqrt(d_k)), float(np.sqrt(d_model))
-    return [("scale*sqrt(d_k)", "no 1/sqrt(d_k)", "§3.2.1: the scores q . k are divided by sqrt(d_k).",
-             times(sk), "q k^T is not divided by sqrt(d_k)"),
-            ("scale/sqrt(d_k)", "divided by d_k instead of sqrt(d_k)", "q . k sums d_k products of unit "
-             "variance: divide by sqrt(d_k) to bring its variance back to 1.", times(1 / sk),
-             "q k^T is divided by d_k"),
-            ("scale*d_k", "multiplied by sqrt(d_k) instead of dividing", "Eq. (1) divides the scores by "
-             "sqrt(d_k).", times(d_k), "q k^T is multiplied by sqrt(d_k)"),
-            ("scale*sqrt(d_k/d_model)", "scaled by sqrt(d_model) instead of sqrt(d_k)", "Each head's dot "
-             "products have width d_k = W_q.shape[1] // num_heads, not d_model.", times(sk / sm),
-             "q k^T is divided by sqrt(d_model)")]
-
-
 def _swap_key_value(args):
     """Key and value exchanged, with their projections: the reference then attends over the
     values' projections as keys and averages the keys' projections, as a function that passes
@@ -155,7 +131,7 @@ COUNTERFACTUALS = {
         ("k<->v", "keys and values exchanged", "attention(q, k, v): the keys set the weights, the values "
          "are averaged; check the order of the arguments.", _swap_key_value,
          "the key and value inputs and their projections are exchanged")]),
-    "decode_step": lambda: (_decode_base(), _param_changes(3) + _scale_changes(3, d_k=2, d_model=4)),
+    "decode_step": lambda: (_decode_base(), _param_changes(3)),   # its scale: probes_heads._decode_scale
     "mha_backward": lambda: ((np.random.default_rng(424246).normal(size=(2, 3, 4)), *_mha_base()[:5]),
                              _param_changes(4, backward=True)),
     "attention": lambda: (_attention_base(), _mask_changes(3)),

@@ -574,7 +574,16 @@ def _features(case, arg_names):
     if floats:
         f["the inputs are float32"] = all(a.dtype == np.float32 for a in floats)
     _pair_features(arguments, f)
+    _head_width_feature(dict(arguments), f)
     return f
+
+
+def _head_width_feature(args, f):
+    """Multi-head inputs (params and num_heads): whether a head is not d_model // num_heads wide."""
+    p, h = args.get("params"), args.get("num_heads")
+    if isinstance(p, dict) and is_integer(h) and h > 0 and {"W_q", "W_v"} <= set(p):
+        d = h * (p["W_q"].shape[0] // h)
+        f["the heads are not d_model // num_heads wide"] = p["W_q"].shape[1] != d or p["W_v"].shape[1] != d
 
 
 def _argument_features(name, v, f) -> list:
@@ -600,6 +609,9 @@ def _pair_features(arguments, f):
     ints = [(n, v) for n, v in arguments if is_integer(v)]
     for (a, x), (b, y) in _combinations(ints, 2):
         f[f"{a} > {b}"], f[f"{a} < {b}"] = x > y, x < y
+    for (a, x), (b, y) in ((a, b) for a in arguments for b in ints if isinstance(a[1], np.ndarray)
+                           and np.issubdtype(a[1].dtype, np.integer)):
+        f[f"an entry of {a} equals {b}"] = bool((x == y).any())      # a length equal to S
     arrs = [(n, v) for n, v in arguments if isinstance(v, np.ndarray) and v.dtype != bool]
     if len(arrs) >= 2 and all(v.ndim >= 2 for _, v in arrs[:2]):
         (a, x), (b, y) = arrs[:2]
@@ -650,10 +662,24 @@ def separating(cases, marks, arg_names):
     found = [w for w in words if [bool(f.get(w, False)) for f in feats] == fails]
     if found:
         return found
+    found = _any_weight_not_square(words, feats, fails)
+    if found:
+        return found
     ones = [w for w in words if w.endswith(("size 1", "= 1"))]     # an axis of size 1 somewhere
     for a, b in _combinations(ones, 2):
         if [bool(f.get(a, False) or f.get(b, False)) for f in feats] == fails:
             found.append(f"{a}, or {b}")
+    return found
+
+
+def _any_weight_not_square(words, feats, fails):
+    """The failing cases are those where SOME weight of a dict is not square (the heads are not
+    d_model / num_heads wide: W_q on some cases, W_v on others), when no single weight separates."""
+    found = []
+    for name in sorted({w.split("[")[0] for w in words if w.endswith("] is not square")}):
+        its = [w for w in words if w.startswith(f"{name}[") and w.endswith("] is not square")]
+        if [any(f.get(w, False) for w in its) for f in feats] == fails:
+            found.append(f"a weight of {name} is not square (its heads are not d_model / num_heads wide)")
     return found
 
 

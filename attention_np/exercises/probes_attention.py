@@ -40,16 +40,31 @@ def attention_shapes(fn, expected):
                        "weights average the values.")
     if a is None or a.shape != (3, 2):
         return None
-    batched = output_of(fn, x["qb"], x["kb"], x["vb"])
-    shared = output_of(fn, x["qb"], x["kb"][0], x["vb"][0])
-    for out, what in ((batched, "batched inputs (2, L, d)"), (shared, "k and v shared across the batch")):
+    want = output_of(fn, x["qb"], x["kb"], x["vb"])
+    batched = as_array(want)
+    if batched is None or batched.shape != (2, 3, 2):
+        got = want.text if isinstance(want, Raised) else f"shape {getattr(batched, 'shape', None)}"
+        return Finding("does not broadcast over batch axes", f"it works unbatched but on batched inputs "
+                       f"(2, L, d) it gives {got}", "k.T reverses EVERY axis: on (B, S, d_k) it gives "
+                       "(d_k, S, B). Use np.swapaxes(k, -1, -2) and index axes from the end, so leading "
+                       "batch axes broadcast.")
+    # k and v shared by the batch: with fewer leading axes, or a leading axis of size 1 (the same k)
+    for kv, what in (((x["kb"][0], x["vb"][0]), "k and v shared across the batch (no batch axis)"),
+                     ((x["kb"][:1], x["vb"][:1]),
+                      "k and v shared across the batch (a batch axis of size 1)")):
+        out = output_of(fn, x["qb"], *kv)
         b = as_array(out)
-        if b is None or b.shape != (2, 3, 2):
-            got = out.text if isinstance(out, Raised) else f"shape {getattr(b, 'shape', None)}"
-            return Finding("does not broadcast over batch axes", f"it works unbatched but on {what} it "
-                           f"gives {got}", "k.T reverses EVERY axis: on (B, S, d_k) it gives (d_k, S, "
-                           "B). Use np.swapaxes(k, -1, -2) and index axes from the end, so leading "
-                           "batch axes broadcast.")
+        repeated = as_array(output_of(fn, x["qb"], *(np.repeat(a.reshape(1, *a.shape[-2:]), 2, 0)
+                                                     for a in kv)))
+        if b is None or b.shape != (2, 3, 2) or (repeated is not None and repeated.shape == b.shape
+                                                  and not close_to(b, repeated)):
+            got = out.text if isinstance(out, Raised) else (
+                f"shape {getattr(b, 'shape', None)}" if b is None or b.shape != (2, 3, 2) else
+                "another output than the same k and v repeated for each batch entry")
+            return Finding("does not broadcast over batch axes", f"batched inputs (2, L, d) work but on "
+                           f"{what} it gives {got}", "k and v may have fewer leading axes than q, or axes of "
+                           "size 1: let matmul broadcast them (q @ np.swapaxes(k, -1, -2)) instead of "
+                           "indexing k[b] for each batch entry of q.")
     return None
 
 
@@ -395,11 +410,12 @@ def tiled_inputs():
     return {"q": q, "k": k, "v": v, "low": tuple(a.astype(np.float32) for a in low)}
 
 
-def _alone_and_together(fn, q, k, v):
-    """The tiled outputs (block_size 3) of all the query rows together, shape (L, d_v), and of each
-    row alone, each (d_v,): ``(together, [alone, ...])``, None unless every output has its shape."""
-    both = as_array(output_of(fn, q, k, v, 3))
-    alone = [as_array(output_of(fn, q[i:i + 1], k, v, 3)) for i in range(len(q))]
+def _alone_and_together(fn, q, k, v, *extra):
+    """The outputs (after ``extra`` arguments: the tiled block_size) of all the query rows together,
+    shape (L, d_v), and of each row alone, each (d_v,): ``(together, [alone, ...])``, None unless
+    every output has its shape."""
+    both = as_array(output_of(fn, q, k, v, *extra))
+    alone = [as_array(output_of(fn, q[i:i + 1], k, v, *extra)) for i in range(len(q))]
     if both is None or both.shape != (len(q), v.shape[-1]) or any(
             a is None or a.shape != (1, v.shape[-1]) for a in alone):
         return None
@@ -411,29 +427,46 @@ def _coupled(both, alone):
     return [i for i, a in enumerate(alone) if not close_to(both[i], a, 1e-7, 1e-10)]
 
 
-def tiled_shared_max(fn, expected):
+def _shared_shift(fn, extra, running):
     """Rows on opposite scales (row 0's scores climb to ~+900, row 1's fall to ~-900): each row
-    alone against both together. A correct function gives each row the same answer either way."""
+    alone against both together. A correct function gives each row the same answer either way;
+    one that shifts every row by one max (the whole array's, or a running one) does not.
+    ``extra``: the arguments after (q, k, v); ``running``: the max is a running one (tiled)."""
     d = 4
     q = np.array([[1.0] * d, [-1.0] * d])
     k = (np.arange(10)[:, None] * 100.0 * 2 / d) * np.ones((1, d))
     v = np.random.default_rng(RNG_SEED + 12).normal(size=(10, 2))
-    rows = _alone_and_together(fn, q, k, v)
+    rows = _alone_and_together(fn, q, k, v, *extra)
     if rows is None or not all(np.all(np.isfinite(a)) for a in rows[1]) or not _coupled(*rows):
         return None
     (both, alone), i = rows, _coupled(*rows)[0]
-    near = _alone_and_together(fn, q * np.array([[0.01], [0.02]]), k, v)   # rows on one scale
+    near = _alone_and_together(fn, q * np.array([[0.01], [0.02]]), k, v, *extra)   # rows on one scale
+    kept = "running max and running sum" if running else "max and sum"
     if near is not None and _coupled(*near):
+        coupled = ("a running sum or normalizer shared by the rows" if running else
+                   "a max or a sum taken over the queries too, not over the keys alone")
         return Finding("the queries are not independent", "two queries together give other outputs than "
-                       "each alone, even on one scale (so more than a shared max couples them: a running "
-                       "sum or normalizer shared by the rows)", "Each query keeps its own running max and "
-                       "running sum, of shape (..., L, 1): reduce over the keys only, axis=-1 with "
-                       "keepdims=True.")
+                       f"each alone, even on one scale (so more than a shared max couples them: {coupled})",
+                       "Each query "
+                       f"keeps its own {kept}, of shape (..., L, 1): reduce over the keys only, axis=-1 "
+                       "with keepdims=True.")
     got = "NaN" if has_nan(both[i]) else f"{both[i]}"
-    return Finding("one running max shared by all queries", f"row {i} alone gives {alone[i]}, but next to "
-                   f"a row whose scores are ~900 higher it gives {got}: the rows share a shift", "Each "
-                   "query keeps its own running max (shape (..., L, 1), s.max(-1, keepdims=True)): a max "
-                   "shared by the rows makes exp underflow to 0 for every key of a row far below it.")
+    what = "one running max shared by all queries" if running else "one max shared by all queries"
+    return Finding(what, f"row {i} alone gives {alone[i]}, but next to a row whose scores are ~900 higher "
+                   f"it gives {got}: the rows share a shift",
+                   f"Each query keeps its own {'running ' * running}max (shape (..., L, 1), s.max(-1, "
+                   "keepdims=True)): a max shared by the rows makes exp underflow to 0 for every key of a "
+                   "row far below it.")
+
+
+def tiled_shared_max(fn, expected):
+    """One max shared by the rows of the tiled forward (block_size 3), see :func:`_shared_shift`."""
+    return _shared_shift(fn, (3,), running=True)
+
+
+def attention_shared_max(fn, expected):
+    """One max shared by the rows of Eq. (1) (the whole array's max), see :func:`_shared_shift`."""
+    return _shared_shift(fn, (), running=False)
 
 
 def _blocks_ok(fn, expected):

@@ -182,6 +182,12 @@ def _one_hot(fn):
     g = as_array(output_of(fn, np.array([[1.0, 0.0, 0.0, 0.0]]), _P.copy()))
     if g is None or g.shape != _P.shape:
         return STOP
+    if np.abs(g).max() < 1e-12:
+        return Finding("the gradient is 0 for every dp", "with dp = e_0 your gradient is 0 everywhere; it "
+                       "must be p_0 (e_0 - p), not 0", "dx_j = sum_i dp_i J_ij with J_ij = dp_i/dx_j = p_i "
+                       "(delta_ij - p_j): contract dp with the Jacobian's FIRST index. Each column of J "
+                       "sums to 0, so summing over the index you keep (or multiplying by a row sum of p, "
+                       "which is 1) gives 0.")
     if g[0, 0] < 0:
         return Finding("sign flipped", "with dp = e_0 your gradient at 0 is negative", "Raising x_0 raises "
                        "p_0: with dp = e_0 the gradient at 0 must be positive.")

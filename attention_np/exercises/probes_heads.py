@@ -44,6 +44,21 @@ def _batch_axes(fn, x, answer, args, words, hint):
         " with the wrong values" if np.shape(b) == want.shape else ""), hint)
 
 
+def _same_values_other_shape(out, want):
+    """The answer's values in the answer's memory order, under another shape (axes of size 1 added or
+    dropped, leading axes folded)."""
+    return want is not None and out.shape != want.shape and out.size == want.size and close_to(
+        out.ravel(), want.ravel())
+
+
+def _axes_finding(out, shape, want, given, expected, spelled):
+    return Finding("leading axes added, dropped or folded", f"{given} = {shape} gives shape {out.shape} with "
+                   f"the right values in the right order, expected {expected} = {want}", "Keep x's leading "
+                   f"axes as they are, whatever their number (none included): reshape({spelled}); "
+                   "reshape(-1, ...) folds them into one and adds one when there are none, np.squeeze drops "
+                   "every axis of size 1.")
+
+
 _L, _H, _D = 4, 2, 3
 _SPLIT_X = np.arange(_L * _H * _D, dtype=float).reshape(_L, _H * _D)
 _NAMES = {_H: "h", _L: "L", _D: "d"}
@@ -62,6 +77,8 @@ _SPLIT = (
                             f"shape {out.shape} = ({', '.join(_NAMES[n] for n in out.shape)}), expected (h, "
                             f"L, d) = {(_H, _L, _D)}", "After the reshape to (..., L, h, d), swap the head "
                             "and position axes: swapaxes(-3, -2), not the last axis.")),
+    (lambda out, fn, e: _same_values_other_shape(out, e.get("split")), lambda out, fn, e: _axes_finding(
+        out, _SPLIT_X.shape, (_H, _L, _D), "(L, h*d)", "(h, L, d)", "*x.shape[:-2], L, h, d")),
     (lambda out, fn, e: out.shape != (_H, _L, _D), STOP),
     (lambda out, fn, e: close_to(out, np.swapaxes(np.swapaxes(_SPLIT_X.reshape(_L, _D, _H), -1, -2), -2, -3)),
      Finding("head split transposed (heads interleaved)", "head 0 gets columns 0, h, 2h, ... instead of a "
@@ -86,8 +103,18 @@ def split_probe(fn, expected):
         return _fixed_axes(
             raw, as_array(output_of(fn, _SPLIT_X[None], _H)), (1, _H, _L, _D), "a batch (1, L, h*d) works "
             "but (L, h*d)", "Count axes from the end (reshape(*x.shape[:-1], h, d), swapaxes(-2, -3)) so "
-            "the function works with any number of leading axes, none included.")
+            "the function works with any number of leading axes, none included.") or _square_only(fn, raw)
     return judge(_SPLIT, out, fn, expected)
+
+
+def _square_only(fn, raw):
+    """(L, h*d) = (4, 6) raised, while (6, 6), where L = h*d, gives the shape (h, L, d): the head
+    width is taken from the positions' axis."""
+    square = as_array(output_of(fn, np.arange(36.0).reshape(6, 6), _H))
+    return isinstance(raw, Raised) and square is not None and square.shape == (_H, 6, 3) and Finding(
+        "head width taken from the wrong axis", f"(L, h*d) = (6, 6) works but (L, h*d) = {_SPLIT_X.shape} "
+        f"raises {raw.text}: the function works only when L = h*d", "d = x.shape[-1] // num_heads: "
+        "the head width comes from the LAST axis (the features), not from L = x.shape[-2].") or None
 
 
 _MERGE_X = np.arange(_H * _L * _D, dtype=float).reshape(_H, _L, _D)
@@ -115,6 +142,8 @@ _MERGE = (
     (lambda out, fn, e: out.shape in ((_H * _L, _D), (_H, _L * _D)), lambda out, fn, e: Finding(
         "merge to the wrong shape", f"(h, L, d) = {_MERGE_X.shape} gives {out.shape}, expected (L, h*d) = "
         f"{(_L, _H * _D)}", "Move the head axis next to the feature axis, then merge the two.")),
+    (lambda out, fn, e: _same_values_other_shape(out, e.get("merge")), lambda out, fn, e: _axes_finding(
+        out, _MERGE_X.shape, (_L, _H * _D), "(h, L, d)", "(L, h*d)", "*x.shape[:-3], L, h * d")),
     (lambda out, fn, e: out.shape != (_L, _H * _D), STOP),
     (lambda out, fn, e: close_to(out, np.moveaxis(_MERGE_X, 0, -1).reshape(_L, _H * _D)), Finding(
         "merge transposed (heads interleaved)", "the merged features alternate between heads", "Concat puts "
@@ -209,8 +238,8 @@ def _one_head_step(fn, expected, base):
 
 
 _MHA_STEPS = (_uniform_step, _bias_step("b_o", lambda p, delta: delta, "that vector"),
-              _bias_step("b_v", lambda p, delta: delta @ p["W_o"], "that vector times W_o"), _b_q_step,
-              lambda fn, expected, base: _mha_scale(fn), _one_head_step)
+              _bias_step("b_v", lambda p, delta: delta @ p["W_o"], "that vector times W_o"),
+              lambda fn, expected, base: _mha_scale(fn), _b_q_step, _one_head_step)
 
 
 def mha_probe(fn, expected):
@@ -241,37 +270,78 @@ def _uniform_finding(got, want):
 
 
 def mha_mask(fn, expected):
-    """An (L, S) mask against the same mask spelled out to (B, 1, L, S)."""
+    """An (L, S) mask against the same mask spelled out to (B, 1, L, S); then a (B, 1, L, S) mask
+    against the same mask without its head axis, (B, L, S), which only a function that adds a head
+    axis to every mask handles."""
     x, y, p, h = mha_inputs()
     return short_mask_finding(fn, (x, y, y, p, h), f"query (2, 3, d_model), key and value (2, 5, "
-                              f"d_model) and {h} heads", extra=(x.shape[0], 1))
+                              f"d_model) and {h} heads", extra=(x.shape[0], 1)) or _head_axis_added(fn)
+
+
+def _head_axis_added(fn):
+    x, y, p, h = mha_inputs()
+    B, L, S = x.shape[0], x.shape[1], y.shape[1]
+    causal = np.arange(S)[None, :] <= np.arange(L)[:, None] + (S - L)
+    with_axis = np.broadcast_to(causal, (B, 1, L, S)).copy()
+    got, without = output_of(fn, x, y, y, p, h, with_axis), as_array(output_of(fn, x, y, y, p, h,
+                                                                             with_axis[:, 0]))
+    a = as_array(got)
+    if without is None or without.shape != x.shape or has_nan(without) or (
+            a is not None and a.shape == x.shape and not has_nan(a)):
+        return None
+    how = f"raises {got.text}" if isinstance(got, Raised) else f"gives shape {np.shape(got)}"
+    return Finding("a head axis added to a mask that has one", f"a (B, 1, L, S) = {with_axis.shape} mask, "
+                   f"as the contract gives it, {how}; the same mask without its head axis, {(B, L, S)}, "
+                   "works", "The mask already broadcasts to the scores (B, h, L, S), as (L, S), (B, 1, L, "
+                   "S) or (B, 1, 1, S): use it as it is, np.where(mask, s, -np.inf); mask[:, None] moves "
+                   "its axes onto the wrong ones of the scores.")
 
 
 def _mha_scale(fn):
-    """The scale the submission applies to each head's q k^T, measured: d_model = 8, h = 2 heads
-    of d_k = 3 (so d_k, d_model / h = 4, h * d_k = 6 and d_model differ); W_v, W_o and the values
-    make the output the attention weights of each head."""
+    """The scale the submission applies to each head's q k^T, measured where every size differs from
+    d_k = 3 (d_model / h = 8, d_model = 16, h * d_k = 6, d_k^2 = 9, L = 4, S = d_v = 5, h * d_v = 10,
+    B = 2): W_v and W_o identities (six features of d_model dropped) and one-hot values make the
+    output each head's attention weights."""
     rng = np.random.default_rng(RNG_SEED + 15)
-    B, L, S, dm, h, dk = 2, 3, 4, 8, 2, 3
-    p = {"W_q": rng.normal(size=(dm, h * dk)), "W_k": rng.normal(size=(dm, h * dk)),
-         "W_v": np.eye(dm), "W_o": np.eye(dm), "b_q": np.zeros(h * dk), "b_k": np.zeros(h * dk),
-         "b_v": np.zeros(dm), "b_o": np.zeros(dm)}
+    B, L, S, dm, h, dk = 2, 4, 5, 16, 2, 3
+    dv = S
+    p = {"W_q": rng.normal(size=(dm, h * dk)) / 2, "W_k": rng.normal(size=(dm, h * dk)) / 2,
+         "W_v": np.eye(dm, h * dv), "W_o": np.eye(h * dv, dm), "b_q": np.zeros(h * dk),
+         "b_k": np.zeros(h * dk), "b_v": np.zeros(h * dv), "b_o": np.zeros(dm)}
     query, key = rng.normal(size=(B, L, dm)), rng.normal(size=(B, S, dm))
-    value = np.repeat(np.concatenate([np.eye(S), np.eye(S)], axis=-1)[None], B, 0)   # one-hot keys
+    value = np.zeros((B, S, dm))
+    for i in range(h):
+        value[:, :, i * dv:i * dv + S] = np.eye(S)          # head i's value of key j: e_j
     out = as_array(output_of(fn, query, key, value, p, h))
     if out is None or out.shape != (B, L, dm) or has_nan(out):
         return None
     q, k = query @ p["W_q"], key @ p["W_k"]
-    heads = [(b, slice(i * S, (i + 1) * S), slice(i * dk, (i + 1) * dk)) for b in range(B) for i in range(h)]
+    heads = [(b, slice(i * dv, i * dv + S), slice(i * dk, (i + 1) * dk)) for b in range(B) for i in range(h)]
     cs = [measure_scale(out[b, :, w], q[b, :, c], k[b, :, c]) for b, w, c in heads]   # one for all, or none
     if any(c is None for c in cs) or not np.allclose(cs, cs[0], rtol=1e-6):
         return None
-    c, want = cs[0], 1 / np.sqrt(dk)
+    return head_scale_finding(cs[0], dm, h, dk)
+
+
+def head_scale_finding(c, dm, h, dk):
+    """The finding for ``c``, the scale measured on each head's q k^T (None when it is
+    1/sqrt(d_k)), on an input where d_k, d_model / h, d_model and h * d_k all differ."""
+    want = 1 / np.sqrt(dk)
     if abs(c - want) <= 1e-6 * want:
         return None
+    if abs(c) <= 1e-9:
+        return Finding("every key gets the same weight (the scores have no effect)", f"with d_model = {dm}, "
+                       f"num_heads = {h} and d_k = {dk}, each head's weights are uniform over the keys, "
+                       "whatever the scores", "The weights are softmax(q k^T / sqrt(d_k)) over the keys: a "
+                       "scale of 0, or a max taken over the wrong axis (each score minus itself), flattens "
+                       "them; the row max is s.max(axis=-1, keepdims=True).")
     hint = "d_k is one head's width: W_q.shape[1] // num_heads, which need not be d_model / num_heads."
     name, hint = named_scale(c, (
         (1.0, "no 1/sqrt(d_k)", hint),
+        (1 / dk, "divided by d_k instead of sqrt(d_k)", "q . k sums d_k products of unit variance: its "
+         "variance is d_k, and dividing by sqrt(d_k) brings it back to 1."),
+        (np.sqrt(dk), "multiplied by sqrt(d_k) instead of dividing", "Eq. (1) divides the scores by "
+         "sqrt(d_k)."),
         (1 / np.sqrt(dm), "scaled by sqrt(d_model) instead of sqrt(d_k)", hint),
         (1 / np.sqrt(dm / h), "d_k taken as d_model / num_heads", hint),
         (1 / np.sqrt(h * dk), "scaled by sqrt(h * d_k) (all heads' width) instead of one head's d_k", hint)),
@@ -382,6 +452,7 @@ _DISTINCT = (
         "heads in the wrong order", f"{_WHERE}: {o.sentence()}", "Head i owns the columns [i*d_k, "
         "(i+1)*d_k) of W_q, W_k, W_v and the rows of W_o: merge the head gradients back in the order "
         "split_heads took them.")),
+    (lambda o, fn, e: _backward_scale(fn) is not None, lambda o, fn, e: _backward_scale(fn)),
     (lambda o, fn, e: _one_head_right(fn, e), lambda o, fn, e: Finding(
         "head gradients split or merged wrongly", f"with num_heads = 1 every gradient is right; with 2 "
         f"heads, {_WHERE}: {o.sentence()}", "The backward of merge_heads is split_heads and the backward "
@@ -393,6 +464,34 @@ _DISTINCT = (
         "merge), the three input projections; compare each gradient with central differences to find "
         "the first wrong line.")),
 )
+
+
+def _backward_scale(fn):
+    """The scale the backward's forward applies to each head's q k^T, read off dvalue: W_v and W_o
+    identities (two features of d_model dropped), zero biases and dout one-hot per query in each
+    head (query i's gradient is e_i), so head h's block of dvalue is P_h^T. Measured where every
+    size differs from d_k = 6 (d_model / h = 5, d_model = 10, h * d_k = 12, h * d_v = 8, d_v = 4,
+    L = 3, S = 7, B = 2); the finding of :func:`head_scale_finding`, None when the weights are not a
+    softmax."""
+    rng = np.random.default_rng(RNG_SEED + 18)
+    B, L, S, dm, h, dk, dv = 2, 3, 7, 10, 2, 6, 4
+    p = {"W_q": rng.normal(size=(dm, h * dk)) / 2, "W_k": rng.normal(size=(dm, h * dk)) / 2,
+         "W_v": np.eye(dm, h * dv), "W_o": np.eye(h * dv, dm), "b_q": np.zeros(h * dk),
+         "b_k": np.zeros(h * dk), "b_v": np.zeros(h * dv), "b_o": np.zeros(dm)}
+    query, key, value = (rng.normal(size=(B, n, dm)) for n in (L, S, S))
+    dout = np.zeros((B, L, dm))
+    for i in range(h):
+        dout[:, :, i * dv:i * dv + L] = np.eye(L)           # head i's gradient at query j: e_j
+    got = outputs_of(fn, 4, dout, query, key, value, p, h)
+    dval = as_array(got[2]) if got else None
+    if dval is None or dval.shape != (B, S, dm) or has_nan(dval):
+        return None
+    q, k = query @ p["W_q"], key @ p["W_k"]
+    cs = [measure_scale(dval[b, :, i * dv:i * dv + L].T, q[b, :, i * dk:(i + 1) * dk],
+                        k[b, :, i * dk:(i + 1) * dk]) for b in range(B) for i in range(h)]
+    if any(c is None for c in cs) or not np.allclose(cs, cs[0], rtol=1e-6):
+        return None
+    return head_scale_finding(cs[0], dm, h, dk)
 
 
 def _distinct_step(fn, expected):
@@ -495,9 +594,37 @@ def _decode_weights(fn, expected):
                    "(B, h, 1, t + 1) scores, not the query axis (of size 1).")
 
 
+def _decode_scale(fn, expected):
+    """The scale of each head's scores, measured where every size differs from d_k = 6 (d_model / h
+    = 5, d_model = 10, h * d_k = 12, S = t + 1 = 4, d_v = 3, B = 2, L = 1): the new value 0 (W_v = 0),
+    the cached values one-hot, W_o = I, so the output is each head's weights of the t cached keys
+    (the new key has the rest)."""
+    rng = np.random.default_rng(RNG_SEED + 17)
+    B, dm, h, dk, t = 2, 10, 2, 6, 3
+    pw = {"W_q": rng.normal(size=(dm, h * dk)) / 6, "W_k": rng.normal(size=(dm, h * dk)) / 6,
+          "W_v": np.zeros((dm, h * t)), "W_o": np.eye(h * t, dm), "b_q": np.zeros(h * dk),
+          "b_k": np.zeros(h * dk), "b_v": np.zeros(h * t), "b_o": np.zeros(dm)}
+    x, kc = rng.normal(size=(B, 1, dm)), rng.normal(size=(B, h, t, dk))
+    vc = np.broadcast_to(np.eye(t), (B, h, t, t)).copy()   # cached value j = e_j
+    got = outputs_of(fn, 3, x, kc, vc, pw, h)
+    o = as_array(got[0]) if got else None
+    if o is None or o.shape != (B, 1, dm) or has_nan(o):
+        return None
+    q, k_new = x[:, 0] @ pw["W_q"], x[:, 0] @ pw["W_k"]     # (B, h * dk) each
+    cs = []
+    for b in range(B):
+        for i in range(h):
+            w, cols = o[b, 0, i * t:(i + 1) * t], slice(i * dk, (i + 1) * dk)
+            cs.append(measure_scale(np.append(w, 1 - w.sum())[None], q[b:b + 1, cols],
+                                    np.concatenate([kc[b, i], k_new[b:b + 1, cols]])))
+    if any(c is None for c in cs) or not np.allclose(cs, cs[0], rtol=1e-6):
+        return None
+    return head_scale_finding(cs[0], dm, h, dk)
+
+
 def decode_probe(fn, expected):
-    """The first step's empty cache, the returned caches, then the weights read off."""
-    return decide((_empty_cache, _cache_step, _decode_weights), fn, expected)
+    """The first step's empty cache, the returned caches, the weights read off, then their scale."""
+    return decide((_empty_cache, _cache_step, _decode_weights, _decode_scale), fn, expected)
 
 
 def mha_backward_inputs():

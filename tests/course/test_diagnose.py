@@ -215,18 +215,45 @@ def test_a_float32_step_in_a_float64_computation_is_measured():
     assert r.mistake == "float32 precision in a float64 result", r.message
 
 
-def test_the_decode_step_scale_is_measured_through_the_queries():
-    # decode_step has no scale probe of its own: the counterfactual scales q k^T through W_q
+def test_the_decode_step_scale_is_measured():
+    # decode_step's own scale probe (probes_heads._decode_scale), on the library's wrong variant
     from attention_np.exercises.efficient_exercises import _decode
     r = ex.check("decode_step", lambda *a: _decode(*a, scale_dm=True))
     assert r.mistake == "scaled by sqrt(d_model) instead of sqrt(d_k)", r.message
-    cf = {label: fn for label, _, _, fn, _ in counterfactuals.COUNTERFACTUALS["decode_step"]()[1]}
-    ref = ex.EXERCISES["decode_step"].reference
+    assert not any("scale" in label for label, *_ in counterfactuals.COUNTERFACTUALS["decode_step"]()[1])
 
-    def unscaled(x, k_cache, v_cache, params, num_heads):
-        d_k = params["W_q"].shape[1] // num_heads
-        p = {**params, "W_q": params["W_q"] * np.sqrt(d_k), "b_q": params["b_q"] * np.sqrt(d_k)}
-        return ref(x, k_cache, v_cache, p, num_heads)
-    assert "scale*sqrt(d_k)" in cf
-    r = ex.check("decode_step", unscaled)
-    assert r.mistake == "no 1/sqrt(d_k)", r.message
+
+#: a wrong scale of each head's scores, as the factor c it multiplies the right scores by
+_WRONG_SCALES = {
+    "no 1/sqrt(d_k)": lambda dk, dm, h: np.sqrt(dk),
+    "divided by d_k instead of sqrt(d_k)": lambda dk, dm, h: 1 / np.sqrt(dk),
+    "multiplied by sqrt(d_k) instead of dividing": lambda dk, dm, h: dk,
+    "scaled by sqrt(d_model) instead of sqrt(d_k)": lambda dk, dm, h: np.sqrt(dk / dm),
+    "d_k taken as d_model / num_heads": lambda dk, dm, h: np.sqrt(dk * h / dm),
+    "scaled by sqrt(h * d_k) (all heads' width) instead of one head's d_k": lambda dk, dm, h: 1 / np.sqrt(h),
+    "every key gets the same weight (the scores have no effect)": lambda dk, dm, h: 0.0,
+}
+
+
+@pytest.mark.parametrize("exercise", ["mha_forward", "mha_backward", "decode_step"])
+@pytest.mark.parametrize("mistake", sorted(_WRONG_SCALES))
+def test_each_wrong_scale_of_a_head_is_named_in_every_exercise_with_heads(exercise, mistake):
+    # the right function with W_q and b_q times c: its scores are c times the right ones, on every
+    # input; each exercise's probe measures the scale where d_k, d_model / h, d_model, h * d_k, L,
+    # S and B all differ, so each wrong width gets its own name
+    ref = ex.EXERCISES[exercise].reference
+    at = 4 if exercise == "mha_backward" else 3
+
+    def wrong(*args):
+        args = list(args)
+        p, h = args[at], args[at + 1]
+        dk, dm = p["W_q"].shape[1] // h, p["W_q"].shape[0]
+        c = _WRONG_SCALES[mistake](dk, dm, h)
+        dt = p["W_q"].dtype
+        args[at] = {**p, "W_q": (p["W_q"] * c).astype(dt), "b_q": (p["b_q"] * c).astype(dt)}
+        out = ref(*args)
+        if exercise == "mha_backward":          # the gradients of W_q, b_q as a function of W_q * c
+            out[3]["W_q"], out[3]["b_q"] = (out[3]["W_q"] * c).astype(dt), (out[3]["b_q"] * c).astype(dt)
+        return out
+    r = ex.check(exercise, wrong)
+    assert not r.ok and r.mistake == mistake, r.message

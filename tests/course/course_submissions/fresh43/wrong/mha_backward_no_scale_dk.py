@@ -1,0 +1,38 @@
+# exercise: mha_backward
+# slip: forgets the scale in dK only (dQ has it): right only when d_k = 1
+import numpy as np
+
+
+def mha_backward(dout, query, key, value, params, num_heads):
+    h = num_heads
+    B, L, D = query.shape
+    W_q, W_k, W_v, W_o = params["W_q"], params["W_k"], params["W_v"], params["W_o"]
+    dk, dv = W_q.shape[1] // h, W_v.shape[1] // h
+    c = query.dtype.type(1 / np.sqrt(dk))
+
+    def split(x, d):
+        return x.reshape(x.shape[0], x.shape[1], h, d).transpose(0, 2, 1, 3)
+
+    def merge(x):
+        return x.transpose(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)
+
+    q = split(query @ W_q + params["b_q"], dk)
+    k = split(key @ W_k + params["b_k"], dk)
+    v = split(value @ W_v + params["b_v"], dv)
+    s = q @ k.transpose(0, 1, 3, 2) * c
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    p = e / e.sum(axis=-1, keepdims=True)
+    concat = merge(p @ v)
+
+    grads = {"W_o": concat.reshape(-1, h * dv).T @ dout.reshape(-1, D), "b_o": dout.sum(axis=(0, 1))}
+    do = split(dout @ W_o.T, dv)
+    dp = do @ v.transpose(0, 1, 3, 2)
+    dvh = p.transpose(0, 1, 3, 2) @ do
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    dQ, dK, dV = merge(ds @ k * c), merge(ds.transpose(0, 1, 3, 2) @ q), merge(dvh)
+    out = []
+    for x, dX, W, name in ((query, dQ, W_q, "q"), (key, dK, W_k, "k"), (value, dV, W_v, "v")):
+        grads["W_" + name] = x.reshape(-1, D).T @ dX.reshape(-1, dX.shape[-1])
+        grads["b_" + name] = dX.sum(axis=(0, 1))
+        out.append(dX @ W.T)
+    return out[0], out[1], out[2], grads
