@@ -660,16 +660,15 @@ def separating(cases, marks, arg_names):
     feats = [_features(c, arg_names) for c in cases]
     words = sorted({w for f in feats for w in f})
     found = [w for w in words if [bool(f.get(w, False)) for f in feats] == fails]
-    if found:
-        return found
-    found = _any_weight_not_square(words, feats, fails)
-    if found:
-        return found
+    return found or _any_weight_not_square(words, feats, fails) or _either_size_one(words, feats, fails)
+
+
+def _either_size_one(words, feats, fails):
+    """The failing cases are those with an axis of size 1 in one of two places, when no single
+    property separates them."""
     ones = [w for w in words if w.endswith(("size 1", "= 1"))]     # an axis of size 1 somewhere
-    for a, b in _combinations(ones, 2):
-        if [bool(f.get(a, False) or f.get(b, False)) for f in feats] == fails:
-            found.append(f"{a}, or {b}")
-    return found
+    return [f"{a}, or {b}" for a, b in _combinations(ones, 2)
+            if [bool(f.get(a, False) or f.get(b, False)) for f in feats] == fails]
 
 
 def _any_weight_not_square(words, feats, fails):

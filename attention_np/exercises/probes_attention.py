@@ -40,31 +40,46 @@ def attention_shapes(fn, expected):
                        "weights average the values.")
     if a is None or a.shape != (3, 2):
         return None
+    return _batched_finding(fn, x) or _shared_kv_finding(fn, x)
+
+
+def _batched_finding(fn, x):
+    """Unbatched inputs work: batched ones (2, L, d) must give (2, L, d_v)."""
     want = output_of(fn, x["qb"], x["kb"], x["vb"])
     batched = as_array(want)
-    if batched is None or batched.shape != (2, 3, 2):
-        got = want.text if isinstance(want, Raised) else f"shape {getattr(batched, 'shape', None)}"
-        return Finding("does not broadcast over batch axes", f"it works unbatched but on batched inputs "
-                       f"(2, L, d) it gives {got}", "k.T reverses EVERY axis: on (B, S, d_k) it gives "
-                       "(d_k, S, B). Use np.swapaxes(k, -1, -2) and index axes from the end, so leading "
-                       "batch axes broadcast.")
-    # k and v shared by the batch: with fewer leading axes, or a leading axis of size 1 (the same k)
+    if batched is not None and batched.shape == (2, 3, 2):
+        return None
+    got = want.text if isinstance(want, Raised) else f"shape {getattr(batched, 'shape', None)}"
+    return Finding("does not broadcast over batch axes", f"it works unbatched but on batched inputs "
+                   f"(2, L, d) it gives {got}", "k.T reverses EVERY axis: on (B, S, d_k) it gives "
+                   "(d_k, S, B). Use np.swapaxes(k, -1, -2) and index axes from the end, so leading "
+                   "batch axes broadcast.")
+
+
+def _shared_kv_finding(fn, x):
+    """Batched inputs work: k and v shared by the batch (fewer leading axes, or a leading axis of
+    size 1) must give what the same k and v repeated for each batch entry give."""
     for kv, what in (((x["kb"][0], x["vb"][0]), "k and v shared across the batch (no batch axis)"),
                      ((x["kb"][:1], x["vb"][:1]),
                       "k and v shared across the batch (a batch axis of size 1)")):
-        out = output_of(fn, x["qb"], *kv)
-        b = as_array(out)
-        repeated = as_array(output_of(fn, x["qb"], *(np.repeat(a.reshape(1, *a.shape[-2:]), 2, 0)
-                                                     for a in kv)))
-        if b is None or b.shape != (2, 3, 2) or (repeated is not None and repeated.shape == b.shape
-                                                  and not close_to(b, repeated)):
-            got = out.text if isinstance(out, Raised) else (
-                f"shape {getattr(b, 'shape', None)}" if b is None or b.shape != (2, 3, 2) else
-                "another output than the same k and v repeated for each batch entry")
+        got = _shared_kv_outcome(fn, x["qb"], kv)
+        if got is not None:
             return Finding("does not broadcast over batch axes", f"batched inputs (2, L, d) work but on "
                            f"{what} it gives {got}", "k and v may have fewer leading axes than q, or axes of "
                            "size 1: let matmul broadcast them (q @ np.swapaxes(k, -1, -2)) instead of "
                            "indexing k[b] for each batch entry of q.")
+    return None
+
+
+def _shared_kv_outcome(fn, q, kv):
+    """What is wrong with ``fn(q, *kv)`` for k, v shared by the batch of ``q`` (None: nothing)."""
+    out = output_of(fn, q, *kv)
+    b = as_array(out)
+    if b is None or b.shape != (2, 3, 2):
+        return out.text if isinstance(out, Raised) else f"shape {getattr(b, 'shape', None)}"
+    repeated = as_array(output_of(fn, q, *(np.repeat(a.reshape(1, *a.shape[-2:]), 2, 0) for a in kv)))
+    if repeated is not None and repeated.shape == b.shape and not close_to(b, repeated):
+        return "another output than the same k and v repeated for each batch entry"
     return None
 
 

@@ -39,10 +39,6 @@ ROWS = {r.label: r for r in corpus.rows()}
 #: rows in code other sessions own (attention_np/compose/, attention_np/interop/transformers/):
 #: reported to the lead, not fixed here; strict, so that the fix there shows up as XPASS
 REPORTED = {
-    "compare_transformers_model input_ids float":
-        "interop/transformers: float input_ids reach torch's embedding (RuntimeError)",
-    "compare_transformers_model input_ids id 20 >= vocab":
-        "interop/transformers: an id past the vocabulary reaches torch's embedding (IndexError)",
 }
 
 

@@ -138,6 +138,25 @@ def check_model_inputs(model, inputs: dict, torch) -> None:
             raise TypeError(f"{type(model).__name__}.forward takes no {unknown}; it takes "
                             f"{sorted(n for n in params if n != 'kwargs')} (and transformers' "
                             "keyword options)")
+    for name in ("input_ids", "decoder_input_ids"):
+        if inputs.get(name) is not None:
+            _check_token_ids(model, name, inputs[name])
+
+
+def _check_token_ids(model, name: str, ids) -> None:
+    """``ids`` (a tensor or an array) integer token ids inside the model's vocabulary (its input
+    embedding's rows), named ``name``: else torch's embedding raises deep inside the model."""
+    values = np.asarray(ids.detach().cpu() if hasattr(ids, "detach") else ids)
+    if not np.issubdtype(values.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer token ids, got {values.dtype} "
+                        f"(shape {values.shape})")
+    try:
+        rows = getattr(model.get_input_embeddings(), "num_embeddings", None)
+    except (AttributeError, NotImplementedError):      # no embedding of ids to check against
+        rows = None
+    if values.size and rows is not None and (values.min() < 0 or values.max() >= rows):
+        raise ValueError(f"{name} holds ids in [{values.min()}, {values.max()}] but "
+                         f"{type(model).__name__}'s vocabulary has {rows} (ids 0 .. {rows - 1})")
 
 
 def _implementation(model, specs) -> str:
