@@ -18,10 +18,7 @@ The cases:
   (the causal backward's partial sums of ``dv``, ``dk`` are not added up). Causal: the same on the
   attended part only, query rows cut into blocks of ``R`` rows that read keys ``0 : i + R``
   (the diagonal blocks' upper corner is the one waste; the lowest over ``R`` in ``--floor-rows``
-  is the floor);
-- the tiled floor: the forward+backward floor plus what the tiled algorithm does by design, the
-  backward's recomputed ``s = q @ k.T`` and ``exp(s)`` (it keeps no (L, S) array for the
-  backward): 7 products and 2 exps. The tiled row is printed twice, over each floor.
+  is the floor).
 
 Usage (from the repository root)::
 
@@ -94,25 +91,20 @@ def floor_cases(q, k, v, dout, causal: bool, rows_options) -> dict:
         np.exp(s, out=s)
         return s, np.matmul(s, v[..., :span, :], out=buf["out"][..., i:j, :])
 
-    def fwd_bwd(i, j, span, recompute=False):
+    def fwd_bwd(i, j, span):
         s, out = fwd(i, j, span)
-        if recompute:                  # the tiled backward's P, recomputed from q and k
-            s = np.matmul(q[..., i:j, :], kT[..., :span], out=buf["s"][..., i:j, :span])
-            np.exp(s, out=s)
         dP = np.matmul(dout[..., i:j, :], vT[..., :span], out=buf["dP"][..., i:j, :span])
         return (out, np.matmul(np.swapaxes(s, -1, -2), dout[..., i:j, :], out=buf["dv"][..., :span, :]),
                 np.matmul(dP, k[..., :span, :], out=buf["dq"][..., i:j, :]),
                 np.matmul(np.swapaxes(dP, -1, -2), q[..., i:j, :], out=buf["dk"][..., :span, :]))
 
     if not causal:
-        return {"floor fwd": lambda: fwd(0, L, S), "floor f+b": lambda: fwd_bwd(0, L, S),
-                "tiled floor f+b": lambda: fwd_bwd(0, L, S, recompute=True)}
+        return {"floor fwd": lambda: fwd(0, L, S), "floor f+b": lambda: fwd_bwd(0, L, S)}
     cases = {}
     for R in rows_options:
         blocks = [(i, min(i + R, L), min(i + R, L)) for i in range(0, L, R)]
         cases[f"floor fwd R={R}"] = lambda b=blocks: [fwd(*x) for x in b]
         cases[f"floor f+b R={R}"] = lambda b=blocks: [fwd_bwd(*x) for x in b]
-        cases[f"tiled floor f+b R={R}"] = lambda b=blocks: [fwd_bwd(*x, recompute=True) for x in b]
     return cases
 
 
@@ -137,9 +129,8 @@ def ratio(times: dict, a: str, b: str) -> str:
     return f"{statistics.median(r):.2f}x [{q1:.2f}-{q3:.2f}, {r[0]:.2f}-{r[-1]:.2f}]"
 
 
-def best_floor(times: dict, which: str, kind: str = "") -> str:
-    """The fastest floor case of ``which`` (fwd, f+b); ``kind`` "tiled ": the tiled floor's."""
-    names = [n for n in times if n.startswith(f"{kind}floor {which}")]
+def best_floor(times: dict, which: str) -> str:
+    names = [n for n in times if n.startswith(f"floor {which}")]
     return min(names, key=lambda n: statistics.median(times[n]))
 
 
@@ -170,15 +161,14 @@ def main(argv=None) -> int:
                  **floor_cases(q, k, v, dout, causal, args.floor_rows)}
         with blas_threads(1):
             times = rounds_of(cases, args.rounds, clock)
-        for name, which, kind in (("ours fwd", "fwd", ""), ("ours f+b", "f+b", ""), ("tiled f+b", "f+b", ""),
-                                  ("tiled f+b", "f+b", "tiled ")):
-            floor = best_floor(times, which, kind)
+        for name, which in (("ours fwd", "fwd"), ("ours f+b", "f+b"), ("tiled f+b", "f+b")):
+            floor = best_floor(times, which)
             med = {n: 1e3 * statistics.median(times[n]) for n in (name, f"torch {which}", floor)}
             label = ("dense " if name != "tiled f+b" else "") + name.replace("ours ", "") \
                 + (" causal" if causal else "")
-            note = (kind + floor.removeprefix(f"{kind}floor {which}").strip()).strip() or "dense"
             print(f"| {label} | {med[name]:.1f} | {med[f'torch {which}']:.1f} | {med[floor]:.1f} "
-                  f"({note}) | {ratio(times, name, f'torch {which}')} | {ratio(times, name, floor)} "
+                  f"({floor.removeprefix(f'floor {which}').strip() or 'dense'}) "
+                  f"| {ratio(times, name, f'torch {which}')} | {ratio(times, name, floor)} "
                   f"| {ratio(times, f'torch {which}', floor)} |", flush=True)
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0

@@ -31,15 +31,12 @@ def rows_product(a, b, mask=None, out=None, add: bool = False):
     """
     n = a.shape[-2]
     a_T = np.swapaxes(a, -1, -2)                                          # (..., p, n)
-    if out is not None:
-        shape = out.shape
-    else:
-        shape = np.broadcast_shapes(a_T.shape[:-2], b.shape[:-2]) + (a.shape[-1], b.shape[-1])
+    shape = np.broadcast_shapes(a_T.shape[:-2], b.shape[:-2]) + (a.shape[-1], b.shape[-1])
     if mask is not None or n <= ROWS:
         mask_T = transpose_mask(mask)
         if out is None or not add:
             return masked_matmul(a_T, b, mask_T, out=out)
-        out += masked_matmul(a_T, b, mask_T, out=scratch("rows_product", shape, out.dtype))
+        out += masked_matmul(a_T, b, mask_T)
         return out
     if out is None:                       # a new array: nothing to add to, whatever ``add`` says
         out, add = np.empty(shape, np.result_type(a, b)), False

@@ -20,7 +20,6 @@ holds until it returns).
 
 from __future__ import annotations
 
-import math
 import threading
 import weakref
 
@@ -62,7 +61,7 @@ def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
     that the pool holds the larger of the two phases, not both.
     """
     dtype = np.dtype(dtype)
-    n = int(math.prod(shape))
+    n = int(np.prod(shape, dtype=np.int64))
     pool = _pool()
     buf = pool.get((name, dtype))
     if buf is None or buf.size < n:
@@ -85,7 +84,7 @@ def carve(work, shape) -> np.ndarray:
     tile of a call (see above)."""
     if work is None:
         return None
-    return work[:int(math.prod(shape))].reshape(shape)
+    return work[:int(np.prod(shape, dtype=np.int64))].reshape(shape)
 
 
 def append_column(x, col, name: str):
@@ -100,13 +99,4 @@ def append_column(x, col, name: str):
     out = scratch(name, shape[:-1] + (x.shape[-1] + 1,), x.dtype)             # (..., n, d + 1)
     out[..., :-1] = x
     out[..., -1:] = col
-    return out
-
-
-def transposed(x, name: str):
-    """``x (..., n, d)`` transposed to ``(..., d, n)``, C-contiguous, in the scratch buffer
-    ``name``: a product by it runs faster than by the view ``np.swapaxes(x, -1, -2)``
-    (:mod:`attention_np.kernels.tiles` measures it)."""
-    out = scratch(name, x.shape[:-2] + x.shape[:-3:-1], x.dtype)             # (..., d, n)
-    np.copyto(out, np.swapaxes(x, -1, -2))
     return out

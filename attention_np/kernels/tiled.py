@@ -18,12 +18,10 @@ each block's weights from it, ``P = exp(scores - lse)``, and replaces
 ``rowsum(dP * P)`` by ``D = rowsum(dout * out)`` (FlashAttention-2's D), which needs no (L, S) array.
 
 FlashAttention-2 on a GPU gives each block of query rows to its own thread block, and each
-walks over the key blocks. Here NumPy's vectorization plays the thread blocks: all batch and
-head dims go through each tile together, and the Python loop runs over the tiles, ``block_size``
-keys by a run of query rows (64 with 8 heads: :mod:`attention_np.kernels.tiles` says why), key
-block after key block. The extra memory is a few (..., rows, block_size) tiles and the
-transposed keys, never (..., L, S). With ``is_causal``, the query rows that cannot see a key
-block are not computed at all.
+walks over the key blocks. Here NumPy's vectorization plays the thread blocks: all query rows
+(and all batch and head dims) walk over the key blocks together, so the Python loop runs over
+key blocks only, and the extra memory is a few (..., L, block_size) tiles, never (..., L, S).
+With ``is_causal``, the query rows that cannot see a key block are not computed at all.
 ``spec.enable_gqa`` groups query heads over shared key/value heads as
 :mod:`attention_np.variants.gqa` explains.
 
@@ -32,7 +30,9 @@ Two things make it fast in NumPy without changing the numbers beyond rounding
 
 - **a lazy shift.** ``m`` need not be the running max, only large enough that no ``exp``
   overflows. After a row's first block, a tile whose scores stay below ``m + log(big)`` is
-  added with the old ``m``: no max, no rescale. Any other tile takes the exact update above;
+  added with the old ``m``: no max, no rescale, and the subtraction and the row sums ride inside
+  the two products as an extra column, ``[q·scale, -m] @ [k, 1]ᵀ = s - m`` and
+  ``e^{s-m} @ [v, 1] = [e^{s-m} v, rowsum]``. Any other tile takes the exact update above;
 - **no new memory per tile.** The tiles live in buffers reused from call to call, one pool per
   thread; a fresh tile cost a page fault per 4 KiB, about a tenth of the kernel's time.
 
@@ -42,13 +42,11 @@ instead of appending a key.
 
 The code, one concept per module, imports pointing down:
 
-- :mod:`attention_np.kernels.tiles`: which key blocks (and query rows) to visit, the tiles, and
-  a tile's scores;
+- :mod:`attention_np.kernels.tiles`: which key blocks (and query rows) to visit, and a tile's scores;
 - :mod:`attention_np.kernels.tiled_forward`: the online softmax, :class:`FlashCache`;
 - :mod:`attention_np.kernels.tiled_backward`: the backward, block by block;
 - :mod:`attention_np.kernels.scratch`: the reused tile buffers;
-  :mod:`attention_np.kernels.row_sums`: ``dk`` and ``dv`` summed over 64-row chunks (float32),
-  which tiles of 64 rows are.
+  :mod:`attention_np.kernels.row_sums`: ``dk`` and ``dv`` summed over 64-row chunks (float32).
 """
 
 from attention_np.kernels.tiled_backward import backward, flash_attention_backward

@@ -19,7 +19,7 @@ from attention_np.kernels.batch_split import flat, shared, slices
 from attention_np.kernels.grads import Grads
 from attention_np.kernels.guard import all_finite, masked_matmul, tile, zero_masked
 from attention_np.kernels.row_sums import rows_product
-from attention_np.kernels.scratch import carve, scratch, transposed
+from attention_np.kernels.scratch import append_column, carve, scratch
 from attention_np.kernels.threads import parallel_map
 from attention_np.kernels.tiled_forward import FlashCache
 from attention_np.kernels.tiles import Tiling, check_tiled, scaled_q, tile_allowed, tile_scores
@@ -129,42 +129,43 @@ def walk_blocks(t: Tiling, arrays: dict, *, dbias) -> None:
 
 
 def backward_loop(t: Tiling, *, dout, qs, k, v, lse, D, dq, dk, dv, dbias=None):
-    """The walk over the tiles of ``t`` (:meth:`~attention_np.kernels.tiles.Tiling.tiles`): adds
-    each tile's terms into ``dq``, ``dk``, ``dv`` (zeros at first) and ``dbias``; ``dq`` and
-    ``dk`` still lack the scale (and ``t.post``)."""
+    """The walk over the key blocks of ``t``: adds each block's terms into ``dq``, writes its
+    ``dk``, ``dv`` (and adds into ``dbias``); ``dq`` and ``dk`` still lack the scale (and
+    ``t.post``)."""
     L, S = qs.shape[-2], k.shape[-2]
     ignore = "ignore" if t.garbage else None
-    k_T, v_T = transposed(k, "keys 1"), transposed(v, "keys 2")          # (..., d, S) each
+    dout_D = append_column(dout, -D, "rows 1")                       # (..., L, d_v + 1)
+    v_1 = append_column(v, v.dtype.type(1), "keys 2")                    # (..., S, d_v + 1)
     # flat buffers, each tile carved from them: P and dP (..., R, Bk), dscores @ k (..., R, d_k)
-    largest = (np.prod(t.batch + (min(t.rows(), L), min(t.block_size, S)), dtype=np.int64),)
+    largest = (np.prod(t.batch + (L, min(t.block_size, S)), dtype=np.int64),)
     work_P, work_dP = scratch("tile 1", largest, qs.dtype), scratch("tile 2", largest, qs.dtype)
-    work_dq = scratch("rows 2", (np.prod(t.batch + (min(t.rows(), L), dq.shape[-1]), dtype=np.int64),),
-                      dq.dtype)
-    for block in t.tiles(L, S):
+    work_dq = scratch("rows 2", (dq.size,), dq.dtype)
+    for block in t.blocks(L, S):
         j0, j1, i0, i1 = block
         rows, cols = np.s_[..., i0:i1, :], np.s_[..., j0:j1, :]
-        a = tile_allowed(qs, k_T, t, block) if t.garbage else None
+        a = tile_allowed(qs, k, t, block) if t.garbage else None
         with np.errstate(invalid=ignore, over=ignore):
             # forward: P = softmax(scores) = exp(scores - lse)   (recomputed, never stored)
-            P, capped = tile_scores(qs, k_T, t, block, post=t.post, softcap=t.softcap,
+            P, capped = tile_scores(qs, k, t, block, post=t.post, softcap=t.softcap,
                                     work=work_P)                         # (..., R, Bk)
             P -= lse[rows]
             np.exp(P, out=P)
             # forward: out = P @ v  ->  dv = P.T @ dout,  dP = dout @ v.T
-            rows_product(P, dout[rows], a, out=dv[cols], add=True)        # (..., Bk, d_v)
-            dP = np.matmul(dout[rows], v_T[..., j0:j1], out=carve(work_dP, P.shape))   # (..., R, Bk)
-            # forward: P = softmax(scores)  ->  dscores = P * (dP - D)
-            dP -= D[rows]
+            rows_product(P, dout[rows], a, out=dv[cols])                  # (..., Bk, d_v)
+            # forward: P = softmax(scores)  ->  dscores = P * (dP - D), the subtraction done
+            # inside the product: [dout, -D] @ [v, 1].T = dout @ v.T - D = dP - D
+            dP = np.matmul(dout_D[rows], np.swapaxes(v_1[cols], -1, -2),
+                           out=carve(work_dP, P.shape))                  # (..., R, Bk)
             dP = zero_masked(dP, a)
             dP *= P
             if dbias is not None:
                 # forward: scores = ... + bias  ->  dbias = dscores, summed where bias broadcast
-                part = tile(dbias, i0, i1, j0, j1)                      # a view into dbias
-                part += sum_to_shape(dP, part.shape)
+                block = tile(dbias, i0, i1, j0, j1)                     # a view into dbias
+                block += sum_to_shape(dP, block.shape)
             if capped is not None:
                 # forward: scores = c tanh(raw / c) + bias  ->  draw = dscores * (1 - tanh^2)
                 dP = softcap_backward(dP, capped)
             # forward: scores = (q * scale) @ k.T  ->  dq = dscores @ k * scale,
             #                                          dk = dscores.T @ (q * scale)
             dq[rows] += masked_matmul(dP, k[cols], a, out=carve(work_dq, dq[rows].shape))  # (..., R, d_k)
-            rows_product(dP, qs[rows], a, out=dk[cols], add=True)         # (..., Bk, d_k)
+            rows_product(dP, qs[rows], a, out=dk[cols])                   # (..., Bk, d_k)

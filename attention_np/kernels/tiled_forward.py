@@ -18,7 +18,7 @@ from attention_np._checks import as_bias, as_bool_mask, check_qkv
 from attention_np.kernels.batch_split import map_slices, shared, slices
 from attention_np.kernels.guard import all_finite, drop_masked, masked_matmul
 from attention_np.kernels.plan import Plan, plan_from
-from attention_np.kernels.scratch import carve, scratch, transposed
+from attention_np.kernels.scratch import append_column, carve, scratch
 from attention_np.kernels.sink_logits import check_sinks
 from attention_np.kernels.tiles import Tiling, check_tiled, scaled_q, tile_allowed, tile_scores
 from attention_np.variants.gqa import group_heads, group_kv, group_queries, kv_groups, ungroup_queries
@@ -220,8 +220,7 @@ def tiles_on_threads(t: Tiling, qs, k, v, sink, *, normalized: bool):
 
 
 def forward_tiles(t: Tiling, qs, k, v, sink, *, normalized: bool):
-    """The online softmax over the tiles (key block after key block): ``(m, l, acc)``, each
-    (..., L, .).
+    """The online softmax over the key blocks: ``(m, l, acc)``, each (..., L, .).
 
     ``normalized``: keep ``acc`` divided by the running ``l`` (a weighted average, which cannot
     overflow where ``out`` does not), instead of dividing once at the end.
@@ -238,24 +237,19 @@ def forward_tiles(t: Tiling, qs, k, v, sink, *, normalized: bool):
         # as the fast lane, which adds to l as it stands, and rows no block visits rely on
         m[...] = sink
         l[...] = sink > -np.inf
-    k_T = transposed(k, "keys 1")                   # (..., d_k, S)
-    R = min(t.rows(), L)
-    # work: every tile's scores in turn, (..., R, Bk) at most; work_pv: its p @ v, (..., R, d_v)
-    work = scratch("tile 1", (np.prod(batch + (R, min(t.block_size, S)), dtype=np.int64),), dtype)
-    work_pv = scratch("rows 2", (np.prod(batch + (R, d_v), dtype=np.int64),), dtype)
-    ones = np.ones((min(t.block_size, S), 1), dtype)  # p @ ones: the row sums, as one product
+    work = scratch("tile 1", (np.prod(batch + (L, min(t.block_size, S)), dtype=np.int64),), dtype)
+    # work: every tile's scores in turn, (..., R, Bk) at most (..., L, block_size)
     lazy = None
     if t.softcap is None and t.post is None and not t.garbage and not normalized:
-        lazy = LazyShift(qs, k_T, v, m, blocks=-(-S // t.block_size), seen=sink is not None,
-                         work_pv=work_pv, ones=ones)
+        lazy = LazyShift(qs, k, v, m, batch, blocks=-(-S // t.block_size))
 
-    for block in t.tiles(L, S):
+    for block in t.blocks(L, S):
         j0, j1, i0, i1 = block
         rows = np.s_[..., i0:i1, :]
         if lazy is not None and lazy.add_tile(l, acc, t, block, rows, work):
             continue
-        p, _ = tile_scores(qs, k_T, t, block, post=t.post, softcap=t.softcap, work=work)  # (..., R, Bk)
-        allowed = tile_allowed(qs, k_T, t, block) if t.garbage else None
+        p, _ = tile_scores(qs, k, t, block, post=t.post, softcap=t.softcap, work=work)  # (..., R, Bk)
+        allowed = tile_allowed(qs, k, t, block) if t.garbage else None
         m_new = np.maximum(m[rows], p.max(axis=-1, keepdims=True))      # (..., R, 1)
         # A row that has seen only masked keys has max -inf; shift it by 0 instead, so that
         # exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = NaN.
@@ -264,37 +258,39 @@ def forward_tiles(t: Tiling, qs, k, v, sink, *, normalized: bool):
         np.exp(p, out=p)                                                 # (..., R, Bk) = exp(s - m_new)
         alpha = np.exp(m[rows] - shift)      # (..., R, 1): corrects what used the old max; 0 at first
         l_old = l[rows] * alpha
-        l[rows] = l_old + p @ ones[:j1 - j0]
+        l[rows] = l_old + p.sum(axis=-1, keepdims=True)
         if normalized:                       # acc = (l_old acc + p @ v) / l, a weighted average
             l_safe = np.where(l[rows] == 0, dtype.type(1), l[rows])
             acc[rows] *= l_old / l_safe
             acc[rows] += masked_matmul(p / l_safe, v[..., j0:j1, :], allowed)
         else:
             acc[rows] *= alpha
-            pv = carve(work_pv, acc[rows].shape)
-            acc[rows] += masked_matmul(p, v[..., j0:j1, :], allowed, out=pv)     # (..., R, d_v)
+            acc[rows] += masked_matmul(p, v[..., j0:j1, :], allowed)     # (..., R, d_v)
         m[rows] = m_new
         if lazy is not None:
-            lazy.seen[i0:i1] = True
+            lazy.moved(m, rows)
     return m, l, acc
 
 
 class LazyShift:
-    r"""The online softmax's fast lane: a tile shifted by the running max ``m`` as it stands.
+    r"""The online softmax's fast lane: a tile shifted by the running max ``m`` as it stands,
+    with the shift and the row sums done inside the two matrix products.
 
     The shift of ``exp(s - m)`` need not be the max: any ``m`` gives the same ``out = acc / l``
     and ``lse = m + log l``, as long as no ``exp`` overflows (and one term of the row is not
     lost to underflow, which the first visit of each row, by the exact update, guarantees). So
-    a tile whose scores stay below ``m + log(big)`` is added without its max and without a
-    rescale of ``acc`` and ``l``: its scores ``- m`` (before the mask, so that a masked score
-    stays ``-inf``), ``exp``, the row sums, and (only when they pass) ``@ v``. FlashAttention-4
-    likewise rescales only when the max has risen enough to matter, as described in Modal's
-    reverse-engineering of it; it still computes each tile's max, which this lane leaves out,
-    reading an overflow from the row sums instead.
+    a tile whose scores stay below ``m + log(big)`` is added without its max, without a
+    rescale of ``acc`` and ``l``, and with neither the subtraction nor the row sum as a pass of
+    its own (FlashAttention-4 likewise rescales only when the max has risen enough to matter, as
+    described in Modal's reverse-engineering of it; it still computes each tile's max, which this
+    lane leaves out, reading an overflow from the row sums instead):
 
-    A tile goes through the exact update instead (which then moves ``m``) when a row of it has
-    not been through the exact update yet (``seen``; a sink counts as a first key), or when some
-    row's ``sum_j e^{s_j - m}`` exceeds ``big``
+    .. math:: [q\cdot\text{scale},\ -m]\,[k,\ 1]^\top = s - m
+
+    .. math:: e^{s - m}\,[v,\ 1] = [e^{s - m} v,\ \textstyle\sum_j e^{s_j - m}]
+
+    A tile goes through the exact update instead (which then moves ``m``) when no row of it has
+    seen a key yet (every ``m = -inf``), or when some row's ``sum_j e^{s_j - m}`` exceeds ``big``
     (``sqrt`` of the dtype's largest number over the number of key blocks: its scores rose more
     than ``44 - ln(blocks)`` nats above ``m`` in float32, ``354 - ln(blocks)`` in float64) or is
     NaN or inf (a row that meets its first key here, whose ``-m`` is ``+inf``, gives ``+inf``).
@@ -302,37 +298,38 @@ class LazyShift:
     whatever the number of blocks (in float16, whose ``sqrt(max)`` is 256, a few hundred tiles
     of ``sqrt(max)`` each overflowed it); if ``acc`` overflows, with huge values, the forward
     redoes it.
-
-    (Until 0.4 the subtraction and the row sums rode inside the two products as an extra column,
-    ``[q·scale, -m] @ [k, 1]ᵀ`` and ``e^{s-m} @ [v, 1]``. With tiles small enough to stay in
-    cache the two passes cost less than what the 65th column cost OpenBLAS's products.)
     """
 
-    def __init__(self, qs, k_T, v, m, *, blocks: int, seen: bool, work_pv, ones):
-        # qs (..., L, d_k), k_T (..., d_k, S), v (..., S, d_v); m (*batch, L, 1) the running max
-        # (the exact update moves it in place); blocks: how many key blocks the forward walks at
-        # most; seen: every row starts with a max (a sink), else none has one until the exact
-        # update sets self.seen; work_pv: a flat buffer for a tile's p @ v; ones (Bk, 1)
-        self.qs, self.k_T, self.v, self.m = qs, k_T, v, m
-        self.pv_work, self.ones = work_pv, ones
+    def __init__(self, qs, k, v, m, batch, blocks: int):
+        # qs (..., L, d_k), k (..., S, d_k), v (..., S, d_v); m (*batch, L, 1) the running max;
+        # blocks: how many key blocks the forward walks at most
+        q_all = np.broadcast_to(qs, batch + qs.shape[-2:])
+        self.q_m = append_column(q_all, -m, "rows 1")                    # (*batch, L, d_k + 1)
+        self.k_1 = append_column(k, k.dtype.type(1), "keys 1")           # (..., S, d_k + 1)
+        self.v_1 = append_column(v, v.dtype.type(1), "keys 2")           # (..., S, d_v + 1)
+        self.pv_work = scratch("rows 2", (self.q_m[..., 0].size * self.v_1.shape[-1],), qs.dtype)
         self.big = np.sqrt(np.finfo(qs.dtype).max) / max(1, blocks)
-        self.seen = np.full(qs.shape[-2], seen)                             # (L,) bool
 
     def add_tile(self, l, acc, t: Tiling, block: tuple, rows, work) -> bool:
         """Add a tile's ``exp(s - m)`` into ``l`` and ``acc`` (its scores in ``work``); False
         (nothing changed) when the exact update must do it."""
-        j0, j1, i0, i1 = block
-        if not self.seen[i0:i1].all():                       # a row without a max yet
+        if (self.q_m[rows][..., -1:] == np.inf).all():       # -m = +inf: no row has seen a key
             return False
         # inf and NaN are expected here (a row's first keys, -inf bias): they send the tile to the
         # exact update. Silenced here, not by the caller: NumPy's error state is per thread.
         with np.errstate(over="ignore", invalid="ignore"):
-            p, _ = tile_scores(self.qs, self.k_T, t, block, shift=self.m[rows], work=work)  # s - m
-            np.exp(p, out=p)                                 # (..., R, Bk)
-            row_sum = p @ self.ones[:j1 - j0]                # (..., R, 1)
+            p, _ = tile_scores(self.q_m, self.k_1, t, block, work=work)   # (..., R, Bk) = s - m
+            np.exp(p, out=p)
+            v_1 = self.v_1[..., block[0]:block[1], :]
+            # pv (..., R, d_v + 1) = [p @ v, rowsum p]
+            pv = np.matmul(p, v_1, out=carve(self.pv_work, p.shape[:-1] + v_1.shape[-1:]))
+        row_sum = pv[..., -1:]                               # (..., R, 1)
         if not (row_sum <= self.big).all():                  # NaN, inf, or a score far above m
             return False
-        v = self.v[..., j0:j1, :]
-        acc[rows] += np.matmul(p, v, out=carve(self.pv_work, p.shape[:-1] + v.shape[-1:]))
+        acc[rows] += pv[..., :-1]
         l[rows] += row_sum
         return True
+
+    def moved(self, m, rows):
+        """The exact update moved ``m`` in ``rows``: shift the later tiles by the new max."""
+        self.q_m[rows][..., -1:] = -m[rows]

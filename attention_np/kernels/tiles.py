@@ -1,26 +1,10 @@
 r"""The tiles of the tiled path (:mod:`attention_np.kernels.tiled`): which blocks to visit, and
-the scores of one tile.
+the scores of one block.
 
 The tiled forward and backward both walk the key blocks ``[j0, j1)`` that :func:`key_blocks`
-plans (skipping what the causal mask or the sliding window hides from every query row), each
-block's query rows cut into tiles of :func:`tile_rows` rows (:meth:`Tiling.tiles`), and both
+plans (skipping what the causal mask or the sliding window hides from every query row), and both
 form a tile's scores with :func:`tile_scores`: ``(q·scale) @ k_blockᵀ``, soft-capped, plus the
 bias's block, ``-inf`` where masked. Nothing here is ever ``(L, S)``.
-
-Why tiles of a few rows, not every row of the block at once: a tile of ``(..., 64, 128)``
-float32 over 8 heads is 256 KiB, which can stay in a core's cache (1 MiB of L2 on the 2-core
-machine of ``docs/performance.md``) from the product that writes it through the subtraction,
-the ``exp`` and the products that read it; a ``(..., 1024, 128)`` tile is 4 MiB. Measured on
-that machine, one thread, (1, 8, 1024, 64) float32, in a prototype of the backward with the
-keys transposed as below: 64-row tiles took about 0.8x the time of 1024-row tiles (median of 21
-interleaved rounds). With one head a tile gets 512 rows instead: fewer, larger products, fewer
-Python calls.
-
-The keys arrive transposed, ``k_T (..., d_k, S)``, copied once per call
-(:func:`~attention_np.kernels.scratch.transposed`): OpenBLAS multiplied a ``(64, 64)`` tile of
-queries by a C-contiguous ``(64, 128)`` block of ``k_T`` in 9.9 ms over the 128 tiles of that
-call (8 heads each), by the transposed view ``k_blockᵀ`` in 15.6 ms (with 1024-row tiles the
-two took the same time).
 """
 
 from __future__ import annotations
@@ -31,7 +15,6 @@ import numpy as np
 
 from attention_np._checks import check_int
 from attention_np.kernels.guard import mask_and_bias, tile
-from attention_np.kernels.row_sums import ROWS
 from attention_np.kernels.scores import overflowed
 from attention_np.kernels.scratch import carve, scratch
 from attention_np.variants.softcap import softcap_forward
@@ -54,18 +37,6 @@ def key_blocks(L: int, S: int, block_size: int, is_causal: bool, window=(None, N
         i1 = L if left is None else min(L, j1 + left)
         if i0 < i1:
             yield j0, j1, i0, i1
-
-
-#: About how many scores one tile holds, over all its batch entries: 2**16 float32 are 256 KiB.
-TILE_ENTRIES = 1 << 16
-
-
-def tile_rows(entries: int, block_size: int) -> int:
-    """Query rows per tile for ``entries`` batch entries (heads) and ``block_size`` keys: a
-    multiple of :data:`~attention_np.kernels.row_sums.ROWS` (64), about :data:`TILE_ENTRIES`
-    scores in all (fewer rows, more tiles, more Python calls per product: one head gets 512
-    rows of 128 keys, 8 heads 64 rows)."""
-    return ROWS * max(1, TILE_ENTRIES // max(1, entries * block_size * ROWS))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,44 +74,19 @@ class Tiling:
         """:func:`key_blocks` of this tiling: ``(j0, j1, i0, i1)`` for each key block."""
         return key_blocks(L, S, self.block_size, self.is_causal, self.window)
 
-    def rows(self) -> int:
-        """Query rows per tile (:func:`tile_rows` of the batch shape and block size)."""
-        return tile_rows(int(np.prod(self.batch, dtype=np.int64)), self.block_size)
 
-    def tiles(self, L: int, S: int):
-        """``(j0, j1, i0, i1)`` for each tile: each key block of :meth:`blocks`, its query rows
-        ``[i0, i1)`` cut into runs of at most :meth:`rows` rows, key block after key block, and
-        the block's keys narrowed to those the run's rows may see (causal: ``j < i1``; a window
-        ``(left, right)``: ``i0 - left <= j < i1 + right``)."""
-        rows = self.rows()
-        left, right = self.window
-        if self.is_causal:
-            right = 0 if right is None else min(right, 0)
-        for j0, j1, first, last in self.blocks(L, S):
-            for i0 in range(first, last, rows):
-                i1 = min(i0 + rows, last)
-                lo = j0 if left is None else max(j0, i0 - left)
-                hi = j1 if right is None else min(j1, i1 + right)
-                if lo < hi:
-                    yield lo, hi, i0, i1
-
-
-def tile_scores(qs, k_T, t: Tiling, block: tuple, *, post=None, softcap=None, shift=None, work=None):
+def tile_scores(qs, k, t: Tiling, block: tuple, *, post=None, softcap=None, work=None):
     """Scores of query rows ``[i0, i1)`` against keys ``[j0, j1)``, ``-inf`` where masked.
 
     ``block`` is ``(j0, j1, i0, i1)``; ``t`` gives the mask, bias, causal flag, window and batch
     shape. ``qs`` is ``q * scale`` (or ``q``, with the scale as ``post`` when ``q * scale``
-    overflows), ``k_T (..., d_k, S)`` the keys transposed; ``work``, a flat buffer the scores
-    are written into (see :func:`carve`), or None; ``shift`` ``(*t.batch, i1 - i0, 1)``, or
-    None: subtracted before the bias and the mask (the fast lane's running max, so that a
-    masked score stays ``-inf`` whatever the shift). Returns the scores ``(*t.batch, i1 - i0,
-    j1 - j0)`` and, with ``softcap``, the ``tanh(QKᵀ·scale / c)`` of the tile (the backward's
-    ``1 - tanh²``), else None.
+    overflows); ``work``, a flat buffer the scores are written into (see :func:`carve`), or
+    None. Returns the scores ``(*t.batch, i1 - i0, j1 - j0)`` and, with ``softcap``, the
+    ``tanh(QKᵀ·scale / c)`` of the tile (the backward's ``1 - tanh²``), else None.
     """
     j0, j1, i0, i1 = block
-    a, b = qs[..., i0:i1, :], k_T[..., j0:j1]
-    batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    into = carve(work, batch + (i1 - i0, j1 - j0))
+    a, b = qs[..., i0:i1, :], np.swapaxes(k[..., j0:j1, :], -1, -2)
+    into = carve(work, np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (i1 - i0, j1 - j0))
     s = np.matmul(a, b, out=into)                                        # (..., R, Bk)
     if post is not None:
         s *= post
@@ -150,16 +96,13 @@ def tile_scores(qs, k_T, t: Tiling, block: tuple, *, post=None, softcap=None, sh
         s, capped = softcap_forward(s, softcap)                           # (..., R, Bk) each
     if s.shape[:-2] != t.batch:               # a mask that adds batch dims: grow the tile
         s = np.broadcast_to(s, t.batch + s.shape[-2:]).copy()
-    if shift is not None:
-        s -= shift
     if t.bias is not None:
         s += tile(t.bias, i0, i1, j0, j1)        # the bias's block, as the dense path adds it
     if t.mask is not None:
         # Slice only the mask dims that are not broadcast (size 1), never a full (L, S) copy.
         np.copyto(s, -np.inf, where=~tile(t.mask, i0, i1, j0, j1))
-    if t.is_causal and j1 - 1 > i0:
-        # Only the first rows of the tile straddle the diagonal: row i0 + r blocks keys j > i0 + r
-        # (none when the tile's first row sees its last key).
+    if t.is_causal:
+        # Only the first rows of the tile straddle the diagonal: row i0 + r blocks keys j > i0 + r.
         r = min(j1, s.shape[-2] + i0) - i0
         blocked = np.arange(j0, j1) > np.arange(i0, i0 + r)[:, None]    # (r, Bk)
         np.copyto(s[..., :r, :], -np.inf, where=blocked)
@@ -182,14 +125,12 @@ def outside_window(window: tuple, block: tuple):
     return outside
 
 
-def tile_allowed(q, k_T, t: Tiling, block: tuple):
-    """The attended pairs of a tile, bool (..., R, Bk): where :func:`tile_scores` of zeros is not
-    -inf (``k_T (..., d_k, S)``, the keys transposed).
+def tile_allowed(q, k, t: Tiling, block: tuple):
+    """The attended pairs of a tile, bool (..., R, Bk): where :func:`tile_scores` of zeros is not -inf.
 
     Needed only when an input is NaN or inf (see :func:`attention_np.kernels.guard.masked_matmul`).
     """
-    zq = np.zeros(q.shape[:-1] + (1,), q.dtype)
-    zk = np.zeros(k_T.shape[:-2] + (1,) + k_T.shape[-1:], k_T.dtype)
+    zq, zk = np.zeros(q.shape[:-1] + (1,), q.dtype), np.zeros(k.shape[:-1] + (1,), k.dtype)
     return tile_scores(zq, zk, t, block)[0] > -np.inf
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import attention_np as an
-from attention_np.kernels import blocked, reference, tiles
+from attention_np.kernels import blocked, reference
 from attention_np.kernels.tiled import flash_attention_backward, flash_attention_forward
 from attention_np.studies.additive import (
     additive_attention_backward,
@@ -74,22 +74,12 @@ def _blocked(q, k, v, mask, dout, **kw):
         return (out, *an.sdpa_backward(dout, cache))
 
 
-def _tiled_rows(q, k, v, mask, dout, **kw):
-    """The tiled path with tiles of 2 query rows (``tiles.tile_rows``; 64 or more by default), so
-    that garbage meets the edges of row tiles as well as of key blocks."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tiles, "tile_rows", lambda entries, block_size: 2)
-        out, cache = flash_attention_forward(q, k, v, mask, block_size=2, **kw)
-        return (out, *flash_attention_backward(dout, cache))
-
-
 PATHS = {
     "fused": _dense(an.sdpa_forward, an.sdpa_backward),
     "blocked": _blocked,
     "reference": _dense(reference.sdpa_forward, reference.sdpa_backward),
     "tiled": _dense(lambda q, k, v, m, **kw: flash_attention_forward(q, k, v, m, block_size=2, **kw),
                     flash_attention_backward),
-    "tiled, rows of 2": _tiled_rows,
 }
 
 

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 import attention_np as an
 from attention_np.interop import tolerance
-from attention_np.kernels import blocked, row_sums, scratch, tiles
+from attention_np.kernels import blocked, row_sums, scratch
 from tests import oracles, torch_ref
 from tests.helpers import rounded
 
@@ -150,29 +150,24 @@ def _want(q, k, v, dout, m, b, s, G, is_causal, window, scale):
 
 
 @settings(max_examples=120)
-@given(**COMBINATIONS, rows=st.sampled_from([None, 1, 2, 3]))
+@given(**COMBINATIONS)
 def test_tiled_equals_equation_one_in_every_combination(seed, B, H_kv, G, L, S, d, block, mask,
                                                         density, is_causal, window, bias, sinks,
-                                                        scale, threads, rows):
-    """The tiled forward and backward against Eq. (1) by definition, in float64, with tiles of
-    ``rows`` query rows (``tiles.tile_rows``; None: its own, 64 or more, every row of these
-    shapes in one tile).
+                                                        scale, threads):
+    """The tiled forward and backward against Eq. (1) by definition, in float64.
 
     ``scale=60`` sends scores hundreds of nats above a row's first block, past the fast lane's
     threshold; 1e-3 keeps every tile in it. Caught: the fast lane adding every tile
     (``row_sum <= big`` made ``<= inf``: overflow), one that lets a NaN row sum through
-    (``(row_sum > big).any()``: a -inf bias meets a row's ``-m = +inf``), the row sums left out
-    of ``l``, and a -inf sink starting ``l`` at 1; before 0.4, whose fast lane shifted the scores
-    by an extra column ``[q, -m]`` that ``moved`` updated, also a shift set too high
-    (``-m - 800``: terms lost to underflow) and a column of 0 instead of ``-m`` and 1.
+    (``(row_sum > big).any()``: a -inf bias meets a row's ``-m = +inf``), a shift that
+    ``moved`` sets too high (``-m - 800``: terms lost to underflow), the row sums left out of
+    ``l``, an extra column of 0 instead of ``-m`` and 1, and a -inf sink starting ``l`` at 1.
     """
     q, k, v, dout, m, b, s = _case(seed, B, H_kv, G, L, S, d, mask, density, bias, sinks)
     want = _want(q, k, v, dout, m, b, s, G, is_causal, window, scale)
     with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _threads(mp, threads)
-        if rows is not None:
-            mp.setattr(tiles, "tile_rows", lambda entries, block_size: rows)
         out, cache = an.flash_attention_forward(q, k, v, m, bias=b, is_causal=is_causal, sinks=s,
                                                 scale=scale, block_size=block,
                                                 spec=an.AttentionSpec(window=window, enable_gqa=G > 1))

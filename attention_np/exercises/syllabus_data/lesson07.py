@@ -33,8 +33,7 @@ LESSON = Lesson(
             text="Before running the memory cell, predict how the dense and the tiled peaks grow when L = "
                  "S doubles from 2048 to 4096. Then run it and compare with 4× and 2×.",
             answer="The dense path holds (L, S) arrays, which grow 4× per doubling; the tiled path holds "
-                   "tiles of block keys by at most 512 query rows (one head) and arrays of size L · d, 2×. "
-                   "The cell prints the peaks and their factor per doubling; these "
+                   "(L, block) tiles, 2×. The cell prints the peaks and their factor per doubling; these "
                    "are measured (tracemalloc) and move by a few tenths from run to run, as the blocked "
                    "dense path's threads allocate, so compare ranges: from 2048 to 4096 the dense factor "
                    "(the last of `per doubling: dense x...`) lies between 2.5 and 4, and the tiled one "
