@@ -10,7 +10,6 @@ passes every correct file and rejects every wrong one."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from hypothesis import strategies as st
 
 import attention_np.exercises as ex
 from attention_np.exercises.loading import load_function
+from tests.course.corpus_files import exercise_of, load_own
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fresh43_oracle  # noqa: E402 (after the path is set)
@@ -30,15 +30,11 @@ CORRECT = sorted((HERE / "correct").glob("*.py"))
 WRONG = sorted((HERE / "wrong").glob("*.py"))
 
 
-def _exercise(path):
-    return re.search(r"^# exercise: (\w+)$", path.read_text(), re.M).group(1)
+_exercise = exercise_of
 
 
 def _own_load(path):
-    spec = importlib.util.spec_from_file_location(f"fresh43_{path.parent.name}_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, _exercise(path))
+    return load_own(path, "fresh43")
 
 
 def test_the_corpus_is_large_covers_every_exercise_and_has_its_headers():

@@ -6,7 +6,6 @@ the course checker must pass every correct file and reject every wrong one."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 import attention_np.exercises as ex
 from attention_np.exercises.loading import load_function
+from tests.course.corpus_files import exercise_of, load_own
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fresh_oracle  # noqa: E402 (after the path is set)
@@ -24,15 +24,11 @@ CORRECT = sorted((HERE / "correct").glob("*.py"))
 WRONG = sorted((HERE / "wrong").glob("*.py"))
 
 
-def _exercise(path):
-    return re.search(r"^# exercise: (\w+)$", path.read_text(), re.M).group(1)
+_exercise = exercise_of
 
 
 def _own_load(path):
-    spec = importlib.util.spec_from_file_location(f"fresh_{path.parent.name}_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, _exercise(path))
+    return load_own(path, "fresh")
 
 
 def test_the_corpus_is_large_covers_every_exercise_and_has_its_headers():
